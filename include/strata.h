@@ -1,0 +1,142 @@
+/* strata: the narrow engine API. The CLI and the HTTP server use only this header.
+ *
+ *   strata_model    read-only weights + vocabulary; shared by any number of sessions
+ *   strata_session  one conversation: KV cache, position, sampler state, stats
+ *
+ * Errors: functions return 0 / a count on success and a negative value on failure;
+ * loading writes a message naming the file, the thing and what to do into err. */
+#ifndef STRATA_H
+#define STRATA_H
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct strata_model strata_model;
+typedef struct strata_session strata_session;
+
+/* ---- model ------------------------------------------------------------------------ */
+typedef enum { STRATA_DEVICE_AUTO = -1, STRATA_DEVICE_CPU = 0, STRATA_DEVICE_CUDA = 1 } strata_device;
+
+typedef struct strata_model_params {
+    const char *path;
+    int n_threads;              /* 0: STRATA_THREADS or all cores */
+    strata_device device;
+    int exact;                  /* reference mode: f32 activations, dequantized weights */
+    int vocab_only;             /* load the tokenizer only (files without tensors work) */
+    void (*progress)(float fraction, void *user);  /* load progress, 0..1 */
+    void *progress_user;
+} strata_model_params;
+
+strata_model_params strata_model_default_params(void);
+/* 0 on success; -1 with a message in err. */
+int  strata_model_load(const strata_model_params *p, strata_model **out, char *err, size_t errlen);
+void strata_model_free(strata_model *m);
+
+typedef struct strata_model_info {
+    const char *arch;           /* "llama", "qwen3moe", "gemma3" */
+    const char *name;           /* general.name or "" */
+    int n_layers, n_embd, n_heads, n_kv_heads, head_dim, n_ff, n_vocab, n_ctx_train;
+    int n_experts, n_experts_used;
+    uint64_t n_params;
+    uint64_t weight_bytes;      /* bytes read per token by a dense decode step */
+    int has_chat_template;
+    const char *device;         /* "cpu" / "cuda" */
+    int n_threads;
+} strata_model_info;
+void strata_model_get_info(const strata_model *m, strata_model_info *info);
+const char *strata_model_chat_template(const strata_model *m);  /* NULL when absent */
+
+/* ---- tokenizer -------------------------------------------------------------------- */
+int strata_n_vocab(const strata_model *m);
+int strata_token_bos(const strata_model *m);   /* -1 when none */
+int strata_token_eos(const strata_model *m);
+int strata_token_is_eog(const strata_model *m, int32_t id);  /* EOS, EOT, <|im_end|> ... */
+/* Encode text. add_bos: prepend BOS if the model wants it; parse_special: "<|im_start|>"
+ * in text becomes the special token. Returns the token count (may exceed cap: then only cap
+ * ids were written and the caller retries with a larger buffer), or -1 on error. */
+int strata_tokenize(const strata_model *m, const char *text, size_t len, int add_bos, int parse_special,
+                    int32_t *ids, int cap);
+/* Raw bytes of one token (no UTF-8 repair); NULL for an invalid id. */
+const char *strata_token_text(const strata_model *m, int32_t id, size_t *len);
+/* Decode ids into text (bytes); returns length written (NUL-terminated when it fits in cap). */
+int strata_detokenize(const strata_model *m, const int32_t *ids, int n, char *out, int cap);
+
+/* Streaming decode that never emits half a UTF-8 character. */
+typedef struct strata_detok { char pending[8]; int n_pending; } strata_detok;
+void strata_detok_init(strata_detok *d);
+/* Append token id; writes complete UTF-8 text to out; returns bytes written (<= cap). */
+int strata_detok_push(const strata_model *m, strata_detok *d, int32_t id, char *out, int cap);
+/* Flush what is left (invalid sequences become U+FFFD). */
+int strata_detok_flush(strata_detok *d, char *out, int cap);
+
+/* ---- chat formatting ------------------------------------------------------------------ */
+typedef struct strata_chat_msg { const char *role; const char *content; } strata_chat_msg;
+/* Render messages with the model's chat template. Returns a malloc'ed string (caller frees
+ * with strata_free), NULL with err on failure. extra_json: a JSON object of extra template
+ * variables, or NULL. */
+char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, char *err, size_t errlen);
+void strata_free(void *p);
+
+/* ---- sampling ------------------------------------------------------------------------- */
+typedef struct strata_sampler_params {
+    float temperature;          /* 0: greedy */
+    int   top_k;                /* 0: off */
+    float top_p;                /* 1: off */
+    float min_p;                /* 0: off */
+    float repeat_penalty;       /* 1: off */
+    int   repeat_last_n;        /* window of recent tokens the penalty looks at */
+    uint64_t seed;
+} strata_sampler_params;
+strata_sampler_params strata_sampler_default_params(void);  /* greedy */
+
+/* ---- session -------------------------------------------------------------------------- */
+typedef struct strata_session_params {
+    int n_ctx;                  /* 0: min(model's training context, 4096) */
+    strata_sampler_params sampler;
+    int spec_draft;             /* speculative drafts per step (0: off) */
+} strata_session_params;
+strata_session_params strata_session_default_params(void);
+
+strata_session *strata_session_new(strata_model *m, const strata_session_params *p, char *err, size_t errlen);
+void strata_session_free(strata_session *s);
+/* Forget everything (position 0); keeps the allocation. */
+void strata_session_reset(strata_session *s);
+int  strata_session_pos(const strata_session *s);
+int  strata_session_n_ctx(const strata_session *s);
+
+/* Append tokens to the context (one forward pass over them) and keep the logits of the last
+ * one. 0 ok, -1 context full or bad id. */
+int strata_session_eval(strata_session *s, const int32_t *ids, int n);
+/* Logits of the last evaluated token (n_vocab floats). */
+const float *strata_session_logits(const strata_session *s);
+/* Sample the next token from the current logits with the session's sampler. */
+int32_t strata_session_sample(strata_session *s);
+void strata_session_set_sampler(strata_session *s, const strata_sampler_params *p);
+
+/* Generation loop: evaluates the prompt, then samples up to max_tokens tokens, calling
+ * on_token for each (return nonzero to stop). Stops at end-of-generation tokens.
+ * Returns the number of generated tokens or -1. */
+typedef int (*strata_token_cb)(int32_t id, void *user);
+int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int max_tokens,
+                    strata_token_cb on_token, void *user);
+
+typedef struct strata_stats {
+    int n_prompt, n_gen;
+    double t_load, t_prompt, t_gen;       /* seconds */
+    double prompt_tps, gen_tps;
+    uint64_t weight_bytes_per_token;
+    /* speculative decoding */
+    long n_drafted, n_accepted, n_windows;
+} strata_stats;
+void strata_session_get_stats(const strata_session *s, strata_stats *st);
+
+/* Print the STRATA_* switch registry. */
+void strata_env_print(void *file);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

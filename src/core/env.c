@@ -1,0 +1,66 @@
+#include "env.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct { const char *name; env_kind kind; const char *def; const char *doc; } env_def;
+
+static const env_def env_defs[ENV_COUNT] = {
+#define X(id, name, kind, def, doc) [id] = { name, kind, def, doc },
+#include "env_list.h"
+#undef X
+};
+
+static struct { int loaded; int set; const char *str; long num; } env_cache[ENV_COUNT];
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long env_parse_num(env_kind kind, const char *s) {
+    if (kind == ENV_BOOL) {
+        return !strcmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on");
+    }
+    return strtol(s, NULL, 0);
+}
+
+static void env_load(env_id id) {
+    pthread_mutex_lock(&env_lock);
+    if (!env_cache[id].loaded) {
+        const char *v = getenv(env_defs[id].name);
+        env_cache[id].set = v != NULL;
+        env_cache[id].str = v ? v : env_defs[id].def;
+        env_cache[id].num = env_parse_num(env_defs[id].kind, env_cache[id].str);
+        __atomic_store_n(&env_cache[id].loaded, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&env_lock);
+}
+
+static inline void env_ensure(env_id id) {
+    if (!__atomic_load_n(&env_cache[id].loaded, __ATOMIC_ACQUIRE)) env_load(id);
+}
+
+int env_bool(env_id id) { env_ensure(id); return env_cache[id].num != 0; }
+long env_int(env_id id) { env_ensure(id); return env_cache[id].num; }
+const char *env_str(env_id id) { env_ensure(id); return env_cache[id].str; }
+int env_is_set(env_id id) { env_ensure(id); return env_cache[id].set; }
+
+void env_reset_cache(void) {
+    pthread_mutex_lock(&env_lock);
+    memset(env_cache, 0, sizeof env_cache);
+    pthread_mutex_unlock(&env_lock);
+}
+
+int env_find(const char *name) {
+    for (int i = 0; i < ENV_COUNT; i++)
+        if (!strcmp(env_defs[i].name, name)) return i;
+    return -1;
+}
+
+void env_print(FILE *f) {
+    static const char *kinds[] = { "bool", "int", "string" };
+    for (int i = 0; i < ENV_COUNT; i++) {
+        const char *cur = env_str((env_id)i);
+        fprintf(f, "%-24s %-6s default=%-6s %s%s\n    %s\n", env_defs[i].name, kinds[env_defs[i].kind],
+                env_defs[i].def, env_is_set((env_id)i) ? "set=" : "", env_is_set((env_id)i) ? cur : "",
+                env_defs[i].doc);
+    }
+}

@@ -1,0 +1,10 @@
+/* The one registry of STRATA_* switches (X-macro list).
+ * Each line: X(ID, "STRATA_NAME", TYPE, default, "one-line doc")
+ *   TYPE is ENV_BOOL, ENV_INT or ENV_STR. Defaults are strings, parsed like the variable.
+ * Read once at first use and cached (src/core/env.c). `strata env` lists them.
+ * Add a line here; never call getenv() anywhere else. */
+X(ENV_EXACT,        "STRATA_EXACT",        ENV_BOOL, "0",    "reference mode: dequantize weights, keep activations in f32 (same as --exact)")
+X(ENV_KERNEL,       "STRATA_KERNEL",       ENV_STR,  "auto", "CPU matvec kernel: auto (AVX2 when the CPU has it), avx2, ref")
+X(ENV_THREADS,      "STRATA_THREADS",      ENV_INT,  "0",    "default worker threads (0: all cores); -t overrides")
+X(ENV_CACHE_DIR,    "STRATA_CACHE_DIR",    ENV_STR,  "",     "where fetched models live (default: $XDG_CACHE_HOME/strata or ~/.cache/strata)")
+X(ENV_LOGITS_HASH,  "STRATA_LOGITS_HASH",  ENV_BOOL, "0",    "print an FNV-1a hash of every step's logits to stderr (nondeterminism check)")
