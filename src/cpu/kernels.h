@@ -1,0 +1,33 @@
+/* The fast-kernel interface of the CPU matvec (src/cpu/matvec.c dispatches to these).
+ *
+ * One function per weight format computes, for rows r in [r0, r1) and columns c < T:
+ *   y[c * n_out + r] = dot(W row r, activation row c)
+ * with exactly the bits of the format's reference dot (quant_traits.dot_ref), i.e. the
+ * canonical order of docs/KERNELS.md. Shapes:
+ *   W    n_out rows, row r at (const char *)W + r * row_bytes, n_in weights each
+ *   act  T activation rows in the format's activation layout (quant_traits.act),
+ *        row c at (const char *)act + c * act_stride; for ACT_F32 formats: T f32 rows
+ *   y    T output columns of n_out floats, column-major by c (y[c * n_out + r])
+ * Kernels read each weight block once for all T columns (rows outer, columns inner),
+ * so column c's bits never depend on T (batch invariance). T is 1..MATVEC_MAX_COLS. */
+#ifndef STRATA_CPU_KERNELS_H
+#define STRATA_CPU_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void (*matvec_rows_fn)(const void *W, size_t row_bytes, int64_t n_in,
+                               const void *act, size_t act_stride, int T,
+                               float *y, int64_t n_out, int64_t r0, int64_t r1);
+
+/* AVX2+FMA+F16C kernels (callers check cpu_has_avx2_fma() first). NULL: no fast kernel
+ * for this type. matvec_rows_avx2 covers the float, legacy and K-quant formats
+ * (src/cpu/matvec_avx2.c); matvec_rows_avx2_iq covers the IQ codebook formats
+ * (src/cpu/matvec_iq_avx2.c) and returns NULL for every other type. */
+matvec_rows_fn matvec_rows_avx2(int type);
+matvec_rows_fn matvec_rows_avx2_iq(int type);
+
+/* Float dot of n elements in the canonical per-element lane order (exact mode and the
+ * F32/F16/BF16 rows): lane k % 32 gets w[k] * x[k]. AVX2 version; bits equal
+ * f32_dot_canon_ref in matvec.c. */
+float f32_dot_canon_avx2(const float *w, const float *x, int64_t n);
+#endif
