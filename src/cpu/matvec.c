@@ -1,0 +1,168 @@
+/* CPU matvec dispatch and threading (src/cpu/matvec.h).
+ *
+ *   y[c * n_out + r] = W[r] . x_c      r < n_out, c < T <= MATVEC_MAX_COLS
+ *
+ * Default mode: the T columns are quantized once per call to the format's activation
+ * blocks (src/quant/act.c), then the rows are split over the thread pool and each worker
+ * runs the format's fast kernel (src/cpu/kernels.h) or the reference loop over dot_ref.
+ * Both give the same bits (canonical order, docs/KERNELS.md), so the split, the thread
+ * count and T never change a result.
+ * Exact mode: each worker dequantizes a row once to f32 and dots it with every f32
+ * column in the canonical per-element order.
+ * Kernel choice: matvec_with's argument; AUTO reads STRATA_KERNEL (auto | avx2 | ref),
+ * once, and takes AVX2 only when the CPU has AVX2+FMA+F16C and the format has a kernel. */
+#include "matvec.h"
+#include "kernels.h"
+#include "../core/env.h"
+#include "../core/util.h"
+#include "../quant/ref.h"
+#include <pthread.h>
+#include <string.h>
+
+/* The IQ kernels (src/cpu/matvec_iq_avx2.c) are written in parallel; a weak reference keeps
+ * the library linking while that file is absent (then no IQ format has a fast kernel). */
+#pragma weak matvec_rows_avx2_iq
+
+/* ---- kernel choice (resolved once per process) -------------------------------------- */
+
+static int cpu_avx2_cached = -1;      /* -1 unknown, else cpu_has_avx2_fma() */
+static int env_kernel_cached = -1;    /* MATVEC_KERNEL_* chosen by STRATA_KERNEL */
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+static void kernel_choice_init(void) {
+    cpu_avx2_cached = cpu_has_avx2_fma();
+    const char *k = env_str(ENV_KERNEL);
+    if (!strcmp(k, "ref")) env_kernel_cached = MATVEC_KERNEL_REF;
+    else if (!strcmp(k, "avx2")) env_kernel_cached = MATVEC_KERNEL_AVX2;
+    else env_kernel_cached = MATVEC_KERNEL_AUTO;   /* "auto" and anything unknown */
+}
+
+/* The fast kernel of a type on this CPU, or NULL. */
+static matvec_rows_fn fast_kernel(int type) {
+    if (!cpu_avx2_cached) return NULL;
+    matvec_rows_fn fn = matvec_rows_avx2(type);
+    if (!fn && matvec_rows_avx2_iq) fn = matvec_rows_avx2_iq(type);
+    return fn;
+}
+
+/* Resolve a requested kernel: *fn = kernel or NULL for the reference.
+ * Returns -1 when AVX2 was asked for explicitly and this CPU/type has none. */
+static int resolve_kernel(int type, matvec_kernel want, matvec_rows_fn *fn) {
+    pthread_once(&kernel_once, kernel_choice_init);
+    if (want == MATVEC_KERNEL_AUTO) want = (matvec_kernel)env_kernel_cached;
+    *fn = NULL;
+    if (want == MATVEC_KERNEL_REF) return 0;
+    *fn = fast_kernel(type);
+    if (want == MATVEC_KERNEL_AVX2 && !*fn && env_kernel_cached != MATVEC_KERNEL_AVX2) return -1;
+    return 0;   /* AUTO (or avx2 from the environment): fall back to the reference */
+}
+
+const char *matvec_kernel_name(int type) {
+    matvec_rows_fn fn;
+    if (!quant_traits_get(type)) return "none";
+    resolve_kernel(type, MATVEC_KERNEL_AUTO, &fn);
+    return fn ? "avx2" : "ref";
+}
+
+/* ---- per-call scratch: the quantized activations ------------------------------------- */
+
+/* Thread-local growable buffer: one per calling thread, so concurrent callers (sessions on
+ * different threads) never share it, and a decode loop allocates nothing after warm-up. */
+static _Thread_local void *act_scratch;
+static _Thread_local size_t act_scratch_cap;
+
+static void *act_scratch_get(size_t n) {
+    if (n <= act_scratch_cap) return act_scratch;
+    void *p = st_realloc(act_scratch, n);
+    if (!p) return NULL;
+    act_scratch = p; act_scratch_cap = n;
+    return p;
+}
+
+/* ---- the parallel job ---------------------------------------------------------------- */
+
+typedef struct {
+    const quant_traits *qt;
+    const void *W; size_t row_bytes;
+    int64_t n_in, n_out;
+    int T;
+    float *y;
+    /* default mode */
+    const void *act; size_t act_stride;
+    matvec_rows_fn fn;              /* NULL: reference loop */
+    /* exact mode */
+    const float *x;                 /* T f32 columns of n_in */
+    float *rowbuf;                  /* n_in floats per worker */
+    int exact_avx2;                 /* dot with f32_dot_canon_avx2 */
+} matvec_job;
+
+/* Rows per split unit: keeps neighbouring rows (and their cache lines) on one worker. */
+#define MATVEC_ROW_ALIGN 4
+
+static void matvec_worker(void *ctx, int ith, int nth) {
+    const matvec_job *j = ctx;
+    long lo, hi;
+    threadpool_split((long)j->n_out, ith, nth, MATVEC_ROW_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    if (j->rowbuf) {            /* exact mode */
+        float *row = j->rowbuf + (size_t)ith * (size_t)j->n_in;
+        for (long r = lo; r < hi; r++) {
+            j->qt->dequant_row((const char *)j->W + (size_t)r * j->row_bytes, row, j->n_in);
+            for (int c = 0; c < j->T; c++) {
+                const float *xc = j->x + (size_t)c * (size_t)j->n_in;
+                j->y[(size_t)c * (size_t)j->n_out + (size_t)r] = j->exact_avx2
+                    ? f32_dot_canon_avx2(row, xc, j->n_in) : f32_dot_canon_ref(row, xc, j->n_in);
+            }
+        }
+        return;
+    }
+    if (j->fn) {
+        j->fn(j->W, j->row_bytes, j->n_in, j->act, j->act_stride, j->T, j->y, j->n_out, lo, hi);
+        return;
+    }
+    for (long r = lo; r < hi; r++) {
+        const void *wr = (const char *)j->W + (size_t)r * j->row_bytes;
+        for (int c = 0; c < j->T; c++)
+            j->y[(size_t)c * (size_t)j->n_out + (size_t)r] =
+                j->qt->dot_ref(wr, (const char *)j->act + (size_t)c * j->act_stride, j->n_in);
+    }
+}
+
+int matvec_with(threadpool *tp, const void *W, int type, int64_t n_in, int64_t n_out,
+                const float *x, int T, float *y, matvec_mode mode, matvec_kernel kernel) {
+    const quant_traits *qt = quant_traits_get(type);
+    if (!qt || T < 1 || T > MATVEC_MAX_COLS || n_in <= 0 || n_out < 0 || !W || !x || !y) return -1;
+    size_t row_bytes = quant_row_bytes(type, n_in);
+    if (!row_bytes) return -1;
+    if (n_out == 0) return 0;
+
+    matvec_rows_fn fn;
+    if (resolve_kernel(type, kernel, &fn) < 0) return -1;
+
+    matvec_job j = { .qt = qt, .W = W, .row_bytes = row_bytes, .n_in = n_in, .n_out = n_out,
+                     .T = T, .y = y, .fn = fn, .x = x };
+    if (mode == MATVEC_EXACT) {
+        int nth = threadpool_size(tp);
+        j.rowbuf = st_malloc((size_t)nth * (size_t)n_in * sizeof(float));
+        if (!j.rowbuf) return -1;
+        j.exact_avx2 = fn != NULL;   /* same bits either way; AVX2 just dots faster */
+        threadpool_run(tp, matvec_worker, &j);
+        st_free(j.rowbuf);
+        return 0;
+    }
+
+    size_t stride = act_row_bytes(qt->act, n_in);
+    if (!stride) return -1;   /* n_in not a multiple of the activation block */
+    void *act = act_scratch_get(stride * (size_t)T);
+    if (!act) return -1;
+    for (int c = 0; c < T; c++)
+        act_quantize_row(qt->act, x + (size_t)c * (size_t)n_in, (char *)act + (size_t)c * stride, n_in);
+    j.act = act; j.act_stride = stride;
+    threadpool_run(tp, matvec_worker, &j);
+    return 0;
+}
+
+int matvec(threadpool *tp, const void *W, int type, int64_t n_in, int64_t n_out,
+           const float *x, int T, float *y, matvec_mode mode) {
+    return matvec_with(tp, W, type, n_in, n_out, x, T, y, mode, MATVEC_KERNEL_AUTO);
+}

@@ -1,0 +1,106 @@
+/* Activation quantization: f32 rows -> int8 blocks with float scales (src/quant/blocks.h).
+ *
+ * One formula for every activation format, chosen so CUDA reproduces it exactly
+ * (docs/KERNELS.md, "Activation quantization"). For each block of B values x[0..B):
+ *   amax = max |x[i]|                  (fabsf, ordinary comparisons: NaN is skipped)
+ *   d    = amax / 127.0f
+ *   id   = d != 0 ? 1.0f / d : 0.0f
+ *   q[i] = (int)nearbyintf(clamp(x[i] * id, -127, 127))   round half to even (the default
+ *          rounding mode; CUDA __float2int_rn), clamp = fminf(fmaxf(v, -127), 127)
+ *   act_q8_1 / act_q8_2:  s = d * (float)sum(q)
+ *   act_q8_K:             bsums[j] = sum of q[16j .. 16j+15]
+ * ACT_F32 rows are copied unchanged. */
+#include "quant.h"
+#include <math.h>
+#include <string.h>
+
+int act_blck(act_format f) {
+    switch (f) {
+    case ACT_F32:  return 1;
+    case ACT_Q8_0: return 32;
+    case ACT_Q8_1: return 32;
+    case ACT_Q8_2: return 64;
+    case ACT_Q8_K: return QK_K;
+    default:       return 0;
+    }
+}
+
+static size_t act_block_bytes(act_format f) {
+    switch (f) {
+    case ACT_F32:  return sizeof(float);
+    case ACT_Q8_0: return sizeof(act_q8_0);
+    case ACT_Q8_1: return sizeof(act_q8_1);
+    case ACT_Q8_2: return sizeof(act_q8_2);
+    case ACT_Q8_K: return sizeof(act_q8_K);
+    default:       return 0;
+    }
+}
+
+size_t act_row_bytes(act_format f, int64_t n) {
+    int b = act_blck(f);
+    if (b <= 0 || n < 0 || n % b) return 0;
+    return (size_t)(n / b) * act_block_bytes(f);
+}
+
+/* Quantize one block of `blck` values to int8 codes; returns d, writes the code sum. */
+static float act_block_q8(const float *x, int blck, int8_t *q, int32_t *sum) {
+    float amax = 0.0f;
+    for (int i = 0; i < blck; i++) {
+        float a = fabsf(x[i]);
+        if (a > amax) amax = a;
+    }
+    float d = amax / 127.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int32_t s = 0;
+    for (int i = 0; i < blck; i++) {
+        float v = fminf(fmaxf(x[i] * id, -127.0f), 127.0f);
+        q[i] = (int8_t)(int)nearbyintf(v);
+        s += q[i];
+    }
+    *sum = s;
+    return d;
+}
+
+void act_quantize_row(act_format f, const float *restrict x, void *restrict dst, int64_t n) {
+    int32_t sum;
+    switch (f) {
+    case ACT_F32:
+        memcpy(dst, x, (size_t)n * sizeof(float));
+        break;
+    case ACT_Q8_0: {
+        act_q8_0 *b = dst;
+        for (int64_t i = 0; i < n / 32; i++) b[i].d = act_block_q8(x + i * 32, 32, b[i].qs, &sum);
+        break;
+    }
+    case ACT_Q8_1: {
+        act_q8_1 *b = dst;
+        for (int64_t i = 0; i < n / 32; i++) {
+            b[i].d = act_block_q8(x + i * 32, 32, b[i].qs, &sum);
+            b[i].s = b[i].d * (float)sum;
+        }
+        break;
+    }
+    case ACT_Q8_2: {
+        act_q8_2 *b = dst;
+        for (int64_t i = 0; i < n / 64; i++) {
+            b[i].d = act_block_q8(x + i * 64, 64, b[i].qs, &sum);
+            b[i].s = b[i].d * (float)sum;
+        }
+        break;
+    }
+    case ACT_Q8_K: {
+        act_q8_K *b = dst;
+        for (int64_t i = 0; i < n / QK_K; i++) {
+            b[i].d = act_block_q8(x + i * QK_K, QK_K, b[i].qs, &sum);
+            for (int j = 0; j < QK_K / 16; j++) {
+                int32_t s = 0;
+                for (int k = 0; k < 16; k++) s += b[i].qs[16 * j + k];
+                b[i].bsums[j] = (int16_t)s;
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
