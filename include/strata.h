@@ -105,6 +105,11 @@ void strata_session_free(strata_session *s);
 /* Forget everything (position 0); keeps the allocation. */
 void strata_session_reset(strata_session *s);
 int  strata_session_pos(const strata_session *s);
+/* Token ids at positions 0..pos-1 (what the KV cache holds). */
+const int32_t *strata_session_history(const strata_session *s);
+/* Drop positions >= pos (keeps 0..pos-1): prefix reuse across turns, speculative rollback.
+ * Logits become unavailable until the next eval. 0, or -1 if pos is out of range. */
+int  strata_session_rewind(strata_session *s, int pos);
 int  strata_session_n_ctx(const strata_session *s);
 
 /* Append tokens to the context (one forward pass over them) and keep the logits of the last

@@ -64,3 +64,15 @@ void env_print(FILE *f) {
                 env_defs[i].doc);
     }
 }
+
+static char cache_dir_buf[4096], model_path_buf[4200];
+static pthread_once_t cache_dir_once = PTHREAD_ONCE_INIT;
+static void cache_dir_init(void) {
+    const char *s = env_str(ENV_CACHE_DIR), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    if (*s) snprintf(cache_dir_buf, sizeof cache_dir_buf, "%s", s);
+    else if (x && *x) snprintf(cache_dir_buf, sizeof cache_dir_buf, "%s/strata", x);
+    else snprintf(cache_dir_buf, sizeof cache_dir_buf, "%s/.cache/strata", h && *h ? h : ".");
+    snprintf(model_path_buf, sizeof model_path_buf, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", cache_dir_buf);
+}
+const char *env_cache_dir(void) { pthread_once(&cache_dir_once, cache_dir_init); return cache_dir_buf; }
+const char *env_default_model_path(void) { pthread_once(&cache_dir_once, cache_dir_init); return model_path_buf; }

@@ -24,4 +24,11 @@ void        env_reset_cache(void);
 void        env_print(FILE *f);
 /* Look up by name ("STRATA_EXACT"); -1 if unknown. */
 int         env_find(const char *name);
+
+/* The model cache directory: STRATA_CACHE_DIR, else $XDG_CACHE_HOME/strata, else
+ * $HOME/.cache/strata (the same rule as the Makefile). Lives here because this file is the
+ * only one that reads the environment. */
+const char *env_cache_dir(void);
+/* Default model path: <cache dir>/SmolLM2-135M-Instruct.Q4_1.gguf */
+const char *env_default_model_path(void);
 #endif

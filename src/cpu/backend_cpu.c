@@ -1,0 +1,215 @@
+/* CPU backend: the reference implementation of backend_ops, multithreaded over rows/heads.
+ * Each op's result for a token is independent of T and of the thread count (batch
+ * invariance): work is split across threads, never the order of a sum. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "model/backend.h"
+#include "cpu/matvec.h"
+#include "cpu/threadpool.h"
+#include "quant/quant.h"
+#include "core/util.h"
+
+typedef struct {
+    hparams hp;
+    int n_ctx;
+    int exact;              /* f32 KV cache + exact matvec */
+    threadpool *tp;
+    size_t kv_dim;          /* n_kv_heads * head_dim */
+    void **k_cache, **v_cache;   /* per layer: [n_ctx][kv_dim] f16 or f32 */
+    float *scores;          /* per thread: [n_ctx] */
+    float *rope_inv_freq;   /* [n_rot/2] for the global base */
+    float *rope_inv_freq_local;
+} cpu_be;
+
+static inline cpu_be *CB(backend *be) { return (cpu_be *)be->impl; }
+
+/* ---- embed ------------------------------------------------------------------------ */
+static void cpu_embed(backend *be, const weight *te, const int32_t *ids, int T, float *x, float scale) {
+    const quant_traits *qt = quant_traits_get(te->type);
+    size_t row_bytes = quant_row_bytes(te->type, te->n_in);
+    (void)be;
+    for (int t = 0; t < T; t++) {
+        float *dst = x + (size_t)t * te->n_in;
+        qt->dequant_row((const uint8_t *)te->data + (size_t)ids[t] * row_bytes, dst, te->n_in);
+        if (scale != 1.0f)
+            for (int64_t i = 0; i < te->n_in; i++) dst[i] *= scale;
+    }
+}
+
+/* ---- rmsnorm: sum of squares in double, sequential (fixed order) ----------------------- */
+static void cpu_rmsnorm(backend *be, const float *x, const weight *w, float *y, int rows, int n, float eps) {
+    (void)be;
+    const float *g = (const float *)w->data;   /* norms are F32 (checked at bind) */
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * n;
+        float *yr = y + (size_t)r * n;
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)xr[i] * xr[i];
+        float inv = (float)(1.0 / sqrt(ss / n + (double)eps));
+        for (int i = 0; i < n; i++) yr[i] = (xr[i] * inv) * g[i];
+    }
+}
+
+/* ---- matvec ------------------------------------------------------------------------- */
+static void cpu_matvec(backend *be, const weight *W, const float *x, int T, float *y) {
+    matvec(CB(be)->tp, W->data, W->type, W->n_in, W->n_out, x, T, y,
+           CB(be)->exact ? MATVEC_EXACT : MATVEC_DEFAULT);
+}
+
+/* ---- rope (adjacent pairs: llama's GGUF layout) --------------------------------------- */
+static void cpu_rope(backend *be, float *x, int T, int n_heads, int head_dim, int n_rot, int pos0, float base,
+                     float scale) {
+    cpu_be *c = CB(be);
+    const float *inv = base == c->hp.rope_base ? c->rope_inv_freq : c->rope_inv_freq_local;
+    float local[512];
+    if (base != c->hp.rope_base && base != c->hp.rope_base_local) {
+        for (int i = 0; i < n_rot / 2 && i < 512; i++) local[i] = (float)(1.0 / pow((double)base, (2.0 * i) / n_rot));
+        inv = local;
+    }
+    for (int t = 0; t < T; t++) {
+        float p = (float)(pos0 + t) / scale;
+        for (int i = 0; i < n_rot / 2; i++) {
+            float ang = p * inv[i];
+            float cs = cosf(ang), sn = sinf(ang);
+            for (int h = 0; h < n_heads; h++) {
+                float *v = x + ((size_t)t * n_heads + h) * head_dim + 2 * i;
+                float a = v[0], b = v[1];
+                v[0] = a * cs - b * sn;
+                v[1] = a * sn + b * cs;
+            }
+        }
+    }
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+typedef struct {
+    cpu_be *c; int layer; const float *q; int T, pos0, window; float scale; float *out;
+} attn_job;
+
+static inline float kv_get(const cpu_be *c, const void *base, size_t idx) {
+    return c->exact ? ((const float *)base)[idx] : fp16_to_f32(((const uint16_t *)base)[idx]);
+}
+
+static void attn_worker(void *ctx, int ith, int nth) {
+    attn_job *j = ctx;
+    cpu_be *c = j->c;
+    const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
+    float *sc = c->scores + (size_t)ith * c->n_ctx;
+    long lo, hi;
+    threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
+    for (long task = lo; task < hi; task++) {
+        int t = (int)(task / H), h = (int)(task % H), kvh = h / G;
+        int last = j->pos0 + t;
+        int first = j->window > 0 && last - j->window + 1 > 0 ? last - j->window + 1 : 0;
+        const float *q = j->q + ((size_t)t * H + h) * HD;
+        const void *K = c->k_cache[j->layer], *V = c->v_cache[j->layer];
+        float mx = -INFINITY;
+        for (int p = first; p <= last; p++) {
+            size_t base = (size_t)p * c->kv_dim + (size_t)kvh * HD;
+            float s = 0;
+            for (int d = 0; d < HD; d++) s += q[d] * kv_get(c, K, base + d);
+            s *= j->scale;
+            sc[p] = s;
+            if (s > mx) mx = s;
+        }
+        float sum = 0;
+        for (int p = first; p <= last; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
+        float inv = 1.0f / sum;
+        float *o = j->out + ((size_t)t * H + h) * HD;
+        for (int d = 0; d < HD; d++) o[d] = 0;
+        for (int p = first; p <= last; p++) {
+            size_t base = (size_t)p * c->kv_dim + (size_t)kvh * HD;
+            float wgt = sc[p] * inv;
+            for (int d = 0; d < HD; d++) o[d] += wgt * kv_get(c, V, base + d);
+        }
+    }
+}
+
+static void cpu_attention(backend *be, int layer, const float *q, const float *k, const float *v, int T, int pos0,
+                          float scale, int window, float *out) {
+    cpu_be *c = CB(be);
+    for (int t = 0; t < T; t++) {
+        size_t off = (size_t)(pos0 + t) * c->kv_dim;
+        const float *kt = k + (size_t)t * c->kv_dim, *vt = v + (size_t)t * c->kv_dim;
+        if (c->exact) {
+            memcpy((float *)c->k_cache[layer] + off, kt, c->kv_dim * sizeof(float));
+            memcpy((float *)c->v_cache[layer] + off, vt, c->kv_dim * sizeof(float));
+        } else {
+            uint16_t *kd = (uint16_t *)c->k_cache[layer] + off, *vd = (uint16_t *)c->v_cache[layer] + off;
+            for (size_t i = 0; i < c->kv_dim; i++) { kd[i] = f32_to_fp16(kt[i]); vd[i] = f32_to_fp16(vt[i]); }
+        }
+    }
+    attn_job j = { c, layer, q, T, pos0, window, scale, out };
+    threadpool_run(c->tp, attn_worker, &j);
+}
+
+/* ---- elementwise ---------------------------------------------------------------------- */
+static void cpu_swiglu(backend *be, const float *gate, const float *up, float *out, int n) {
+    (void)be;
+    for (int i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = (g / (1.0f + expf(-g))) * up[i];
+    }
+}
+
+static void cpu_add(backend *be, float *x, const float *y, int n) {
+    (void)be;
+    for (int i = 0; i < n; i++) x[i] += y[i];
+}
+
+static const backend_ops cpu_ops = {
+    "cpu", cpu_embed, cpu_rmsnorm, cpu_matvec, cpu_rope, cpu_attention, cpu_swiglu, cpu_add,
+};
+
+backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char *err, size_t errlen) {
+    backend *be = st_calloc(1, sizeof *be);
+    cpu_be *c = st_calloc(1, sizeof *c);
+    if (!be || !c) goto oom;
+    be->ops = &cpu_ops; be->impl = c;
+    c->hp = *hp; c->n_ctx = n_ctx; c->exact = exact; c->tp = tp;
+    c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
+    size_t esz = exact ? sizeof(float) : sizeof(uint16_t);
+    c->k_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
+    c->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
+    c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
+    c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
+    c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
+    if (!c->k_cache || !c->v_cache || !c->scores || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
+    for (int l = 0; l < hp->n_layers; l++) {
+        c->k_cache[l] = st_malloc((size_t)n_ctx * c->kv_dim * esz);
+        c->v_cache[l] = st_malloc((size_t)n_ctx * c->kv_dim * esz);
+        if (!c->k_cache[l] || !c->v_cache[l]) goto oom;
+    }
+    for (int i = 0; i < hp->n_rot / 2; i++) {
+        c->rope_inv_freq[i] = (float)(1.0 / pow((double)hp->rope_base, (2.0 * i) / hp->n_rot));
+        c->rope_inv_freq_local[i] = (float)(1.0 / pow((double)hp->rope_base_local, (2.0 * i) / hp->n_rot));
+    }
+    return be;
+oom:
+    snprintf(err, errlen, "out of memory allocating the KV cache for %d positions (%.1f MiB): use a smaller --ctx",
+             n_ctx, 2.0 * hp->n_layers * n_ctx * (double)hp->n_kv_heads * hp->head_dim * (exact ? 4 : 2) / 1048576.0);
+    if (be) { be->impl = c; backend_cpu_free(be); }
+    return NULL;
+}
+
+void backend_cpu_free(backend *be) {
+    if (!be) return;
+    cpu_be *c = CB(be);
+    if (c) {
+        for (int l = 0; c->k_cache && l < c->hp.n_layers; l++) st_free(c->k_cache[l]);
+        for (int l = 0; c->v_cache && l < c->hp.n_layers; l++) st_free(c->v_cache[l]);
+        st_free(c->k_cache); st_free(c->v_cache); st_free(c->scores);
+        st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
+        st_free(c);
+    }
+    st_free(be);
+}
+
+void backend_cpu_truncate(backend *be, int pos) { (void)be; (void)pos; /* positions >= pos are rewritten before use */ }
+
+const void *backend_cpu_kv_layer(const backend *be, int layer, int which, size_t *bytes_per_pos) {
+    const cpu_be *c = (const cpu_be *)be->impl;
+    *bytes_per_pos = c->kv_dim * (c->exact ? 4 : 2);
+    return which ? c->v_cache[layer] : c->k_cache[layer];
+}

@@ -1,0 +1,367 @@
+/* The engine API (include/strata.h): model loading, sessions, generation, stats. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "engine.h"
+#include "core/env.h"
+#include "core/util.h"
+#include "tokenizer/tokenizer.h"
+#include "template/jinja.h"
+
+strata_model_params strata_model_default_params(void) {
+    strata_model_params p;
+    memset(&p, 0, sizeof p);
+    p.device = STRATA_DEVICE_AUTO;
+    return p;
+}
+
+strata_sampler_params strata_sampler_default_params(void) {
+    strata_sampler_params p = { 0.0f, 0, 1.0f, 0.0f, 1.0f, 64, 0 };
+    return p;
+}
+
+strata_session_params strata_session_default_params(void) {
+    strata_session_params p;
+    memset(&p, 0, sizeof p);
+    p.sampler = strata_sampler_default_params();
+    return p;
+}
+
+void strata_free(void *p) { st_free(p); }
+
+/* Touch every page of the weights so the first token does not pay for page faults, and so
+ * the load progress bar reflects real work. */
+static void prefault_weights(const gguf_file *f, const strata_model_params *p) {
+    const uint8_t *base = f->base + f->data_offset;
+    uint64_t n = f->size - f->data_offset, step = 1u << 22;
+    volatile uint8_t sink = 0;
+    madvise((void *)((uintptr_t)f->base & ~(uintptr_t)4095), f->size, MADV_WILLNEED);
+    for (uint64_t off = 0; off < n; off += step) {
+        uint64_t end = off + step < n ? off + step : n;
+        for (uint64_t i = off; i < end; i += 4096) sink ^= base[i];
+        if (p->progress) p->progress((float)end / (float)n, p->progress_user);
+    }
+    (void)sink;
+}
+
+int strata_model_load(const strata_model_params *p, strata_model **out, char *err, size_t errlen) {
+    *out = NULL;
+    double t0 = now_seconds();
+    if (!p->path || !*p->path) { snprintf(err, errlen, "no model path given (use -m MODEL.gguf)"); return -1; }
+    if (p->device == STRATA_DEVICE_CUDA) {
+        snprintf(err, errlen, "%s: --device cuda: this build has no CUDA backend yet", p->path);
+        return -1;
+    }
+    strata_model *m = st_calloc(1, sizeof *m);
+    if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (gguf_open(p->path, &m->gguf, err, errlen) != 0) goto fail;
+    if (tokenizer_load_gguf(m->gguf, &m->tok, err, errlen) != 0) goto fail;
+    gguf_str s;
+    if (gguf_get_str(m->gguf, "tokenizer.chat_template", &s) == 0) {
+        m->chat_template = st_malloc(s.len + 1);
+        if (!m->chat_template) { snprintf(err, errlen, "out of memory"); goto fail; }
+        gguf_str_copy(s, m->chat_template, s.len + 1);
+    }
+    if (gguf_get_str(m->gguf, "general.name", &s) == 0) {
+        m->name = st_malloc(s.len + 1);
+        if (m->name) gguf_str_copy(s, m->name, s.len + 1);
+    }
+    m->vocab_only = p->vocab_only;
+    if (!p->vocab_only) {
+        if (model_bind(m->gguf, &m->hp, &m->w, err, errlen) != 0) goto fail;
+        if (tokenizer_n_vocab(m->tok) > m->hp.n_vocab) {
+            snprintf(err, errlen, "%s: the tokenizer has %d tokens but token_embd.weight has %d rows", p->path,
+                     tokenizer_n_vocab(m->tok), m->hp.n_vocab);
+            goto fail;
+        }
+        m->exact = p->exact || env_bool(ENV_EXACT);
+        m->n_threads = p->n_threads > 0 ? p->n_threads : (int)env_int(ENV_THREADS);
+        if (m->n_threads <= 0) m->n_threads = cpu_count();
+        m->tp = threadpool_create(m->n_threads);
+        if (!m->tp) { snprintf(err, errlen, "cannot start %d threads", m->n_threads); goto fail; }
+        prefault_weights(m->gguf, p);
+    }
+    m->t_load = now_seconds() - t0;
+    *out = m;
+    return 0;
+fail:
+    strata_model_free(m);
+    return -1;
+}
+
+void strata_model_free(strata_model *m) {
+    if (!m) return;
+    threadpool_free(m->tp);
+    model_weights_free(&m->w);
+    tokenizer_free(m->tok);
+    gguf_close(m->gguf);
+    st_free(m->chat_template);
+    st_free(m->name);
+    st_free(m);
+}
+
+void strata_model_get_info(const strata_model *m, strata_model_info *info) {
+    memset(info, 0, sizeof *info);
+    const hparams *hp = &m->hp;
+    info->arch = m->vocab_only ? "" : arch_name(hp->arch);
+    info->name = m->name ? m->name : "";
+    info->n_layers = hp->n_layers; info->n_embd = hp->n_embd; info->n_heads = hp->n_heads;
+    info->n_kv_heads = hp->n_kv_heads; info->head_dim = hp->head_dim; info->n_ff = hp->n_ff;
+    info->n_vocab = m->vocab_only ? tokenizer_n_vocab(m->tok) : hp->n_vocab;
+    info->n_ctx_train = hp->n_ctx_train;
+    info->n_experts = hp->n_experts; info->n_experts_used = hp->n_experts_used;
+    for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
+        const gguf_tensor *t = &m->gguf->tensors[i];
+        uint64_t ne = 1;
+        for (int d = 0; d < t->n_dims; d++) ne *= (uint64_t)t->ne[d];
+        info->n_params += ne;
+    }
+    info->weight_bytes = m->vocab_only ? 0 : model_weight_bytes_per_token(hp, &m->w);
+    info->has_chat_template = m->chat_template != NULL;
+    info->device = "cpu";
+    info->n_threads = m->n_threads;
+}
+
+const char *strata_model_chat_template(const strata_model *m) { return m->chat_template; }
+
+/* ---- tokenizer ------------------------------------------------------------------------ */
+int strata_n_vocab(const strata_model *m) { return m->vocab_only ? tokenizer_n_vocab(m->tok) : m->hp.n_vocab; }
+int strata_token_bos(const strata_model *m) { return tokenizer_bos(m->tok); }
+int strata_token_eos(const strata_model *m) { return tokenizer_eos(m->tok); }
+int strata_token_is_eog(const strata_model *m, int32_t id) { return tokenizer_is_eog(m->tok, id); }
+
+int strata_tokenize(const strata_model *m, const char *text, size_t len, int add_bos, int parse_special,
+                    int32_t *ids, int cap) {
+    return tokenizer_encode(m->tok, text, len, add_bos && tokenizer_add_bos(m->tok), parse_special, ids, cap);
+}
+
+const char *strata_token_text(const strata_model *m, int32_t id, size_t *len) {
+    return tokenizer_token_bytes(m->tok, id, len);
+}
+
+int strata_detokenize(const strata_model *m, const int32_t *ids, int n, char *out, int cap) {
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        const char *b = tokenizer_token_bytes(m->tok, ids[i], &len);
+        if (!b) continue;
+        for (size_t j = 0; j < len; j++, w++)
+            if (w < cap) out[w] = b[j];
+    }
+    if (w < cap) out[w] = 0;
+    return w;
+}
+
+/* ---- chat formatting ---------------------------------------------------------------- */
+static char *json_escape_dup(const char *s) {
+    size_t n = strlen(s), cap = n * 6 + 3, w = 0;
+    char *o = st_malloc(cap);
+    if (!o) return NULL;
+    o[w++] = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') { o[w++] = '\\'; o[w++] = (char)*p; }
+        else if (*p == '\n') { o[w++] = '\\'; o[w++] = 'n'; }
+        else if (*p == '\r') { o[w++] = '\\'; o[w++] = 'r'; }
+        else if (*p == '\t') { o[w++] = '\\'; o[w++] = 't'; }
+        else if (*p < 0x20) w += (size_t)snprintf(o + w, cap - w, "\\u%04x", *p);
+        else o[w++] = (char)*p;
+    }
+    o[w++] = '"'; o[w] = 0;
+    return o;
+}
+
+static char *messages_to_json(const strata_chat_msg *msgs, int n) {
+    size_t cap = 16, w = 0;
+    for (int i = 0; i < n; i++) cap += strlen(msgs[i].role) * 6 + strlen(msgs[i].content) * 6 + 40;
+    char *o = st_malloc(cap);
+    if (!o) return NULL;
+    o[w++] = '[';
+    for (int i = 0; i < n; i++) {
+        char *r = json_escape_dup(msgs[i].role), *c = json_escape_dup(msgs[i].content);
+        if (!r || !c) { st_free(r); st_free(c); st_free(o); return NULL; }
+        w += (size_t)snprintf(o + w, cap - w, "%s{\"role\": %s, \"content\": %s}", i ? ", " : "", r, c);
+        st_free(r); st_free(c);
+    }
+    o[w++] = ']'; o[w] = 0;
+    return o;
+}
+
+/* Until a build carries the template interpreter, SmolLM2's ChatML template is reproduced
+ * exactly (default system prompt included). */
+#pragma weak jinja_render_chat
+static char *chatml_format(const strata_chat_msg *msgs, int n, int add_generation_prompt) {
+    static const char *def_sys = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
+    size_t cap = strlen(def_sys) + 32;
+    for (int i = 0; i < n; i++) cap += strlen(msgs[i].role) + strlen(msgs[i].content) + 32;
+    char *o = st_malloc(cap);
+    if (!o) return NULL;
+    size_t w = 0;
+    for (int i = 0; i < n; i++) {
+        if (i == 0 && strcmp(msgs[0].role, "system")) w += (size_t)snprintf(o + w, cap - w, "%s", def_sys);
+        w += (size_t)snprintf(o + w, cap - w, "<|im_start|>%s\n%s<|im_end|>\n", msgs[i].role, msgs[i].content);
+    }
+    if (add_generation_prompt) w += (size_t)snprintf(o + w, cap - w, "<|im_start|>assistant\n");
+    o[w] = 0;
+    return o;
+}
+
+char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, char *err, size_t errlen) {
+    if (!m->chat_template) {
+        snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template): use a plain prompt");
+        return NULL;
+    }
+    if (!jinja_render_chat) {
+        char *r = chatml_format(msgs, n, add_generation_prompt);
+        if (!r) snprintf(err, errlen, "out of memory");
+        return r;
+    }
+    char *mj = messages_to_json(msgs, n);
+    if (!mj) { snprintf(err, errlen, "out of memory"); return NULL; }
+    size_t bl = 0, el = 0;
+    int bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
+    const char *bt = bos >= 0 ? tokenizer_token_bytes(m->tok, bos, &bl) : NULL;
+    const char *et = eos >= 0 ? tokenizer_token_bytes(m->tok, eos, &el) : NULL;
+    char bos_s[256] = "", eos_s[256] = "";
+    if (bt && bl < sizeof bos_s) { memcpy(bos_s, bt, bl); bos_s[bl] = 0; }
+    if (et && el < sizeof eos_s) { memcpy(eos_s, et, el); eos_s[el] = 0; }
+    char *r = jinja_render_chat(m->chat_template, mj, NULL, add_generation_prompt, bos_s, eos_s, extra_json, err, errlen);
+    st_free(mj);
+    return r;
+}
+
+/* ---- sessions ------------------------------------------------------------------------ */
+int strata_session_pos(const strata_session *s) { return s->pos; }
+int strata_session_n_ctx(const strata_session *s) { return s->n_ctx; }
+const int32_t *strata_session_history(const strata_session *s) { return s->history; }
+
+int strata_session_rewind(strata_session *s, int pos) {
+    if (pos < 0 || pos > s->pos) return -1;
+    if (pos < s->pos) s->have_logits = 0;
+    s->pos = pos;   /* cache rows >= pos are overwritten before they are read again */
+    return 0;
+}
+
+strata_session *strata_session_new(strata_model *m, const strata_session_params *p, char *err, size_t errlen) {
+    if (m->vocab_only) { snprintf(err, errlen, "the model was loaded vocabulary-only"); return NULL; }
+    strata_session *s = st_calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
+    s->m = m;
+    s->p = *p;
+    s->n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    s->be = backend_cpu_new(&m->hp, s->n_ctx, m->tp, m->exact, err, errlen);
+    if (!s->be) goto fail;
+    if (fwd_init(&s->fwd, &m->hp, &m->w, s->be, s->n_ctx, err, errlen) != 0) goto fail;
+    if (sampler_init(&s->smp, &p->sampler, m->hp.n_vocab) != 0) { snprintf(err, errlen, "out of memory"); goto fail; }
+    s->history = st_malloc((size_t)s->n_ctx * sizeof(int32_t));
+    s->last_logits = st_malloc((size_t)m->hp.n_vocab * sizeof(float));
+    if (!s->history || !s->last_logits) { snprintf(err, errlen, "out of memory"); goto fail; }
+    s->st.t_load = m->t_load;
+    s->st.weight_bytes_per_token = model_weight_bytes_per_token(&m->hp, &m->w);
+    return s;
+fail:
+    strata_session_free(s);
+    return NULL;
+}
+
+void strata_session_free(strata_session *s) {
+    if (!s) return;
+    fwd_free(&s->fwd);
+    backend_cpu_free(s->be);
+    sampler_free(&s->smp);
+    st_free(s->history);
+    st_free(s->last_logits);
+    st_free(s);
+}
+
+void strata_session_reset(strata_session *s) {
+    s->pos = 0;
+    s->have_logits = 0;
+    double tl = s->st.t_load;
+    uint64_t wb = s->st.weight_bytes_per_token;
+    memset(&s->st, 0, sizeof s->st);
+    s->st.t_load = tl;
+    s->st.weight_bytes_per_token = wb;
+}
+
+void strata_session_set_sampler(strata_session *s, const strata_sampler_params *p) {
+    s->p.sampler = *p;
+    sampler_set_params(&s->smp, p);
+}
+
+int session_forward(strata_session *s, const int32_t *ids, int T, int logits_from) {
+    if (s->pos + T > s->n_ctx) return -1;
+    if (forward(&s->fwd, ids, T, s->pos, logits_from) != 0) return -1;
+    memcpy(s->history + s->pos, ids, (size_t)T * sizeof(int32_t));
+    s->pos += T;
+    if (env_bool(ENV_LOGITS_HASH) && T > logits_from)
+        fprintf(stderr, "[logits pos %d fnv %016llx]\n", s->pos - 1,
+                (unsigned long long)fnv1a64(s->fwd.logits + (size_t)(T - 1 - logits_from) * s->m->hp.n_vocab,
+                                            (size_t)s->m->hp.n_vocab * sizeof(float)));
+    return 0;
+}
+
+int strata_session_eval(strata_session *s, const int32_t *ids, int n) {
+    if (n <= 0) return n == 0 ? 0 : -1;
+    if (s->pos + n > s->n_ctx) return -1;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= s->m->hp.n_vocab) return -1;
+    for (int i = 0; i < n; i += FWD_MAX_T) {
+        int T = n - i < FWD_MAX_T ? n - i : FWD_MAX_T;
+        int last_chunk = i + T == n;
+        if (session_forward(s, ids + i, T, last_chunk ? T - 1 : T) != 0) return -1;
+    }
+    memcpy(s->last_logits, s->fwd.logits, (size_t)s->m->hp.n_vocab * sizeof(float));
+    s->have_logits = 1;
+    return 0;
+}
+
+const float *strata_session_logits(const strata_session *s) { return s->have_logits ? s->last_logits : NULL; }
+
+int32_t strata_session_sample(strata_session *s) {
+    if (!s->have_logits) return -1;
+    return sampler_sample(&s->smp, s->last_logits, s->history, s->pos);
+}
+
+int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int max_tokens,
+                    strata_token_cb on_token, void *user) {
+    double t0 = now_seconds();
+    if (strata_session_eval(s, prompt, n_prompt) != 0) return -1;
+    double t1 = now_seconds();
+    s->st.n_prompt += n_prompt;
+    s->st.t_prompt += t1 - t0;
+    int n = 0;
+    while (n < max_tokens) {
+        int32_t id = strata_session_sample(s);
+        if (id < 0) break;
+        n++;
+        s->st.n_gen++;
+        if (on_token && on_token(id, user)) break;
+        if (strata_token_is_eog(s->m, id)) break;
+        if (n >= max_tokens || s->pos >= s->n_ctx) break;
+        if (strata_session_eval(s, &id, 1) != 0) break;
+    }
+    s->st.t_gen += now_seconds() - t1;
+    return n;
+}
+
+void strata_session_get_stats(const strata_session *s, strata_stats *st) {
+    *st = s->st;
+    st->prompt_tps = st->t_prompt > 0 ? st->n_prompt / st->t_prompt : 0;
+    /* the first generated token comes from the prompt's logits: decode rate counts passes */
+    st->gen_tps = st->t_gen > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->t_gen : 0;
+}
+
+void strata_env_print(void *file) { env_print((FILE *)file); }
+
+/* ---- streaming decode: the tokenizer's detok over the public state layout ---------------- */
+_Static_assert(sizeof(strata_detok) == sizeof(detok_state), "strata_detok mirrors detok_state");
+
+void strata_detok_init(strata_detok *d) { detok_init((detok_state *)d); }
+
+int strata_detok_push(const strata_model *m, strata_detok *d, int32_t id, char *out, int cap) {
+    return detok_push(m->tok, (detok_state *)d, id, out, cap);
+}
+
+int strata_detok_flush(strata_detok *d, char *out, int cap) { return detok_flush((detok_state *)d, out, cap); }

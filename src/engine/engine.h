@@ -1,0 +1,43 @@
+/* Internal definitions of the engine objects behind include/strata.h. */
+#ifndef STRATA_ENGINE_H
+#define STRATA_ENGINE_H
+#include "strata.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "model/forward.h"
+#include "sample/sample.h"
+#include "cpu/threadpool.h"
+
+struct tokenizer;
+
+struct strata_model {
+    gguf_file *gguf;
+    struct tokenizer *tok;
+    hparams hp;
+    model_weights w;
+    threadpool *tp;
+    int n_threads;
+    int exact;
+    int vocab_only;
+    char *chat_template;     /* NULL when absent */
+    char *name;
+    double t_load;
+};
+
+struct strata_session {
+    strata_model *m;
+    backend *be;
+    fwd_state fwd;
+    sampler smp;
+    strata_session_params p;
+    int n_ctx;
+    int pos;                 /* tokens in the KV cache */
+    int32_t *history;        /* [n_ctx] ids at each position */
+    float *last_logits;      /* [n_vocab] logits of the last evaluated token */
+    int have_logits;
+    strata_stats st;
+};
+
+/* Evaluate T <= FWD_MAX_T tokens; logits of tokens logits_from.. are left in fwd.logits. */
+int session_forward(strata_session *s, const int32_t *ids, int T, int logits_from);
+#endif
