@@ -74,6 +74,17 @@ int gguf_str_eq(gguf_str s, const char *c);
 /* Copy into a NUL-terminated buffer (truncates); returns dst. */
 char *gguf_str_copy(gguf_str s, char *dst, size_t cap);
 const char *gguf_vtype_name(gguf_vtype t);
+int gguf_vtype_size(gguf_vtype t);               /* bytes of a fixed-size scalar; 0 for string/array/unknown */
+
+/* ggml type facts (ids of strata_type in quant/blocks.h), independent of the quant library.
+ * gguf_type_size: 0 and (weights per block, bytes per block), or -1 for an unknown id. */
+int gguf_type_size(int type, int *blck, int *bsize);
+const char *gguf_type_name(int type);            /* "Q4_K"; "?" when unknown */
+/* Elements and bytes of a tensor; -1 if the type is unknown, n_dims outside 1..4, a dim < 0,
+ * ne[0] not a multiple of the block size, or a count overflows. Either out may be NULL. */
+int gguf_tensor_nbytes(int type, int n_dims, const int64_t *ne, uint64_t *nelem, uint64_t *nbytes);
+/* general.file_type (llama_ftype) as the gguf package names it: "MOSTLY_Q4_1"; "?" unknown. */
+const char *gguf_file_type_name(uint32_t file_type);
 
 /* ---- writer ------------------------------------------------------------------------ */
 typedef struct gguf_writer gguf_writer;
@@ -95,4 +106,6 @@ int gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int n_dim
                            const void *data, uint64_t nbytes);
 /* Write to path. 0 ok, -1 with err. */
 int gguf_writer_write(gguf_writer *w, const char *path, char *err, size_t errlen);
+/* Same into a buffer allocated with st_malloc (*out; free with st_free); *n its size. */
+int gguf_writer_write_memory(gguf_writer *w, void **out, size_t *n, char *err, size_t errlen);
 #endif
