@@ -1,0 +1,320 @@
+/* AVX2 matvec kernels of the IQ codebook formats (compiled with -mavx2 -mfma -mf16c;
+ * src/cpu/matvec.c picks them at run time). Bits equal the reference dots of
+ * src/quant/ref_iq.c (formula and canonical order: docs/KERNELS.md, "IQ formats").
+ *
+ * Per 256-weight super-block the weights are decoded ONCE into 8 chunks of 32:
+ *   mag[k]  32 x u8   |w8|          (grid magnitude; for IQ1 |8 grid +- 1|; for IQ4 |kv|)
+ *   sgn[k]  32 x i8   sign carrier  (+1 / -1 bytes, or w8 itself: only its sign is used)
+ *   m16[k]  16 x i16  integer multiplier of each pair of weights (per-16 scale codes)
+ * and then, for each of the T columns,
+ *   isum = sum_k hsum32( madd_epi16( maddubs(mag[k], sign_epi8(q8[k], sgn[k])), m16[k] ) )
+ * = sum_i m[i/16] * w8[i] * q8[i] exactly (activation codes are in [-127, 127], so
+ * sign_epi8 never overflows; |pair sums| <= 2 * 127 * 127 fit int16 without saturation).
+ * Eight consecutive blocks b0..b0+7 (b0 % 8 == 0) form one float vector
+ *   p = ((float)isum * k) * (dw * da)
+ * that is added to the canonical lanes (b0 % 32) .. +7: the same adds as lane b % 32 of the
+ * reference, one block at a time. Missing blocks of a last partial group add +0.0 (exact). */
+#include <immintrin.h>
+#include <string.h>
+#include "kernels.h"
+#include "quant/blocks.h"
+#include "quant/iq_tables.h"
+#include "core/util.h"
+
+#define AI static inline __attribute__((always_inline))
+
+AI uint64_t ld64(const void *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+AI uint32_t ld32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+AI uint16_t ld16(const void *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+/* 32 sign bits (bit i: weight i negative) -> 32 bytes of +1 / -1 */
+AI __m256i signs_from_bits(uint32_t bits) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+    return _mm256_or_si256(v, _mm256_set1_epi8(1));
+}
+
+/* multipliers: lanes 0..7 (weights 0..15 of the chunk) lo, lanes 8..15 hi */
+AI __m256i mult2(int lo, int hi) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+AI __m256i grid8x4(const uint8_t (*g)[8], unsigned i0, unsigned i1, unsigned i2, unsigned i3) {
+    return _mm256_set_epi64x((long long)ld64(g[i3]), (long long)ld64(g[i2]), (long long)ld64(g[i1]), (long long)ld64(g[i0]));
+}
+
+/* ---- per-format decoders: fill mag/sgn/m16 for the 8 chunks, return fp16(d) ---------- */
+
+AI float dec_iq2_xxs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq2_xxs *b = (const block_iq2_xxs *)blk;
+    const uint8_t *q = (const uint8_t *)b->qs;
+    for (int k = 0; k < 8; k++) {
+        uint32_t a0 = ld32(q + 8 * k), a1 = ld32(q + 8 * k + 4);
+        mag[k] = grid8x4(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24);
+        sgn[k] = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[(a1 >> 21) & 127]), (long long)ld64(ksigns_iq2xs_pm1[(a1 >> 14) & 127]),
+                                   (long long)ld64(ksigns_iq2xs_pm1[(a1 >> 7) & 127]), (long long)ld64(ksigns_iq2xs_pm1[a1 & 127]));
+        m16[k] = _mm256_set1_epi16((short)(2 * (a1 >> 28) + 1));
+    }
+    return fp16_to_f32(b->d);
+}
+
+AI float dec_iq2_xs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq2_xs *b = (const block_iq2_xs *)blk;
+    for (int k = 0; k < 8; k++) {
+        const uint16_t *q = b->qs + 4 * k;
+        mag[k] = grid8x4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+        sgn[k] = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[q[3] >> 9]), (long long)ld64(ksigns_iq2xs_pm1[q[2] >> 9]),
+                                   (long long)ld64(ksigns_iq2xs_pm1[q[1] >> 9]), (long long)ld64(ksigns_iq2xs_pm1[q[0] >> 9]));
+        m16[k] = mult2(2 * (b->scales[k] & 15) + 1, 2 * (b->scales[k] >> 4) + 1);
+    }
+    return fp16_to_f32(b->d);
+}
+
+AI float dec_iq2_s(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq2_s *b = (const block_iq2_s *)blk;
+    for (int k = 0; k < 8; k++) {
+        const uint8_t *q = b->qs + 4 * k;
+        unsigned h = b->qh[k];
+        mag[k] = grid8x4(iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
+                         q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
+        sgn[k] = signs_from_bits(ld32(b->qs + 32 + 4 * k));
+        m16[k] = mult2(2 * (b->scales[k] & 15) + 1, 2 * (b->scales[k] >> 4) + 1);
+    }
+    return fp16_to_f32(b->d);
+}
+
+AI float dec_iq3_xxs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq3_xxs *b = (const block_iq3_xxs *)blk;
+    for (int k = 0; k < 8; k++) {
+        const uint8_t *q = b->qs + 8 * k;
+        uint32_t a = ld32(b->qs + 64 + 4 * k);
+        mag[k] = _mm256_set_epi32((int)ld32(iq3xxs_grid[q[7]]), (int)ld32(iq3xxs_grid[q[6]]), (int)ld32(iq3xxs_grid[q[5]]), (int)ld32(iq3xxs_grid[q[4]]),
+                                  (int)ld32(iq3xxs_grid[q[3]]), (int)ld32(iq3xxs_grid[q[2]]), (int)ld32(iq3xxs_grid[q[1]]), (int)ld32(iq3xxs_grid[q[0]]));
+        sgn[k] = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[(a >> 21) & 127]), (long long)ld64(ksigns_iq2xs_pm1[(a >> 14) & 127]),
+                                   (long long)ld64(ksigns_iq2xs_pm1[(a >> 7) & 127]), (long long)ld64(ksigns_iq2xs_pm1[a & 127]));
+        m16[k] = _mm256_set1_epi16((short)(2 * (a >> 28) + 1));
+    }
+    return fp16_to_f32(b->d);
+}
+
+AI float dec_iq3_s(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq3_s *b = (const block_iq3_s *)blk;
+    for (int k = 0; k < 8; k++) {
+        const uint8_t *q = b->qs + 8 * k;
+        unsigned h = b->qh[k];
+#define IQ3S_IDX(i) (int)ld32(iq3s_grid[q[i] | (((h >> (i)) & 1u) << 8)])
+        mag[k] = _mm256_set_epi32(IQ3S_IDX(7), IQ3S_IDX(6), IQ3S_IDX(5), IQ3S_IDX(4),
+                                  IQ3S_IDX(3), IQ3S_IDX(2), IQ3S_IDX(1), IQ3S_IDX(0));
+#undef IQ3S_IDX
+        sgn[k] = signs_from_bits(ld32(b->signs + 4 * k));
+        unsigned ls = (b->scales[k / 2] >> (4 * (k & 1))) & 15;
+        m16[k] = _mm256_set1_epi16((short)(2 * ls + 1));
+    }
+    return fp16_to_f32(b->d);
+}
+
+/* IQ1: w8 = 8 * grid + delta, grid in {-1, 0, 1}, delta = +-1 per group (bytes of dl) */
+AI void iq1_w8(__m256i g, __m256i dl, __m256i *mag, __m256i *sgn) {
+    __m256i g2 = _mm256_add_epi8(g, g), g4 = _mm256_add_epi8(g2, g2);
+    __m256i w = _mm256_add_epi8(_mm256_add_epi8(g4, g4), dl);
+    *mag = _mm256_abs_epi8(w);
+    *sgn = w;
+}
+#define IQ1_DELTA(neg) ((neg) ? (long long)0xffffffffffffffffull : (long long)0x0101010101010101ull)
+
+AI float dec_iq1_s(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq1_s *b = (const block_iq1_s *)blk;
+    for (int k = 0; k < 8; k++) {
+        const uint8_t *q = b->qs + 4 * k;
+        unsigned h = b->qh[k];
+        __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700),
+                            q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
+        iq1_w8(g, _mm256_set1_epi64x(IQ1_DELTA(h & 0x8000)), &mag[k], &sgn[k]);
+        m16[k] = _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1));
+    }
+    return fp16_to_f32(b->d);
+}
+
+AI float dec_iq1_m(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq1_m *b = (const block_iq1_m *)blk;
+    uint16_t sc[4];
+    for (int w = 0; w < 4; w++) sc[w] = ld16(b->scales + 2 * w);
+    uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+    for (int k = 0; k < 8; k++) {
+        const uint8_t *q = b->qs + 4 * k;
+        unsigned h0 = b->qh[2 * k], h1 = b->qh[2 * k + 1];
+        __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
+                            q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
+        __m256i dl = _mm256_set_epi64x(IQ1_DELTA(h1 & 0x80), IQ1_DELTA(h1 & 0x08), IQ1_DELTA(h0 & 0x80), IQ1_DELTA(h0 & 0x08));
+        iq1_w8(g, dl, &mag[k], &sgn[k]);
+        unsigned s = sc[k / 2] >> (6 * (k & 1));
+        m16[k] = mult2(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
+    }
+    return fp16_to_f32(dbits);
+}
+
+AI __m256i iq4_w8(const uint8_t *q16) {
+    const __m256i kv = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)kvalues_iq4nl));
+    __m128i q = _mm_loadu_si128((const __m128i *)q16);
+    __m128i lo = _mm_and_si128(q, _mm_set1_epi8(15)), hi = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15));
+    return _mm256_shuffle_epi8(kv, _mm256_set_m128i(hi, lo));
+}
+
+AI float dec_iq4_xs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq4_xs *b = (const block_iq4_xs *)blk;
+    for (int k = 0; k < 8; k++) {
+        __m256i w = iq4_w8(b->qs + 16 * k);
+        mag[k] = _mm256_abs_epi8(w);
+        sgn[k] = w;
+        int ls = (int)(((b->scales_l[k / 2] >> (4 * (k & 1))) & 15) | (((b->scales_h >> (2 * k)) & 3) << 4));
+        m16[k] = _mm256_set1_epi16((short)(ls - 32));
+    }
+    return fp16_to_f32(b->d);
+}
+
+/* ---- shared pieces ----------------------------------------------------------------- */
+
+AI int32_t hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* The canonical tree (s = 16, 8, 4, 2, 1) over lanes a[0] (0..7) .. a[3] (24..31). */
+AI float canon_tree(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    a0 = _mm256_add_ps(a0, a2);                      /* s = 16 */
+    a1 = _mm256_add_ps(a1, a3);
+    a0 = _mm256_add_ps(a0, a1);                      /* s = 8 */
+    __m128 l = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1)); /* s = 4 */
+    l = _mm_add_ps(l, _mm_movehl_ps(l, l));          /* s = 2: lanes 0,1 += 2,3 */
+    l = _mm_add_ss(l, _mm_shuffle_ps(l, l, 1));      /* s = 1 */
+    return _mm_cvtss_f32(l);
+}
+
+typedef float (*iq_dec_fn)(const uint8_t *, __m256i *, __m256i *, __m256i *);
+
+/* Rows r0..r1 of a QK_K format: decode each block once, dot it with the T columns. */
+AI void rows_qk(iq_dec_fn dec, size_t bsize, float k,
+                const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
+                int T, float *y, int64_t n_out, int64_t r0, int64_t r1) {
+    const int64_t nb = n_in / QK_K;
+    const __m256 kv = _mm256_set1_ps(k);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *wrow = (const uint8_t *)W + (size_t)r * row_bytes;
+        __m256 acc[8][4];
+        for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
+        for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+            _Alignas(32) int32_t isum[8][8];
+            _Alignas(32) float dw[8];
+            int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
+            for (int j = 0; j < nblk; j++) {
+                __m256i mag[8], sgn[8], m16[8];
+                dw[j] = dec(wrow + (size_t)(b0 + j) * bsize, mag, sgn, m16);
+                for (int c = 0; c < T; c++) {
+                    const act_q8_K *a = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride) + b0 + j;
+                    __m256i s = _mm256_setzero_si256();
+                    for (int ch = 0; ch < 8; ch++) {
+                        __m256i q = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * ch));
+                        __m256i p = _mm256_maddubs_epi16(mag[ch], _mm256_sign_epi8(q, sgn[ch]));
+                        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, m16[ch]));
+                    }
+                    isum[c][j] = hsum_i32(s);
+                }
+            }
+            for (int j = nblk; j < 8; j++) dw[j] = 0.0f;
+            const __m256 dwv = _mm256_load_ps(dw);
+            for (int c = 0; c < T; c++) {
+                const act_q8_K *a = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride) + b0;
+                _Alignas(32) float da[8];
+                for (int j = 0; j < 8; j++) { da[j] = j < nblk ? a[j].d : 0.0f; if (j >= nblk) isum[c][j] = 0; }
+                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)isum[c])), kv);
+                p = _mm256_mul_ps(p, _mm256_mul_ps(dwv, _mm256_load_ps(da)));
+                int l = (int)((b0 / 8) & 3);
+                acc[c][l] = _mm256_add_ps(acc[c][l], p);
+            }
+        }
+        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+    }
+}
+
+#define IQ_ROWS_FN(X, bsz, kk) \
+    static void X##_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
+                              int T, float *y, int64_t n_out, int64_t r0, int64_t r1) { \
+        rows_qk(dec_##X, bsz, kk, W, row_bytes, n_in, act, act_stride, T, y, n_out, r0, r1); \
+    }
+IQ_ROWS_FN(iq2_xxs, sizeof(block_iq2_xxs), 0.125f)
+IQ_ROWS_FN(iq2_xs, sizeof(block_iq2_xs), 0.125f)
+IQ_ROWS_FN(iq2_s, sizeof(block_iq2_s), 0.125f)
+IQ_ROWS_FN(iq3_xxs, sizeof(block_iq3_xxs), 0.25f)
+IQ_ROWS_FN(iq3_s, sizeof(block_iq3_s), 1.0f)
+IQ_ROWS_FN(iq1_s, sizeof(block_iq1_s), 0.125f)
+IQ_ROWS_FN(iq1_m, sizeof(block_iq1_m), 0.125f)
+IQ_ROWS_FN(iq4_xs, sizeof(block_iq4_xs), 1.0f)
+
+/* IQ4_NL: 32-weight blocks with act_q8_0; eight blocks per float vector as above. */
+static void iq4_nl_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
+                             int T, float *y, int64_t n_out, int64_t r0, int64_t r1) {
+    const int64_t nb = n_in / QK4_NL;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t r = r0; r < r1; r++) {
+        const block_iq4_nl *wrow = (const block_iq4_nl *)((const uint8_t *)W + (size_t)r * row_bytes);
+        __m256 acc[8][4];
+        for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
+        for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+            int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
+            __m256i mag[8], sgn[8];
+            _Alignas(32) float dw[8];
+            for (int j = 0; j < 8; j++) {
+                if (j < nblk) {
+                    __m256i w = iq4_w8(wrow[b0 + j].qs);
+                    mag[j] = _mm256_abs_epi8(w); sgn[j] = w;
+                    dw[j] = fp16_to_f32(wrow[b0 + j].d);
+                } else { mag[j] = _mm256_setzero_si256(); sgn[j] = mag[j]; dw[j] = 0.0f; }
+            }
+            const __m256 dwv = _mm256_load_ps(dw);
+            for (int c = 0; c < T; c++) {
+                const act_q8_0 *a = (const act_q8_0 *)((const uint8_t *)act + (size_t)c * act_stride) + b0;
+                __m256i s[8];
+                _Alignas(32) float da[8];
+                for (int j = 0; j < 8; j++) {
+                    if (j < nblk) {
+                        __m256i q = _mm256_loadu_si256((const __m256i *)a[j].qs);
+                        s[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(mag[j], _mm256_sign_epi8(q, sgn[j])), ones);
+                        da[j] = a[j].d;
+                    } else { s[j] = _mm256_setzero_si256(); da[j] = 0.0f; }
+                }
+                /* 8 vectors of 8 int32 -> one vector of the 8 block sums (exact) */
+                __m256i h01 = _mm256_hadd_epi32(s[0], s[1]), h23 = _mm256_hadd_epi32(s[2], s[3]);
+                __m256i h45 = _mm256_hadd_epi32(s[4], s[5]), h67 = _mm256_hadd_epi32(s[6], s[7]);
+                __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+                /* h0123 = [b0 b1 b2 b3 | b0' b1' b2' b3'] (low/high 128 halves), same for h4567 */
+                __m256i lo = _mm256_permute2x128_si256(h0123, h4567, 0x20);
+                __m256i hi = _mm256_permute2x128_si256(h0123, h4567, 0x31);
+                __m256i isum = _mm256_add_epi32(lo, hi);
+                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dwv, _mm256_load_ps(da)));
+                int l = (int)((b0 / 8) & 3);
+                acc[c][l] = _mm256_add_ps(acc[c][l], p);
+            }
+        }
+        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+    }
+}
+
+matvec_rows_fn matvec_rows_avx2_iq(int type) {
+    switch (type) {
+    case TYPE_IQ2_XXS: return iq2_xxs_rows_avx2;
+    case TYPE_IQ2_XS:  return iq2_xs_rows_avx2;
+    case TYPE_IQ2_S:   return iq2_s_rows_avx2;
+    case TYPE_IQ3_XXS: return iq3_xxs_rows_avx2;
+    case TYPE_IQ3_S:   return iq3_s_rows_avx2;
+    case TYPE_IQ1_S:   return iq1_s_rows_avx2;
+    case TYPE_IQ1_M:   return iq1_m_rows_avx2;
+    case TYPE_IQ4_NL:  return iq4_nl_rows_avx2;
+    case TYPE_IQ4_XS:  return iq4_xs_rows_avx2;
+    default:           return NULL;
+    }
+}
