@@ -373,6 +373,48 @@ static void test_python_reader(void) {
     for (int k = 0; k < nw; k++)
         CHECKF(strstr(out, want[k]) != NULL, "python gguf output lacks \"%.*s\"; it printed:\n%s",
                (int)strlen(want[k]) - 1, want[k], out);
+
+    /* and the other way: a file the package's GGUFWriter made, read by strata */
+    snprintf(cmd, sizeof cmd,
+        "python3 -c \"\n"
+        "import sys, numpy as np, gguf\n"
+        "w = gguf.GGUFWriter(sys.argv[1], 'qwen2')\n"
+        "w.add_uint32('x.u32', 7); w.add_int8('x.i8', -3); w.add_float64('x.f64', 0.25); w.add_bool('x.b', True)\n"
+        "w.add_token_list(['a', 'bc', '']); w.add_token_types([1, 3, 6])\n"
+        "w.add_tensor('t.f32', np.arange(64, dtype=np.float32).reshape(2, 32))\n"
+        "w.add_tensor('t.f16', np.full((3, 5), 1.5, dtype=np.float16))\n"
+        "w.add_tensor('t.q8', np.arange(68, dtype=np.uint8).reshape(2, 34), raw_dtype=gguf.GGMLQuantizationType.Q8_0)\n"
+        "w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()\n"
+        "\" %s 2>&1", path);
+    p = popen(cmd, "r");
+    n = 0;
+    if (p) { n = fread(out, 1, sizeof out - 1, p); pclose(p); }
+    out[n] = 0;
+    gguf_file *f = NULL;
+    CHECKF(gguf_open(path, &f, err, sizeof err) == 0, "%s (python said: %s)", err, out);
+    if (f) {
+        uint32_t u; int64_t i; float x; int bo; gguf_str st; uint64_t cnt; const void *arr;
+        CHECK(gguf_get_str(f, "general.architecture", &st) == 0 && gguf_str_eq(st, "qwen2"));
+        CHECK(gguf_get_u32(f, "x.u32", &u) == 0 && u == 7);
+        CHECK(gguf_get_i64(f, "x.i8", &i) == 0 && i == -3 && gguf_get_kv(f, "x.i8")->type == GGUF_TYPE_INT8);
+        CHECK(gguf_get_f32(f, "x.f64", &x) == 0 && x == 0.25f);
+        CHECK(gguf_get_bool(f, "x.b", &bo) == 0 && bo == 1);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &cnt, &arr) == 0 && cnt == 3
+              && gguf_str_eq(((const gguf_str *)arr)[1], "bc") && ((const gguf_str *)arr)[2].len == 0);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &cnt, &arr) == 0 && cnt == 3);
+        const gguf_tensor *t = gguf_find_tensor(f, "t.f32");
+        float v[64];
+        CHECK(t && t->type == TYPE_F32 && t->ne[0] == 32 && t->ne[1] == 2 && t->nbytes == 256);
+        if (t) { memcpy(v, t->data, sizeof v); CHECK(v[0] == 0 && v[63] == 63); }
+        t = gguf_find_tensor(f, "t.f16");
+        CHECK(t && t->type == TYPE_F16 && t->ne[0] == 5 && t->ne[1] == 3 && t->nbytes == 30);
+        if (t) { uint16_t h; memcpy(&h, (const uint8_t *)t->data + 28, 2); CHECK(fp16_to_f32(h) == 1.5f); }
+        t = gguf_find_tensor(f, "t.q8");
+        CHECK(t && t->type == TYPE_Q8_0 && t->ne[0] == 32 && t->ne[1] == 2 && t->nbytes == 68);
+        if (t) CHECK(((const uint8_t *)t->data)[67] == 67);
+        gguf_close(f);
+    }
+    unlink(path);
 }
 
 /* ---- malformed files ------------------------------------------------------------------ */
