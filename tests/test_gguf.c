@@ -5,6 +5,7 @@
 #include "gguf/gguf.h"
 #include "core/util.h"
 #include "quant/blocks.h"
+#include "quant/quant.h"
 
 #include <stdint.h>
 #include <unistd.h>
@@ -305,6 +306,17 @@ static void test_writer_errors(void) {
     CHECK(gguf_type_size(TYPE_IQ2_XXS, &blck, &bsize) == 0 && blck == 256 && bsize == 66);
     CHECK(gguf_type_size(TYPE_MXFP4, &blck, &bsize) == 0 && blck == 32 && bsize == 17);
     CHECK(gguf_type_size(TYPE_COUNT, &blck, &bsize) == -1 && gguf_type_size(-1, &blck, &bsize) == -1);
+    /* the reader's own geometry table agrees with the quant library's wherever both know the id */
+    int known = 0;
+    for (int ty = 0; ty < TYPE_COUNT; ty++) {
+        const quant_traits *q = quant_traits_get(ty);
+        if (!q) continue;
+        known++;
+        CHECKF(gguf_type_size(ty, &blck, &bsize) == 0 && blck == q->blck && bsize == q->bsize,
+               "type %d (%s): reader says %d/%d, quant table %d/%d", ty, q->name, blck, bsize, q->blck, q->bsize);
+        CHECK_STR(gguf_type_name(ty), q->name);
+    }
+    CHECK(known >= 6);
     int64_t big[2] = { INT64_MAX, 2 };
     uint64_t ne_out, nb_out;
     CHECK(gguf_tensor_nbytes(TYPE_F32, 2, big, &ne_out, &nb_out) == -1);
