@@ -1,13 +1,30 @@
-/* AVX2 matvec kernels (compiled with -mavx2 -mfma -mf16c; chosen at run time).
- * Every kernel reproduces its format's reference dot bit for bit: exact int32 block sums,
- * the same float operations per block partial (never fused), and the canonical lane order
- * (block b into lane b % 32 = 4 vectors of 8 lanes, then the 16-8-4-2-1 tree). */
+/* AVX2 matvec kernels for the float, legacy and K-quant formats (compiled with
+ * -mavx2 -mfma -mf16c; chosen at run time by src/cpu/matvec.c).
+ *
+ * Every kernel reproduces its format's reference dot bit for bit (docs/KERNELS.md):
+ *  - block integer sums are exact int32 (maddubs/madd; any order gives the same integer),
+ *  - the block partial uses the reference's float operations in the reference's order
+ *    (mul then add, never fused),
+ *  - partials go to lane b % 32: eight consecutive blocks form one 8-float vector, and
+ *    block group g = b / 8 lands in accumulator vector g % 4 (lanes 8(g%4) .. 8(g%4)+7),
+ *  - the 32 lanes combine by the canonical 16-8-4-2-1 tree (canon_tree4).
+ * Shape: rows outer, the 8 blocks of a group decoded once, then every column inner, so
+ * weights are read once for all T columns and column c's bits never depend on T.
+ * T is a compile-time constant inside the kernels (one instantiation per T = 1..8), so the
+ * accumulators of small T live in registers. */
 #include "kernels.h"
+#include "matvec.h"
 #include "../quant/quant.h"
+#include "../quant/ref.h"
 #include <immintrin.h>
+#include <string.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* ---- shared helpers ----------------------------------------------------------------- */
 
 /* Canonical 32-lane tree over 4 vectors holding lanes 0-7, 8-15, 16-23, 24-31. */
-static inline float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+ALWAYS_INLINE float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     a0 = _mm256_add_ps(a0, a2);                 /* s = 16: lane i += lane i + 16 */
     a1 = _mm256_add_ps(a1, a3);
     a0 = _mm256_add_ps(a0, a1);                 /* s = 8 */
@@ -16,6 +33,64 @@ static inline float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     v = _mm_add_ss(v, _mm_shuffle_ps(v, v, 1)); /* s = 1 */
     return _mm_cvtss_f32(v);
 }
+
+/* v[k] = sum of the 8 int32 of s[k], k = 0..7 (exact integers: order is free) */
+ALWAYS_INLINE __m256i hsum8x8_epi32(const __m256i s[8]) {
+    __m256i t0 = _mm256_hadd_epi32(s[0], s[1]), t1 = _mm256_hadd_epi32(s[2], s[3]);
+    __m256i t2 = _mm256_hadd_epi32(s[4], s[5]), t3 = _mm256_hadd_epi32(s[6], s[7]);
+    __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+    /* u0 = [s0 s1 s2 s3 (lanes 0-3) | s0 s1 s2 s3 (lanes 4-7)], u1 likewise for s4..s7 */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                            _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+/* 8 int32 partial sums of unsigned w (0..255, products must fit int16 pairs) times int8 a */
+ALWAYS_INLINE __m256i dot_u8_i8(__m256i w, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1));
+}
+/* signed w times signed a (a never -128): |w| * (a with w's sign) */
+ALWAYS_INLINE __m256i dot_i8_i8(__m256i wabs, __m256i w, __m256i a) {
+    return dot_u8_i8(wabs, _mm256_sign_epi8(a, w));
+}
+
+/* 16 packed nibbles -> 32 bytes: low nibbles first (weights 0..15), then high (16..31) */
+ALWAYS_INLINE __m256i nibbles32(const uint8_t *qs) {
+    __m128i raw = _mm_loadu_si128((const __m128i *)qs);
+    __m128i m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), m), _mm_and_si128(raw, m));
+}
+
+/* 32 bits -> 32 bytes, byte j = 0xFF if bit j is set */
+ALWAYS_INLINE __m256i bits32_mask(uint32_t x) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* Gather the 32-bit word at the start of 8 blocks `stride` bytes apart */
+ALWAYS_INLINE __m256i gather_u32(const uint8_t *base, int stride) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+    return _mm256_i32gather_epi32((const int *)base, idx, 1);
+}
+/* The low / high halves of 8 gathered words as IEEE halves -> 8 floats (exact) */
+ALWAYS_INLINE __m256 halves_lo_to_f32(__m256i g) {
+    const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+    __m256i p = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(g, sh), 0x08);
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(p));
+}
+ALWAYS_INLINE __m256 halves_hi_to_f32(__m256i g) {
+    return halves_lo_to_f32(_mm256_srli_epi32(g, 16));
+}
+/* float field at offset 0 / 4 of 8 activation blocks `stride` bytes apart */
+ALWAYS_INLINE __m256 gather_f32(const void *base, int stride) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+    return _mm256_i32gather_ps((const float *)base, idx, 1);
+}
+
+/* ---- float weights (ACT_F32): per-element lanes -------------------------------------- */
 
 float f32_dot_canon_avx2(const float *w, const float *x, int64_t n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -37,7 +112,224 @@ float f32_dot_canon_avx2(const float *w, const float *x, int64_t n) {
     return canon_tree4(a0, a1, a2, a3);
 }
 
+enum { FW_F32, FW_F16, FW_BF16 };
+
+/* 8 weights of a float row as f32 */
+ALWAYS_INLINE __m256 load_w8(const void *w, int64_t k, const int fmt) {
+    if (fmt == FW_F32) return _mm256_loadu_ps((const float *)w + k);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + k));
+    if (fmt == FW_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+ALWAYS_INLINE float load_w1(const void *w, int64_t k, const int fmt) {
+    if (fmt == FW_F32) return ((const float *)w)[k];
+    uint16_t h = ((const uint16_t *)w)[k];
+    if (fmt == FW_F16) return _cvtsh_ss(h);
+    uint32_t b = (uint32_t)h << 16; float f; memcpy(&f, &b, 4); return f;
+}
+
+/* Float rows: a row is at most a few tens of KB, so columns loop inside a row and reread the
+ * row from L1/L2 (DRAM traffic stays one pass over W). */
+ALWAYS_INLINE void float_rows(const void *W, size_t row_bytes, int64_t n, const void *act,
+                              size_t act_stride, const int T, float *y, int64_t n_out,
+                              int64_t r0, int64_t r1, const int fmt) {
+    for (int64_t r = r0; r < r1; r++) {
+        const void *w = (const char *)W + (size_t)r * row_bytes;
+        for (int c = 0; c < T; c++) {
+            const float *x = (const float *)((const char *)act + (size_t)c * act_stride);
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            int64_t k = 0;
+            for (; k + 32 <= n; k += 32) {
+                a0 = _mm256_add_ps(a0, _mm256_mul_ps(load_w8(w, k, fmt), _mm256_loadu_ps(x + k)));
+                a1 = _mm256_add_ps(a1, _mm256_mul_ps(load_w8(w, k + 8, fmt), _mm256_loadu_ps(x + k + 8)));
+                a2 = _mm256_add_ps(a2, _mm256_mul_ps(load_w8(w, k + 16, fmt), _mm256_loadu_ps(x + k + 16)));
+                a3 = _mm256_add_ps(a3, _mm256_mul_ps(load_w8(w, k + 24, fmt), _mm256_loadu_ps(x + k + 24)));
+            }
+            if (k < n) {
+                float tw[32] = { 0 }, tx[32] = { 0 };
+                for (int64_t i = k; i < n; i++) { tw[i - k] = load_w1(w, i, fmt); tx[i - k] = x[i]; }
+                a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(tw), _mm256_loadu_ps(tx)));
+                a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(tw + 8), _mm256_loadu_ps(tx + 8)));
+                a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(tw + 16), _mm256_loadu_ps(tx + 16)));
+                a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(tw + 24), _mm256_loadu_ps(tx + 24)));
+            }
+            y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(a0, a1, a2, a3);
+        }
+    }
+}
+
+/* ---- 32-weight (and Q2_0's 64-weight) block formats ------------------------------------
+ * One skeleton; `fmt` is a compile-time constant picking the decode and the partial. */
+enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0 };
+
+/* Bytes per weight block / per activation block, and whether the weights are unsigned
+ * (then maddubs takes them directly) or signed (|w| and the sign trick). */
+#define FB_BSIZE(f) ((f) == FB_Q4_0 ? 18 : (f) == FB_Q4_1 ? 20 : (f) == FB_Q5_0 ? 22 : \
+                     (f) == FB_Q5_1 ? 24 : (f) == FB_Q8_0 ? 34 : (f) == FB_MXFP4 ? 17 : 18)
+#define FB_ASIZE(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1 ? (int)sizeof(act_q8_1) : \
+                     (f) == FB_Q2_0 ? (int)sizeof(act_q8_2) : (int)sizeof(act_q8_0))
+#define FB_AQS(f)   ((f) == FB_Q4_1 || (f) == FB_Q5_1 || (f) == FB_Q2_0 ? 8 : 4)  /* offset of qs */
+#define FB_UNSIGNED(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1)
+#define FB_VPB(f)   ((f) == FB_Q2_0 ? 2 : 1)   /* 32-byte vectors per block */
+
+/* Decode weight block `b` into VPB vectors of int8 weight codes (signed formats: the
+ * signed value; unsigned formats: q). */
+ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
+    if (fmt == FB_Q4_0) {
+        w[0] = _mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8));
+    } else if (fmt == FB_Q4_1) {
+        w[0] = nibbles32(b + 4);
+    } else if (fmt == FB_Q5_0 || fmt == FB_Q5_1) {
+        const int off = fmt == FB_Q5_0 ? 2 : 4;
+        uint32_t qh; memcpy(&qh, b + off, 4);
+        __m256i hi = _mm256_and_si256(bits32_mask(qh), _mm256_set1_epi8(0x10));
+        __m256i q = _mm256_or_si256(nibbles32(b + off + 4), hi);
+        w[0] = fmt == FB_Q5_0 ? _mm256_sub_epi8(q, _mm256_set1_epi8(16)) : q;
+    } else if (fmt == FB_Q8_0) {
+        w[0] = _mm256_loadu_si256((const __m256i *)(b + 2));
+    } else if (fmt == FB_MXFP4) {
+        const __m256i kv = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
+                                            0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+        w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 1));
+    } else { /* FB_Q2_0: weight j's code at (qs[j/4] >> 2(j%4)) & 3; value c - 1 */
+        const __m256i rep0 = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                              4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+        const __m256i rep1 = _mm256_add_epi8(rep0, _mm256_set1_epi8(8));
+        /* byte t needs a right shift of 2 (t % 4): two blend stages (shift 2 where t%4 odd,
+         * shift 4 where t%4 >= 2); bits a 16-bit shift drags in from the neighbour byte land
+         * above bit 1 and are masked off */
+        const __m256i odd = _mm256_set1_epi32((int)0xFF00FF00u), two = _mm256_set1_epi32((int)0xFFFF0000u);
+        __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + 2)));
+        for (int v = 0; v < 2; v++) {
+            __m256i x = _mm256_shuffle_epi8(raw, v ? rep1 : rep0);
+            x = _mm256_blendv_epi8(x, _mm256_srli_epi16(x, 2), odd);
+            x = _mm256_blendv_epi8(x, _mm256_srli_epi16(x, 4), two);
+            w[v] = _mm256_sub_epi8(_mm256_and_si256(x, _mm256_set1_epi8(3)), _mm256_set1_epi8(1));
+        }
+    }
+}
+
+ALWAYS_INLINE void fb_rows(const void *W, size_t row_bytes, int64_t n_in, const void *act,
+                           size_t act_stride, const int T, float *y, int64_t n_out,
+                           int64_t r0, int64_t r1, const int fmt) {
+    const int BS = FB_BSIZE(fmt), AS = FB_ASIZE(fmt), VPB = FB_VPB(fmt);
+    const int64_t nb = n_in / (32 * VPB);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *wr = (const uint8_t *)W + (size_t)r * row_bytes;
+        __m256 acc[MATVEC_MAX_COLS][4];
+        for (int c = 0; c < T; c++)
+            for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
+        for (int64_t g0 = 0; g0 < nb; g0 += 8) {
+            const int nk = nb - g0 < 8 ? (int)(nb - g0) : 8;
+            const uint8_t *wb = wr + (size_t)g0 * (size_t)BS;
+            __m256i wv[8][2], wa[8][2];
+            __m256 dw, mw = _mm256_setzero_ps();
+            if (nk == 8) {
+                if (fmt == FB_MXFP4) {
+                    __m256i e = _mm256_and_si256(gather_u32(wb, BS), _mm256_set1_epi32(0xFF));
+                    /* 2^(e-128): e < 2 is the subnormal 0x00200000 << e, else (e - 1) << 23 */
+                    __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+                    __m256i nrm = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+                    __m256i lt2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+                    dw = _mm256_castsi256_ps(_mm256_blendv_epi8(nrm, sub, lt2));
+                } else {
+                    __m256i g = gather_u32(wb, BS);
+                    dw = halves_lo_to_f32(g);
+                    if (FB_UNSIGNED(fmt)) mw = halves_hi_to_f32(g);
+                }
+            } else {   /* tail group: missing blocks get zero scales and zero codes */
+                float dws[8] = { 0 }, mws[8] = { 0 };
+                for (int k = 0; k < nk; k++) {
+                    const uint8_t *b = wb + (size_t)k * (size_t)BS;
+                    if (fmt == FB_MXFP4) dws[k] = mxfp4_e8m0_half(b[0]);
+                    else {
+                        uint16_t h[2]; memcpy(h, b, 4);
+                        dws[k] = _cvtsh_ss(h[0]);
+                        if (FB_UNSIGNED(fmt)) mws[k] = _cvtsh_ss(h[1]);
+                    }
+                }
+                dw = _mm256_loadu_ps(dws); mw = _mm256_loadu_ps(mws);
+            }
+            for (int k = 0; k < 8; k++) {
+                if (k < nk) fb_decode(wb + (size_t)k * (size_t)BS, wv[k], fmt);
+                else for (int v = 0; v < VPB; v++) wv[k][v] = _mm256_setzero_si256();
+                if (!FB_UNSIGNED(fmt))
+                    for (int v = 0; v < VPB; v++) wa[k][v] = _mm256_sign_epi8(wv[k][v], wv[k][v]);
+            }
+            for (int c = 0; c < T; c++) {
+                const uint8_t *ab = (const uint8_t *)act + (size_t)c * act_stride + (size_t)g0 * (size_t)AS;
+                __m256i s[8];
+                __m256 da, sa = _mm256_setzero_ps();
+                for (int k = 0; k < 8; k++) {
+                    if (k >= nk) { s[k] = _mm256_setzero_si256(); continue; }
+                    const uint8_t *aq = ab + (size_t)k * (size_t)AS + FB_AQS(fmt);
+                    __m256i a0 = _mm256_loadu_si256((const __m256i *)aq);
+                    if (FB_UNSIGNED(fmt)) s[k] = dot_u8_i8(wv[k][0], a0);
+                    else s[k] = dot_i8_i8(wa[k][0], wv[k][0], a0);
+                    if (VPB == 2) {
+                        __m256i a1 = _mm256_loadu_si256((const __m256i *)(aq + 32));
+                        s[k] = _mm256_add_epi32(s[k], dot_i8_i8(wa[k][1], wv[k][1], a1));
+                    }
+                }
+                if (nk == 8) {
+                    da = gather_f32(ab, AS);
+                    if (FB_UNSIGNED(fmt)) sa = gather_f32(ab + 4, AS);
+                } else {
+                    float das[8] = { 0 }, sas[8] = { 0 };
+                    for (int k = 0; k < nk; k++) {
+                        memcpy(&das[k], ab + (size_t)k * (size_t)AS, 4);
+                        if (FB_UNSIGNED(fmt)) memcpy(&sas[k], ab + (size_t)k * (size_t)AS + 4, 4);
+                    }
+                    da = _mm256_loadu_ps(das); sa = _mm256_loadu_ps(sas);
+                }
+                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(s)), _mm256_mul_ps(dw, da));
+                if (FB_UNSIGNED(fmt)) p = _mm256_add_ps(p, _mm256_mul_ps(mw, sa));
+                const int lane = (int)((g0 / 8) & 3);
+                acc[c][lane] = _mm256_add_ps(acc[c][lane], p);
+            }
+        }
+        for (int c = 0; c < T; c++)
+            y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+    }
+}
+
+/* ---- instantiation: one function per format, switching once on T ----------------------- */
+
+#define KERNEL_ARGS const void *W, size_t row_bytes, int64_t n_in, const void *act, \
+                    size_t act_stride, int T, float *y, int64_t n_out, int64_t r0, int64_t r1
+#define T_SWITCH(BODY, FMT) do { switch (T) { \
+    case 1: BODY(W, row_bytes, n_in, act, act_stride, 1, y, n_out, r0, r1, FMT); break; \
+    case 2: BODY(W, row_bytes, n_in, act, act_stride, 2, y, n_out, r0, r1, FMT); break; \
+    case 3: BODY(W, row_bytes, n_in, act, act_stride, 3, y, n_out, r0, r1, FMT); break; \
+    case 4: BODY(W, row_bytes, n_in, act, act_stride, 4, y, n_out, r0, r1, FMT); break; \
+    case 5: BODY(W, row_bytes, n_in, act, act_stride, 5, y, n_out, r0, r1, FMT); break; \
+    case 6: BODY(W, row_bytes, n_in, act, act_stride, 6, y, n_out, r0, r1, FMT); break; \
+    case 7: BODY(W, row_bytes, n_in, act, act_stride, 7, y, n_out, r0, r1, FMT); break; \
+    default: BODY(W, row_bytes, n_in, act, act_stride, 8, y, n_out, r0, r1, FMT); break; } } while (0)
+
+static void f32_matvec_avx2(KERNEL_ARGS)   { T_SWITCH(float_rows, FW_F32); }
+static void f16_matvec_avx2(KERNEL_ARGS)   { T_SWITCH(float_rows, FW_F16); }
+static void bf16_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(float_rows, FW_BF16); }
+static void q4_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q4_0); }
+static void q4_1_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q4_1); }
+static void q5_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q5_0); }
+static void q5_1_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q5_1); }
+static void q8_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q8_0); }
+static void mxfp4_matvec_avx2(KERNEL_ARGS) { T_SWITCH(fb_rows, FB_MXFP4); }
+static void q2_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q2_0); }
+
 matvec_rows_fn matvec_rows_avx2(int type) {
-    (void)type;
-    return NULL;
+    switch (type) {
+    case TYPE_F32:   return f32_matvec_avx2;
+    case TYPE_F16:   return f16_matvec_avx2;
+    case TYPE_BF16:  return bf16_matvec_avx2;
+    case TYPE_Q4_0:  return q4_0_matvec_avx2;
+    case TYPE_Q4_1:  return q4_1_matvec_avx2;
+    case TYPE_Q5_0:  return q5_0_matvec_avx2;
+    case TYPE_Q5_1:  return q5_1_matvec_avx2;
+    case TYPE_Q8_0:  return q8_0_matvec_avx2;
+    case TYPE_MXFP4: return mxfp4_matvec_avx2;
+    case TYPE_Q2_0:  return q2_0_matvec_avx2;
+    default:         return NULL;
+    }
 }
