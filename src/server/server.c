@@ -1,0 +1,774 @@
+/* The HTTP side of strata serve: libmicrohttpd daemon, routing, auth, CORS, the handlers.
+ *
+ * Threading: MHD runs one thread per connection, so a handler may block. A generation request
+ * is parsed and tokenized in its connection thread, submitted to the scheduler (slots.c), and
+ * then that thread waits on the job's condition variable: for a non-stream reply until the job
+ * is done, for a stream inside the content-reader callback until new text arrives. While it
+ * waits it polls its socket for a hang-up (POLLRDHUP) every WAIT_SLICE_MS, so a client that
+ * goes away has its job cancelled within one decode step or so, and its slot freed. */
+#include "server/server.h"
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include "core/util.h"
+#include "server/openai.h"
+
+#define WAIT_SLICE_MS 20
+
+enum { SRV_LOADING, SRV_READY, SRV_FAILED };
+
+typedef struct srv {
+    srv_options opt;
+    struct MHD_Daemon *daemon;
+    atomic_int state;
+    atomic_int stopping;
+    strata_model *model;
+    char model_id[256];
+    long long t_loaded;
+    srv_sched sched;
+    pthread_mutex_t stats_mu;
+    unsigned long long requests[EP_COUNT][METRIC_CODES];
+} srv;
+
+srv_options srv_default_options(void) {
+    srv_options o;
+    memset(&o, 0, sizeof o);
+    o.host = "127.0.0.1";
+    o.port = 8080;
+    o.parallel = 1;
+    o.queue = 16;
+    o.max_body = 8u << 20;
+    return o;
+}
+
+/* ---- per-connection state ---------------------------------------------------------------------- */
+typedef struct conn_ctx {
+    sbuf body;
+    int too_big;
+    srv_endpoint ep;
+} conn_ctx;
+
+static void count_status(srv *s, srv_endpoint ep, int status) {
+    pthread_mutex_lock(&s->stats_mu);
+    s->requests[ep][metrics_code_index(status)]++;
+    pthread_mutex_unlock(&s->stats_mu);
+}
+
+static void add_cors(srv *s, struct MHD_Response *r) {
+    if (!s->opt.cors) return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", s->opt.cors);
+    if (strcmp(s->opt.cors, "*")) MHD_add_response_header(r, "Vary", "Origin");
+}
+
+static enum MHD_Result send_bytes(srv *s, struct MHD_Connection *c, srv_endpoint ep, int status,
+                                  const char *ctype, const char *body, size_t n, int retry_after) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", ctype);
+    if (retry_after > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", retry_after);
+        MHD_add_response_header(r, "Retry-After", v);
+    }
+    add_cors(s, r);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    count_status(s, ep, status);
+    return ret;
+}
+
+static enum MHD_Result send_json(srv *s, struct MHD_Connection *c, srv_endpoint ep, int status, json_t *j,
+                                 int retry_after) {
+    char *txt = j ? oai_dump(j) : NULL;
+    json_decref(j);
+    if (!txt) {
+        static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+        return send_bytes(s, c, ep, 500, "application/json", oom, sizeof oom - 1, 0);
+    }
+    size_t n = strlen(txt);
+    txt[n] = '\n';   /* replaces the NUL: send n + 1 bytes, text ends with a newline */
+    enum MHD_Result ret = send_bytes(s, c, ep, status, "application/json", txt, n + 1, retry_after);
+    free(txt);
+    return ret;
+}
+
+static enum MHD_Result send_error(srv *s, struct MHD_Connection *c, srv_endpoint ep, const api_error *e) {
+    return send_json(s, c, ep, e->status, api_error_json(e), e->status == 429 || e->status == 503 ? 1 : 0);
+}
+
+/* ---- waiting for the decode thread --------------------------------------------------------------- */
+static int conn_fd(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+/* The client closed its end (or the socket failed): nobody will read the reply. */
+static int peer_gone(int fd) {
+    if (fd < 0) return 0;
+    struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+    if (poll(&p, 1, 0) <= 0) return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+/* Wait until the job has news (text, logprobs, done) or, with until_done, until it is done.
+ * 0: news; -1: the client went away or the server stops. Called without the lock. */
+static int wait_job(srv *s, srv_job *j, int fd, int until_done) {
+    srv_sched *sc = &s->sched;
+    for (;;) {
+        pthread_mutex_lock(&sc->mu);
+        int ready = j->state == JOB_DONE || (!until_done && (j->text.len || j->lp));
+        if (!ready) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += WAIT_SLICE_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+            pthread_cond_timedwait(&j->cv, &sc->mu, &ts);
+            ready = j->state == JOB_DONE || (!until_done && (j->text.len || j->lp));
+        }
+        pthread_mutex_unlock(&sc->mu);
+        if (ready) return 0;
+        if (atomic_load(&s->stopping) || peer_gone(fd)) return -1;
+    }
+}
+
+/* ---- generation ------------------------------------------------------------------------------------ */
+typedef struct gen_ctx {
+    srv *s;
+    srv_job *job;
+    srv_endpoint ep;
+    char id[48];
+    oai_meta meta;
+    int fd;
+    int include_usage;
+    sbuf out;                   /* SSE bytes ready to send; out.p[sent..len) not yet sent */
+    size_t sent;
+    int finished;               /* [DONE] is in out */
+    size_t text_offset;         /* completions logprobs text_offset */
+} gen_ctx;
+
+static void make_id(char *id, size_t n, const char *prefix) {
+    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    static _Atomic uint64_t counter;
+    uint64_t x = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (atomic_fetch_add(&counter, 1) + 1) * 0xbf58476d1ce4e5b9ull;
+    size_t p = (size_t)snprintf(id, n, "%s", prefix);
+    for (int i = 0; i < 24 && p + 1 < n; i++) {
+        x ^= x >> 31; x *= 0x94d049bb133111ebull; x ^= x >> 29;
+        id[p++] = al[x % (sizeof al - 1)];
+    }
+    id[p] = 0;
+}
+
+/* Take what the decode thread has produced (under the lock). */
+static void take_output(srv *s, srv_job *j, sbuf *text, json_t **lp, int *done) {
+    pthread_mutex_lock(&s->sched.mu);
+    if (j->text.len) sbuf_append(text, j->text.p, j->text.len);
+    sbuf_clear(&j->text);
+    *lp = j->lp;
+    j->lp = NULL;
+    *done = j->state == JOB_DONE;
+    pthread_mutex_unlock(&s->sched.mu);
+}
+
+static oai_timings job_timings(const srv_job *j) {
+    oai_timings t;
+    memset(&t, 0, sizeof t);
+    t.prompt_n = j->n_prompt;
+    t.prompt_ms = (j->t_prompt_done - j->t_start) * 1e3;
+    t.predicted_n = j->n_gen;
+    t.predicted_ms = (j->t_end - j->t_prompt_done) * 1e3;
+    return t;
+}
+
+static json_t *error_event(const char *msg) {
+    api_error e;
+    api_error_set(&e, 500, "server_error", NULL, NULL, "%s", msg);
+    return api_error_json(&e);
+}
+
+/* Turn the job's news into SSE bytes in g->out. -1: the client is gone. */
+static int stream_pull(gen_ctx *g) {
+    srv *s = g->s;
+    srv_job *j = g->job;
+    if (wait_job(s, j, g->fd, 0)) return -1;
+    sbuf text; sbuf_init(&text);
+    json_t *lp = NULL;
+    int done = 0;
+    take_output(s, j, &text, &lp, &done);
+    json_t *lpj = lp ? oai_logprobs_shape(g->meta.kind, lp, &g->text_offset) : NULL;
+    if (text.len || lpj)
+        sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, text.p ? text.p : "", text.len, NULL, lpj));
+    sbuf_free(&text);
+    if (done) {
+        if (!j->finish) {
+            sse_append_json(&g->out, error_event(j->error[0] ? j->error : "generation failed"));
+        } else {
+            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->meta.kind == GEN_CHAT ? NULL : "", 0, j->finish, NULL));
+            if (g->include_usage) sse_append_json(&g->out, oai_usage_chunk(&g->meta, j->n_prompt, j->n_gen));
+        }
+        sse_append_done(&g->out);
+        g->finished = 1;
+    }
+    return g->out.oom ? -1 : 0;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    gen_ctx *g = cls;
+    while (g->sent >= g->out.len) {
+        sbuf_clear(&g->out);
+        g->sent = 0;
+        if (g->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (stream_pull(g)) {
+            sched_cancel(&g->s->sched, g->job);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+    size_t n = g->out.len - g->sent;
+    if (n > max) n = max;
+    memcpy(buf, g->out.p + g->sent, n);
+    g->sent += n;
+    return (ssize_t)n;
+}
+
+static void gen_ctx_free(gen_ctx *g) {
+    if (!g) return;
+    if (g->job) {
+        sched_cancel(&g->s->sched, g->job);   /* no-op once done */
+        job_release(&g->s->sched, g->job);
+    }
+    sbuf_free(&g->out);
+    st_free(g);
+}
+static void stream_free(void *cls) { gen_ctx_free(cls); }
+
+/* Prompt tokens for a request: chat template or prompt text, tokenized; or given ids. */
+static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error *e) {
+    char err[256] = "";
+    char *text = NULL;
+    if (r->kind == GEN_COMPLETION && r->prompt_ids) {
+        int nv = strata_n_vocab(s->model);
+        for (int i = 0; i < r->n_prompt_ids; i++)
+            if (r->prompt_ids[i] >= nv)
+                return api_error_set(e, 400, "invalid_request_error", "prompt", "invalid_value",
+                                     "Invalid 'prompt[%d]': token id %d is outside the vocabulary (0..%d).", i, r->prompt_ids[i], nv - 1);
+        *ids = st_malloc((size_t)r->n_prompt_ids * sizeof(int32_t));
+        if (!*ids) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        memcpy(*ids, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof(int32_t));
+        *n = r->n_prompt_ids;
+        return 0;
+    }
+    if (r->kind == GEN_CHAT) {
+        text = srv_chat_prompt(s->model, r->msgs, r->n_msgs, err, sizeof err);
+        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "chat template: %s", err);
+    } else {
+        text = st_strdup(r->prompt);
+        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    size_t len = strlen(text);
+    int cap = (int)(len < 1000000 ? len : 1000000) + 8;
+    *ids = st_malloc((size_t)cap * sizeof(int32_t));
+    int got = *ids ? strata_tokenize(s->model, text, len, 1, 1, *ids, cap) : -1;
+    if (got > cap) {   /* more tokens than bytes + 8: not expected, but the API allows it */
+        int32_t *bigger = st_realloc(*ids, (size_t)got * sizeof(int32_t));
+        if (bigger) { *ids = bigger; got = strata_tokenize(s->model, text, len, 1, 1, *ids, got); }
+        else got = -1;
+    }
+    st_free(text);
+    if (got < 0) { st_free(*ids); *ids = NULL; return api_error_set(e, 500, "server_error", NULL, NULL, "tokenizer failed"); }
+    *n = got;
+    return 0;
+}
+
+static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ctx *cc, gen_kind kind) {
+    api_error e;
+    gen_request r;
+    if (gen_request_parse(cc->body.p, cc->body.len, kind, &r, &e)) return send_error(s, c, cc->ep, &e);
+    int32_t *ids = NULL;
+    int n = 0;
+    if (build_prompt(s, &r, &ids, &n, &e)) { gen_request_free(&r); return send_error(s, c, cc->ep, &e); }
+    int n_ctx = s->sched.n_ctx;
+    if (n == 0) {
+        api_error_set(&e, 400, "invalid_request_error", kind == GEN_CHAT ? "messages" : "prompt", "invalid_value",
+                      "The prompt is empty (0 tokens): give at least one token of text.");
+    } else if (n >= n_ctx) {
+        api_error_set(&e, 400, "invalid_request_error", kind == GEN_CHAT ? "messages" : "prompt", "context_length_exceeded",
+                      "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
+                      "Please reduce the length of the %s.", n_ctx, kind == GEN_CHAT ? "messages" : "prompt", n,
+                      kind == GEN_CHAT ? "messages" : "prompt");
+    } else e.status = 0;
+    if (e.status) { st_free(ids); gen_request_free(&r); return send_error(s, c, cc->ep, &e); }
+
+    gen_ctx *g = st_calloc(1, sizeof *g);
+    srv_job *j = g ? job_new(&r, ids, n) : NULL;
+    int stream = r.stream, include_usage = r.include_usage;
+    gen_request_free(&r);
+    st_free(ids);
+    if (!j) {
+        st_free(g);
+        api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+        return send_error(s, c, cc->ep, &e);
+    }
+    g->s = s;
+    g->job = j;
+    g->ep = cc->ep;
+    g->fd = conn_fd(c);
+    g->include_usage = include_usage;
+    make_id(g->id, sizeof g->id, kind == GEN_CHAT ? "chatcmpl-" : "cmpl-");
+    g->meta.id = g->id;
+    g->meta.model = s->model_id;
+    g->meta.created = (long long)time(NULL);
+    g->meta.kind = kind;
+    g->meta.usage_null = stream && include_usage;
+    sbuf_init(&g->out);
+
+    if (sched_submit(&s->sched, j)) {
+        int busy, queued;
+        sched_snapshot(&s->sched, &busy, &queued, NULL);
+        gen_ctx_free(g);
+        api_error_set(&e, 429, "requests", NULL, "rate_limit_exceeded",
+                      "The server is busy: all %d slots are generating and %d requests are waiting (--queue %d). "
+                      "Retry after 1 second.", s->sched.n_slots, queued, s->sched.q_cap);
+        return send_error(s, c, cc->ep, &e);
+    }
+
+    if (stream) {
+        if (kind == GEN_CHAT) sse_append_json(&g->out, oai_stream_chunk(&g->meta, 1, "", 0, NULL, NULL));
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, g, stream_free);
+        if (!resp) { gen_ctx_free(g); return MHD_NO; }
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+        add_cors(s, resp);
+        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp);
+        count_status(s, cc->ep, 200);
+        return ret;
+    }
+
+    if (wait_job(s, j, g->fd, 1)) { gen_ctx_free(g); return MHD_NO; }   /* client gone: cancel, close */
+    sbuf text; sbuf_init(&text);
+    json_t *lp = NULL;
+    int done;
+    take_output(s, j, &text, &lp, &done);
+    enum MHD_Result ret;
+    if (!j->finish) {
+        json_decref(lp);
+        api_error_set(&e, 500, "server_error", NULL, NULL, "%s", j->error[0] ? j->error : "generation failed");
+        ret = send_error(s, c, cc->ep, &e);
+    } else {
+        oai_timings t = job_timings(j);
+        json_t *lpj = lp ? oai_logprobs_shape(kind, lp, &g->text_offset) : NULL;
+        if (!lpj && j->logprobs) lpj = oai_logprobs_shape(kind, json_array(), &g->text_offset);
+        ret = send_json(s, c, cc->ep, 200, oai_response(&g->meta, text.p ? text.p : "", text.len, j->finish, lpj,
+                                                           j->n_prompt, j->n_gen, &t), 0);
+    }
+    sbuf_free(&text);
+    gen_ctx_free(g);
+    return ret;
+}
+
+/* ---- small endpoints ---------------------------------------------------------------------------------- */
+static enum MHD_Result handle_tokenize(srv *s, struct MHD_Connection *c, conn_ctx *cc) {
+    api_error e;
+    json_t *root = request_parse_object(cc->body.p, cc->body.len, &e);
+    if (!root) return send_error(s, c, cc->ep, &e);
+    json_t *content = json_object_get(root, "content");
+    json_t *add_special = json_object_get(root, "add_special");
+    json_t *parse_special = json_object_get(root, "parse_special");
+    json_t *with_pieces = json_object_get(root, "with_pieces");
+    if (!content) api_error_set(&e, 400, "invalid_request_error", "content", "missing_required_parameter", "Missing required parameter: 'content'.");
+    else if (!json_is_string(content)) api_error_set(&e, 400, "invalid_request_error", "content", "invalid_type", "Invalid type for 'content': expected a string.");
+    else if (add_special && !json_is_boolean(add_special)) api_error_set(&e, 400, "invalid_request_error", "add_special", "invalid_type", "Invalid type for 'add_special': expected a boolean.");
+    else if (parse_special && !json_is_boolean(parse_special)) api_error_set(&e, 400, "invalid_request_error", "parse_special", "invalid_type", "Invalid type for 'parse_special': expected a boolean.");
+    else if (with_pieces && !json_is_boolean(with_pieces)) api_error_set(&e, 400, "invalid_request_error", "with_pieces", "invalid_type", "Invalid type for 'with_pieces': expected a boolean.");
+    else e.status = 0;
+    if (e.status) { json_decref(root); return send_error(s, c, cc->ep, &e); }
+    const char *text = json_string_value(content);
+    size_t len = json_string_length(content);
+    int bos = json_is_true(add_special), special = parse_special ? json_is_true(parse_special) : 1;
+    int cap = (int)(len < 4000000 ? len : 4000000) + 8;
+    int32_t *ids = st_malloc((size_t)cap * sizeof(int32_t));
+    int n = ids ? strata_tokenize(s->model, text, len, bos, special, ids, cap) : -1;
+    if (n > cap) {
+        int32_t *b = st_realloc(ids, (size_t)n * sizeof(int32_t));
+        if (b) { ids = b; n = strata_tokenize(s->model, text, len, bos, special, ids, n); } else n = -1;
+    }
+    json_t *toks = json_array();
+    for (int i = 0; i < n; i++) {
+        if (json_is_true(with_pieces)) {
+            size_t pl = 0;
+            const char *p = strata_token_text(s->model, ids[i], &pl);
+            sbuf piece; sbuf_init(&piece);
+            utf8_append_sanitized(&piece, p ? p : "", p ? pl : 0);
+            json_array_append_new(toks, json_pack("{s:i, s:s}", "id", ids[i], "piece", piece.p ? piece.p : ""));
+            sbuf_free(&piece);
+        } else json_array_append_new(toks, json_integer(ids[i]));
+    }
+    st_free(ids);
+    json_decref(root);
+    if (n < 0) {
+        json_decref(toks);
+        api_error_set(&e, 500, "server_error", NULL, NULL, "tokenizer failed");
+        return send_error(s, c, cc->ep, &e);
+    }
+    return send_json(s, c, cc->ep, 200, json_pack("{s:o}", "tokens", toks), 0);
+}
+
+static enum MHD_Result handle_detokenize(srv *s, struct MHD_Connection *c, conn_ctx *cc) {
+    api_error e;
+    json_t *root = request_parse_object(cc->body.p, cc->body.len, &e);
+    if (!root) return send_error(s, c, cc->ep, &e);
+    json_t *toks = json_object_get(root, "tokens");
+    int nv = strata_n_vocab(s->model);
+    e.status = 0;
+    if (!toks) api_error_set(&e, 400, "invalid_request_error", "tokens", "missing_required_parameter", "Missing required parameter: 'tokens'.");
+    else if (!json_is_array(toks)) api_error_set(&e, 400, "invalid_request_error", "tokens", "invalid_type", "Invalid type for 'tokens': expected an array of token ids.");
+    else for (size_t i = 0; i < json_array_size(toks); i++) {
+        json_t *t = json_array_get(toks, i);
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= nv) {
+            api_error_set(&e, 400, "invalid_request_error", "tokens", "invalid_value",
+                          "Invalid 'tokens[%zu]': expected a token id in 0..%d.", i, nv - 1);
+            break;
+        }
+    }
+    if (e.status) { json_decref(root); return send_error(s, c, cc->ep, &e); }
+    size_t n = json_array_size(toks);
+    int32_t *ids = st_malloc((n ? n : 1) * sizeof(int32_t));
+    for (size_t i = 0; ids && i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(toks, i));
+    json_decref(root);
+    int cap = (int)n * 16 + 64;
+    char *out = ids ? st_malloc((size_t)cap) : NULL;
+    int len = out ? strata_detokenize(s->model, ids, (int)n, out, cap) : -1;
+    if (len >= cap) {
+        char *b = st_realloc(out, (size_t)len + 1);
+        if (b) { out = b; len = strata_detokenize(s->model, ids, (int)n, out, len + 1); } else len = -1;
+    }
+    st_free(ids);
+    if (len < 0) {
+        st_free(out);
+        api_error_set(&e, 500, "server_error", NULL, NULL, "detokenizer failed");
+        return send_error(s, c, cc->ep, &e);
+    }
+    sbuf text; sbuf_init(&text);
+    utf8_append_sanitized(&text, out, (size_t)len);
+    st_free(out);
+    json_t *j = json_pack("{s:s}", "content", text.p ? text.p : "");
+    sbuf_free(&text);
+    return send_json(s, c, cc->ep, 200, j, 0);
+}
+
+static json_t *model_object(srv *s) {
+    strata_model_info info;
+    strata_model_get_info(s->model, &info);
+    return json_pack("{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I, s:i, s:i}}",
+                     "id", s->model_id, "object", "model", "created", (json_int_t)s->t_loaded, "owned_by", "strata",
+                     "meta", "arch", info.arch ? info.arch : "", "n_vocab", info.n_vocab, "n_ctx_train", info.n_ctx_train,
+                     "n_params", (json_int_t)info.n_params, "n_ctx", s->sched.n_ctx, "n_slots", s->sched.n_slots);
+}
+
+static enum MHD_Result handle_health(srv *s, struct MHD_Connection *c, conn_ctx *cc) {
+    int st = atomic_load(&s->state);
+    if (st != SRV_READY) {
+        api_error e;
+        api_error_set(&e, 503, "server_error", NULL, st == SRV_LOADING ? "model_loading" : "model_failed",
+                      st == SRV_LOADING ? "Loading model" : "The model failed to load");
+        json_t *j = api_error_json(&e);
+        json_object_set_new(j, "status", json_string(st == SRV_LOADING ? "loading" : "error"));
+        return send_json(s, c, cc->ep, 503, j, 1);
+    }
+    int busy, queued;
+    sched_snapshot(&s->sched, &busy, &queued, NULL);
+    return send_json(s, c, cc->ep, 200, json_pack("{s:s, s:i, s:i, s:i, s:i}", "status", "ok",
+        "slots_idle", s->sched.n_slots - busy, "slots_processing", busy, "queue_depth", queued,
+        "queue_capacity", s->sched.q_cap), 0);
+}
+
+static enum MHD_Result handle_metrics(srv *s, struct MHD_Connection *c) {
+    srv_metrics m;
+    memset(&m, 0, sizeof m);
+    m.ready = atomic_load(&s->state) == SRV_READY;
+    if (m.ready) {
+        sched_snapshot(&s->sched, &m.slots_busy, &m.queue_depth, &m.c);
+        m.slots_total = s->sched.n_slots;
+        m.queue_capacity = s->sched.q_cap;
+    }
+    pthread_mutex_lock(&s->stats_mu);
+    s->requests[EP_METRICS][metrics_code_index(200)]++;   /* count this scrape in itself */
+    memcpy(m.requests, s->requests, sizeof m.requests);
+    pthread_mutex_unlock(&s->stats_mu);
+    sbuf o; sbuf_init(&o);
+    metrics_render(&o, &m);
+    struct MHD_Response *r = MHD_create_response_from_buffer(o.len, o.p ? o.p : (char *)"", MHD_RESPMEM_MUST_COPY);
+    sbuf_free(&o);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    add_cors(s, r);
+    enum MHD_Result ret = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* ---- routing ---------------------------------------------------------------------------------------------- */
+static srv_endpoint route(const char *url) {
+    if (!strncmp(url, "/v1/", 4)) url += 3;
+    if (!strcmp(url, "/chat/completions")) return EP_CHAT;
+    if (!strcmp(url, "/completions")) return EP_COMPLETIONS;
+    if (!strcmp(url, "/models") || !strncmp(url, "/models/", 8)) return EP_MODELS;
+    if (!strcmp(url, "/health")) return EP_HEALTH;
+    if (!strcmp(url, "/metrics")) return EP_METRICS;
+    if (!strcmp(url, "/tokenize")) return EP_TOKENIZE;
+    if (!strcmp(url, "/detokenize")) return EP_DETOKENIZE;
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return EP_WEBUI;
+    return EP_OTHER;
+}
+
+static int endpoint_is_post(srv_endpoint ep) {
+    return ep == EP_CHAT || ep == EP_COMPLETIONS || ep == EP_TOKENIZE || ep == EP_DETOKENIZE;
+}
+
+/* Constant-time comparison: the time taken does not depend on where the strings differ. */
+static int key_equal(const char *given, size_t n, const char *key) {
+    size_t k = strlen(key);
+    unsigned diff = (unsigned)(n ^ k);
+    for (size_t i = 0; i < k; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < n ? given[i] : 0);
+    return diff == 0;
+}
+
+static int authorized(srv *s, struct MHD_Connection *c) {
+    if (!s->opt.api_key) return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (h && !strncasecmp(h, "Bearer ", 7)) {
+        h += 7;
+        while (*h == ' ') h++;
+        size_t n = strlen(h);
+        while (n && h[n - 1] == ' ') n--;
+        if (key_equal(h, n, s->opt.api_key)) return 1;
+    }
+    const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Api-Key");
+    return x && key_equal(x, strlen(x), s->opt.api_key);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    srv *s = cls;
+    conn_ctx *cc = *con_cls;
+    api_error e;
+    if (!cc) {
+        cc = st_calloc(1, sizeof *cc);
+        if (!cc) return MHD_NO;
+        sbuf_init(&cc->body);
+        cc->ep = route(url);
+        *con_cls = cc;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->opt.max_body) {
+            api_error_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
+                          "The request body (%s bytes) is larger than this server accepts (%zu bytes).", cl, s->opt.max_body);
+            return send_error(s, c, cc->ep, &e);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (cc->body.len + *upload_size > s->opt.max_body) cc->too_big = 1;
+        if (!cc->too_big) sbuf_append(&cc->body, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (cc->too_big || cc->body.oom) {
+        api_error_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
+                      "The request body is larger than this server accepts (%zu bytes).", s->opt.max_body);
+        return send_error(s, c, cc->ep, &e);
+    }
+
+    if (!strcmp(method, "OPTIONS")) {   /* CORS preflight; without --cors just the allowed methods */
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, "Allow", "GET, POST, OPTIONS");
+        if (s->opt.cors) {
+            add_cors(s, r);
+            MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+            MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+        }
+        enum MHD_Result ret = MHD_queue_response(c, 204, r);
+        MHD_destroy_response(r);
+        count_status(s, cc->ep, 204);
+        return ret;
+    }
+
+    srv_endpoint ep = cc->ep;
+    if (ep == EP_HEALTH) return handle_health(s, c, cc);
+    if (ep == EP_WEBUI && !strcmp(method, "GET"))
+        return send_bytes(s, c, ep, 200, "text/html; charset=utf-8", srv_webui_html, strlen(srv_webui_html), 0);
+    if (!authorized(s, c)) {
+        api_error_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
+                      "Incorrect API key provided. Send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'.");
+        return send_error(s, c, ep, &e);
+    }
+    if (ep == EP_OTHER) {
+        api_error_set(&e, 404, "invalid_request_error", NULL, NULL, "Invalid URL (%.16s %.200s)", method, url);
+        return send_error(s, c, ep, &e);
+    }
+    int want_post = endpoint_is_post(ep);
+    if (strcmp(method, want_post ? "POST" : "GET") && !(!want_post && !strcmp(method, "HEAD"))) {
+        api_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed",
+                      "Method %.16s is not allowed for %.200s: use %s.", method, url, want_post ? "POST" : "GET");
+        return send_error(s, c, ep, &e);
+    }
+    if (ep == EP_METRICS) return handle_metrics(s, c);
+    if (atomic_load(&s->state) != SRV_READY) {
+        api_error_set(&e, 503, "server_error", NULL, "model_loading", "Loading model: retry in a moment.");
+        return send_error(s, c, ep, &e);
+    }
+    switch (ep) {
+    case EP_CHAT: return handle_generate(s, c, cc, GEN_CHAT);
+    case EP_COMPLETIONS: return handle_generate(s, c, cc, GEN_COMPLETION);
+    case EP_TOKENIZE: return handle_tokenize(s, c, cc);
+    case EP_DETOKENIZE: return handle_detokenize(s, c, cc);
+    case EP_MODELS: {
+        const char *rest = url + (strncmp(url, "/v1/", 4) ? 0 : 3) + strlen("/models");
+        if (*rest == '/') {
+            if (strcmp(rest + 1, s->model_id)) {
+                api_error_set(&e, 404, "invalid_request_error", "model", "model_not_found",
+                              "The model '%.200s' does not exist: this server serves '%s'.", rest + 1, s->model_id);
+                return send_error(s, c, ep, &e);
+            }
+            return send_json(s, c, ep, 200, model_object(s), 0);
+        }
+        json_t *list = json_array();
+        json_array_append_new(list, model_object(s));
+        return send_json(s, c, ep, 200, json_pack("{s:s, s:o}", "object", "list", "data", list), 0);
+    }
+    default: break;
+    }
+    api_error_set(&e, 404, "invalid_request_error", NULL, NULL, "Invalid URL (%.16s %.200s)", method, url);
+    return send_error(s, c, ep, &e);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls; (void)c; (void)toe;
+    conn_ctx *cc = *con_cls;
+    if (!cc) return;
+    sbuf_free(&cc->body);
+    st_free(cc);
+    *con_cls = NULL;
+}
+
+/* ---- start-up -------------------------------------------------------------------------------------------- */
+static void model_id_from_path(char *id, size_t n, const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (len > 5 && !strcmp(base + len - 5, ".gguf")) len -= 5;
+    sbuf b; sbuf_init(&b);
+    utf8_append_sanitized(&b, base, len);
+    snprintf(id, n, "%s", b.p ? b.p : "model");
+    sbuf_free(&b);
+}
+
+int srv_run(const srv_options *o) {
+    srv *s = calloc(1, sizeof *s);
+    if (!s) { fprintf(stderr, "strata serve: out of memory\n"); return 1; }
+    s->opt = *o;
+    if (s->opt.parallel < 1) s->opt.parallel = 1;
+    if (s->opt.queue < 0) s->opt.queue = 0;
+    if (!s->opt.max_body) s->opt.max_body = 8u << 20;
+    pthread_mutex_init(&s->stats_mu, NULL);
+    atomic_store(&s->state, SRV_LOADING);
+
+    /* signals: handled by sigwait in this thread; every other thread inherits the block */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    char port[16];
+    snprintf(port, sizeof port, "%d", o->port);
+    int gai = getaddrinfo(o->host, port, &hints, &ai);
+    if (gai) {
+        fprintf(stderr, "strata serve: cannot resolve --host '%s': %s\n", o->host, gai_strerror(gai));
+        free(s);
+        return 1;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+                                 MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+                                 MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
+                                 MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->daemon) {
+        fprintf(stderr, "strata serve: cannot listen on %s:%d (%s): is the port in use? try --port\n",
+                o->host, o->port, strerror(errno));
+        free(s);
+        return 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    int bound_port = di ? di->port : o->port;
+
+    /* the listener is up (GET /health says 503 "loading") while the model loads */
+    fprintf(stderr, "strata serve: loading %s\n", o->model_path);
+    char err[512] = "";
+    strata_model_params mp = strata_model_default_params();
+    mp.path = o->model_path;
+    mp.n_threads = o->n_threads;
+    int rc = 1;
+    if (strata_model_load(&mp, &s->model, err, sizeof err)) {
+        fprintf(stderr, "strata serve: %s\n", err);
+        atomic_store(&s->state, SRV_FAILED);
+        goto out;
+    }
+    model_id_from_path(s->model_id, sizeof s->model_id, o->model_path);
+    s->t_loaded = (long long)time(NULL);
+    if (sched_init(&s->sched, s->model, s->opt.parallel, s->opt.queue, o->n_ctx, err, sizeof err)) {
+        fprintf(stderr, "strata serve: %s\n", err);
+        atomic_store(&s->state, SRV_FAILED);
+        goto out;
+    }
+    atomic_store(&s->state, SRV_READY);
+    const char *h = o->host;
+    int v6 = strchr(h, ':') != NULL;
+    printf("strata serve: listening on http://%s%s%s:%d (model %s, %d slot%s, context %d, queue %d)\n",
+           v6 ? "[" : "", h, v6 ? "]" : "", bound_port, s->model_id, s->sched.n_slots,
+           s->sched.n_slots == 1 ? "" : "s", s->sched.n_ctx, s->sched.q_cap);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "strata serve: %s, shutting down\n", sig == SIGINT ? "interrupted" : "terminated");
+    rc = 0;
+out:
+    atomic_store(&s->stopping, 1);
+    /* wake waiting handlers first: they see `stopping` within one wait slice */
+    if (s->model && s->sched.slots) {
+        pthread_mutex_lock(&s->sched.mu);
+        for (int i = 0; i < s->sched.n_slots; i++) if (s->sched.slots[i].job) s->sched.slots[i].job->cancelled = 1;
+        pthread_mutex_unlock(&s->sched.mu);
+    }
+    MHD_stop_daemon(s->daemon);
+    if (s->sched.slots) sched_free(&s->sched);
+    if (s->model) strata_model_free(s->model);
+    pthread_mutex_destroy(&s->stats_mu);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,135 @@
+/* strata serve: the OpenAI-compatible HTTP server. Internal interfaces of src/server.
+ *
+ *   server.c   libmicrohttpd daemon (one thread per connection), routing, auth, CORS, handlers
+ *   slots.c    N slots (one strata_session each), a bounded FIFO queue, one decode thread
+ *   request.c  request JSON -> validated gen_request (pure)
+ *   openai.c   response / chunk JSON (pure)
+ *   stream.c   byte buffers, UTF-8 holdback, stop-string holdback, SSE framing (pure)
+ *   metrics.c  Prometheus text exposition (pure)
+ *   webui.c    the chat page served at GET /
+ *
+ * Threads: the MHD connection threads parse requests, tokenize, submit jobs and then wait on the
+ * job's condition variable; the single decode thread owns every session and runs the forward
+ * passes. They meet only in srv_sched (one mutex). */
+#ifndef STRATA_SERVER_H
+#define STRATA_SERVER_H
+#include <pthread.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "strata.h"
+#include "server/request.h"
+#include "server/stream.h"
+
+typedef struct srv_options {
+    const char *model_path;
+    const char *host;           /* "127.0.0.1" */
+    int port;                   /* 8080; 0 picks a free port (printed) */
+    int parallel;               /* slots decoding together */
+    int n_ctx;                  /* per slot; 0: engine default */
+    int queue;                  /* requests waiting behind busy slots; more get 429 */
+    const char *api_key;        /* NULL: open */
+    const char *cors;           /* NULL: no CORS headers */
+    int n_threads;              /* 0: engine default */
+    size_t max_body;            /* bytes; larger bodies get 413 */
+} srv_options;
+srv_options srv_default_options(void);
+/* Run until SIGINT/SIGTERM; returns the process exit code. */
+int srv_run(const srv_options *o);
+
+/* ---- jobs and the scheduler (slots.c) --------------------------------------------------------- */
+typedef enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE } job_state;
+
+typedef struct srv_job {
+    /* input: immutable once submitted */
+    gen_kind kind;
+    int32_t *prompt;
+    int n_prompt;
+    int max_tokens;             /* -1: until end of generation or context */
+    strata_sampler_params sampler;
+    int has_seed;
+    char *stops[GEN_MAX_STOPS];
+    int n_stops;
+    int logprobs, top_logprobs;
+    /* output: guarded by srv_sched.mu; the HTTP thread takes text/lp as they arrive */
+    job_state state;
+    int cancelled;              /* the client went away: the decode thread drops the job */
+    sbuf text;                  /* emitted text not yet taken by the HTTP side */
+    json_t *lp;                 /* chat-style logprob entries not yet taken, or NULL */
+    const char *finish;         /* "stop" / "length" once done; NULL with error[] set on failure */
+    char error[256];
+    int n_gen;                  /* generated tokens (end-of-generation token not counted) */
+    double t_submit, t_start, t_prompt_done, t_end;   /* now_seconds() */
+    pthread_cond_t cv;          /* signalled on new text and when done */
+    int refs;
+} srv_job;
+
+typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_phase;
+
+typedef struct srv_slot {
+    strata_session *sess;
+    srv_job *job;               /* NULL when idle */
+    slot_phase phase;
+    int32_t next_token;         /* sampled last step; evaluated this step */
+    strata_detok detok;
+    stop_filter filter;
+    int n_gen;
+    /* results of one step, published to the job under the lock */
+    sbuf staged_text;
+    json_t *staged_lp;
+    const char *finish;         /* set when this step ended the job */
+    char error[256];
+} srv_slot;
+
+typedef struct srv_counters {
+    unsigned long long prompt_tokens, generated_tokens, completed, cancelled, rejected, failed;
+    double prompt_seconds, decode_seconds, busy_seconds;
+} srv_counters;
+
+typedef struct srv_sched {
+    strata_model *model;
+    int n_slots, n_ctx;
+    srv_slot *slots;
+    srv_job **queue;            /* FIFO ring of waiting jobs: q_alloc = q_cap + n_slots cells */
+    int q_cap, q_alloc, q_head, q_len;  /* admitted while running + waiting < n_slots + q_cap */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;        /* decode thread: new work or stop */
+    pthread_t thread;
+    int thread_started, stop;
+    srv_counters counters;
+    uint64_t seed_state;        /* seeds for requests without "seed" */
+} srv_sched;
+
+int  sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, char *err, size_t errlen);
+void sched_free(srv_sched *s);
+/* A job built from a validated request (stops are moved out of r) and prompt tokens (copied). */
+srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt);
+void job_release(srv_sched *s, srv_job *j);
+/* Queue a job (the scheduler takes its own reference). -1: slots and queue are full (429). */
+int  sched_submit(srv_sched *s, srv_job *j);
+/* Cancel: a queued job leaves the queue now; a running one is dropped at the next step. */
+void sched_cancel(srv_sched *s, srv_job *j);
+/* Snapshot for /health and /metrics. */
+void sched_snapshot(srv_sched *s, int *busy, int *queued, srv_counters *c);
+
+/* ---- metrics (metrics.c) ------------------------------------------------------------------------ */
+typedef enum { EP_CHAT, EP_COMPLETIONS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_TOKENIZE, EP_DETOKENIZE,
+               EP_WEBUI, EP_OTHER, EP_COUNT } srv_endpoint;
+#define METRIC_CODES 10         /* 200 204 400 401 404 405 413 429 500 503 (others count as 500) */
+int  metrics_code_index(int status);
+extern const int metrics_codes[METRIC_CODES];
+extern const char *const metrics_endpoint_names[EP_COUNT];
+
+typedef struct srv_metrics {
+    int ready, slots_total, slots_busy, queue_depth, queue_capacity;
+    unsigned long long requests[EP_COUNT][METRIC_CODES];
+    srv_counters c;
+} srv_metrics;
+void metrics_render(sbuf *out, const srv_metrics *m);
+
+/* ---- chat formatting: the model's template, ChatML when it has none ---------------------------- */
+char *srv_chat_prompt(const strata_model *m, const strata_chat_msg *msgs, int n, char *err, size_t errlen);
+/* ChatML, "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then "<|im_start|>assistant\n". */
+char *chatml_format(const strata_chat_msg *msgs, int n);
+
+extern const char srv_webui_html[];
+#endif

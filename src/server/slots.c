@@ -1,0 +1,354 @@
+/* Slots, queue and the decode thread of the server.
+ *
+ * One decode thread owns all sessions. Each iteration it (1) drops cancelled jobs, (2) moves
+ * queued jobs into idle slots, (3) runs slots_step_all() without the lock: one forward pass per
+ * active slot (the whole prompt for a new slot, else its last sampled token) and one sampled
+ * token, (4) publishes the results to the jobs under the lock. A client that disconnects sets
+ * job->cancelled and loses its slot at the next iteration, i.e. within one decode step.
+ *
+ * slots_step_all is the one place that touches the engine per step: when the engine gains a
+ * batched step (all active slots' tokens as columns of one matvec) only it changes. */
+#include "server/server.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "core/util.h"
+#include "server/openai.h"
+
+/* ---- jobs ------------------------------------------------------------------------------------ */
+srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt) {
+    srv_job *j = st_calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->prompt = st_malloc((size_t)n_prompt * sizeof(int32_t));
+    if (!j->prompt) { st_free(j); return NULL; }
+    memcpy(j->prompt, prompt, (size_t)n_prompt * sizeof(int32_t));
+    j->n_prompt = n_prompt;
+    j->kind = r->kind;
+    j->max_tokens = r->max_tokens;
+    j->sampler = r->sampler;
+    j->has_seed = r->has_seed;
+    for (int i = 0; i < r->n_stops; i++) { j->stops[i] = r->stops[i]; r->stops[i] = NULL; }
+    j->n_stops = r->n_stops;
+    r->n_stops = 0;
+    j->logprobs = r->logprobs;
+    j->top_logprobs = r->top_logprobs;
+    j->state = JOB_QUEUED;
+    sbuf_init(&j->text);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    j->t_submit = now_seconds();
+    return j;
+}
+
+static void job_destroy(srv_job *j) {
+    st_free(j->prompt);
+    for (int i = 0; i < j->n_stops; i++) st_free(j->stops[i]);
+    sbuf_free(&j->text);
+    json_decref(j->lp);
+    pthread_cond_destroy(&j->cv);
+    st_free(j);
+}
+
+/* caller holds s->mu */
+static void job_unref_locked(srv_job *j) { if (--j->refs == 0) job_destroy(j); }
+
+void job_release(srv_sched *s, srv_job *j) {
+    if (!j) return;
+    pthread_mutex_lock(&s->mu);
+    job_unref_locked(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- one step of one slot (no lock held: touches only the slot and its session) -------------- */
+static void slot_end(srv_slot *sl, const char *finish) {
+    if (!sl->filter.stopped) {
+        char tail[16];
+        int n = strata_detok_flush(&sl->detok, tail, sizeof tail);
+        if (n > 0) stop_filter_push(&sl->filter, tail, (size_t)n, &sl->staged_text);
+        stop_filter_flush(&sl->filter, &sl->staged_text);
+    }
+    sl->finish = finish;
+}
+
+/* log-softmax of the chosen token and the top-n alternatives, from the raw logits
+ * (temperature 1, before any truncation): what the model believes, as OpenAI reports it. */
+static json_t *logprob_entry(const strata_model *m, const float *logits, int n_vocab, int32_t chosen, int n_top) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n_vocab; i++) if (logits[i] > mx) mx = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
+    float lse = mx + (float)log(sum);
+    int32_t top_id[GEN_MAX_TOP_LOGPROBS];
+    float top_lp[GEN_MAX_TOP_LOGPROBS];
+    int k = 0;
+    if (n_top > GEN_MAX_TOP_LOGPROBS) n_top = GEN_MAX_TOP_LOGPROBS;
+    for (int i = 0; i < n_vocab && n_top > 0; i++) {   /* insertion into a sorted list of n_top */
+        float v = logits[i];
+        if (k == n_top && v <= top_lp[k - 1]) continue;
+        int p = k < n_top ? k++ : k - 1;
+        while (p > 0 && top_lp[p - 1] < v) { top_lp[p] = top_lp[p - 1]; top_id[p] = top_id[p - 1]; p--; }
+        top_lp[p] = v; top_id[p] = i;
+    }
+    const char *txt[GEN_MAX_TOP_LOGPROBS];
+    size_t len[GEN_MAX_TOP_LOGPROBS];
+    for (int i = 0; i < k; i++) {
+        top_lp[i] -= lse;
+        txt[i] = strata_token_text(m, top_id[i], &len[i]);
+        if (!txt[i]) { txt[i] = ""; len[i] = 0; }
+    }
+    size_t cl = 0;
+    const char *ct = strata_token_text(m, chosen, &cl);
+    return oai_logprob_entry(ct ? ct : "", ct ? cl : 0, logits[chosen] - lse, k, txt, len, top_lp);
+}
+
+static void slot_step(srv_sched *s, srv_slot *sl) {
+    srv_job *j = sl->job;
+    int rc;
+    if (sl->phase == SLOT_PREFILL) {
+        rc = strata_session_eval(sl->sess, j->prompt, j->n_prompt);
+        if (rc) {
+            snprintf(sl->error, sizeof sl->error, "the prompt (%d tokens) could not be evaluated (context %d)",
+                     j->n_prompt, s->n_ctx);
+            slot_end(sl, NULL);
+            return;
+        }
+        sl->phase = SLOT_DECODE;
+    } else {
+        if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); return; }
+        rc = strata_session_eval(sl->sess, &sl->next_token, 1);
+        if (rc) { slot_end(sl, "length"); return; }
+    }
+    const float *logits = strata_session_logits(sl->sess);
+    int32_t tok = strata_session_sample(sl->sess);
+    if (tok < 0 || !logits) { snprintf(sl->error, sizeof sl->error, "sampling failed"); slot_end(sl, NULL); return; }
+    if (strata_token_is_eog(s->model, tok)) { slot_end(sl, "stop"); return; }
+    if (j->logprobs) {
+        json_t *e = logprob_entry(s->model, logits, strata_n_vocab(s->model), tok, j->top_logprobs);
+        if (!sl->staged_lp) sl->staged_lp = json_array();
+        json_array_append_new(sl->staged_lp, e);
+    }
+    sl->n_gen++;
+    char piece[256];
+    int n = strata_detok_push(s->model, &sl->detok, tok, piece, sizeof piece);
+    if (n > 0 && stop_filter_push(&sl->filter, piece, (size_t)n, &sl->staged_text)) { slot_end(sl, "stop"); return; }
+    if (j->max_tokens > 0 && sl->n_gen >= j->max_tokens) { slot_end(sl, "length"); return; }
+    sl->next_token = tok;
+}
+
+/* One decode step for every active slot. Today: one session after the other (sessions are not
+ * shared between threads, so no locking inside the engine is needed). */
+static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
+    for (int i = 0; i < n_active; i++) slot_step(s, active[i]);
+}
+
+/* ---- scheduler (s->mu held) -------------------------------------------------------------------- */
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
+    sl->job = j;
+    sl->phase = SLOT_PREFILL;
+    sl->n_gen = 0;
+    sl->finish = NULL;
+    sl->error[0] = 0;
+    sbuf_clear(&sl->staged_text);
+    strata_session_reset(sl->sess);
+    strata_sampler_params sp = j->sampler;
+    if (!j->has_seed) sp.seed = splitmix64(&s->seed_state);   /* the request had no seed */
+    strata_session_set_sampler(sl->sess, &sp);
+    strata_detok_init(&sl->detok);
+    stop_filter_init(&sl->filter, j->stops, j->n_stops);
+    j->state = JOB_RUNNING;
+    j->t_start = now_seconds();
+}
+
+/* Publish one slot's step results to its job; frees the slot when the job ended. */
+static void slot_publish(srv_sched *s, srv_slot *sl) {
+    srv_job *j = sl->job;
+    if (!j) return;
+    if (sl->staged_text.len) sbuf_append(&j->text, sl->staged_text.p, sl->staged_text.len);
+    sbuf_clear(&sl->staged_text);
+    if (sl->staged_lp) {
+        if (!j->lp) j->lp = json_array();
+        json_array_extend(j->lp, sl->staged_lp);
+        json_decref(sl->staged_lp);
+        sl->staged_lp = NULL;
+    }
+    if (sl->phase == SLOT_DECODE && !j->t_prompt_done) {
+        j->t_prompt_done = now_seconds();
+        s->counters.prompt_tokens += (unsigned long long)j->n_prompt;
+        s->counters.prompt_seconds += j->t_prompt_done - j->t_start;
+    }
+    s->counters.generated_tokens += (unsigned long long)(sl->n_gen - j->n_gen);
+    j->n_gen = sl->n_gen;
+    int ended = sl->finish || sl->error[0] || j->cancelled;
+    if (ended) {
+        j->t_end = now_seconds();
+        if (!j->t_prompt_done) j->t_prompt_done = j->t_end;
+        s->counters.decode_seconds += j->t_end - j->t_prompt_done;
+        if (j->cancelled) { s->counters.cancelled++; j->finish = sl->finish ? sl->finish : "stop"; }
+        else if (sl->error[0]) { s->counters.failed++; memcpy(j->error, sl->error, sizeof j->error); j->finish = NULL; }
+        else { s->counters.completed++; j->finish = sl->finish; }
+        j->state = JOB_DONE;
+        stop_filter_free(&sl->filter);
+        sl->job = NULL;
+        sl->phase = SLOT_IDLE;
+        pthread_cond_broadcast(&j->cv);
+        job_unref_locked(j);
+        return;
+    }
+    pthread_cond_broadcast(&j->cv);
+}
+
+static void *decode_main(void *arg) {
+    srv_sched *s = arg;
+    srv_slot **active = st_calloc((size_t)s->n_slots, sizeof *active);
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop && active) {
+        /* drop cancelled jobs, fill idle slots from the queue (FIFO) */
+        for (int i = 0; i < s->n_slots; i++) {
+            srv_slot *sl = &s->slots[i];
+            if (sl->job && sl->job->cancelled) slot_publish(s, sl);
+            if (!sl->job && s->q_len) {
+                srv_job *j = s->queue[s->q_head];
+                s->q_head = (s->q_head + 1) % s->q_alloc;
+                s->q_len--;
+                slot_assign(s, sl, j);
+            }
+        }
+        int n_active = 0;
+        for (int i = 0; i < s->n_slots; i++) if (s->slots[i].job) active[n_active++] = &s->slots[i];
+        if (!n_active) { pthread_cond_wait(&s->wake, &s->mu); continue; }
+        pthread_mutex_unlock(&s->mu);
+        double t0 = now_seconds();
+        slots_step_all(s, active, n_active);
+        double t1 = now_seconds();
+        pthread_mutex_lock(&s->mu);
+        s->counters.busy_seconds += t1 - t0;
+        for (int i = 0; i < n_active; i++) slot_publish(s, active[i]);
+    }
+    pthread_mutex_unlock(&s->mu);
+    st_free(active);
+    return NULL;
+}
+
+int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    s->model = m;
+    s->n_slots = n_slots;
+    s->q_cap = queue_cap > 0 ? queue_cap : 0;
+    s->q_alloc = s->q_cap + n_slots;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    s->seed_state = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)s << 16);
+    s->slots = st_calloc((size_t)n_slots, sizeof *s->slots);
+    s->queue = st_calloc((size_t)s->q_alloc, sizeof *s->queue);
+    if (!s->slots || !s->queue) { snprintf(err, errlen, "out of memory allocating %d slots", n_slots); return -1; }
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = n_ctx;
+    for (int i = 0; i < n_slots; i++) {
+        char e[256] = "";
+        s->slots[i].sess = strata_session_new(m, &sp, e, sizeof e);
+        if (!s->slots[i].sess) { snprintf(err, errlen, "slot %d: cannot create a session: %s", i, e); return -1; }
+        sbuf_init(&s->slots[i].staged_text);
+    }
+    s->n_ctx = strata_session_n_ctx(s->slots[0].sess);
+    if (pthread_create(&s->thread, NULL, decode_main, s)) { snprintf(err, errlen, "cannot start the decode thread"); return -1; }
+    s->thread_started = 1;
+    return 0;
+}
+
+void sched_free(srv_sched *s) {
+    if (s->thread_started) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+    }
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; s->slots && i < s->n_slots; i++) {
+        srv_slot *sl = &s->slots[i];
+        if (sl->job) {
+            sl->job->state = JOB_DONE;
+            snprintf(sl->job->error, sizeof sl->job->error, "the server is shutting down");
+            pthread_cond_broadcast(&sl->job->cv);
+            stop_filter_free(&sl->filter);
+            job_unref_locked(sl->job);
+        }
+        json_decref(sl->staged_lp);
+        sbuf_free(&sl->staged_text);
+        if (sl->sess) strata_session_free(sl->sess);
+    }
+    while (s->q_len) {
+        srv_job *j = s->queue[s->q_head];
+        s->q_head = (s->q_head + 1) % s->q_alloc;
+        s->q_len--;
+        j->state = JOB_DONE;
+        snprintf(j->error, sizeof j->error, "the server is shutting down");
+        pthread_cond_broadcast(&j->cv);
+        job_unref_locked(j);
+    }
+    pthread_mutex_unlock(&s->mu);
+    st_free(s->slots);
+    st_free(s->queue);
+    s->slots = NULL;
+    s->queue = NULL;
+}
+
+int sched_submit(srv_sched *s, srv_job *j) {
+    pthread_mutex_lock(&s->mu);
+    int busy = 0;
+    for (int i = 0; i < s->n_slots; i++) busy += s->slots[i].job != NULL;
+    /* a job waits in the ring until the decode thread moves it into a free slot, so admitted
+     * work is running (busy) + waiting (q_len), bounded by slots + queue */
+    if (s->stop || busy + s->q_len >= s->n_slots + s->q_cap) {
+        s->counters.rejected++;
+        pthread_mutex_unlock(&s->mu);
+        return -1;
+    }
+    j->refs++;
+    j->state = JOB_QUEUED;
+    s->queue[(s->q_head + s->q_len) % s->q_alloc] = j;
+    s->q_len++;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+void sched_cancel(srv_sched *s, srv_job *j) {
+    pthread_mutex_lock(&s->mu);
+    j->cancelled = 1;
+    if (j->state == JOB_QUEUED) {
+        /* remove from the ring, keeping FIFO order of the others */
+        for (int i = 0; i < s->q_len; i++) {
+            int at = (s->q_head + i) % s->q_alloc;
+            if (s->queue[at] != j) continue;
+            for (int k = i; k + 1 < s->q_len; k++)
+                s->queue[(s->q_head + k) % s->q_alloc] = s->queue[(s->q_head + k + 1) % s->q_alloc];
+            s->q_len--;
+            j->state = JOB_DONE;
+            j->finish = "stop";
+            s->counters.cancelled++;
+            pthread_cond_broadcast(&j->cv);
+            job_unref_locked(j);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_snapshot(srv_sched *s, int *busy, int *queued, srv_counters *c) {
+    pthread_mutex_lock(&s->mu);
+    int b = 0;
+    for (int i = 0; i < s->n_slots; i++) b += s->slots[i].job != NULL;
+    if (busy) *busy = b;
+    if (queued) *queued = s->q_len;
+    if (c) *c = s->counters;
+    pthread_mutex_unlock(&s->mu);
+}
