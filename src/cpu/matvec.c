@@ -19,10 +19,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* The IQ kernels (src/cpu/matvec_iq_avx2.c) are written in parallel; a weak reference keeps
- * the library linking while that file is absent (then no IQ format has a fast kernel). */
-#pragma weak matvec_rows_avx2_iq
-
 /* ---- kernel choice (resolved once per process) -------------------------------------- */
 
 static int cpu_avx2_cached = -1;      /* -1 unknown, else cpu_has_avx2_fma() */
@@ -41,7 +37,7 @@ static void kernel_choice_init(void) {
 static matvec_rows_fn fast_kernel(int type) {
     if (!cpu_avx2_cached) return NULL;
     matvec_rows_fn fn = matvec_rows_avx2(type);
-    if (!fn && matvec_rows_avx2_iq) fn = matvec_rows_avx2_iq(type);
+    if (!fn) fn = matvec_rows_avx2_iq(type);
     return fn;
 }
 

@@ -6,51 +6,6 @@
 #include "ref_iq.h"
 #include <strings.h>
 
-/* The IQ family lives in src/quant/ref_iq.c, written in parallel. Until it is part of the
- * build, weak references keep the library linking; a row whose functions are absent is
- * reported as unsupported (quant_traits_get returns NULL). */
-#pragma weak iq2_xxs_dequant_row_ref
-#pragma weak iq2_xxs_quant_row_ref
-#pragma weak iq2_xxs_dot_ref
-#pragma weak iq2_xs_dequant_row_ref
-#pragma weak iq2_xs_quant_row_ref
-#pragma weak iq2_xs_dot_ref
-#pragma weak iq2_s_dequant_row_ref
-#pragma weak iq2_s_quant_row_ref
-#pragma weak iq2_s_dot_ref
-#pragma weak iq3_xxs_dequant_row_ref
-#pragma weak iq3_xxs_quant_row_ref
-#pragma weak iq3_xxs_dot_ref
-#pragma weak iq3_s_dequant_row_ref
-#pragma weak iq3_s_quant_row_ref
-#pragma weak iq3_s_dot_ref
-#pragma weak iq1_s_dequant_row_ref
-#pragma weak iq1_s_quant_row_ref
-#pragma weak iq1_s_dot_ref
-#pragma weak iq1_m_dequant_row_ref
-#pragma weak iq1_m_quant_row_ref
-#pragma weak iq1_m_dot_ref
-#pragma weak iq4_nl_dequant_row_ref
-#pragma weak iq4_nl_quant_row_ref
-#pragma weak iq4_nl_dot_ref
-#pragma weak iq4_xs_dequant_row_ref
-#pragma weak iq4_xs_quant_row_ref
-#pragma weak iq4_xs_dot_ref
-#pragma weak q2_K_dequant_row_ref
-#pragma weak q2_K_quant_row_ref
-#pragma weak q2_K_dot_ref
-#pragma weak q3_K_dequant_row_ref
-#pragma weak q3_K_quant_row_ref
-#pragma weak q3_K_dot_ref
-#pragma weak q4_K_dequant_row_ref
-#pragma weak q4_K_quant_row_ref
-#pragma weak q4_K_dot_ref
-#pragma weak q5_K_dequant_row_ref
-#pragma weak q5_K_quant_row_ref
-#pragma weak q5_K_dot_ref
-#pragma weak q6_K_dequant_row_ref
-#pragma weak q6_K_quant_row_ref
-#pragma weak q6_K_dot_ref
 
 #define ROW(NAME, TYPE, BLCK, BSIZE, ACT, fn) \
     [TYPE] = { NAME, TYPE, BLCK, BSIZE, ACT, fn##_dequant_row_ref, fn##_quant_row_ref, fn##_dot_ref }
