@@ -293,6 +293,154 @@ ALWAYS_INLINE void fb_rows(const void *W, size_t row_bytes, int64_t n_in, const 
     }
 }
 
+/* ---- K-quants: 256-weight super-blocks, act_q8_K ------------------------------------------
+ * A super-block decodes to 8 vectors of 32 unsigned codes (vector v = weights 32v..32v+31),
+ * 8 vectors of int16 sub-block scales matching maddubs' 16 pair sums (lanes 0-7 cover
+ * weights 32v..32v+15, lanes 8-15 cover 32v+16..32v+31) and one vector of 16 int16 factors
+ * for the activation's bsums (per 16 values):
+ *   S = sum_v madd(maddubs(q_v, a_v), scl_v)                    (exact int32)
+ *   Q2_K, Q4_K, Q5_K: M = madd(bsums, min16): p = (float)S*(d*a.d) - (float)M*(dmin*a.d)
+ *   Q3_K, Q6_K: codes are stored with an offset o (4, 32): q - o = code, so
+ *               S += madd(bsums, -o*sc16) and p = (float)S*(d*a.d)
+ * The integers equal the reference's S and M exactly, so the partials are the same bits. */
+enum { KQ_Q2_K, KQ_Q3_K, KQ_Q4_K, KQ_Q5_K, KQ_Q6_K };
+#define KQ_BSIZE(f) ((f) == KQ_Q2_K ? 84 : (f) == KQ_Q3_K ? 110 : (f) == KQ_Q4_K ? 144 : (f) == KQ_Q5_K ? 176 : 210)
+#define KQ_HAS_MIN(f) ((f) == KQ_Q2_K || (f) == KQ_Q4_K || (f) == KQ_Q5_K)
+
+typedef struct { __m256i q[8], scl[8], f16; float d, dmin; } kq_decoded;
+
+ALWAYS_INLINE __m256i two_halves_epi16(int lo, int hi) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+ALWAYS_INLINE void kq_decode(const uint8_t *blk, kq_decoded *o, const int fmt) {
+    const __m256i m2 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(15);
+    if (fmt == KQ_Q2_K) {
+        const block_q2_K *b = (const block_q2_K *)blk;
+        for (int h = 0; h < 2; h++) {
+            __m256i raw = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * h));
+            for (int s = 0; s < 4; s++) o->q[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * s), m2);
+        }
+        for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(b->scales[2 * v] & 15, b->scales[2 * v + 1] & 15);
+        __m128i sc = _mm_loadu_si128((const __m128i *)b->scales);
+        o->f16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(15)));
+        o->d = _cvtsh_ss(b->d); o->dmin = _cvtsh_ss(b->dmin);
+    } else if (fmt == KQ_Q3_K) {
+        const block_q3_K *b = (const block_q3_K *)blk;
+        __m256i hm = _mm256_loadu_si256((const __m256i *)b->hmask);
+        for (int h = 0; h < 2; h++) {
+            __m256i raw = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * h));
+            for (int s = 0; s < 4; s++) {
+                int v = 4 * h + s;
+                __m256i lo = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * s), m2);
+                __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, v), _mm256_set1_epi8(1));
+                o->q[v] = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));   /* code + 4, 0..7 */
+            }
+        }
+        int sc[16];
+        for (int i = 0; i < 16; i++) {
+            int lo = i < 8 ? b->scales[i] & 0x0F : b->scales[i - 8] >> 4;
+            int hi = (b->scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+            sc[i] = (lo | hi << 4) - 32;
+        }
+        for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(sc[2 * v], sc[2 * v + 1]);
+        o->f16 = _mm256_setr_epi16((short)(-4 * sc[0]), (short)(-4 * sc[1]), (short)(-4 * sc[2]), (short)(-4 * sc[3]),
+                                   (short)(-4 * sc[4]), (short)(-4 * sc[5]), (short)(-4 * sc[6]), (short)(-4 * sc[7]),
+                                   (short)(-4 * sc[8]), (short)(-4 * sc[9]), (short)(-4 * sc[10]), (short)(-4 * sc[11]),
+                                   (short)(-4 * sc[12]), (short)(-4 * sc[13]), (short)(-4 * sc[14]), (short)(-4 * sc[15]));
+        o->d = _cvtsh_ss(b->d); o->dmin = 0.0f;
+    } else if (fmt == KQ_Q4_K || fmt == KQ_Q5_K) {
+        const uint8_t *scales = fmt == KQ_Q4_K ? ((const block_q4_K *)blk)->scales : ((const block_q5_K *)blk)->scales;
+        const uint8_t *qs = fmt == KQ_Q4_K ? ((const block_q4_K *)blk)->qs : ((const block_q5_K *)blk)->qs;
+        for (int c = 0; c < 4; c++) {
+            __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+            o->q[2 * c] = _mm256_and_si256(raw, m4);
+            o->q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        }
+        if (fmt == KQ_Q5_K) {
+            __m256i hb = _mm256_loadu_si256((const __m256i *)((const block_q5_K *)blk)->qh);
+            for (int v = 0; v < 8; v++)
+                o->q[v] = _mm256_or_si256(o->q[v], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, v), _mm256_set1_epi8(1)), 4));
+        }
+        int sc[8], m[8];
+        for (int j = 0; j < 8; j++) {
+            if (j < 4) { sc[j] = scales[j] & 63; m[j] = scales[j + 4] & 63; }
+            else { sc[j] = (scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4; m[j] = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4; }
+        }
+        for (int v = 0; v < 8; v++) o->scl[v] = _mm256_set1_epi16((short)sc[v]);
+        o->f16 = _mm256_setr_epi16((short)m[0], (short)m[0], (short)m[1], (short)m[1], (short)m[2], (short)m[2],
+                                   (short)m[3], (short)m[3], (short)m[4], (short)m[4], (short)m[5], (short)m[5],
+                                   (short)m[6], (short)m[6], (short)m[7], (short)m[7]);
+        uint16_t dd[2]; memcpy(dd, blk, 4);   /* d, dmin lead both layouts */
+        o->d = _cvtsh_ss(dd[0]); o->dmin = _cvtsh_ss(dd[1]);
+    } else { /* KQ_Q6_K */
+        const block_q6_K *b = (const block_q6_K *)blk;
+        for (int h = 0; h < 2; h++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+            for (int s = 0; s < 4; s++) {
+                __m256i l = s & 1 ? l1 : l0;
+                __m256i lo = _mm256_and_si256(s < 2 ? l : _mm256_srli_epi16(l, 4), m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2);
+                o->q[4 * h + s] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));   /* code + 32, 0..63 */
+            }
+        }
+        for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(b->scales[2 * v], b->scales[2 * v + 1]);
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+        o->f16 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
+        o->d = _cvtsh_ss(b->d); o->dmin = 0.0f;
+    }
+}
+
+ALWAYS_INLINE void kq_rows(const void *W, size_t row_bytes, int64_t n_in, const void *act,
+                           size_t act_stride, const int T, float *y, int64_t n_out,
+                           int64_t r0, int64_t r1, const int fmt) {
+    const int BS = KQ_BSIZE(fmt);
+    const int64_t nb = n_in / QK_K;
+    kq_decoded dec[8];
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *wr = (const uint8_t *)W + (size_t)r * row_bytes;
+        __m256 acc[MATVEC_MAX_COLS][4];
+        for (int c = 0; c < T; c++)
+            for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
+        for (int64_t g0 = 0; g0 < nb; g0 += 8) {
+            const int nk = nb - g0 < 8 ? (int)(nb - g0) : 8;
+            float ds[8] = { 0 }, dms[8] = { 0 };
+            for (int k = 0; k < nk; k++) {
+                kq_decode(wr + (size_t)(g0 + k) * (size_t)BS, &dec[k], fmt);
+                ds[k] = dec[k].d; dms[k] = dec[k].dmin;
+            }
+            const __m256 dw = _mm256_loadu_ps(ds), dmw = _mm256_loadu_ps(dms);
+            for (int c = 0; c < T; c++) {
+                const act_q8_K *a = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride) + g0;
+                __m256i S[8], M[8];
+                float das[8] = { 0 };
+                for (int k = 0; k < 8; k++) {
+                    if (k >= nk) { S[k] = M[k] = _mm256_setzero_si256(); continue; }
+                    __m256i s = _mm256_setzero_si256();
+                    for (int v = 0; v < 8; v++) {
+                        __m256i av = _mm256_loadu_si256((const __m256i *)(a[k].qs + 32 * v));
+                        s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(dec[k].q[v], av), dec[k].scl[v]));
+                    }
+                    __m256i bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a[k].bsums), dec[k].f16);
+                    if (KQ_HAS_MIN(fmt)) { S[k] = s; M[k] = bm; }
+                    else { S[k] = _mm256_add_epi32(s, bm); M[k] = _mm256_setzero_si256(); }
+                    das[k] = a[k].d;
+                }
+                const __m256 da = _mm256_loadu_ps(das);
+                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(S)), _mm256_mul_ps(dw, da));
+                if (KQ_HAS_MIN(fmt))
+                    p = _mm256_sub_ps(p, _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(M)), _mm256_mul_ps(dmw, da)));
+                const int lane = (int)((g0 / 8) & 3);
+                acc[c][lane] = _mm256_add_ps(acc[c][lane], p);
+            }
+        }
+        for (int c = 0; c < T; c++)
+            y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+    }
+}
+
 /* ---- instantiation: one function per format, switching once on T ----------------------- */
 
 #define KERNEL_ARGS const void *W, size_t row_bytes, int64_t n_in, const void *act, \
@@ -317,6 +465,11 @@ static void q5_1_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q5_1); }
 static void q8_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q8_0); }
 static void mxfp4_matvec_avx2(KERNEL_ARGS) { T_SWITCH(fb_rows, FB_MXFP4); }
 static void q2_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q2_0); }
+static void q2_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q2_K); }
+static void q3_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q3_K); }
+static void q4_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q4_K); }
+static void q5_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q5_K); }
+static void q6_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q6_K); }
 
 matvec_rows_fn matvec_rows_avx2(int type) {
     switch (type) {
@@ -330,6 +483,11 @@ matvec_rows_fn matvec_rows_avx2(int type) {
     case TYPE_Q8_0:  return q8_0_matvec_avx2;
     case TYPE_MXFP4: return mxfp4_matvec_avx2;
     case TYPE_Q2_0:  return q2_0_matvec_avx2;
+    case TYPE_Q2_K:  return q2_K_matvec_avx2;
+    case TYPE_Q3_K:  return q3_K_matvec_avx2;
+    case TYPE_Q4_K:  return q4_K_matvec_avx2;
+    case TYPE_Q5_K:  return q5_K_matvec_avx2;
+    case TYPE_Q6_K:  return q6_K_matvec_avx2;
     default:         return NULL;
     }
 }
