@@ -22,6 +22,7 @@
 #include "core/util.h"
 
 #define AI static inline __attribute__((always_inline))
+#define MAXT 8   /* MATVEC_MAX_COLS */
 
 AI uint64_t ld64(const void *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 AI uint32_t ld32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -46,74 +47,59 @@ AI __m256i grid8x4(const uint8_t (*g)[8], unsigned i0, unsigned i1, unsigned i2,
     return _mm256_set_epi64x((long long)ld64(g[i3]), (long long)ld64(g[i2]), (long long)ld64(g[i1]), (long long)ld64(g[i0]));
 }
 
-/* ---- per-format decoders: fill mag/sgn/m16 for the 8 chunks, return fp16(d) ---------- */
+/* ---- per-format decoders: chunk k (weights 32k .. 32k+31) -> mag / sgn / m16 ---------- */
 
-AI float dec_iq2_xxs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq2_xxs(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq2_xxs *b = (const block_iq2_xxs *)blk;
     const uint8_t *q = (const uint8_t *)b->qs;
-    for (int k = 0; k < 8; k++) {
-        uint32_t a0 = ld32(q + 8 * k), a1 = ld32(q + 8 * k + 4);
-        mag[k] = grid8x4(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24);
-        sgn[k] = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[(a1 >> 21) & 127]), (long long)ld64(ksigns_iq2xs_pm1[(a1 >> 14) & 127]),
-                                   (long long)ld64(ksigns_iq2xs_pm1[(a1 >> 7) & 127]), (long long)ld64(ksigns_iq2xs_pm1[a1 & 127]));
-        m16[k] = _mm256_set1_epi16((short)(2 * (a1 >> 28) + 1));
-    }
-    return fp16_to_f32(b->d);
+    uint32_t a0 = ld32(q + 8 * k), a1 = ld32(q + 8 * k + 4);
+    *mag = grid8x4(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24);
+    *sgn = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[(a1 >> 21) & 127]), (long long)ld64(ksigns_iq2xs_pm1[(a1 >> 14) & 127]),
+                               (long long)ld64(ksigns_iq2xs_pm1[(a1 >> 7) & 127]), (long long)ld64(ksigns_iq2xs_pm1[a1 & 127]));
+    *m16 = _mm256_set1_epi16((short)(2 * (a1 >> 28) + 1));
 }
 
-AI float dec_iq2_xs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq2_xs(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq2_xs *b = (const block_iq2_xs *)blk;
-    for (int k = 0; k < 8; k++) {
-        const uint16_t *q = b->qs + 4 * k;
-        mag[k] = grid8x4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-        sgn[k] = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[q[3] >> 9]), (long long)ld64(ksigns_iq2xs_pm1[q[2] >> 9]),
-                                   (long long)ld64(ksigns_iq2xs_pm1[q[1] >> 9]), (long long)ld64(ksigns_iq2xs_pm1[q[0] >> 9]));
-        m16[k] = mult2(2 * (b->scales[k] & 15) + 1, 2 * (b->scales[k] >> 4) + 1);
-    }
-    return fp16_to_f32(b->d);
+    const uint16_t *q = b->qs + 4 * k;
+    *mag = grid8x4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+    *sgn = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[q[3] >> 9]), (long long)ld64(ksigns_iq2xs_pm1[q[2] >> 9]),
+                               (long long)ld64(ksigns_iq2xs_pm1[q[1] >> 9]), (long long)ld64(ksigns_iq2xs_pm1[q[0] >> 9]));
+    *m16 = mult2(2 * (b->scales[k] & 15) + 1, 2 * (b->scales[k] >> 4) + 1);
 }
 
-AI float dec_iq2_s(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq2_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq2_s *b = (const block_iq2_s *)blk;
-    for (int k = 0; k < 8; k++) {
-        const uint8_t *q = b->qs + 4 * k;
-        unsigned h = b->qh[k];
-        mag[k] = grid8x4(iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
-                         q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
-        sgn[k] = signs_from_bits(ld32(b->qs + 32 + 4 * k));
-        m16[k] = mult2(2 * (b->scales[k] & 15) + 1, 2 * (b->scales[k] >> 4) + 1);
-    }
-    return fp16_to_f32(b->d);
+    const uint8_t *q = b->qs + 4 * k;
+    unsigned h = b->qh[k];
+    *mag = grid8x4(iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
+                     q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
+    *sgn = signs_from_bits(ld32(b->qs + 32 + 4 * k));
+    *m16 = mult2(2 * (b->scales[k] & 15) + 1, 2 * (b->scales[k] >> 4) + 1);
 }
 
-AI float dec_iq3_xxs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq3_xxs(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq3_xxs *b = (const block_iq3_xxs *)blk;
-    for (int k = 0; k < 8; k++) {
-        const uint8_t *q = b->qs + 8 * k;
-        uint32_t a = ld32(b->qs + 64 + 4 * k);
-        mag[k] = _mm256_set_epi32((int)ld32(iq3xxs_grid[q[7]]), (int)ld32(iq3xxs_grid[q[6]]), (int)ld32(iq3xxs_grid[q[5]]), (int)ld32(iq3xxs_grid[q[4]]),
-                                  (int)ld32(iq3xxs_grid[q[3]]), (int)ld32(iq3xxs_grid[q[2]]), (int)ld32(iq3xxs_grid[q[1]]), (int)ld32(iq3xxs_grid[q[0]]));
-        sgn[k] = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[(a >> 21) & 127]), (long long)ld64(ksigns_iq2xs_pm1[(a >> 14) & 127]),
-                                   (long long)ld64(ksigns_iq2xs_pm1[(a >> 7) & 127]), (long long)ld64(ksigns_iq2xs_pm1[a & 127]));
-        m16[k] = _mm256_set1_epi16((short)(2 * (a >> 28) + 1));
-    }
-    return fp16_to_f32(b->d);
+    const uint8_t *q = b->qs + 8 * k;
+    uint32_t a = ld32(b->qs + 64 + 4 * k);
+    *mag = _mm256_set_epi32((int)ld32(iq3xxs_grid[q[7]]), (int)ld32(iq3xxs_grid[q[6]]), (int)ld32(iq3xxs_grid[q[5]]), (int)ld32(iq3xxs_grid[q[4]]),
+                              (int)ld32(iq3xxs_grid[q[3]]), (int)ld32(iq3xxs_grid[q[2]]), (int)ld32(iq3xxs_grid[q[1]]), (int)ld32(iq3xxs_grid[q[0]]));
+    *sgn = _mm256_set_epi64x((long long)ld64(ksigns_iq2xs_pm1[(a >> 21) & 127]), (long long)ld64(ksigns_iq2xs_pm1[(a >> 14) & 127]),
+                               (long long)ld64(ksigns_iq2xs_pm1[(a >> 7) & 127]), (long long)ld64(ksigns_iq2xs_pm1[a & 127]));
+    *m16 = _mm256_set1_epi16((short)(2 * (a >> 28) + 1));
 }
 
-AI float dec_iq3_s(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq3_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq3_s *b = (const block_iq3_s *)blk;
-    for (int k = 0; k < 8; k++) {
-        const uint8_t *q = b->qs + 8 * k;
-        unsigned h = b->qh[k];
+    const uint8_t *q = b->qs + 8 * k;
+    unsigned h = b->qh[k];
 #define IQ3S_IDX(i) (int)ld32(iq3s_grid[q[i] | (((h >> (i)) & 1u) << 8)])
-        mag[k] = _mm256_set_epi32(IQ3S_IDX(7), IQ3S_IDX(6), IQ3S_IDX(5), IQ3S_IDX(4),
-                                  IQ3S_IDX(3), IQ3S_IDX(2), IQ3S_IDX(1), IQ3S_IDX(0));
+    *mag = _mm256_set_epi32(IQ3S_IDX(7), IQ3S_IDX(6), IQ3S_IDX(5), IQ3S_IDX(4),
+                              IQ3S_IDX(3), IQ3S_IDX(2), IQ3S_IDX(1), IQ3S_IDX(0));
 #undef IQ3S_IDX
-        sgn[k] = signs_from_bits(ld32(b->signs + 4 * k));
-        unsigned ls = (b->scales[k / 2] >> (4 * (k & 1))) & 15;
-        m16[k] = _mm256_set1_epi16((short)(2 * ls + 1));
-    }
-    return fp16_to_f32(b->d);
+    *sgn = signs_from_bits(ld32(b->signs + 4 * k));
+    unsigned ls = (b->scales[k / 2] >> (4 * (k & 1))) & 15;
+    *m16 = _mm256_set1_epi16((short)(2 * ls + 1));
 }
 
 /* IQ1: w8 = 8 * grid + delta, grid in {-1, 0, 1}, delta = +-1 per group (bytes of dl) */
@@ -125,35 +111,26 @@ AI void iq1_w8(__m256i g, __m256i dl, __m256i *mag, __m256i *sgn) {
 }
 #define IQ1_DELTA(neg) ((neg) ? (long long)0xffffffffffffffffull : (long long)0x0101010101010101ull)
 
-AI float dec_iq1_s(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq1_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq1_s *b = (const block_iq1_s *)blk;
-    for (int k = 0; k < 8; k++) {
-        const uint8_t *q = b->qs + 4 * k;
-        unsigned h = b->qh[k];
-        __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700),
-                            q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
-        iq1_w8(g, _mm256_set1_epi64x(IQ1_DELTA(h & 0x8000)), &mag[k], &sgn[k]);
-        m16[k] = _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1));
-    }
-    return fp16_to_f32(b->d);
+    const uint8_t *q = b->qs + 4 * k;
+    unsigned h = b->qh[k];
+    __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700),
+                        q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
+    iq1_w8(g, _mm256_set1_epi64x(IQ1_DELTA(h & 0x8000)), mag, sgn);
+    *m16 = _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1));
 }
 
-AI float dec_iq1_m(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq1_m(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq1_m *b = (const block_iq1_m *)blk;
-    uint16_t sc[4];
-    for (int w = 0; w < 4; w++) sc[w] = ld16(b->scales + 2 * w);
-    uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
-    for (int k = 0; k < 8; k++) {
-        const uint8_t *q = b->qs + 4 * k;
-        unsigned h0 = b->qh[2 * k], h1 = b->qh[2 * k + 1];
-        __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
-                            q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
-        __m256i dl = _mm256_set_epi64x(IQ1_DELTA(h1 & 0x80), IQ1_DELTA(h1 & 0x08), IQ1_DELTA(h0 & 0x80), IQ1_DELTA(h0 & 0x08));
-        iq1_w8(g, dl, &mag[k], &sgn[k]);
-        unsigned s = sc[k / 2] >> (6 * (k & 1));
-        m16[k] = mult2(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
-    }
-    return fp16_to_f32(dbits);
+    const uint8_t *q = b->qs + 4 * k;
+    unsigned h0 = b->qh[2 * k], h1 = b->qh[2 * k + 1];
+    __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
+                        q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
+    __m256i dl = _mm256_set_epi64x(IQ1_DELTA(h1 & 0x80), IQ1_DELTA(h1 & 0x08), IQ1_DELTA(h0 & 0x80), IQ1_DELTA(h0 & 0x08));
+    iq1_w8(g, dl, mag, sgn);
+    unsigned s = (unsigned)ld16(b->scales + 2 * (k / 2)) >> (6 * (k & 1));
+    *m16 = mult2(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
 }
 
 AI __m256i iq4_w8(const uint8_t *q16) {
@@ -163,26 +140,33 @@ AI __m256i iq4_w8(const uint8_t *q16) {
     return _mm256_shuffle_epi8(kv, _mm256_set_m128i(hi, lo));
 }
 
-AI float dec_iq4_xs(const uint8_t *blk, __m256i *mag, __m256i *sgn, __m256i *m16) {
+AI void dec_iq4_xs(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq4_xs *b = (const block_iq4_xs *)blk;
-    for (int k = 0; k < 8; k++) {
-        __m256i w = iq4_w8(b->qs + 16 * k);
-        mag[k] = _mm256_abs_epi8(w);
-        sgn[k] = w;
-        int ls = (int)(((b->scales_l[k / 2] >> (4 * (k & 1))) & 15) | (((b->scales_h >> (2 * k)) & 3) << 4));
-        m16[k] = _mm256_set1_epi16((short)(ls - 32));
-    }
-    return fp16_to_f32(b->d);
+    __m256i w = iq4_w8(b->qs + 16 * k);
+    *mag = _mm256_abs_epi8(w);
+    *sgn = w;
+    int ls = (int)(((b->scales_l[k / 2] >> (4 * (k & 1))) & 15) | (((b->scales_h >> (2 * k)) & 3) << 4));
+    *m16 = _mm256_set1_epi16((short)(ls - 32));
 }
+
+/* fp16 d of a block as float. _cvtsh_ss is exact for every non-NaN half (a signalling NaN
+ * comes back quiet, where fp16_to_f32 keeps the payload: the result is NaN either way). */
+AI float dw_d0(const uint8_t *blk) { return _cvtsh_ss(ld16(blk)); }   /* d is the first field */
+AI float dw_iq1_m(const uint8_t *blk) {
+    const block_iq1_m *b = (const block_iq1_m *)blk;
+    uint16_t sc[4];
+    for (int w = 0; w < 4; w++) sc[w] = ld16(b->scales + 2 * w);
+    return _cvtsh_ss((unsigned short)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
+}
+#define dw_iq2_xxs dw_d0
+#define dw_iq2_xs  dw_d0
+#define dw_iq2_s   dw_d0
+#define dw_iq3_xxs dw_d0
+#define dw_iq3_s   dw_d0
+#define dw_iq1_s   dw_d0
+#define dw_iq4_xs  dw_d0
 
 /* ---- shared pieces ----------------------------------------------------------------- */
-
-AI int32_t hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
 
 /* The canonical tree (s = 16, 8, 4, 2, 1) over lanes a[0] (0..7) .. a[3] (24..31). */
 AI float canon_tree(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
@@ -195,45 +179,66 @@ AI float canon_tree(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     return _mm_cvtss_f32(l);
 }
 
-typedef float (*iq_dec_fn)(const uint8_t *, __m256i *, __m256i *, __m256i *);
+typedef void (*iq_dec_fn)(const uint8_t *, int, __m256i *, __m256i *, __m256i *);
+typedef float (*iq_d_fn)(const uint8_t *);
 
-/* Rows r0..r1 of a QK_K format: decode each block once, dot it with the T columns. */
-AI void rows_qk(iq_dec_fn dec, size_t bsize, float k,
+/* 8 vectors of 8 int32 -> one vector whose lane j is the total of s[j] (exact) */
+AI __m256i reduce8_i32(const __m256i *s) {
+    __m256i h01 = _mm256_hadd_epi32(s[0], s[1]), h23 = _mm256_hadd_epi32(s[2], s[3]);
+    __m256i h45 = _mm256_hadd_epi32(s[4], s[5]), h67 = _mm256_hadd_epi32(s[6], s[7]);
+    __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+    /* h0123 = [s0 s1 s2 s3 (low halves) | s0 s1 s2 s3 (high halves)], same for h4567 */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                            _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+/* Rows r0..r1 of a QK_K format for a compile-time T: decode each block once, dot it with
+ * the T columns; per column and block an int32x8 partial, reduced eight blocks at a time. */
+AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, size_t bsize, float k, const int T,
                 const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
-                int T, float *y, int64_t n_out, int64_t r0, int64_t r1) {
+                float *y, int64_t n_out, int64_t r0, int64_t r1) {
     const int64_t nb = n_in / QK_K;
     const __m256 kv = _mm256_set1_ps(k);
+    const act_q8_K *ac[MAXT];
+    for (int c = 0; c < T; c++) ac[c] = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride);
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *wrow = (const uint8_t *)W + (size_t)r * row_bytes;
-        __m256 acc[8][4];
+        __m256 acc[MAXT][4];
         for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
         for (int64_t b0 = 0; b0 < nb; b0 += 8) {
-            _Alignas(32) int32_t isum[8][8];
+            __m256i sv[MAXT][8];
             _Alignas(32) float dw[8];
             int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
-            for (int j = 0; j < nblk; j++) {
-                __m256i mag[8], sgn[8], m16[8];
-                dw[j] = dec(wrow + (size_t)(b0 + j) * bsize, mag, sgn, m16);
-                for (int c = 0; c < T; c++) {
-                    const act_q8_K *a = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride) + b0 + j;
-                    __m256i s = _mm256_setzero_si256();
-                    for (int ch = 0; ch < 8; ch++) {
-                        __m256i q = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * ch));
-                        __m256i p = _mm256_maddubs_epi16(mag[ch], _mm256_sign_epi8(q, sgn[ch]));
-                        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, m16[ch]));
-                    }
-                    isum[c][j] = hsum_i32(s);
+            for (int j = 0; j < 8; j++) {
+                if (j >= nblk) {
+                    dw[j] = 0.0f;
+                    for (int c = 0; c < T; c++) sv[c][j] = _mm256_setzero_si256();
+                    continue;
                 }
+                const uint8_t *blk = wrow + (size_t)(b0 + j) * bsize;
+                dw[j] = dfn(blk);
+                /* chunk outer, columns inner: the decoded chunk stays in registers and each
+                 * column keeps one int32x8 accumulator */
+                __m256i s[MAXT];
+                for (int c = 0; c < T; c++) s[c] = _mm256_setzero_si256();
+                for (int ch = 0; ch < 8; ch++) {
+                    __m256i mag, sgn, m16;
+                    dec(blk, ch, &mag, &sgn, &m16);
+                    for (int c = 0; c < T; c++) {
+                        __m256i q = _mm256_loadu_si256((const __m256i *)(ac[c][b0 + j].qs + 32 * ch));
+                        __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(q, sgn));
+                        s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, m16));
+                    }
+                }
+                for (int c = 0; c < T; c++) sv[c][j] = s[c];
             }
-            for (int j = nblk; j < 8; j++) dw[j] = 0.0f;
             const __m256 dwv = _mm256_load_ps(dw);
+            const int l = (int)((b0 / 8) & 3);
             for (int c = 0; c < T; c++) {
-                const act_q8_K *a = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride) + b0;
                 _Alignas(32) float da[8];
-                for (int j = 0; j < 8; j++) { da[j] = j < nblk ? a[j].d : 0.0f; if (j >= nblk) isum[c][j] = 0; }
-                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)isum[c])), kv);
+                for (int j = 0; j < 8; j++) da[j] = j < nblk ? ac[c][b0 + j].d : 0.0f;
+                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_i32(sv[c])), kv);
                 p = _mm256_mul_ps(p, _mm256_mul_ps(dwv, _mm256_load_ps(da)));
-                int l = (int)((b0 / 8) & 3);
                 acc[c][l] = _mm256_add_ps(acc[c][l], p);
             }
         }
@@ -241,28 +246,16 @@ AI void rows_qk(iq_dec_fn dec, size_t bsize, float k,
     }
 }
 
-#define IQ_ROWS_FN(X, bsz, kk) \
-    static void X##_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
-                              int T, float *y, int64_t n_out, int64_t r0, int64_t r1) { \
-        rows_qk(dec_##X, bsz, kk, W, row_bytes, n_in, act, act_stride, T, y, n_out, r0, r1); \
-    }
-IQ_ROWS_FN(iq2_xxs, sizeof(block_iq2_xxs), 0.125f)
-IQ_ROWS_FN(iq2_xs, sizeof(block_iq2_xs), 0.125f)
-IQ_ROWS_FN(iq2_s, sizeof(block_iq2_s), 0.125f)
-IQ_ROWS_FN(iq3_xxs, sizeof(block_iq3_xxs), 0.25f)
-IQ_ROWS_FN(iq3_s, sizeof(block_iq3_s), 1.0f)
-IQ_ROWS_FN(iq1_s, sizeof(block_iq1_s), 0.125f)
-IQ_ROWS_FN(iq1_m, sizeof(block_iq1_m), 0.125f)
-IQ_ROWS_FN(iq4_xs, sizeof(block_iq4_xs), 1.0f)
-
 /* IQ4_NL: 32-weight blocks with act_q8_0; eight blocks per float vector as above. */
-static void iq4_nl_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
-                             int T, float *y, int64_t n_out, int64_t r0, int64_t r1) {
+AI void rows_iq4_nl(const int T, const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
+                    float *y, int64_t n_out, int64_t r0, int64_t r1) {
     const int64_t nb = n_in / QK4_NL;
     const __m256i ones = _mm256_set1_epi16(1);
+    const act_q8_0 *ac[MAXT];
+    for (int c = 0; c < T; c++) ac[c] = (const act_q8_0 *)((const uint8_t *)act + (size_t)c * act_stride);
     for (int64_t r = r0; r < r1; r++) {
         const block_iq4_nl *wrow = (const block_iq4_nl *)((const uint8_t *)W + (size_t)r * row_bytes);
-        __m256 acc[8][4];
+        __m256 acc[MAXT][4];
         for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
         for (int64_t b0 = 0; b0 < nb; b0 += 8) {
             int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
@@ -272,12 +265,13 @@ static void iq4_nl_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, cons
                 if (j < nblk) {
                     __m256i w = iq4_w8(wrow[b0 + j].qs);
                     mag[j] = _mm256_abs_epi8(w); sgn[j] = w;
-                    dw[j] = fp16_to_f32(wrow[b0 + j].d);
+                    dw[j] = _cvtsh_ss(wrow[b0 + j].d);
                 } else { mag[j] = _mm256_setzero_si256(); sgn[j] = mag[j]; dw[j] = 0.0f; }
             }
             const __m256 dwv = _mm256_load_ps(dw);
+            const int l = (int)((b0 / 8) & 3);
             for (int c = 0; c < T; c++) {
-                const act_q8_0 *a = (const act_q8_0 *)((const uint8_t *)act + (size_t)c * act_stride) + b0;
+                const act_q8_0 *a = ac[c] + b0;
                 __m256i s[8];
                 _Alignas(32) float da[8];
                 for (int j = 0; j < 8; j++) {
@@ -287,20 +281,50 @@ static void iq4_nl_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, cons
                         da[j] = a[j].d;
                     } else { s[j] = _mm256_setzero_si256(); da[j] = 0.0f; }
                 }
-                /* 8 vectors of 8 int32 -> one vector of the 8 block sums (exact) */
-                __m256i h01 = _mm256_hadd_epi32(s[0], s[1]), h23 = _mm256_hadd_epi32(s[2], s[3]);
-                __m256i h45 = _mm256_hadd_epi32(s[4], s[5]), h67 = _mm256_hadd_epi32(s[6], s[7]);
-                __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
-                /* h0123 = [b0 b1 b2 b3 | b0' b1' b2' b3'] (low/high 128 halves), same for h4567 */
-                __m256i lo = _mm256_permute2x128_si256(h0123, h4567, 0x20);
-                __m256i hi = _mm256_permute2x128_si256(h0123, h4567, 0x31);
-                __m256i isum = _mm256_add_epi32(lo, hi);
-                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dwv, _mm256_load_ps(da)));
-                int l = (int)((b0 / 8) & 3);
+                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_i32(s)), _mm256_mul_ps(dwv, _mm256_load_ps(da)));
                 acc[c][l] = _mm256_add_ps(acc[c][l], p);
             }
         }
         for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+    }
+}
+
+/* One exported function per format; T becomes a compile-time constant (1..8) so the column
+ * loops unroll and the accumulators stay in registers. */
+#define DEFINE_IQ(X, bsz, kk) \
+    static void X##_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
+                              int T, float *y, int64_t n_out, int64_t r0, int64_t r1) { \
+        switch (T) { \
+        case 1: rows_qk(dec_##X, dw_##X, bsz, kk, 1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        case 2: rows_qk(dec_##X, dw_##X, bsz, kk, 2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        case 3: rows_qk(dec_##X, dw_##X, bsz, kk, 3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        case 4: rows_qk(dec_##X, dw_##X, bsz, kk, 4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        case 5: rows_qk(dec_##X, dw_##X, bsz, kk, 5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        case 6: rows_qk(dec_##X, dw_##X, bsz, kk, 6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        case 7: rows_qk(dec_##X, dw_##X, bsz, kk, 7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        default: rows_qk(dec_##X, dw_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
+        } \
+    }
+DEFINE_IQ(iq2_xxs, sizeof(block_iq2_xxs), 0.125f)
+DEFINE_IQ(iq2_xs, sizeof(block_iq2_xs), 0.125f)
+DEFINE_IQ(iq2_s, sizeof(block_iq2_s), 0.125f)
+DEFINE_IQ(iq3_xxs, sizeof(block_iq3_xxs), 0.25f)
+DEFINE_IQ(iq3_s, sizeof(block_iq3_s), 1.0f)
+DEFINE_IQ(iq1_s, sizeof(block_iq1_s), 0.125f)
+DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
+DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
+
+static void iq4_nl_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
+                             int T, float *y, int64_t n_out, int64_t r0, int64_t r1) {
+    switch (T) {
+    case 1: rows_iq4_nl(1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    case 2: rows_iq4_nl(2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    case 3: rows_iq4_nl(3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    case 4: rows_iq4_nl(4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    case 5: rows_iq4_nl(5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    case 6: rows_iq4_nl(6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    case 7: rows_iq4_nl(7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    default: rows_iq4_nl(8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
     }
 }
 
