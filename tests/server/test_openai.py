@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `strata serve` with the official openai client and raw HTTP.
+
+Starts the server (twice: an open one with 4 slots, and a small one with an API key, 2 slots,
+a queue of 1 and CORS) on free ports with the default model, then checks chat and completions,
+stream and non-stream, SSE bytes, usage, stop strings, length limits, seeds, logprobs, errors,
+concurrency, 429 with Retry-After, cancellation on disconnect, /tokenize, /metrics.
+
+usage: python3 tests/server/test_openai.py [--bin build/strata] [--model PATH] [--quick]
+Prints "N passed, N failed" last, like the C tests.
+"""
+import argparse, http.client, json, os, random, re, socket, subprocess, sys, threading, time
+
+# the client must reach 127.0.0.1 directly, never through a proxy from the environment
+for k in list(os.environ):
+    if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
+        del os.environ[k]
+os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+import openai  # noqa: E402
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, file=sys.stderr, flush=True)
+    return cond
+
+
+class Server:
+    def __init__(self, binary, model, *args):
+        self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
+            raise RuntimeError("server did not start: %r %s" % (line, err))
+        self.port = int(m.group(1))
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def client(self, key="none", **kw):
+        return openai.OpenAI(base_url=self.base + "/v1", api_key=key, max_retries=0, timeout=120, **kw)
+
+    def raw(self, method, path, body=None, headers=None, timeout=60):
+        """(status, headers dict lower-case, body bytes)"""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        hd = {k.lower(): v for k, v in r.getheaders()}
+        c.close()
+        return r.status, hd, data
+
+    def metrics(self, headers=None):
+        st, _, body = self.raw("GET", "/metrics", headers=headers)
+        out = {}
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, val = line.rsplit(" ", 1)
+                out[name] = float(val)
+        return out
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            rc = self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        return rc
+
+
+MSGS = [{"role": "user", "content": "Write one sentence about the sea."}]
+
+
+def sse_events(data):
+    """Split raw SSE bytes into the data payloads; checks framing on the way."""
+    text = data.decode("utf-8")
+    check(text.endswith("\n\n"), "SSE stream ends with a blank line")
+    events = text.split("\n\n")[:-1]
+    payloads = []
+    for ev in events:
+        lines = ev.split("\n")
+        check(all(l.startswith("data: ") for l in lines), "every SSE line is 'data: ...': %r" % ev[:80])
+        payloads.append("\n".join(l[6:] for l in lines))
+    return payloads
+
+
+def test_basics(s):
+    st, _, body = s.raw("GET", "/health")
+    check(st == 200 and json.loads(body)["status"] == "ok", "/health is 200 ok")
+    models = s.client().models.list()
+    check(len(models.data) == 1 and models.data[0].id.startswith("SmolLM2"), "models lists the loaded model")
+    st, hd, body = s.raw("GET", "/")
+    check(st == 200 and hd["content-type"].startswith("text/html") and b"/v1/chat/completions" in body
+          and b"<script" in body and b"http" not in body.split(b"<script", 1)[0].replace(b"http-equiv", b""),
+          "GET / serves the self-contained chat page")
+    st, _, body = s.raw("GET", "/v1/nope")
+    check(st == 404 and json.loads(body)["error"]["message"] == "Invalid URL (GET /v1/nope)", "unknown path: 404 OpenAI error")
+    st, hd, _ = s.raw("OPTIONS", "/v1/chat/completions")
+    check(st == 204 and "access-control-allow-origin" not in hd, "no CORS headers without --cors")
+
+
+def test_chat(s):
+    c = s.client()
+    kw = dict(model="any", messages=MSGS, temperature=0, seed=7, max_tokens=24)
+    r = c.chat.completions.create(**kw)
+    text = r.choices[0].message.content
+    u = r.usage
+    check(len(text) > 0, "non-stream chat content is non-empty")
+    check(r.object == "chat.completion" and r.choices[0].message.role == "assistant", "chat.completion object")
+    check(u.prompt_tokens > 5 and 0 < u.completion_tokens <= 24 and u.total_tokens == u.prompt_tokens + u.completion_tokens,
+          "usage consistent: %s" % u)
+    check(r.choices[0].finish_reason in ("stop", "length"), "finish_reason")
+    if r.choices[0].finish_reason == "length":
+        check(u.completion_tokens == 24, "length means max_tokens tokens")
+    t = r.model_extra.get("timings") or {}
+    check(t.get("prompt_n") == u.prompt_tokens and t.get("predicted_n") == u.completion_tokens
+          and t.get("prompt_per_second", 0) > 0 and t.get("predicted_per_second", 0) > 0, "timings: %s" % t)
+
+    chunks = list(c.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw))
+    check(chunks[0].choices[0].delta.role == "assistant", "first chunk carries the role")
+    content = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+    check(content == text, "stream assembles to the non-stream text: %r vs %r" % (content, text))
+    finals = [ch.choices[0].finish_reason for ch in chunks if ch.choices and ch.choices[0].finish_reason]
+    check(finals == [r.choices[0].finish_reason], "one final chunk with the same finish_reason: %s" % finals)
+    check(not chunks[-1].choices and chunks[-1].usage is not None
+          and chunks[-1].usage.completion_tokens == u.completion_tokens
+          and chunks[-1].usage.prompt_tokens == u.prompt_tokens, "include_usage: last chunk has usage, no choices")
+    check(all(ch.usage is None for ch in chunks[:-1]), "other chunks have usage null")
+    check(len({ch.id for ch in chunks}) == 1 and chunks[0].id.startswith("chatcmpl-"), "one id per stream")
+
+    # the raw bytes: role chunk, deltas, final chunk, usage chunk, [DONE]
+    st, hd, data = s.raw("POST", "/v1/chat/completions", dict(stream=True, stream_options={"include_usage": True}, **kw))
+    check(st == 200 and hd.get("content-type", "").startswith("text/event-stream"), "SSE content type")
+    p = sse_events(data)
+    check(p[-1] == "[DONE]", "stream ends with data: [DONE]")
+    objs = [json.loads(x) for x in p[:-1]]
+    check(objs[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}, "role chunk delta")
+    check(objs[-2]["choices"][0]["delta"] == {} and objs[-2]["choices"][0]["finish_reason"] is not None, "final chunk: empty delta + finish_reason")
+    check(objs[-1]["choices"] == [] and objs[-1]["usage"]["total_tokens"] == u.total_tokens, "usage chunk last before [DONE]")
+    mids = objs[1:-2]
+    check(all(set(o["choices"][0]["delta"]) == {"content"} and o["choices"][0]["delta"]["content"] and
+              o["choices"][0]["finish_reason"] is None for o in mids), "content chunks carry only non-empty content")
+    # without include_usage: no usage key at all
+    st, _, data = s.raw("POST", "/chat/completions", dict(stream=True, **kw))
+    objs = [json.loads(x) for x in sse_events(data)[:-1]]
+    check(st == 200 and all("usage" not in o for o in objs), "no usage without include_usage (and /chat/completions works)")
+
+    # seeds: same seed, same sample
+    kw2 = dict(model="any", messages=MSGS, temperature=0.9, top_p=0.95, max_tokens=16)
+    a = c.chat.completions.create(seed=1234, **kw2).choices[0].message.content
+    b = c.chat.completions.create(seed=1234, **kw2).choices[0].message.content
+    check(a == b, "same seed, same text: %r vs %r" % (a, b))
+    return text
+
+
+def test_length_and_stop(s):
+    c = s.client()
+    r = c.chat.completions.create(model="m", messages=MSGS, temperature=0, max_tokens=5)
+    check(r.choices[0].finish_reason == "length" and r.usage.completion_tokens == 5, "max_tokens=5 -> length, 5 tokens")
+    r = c.chat.completions.create(model="m", messages=MSGS, temperature=0, max_completion_tokens=3)
+    check(r.usage.completion_tokens == 3, "max_completion_tokens honoured")
+
+    base = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32)
+    full = base.choices[0].text
+    check(base.object == "text_completion" and len(full) > 8, "completions: text %r" % full)
+    st = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32, stream=True)
+    check("".join(ch.choices[0].text for ch in st) == full, "completions stream == non-stream")
+    # a stop string from the middle of the greedy text: output is everything before it
+    stop = full[len(full) // 2: len(full) // 2 + 4]
+    want = full[: full.index(stop)]
+    r = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32, stop=[stop, "zzzz"])
+    check(r.choices[0].text == want and r.choices[0].finish_reason == "stop", "stop %r: %r vs %r" % (stop, r.choices[0].text, want))
+    chunks = list(c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32, stop=stop, stream=True))
+    got = "".join(ch.choices[0].text for ch in chunks)
+    check(got == want, "streamed stop: held back partial match: %r vs %r" % (got, want))
+    check(chunks[-1].choices[0].finish_reason == "stop", "streamed stop: finish_reason stop")
+    st, _, body = s.raw("POST", "/completions", {"prompt": "The sea is", "temperature": 0, "max_tokens": 4})
+    check(st == 200 and json.loads(body)["usage"]["completion_tokens"] == 4, "/completions without /v1")
+
+
+def test_logprobs(s):
+    c = s.client()
+    r = c.chat.completions.create(model="m", messages=MSGS, temperature=0, max_tokens=6, logprobs=True, top_logprobs=3)
+    lp = r.choices[0].logprobs.content
+    check(len(lp) == r.usage.completion_tokens, "one logprob entry per generated token")
+    ok = all(len(e.top_logprobs) == 3 and e.logprob <= 0 and abs(e.logprob - e.top_logprobs[0].logprob) < 1e-4
+             and e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob >= e.top_logprobs[2].logprob for e in lp)
+    check(ok, "greedy: chosen token is the top-1 alternative, sorted top_logprobs")
+    check("".join(e.token for e in lp) == r.choices[0].message.content, "logprob tokens spell the content")
+    r = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=4, logprobs=2)
+    l = r.choices[0].logprobs
+    check(len(l.tokens) == 4 and len(l.top_logprobs[0]) == 2 and l.text_offset[0] == 0, "completions logprobs shape")
+
+
+def test_errors(s):
+    c = s.client()
+    try:
+        c.chat.completions.create(model="m", messages=MSGS, n=2)
+        check(False, "n=2 accepted")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and "n=2" in e.message and e.body["param"] == "n", "n=2 -> 400: %s" % e.message)
+    try:
+        c.chat.completions.create(model="m", messages=MSGS, temperature=5)
+        check(False, "temperature=5 accepted")
+    except openai.BadRequestError as e:
+        check(e.body["code"] == "decimal_above_max_value", "temperature=5 -> 400 decimal_above_max_value")
+    long_prompt = "hello " * 5000
+    st, _, body = s.raw("POST", "/v1/completions", {"prompt": long_prompt, "max_tokens": 1})
+    check(st == 400 and json.loads(body)["error"]["code"] == "context_length_exceeded", "prompt longer than the context -> 400")
+    # oversized body: refused from its Content-Length, before the body is read
+    sk = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    sk.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n" % (9 << 20))
+    head = sk.recv(4096)
+    sk.close()
+    check(head.startswith(b"HTTP/1.1 413"), "oversized body -> 413: %r" % head[:40])
+    # oversized without Content-Length (chunked): read, counted, refused
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    c.request("POST", "/v1/chat/completions", body=iter([b"x" * (1 << 20)] * 9), encode_chunked=True,
+              headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    r = c.getresponse()
+    check(r.status == 413 and json.loads(r.read())["error"]["code"] == "request_too_large", "chunked oversized body -> 413")
+    c.close()
+    # a batch of malformed requests: all 4xx with an OpenAI error body, server stays healthy
+    rnd = random.Random(5)
+    good = json.dumps({"messages": MSGS, "max_tokens": 2})
+    bad = ['', '{', '[]', 'null', '"x"', '{"messages":5}', '{"messages":[{"role":1}]}', '{"messages":[{}]}',
+           '{"prompt":null}', '{"messages":[{"role":"user","content":"x"}],"max_tokens":-1}',
+           '{"messages":[{"role":"user","content":"x"}],"stop":{}}', '\xff\xfe', '{"messages":[{"role":"user","content":"x"}],"top_p":"a"}',
+           '{"messages":[{"role":"user","content":[{"type":"text"}]}]}', '{"messages":[{"role":"user","content":"x"}],"logprobs":"yes"}']
+    n_ok = 0
+    for i in range(200):
+        if i < len(bad):
+            body = bad[i]
+        else:   # truncations and byte flips of a good request
+            b = bytearray(good.encode())
+            if rnd.random() < 0.5:
+                b = b[: rnd.randrange(0, len(b) - 1)]
+            else:
+                for _ in range(3):
+                    b[rnd.randrange(len(b))] = rnd.choice(b'{}[]":,x0\xff')
+            body = bytes(b)
+            try:
+                json.loads(body)
+                body = b"{" + body   # make sure it is not valid JSON by accident
+            except Exception:
+                pass
+        path = "/v1/chat/completions" if i % 3 else "/v1/completions"
+        st, hd, data = s.raw("POST", path, body)
+        try:
+            err = json.loads(data)["error"]
+            shaped = set(err) == {"message", "type", "param", "code"}
+        except Exception:
+            shaped = False
+        n_ok += 400 <= st < 500 and shaped
+    check(n_ok == 200, "200 malformed requests -> 4xx with error objects (%d)" % n_ok)
+    st, _, _ = s.raw("GET", "/health")
+    check(st == 200, "healthy after malformed requests")
+
+
+def test_tokenize_metrics(s):
+    text = "Hello world, ünïcödé 日本語 🙂!"
+    st, _, body = s.raw("POST", "/tokenize", {"content": text})
+    toks = json.loads(body)["tokens"]
+    check(st == 200 and len(toks) > 5 and all(isinstance(t, int) for t in toks), "/tokenize gives ids")
+    st, _, body = s.raw("POST", "/detokenize", {"tokens": toks})
+    check(st == 200 and json.loads(body)["content"] == text, "/detokenize round trip: %r" % body[:100])
+    st, _, body = s.raw("POST", "/detokenize", {"tokens": [10 ** 9]})
+    check(st == 400, "/detokenize refuses an out-of-range id")
+    st, hd, body = s.raw("GET", "/metrics")
+    check(st == 200 and hd["content-type"].startswith("text/plain"), "/metrics text")
+    lines = body.decode().splitlines()
+    sample = re.compile(r'^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+]+$')
+    check(all(l.startswith("# HELP ") or l.startswith("# TYPE ") or sample.match(l) for l in lines), "Prometheus text format")
+    m = s.metrics()
+    check(m.get("strata_generated_tokens_total", 0) > 0 and "strata_queue_depth" in m and m.get("strata_tokens_per_second", 0) > 0,
+          "metrics count tokens, queue depth, tok/s")
+    check(any(k.startswith('strata_http_requests_total{endpoint="chat_completions",code="400"}') for k in m), "4xx counted by endpoint")
+
+
+def stream_raw(port, body, headers=None, first_only=False, result=None, idx=0):
+    """Open a streaming request; return (status, headers, connection, response)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers=h)
+    r = c.getresponse()
+    return c, r
+
+
+def test_concurrency(s, n_clients):
+    body = {"messages": [{"role": "user", "content": "Count to ten."}], "temperature": 0, "max_tokens": 8, "stream": True}
+    results = [None] * n_clients
+
+    def one(i):
+        try:
+            c, r = stream_raw(s.port, body)
+            data = r.read()
+            c.close()
+            results[i] = (r.status, data.endswith(b"data: [DONE]\n\n"))
+        except Exception as e:   # noqa
+            results[i] = (repr(e), False)
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n_clients)]
+    t0 = time.time()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    good = sum(1 for r in results if r == (200, True))
+    check(good == n_clients, "%d concurrent streams: %d ok, all end in [DONE] (%.1f s): %s" % (n_clients, good, time.time() - t0, results))
+
+
+def wait_metric(s, name, pred, timeout=5.0, headers=None):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = s.metrics(headers).get(name)
+        if v is not None and pred(v):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_cancel(s, headers=None):
+    before = s.metrics(headers).get("strata_requests_cancelled_total", 0)
+    body = {"messages": MSGS, "max_tokens": 2000, "stream": True, "temperature": 0}
+    c, r = stream_raw(s.port, body, headers)
+    for _ in range(100):   # up to the first content chunk (past the role chunk)
+        line = r.readline()
+        if line.startswith(b"data: ") and b'"content":"' in line and b'"role"' not in line:
+            break
+    check(s.metrics(headers).get("strata_slots_busy") >= 1, "slot busy while streaming")
+    t0 = time.time()
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    freed = wait_metric(s, "strata_slots_busy", lambda v: v == 0, 3.0, headers)
+    dt = time.time() - t0
+    check(freed, "slot freed after the client disconnected (%.3f s)" % dt)
+    check(s.metrics(headers).get("strata_requests_cancelled_total", 0) == before + 1, "cancellation counted")
+    # the openai client closing a stream early does the same
+    cl = s.client(key=(headers or {}).get("X-Api-Key", "none"))
+    stream = cl.chat.completions.create(model="m", messages=MSGS, max_tokens=2000, stream=True, temperature=0)
+    for i, _ in enumerate(stream):
+        if i == 2:
+            break
+    stream.close()
+    check(wait_metric(s, "strata_slots_busy", lambda v: v == 0, 3.0, headers), "openai client stream.close() frees the slot")
+
+
+def test_small_server(binary, model):
+    key = "sk-test-123"
+    s = Server(binary, model, "--parallel", "2", "--queue", "1", "--api-key", key, "--cors", "*", "--ctx", "512")
+    auth = {"Authorization": "Bearer " + key}
+    try:
+        st, _, _ = s.raw("GET", "/health")
+        check(st == 200, "/health open without the key")
+        try:
+            s.client(key="wrong").chat.completions.create(model="m", messages=MSGS, max_tokens=1)
+            check(False, "wrong key accepted")
+        except openai.AuthenticationError as e:
+            check(e.status_code == 401 and e.body["code"] == "invalid_api_key", "wrong key -> 401 invalid_api_key")
+        st, _, body = s.raw("GET", "/v1/models")
+        check(st == 401 and json.loads(body)["error"]["type"] == "invalid_request_error", "no key -> 401")
+        st, _, _ = s.raw("GET", "/v1/models", headers={"X-Api-Key": key})
+        check(st == 200, "X-Api-Key accepted")
+        r = s.client(key=key).chat.completions.create(model="m", messages=MSGS, max_tokens=2)
+        check(r.usage.completion_tokens >= 1, "right key -> 200")
+        st, hd, _ = s.raw("OPTIONS", "/v1/chat/completions", headers={"Origin": "http://x", "Access-Control-Request-Method": "POST"})
+        check(st == 204 and hd.get("access-control-allow-origin") == "*" and "Authorization" in hd.get("access-control-allow-headers", ""),
+              "CORS preflight")
+        st, hd, _ = s.raw("GET", "/v1/models", headers=auth)
+        check(hd.get("access-control-allow-origin") == "*", "CORS header on responses")
+
+        # 2 slots + 1 queue: two long streams run, a third waits, a fourth gets 429 + Retry-After
+        body = {"messages": MSGS, "max_tokens": 400, "stream": True, "temperature": 0}
+        conns = []
+        for _ in range(2):
+            c, r = stream_raw(s.port, body, auth)
+            check(r.status == 200, "stream admitted")
+            conns.append(c)
+        check(wait_metric(s, "strata_slots_busy", lambda v: v == 2, 5.0, auth), "both slots busy")
+        c3, r3 = stream_raw(s.port, body, auth)
+        check(r3.status == 200, "third request waits in the queue (200 stream)")
+        check(wait_metric(s, "strata_queue_depth", lambda v: v == 1, 5.0, auth), "queue depth 1 visible in /metrics")
+        c4, r4 = stream_raw(s.port, body, auth)
+        err = json.loads(r4.read())
+        check(r4.status == 429 and r4.getheader("Retry-After") == "1" and err["error"]["code"] == "rate_limit_exceeded",
+              "queue full -> 429 with Retry-After (%s)" % r4.status)
+        c4.close()
+        try:
+            s.client(key=key).chat.completions.create(model="m", messages=MSGS, max_tokens=1)
+            check(False, "5th request accepted while full")
+        except openai.RateLimitError as e:
+            check(e.status_code == 429, "openai client sees RateLimitError")
+        for c in conns + [c3]:
+            c.sock.shutdown(socket.SHUT_RDWR)
+            c.close()
+        check(wait_metric(s, "strata_slots_busy", lambda v: v == 0, 5.0, auth) and
+              wait_metric(s, "strata_queue_depth", lambda v: v == 0, 5.0, auth), "all freed after disconnects")
+        m = s.metrics(auth)
+        check(m.get("strata_requests_rejected_total") == 2, "rejections counted")
+        test_cancel(s, {"X-Api-Key": key})
+    finally:
+        check(s.stop() == 0, "server exits 0 on SIGTERM")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.environ.get("STRATA_BIN", "build/strata"))
+    ap.add_argument("--model", default=os.environ.get("STRATA_MODEL", os.path.expanduser("~/.cache/strata/SmolLM2-135M-Instruct.Q4_1.gguf")))
+    ap.add_argument("--clients", type=int, default=16)
+    a = ap.parse_args()
+    if not os.path.exists(a.model):
+        print("SKIP: no model at %s" % a.model, file=sys.stderr)
+        print("0 passed, 0 failed")
+        return 0
+    t0 = time.time()
+    # a model that does not exist: the server says so and exits non-zero
+    p = subprocess.run([a.bin, "serve", "-m", "/nonexistent.gguf", "--port", "0"], capture_output=True, text=True, timeout=30)
+    check(p.returncode != 0 and "/nonexistent.gguf" in p.stderr, "missing model: error names the file, exit %d" % p.returncode)
+
+    s = Server(a.bin, a.model, "--parallel", "4", "--queue", "16", "--ctx", "1024")
+    try:
+        for t in (test_basics, test_chat, test_length_and_stop, test_logprobs, test_errors, test_tokenize_metrics):
+            t0t = time.time()
+            try:
+                t(s)
+            except Exception as e:
+                check(False, "%s raised %r" % (t.__name__, e))
+            print("%-22s %.1f s" % (t.__name__, time.time() - t0t), file=sys.stderr)
+        t0t = time.time()
+        test_concurrency(s, a.clients)
+        print("%-22s %.1f s" % ("test_concurrency", time.time() - t0t), file=sys.stderr)
+        test_cancel(s)
+    finally:
+        check(s.stop() == 0, "server exits 0 on SIGTERM")
+    try:
+        test_small_server(a.bin, a.model)
+    except Exception as e:
+        check(False, "small server raised %r" % e)
+    print("total %.1f s" % (time.time() - t0), file=sys.stderr)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
