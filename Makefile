@@ -83,3 +83,10 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+
+# ---- server end-to-end (src/server): the openai client against `strata serve` -----------
+.PHONY: test-server
+test-server: setup
+	@$(MAKE) --no-print-directory $(BIN)
+	@$(PY) -c "import openai" 2>/dev/null || $(PY) -m pip install -q openai
+	STRATA_MODEL="$(MODEL)" $(PY) tests/server/test_openai.py --bin $(BIN) --model "$(MODEL)"
