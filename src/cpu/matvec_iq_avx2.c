@@ -109,7 +109,8 @@ AI void iq1_w8(__m256i g, __m256i dl, __m256i *mag, __m256i *sgn) {
     *mag = _mm256_abs_epi8(w);
     *sgn = w;
 }
-#define IQ1_DELTA(neg) ((neg) ? (long long)0xffffffffffffffffull : (long long)0x0101010101010101ull)
+/* 8 bytes of +1, or of -1 (0xff) when neg != 0; branch-free (random bits mispredict) */
+#define IQ1_DELTA(neg) ((long long)(0x0101010101010101ull * (1u + 0xfeu * ((neg) != 0))))
 
 AI void dec_iq1_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq1_s *b = (const block_iq1_s *)blk;
