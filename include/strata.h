@@ -96,7 +96,8 @@ strata_sampler_params strata_sampler_default_params(void);  /* greedy */
 typedef struct strata_session_params {
     int n_ctx;                  /* 0: min(model's training context, 4096) */
     strata_sampler_params sampler;
-    int spec_draft;             /* speculative drafts per step (0: off) */
+    int spec_draft;             /* speculative drafts per step, at most 7 (0: off) */
+    int spec_min_match;         /* suffix drafter: shortest match worth drafting from (default 2) */
 } strata_session_params;
 strata_session_params strata_session_default_params(void);
 
@@ -120,6 +121,10 @@ const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */
 int32_t strata_session_sample(strata_session *s);
 void strata_session_set_sampler(strata_session *s, const strata_sampler_params *p);
+
+/* Draft with a second, smaller model of the same vocabulary instead of the suffix drafter
+ * (spec_draft > 0 must be set). The draft model must outlive the session. 0 or -1 with err. */
+int strata_session_set_draft_model(strata_session *s, strata_model *draft, char *err, size_t errlen);
 
 /* Generation loop: evaluates the prompt, then samples up to max_tokens tokens, calling
  * on_token for each (return nonzero to stop). Stops at end-of-generation tokens.

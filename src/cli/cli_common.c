@@ -51,6 +51,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
         else if (!strcmp(a, "--repeat-penalty")) { if (NUM(0.01, 100)) return -1; o->sp.repeat_penalty = (float)d; }
         else if (!strcmp(a, "--repeat-last-n")) { if (NUM(0, 1e9)) return -1; o->sp.repeat_last_n = (int)d; }
         else if (!strcmp(a, "--seed")) { if (NUM(0, 1.8e19)) return -1; o->sp.seed = (uint64_t)d; o->seed_set = 1; }
+        else if (!strcmp(a, "--spec")) { if (NUM(0, 7)) return -1; o->spec = (int)d; }
+        else if (!strcmp(a, "--draft-model")) { if (!v) goto missing; o->draft_model = v; i++; }
         else if (!strcmp(a, "--chat")) o->chat = 1;
         else if (!strcmp(a, "--exact")) o->exact = 1;
         else if (!strcmp(a, "--no-stats")) o->show_stats = 0;

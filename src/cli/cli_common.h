@@ -11,6 +11,8 @@ typedef struct cli_opts {
     strata_sampler_params sp;
     int seed_set;
     const char *stops[8]; int n_stops;
+    int spec;                      /* --spec N: drafts per step (0: off) */
+    const char *draft_model;       /* --draft-model PATH */
 } cli_opts;
 
 /* Parse the common options; returns 0, 1 for --help (usage printed), -1 on error. */

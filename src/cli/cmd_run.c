@@ -12,8 +12,11 @@ static const char *run_usage =
     "usage: strata run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [--chat] [--system TEXT]\n"
     "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]\n"
     "                  [--stop STR]... [-t THREADS] [-c CTX] [--exact] [--device cpu|cuda] [--no-stats]\n"
+    "                  [--spec N] [--draft-model DRAFT.gguf]\n"
     "  Answers one prompt. --chat formats it with the model's chat template; --temp 0 is greedy.\n"
-    "  --exact is the reference mode (f32 activations, dequantized weights).\n";
+    "  --exact is the reference mode (f32 activations, dequantized weights).\n"
+    "  --spec N drafts up to N (<= 7) tokens per step from the context (suffix matching) or\n"
+    "  from --draft-model, verified in one batched pass: greedy output is unchanged.\n";
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted++; }
@@ -90,6 +93,33 @@ static void print_stats(const strata_session *sess, const strata_model *m) {
     fprintf(stderr, "\n[%s, %d threads] load %.2f s | prompt %d tok, %.1f tok/s | decode %d tok, %.1f tok/s, %.1f GB/s of weights\n",
             info.device, info.n_threads, st.t_load, st.n_prompt, st.prompt_tps, st.n_gen, st.gen_tps,
             st.gen_tps * (double)st.weight_bytes_per_token / 1e9);
+    if (st.n_windows > 0)
+        fprintf(stderr, "[spec] windows %ld | drafted %ld | accepted %ld (%.0f%%) | mean accepted per window %.2f | tokens per pass %.2f\n",
+                st.n_windows, st.n_drafted, st.n_accepted, 100.0 * st.n_accepted / (st.n_drafted ? st.n_drafted : 1),
+                (double)st.n_accepted / st.n_windows, st.n_gen > 1 ? (double)(st.n_gen - 1) / (st.n_gen - 1 - st.n_accepted) : 1.0);
+}
+
+/* Session with the run/chat options (speculation, draft model). */
+static strata_session *open_session(strata_model *m, const cli_opts *o, strata_model **draft) {
+    char err[512];
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = o->n_ctx;
+    sp.sampler = o->sp;
+    sp.spec_draft = o->spec;
+    if (o->draft_model && !o->spec) sp.spec_draft = 4;
+    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+    if (!s) { fprintf(stderr, "strata: %s\n", err); return NULL; }
+    if (o->draft_model) {
+        cli_opts d = *o;
+        d.model = o->draft_model;
+        *draft = cli_load_model(&d);
+        if (!*draft || strata_session_set_draft_model(s, *draft, err, sizeof err) != 0) {
+            if (*draft) fprintf(stderr, "strata: --draft-model: %s\n", err);
+            strata_session_free(s);
+            return NULL;
+        }
+    }
+    return s;
 }
 
 /* Tokenize with special tokens parsed (chat markup) or not (plain prompts). */
@@ -128,13 +158,11 @@ int cmd_run(int argc, char **argv) {
     }
     int n_ids;
     int32_t *ids = tokenize_alloc(m, text ? text : o.prompt, 1, o.chat, &n_ids);
-    strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = o.n_ctx;
-    sp.sampler = o.sp;
-    strata_session *s = ids ? strata_session_new(m, &sp, err, sizeof err) : NULL;
+    strata_model *draft = NULL;
+    strata_session *s = ids ? open_session(m, &o, &draft) : NULL;
     rc = 1;
     if (!ids) fprintf(stderr, "strata: cannot tokenize the prompt\n");
-    else if (!s) fprintf(stderr, "strata: %s\n", err);
+    else if (!s) { /* reported */ }
     else if (n_ids + 1 > strata_session_n_ctx(s)) fprintf(stderr, "strata: the prompt has %d tokens; the context holds %d (use -c)\n", n_ids, strata_session_n_ctx(s));
     else {
         signal(SIGINT, on_sigint);
@@ -151,6 +179,7 @@ int cmd_run(int argc, char **argv) {
         else fprintf(stderr, "strata: generation failed\n");
     }
     strata_session_free(s);
+    strata_model_free(draft);
     st_free(ids); st_free(text); st_free(file_prompt);
     strata_model_free(m);
     return rc;
@@ -159,6 +188,7 @@ int cmd_run(int argc, char **argv) {
 /* ---- interactive chat ------------------------------------------------------------------ */
 static const char *chat_usage =
     "usage: strata chat [-m MODEL] [--system TEXT] [-n N] [--temp T] [--seed S] [-t THREADS] [-c CTX]\n"
+    "                   [--spec N] [--draft-model DRAFT.gguf]\n"
     "  Interactive chat with the model's chat template. Ctrl-C stops a reply; a second Ctrl-C\n"
     "  (or Ctrl-D at the prompt) exits.\n";
 
@@ -169,11 +199,9 @@ int cmd_chat(int argc, char **argv) {
     strata_model *m = cli_load_model(&o);
     if (!m) return 1;
     char err[512];
-    strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = o.n_ctx;
-    sp.sampler = o.sp;
-    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
-    if (!s) { fprintf(stderr, "strata: %s\n", err); strata_model_free(m); return 1; }
+    strata_model *draft = NULL;
+    strata_session *s = open_session(m, &o, &draft);
+    if (!s) { strata_model_free(draft); strata_model_free(m); return 1; }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;   /* no SA_RESTART: a Ctrl-C at the prompt ends fgets */
@@ -227,6 +255,7 @@ int cmd_chat(int argc, char **argv) {
     for (int i = 0; i < n_msgs; i++) st_free((void *)msgs[i].content);
     st_free(msgs);
     strata_session_free(s);
+    strata_model_free(draft);
     strata_model_free(m);
     return 0;
 }

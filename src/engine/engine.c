@@ -8,6 +8,8 @@
 #include "core/util.h"
 #include "tokenizer/tokenizer.h"
 #include "template/jinja.h"
+#include "spec/spec.h"
+#include "spec/suffix.h"
 
 strata_model_params strata_model_default_params(void) {
     strata_model_params p;
@@ -256,7 +258,14 @@ strata_session *strata_session_new(strata_model *m, const strata_session_params 
     if (sampler_init(&s->smp, &p->sampler, m->hp.n_vocab) != 0) { snprintf(err, errlen, "out of memory"); goto fail; }
     s->history = st_malloc((size_t)s->n_ctx * sizeof(int32_t));
     s->last_logits = st_malloc((size_t)m->hp.n_vocab * sizeof(float));
-    if (!s->history || !s->last_logits) { snprintf(err, errlen, "out of memory"); goto fail; }
+    s->probs = st_malloc((size_t)m->hp.n_vocab * sizeof(float));
+    if (!s->history || !s->last_logits || !s->probs) { snprintf(err, errlen, "out of memory"); goto fail; }
+    if (s->p.spec_draft < 0 || s->p.spec_draft > FWD_MAX_T - 1) {
+        snprintf(err, errlen, "speculative drafts per step must be 0..%d (got %d)", FWD_MAX_T - 1, s->p.spec_draft);
+        goto fail;
+    }
+    if (s->p.spec_min_match <= 0) s->p.spec_min_match = 2;
+    if (s->p.spec_draft > 0 && !(s->sfx = suffix_drafter_new())) { snprintf(err, errlen, "out of memory"); goto fail; }
     s->st.t_load = m->t_load;
     s->st.weight_bytes_per_token = model_weight_bytes_per_token(&m->hp, &m->w);
     return s;
@@ -272,6 +281,9 @@ void strata_session_free(strata_session *s) {
     sampler_free(&s->smp);
     st_free(s->history);
     st_free(s->last_logits);
+    st_free(s->probs);
+    suffix_drafter_free(s->sfx);
+    strata_session_free(s->draft);
     st_free(s);
 }
 
@@ -324,6 +336,51 @@ int32_t strata_session_sample(strata_session *s) {
     return sampler_sample(&s->smp, s->last_logits, s->history, s->pos);
 }
 
+int strata_session_set_draft_model(strata_session *s, strata_model *draft, char *err, size_t errlen) {
+    if (s->p.spec_draft <= 0) { snprintf(err, errlen, "set spec_draft > 0 to use a draft model"); return -1; }
+    if (strata_n_vocab(draft) != strata_n_vocab(s->m)) {
+        snprintf(err, errlen, "the draft model's vocabulary (%d) differs from the model's (%d)", strata_n_vocab(draft),
+                 strata_n_vocab(s->m));
+        return -1;
+    }
+    for (int32_t id = 0; id < tokenizer_n_vocab(s->m->tok) && id < tokenizer_n_vocab(draft->tok); id += 97) {
+        size_t a, b;
+        const char *x = tokenizer_token_bytes(s->m->tok, id, &a), *y = tokenizer_token_bytes(draft->tok, id, &b);
+        if (a != b || (a && memcmp(x, y, a))) {
+            snprintf(err, errlen, "the draft model's token %d differs from the model's: not the same vocabulary", id);
+            return -1;
+        }
+    }
+    strata_session_params dp = strata_session_default_params();
+    dp.n_ctx = s->n_ctx;
+    strata_session *d = strata_session_new(draft, &dp, err, errlen);
+    if (!d) return -1;
+    strata_session_free(s->draft);
+    s->draft = d;
+    return 0;
+}
+
+/* Bring the draft session to hold exactly toks[0..n) and draft k tokens greedily. */
+static int draft_model_propose(strata_session *d, const int32_t *toks, int n, int k, int32_t *out) {
+    int keep = 0;
+    while (keep < d->pos && keep < n - 1 && d->history[keep] == toks[keep]) keep++;
+    strata_session_rewind(d, keep);
+    if (strata_session_eval(d, toks + keep, n - keep) != 0) return 0;
+    int nd = 0;
+    while (nd < k && d->pos < d->n_ctx - 1) {
+        out[nd] = sample_argmax(d->last_logits, d->m->hp.n_vocab);
+        if (strata_session_eval(d, &out[nd], 1) != 0) break;
+        nd++;
+    }
+    return nd;
+}
+
+/* Choose the token at window row r: greedy argmax, or a draw from the sampler's distribution.
+ * The history the repetition penalty sees is the session's, up to that row's position. */
+static int32_t choose_token(strata_session *s, const float *logits, int hist_len) {
+    return sampler_sample(&s->smp, logits, s->history, hist_len);
+}
+
 int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int max_tokens,
                     strata_token_cb on_token, void *user) {
     double t0 = now_seconds();
@@ -331,16 +388,86 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
     double t1 = now_seconds();
     s->st.n_prompt += n_prompt;
     s->st.t_prompt += t1 - t0;
-    int n = 0;
-    while (n < max_tokens) {
-        int32_t id = strata_session_sample(s);
-        if (id < 0) break;
+    const int V = s->m->hp.n_vocab;
+    const int spec = s->p.spec_draft;
+    const int greedy = s->smp.p.temperature <= 0;
+    if (s->sfx) {   /* the drafter sees the whole context: prompt and history */
+        suffix_drafter_reset(s->sfx);
+        for (int i = 0; i < s->pos; i++) suffix_drafter_push(s->sfx, s->history[i]);
+    }
+    int n = 0, cur_k = spec, stop = 0;
+    int32_t id = strata_session_sample(s);
+    while (!stop && id >= 0) {
+        /* emit id (sampled, not yet in the cache) */
         n++;
         s->st.n_gen++;
-        if (on_token && on_token(id, user)) break;
-        if (strata_token_is_eog(s->m, id)) break;
-        if (n >= max_tokens || s->pos >= s->n_ctx) break;
-        if (strata_session_eval(s, &id, 1) != 0) break;
+        if ((on_token && on_token(id, user)) || strata_token_is_eog(s->m, id) || n >= max_tokens ||
+            s->pos >= s->n_ctx - 1)
+            break;
+        if (s->sfx) suffix_drafter_push(s->sfx, id);
+
+        /* draft up to k tokens after id */
+        int32_t win[FWD_MAX_T];
+        win[0] = id;
+        int k = cur_k;
+        if (k > max_tokens - n - 1) k = max_tokens - n - 1;
+        if (k > s->n_ctx - s->pos - 2) k = s->n_ctx - s->pos - 2;
+        int nd = 0;
+        if (spec && k > 0) {
+            if (s->draft) {
+                s->history[s->pos] = id;   /* draft context = history + id */
+                nd = draft_model_propose(s->draft, s->history, s->pos + 1, k, win + 1);
+            } else
+                nd = suffix_drafter_draft(s->sfx, s->p.spec_min_match, k, win + 1);
+        }
+        int T = 1 + nd, pos0 = s->pos;
+        if (session_forward(s, win, T, 0) != 0) break;
+
+        /* verify: row j's logits predict the token after win[j] */
+        int j = 0;
+        int32_t next = -1;
+        for (; j < nd; j++) {
+            const float *lg = s->fwd.logits + (size_t)j * V;
+            int hist = pos0 + 1 + j;
+            if (greedy && s->smp.p.repeat_penalty == 1.0f) {
+                int32_t t = sample_argmax(lg, V);
+                if (t != win[1 + j]) { next = t; break; }
+            } else if (greedy) {
+                int32_t t = choose_token(s, lg, hist);
+                if (t != win[1 + j]) { next = t; break; }
+            } else {
+                sampler_dist(&s->smp, lg, s->history, hist, s->probs);
+                int32_t rep;
+                double u1 = sampler_uniform(&s->smp), u2 = sampler_uniform(&s->smp);
+                if (!spec_accept_sampled(s->probs, NULL, V, win[1 + j], u1, u2, &rep)) { next = rep; break; }
+            }
+        }
+        if (next < 0) next = choose_token(s, s->fwd.logits + (size_t)nd * V, pos0 + 1 + nd);
+        if (spec && nd > 0) {
+            s->st.n_drafted += nd;
+            s->st.n_accepted += j;
+            s->st.n_windows++;
+            cur_k = j == nd ? (cur_k + 1 < spec ? cur_k + 1 : spec) : (j + 1 > 1 ? j + 1 : 1);
+        }
+        /* keep win[0..j] in the cache (id and the accepted drafts), drop the rest */
+        strata_session_rewind(s, pos0 + 1 + j);
+        for (int a = 0; a < j; a++) {
+            int32_t t = win[1 + a];
+            n++;
+            s->st.n_gen++;
+            if ((on_token && on_token(t, user)) || strata_token_is_eog(s->m, t) || n >= max_tokens) {
+                strata_session_rewind(s, pos0 + 1 + a);   /* t itself is emitted, not evaluated */
+                stop = 1;
+                break;
+            }
+            if (s->sfx) suffix_drafter_push(s->sfx, t);
+        }
+        /* logits of the last kept row become the session's current logits */
+        if (!stop) {
+            memcpy(s->last_logits, s->fwd.logits + (size_t)j * V, (size_t)V * sizeof(float));
+            s->have_logits = 1;
+        }
+        id = next;
     }
     s->st.t_gen += now_seconds() - t1;
     return n;

@@ -9,6 +9,7 @@
 #include "cpu/threadpool.h"
 
 struct tokenizer;
+struct suffix_drafter;
 
 struct strata_model {
     gguf_file *gguf;
@@ -36,6 +37,10 @@ struct strata_session {
     float *last_logits;      /* [n_vocab] logits of the last evaluated token */
     int have_logits;
     strata_stats st;
+    /* speculative decoding */
+    struct suffix_drafter *sfx;   /* suffix drafter over prompt + output (spec_draft > 0) */
+    strata_session *draft;       /* draft-model session, or NULL */
+    float *probs;                /* [n_vocab] sampler distribution scratch */
 };
 
 /* Evaluate T <= FWD_MAX_T tokens; logits of tokens logits_from.. are left in fwd.logits. */
