@@ -1,0 +1,153 @@
+/* strata bench mmvq TYPE N_IN N_OUT COLS [--variant auto|avx2|ref|exact] [-t N] [--iters N]
+ *                   [--no-bw]
+ *
+ * Times y = W x for COLS columns of an N_OUT x N_IN matrix of TYPE and prints
+ *   - the median microseconds per call over many calls after warm-up,
+ *   - effective GB/s of weight bytes (the bytes a matvec must move / median time),
+ *   - the machine's measured read bandwidth with the same threads (1 GiB buffer) and the
+ *     ratio, i.e. the kernel against its roofline,
+ *   - an FNV-1a 64 checksum of the output float bits, so two variants compare bit for bit.
+ * Weights: 64 distinct rows quantized from N(0,1) data with the format's reference quantizer,
+ * tiled over N_OUT rows; the whole matrix is copied until the copies total at least 512 MiB
+ * (16x the largest L3 of the machines we use) and calls rotate over the copies, so every call
+ * reads its weights from DRAM. */
+#include "bench_mmvq.h"
+#include "cpu/matvec.h"
+#include "cpu/membw.h"
+#include "cpu/threadpool.h"
+#include "core/env.h"
+#include "core/util.h"
+#include "quant/quant.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *mmvq_usage =
+    "usage: strata bench mmvq TYPE N_IN N_OUT COLS [--variant auto|avx2|ref|exact] [-t THREADS]\n"
+    "                         [--iters N] [--no-bw]\n"
+    "  TYPE is a GGUF type name (Q4_K, IQ2_XS, F16, ...); COLS is 1..8.\n"
+    "  Prints median us/call, weight GB/s, measured read GB/s, and an FNV-1a output checksum.\n";
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int parse_i64(const char *s, int64_t *v) {
+    char *end; long long x = strtoll(s, &end, 10);
+    if (!*s || *end || x <= 0) return -1;
+    *v = x; return 0;
+}
+
+int bench_mmvq(int argc, char **argv) {
+    const char *pos[4]; int npos = 0;
+    const char *variant = "auto";
+    int threads = (int)env_int(ENV_THREADS), iters_min = 10, measure_bw = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(mmvq_usage, stdout); return 0; }
+        else if (!strcmp(argv[i], "--variant") && i + 1 < argc) variant = argv[++i];
+        else if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters_min = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-bw")) measure_bw = 0;
+        else if (argv[i][0] == '-') { fprintf(stderr, "strata bench mmvq: unknown option '%s'\n%s", argv[i], mmvq_usage); return 1; }
+        else if (npos < 4) pos[npos++] = argv[i];
+        else { fprintf(stderr, "strata bench mmvq: unexpected argument '%s'\n%s", argv[i], mmvq_usage); return 1; }
+    }
+    if (npos != 4) { fputs(mmvq_usage, stderr); return 1; }
+    int type = quant_type_from_name(pos[0]);
+    const quant_traits *qt = type >= 0 ? quant_traits_get(type) : NULL;
+    if (!qt) { fprintf(stderr, "strata bench mmvq: '%s' is not a weight format of this build (try Q4_K, Q8_0, F16)\n", pos[0]); return 1; }
+    int64_t n_in, n_out, cols;
+    if (parse_i64(pos[1], &n_in) || parse_i64(pos[2], &n_out) || parse_i64(pos[3], &cols) || cols > MATVEC_MAX_COLS) {
+        fprintf(stderr, "strata bench mmvq: N_IN, N_OUT must be positive integers and COLS 1..%d\n", MATVEC_MAX_COLS);
+        return 1;
+    }
+    size_t row_bytes = quant_row_bytes(type, n_in);
+    if (!row_bytes || act_row_bytes(qt->act, n_in) == 0) {
+        fprintf(stderr, "strata bench mmvq: N_IN=%lld is not a multiple of %s's block of %d weights\n",
+                (long long)n_in, qt->name, act_blck(qt->act) > qt->blck ? act_blck(qt->act) : qt->blck);
+        return 1;
+    }
+    matvec_kernel kernel = MATVEC_KERNEL_AUTO; matvec_mode mode = MATVEC_DEFAULT;
+    if (!strcasecmp(variant, "ref")) kernel = MATVEC_KERNEL_REF;
+    else if (!strcasecmp(variant, "avx2")) kernel = MATVEC_KERNEL_AVX2;
+    else if (!strcasecmp(variant, "exact")) mode = MATVEC_EXACT;
+    else if (strcasecmp(variant, "auto")) { fprintf(stderr, "strata bench mmvq: unknown variant '%s' (auto, avx2, ref, exact)\n", variant); return 1; }
+    if (threads <= 0) threads = cpu_count();
+    if (iters_min < 1) iters_min = 1;
+
+    threadpool *tp = threadpool_create(threads);
+    if (!tp) { fprintf(stderr, "strata bench mmvq: cannot start %d threads\n", threads); return 1; }
+    int rc = 1;
+    size_t mat_bytes = row_bytes * (size_t)n_out;
+    size_t n_copies = mat_bytes >= ((size_t)512 << 20) ? 1 : (((size_t)512 << 20) + mat_bytes - 1) / mat_bytes;
+    uint8_t **copies = calloc(n_copies, sizeof *copies);
+    float *src = malloc((size_t)n_in * sizeof(float));
+    float *x = malloc((size_t)(n_in * cols) * sizeof(float));
+    float *y = malloc((size_t)(n_out * cols) * sizeof(float));
+    uint8_t *pool = malloc(row_bytes * 64);
+    if (!copies || !src || !x || !y || !pool) { fprintf(stderr, "strata bench mmvq: out of memory\n"); goto done; }
+
+    /* 64 distinct quantized rows from N(0,1) (xorshift + Box-Muller, fixed seed) */
+    uint64_t s = 0x243F6A8885A308D3ull;
+    #define NEXT_U() (s ^= s >> 12, s ^= s << 25, s ^= s >> 27, (double)((s * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0)
+    for (int r = 0; r < 64; r++) {
+        for (int64_t k = 0; k < n_in; k++) {
+            double u = NEXT_U() + 1e-12, v = NEXT_U();
+            src[k] = (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+        }
+        qt->quant_row(src, pool + (size_t)r * row_bytes, n_in);
+    }
+    for (int64_t k = 0; k < n_in * cols; k++) {
+        double u = NEXT_U() + 1e-12, v = NEXT_U();
+        x[k] = (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+    }
+    #undef NEXT_U
+    for (size_t c = 0; c < n_copies; c++) {
+        copies[c] = malloc(mat_bytes);
+        if (!copies[c]) { fprintf(stderr, "strata bench mmvq: out of memory for %zu weight copies of %zu bytes\n", n_copies, mat_bytes); goto done; }
+        for (int64_t r = 0; r < n_out; r++) memcpy(copies[c] + (size_t)r * row_bytes, pool + (size_t)(r % 64) * row_bytes, row_bytes);
+    }
+
+    /* validation run and checksum (copies are identical, so every call gives these bits) */
+    if (matvec_with(tp, copies[0], type, n_in, n_out, x, (int)cols, y, mode, kernel) != 0) {
+        fprintf(stderr, "strata bench mmvq: variant '%s' is not available for %s on this CPU\n", variant, qt->name);
+        goto done;
+    }
+    uint64_t checksum = fnv1a64(y, (size_t)(n_out * cols) * sizeof(float));
+    for (int w = 0; w < 3; w++) matvec_with(tp, copies[(size_t)w % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
+
+    /* timed calls: at least iters_min and at least 1 s, at most 10000 */
+    enum { MAX_ITERS = 10000 };
+    double *t = malloc(MAX_ITERS * sizeof(double));
+    if (!t) goto done;
+    int n_it = 0; double t_start = now_seconds();
+    while (n_it < MAX_ITERS && (n_it < iters_min || now_seconds() - t_start < 1.0)) {
+        double t0 = now_seconds();
+        matvec_with(tp, copies[(size_t)n_it % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
+        t[n_it++] = now_seconds() - t0;
+    }
+    qsort(t, (size_t)n_it, sizeof(double), cmp_dbl);
+    double med = t[n_it / 2];
+    free(t);
+    double gbs = (double)mat_bytes / med / 1e9;
+    const char *kname = mode == MATVEC_EXACT ? "exact" : kernel == MATVEC_KERNEL_REF ? "ref"
+                      : kernel == MATVEC_KERNEL_AVX2 ? "avx2" : matvec_kernel_name(type);
+    printf("mmvq %-7s %lldx%lld cols=%lld variant=%s threads=%d: %.1f us/call (median of %d), "
+           "weights %.2f MB, %.2f GB/s",
+           qt->name, (long long)n_out, (long long)n_in, (long long)cols, kname, threads, med * 1e6, n_it,
+           (double)mat_bytes / 1e6, gbs);
+    if (measure_bw) {
+        double bw = membw_read_gbs(tp, (size_t)1 << 30, 5);
+        printf(", read bw %.2f GB/s (%.0f%%)", bw, bw > 0 ? 100.0 * gbs / bw : 0.0);
+    }
+    printf(", checksum %016llx\n", (unsigned long long)checksum);
+    rc = 0;
+done:
+    if (copies) for (size_t c = 0; c < n_copies; c++) free(copies[c]);
+    free(copies); free(src); free(x); free(y); free(pool);
+    threadpool_free(tp);
+    return rc;
+}
