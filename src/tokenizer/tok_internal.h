@@ -1,0 +1,72 @@
+/* Internals shared by the tokenizer's files (tokenizer.c, pretok.c, bpe.c, spm.c, detok.c).
+ * Not part of the engine API: use tokenizer.h. */
+#ifndef STRATA_TOK_INTERNAL_H
+#define STRATA_TOK_INTERNAL_H
+#include <stdint.h>
+#include <stddef.h>
+#include "tokenizer/tokenizer.h"
+
+typedef enum { TOKENIZER_MODEL_BPE, TOKENIZER_MODEL_SPM } tokenizer_model;
+
+/* Pre-tokenizer regexes (pretok.c). Each is the reference pattern, matched by hand:
+ *   GPT2    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ *   LLAMA3  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}
+ *           | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *   QWEN2   as LLAMA3 with \p{N} (one digit per piece)
+ *   DIGITS_GPT2  every \p{N} its own piece first (Digits(individual_digits)), then GPT2 on
+ *           the rest: SmolLM2 ("smollm"), StarCoder ("starcoder", "refact")
+ *   NONE    the whole segment is one piece (SentencePiece) */
+typedef enum { PRETOK_NONE, PRETOK_GPT2, PRETOK_LLAMA3, PRETOK_QWEN2, PRETOK_DIGITS_GPT2 } pretok_kind;
+
+/* Merge rank table entry (byte-level BPE): open addressing over key = left << 32 | right. */
+typedef struct { uint64_t key; int32_t rank; int32_t result; } bpe_merge;
+
+/* Token bytes -> id: open addressing, slot holds id + 1 (0 = empty). */
+typedef struct { int32_t *slots; uint32_t mask; } tok_hash;
+
+struct tokenizer {
+    tokenizer_model model;
+    pretok_kind pre;
+    char pre_name[32];
+    int n_vocab;
+    /* token i: raw bytes blob[off[i] .. off[i] + len[i]) */
+    char *blob;
+    uint32_t *off, *len;
+    uint8_t *type;             /* TOKEN_TYPE_* */
+    float *scores;             /* NULL when the file has none */
+    tok_hash vocab;            /* raw bytes -> id (BYTE tokens excluded; later duplicates win) */
+    int32_t byte_id[256];      /* token for a single byte: byte-level alphabet or <0xNN>; -1 */
+    bpe_merge *merges;         /* BPE only */
+    uint32_t merge_mask;
+    int n_merges;
+    /* added tokens matched in text before the model runs, longest first within a bucket
+     * keyed by first byte */
+    int32_t *added;            /* ids */
+    uint8_t *added_special;    /* 1: CONTROL (matched only with parse_special) */
+    int n_added;
+    int32_t added_bucket[257]; /* added[added_bucket[b] .. added_bucket[b+1]) start with byte b */
+    uint8_t *eog;              /* per-id flag: ends generation */
+    int bos, eos, eot, unk, pad;
+    int add_bos, add_eos, add_space_prefix;
+};
+
+/* Growable id buffer used while encoding. */
+typedef struct { int32_t *v; int n, cap; int oom; } tok_ids;
+void tok_ids_push(tok_ids *o, int32_t id);
+
+uint32_t tok_hash_bytes(const void *p, size_t n);
+int32_t tok_lookup(const tokenizer *t, const void *p, size_t n);
+
+/* pretok.c: split s[0..n) into pieces; calls fn for each piece (byte offset, length).
+ * Returns 0, -1 when out of memory. */
+typedef void (*pretok_piece_fn)(const tokenizer *t, const uint8_t *p, size_t n, tok_ids *out);
+int pretok_split(const tokenizer *t, const uint8_t *s, size_t n, pretok_piece_fn fn, tok_ids *out);
+pretok_kind pretok_from_name(const char *name, int *known);
+
+/* bpe.c: byte-level BPE of one piece, ids appended. */
+void bpe_encode_piece(const tokenizer *t, const uint8_t *p, size_t n, tok_ids *out);
+int32_t bpe_merge_find(const tokenizer *t, int32_t left, int32_t right, int32_t *result);
+
+/* spm.c: SentencePiece-style BPE of one segment (spaces already the raw marker). */
+void spm_encode_segment(const tokenizer *t, const uint8_t *p, size_t n, tok_ids *out);
+#endif
