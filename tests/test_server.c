@@ -221,9 +221,9 @@ static void test_sse_and_chunks(void) {
                    "\"system_fingerprint\":\"strata\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"length\"}],"
                    "\"usage\":null}\n\n");
     sbuf_clear(&o);
-    sse_append_json(&o, oai_usage_chunk(&m, 12, 5));
+    sse_append_json(&o, oai_usage_chunk(&m, 12, 5, 3));
     CHECK_STR(o.p, "data: {\"id\":\"chatcmpl-abc\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"smol\","
-                   "\"system_fingerprint\":\"strata\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":5,\"total_tokens\":17}}\n\n");
+                   "\"system_fingerprint\":\"strata\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":5,\"total_tokens\":17,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\n");
     sbuf_clear(&o);
     oai_meta c = { "cmpl-x", "smol", 5, GEN_COMPLETION, 0 };
     sse_append_json(&o, oai_stream_chunk(&c, 0, "ab", 2, NULL, NULL));
@@ -232,14 +232,16 @@ static void test_sse_and_chunks(void) {
     sbuf_free(&o);
 
     /* non-stream response: usage and timings */
-    oai_timings t = { 10, 4, 100.0, 50.0, 0, 0 };
-    json_t *r = oai_response(&m, "Paris", 5, "stop", NULL, 10, 4, &t);
+    oai_timings t = { .cache_n = 2, .prompt_n = 10, .predicted_n = 4, .prompt_ms = 100.0, .predicted_ms = 50.0 };
+    json_t *r = oai_response(&m, "Paris", 5, "stop", NULL, 12, 4, 2, &t);
     CHECK_STR(json_string_value(json_object_get(r, "object")), "chat.completion");
     json_t *ch = json_array_get(json_object_get(r, "choices"), 0);
     CHECK_STR(json_string_value(json_object_get(json_object_get(ch, "message"), "content")), "Paris");
     CHECK_STR(json_string_value(json_object_get(ch, "finish_reason")), "stop");
-    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(r, "usage"), "total_tokens")), 14);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(r, "usage"), "total_tokens")), 16);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(json_object_get(r, "usage"), "prompt_tokens_details"), "cached_tokens")), 2);
     json_t *tj = json_object_get(r, "timings");
+    CHECK_EQ_INT(json_integer_value(json_object_get(tj, "cache_n")), 2);
     CHECK(fabs(json_real_value(json_object_get(tj, "prompt_per_second")) - 100.0) < 1e-9);
     CHECK(fabs(json_real_value(json_object_get(tj, "predicted_per_second")) - 80.0) < 1e-9);
     json_decref(r);

@@ -49,22 +49,22 @@ json_t *oai_stream_chunk(const oai_meta *m, int role, const char *text, size_t n
     return o;
 }
 
-json_t *oai_usage(int n_prompt, int n_gen) {
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", n_prompt, "completion_tokens", n_gen,
-                     "total_tokens", n_prompt + n_gen);
+json_t *oai_usage(int n_prompt, int n_gen, int n_cached) {
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", n_prompt, "completion_tokens", n_gen,
+                     "total_tokens", n_prompt + n_gen, "prompt_tokens_details", "cached_tokens", n_cached);
 }
 
-json_t *oai_usage_chunk(const oai_meta *m, int n_prompt, int n_gen) {
+json_t *oai_usage_chunk(const oai_meta *m, int n_prompt, int n_gen, int n_cached) {
     json_t *o = meta_object(m, m->kind == GEN_CHAT ? "chat.completion.chunk" : "text_completion");
     json_object_set_new(o, "choices", json_array());
-    json_object_set_new(o, "usage", oai_usage(n_prompt, n_gen));
+    json_object_set_new(o, "usage", oai_usage(n_prompt, n_gen, n_cached));
     return o;
 }
 
 static double per_second(int n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
 
 json_t *oai_timings_json(const oai_timings *t) {
-    json_t *o = json_pack("{s:i, s:f, s:f, s:i, s:f, s:f}",
+    json_t *o = json_pack("{s:i, s:i, s:f, s:f, s:i, s:f, s:f}", "cache_n", t->cache_n,
         "prompt_n", t->prompt_n, "prompt_ms", t->prompt_ms, "prompt_per_second", per_second(t->prompt_n, t->prompt_ms),
         "predicted_n", t->predicted_n, "predicted_ms", t->predicted_ms,
         "predicted_per_second", per_second(t->predicted_n, t->predicted_ms));
@@ -76,7 +76,7 @@ json_t *oai_timings_json(const oai_timings *t) {
 }
 
 json_t *oai_response(const oai_meta *m, const char *text, size_t n, const char *finish, json_t *logprobs,
-                     int n_prompt, int n_gen, const oai_timings *t) {
+                     int n_prompt, int n_gen, int n_cached, const oai_timings *t) {
     int chat = m->kind == GEN_CHAT;
     json_t *o = meta_object(m, chat ? "chat.completion" : "text_completion");
     json_t *choice = json_object();
@@ -91,7 +91,7 @@ json_t *oai_response(const oai_meta *m, const char *text, size_t n, const char *
     json_t *choices = json_array();
     json_array_append_new(choices, choice);
     json_object_set_new(o, "choices", choices);
-    json_object_set_new(o, "usage", oai_usage(n_prompt, n_gen));
+    json_object_set_new(o, "usage", oai_usage(n_prompt, n_gen, n_cached));
     if (t) json_object_set_new(o, "timings", oai_timings_json(t));
     return o;
 }

@@ -26,7 +26,8 @@ typedef struct oai_meta {
 } oai_meta;
 
 typedef struct oai_timings {
-    int prompt_n, predicted_n;
+    int cache_n;                /* prompt tokens reused from the slot's KV cache */
+    int prompt_n, predicted_n;  /* prompt tokens evaluated; tokens generated */
     double prompt_ms, predicted_ms;
     long n_drafted, n_accepted; /* speculative decoding (omitted when 0 drafted) */
 } oai_timings;
@@ -35,12 +36,13 @@ typedef struct oai_timings {
  * logprobs: chat-style entry array (see oai_logprob_entry) or NULL; stolen. */
 json_t *oai_stream_chunk(const oai_meta *m, int role, const char *text, size_t n, const char *finish, json_t *logprobs);
 /* The last chunk of a stream with include_usage: "choices": [] and the usage. */
-json_t *oai_usage_chunk(const oai_meta *m, int n_prompt, int n_gen);
-json_t *oai_usage(int n_prompt, int n_gen);
+json_t *oai_usage_chunk(const oai_meta *m, int n_prompt, int n_gen, int n_cached);
+/* {"prompt_tokens","completion_tokens","total_tokens","prompt_tokens_details":{"cached_tokens"}} */
+json_t *oai_usage(int n_prompt, int n_gen, int n_cached);
 json_t *oai_timings_json(const oai_timings *t);
 /* The whole non-stream response. logprobs stolen (may be NULL). */
 json_t *oai_response(const oai_meta *m, const char *text, size_t n, const char *finish, json_t *logprobs,
-                     int n_prompt, int n_gen, const oai_timings *t);
+                     int n_prompt, int n_gen, int n_cached, const oai_timings *t);
 
 /* One chat logprob entry: {"token":T,"logprob":L,"bytes":[..],"top_logprobs":[{"token","logprob","bytes"}..]}.
  * Token texts are raw bytes (may be part of a UTF-8 character: "token" gets U+FFFD there, "bytes"

@@ -182,7 +182,8 @@ static void take_output(srv *s, srv_job *j, sbuf *text, json_t **lp, int *done) 
 static oai_timings job_timings(const srv_job *j) {
     oai_timings t;
     memset(&t, 0, sizeof t);
-    t.prompt_n = j->n_prompt;
+    t.cache_n = j->n_cached;
+    t.prompt_n = j->n_prompt - j->n_cached;
     t.prompt_ms = (j->t_prompt_done - j->t_start) * 1e3;
     t.predicted_n = j->n_gen;
     t.predicted_ms = (j->t_end - j->t_prompt_done) * 1e3;
@@ -213,7 +214,7 @@ static int stream_pull(gen_ctx *g) {
             sse_append_json(&g->out, error_event(j->error[0] ? j->error : "generation failed"));
         } else {
             sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->meta.kind == GEN_CHAT ? NULL : "", 0, j->finish, NULL));
-            if (g->include_usage) sse_append_json(&g->out, oai_usage_chunk(&g->meta, j->n_prompt, j->n_gen));
+            if (g->include_usage) sse_append_json(&g->out, oai_usage_chunk(&g->meta, j->n_prompt, j->n_gen, j->n_cached));
         }
         sse_append_done(&g->out);
         g->finished = 1;
@@ -370,7 +371,7 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
         json_t *lpj = lp ? oai_logprobs_shape(kind, lp, &g->text_offset) : NULL;
         if (!lpj && j->logprobs) lpj = oai_logprobs_shape(kind, json_array(), &g->text_offset);
         ret = send_json(s, c, cc->ep, 200, oai_response(&g->meta, text.p ? text.p : "", text.len, j->finish, lpj,
-                                                           j->n_prompt, j->n_gen, &t), 0);
+                                                           j->n_prompt, j->n_gen, j->n_cached, &t), 0);
     }
     sbuf_free(&text);
     gen_ctx_free(g);

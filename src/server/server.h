@@ -44,6 +44,7 @@ typedef struct srv_job {
     gen_kind kind;
     int32_t *prompt;
     int n_prompt;
+    int n_cached;               /* prompt tokens found in the slot's KV cache (not evaluated again) */
     int max_tokens;             /* -1: until end of generation or context */
     strata_sampler_params sampler;
     int has_seed;
@@ -81,7 +82,7 @@ typedef struct srv_slot {
 } srv_slot;
 
 typedef struct srv_counters {
-    unsigned long long prompt_tokens, generated_tokens, completed, cancelled, rejected, failed;
+    unsigned long long prompt_tokens, cached_tokens, generated_tokens, completed, cancelled, rejected, failed;
     double prompt_seconds, decode_seconds, busy_seconds;
 } srv_counters;
 

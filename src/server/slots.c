@@ -106,7 +106,7 @@ static void slot_step(srv_sched *s, srv_slot *sl) {
     srv_job *j = sl->job;
     int rc;
     if (sl->phase == SLOT_PREFILL) {
-        rc = strata_session_eval(sl->sess, j->prompt, j->n_prompt);
+        rc = strata_session_eval(sl->sess, j->prompt + j->n_cached, j->n_prompt - j->n_cached);
         if (rc) {
             snprintf(sl->error, sizeof sl->error, "the prompt (%d tokens) could not be evaluated (context %d)",
                      j->n_prompt, s->n_ctx);
@@ -150,14 +150,28 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
+/* Tokens at the start of the prompt that the slot's KV cache already holds (a chat that
+ * continues, a shared system prompt). At least one prompt token is always evaluated, for logits. */
+static int slot_common_prefix(const srv_slot *sl, const srv_job *j) {
+    const int32_t *h = strata_session_history(sl->sess);
+    int pos = strata_session_pos(sl->sess), n = 0;
+    if (!h) return 0;
+    while (n < pos && n < j->n_prompt - 1 && h[n] == j->prompt[n]) n++;
+    return n;
+}
+
 static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
+    /* keep the common prefix: the contract of batch invariance makes its KV rows the same
+     * bits a fresh prefill would compute, so output does not depend on what ran before */
+    int keep = slot_common_prefix(sl, j);
+    if (keep > 0 && strata_session_rewind(sl->sess, keep) == 0) j->n_cached = keep;
+    else { strata_session_reset(sl->sess); j->n_cached = 0; }
     sl->job = j;
     sl->phase = SLOT_PREFILL;
     sl->n_gen = 0;
     sl->finish = NULL;
     sl->error[0] = 0;
     sbuf_clear(&sl->staged_text);
-    strata_session_reset(sl->sess);
     strata_sampler_params sp = j->sampler;
     if (!j->has_seed) sp.seed = splitmix64(&s->seed_state);   /* the request had no seed */
     strata_session_set_sampler(sl->sess, &sp);
@@ -181,7 +195,8 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
     }
     if (sl->phase == SLOT_DECODE && !j->t_prompt_done) {
         j->t_prompt_done = now_seconds();
-        s->counters.prompt_tokens += (unsigned long long)j->n_prompt;
+        s->counters.prompt_tokens += (unsigned long long)(j->n_prompt - j->n_cached);
+        s->counters.cached_tokens += (unsigned long long)j->n_cached;
         s->counters.prompt_seconds += j->t_prompt_done - j->t_start;
     }
     s->counters.generated_tokens += (unsigned long long)(sl->n_gen - j->n_gen);
@@ -210,16 +225,24 @@ static void *decode_main(void *arg) {
     srv_slot **active = st_calloc((size_t)s->n_slots, sizeof *active);
     pthread_mutex_lock(&s->mu);
     while (!s->stop && active) {
-        /* drop cancelled jobs, fill idle slots from the queue (FIFO) */
-        for (int i = 0; i < s->n_slots; i++) {
-            srv_slot *sl = &s->slots[i];
-            if (sl->job && sl->job->cancelled) slot_publish(s, sl);
-            if (!sl->job && s->q_len) {
-                srv_job *j = s->queue[s->q_head];
-                s->q_head = (s->q_head + 1) % s->q_alloc;
-                s->q_len--;
-                slot_assign(s, sl, j);
+        /* drop cancelled jobs */
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].job && s->slots[i].job->cancelled) slot_publish(s, &s->slots[i]);
+        /* fill idle slots from the queue in FIFO order; each job goes to the idle slot whose
+         * cache shares the longest prefix with its prompt */
+        while (s->q_len) {
+            srv_job *j = s->queue[s->q_head];
+            srv_slot *best = NULL;
+            int best_n = -1;
+            for (int i = 0; i < s->n_slots; i++) {
+                if (s->slots[i].job) continue;
+                int n = slot_common_prefix(&s->slots[i], j);
+                if (n > best_n) { best_n = n; best = &s->slots[i]; }
             }
+            if (!best) break;
+            s->q_head = (s->q_head + 1) % s->q_alloc;
+            s->q_len--;
+            slot_assign(s, best, j);
         }
         int n_active = 0;
         for (int i = 0; i < s->n_slots; i++) if (s->slots[i].job) active[n_active++] = &s->slots[i];

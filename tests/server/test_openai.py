@@ -124,7 +124,7 @@ def test_chat(s):
     if r.choices[0].finish_reason == "length":
         check(u.completion_tokens == 24, "length means max_tokens tokens")
     t = r.model_extra.get("timings") or {}
-    check(t.get("prompt_n") == u.prompt_tokens and t.get("predicted_n") == u.completion_tokens
+    check(t.get("prompt_n") + t.get("cache_n") == u.prompt_tokens and t.get("predicted_n") == u.completion_tokens
           and t.get("prompt_per_second", 0) > 0 and t.get("predicted_per_second", 0) > 0, "timings: %s" % t)
 
     chunks = list(c.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw))
@@ -155,6 +155,15 @@ def test_chat(s):
     st, _, data = s.raw("POST", "/chat/completions", dict(stream=True, **kw))
     objs = [json.loads(x) for x in sse_events(data)[:-1]]
     check(st == 200 and all("usage" not in o for o in objs), "no usage without include_usage (and /chat/completions works)")
+
+    # prefix reuse: the same prompt again finds all but its last token in a slot's cache,
+    # and (batch invariance) gives the same greedy text
+    r2 = c.chat.completions.create(**kw)
+    check(r2.usage.prompt_tokens_details.cached_tokens == u.prompt_tokens - 1, "repeat prompt reuses the cached prefix: %s" % r2.usage)
+    check(r2.choices[0].message.content == text, "reused prefix gives the same text")
+    follow = MSGS + [{"role": "assistant", "content": text}, {"role": "user", "content": "And one about the sky."}]
+    r3 = c.chat.completions.create(model="any", messages=follow, temperature=0, max_tokens=4)
+    check(r3.usage.prompt_tokens_details.cached_tokens >= u.prompt_tokens, "chat continuation reuses the earlier turn: %s" % r3.usage)
 
     # seeds: same seed, same sample
     kw2 = dict(model="any", messages=MSGS, temperature=0.9, top_p=0.95, max_tokens=16)
