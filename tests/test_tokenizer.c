@@ -362,6 +362,11 @@ static void test_streaming_decode(void) {
     detok_push(g_tok, &d, byte_token(0xf0), chunk, sizeof chunk);
     CHECK_EQ_INT(detok_push(g_tok, &d, 81, chunk, 2), -1);
     CHECK_EQ_INT(d.n_pending, 1);
+    /* a long valid token fits a buffer of its own length (the worst-case bound is 3x) */
+    size_t ll;
+    tokenizer_token_bytes(g_tok, 46778, &ll);              /* SmolLM2's longest token */
+    detok_init(&d);
+    CHECK(ll > 64 && detok_push(g_tok, &d, 46778, chunk, (int)ll) == (int)ll);
     /* invalid id adds nothing */
     CHECK_EQ_INT(detok_push(g_tok, &d, 999999, chunk, sizeof chunk), 0);
 }

@@ -39,7 +39,7 @@ static int utf8_incomplete(const uint8_t *p, int n) {
     return k > n && utf8_partial_len(p, n) == n;
 }
 
-/* Write p[from..n) as valid UTF-8, starting at from and stopping at `stop` (characters that
+/* Write p[from..n) (out NULL: only count) as valid UTF-8, starting at from and stopping at `stop` (characters that
  * start before stop). With keep_tail, an incomplete character reaching the end of p is left
  * unwritten; the return value is bytes written and *next the first byte not consumed. */
 static int emit(const uint8_t *p, int n, int from, int stop, int keep_tail, char *out, int *next) {
@@ -47,9 +47,9 @@ static int emit(const uint8_t *p, int n, int from, int stop, int keep_tail, char
     while (i < stop) {
         int len;
         uint32_t cp = utf8_decode(p + i, (size_t)(n - i), &len);
-        if (cp < UNICODE_INVALID_BASE) { memcpy(out + o, p + i, (size_t)len); o += len; i += len; continue; }
+        if (cp < UNICODE_INVALID_BASE) { if (out) memcpy(out + o, p + i, (size_t)len); o += len; i += len; continue; }
         if (keep_tail && utf8_incomplete(p + i, n - i)) break;
-        memcpy(out + o, "\xEF\xBF\xBD", 3);
+        if (out) memcpy(out + o, "\xEF\xBF\xBD", 3);
         o += 3;
         i += utf8_partial_len(p + i, n - i);
     }
@@ -57,12 +57,8 @@ static int emit(const uint8_t *p, int n, int from, int stop, int keep_tail, char
     return o;
 }
 
-int detok_push(const tokenizer *t, detok_state *d, int32_t id, char *out, int cap) {
-    size_t len = 0;
-    const uint8_t *tok = (const uint8_t *)tokenizer_token_bytes(t, id, &len);
-    if (!tok) return 0;
-    if (cap < detok_max_out(t, id)) return -1;
-    if (d->n_pending < 0 || d->n_pending > 3) d->n_pending = 0;   /* foreign state: start over */
+/* out NULL: count the bytes only (d is still updated: callers pass a copy) */
+static int push(const uint8_t *tok, size_t len, detok_state *d, char *out) {
     int np = d->n_pending, o = 0, next;
     size_t used = 0;
     if (np > 0) {
@@ -80,10 +76,22 @@ int detok_push(const tokenizer *t, detok_state *d, int32_t id, char *out, int ca
         }
         used = (size_t)(next - np);
     }
-    o += emit(tok, (int)len, (int)used, (int)len, 1, out + o, &next);
+    o += emit(tok, (int)len, (int)used, (int)len, 1, out ? out + o : NULL, &next);
     d->n_pending = (int)len - next;
     memcpy(d->pending, tok + next, (size_t)d->n_pending);
     return o;
+}
+
+int detok_push(const tokenizer *t, detok_state *d, int32_t id, char *out, int cap) {
+    size_t len = 0;
+    const uint8_t *tok = (const uint8_t *)tokenizer_token_bytes(t, id, &len);
+    if (!tok) return 0;
+    if (d->n_pending < 0 || d->n_pending > 3) d->n_pending = 0;   /* foreign state: start over */
+    if (cap < detok_max_out(t, id)) {     /* a small buffer may still do: count exactly first */
+        detok_state copy = *d;
+        if (push(tok, len, &copy, NULL) > cap) return -1;
+    }
+    return push(tok, len, d, out);
 }
 
 int detok_flush(detok_state *d, char *out, int cap) {

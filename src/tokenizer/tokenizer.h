@@ -61,10 +61,11 @@ const char *tokenizer_pre_name(const tokenizer *t);
  * UTF-8. The state is the engine's strata_detok layout: pending bytes and their count. */
 typedef struct detok_state { char pending[8]; int n_pending; } detok_state;
 void detok_init(detok_state *d);
-/* Output bytes detok_push may need for this id (cap at least this guarantees success). */
+/* Output bytes detok_push may need for this id at most (3 per byte, for U+FFFD). */
 int detok_max_out(const tokenizer *t, int32_t id);
 /* Appends token id; writes complete UTF-8 to out. Returns bytes written, or -1 (state
- * unchanged) when cap < detok_max_out. Invalid ids add nothing. */
+ * unchanged) when the output does not fit in cap (cap >= detok_max_out always fits; valid
+ * text needs about the token's length). Invalid ids add nothing. */
 int detok_push(const tokenizer *t, detok_state *d, int32_t id, char *out, int cap);
 /* Emits what is pending (an incomplete character becomes U+FFFD). cap >= 3 always suffices
  * per pending byte; returns bytes written or -1 when cap is too small. */
