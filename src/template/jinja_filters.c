@@ -179,9 +179,8 @@ static jv do_split(jctx *c, jv s, jv sep, int64_t maxsplit, int from_right) {
                 while (pos < n) { size_t p = pos; if (!jis_py_space((uint32_t)jutf8_decode(s.u.s, n, &p))) break; pos = p; }
                 if (pos >= n) break;
                 if (maxsplit >= 0 && k >= maxsplit) {
-                    /* rest, with trailing whitespace stripped */
-                    jv rest = do_strip(c, jv_str_ref(s.u.s + pos, n - pos), jv_none(), 2);
-                    jlist_push(c, out.u.l, rest);
+                    /* the rest keeps its trailing whitespace, as CPython does */
+                    jlist_push(c, out.u.l, jv_str_ref(s.u.s + pos, n - pos));
                     break;
                 }
                 size_t st = pos;

@@ -461,7 +461,6 @@ static void parse_signature(parser *P, jnode *n) {
         sv_push(P, &names, take_name(P));
         if (is_op(P, "=")) { adv(P); nv_push(P, &defs, parse_expression(P, 1)); }
         else {
-            if (defs.n) jfail(P->c, "line %d: non-default argument follows default argument", cur(P)->line);
             nv_push(P, &defs, NULL);
         }
     }
