@@ -600,6 +600,107 @@ static void test_cli(void) {
     unlink(path);
 }
 
+/* Gemma 3: SentencePiece-style vocabulary (scores, <0xNN> byte fallback, U+2581 spaces). */
+static void test_gemma3(const char *path) {
+    char err[512];
+    gguf_file *f = NULL;
+    tokenizer *t = NULL;
+    double t0 = now_seconds();
+    if (gguf_open(path, &f, err, sizeof err) || tokenizer_load_gguf(f, &t, err, sizeof err)) {
+        CHECKF(0, "gemma: %s", err);
+        gguf_close(f);
+        return;
+    }
+    fprintf(stderr, "  gemma3 tokenizer loaded in %.0f ms\n", (now_seconds() - t0) * 1e3);
+    CHECK_STR(tokenizer_model_name(t), "llama");
+    CHECK_EQ_INT(tokenizer_n_vocab(t), 262144);
+    CHECK_EQ_INT(tokenizer_bos(t), 2);
+    CHECK_EQ_INT(tokenizer_eos(t), 1);
+    CHECK_EQ_INT(tokenizer_eot(t), 106);                        /* <end_of_turn> */
+    CHECK_EQ_INT(tokenizer_add_bos(t), 1);
+    CHECK(tokenizer_is_eog(t, 1) && tokenizer_is_eog(t, 106) && !tokenizer_is_eog(t, 105));
+    CHECK_EQ_INT(tokenizer_find_token(t, "<start_of_turn>"), 105);
+    size_t l;
+    const char *p = tokenizer_token_bytes(t, 238 + 0x41, &l);  /* <0x41> is the byte 'A' */
+    CHECK(p && l == 1 && p[0] == 'A');
+    CHECK_EQ_INT(tokenizer_token_type(t, 238 + 0x41), TOKEN_TYPE_BYTE);
+    p = tokenizer_token_bytes(t, 1123, &l);                    /* "\u2581x" is " x" */
+    CHECK(p && l == 2 && !memcmp(p, " x", 2));
+    int32_t ids[64];
+    int n = tokenizer_encode(t, "hi", 2, 1, 1, ids, 64);
+    CHECK(n == 2 && ids[0] == 2 && ids[1] == 2202);
+
+    compare_golden(t, "tests/data/tok_gemma3.tsv", 200);
+
+    /* round trips: all golden strings except those holding a literal U+2581, which the
+     * reference also reads as a space */
+    golden g;
+    if (golden_load("tests/data/tok_gemma3.tsv", &g) == 0) {
+        int ok = 0, tried = 0;
+        int32_t buf[4096];
+        char out[16384];
+        for (int i = 0; i < g.n; i++) {
+            golden_case *c = &g.c[i];
+            if (strstr(c->text, "\xe2\x96\x81")) continue;
+            int k = tokenizer_encode(t, c->text, c->len, 0, c->parse_special, buf, 4096);
+            int m = tokenizer_decode(t, buf, k, out, sizeof out);
+            tried++;
+            if (m == (int)c->len && !memcmp(out, c->text, c->len)) ok++;
+            else fprintf(stderr, "  gemma round trip failed: \"%s\"\n", c->text);
+        }
+        CHECKF(ok == tried && tried > 200, "%d of %d round trips", ok, tried);
+        golden_free(&g);
+    }
+    /* invalid UTF-8 and a character without a token fall back to byte tokens */
+    const char *bad = "a\xff\xc3(\xf4\x8f\xbf\xbd";               /* U+10FFFD has no token */
+    n = tokenizer_encode(t, bad, strlen(bad), 0, 0, ids, 64);
+    char out[64];
+    int m = tokenizer_decode(t, ids, n, out, sizeof out);
+    CHECK(m == (int)strlen(bad) && !memcmp(out, bad, (size_t)m));
+    int bytes = 0;
+    for (int i = 0; i < n; i++) bytes += tokenizer_token_type(t, ids[i]) == TOKEN_TYPE_BYTE;
+    CHECK_EQ_INT(bytes, 6);                                     /* ff, c3, f4 8f bf bd */
+    /* streaming: the 4 byte tokens of U+10FFFD give nothing, then the whole character */
+    detok_state d;
+    detok_init(&d);
+    n = tokenizer_encode(t, "\xf4\x8f\xbf\xbd", 4, 0, 0, ids, 64);
+    CHECK_EQ_INT(n, 4);
+    char chunk[64];
+    for (int i = 0; i < n && n == 4; i++) {
+        int k = detok_push(t, &d, ids[i], chunk, sizeof chunk);
+        CHECK_EQ_INT(k, i < 3 ? 0 : 4);
+    }
+    /* speed: no pre-tokenizer splits, so one long segment goes through BPE at once */
+    const char *para = "The history of natural language processing generally started in the 1950s. "
+                       "for (int i = 0; i < 1024; i++) { sum += a[i] * 3.14159; }\n"
+                       "Caf\xc3\xa9 na\xc3\xafve \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 don't stop, 2024-01-31.\n\n";
+    size_t pl = strlen(para), reps = 100, len = pl * reps;
+    char *text = malloc(len);
+    for (size_t i = 0; i < reps; i++) memcpy(text + i * pl, para, pl);
+    t0 = now_seconds();
+    n = tokenizer_encode(t, text, len, 0, 1, NULL, 0);
+    double dt = now_seconds() - t0;
+    fprintf(stderr, "  gemma3 encode: %d tokens from %zu bytes in %.2f ms\n", n, len, dt * 1e3);
+    CHECK(n > 3000);
+    CHECKF(dt < 0.1, "%.1f ms", dt * 1e3);
+    free(text);
+    tokenizer_free(t);
+
+    /* a vocabulary-only copy of the Gemma tokenizer loads and encodes the same */
+    void *vbuf = NULL;
+    gguf_file *v = vocab_only(f, NULL, NULL, &vbuf);
+    CHECK(v != NULL);
+    if (v && tokenizer_load_gguf(v, &t, err, sizeof err) == 0) {
+        n = tokenizer_encode(t, "Hello world 12345", 17, 0, 0, ids, 64);
+        int32_t want[] = { 9259, 1902, 236743, 236770, 236778, 236800, 236812, 236810 };
+        CHECK(n == 8 && !memcmp(ids, want, sizeof want));
+        tokenizer_free(t);
+    } else CHECKF(0, "gemma vocabulary-only: %s", err);
+    gguf_close(v);
+    free(vbuf);
+    gguf_close(f);
+}
+
 int main(void) {
     const char *model = getenv("STRATA_MODEL");
     if (!model || !*model) SKIP_ALL("STRATA_MODEL is not set (make test sets it to the SmolLM2 GGUF)");
@@ -615,6 +716,18 @@ int main(void) {
     RUN(test_validation);
     RUN(test_speed);
     RUN(test_cli);
+    /* Gemma 3: STRATA_GEMMA_MODEL, else gemma-3-270m-q4_k_m.gguf beside STRATA_MODEL (the cache
+     * directory tools/fetch_gemma.sh fills) */
+    char gemma[4096];
+    const char *ge = getenv("STRATA_GEMMA_MODEL");
+    if (ge && *ge) snprintf(gemma, sizeof gemma, "%s", ge);
+    else {
+        const char *slash = strrchr(model, '/');
+        int dl = slash ? (int)(slash - model) : 1;
+        snprintf(gemma, sizeof gemma, "%.*s/gemma-3-270m-q4_k_m.gguf", dl, slash ? model : ".");
+    }
+    if (access(gemma, R_OK) == 0) { t_current = "test_gemma3"; test_gemma3(gemma); }
+    else fprintf(stderr, "SKIP gemma3 tokenizer tests: %s not found (sh tools/fetch_gemma.sh fetches it)\n", gemma);
     tokenizer_free(g_tok);
     gguf_close(g_file);
     TEST_DONE();

@@ -39,12 +39,14 @@ struct tokenizer {
     bpe_merge *merges;         /* BPE only */
     uint32_t merge_mask;
     int n_merges;
-    /* added tokens matched in text before the model runs, longest first within a bucket
-     * keyed by first byte */
-    int32_t *added;            /* ids */
-    uint8_t *added_special;    /* 1: CONTROL (matched only with parse_special) */
+    /* added tokens matched in text before the model runs: an index of their bytes, and per
+     * first byte b the distinct lengths, longest first: added_lens[added_bucket[b] ..
+     * added_bucket[b+1]). Matching at a position probes each length once. */
+    tok_hash added_index;
+    uint8_t *added_kind;       /* per id: 0 not added, 1 USER_DEFINED, 2 CONTROL (parse_special only) */
     int n_added;
-    int32_t added_bucket[257]; /* added[added_bucket[b] .. added_bucket[b+1]) start with byte b */
+    uint32_t *added_lens;
+    int32_t added_bucket[257];
     uint8_t *eog;              /* per-id flag: ends generation */
     int bos, eos, eot, unk, pad;
     int add_bos, add_eos, add_space_prefix;
@@ -55,7 +57,8 @@ typedef struct { int32_t *v; int n, cap; int oom; } tok_ids;
 void tok_ids_push(tok_ids *o, int32_t id);
 
 uint32_t tok_hash_bytes(const void *p, size_t n);
-int32_t tok_lookup(const tokenizer *t, const void *p, size_t n);
+int32_t tok_hash_find(const tokenizer *t, const tok_hash *h, const void *p, size_t n);
+int32_t tok_lookup(const tokenizer *t, const void *p, size_t n);   /* in the vocabulary index */
 
 /* pretok.c: split s[0..n) into pieces; calls fn for each piece (byte offset, length).
  * Returns 0, -1 when out of memory. */

@@ -27,32 +27,34 @@ uint32_t tok_hash_bytes(const void *p, size_t n) {
     return (uint32_t)(h ^ (h >> 32));
 }
 
-int32_t tok_lookup(const tokenizer *t, const void *p, size_t n) {
-    if (!t->vocab.slots || n == 0) return -1;
-    uint32_t h = tok_hash_bytes(p, n) & t->vocab.mask;
+int32_t tok_hash_find(const tokenizer *t, const tok_hash *hs, const void *p, size_t n) {
+    if (!hs->slots || n == 0) return -1;
+    uint32_t h = tok_hash_bytes(p, n) & hs->mask;
     for (;;) {
-        int32_t s = t->vocab.slots[h];
+        int32_t s = hs->slots[h];
         if (s == 0) return -1;
         int32_t id = s - 1;
         if (t->len[id] == n && !memcmp(t->blob + t->off[id], p, n)) return id;
-        h = (h + 1) & t->vocab.mask;
+        h = (h + 1) & hs->mask;
     }
 }
 
+int32_t tok_lookup(const tokenizer *t, const void *p, size_t n) { return tok_hash_find(t, &t->vocab, p, n); }
+
 /* Insert id; an existing token with the same bytes is replaced (the later id wins, as in the
- * reference's vocabulary dictionary). */
-static void tok_hash_insert(tokenizer *t, int32_t id) {
+ * reference's vocabulary dictionary). The table has at least twice as many slots as ids. */
+static void tok_hash_insert(tokenizer *t, tok_hash *hs, int32_t id) {
     uint32_t n = t->len[id];
-    uint32_t h = tok_hash_bytes(t->blob + t->off[id], n) & t->vocab.mask;
+    uint32_t h = tok_hash_bytes(t->blob + t->off[id], n) & hs->mask;
     for (;;) {
-        int32_t s = t->vocab.slots[h];
-        if (s == 0) { t->vocab.slots[h] = id + 1; return; }
+        int32_t s = hs->slots[h];
+        if (s == 0) { hs->slots[h] = id + 1; return; }
         int32_t o = s - 1;
         if (t->len[o] == n && !memcmp(t->blob + t->off[o], t->blob + t->off[id], n)) {
-            t->vocab.slots[h] = id + 1;
+            hs->slots[h] = id + 1;
             return;
         }
-        h = (h + 1) & t->vocab.mask;
+        h = (h + 1) & hs->mask;
     }
 }
 
@@ -122,17 +124,11 @@ static int get_flag(const gguf_file *f, const char *key, int def, int *out, char
     return 0;
 }
 
-static int added_cmp_ctx_len(const tokenizer *t, int32_t a, int32_t b) {
-    const uint8_t *pa = (const uint8_t *)t->blob + t->off[a], *pb = (const uint8_t *)t->blob + t->off[b];
-    if (pa[0] != pb[0]) return pa[0] < pb[0] ? -1 : 1;
-    if (t->len[a] != t->len[b]) return t->len[a] > t->len[b] ? -1 : 1;   /* longest first */
-    return a < b ? -1 : (a > b);
-}
-/* insertion-free sort: added lists are short (tens to a few thousand); use qsort with a
- * file-static context since C11 has no qsort_r */
-static const tokenizer *g_sort_ctx;
-static int added_cmp(const void *x, const void *y) {
-    return added_cmp_ctx_len(g_sort_ctx, *(const int32_t *)x, *(const int32_t *)y);
+/* sort keys first_byte << 24 | length: by byte ascending, then length descending */
+static int cmp_key_desc_len(const void *x, const void *y) {
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    if ((a >> 24) != (b >> 24)) return (a >> 24) < (b >> 24) ? -1 : 1;
+    return (a & 0xffffff) > (b & 0xffffff) ? -1 : (a & 0xffffff) < (b & 0xffffff);
 }
 
 static int build_merges(tokenizer *t, const gguf_file *f, const char *path, char *err, size_t errlen) {
@@ -314,7 +310,7 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
     for (int i = 0; i < n; i++) {
         if (t->len[i] == 0 || respelled[i] == 2) continue;
         if (t->model == TOKENIZER_MODEL_SPM && t->type[i] == TOKEN_TYPE_BYTE) continue;
-        tok_hash_insert(t, i);
+        tok_hash_insert(t, &t->vocab, i);
     }
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
     if (t->model == TOKENIZER_MODEL_BPE) {
@@ -375,24 +371,39 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
     /* added tokens, matched in the text before the model: CONTROL (only with parse_special)
      * and USER_DEFINED, except those whose spelling had to be changed above (the reference
      * cannot find those in its vocabulary either) */
-    int n_added = 0;
+    t->added_kind = st_calloc((size_t)n, 1);
+    if (!t->added_kind) TOK_ERR("%s: out of memory", path);
+    uint32_t *lens = NULL;
     for (int i = 0; i < n; i++)
-        if ((t->type[i] == TOKEN_TYPE_CONTROL || t->type[i] == TOKEN_TYPE_USER_DEFINED) && t->len[i] > 0 && !respelled[i])
-            n_added++;
-    t->added = st_malloc((size_t)(n_added ? n_added : 1) * sizeof *t->added);
-    t->added_special = st_malloc((size_t)(n_added ? n_added : 1));
-    if (!t->added || !t->added_special) TOK_ERR("%s: out of memory", path);
-    for (int i = 0; i < n; i++)
-        if ((t->type[i] == TOKEN_TYPE_CONTROL || t->type[i] == TOKEN_TYPE_USER_DEFINED) && t->len[i] > 0 && !respelled[i])
-            t->added[t->n_added++] = i;
-    g_sort_ctx = t;
-    qsort(t->added, (size_t)t->n_added, sizeof *t->added, added_cmp);
-    g_sort_ctx = NULL;
-    for (int i = 0; i < t->n_added; i++) t->added_special[i] = t->type[t->added[i]] == TOKEN_TYPE_CONTROL;
-    for (int b = 0, k = 0; b <= 256; b++) {
-        while (k < t->n_added && (uint8_t)t->blob[t->off[t->added[k]]] < b) k++;
-        t->added_bucket[b] = k;
+        if ((t->type[i] == TOKEN_TYPE_CONTROL || t->type[i] == TOKEN_TYPE_USER_DEFINED) && t->len[i] > 0 && !respelled[i]) {
+            t->added_kind[i] = t->type[i] == TOKEN_TYPE_CONTROL ? 2 : 1;
+            t->n_added++;
+        }
+    t->added_index.mask = pow2_at_least((uint64_t)t->n_added * 2) - 1;
+    t->added_index.slots = st_calloc((size_t)t->added_index.mask + 1, sizeof *t->added_index.slots);
+    /* (first byte, length) of every added token, sorted by byte then length descending */
+    lens = st_malloc((size_t)(t->n_added ? t->n_added : 1) * sizeof *lens);
+    t->added_lens = st_malloc((size_t)(t->n_added ? t->n_added : 1) * sizeof *t->added_lens);
+    if (!t->added_index.slots || !lens || !t->added_lens) { st_free(lens); TOK_ERR("%s: out of memory", path); }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!t->added_kind[i]) continue;
+        tok_hash_insert(t, &t->added_index, i);
+        lens[k++] = (uint32_t)(uint8_t)t->blob[t->off[i]] << 24 | (t->len[i] > 0xffffff ? 0xffffff : t->len[i]);
     }
+    qsort(lens, (size_t)k, sizeof *lens, cmp_key_desc_len);
+    int nl = 0;
+    for (int b = 0, j = 0; b < 256; b++) {
+        t->added_bucket[b] = nl;
+        uint32_t last = 0;
+        for (; j < k && (lens[j] >> 24) == (uint32_t)b; j++) {
+            uint32_t l = lens[j] & 0xffffff;
+            if (l != last) t->added_lens[nl++] = l;
+            last = l;
+        }
+    }
+    t->added_bucket[256] = nl;
+    st_free(lens);
     st_free(respelled);
     *out = t;
     return 0;
@@ -405,19 +416,22 @@ fail:
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     st_free(t->blob); st_free(t->off); st_free(t->len); st_free(t->type); st_free(t->scores);
-    st_free(t->vocab.slots); st_free(t->merges); st_free(t->added); st_free(t->added_special);
+    st_free(t->vocab.slots); st_free(t->merges); st_free(t->added_index.slots); st_free(t->added_kind);
+    st_free(t->added_lens);
     st_free(t->eog);
     st_free(t);
 }
 
 /* ---- encode -------------------------------------------------------------------------- */
 
-/* Longest added token starting at s[0..n); -1 if none. */
+/* Longest added token starting at s[0..n) (leftmost-longest, as the reference matches added
+ * tokens); -1 if none. */
 static int32_t match_added(const tokenizer *t, const uint8_t *s, size_t n, int parse_special) {
     for (int k = t->added_bucket[s[0]]; k < t->added_bucket[s[0] + 1]; k++) {
-        int32_t id = t->added[k];
-        if (t->added_special[k] && !parse_special) continue;
-        if (t->len[id] <= n && !memcmp(t->blob + t->off[id], s, t->len[id])) return id;  /* longest first */
+        uint32_t l = t->added_lens[k];
+        if (l > n) continue;
+        int32_t id = tok_hash_find(t, &t->added_index, s, l);
+        if (id >= 0 && (parse_special || t->added_kind[id] == 1)) return id;
     }
     return -1;
 }
