@@ -514,6 +514,92 @@ static void test_validation(void) {
     free(buf);
 }
 
+/* Every allocation of load and encode failing in turn: an error, never a crash or a leak
+ * (ASan in `make test-asan` sees leaks). */
+static void test_alloc_failures(void) {
+    void *buf = NULL;
+    gguf_file *f = vocab_only(g_file, NULL, NULL, &buf);
+    if (!f) { CHECK(0); return; }
+    int load_fail = 0, load_ok_at = -1, enc_fail = 0, enc_ok_at = -1;
+    char err[256];
+    for (int k = 1; k < 200 && load_ok_at < 0; k++) {
+        tokenizer *t = NULL;
+        st_alloc_fail_after(k);
+        int r = tokenizer_load_gguf(f, &t, err, sizeof err);
+        st_alloc_fail_after(0);
+        if (r == 0) { load_ok_at = k; tokenizer_free(t); }
+        else { load_fail += t == NULL && strstr(err, "out of memory") != NULL; }
+    }
+    CHECKF(load_ok_at > 5 && load_fail == load_ok_at - 1, "load: %d failures reported of %d, ok from %d",
+           load_fail, load_ok_at - 1, load_ok_at);
+    const char *text = "<|im_start|>user\nHello, world! 12345 caf\xc3\xa9<|im_end|>";
+    for (int k = 1; k < 200 && enc_ok_at < 0; k++) {
+        st_alloc_fail_after(k);
+        int n = tokenizer_encode(g_tok, text, strlen(text), 1, 1, NULL, 0);
+        st_alloc_fail_after(0);
+        if (n > 0) enc_ok_at = k; else enc_fail += n == -1;
+    }
+    CHECKF(enc_ok_at > 1 && enc_fail == enc_ok_at - 1, "encode: %d of %d failures gave -1", enc_fail, enc_ok_at - 1);
+    gguf_close(f);
+    free(buf);
+}
+
+/* Random byte changes in a small vocabulary file: whatever the reader accepts, load either
+ * fails with a message or gives a tokenizer that encodes and decodes arbitrary bytes. */
+static void test_mutated_vocab(void) {
+    static const char *toks[] = { "<s>", "</s>", "a", "b", "ab", "\xc4\xa0", "c", "\xc4\xa0" "c", "<|im_end|>", "<0x41>" };
+    int32_t types[10] = { 3, 3, 1, 1, 1, 1, 1, 1, 3, 6 };
+    float scores[10] = { 0, 0, -1, -2, -3, -4, -5, -6, 0, 0 };
+    static const char *merges[] = { "a b", "\xc4\xa0 c", "ab c" };
+    uint64_t x = 12345;
+    int loaded = 0, rejected = 0;
+    for (int it = 0; it < 600; it++) {
+        gguf_writer *w = gguf_writer_new();
+        gguf_writer_add_str(w, "tokenizer.ggml.model", it % 2 ? "gpt2" : "llama");
+        gguf_writer_add_arr(w, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, toks, 10);
+        gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, 10);
+        gguf_writer_add_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, 10);
+        gguf_writer_add_arr(w, "tokenizer.ggml.merges", GGUF_TYPE_STRING, merges, 3);
+        gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", 0);
+        gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", 8);
+        void *buf = NULL;
+        size_t n;
+        char err[256];
+        if (gguf_writer_write_memory(w, &buf, &n, err, sizeof err)) { gguf_writer_free(w); CHECK(0); return; }
+        gguf_writer_free(w);
+        /* flip 1..4 bytes after the header */
+        int flips = 1 + (int)(x % 4);
+        for (int k = 0; k < flips; k++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            ((uint8_t *)buf)[24 + x % (n - 24)] ^= (uint8_t)(1u << (x >> 40) % 8);
+        }
+        gguf_file *f = NULL;
+        tokenizer *t = NULL;
+        if (gguf_open_memory(buf, n, "mutated.gguf", &f, err, sizeof err) == 0) {
+            if (tokenizer_load_gguf(f, &t, err, sizeof err) == 0) {
+                loaded++;
+                char text[64];
+                for (int i = 0; i < 64; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; text[i] = "ab c<s>|\xc4\xa0\xff"[x % 12]; }
+                int32_t ids[128];
+                int m = tokenizer_encode(t, text, sizeof text, 1, 1, ids, 128);
+                char out[4096];
+                if (m >= 0) tokenizer_decode(t, ids, m < 128 ? m : 128, out, sizeof out);
+                detok_state d;
+                detok_init(&d);
+                for (int i = 0; i < m && i < 128; i++) detok_push(t, &d, ids[i], out, sizeof out);
+                tokenizer_free(t);
+            } else {
+                rejected++;
+                CHECKF(strstr(err, "mutated.gguf") != NULL, "message names the file: %s", err);
+            }
+            gguf_close(f);
+        }
+        free(buf);
+    }
+    fprintf(stderr, "  mutated vocabularies: %d loaded, %d rejected by the tokenizer\n", loaded, rejected);
+    CHECK(loaded > 0);
+}
+
 static void test_speed(void) {
     /* a long prompt: ~5000 tokens of mixed prose, code and numbers */
     const char *para = "The history of natural language processing generally started in the 1950s. "
@@ -545,7 +631,7 @@ static void test_speed(void) {
     double dt = now_seconds() - t0;
     fprintf(stderr, "  100 KB word + 100 KB of spaces: %d + %d tokens in %.1f ms\n", n1, n2, dt * 1e3);
     CHECK(n1 > 0 && n2 > 0 && n1 < (int)big && n2 < (int)big);
-    CHECKF(dt < 1.0, "%.1f ms", dt * 1e3);
+    CHECKF(dt < 2.0, "%.1f ms", dt * 1e3);
     free(w);
     free(text);
     free(ids);
@@ -714,6 +800,8 @@ int main(void) {
     RUN(test_round_trip);
     RUN(test_streaming_decode);
     RUN(test_validation);
+    RUN(test_alloc_failures);
+    RUN(test_mutated_vocab);
     RUN(test_speed);
     RUN(test_cli);
     /* Gemma 3: STRATA_GEMMA_MODEL, else gemma-3-270m-q4_k_m.gguf beside STRATA_MODEL (the cache
