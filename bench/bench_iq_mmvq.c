@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "quant/quant.h"
 #include "cpu/matvec.h"
 #include "cpu/threadpool.h"
@@ -39,6 +40,13 @@ static void bw_worker(void *ctx, int ith, int nth) {
     j->out[ith] = (uint64_t)_mm256_extract_epi64(a, 0);
 }
 
+/* CPU time of the calling thread: with THREADS = 1 the caller does all the work, so this
+ * is unaffected by time the scheduler gives to other processes on a shared machine. */
+static double thread_cpu_seconds(void) {
+    struct timespec ts; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmpd(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
 
 static double read_bandwidth(threadpool *tp) {
@@ -59,7 +67,7 @@ int main(int argc, char **argv) {
     threadpool *tp = threadpool_create(nth);
     double bw = read_bandwidth(tp);
     printf("threads %d, measured read bandwidth %.2f GB/s\n", nth, bw);
-    printf("%-8s %6s %6s %4s %10s %8s %7s %8s %s\n", "type", "n_in", "n_out", "T", "median_us", "GB/s", "%bw", "min_us", "fnv1a");
+    printf("%-8s %6s %6s %4s %10s %8s %7s %8s %11s %s\n", "type", "n_in", "n_out", "T", "median_us", "GB/s", "%bw", "min_us", "cpu_med_us", "fnv1a");
     static const int types[] = {TYPE_IQ1_S, TYPE_IQ1_M, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ4_NL, TYPE_IQ4_XS};
     static const int64_t shapes[][2] = {{4096, 4096}, {4096, 14336}};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -84,19 +92,21 @@ int main(int argc, char **argv) {
             float *x = malloc(sizeof(float) * (size_t)n_in * 8), *y = malloc(sizeof(float) * (size_t)n_out * 8);
             for (int64_t i = 0; i < n_in * 8; i++) x[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
             for (int T = 1; T <= 8; T += 7) {
-                double *t = malloc(sizeof(double) * (size_t)iters);
+                double *t = malloc(sizeof(double) * (size_t)iters), *tc = malloc(sizeof(double) * (size_t)iters);
                 for (int w = 0; w < 3; w++) matvec_with(tp, W, types[ti], n_in, n_out, x, T, y, MATVEC_DEFAULT, MATVEC_KERNEL_AVX2);
                 for (int k = 0; k < iters; k++) {
-                    double t0 = now_seconds();
+                    double t0 = now_seconds(), c0 = thread_cpu_seconds();
                     if (matvec_with(tp, W, types[ti], n_in, n_out, x, T, y, MATVEC_DEFAULT, MATVEC_KERNEL_AVX2)) { fprintf(stderr, "matvec failed\n"); return 1; }
                     t[k] = now_seconds() - t0;
+                    tc[k] = thread_cpu_seconds() - c0;
                 }
                 qsort(t, (size_t)iters, sizeof t[0], cmpd);
+                qsort(tc, (size_t)iters, sizeof tc[0], cmpd);
                 double med = t[iters / 2], gbs = (double)bytes / med / 1e9;
-                printf("%-8s %6lld %6lld %4d %10.1f %8.2f %6.0f%% %8.1f %016llx\n", quant_type_name(types[ti]), (long long)n_in,
-                       (long long)n_out, T, med * 1e6, gbs, 100 * gbs / bw, t[0] * 1e6,
+                printf("%-8s %6lld %6lld %4d %10.1f %8.2f %6.0f%% %8.1f %11.1f %016llx\n", quant_type_name(types[ti]), (long long)n_in,
+                       (long long)n_out, T, med * 1e6, gbs, 100 * gbs / bw, t[0] * 1e6, tc[iters / 2] * 1e6,
                        (unsigned long long)fnv1a64(y, sizeof(float) * (size_t)n_out * (size_t)T));
-                free(t);
+                free(t); free(tc);
             }
             free(W); free(x); free(y);
         }
