@@ -6,6 +6,7 @@
 #include <string.h>
 #include "model/backend.h"
 #include "cpu/matvec.h"
+#include "cpu/moe.h"
 #include "cpu/threadpool.h"
 #include "quant/quant.h"
 #include "core/util.h"
@@ -57,7 +58,8 @@ static void cpu_matvec(backend *be, const weight *W, const float *x, int T, floa
            CB(be)->exact ? MATVEC_EXACT : MATVEC_DEFAULT);
 }
 
-/* ---- rope (adjacent pairs: llama's GGUF layout) --------------------------------------- */
+/* ---- rope: pair i of a head is (2i, 2i+1) in llama's GGUF layout, (i, i + n_rot/2) in the
+ * NEOX layout (hparams.rope_neox: qwen3moe, gemma3); both rotate by angle pos * base^(-2i/n_rot) -- */
 static void cpu_rope(backend *be, float *x, int T, int n_heads, int head_dim, int n_rot, int pos0, float base,
                      float scale) {
     cpu_be *c = CB(be);
@@ -67,16 +69,18 @@ static void cpu_rope(backend *be, float *x, int T, int n_heads, int head_dim, in
         for (int i = 0; i < n_rot / 2 && i < 512; i++) local[i] = (float)(1.0 / pow((double)base, (2.0 * i) / n_rot));
         inv = local;
     }
+    const int neox = c->hp.rope_neox;
     for (int t = 0; t < T; t++) {
         float p = (float)(pos0 + t) / scale;
         for (int i = 0; i < n_rot / 2; i++) {
             float ang = p * inv[i];
             float cs = cosf(ang), sn = sinf(ang);
+            int ia = neox ? i : 2 * i, ib = neox ? i + n_rot / 2 : 2 * i + 1;
             for (int h = 0; h < n_heads; h++) {
-                float *v = x + ((size_t)t * n_heads + h) * head_dim + 2 * i;
-                float a = v[0], b = v[1];
-                v[0] = a * cs - b * sn;
-                v[1] = a * sn + b * cs;
+                float *v = x + ((size_t)t * n_heads + h) * head_dim;
+                float a = v[ia], b = v[ib];
+                v[ia] = a * cs - b * sn;
+                v[ib] = a * sn + b * cs;
             }
         }
     }
@@ -158,8 +162,16 @@ static void cpu_add(backend *be, float *x, const float *y, int n) {
     for (int i = 0; i < n; i++) x[i] += y[i];
 }
 
+/* ---- Mixture-of-Experts FFN: router + grouped expert kernels (src/cpu/moe.c) ---------------- */
+static void cpu_moe_ffn(backend *be, const layer_weights *L, int k, const float *x, int T, float *out) {
+    cpu_be *c = CB(be);
+    if (moe_ffn(c->tp, L, k, x, T, out, c->exact ? MATVEC_EXACT : MATVEC_DEFAULT, MATVEC_KERNEL_AUTO, MOE_AUTO,
+                NULL, NULL) != 0)
+        for (size_t i = 0; i < (size_t)T * (size_t)L->gate_inp.n_in; i++) out[i] = NAN;   /* visible, never silent */
+}
+
 static const backend_ops cpu_ops = {
-    "cpu", cpu_embed, cpu_rmsnorm, cpu_matvec, cpu_rope, cpu_attention, cpu_swiglu, cpu_add,
+    "cpu", cpu_embed, cpu_rmsnorm, cpu_matvec, cpu_rope, cpu_attention, cpu_swiglu, cpu_add, cpu_moe_ffn,
 };
 
 backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char *err, size_t errlen) {

@@ -209,6 +209,9 @@ int model_bind(const gguf_file *f, hparams *hp, model_weights *w, char *err, siz
             get_u32_key(f, a, "expert_used_count", 1, 0, 1, (uint32_t)hp->n_experts, &hp->n_experts_used, err, errlen) ||
             get_u32_key(f, a, "expert_feed_forward_length", 1, 0, 1, 1 << 20, &hp->n_ff_exp, err, errlen))
             return -1;
+        /* Qwen3's Q/K rows are stored in HF order (the converter permutes only llama), so RoPE
+         * rotates the halves of each head (NEOX style), as transformers' rotate_half. */
+        hp->rope_neox = 1;
     }
     if (ad->id == ARCH_GEMMA3) {
         if (get_u32_key(f, a, "attention.sliding_window", 0, 512, 1, 1 << 24, &hp->sliding_window, err, errlen) ||

@@ -29,6 +29,11 @@ typedef struct backend_ops {
     void (*swiglu)(backend *be, const float *gate, const float *up, float *out, int n);
     /* x[i] += y[i] */
     void (*add)(backend *be, float *x, const float *y, int n);
+    /* Mixture-of-Experts FFN (qwen3moe): out[t][n_embd] = sum over the k experts the router
+     * picks for x[t] (softmax, top-k, renormalized) of weight * down(silu(gate x) * up x),
+     * summed in rank order. x: normed input [T][n_embd]; out must not alias x. NULL: the
+     * backend has no MoE (forward refuses MoE models). src/cpu/moe.h has the formulas. */
+    void (*moe_ffn)(backend *be, const layer_weights *L, int k, const float *x, int T, float *out);
 } backend_ops;
 
 struct backend {

@@ -20,7 +20,17 @@ int fwd_init(fwd_state *s, const hparams *hp, const model_weights *w, backend *b
     s->hb = st_malloc(T * (F ? F : 1) * sizeof(float));
     s->hb2 = st_malloc(T * (F ? F : 1) * sizeof(float));
     s->logits = st_malloc(T * (size_t)hp->n_vocab * sizeof(float));
-    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->logits) {
+    if (hp->n_experts > 0) {
+        if (!be->ops->moe_ffn) {
+            snprintf(err, errlen, "the %s backend has no Mixture-of-Experts FFN (%s model): use the CPU", be->ops->name,
+                     arch_name(hp->arch));
+            fwd_free(s);
+            return -1;
+        }
+        s->moe_out = st_malloc(T * E * sizeof(float));
+    }
+    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->logits ||
+        (hp->n_experts > 0 && !s->moe_out)) {
         snprintf(err, errlen, "out of memory allocating activations");
         fwd_free(s);
         return -1;
@@ -30,7 +40,7 @@ int fwd_init(fwd_state *s, const hparams *hp, const model_weights *w, backend *b
 
 void fwd_free(fwd_state *s) {
     st_free(s->x); st_free(s->xb); st_free(s->q); st_free(s->k); st_free(s->v);
-    st_free(s->att); st_free(s->hb); st_free(s->hb2); st_free(s->logits);
+    st_free(s->att); st_free(s->hb); st_free(s->hb2); st_free(s->logits); st_free(s->moe_out);
     memset(s, 0, sizeof *s);
 }
 
@@ -66,12 +76,18 @@ int forward(fwd_state *s, const int32_t *ids, int T, int pos0, int logits_from) 
 
         /* ---- feed-forward block ---- */
         op->rmsnorm(be, s->x, &L->ffn_norm, s->xb, T, E, hp->rms_eps);
-        op->matvec(be, &L->gate, s->xb, T, s->hb);         /* hb[T][F]  */
-        op->matvec(be, &L->up, s->xb, T, s->hb2);          /* hb2[T][F] */
-        op->swiglu(be, s->hb, s->hb2, s->hb, T * hp->n_ff);
-        op->matvec(be, &L->down, s->hb, T, s->xb);         /* xb[T][E]  */
-        if (L->post_ffn_norm.data) op->rmsnorm(be, s->xb, &L->post_ffn_norm, s->xb, T, E, hp->rms_eps);
-        op->add(be, s->x, s->xb, T * E);
+        float *ffn_out = s->xb;                             /* [T][E] */
+        if (L->gate_inp.data) {                             /* Mixture-of-Experts: router + k experts */
+            op->moe_ffn(be, L, hp->n_experts_used, s->xb, T, s->moe_out);
+            ffn_out = s->moe_out;
+        } else {
+            op->matvec(be, &L->gate, s->xb, T, s->hb);         /* hb[T][F]  */
+            op->matvec(be, &L->up, s->xb, T, s->hb2);          /* hb2[T][F] */
+            op->swiglu(be, s->hb, s->hb2, s->hb, T * hp->n_ff);
+            op->matvec(be, &L->down, s->hb, T, s->xb);         /* xb[T][E]  */
+        }
+        if (L->post_ffn_norm.data) op->rmsnorm(be, ffn_out, &L->post_ffn_norm, ffn_out, T, E, hp->rms_eps);
+        op->add(be, s->x, ffn_out, T * E);
     }
 
     /* ---- output head for the requested tokens ---- */

@@ -16,6 +16,7 @@ typedef struct fwd_state {
     float *k, *v;    /* [T][n_kv_heads * head_dim] */
     float *att;      /* [T][n_heads * head_dim] attention output */
     float *hb, *hb2; /* [T][n_ff] */
+    float *moe_out;  /* [T][n_embd] Mixture-of-Experts FFN output (MoE models only) */
     float *logits;   /* [T][n_vocab] */
 } fwd_state;
 

@@ -37,6 +37,7 @@ typedef struct hparams {
     float attn_scale;            /* multiplier for q·k */
     float embd_scale;            /* gemma: sqrt(n_embd); else 1 */
     int norm_plus_one;           /* gemma: norm weights stored as (w - 1)? see arch notes */
+    int rope_neox;               /* RoPE pairs (i, i + n_rot/2) (qwen3moe, gemma3) instead of (2i, 2i+1) (llama's GGUF layout) */
 } hparams;
 
 typedef struct model_weights {

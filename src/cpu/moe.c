@@ -1,0 +1,352 @@
+/* Mixture-of-Experts FFN on the CPU: router, grouped expert kernels, per-token reference
+ * (src/cpu/moe.h has the formulas).
+ *
+ * Grouped layout (P = T*k pairs, sorted by expert, then token):
+ *   pair p       token pair_tok[p], rank pair_rank[p]; expert e owns pairs [g_start, g_start + g_n)
+ *   act_gu[p]    x[pair_tok[p]] quantized to the gate/up activation format (one row per pair,
+ *                so a group's columns are contiguous, as the matvec kernels want them)
+ *   gbuf[p][F]   gate rows, then h = silu(gate) * up in place        (F = expert ffn)
+ *   ubuf[p][F]   up rows
+ *   act_h[p]     h[p] quantized to the down activation format
+ *   ypair[p][E]  down_exps[e] h[p]
+ * Work items: (expert group, chunk of MOE_ROW_CHUNK output rows); a worker takes a
+ * contiguous range of items, so each expert row block is read once per pass. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include "moe.h"
+#include "kernels.h"
+#include "core/env.h"
+#include "core/util.h"
+#include "quant/ref.h"
+
+#define MOE_ROW_CHUNK 16
+
+/* ---- router ---------------------------------------------------------------------------- */
+void moe_route(const float *logits, int X, int k, int T, int32_t *sel, float *w) {
+    for (int t = 0; t < T; t++) {
+        const float *l = logits + (size_t)t * X;
+        int32_t *s = sel + (size_t)t * k;
+        float *wt = w + (size_t)t * k;
+        /* softmax over all experts, sums in expert order */
+        float mx = l[0];
+        for (int e = 1; e < X; e++)
+            if (l[e] > mx) mx = l[e];
+        float sum = 0.0f;
+        for (int e = 0; e < X; e++) sum += expf(l[e] - mx);
+        /* top-k by probability; a tie goes to the lower expert index (strict >) */
+        for (int r = 0; r < k; r++) {
+            int best = -1;
+            float bp = 0.0f;
+            for (int e = 0; e < X; e++) {
+                int taken = 0;
+                for (int q = 0; q < r; q++) taken |= s[q] == e;
+                if (taken) continue;
+                float p = expf(l[e] - mx) / sum;
+                if (best < 0 || p > bp) { best = e; bp = p; }
+            }
+            s[r] = best;
+            wt[r] = bp;
+        }
+        float ssel = 0.0f;
+        for (int r = 0; r < k; r++) ssel += wt[r];
+        for (int r = 0; r < k; r++) wt[r] = wt[r] / ssel;
+    }
+}
+
+/* ---- kernel choice (as matvec.c: STRATA_KERNEL, CPU features; resolved once) ------------- */
+static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
+static int kern_env_ref, kern_avx2;
+static int moe_env_variant;
+
+static void kern_init(void) {
+    kern_env_ref = !strcmp(env_str(ENV_KERNEL), "ref");
+    kern_avx2 = cpu_has_avx2_fma();
+    moe_env_variant = !strcmp(env_str(ENV_MOE), "per-token") ? MOE_PER_TOKEN : MOE_GROUPED;
+}
+
+static matvec_rows_fn pick_kernel(int type, matvec_kernel want) {
+    pthread_once(&kern_once, kern_init);
+    if (want == MATVEC_KERNEL_REF || (want == MATVEC_KERNEL_AUTO && kern_env_ref) || !kern_avx2) return NULL;
+    matvec_rows_fn fn = matvec_rows_avx2(type);
+    if (!fn) fn = matvec_rows_avx2_iq(type);
+    return fn;
+}
+
+/* ---- scratch: thread-local, grows, never shrinks (no allocation per token after warm-up) -- */
+typedef struct { void *p; size_t cap; } buf;
+static _Thread_local buf s_logits, s_sel, s_w, s_pairs, s_act_x, s_act_gu, s_gbuf, s_ubuf, s_act_h, s_ypair, s_rows;
+
+static void *buf_get(buf *b, size_t n) {
+    if (n <= b->cap) return b->p;
+    void *p = st_realloc(b->p, n);
+    if (!p) return NULL;
+    b->p = p; b->cap = n;
+    return p;
+}
+
+/* ---- one matrix slice times a group of columns ------------------------------------------------
+ * y[c * n_out + r] = W[r] . col c for r in [r0, r1), c < n. Default mode: act rows (stride
+ * bytes apart) through the kernel fn or the reference dot; exact mode: W rows dequantized to
+ * rowbuf and dotted with f32 columns xs[c] in the canonical order. */
+typedef struct {
+    const quant_traits *qt;
+    const char *W; size_t row_bytes; int64_t n_in, n_out;
+    matvec_rows_fn fn;
+} slice;
+
+static void slice_rows(const slice *s, const void *act, size_t stride, const float *const *xs, int n,
+                       float *y, int64_t r0, int64_t r1, float *rowbuf, int exact, int exact_avx2) {
+    if (exact) {
+        for (int64_t r = r0; r < r1; r++) {
+            s->qt->dequant_row(s->W + (size_t)r * s->row_bytes, rowbuf, s->n_in);
+            for (int c = 0; c < n; c++)
+                y[(size_t)c * (size_t)s->n_out + (size_t)r] = exact_avx2 ? f32_dot_canon_avx2(rowbuf, xs[c], s->n_in)
+                                                                         : f32_dot_canon_ref(rowbuf, xs[c], s->n_in);
+        }
+        return;
+    }
+    if (s->fn) { s->fn(s->W, s->row_bytes, s->n_in, act, stride, n, y, s->n_out, r0, r1); return; }
+    for (int64_t r = r0; r < r1; r++)
+        for (int c = 0; c < n; c++)
+            y[(size_t)c * (size_t)s->n_out + (size_t)r] =
+                s->qt->dot_ref(s->W + (size_t)r * s->row_bytes, (const char *)act + (size_t)c * stride, s->n_in);
+}
+
+static inline float silu_mul(float g, float u) { return (g / (1.0f + expf(-g))) * u; }
+
+/* ---- the grouped passes ------------------------------------------------------------------ */
+#define MOE_MAX_PAIRS 512     /* T (8) * k (64) */
+
+typedef struct {
+    /* shapes */
+    int64_t E, F;
+    int exact, exact_avx2;
+    slice gate, up, down;            /* expert 0's slices; expert e adds e * expert_bytes */
+    size_t gate_eb, up_eb, down_eb;  /* bytes per expert */
+    /* groups */
+    int n_groups;
+    int g_expert[MOE_MAX_PAIRS], g_start[MOE_MAX_PAIRS], g_n[MOE_MAX_PAIRS];
+    int pair_tok[MOE_MAX_PAIRS];
+    /* data */
+    const float *x;                  /* [T][E] f32 (exact mode) */
+    const float *hcols[MOE_MAX_PAIRS]; const float *xcols[MOE_MAX_PAIRS];
+    const void *act_gu; size_t gu_stride;   /* gate and up share one activation format here */
+    const void *act_up; size_t up_stride;
+    float *gbuf, *ubuf;
+    const void *act_h; size_t h_stride;
+    float *ypair;
+    float *rowbuf;                   /* per worker: max(E, F) floats (exact mode) */
+    int64_t rowbuf_n;
+    int pass;                        /* 0: gate/up, 1: down */
+    long n_items;
+    int chunks_per_group;
+} moe_job;
+
+static void moe_worker(void *ctx, int ith, int nth) {
+    moe_job *j = ctx;
+    long lo, hi;
+    threadpool_split(j->n_items, ith, nth, 1, &lo, &hi);
+    float *rowbuf = j->rowbuf ? j->rowbuf + (size_t)ith * (size_t)j->rowbuf_n : NULL;
+    int64_t n_out = j->pass == 0 ? j->F : j->E;
+    for (long it = lo; it < hi; it++) {
+        int g = (int)(it / j->chunks_per_group);
+        int64_t r0 = (it % j->chunks_per_group) * MOE_ROW_CHUNK, r1 = r0 + MOE_ROW_CHUNK;
+        if (r1 > n_out) r1 = n_out;
+        int e = j->g_expert[g], p0 = j->g_start[g], n = j->g_n[g];
+        if (j->pass == 0) {
+            slice sg = j->gate, su = j->up;
+            sg.W += (size_t)e * j->gate_eb;
+            su.W += (size_t)e * j->up_eb;
+            float *yg = j->gbuf + (size_t)p0 * (size_t)j->F, *yu = j->ubuf + (size_t)p0 * (size_t)j->F;
+            slice_rows(&sg, (const char *)j->act_gu + (size_t)p0 * j->gu_stride, j->gu_stride, j->xcols + p0, n, yg,
+                       r0, r1, rowbuf, j->exact, j->exact_avx2);
+            slice_rows(&su, (const char *)j->act_up + (size_t)p0 * j->up_stride, j->up_stride, j->xcols + p0, n, yu,
+                       r0, r1, rowbuf, j->exact, j->exact_avx2);
+            for (int c = 0; c < n; c++)
+                for (int64_t r = r0; r < r1; r++) {
+                    size_t i = (size_t)c * (size_t)j->F + (size_t)r;
+                    yg[i] = silu_mul(yg[i], yu[i]);
+                }
+        } else {
+            slice sd = j->down;
+            sd.W += (size_t)e * j->down_eb;
+            slice_rows(&sd, (const char *)j->act_h + (size_t)p0 * j->h_stride, j->h_stride, j->hcols + p0, n,
+                       j->ypair + (size_t)p0 * (size_t)j->E, r0, r1, rowbuf, j->exact, j->exact_avx2);
+        }
+    }
+}
+
+static int make_slice(const weight *w, matvec_kernel kernel, slice *s, size_t *expert_bytes) {
+    s->qt = quant_traits_get(w->type);
+    if (!s->qt || !w->data) return -1;
+    s->W = w->data;
+    s->row_bytes = quant_row_bytes(w->type, w->n_in);
+    if (!s->row_bytes) return -1;
+    s->n_in = w->n_in; s->n_out = w->n_out;
+    s->fn = pick_kernel(w->type, kernel);
+    *expert_bytes = s->row_bytes * (size_t)w->n_out;
+    return 0;
+}
+
+/* out[t] = sum over ranks in order of w * y (from 0.0f): the one combine both paths use. */
+static void combine(const float *ypair, const int *pair_of, const float *w, int T, int k, int64_t E, float *out) {
+    for (int t = 0; t < T; t++) {
+        float *o = out + (size_t)t * (size_t)E;
+        for (int64_t i = 0; i < E; i++) o[i] = 0.0f;
+        for (int r = 0; r < k; r++) {
+            const float *y = ypair + (size_t)pair_of[t * k + r] * (size_t)E;
+            float wr = w[t * k + r];
+            for (int64_t i = 0; i < E; i++) o[i] = o[i] + wr * y[i];
+        }
+    }
+}
+
+static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
+                       matvec_mode mode, matvec_kernel kernel, const int32_t *sel, const float *w) {
+    moe_job *j = buf_get(&s_pairs, sizeof(moe_job));
+    if (!j) return -1;
+    memset(j, 0, sizeof *j);
+    const int64_t E = L->gate_exps.n_in, F = L->gate_exps.n_out;
+    const int X = (int)L->gate_exps.n_expert, P = T * k;
+    j->E = E; j->F = F;
+    j->exact = mode == MATVEC_EXACT;
+    if (make_slice(&L->gate_exps, kernel, &j->gate, &j->gate_eb) || make_slice(&L->up_exps, kernel, &j->up, &j->up_eb) ||
+        make_slice(&L->down_exps, kernel, &j->down, &j->down_eb))
+        return -1;
+    j->exact_avx2 = j->exact && pick_kernel(TYPE_F32, kernel) != NULL;
+
+    /* group the pairs by expert (counting sort; tokens ascending within a group) */
+    int count[4096 + 1];
+    if (X > 4096) return -1;
+    memset(count, 0, sizeof(int) * (size_t)(X + 1));
+    for (int p = 0; p < P; p++) count[sel[p] + 1]++;
+    for (int e = 0; e < X; e++) count[e + 1] += count[e];
+    int pair_of[MOE_MAX_PAIRS];     /* (t, r) -> grouped position */
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < k; r++) {
+            int e = sel[t * k + r], pos = count[e]++;
+            pair_of[t * k + r] = pos;
+            j->pair_tok[pos] = t;
+        }
+    /* count[e] is now the end of group e; rebuild the group list */
+    for (int e = 0, start = 0; e < X; e++) {
+        if (count[e] > start) {
+            j->g_expert[j->n_groups] = e;
+            j->g_start[j->n_groups] = start;
+            j->g_n[j->n_groups] = count[e] - start;
+            j->n_groups++;
+        }
+        start = count[e] > start ? count[e] : start;
+    }
+
+    float *gbuf = buf_get(&s_gbuf, (size_t)P * (size_t)F * sizeof(float));
+    float *ubuf = buf_get(&s_ubuf, (size_t)P * (size_t)F * sizeof(float));
+    float *ypair = buf_get(&s_ypair, (size_t)P * (size_t)E * sizeof(float));
+    if (!gbuf || !ubuf || !ypair) return -1;
+    j->gbuf = gbuf; j->ubuf = ubuf; j->ypair = ypair; j->x = x;
+    int nth = threadpool_size(tp);
+    if (j->exact) {
+        j->rowbuf_n = E > F ? E : F;
+        j->rowbuf = buf_get(&s_rows, (size_t)nth * (size_t)j->rowbuf_n * sizeof(float));
+        if (!j->rowbuf) return -1;
+        for (int p = 0; p < P; p++) {
+            j->xcols[p] = x + (size_t)j->pair_tok[p] * (size_t)E;
+            j->hcols[p] = gbuf + (size_t)p * (size_t)F;
+        }
+    } else {
+        /* quantize each token once per format, then lay the rows out in pair order */
+        act_format ag = j->gate.qt->act, au = j->up.qt->act;
+        size_t sg = act_row_bytes(ag, E), su = act_row_bytes(au, E);
+        if (!sg || !su) return -1;
+        char *ax = buf_get(&s_act_x, (size_t)T * (sg + su));
+        char *agu = buf_get(&s_act_gu, (size_t)P * (sg + su));
+        if (!ax || !agu) return -1;
+        for (int t = 0; t < T; t++) {
+            act_quantize_row(ag, x + (size_t)t * (size_t)E, ax + (size_t)t * sg, E);
+            act_quantize_row(au, x + (size_t)t * (size_t)E, ax + (size_t)T * sg + (size_t)t * su, E);
+        }
+        for (int p = 0; p < P; p++) {
+            memcpy(agu + (size_t)p * sg, ax + (size_t)j->pair_tok[p] * sg, sg);
+            memcpy(agu + (size_t)P * sg + (size_t)p * su, ax + (size_t)T * sg + (size_t)j->pair_tok[p] * su, su);
+        }
+        j->act_gu = agu; j->gu_stride = sg;
+        j->act_up = agu + (size_t)P * sg; j->up_stride = su;
+    }
+
+    /* pass 1: gate and up row chunks back to back, SiLU*mul into gbuf */
+    j->pass = 0;
+    j->chunks_per_group = (int)((F + MOE_ROW_CHUNK - 1) / MOE_ROW_CHUNK);
+    j->n_items = (long)j->n_groups * j->chunks_per_group;
+    threadpool_run(tp, moe_worker, j);
+
+    /* pass 2: down over the pairs' h rows */
+    if (!j->exact) {
+        act_format ad = j->down.qt->act;
+        size_t sd = act_row_bytes(ad, F);
+        if (!sd) return -1;
+        char *ah = buf_get(&s_act_h, (size_t)P * sd);
+        if (!ah) return -1;
+        for (int p = 0; p < P; p++) act_quantize_row(ad, gbuf + (size_t)p * (size_t)F, ah + (size_t)p * sd, F);
+        j->act_h = ah; j->h_stride = sd;
+    }
+    j->pass = 1;
+    j->chunks_per_group = (int)((E + MOE_ROW_CHUNK - 1) / MOE_ROW_CHUNK);
+    j->n_items = (long)j->n_groups * j->chunks_per_group;
+    threadpool_run(tp, moe_worker, j);
+
+    combine(ypair, pair_of, w, T, k, E, out);
+    return 0;
+}
+
+/* The plain reference: every (token, rank) pair on its own through T = 1 matvecs. */
+static int moe_per_token(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
+                         matvec_mode mode, matvec_kernel kernel, const int32_t *sel, const float *w) {
+    const int64_t E = L->gate_exps.n_in, F = L->gate_exps.n_out;
+    const int P = T * k;
+    size_t gb = quant_row_bytes(L->gate_exps.type, E) * (size_t)F, ub = quant_row_bytes(L->up_exps.type, E) * (size_t)F;
+    size_t db = quant_row_bytes(L->down_exps.type, F) * (size_t)E;
+    if (!gb || !ub || !db) return -1;
+    float *g = buf_get(&s_gbuf, (size_t)F * sizeof(float));
+    float *u = buf_get(&s_ubuf, (size_t)F * sizeof(float));
+    float *ypair = buf_get(&s_ypair, (size_t)P * (size_t)E * sizeof(float));
+    if (!g || !u || !ypair) return -1;
+    int pair_of[MOE_MAX_PAIRS];
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < k; r++) {
+            int e = sel[t * k + r], p = t * k + r;
+            pair_of[p] = p;
+            const float *xt = x + (size_t)t * (size_t)E;
+            if (matvec_with(tp, (const char *)L->gate_exps.data + (size_t)e * gb, L->gate_exps.type, E, F, xt, 1, g, mode, kernel) ||
+                matvec_with(tp, (const char *)L->up_exps.data + (size_t)e * ub, L->up_exps.type, E, F, xt, 1, u, mode, kernel))
+                return -1;
+            for (int64_t i = 0; i < F; i++) g[i] = silu_mul(g[i], u[i]);
+            if (matvec_with(tp, (const char *)L->down_exps.data + (size_t)e * db, L->down_exps.type, F, E, g, 1,
+                            ypair + (size_t)p * (size_t)E, mode, kernel))
+                return -1;
+        }
+    combine(ypair, pair_of, w, T, k, E, out);
+    return 0;
+}
+
+int moe_ffn(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
+            matvec_mode mode, matvec_kernel kernel, moe_variant variant, int32_t *sel_out, float *w_out) {
+    const weight *R = &L->gate_inp;
+    const int X = (int)R->n_out;
+    if (T < 1 || T > MATVEC_MAX_COLS || k < 1 || k > X || T * k > MOE_MAX_PAIRS || !L->gate_exps.data ||
+        L->gate_exps.n_expert != X || L->up_exps.n_expert != X || L->down_exps.n_expert != X ||
+        L->gate_exps.n_in != R->n_in || L->down_exps.n_out != R->n_in || L->down_exps.n_in != L->gate_exps.n_out)
+        return -1;
+    pthread_once(&kern_once, kern_init);
+    if (variant == MOE_AUTO) variant = (moe_variant)moe_env_variant;
+    float *logits = buf_get(&s_logits, (size_t)T * (size_t)X * sizeof(float));
+    int32_t *sel = buf_get(&s_sel, (size_t)T * (size_t)k * sizeof(int32_t));
+    float *w = buf_get(&s_w, (size_t)T * (size_t)k * sizeof(float));
+    if (!logits || !sel || !w) return -1;
+    if (matvec_with(tp, R->data, R->type, R->n_in, X, x, T, logits, mode, kernel)) return -1;
+    moe_route(logits, X, k, T, sel, w);
+    if (sel_out) memcpy(sel_out, sel, (size_t)T * (size_t)k * sizeof(int32_t));
+    if (w_out) memcpy(w_out, w, (size_t)T * (size_t)k * sizeof(float));
+    return variant == MOE_PER_TOKEN ? moe_per_token(tp, L, k, x, T, out, mode, kernel, sel, w)
+                                    : moe_grouped(tp, L, k, x, T, out, mode, kernel, sel, w);
+}
