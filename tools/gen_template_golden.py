@@ -238,6 +238,20 @@ EXPR_CASES = [
     "{{ [1, [2, [3]]] }}|{{ 'a' in ['a'] }}|{{ l|map('string')|join }}|{{ 'A-B'.lower().split('-') }}|{{ s.split(', ')[1] }}|{{ (s ~ '!')[:-1] }}",
     "{{ -n }}|{{ +f }}|{{ -2 ** 2 }}|{{ (-2) ** 2 }}|{{ 2 * 3 + 4 }}|{{ 2 * (3 + 4) }}|{{ 10 - 2 - 3 }}|{{ 2 ** 3 ** 2 }}|{{ 1 ~ 2 ~ 3 }}|{{ 2 + 3 ~ 4 }}",
     "{{ 1 ~ 2 + 3 }}",
+    "{{ ['é', '\x01', '\u200b', 'tab\there', \"both'\\\"\"] }}|{{ namespace(a=1).a }}|{{ [1] == [1.0] }}|{{ {'a': 1} == {'a': 1} }}|{{ (1, 2) == [1, 2] }}",
+    "{{ 1e100 }}|{{ 123456789012345678.0 }}|{{ 0.0001 }}|{{ 0.00001234 }}|{{ -0.0 }}|{{ 7 // 2.0 }}|{{ -7 % 2.5 }}|{{ 1/3 }}|{{ 2/3 * 3 }}|{{ 100.0 * 1.1 }}",
+    "{{ 'abc'|center(9) }}|{{ none|string }}|{{ none|tojson }}|{{ true|tojson }}|{{ 'a\tb\x01\x7f'|tojson }}|{{ [[], {}, [{}]]|tojson(indent=2) }}|{{ 3.0|tojson }}|{{ 1e20|tojson }}",
+    "{{ l[5:0:-2] }}|{{ [1, 2, 3][1:-1] }}|{{ 'abcdef'[-100:100:2] }}|{{ 'ab' * -1 }}|{{ 5 is divisibleby(3) }}|{{ 'Ab' is upper }}|{{ 'AB' is upper }}|{{ 'ab1' is lower }}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(b=2) }}",
+    "{% macro f(a, b) %}{{ a }}-{{ b }}-{{ varargs }}-{{ kwargs }}{% endmacro %}{{ f(1) }}|{% macro g() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ g(1, 2, x=3) }}",
+    "{{ [3, 'a']|sort }}",
+    "{% for m in people %}{{ m.name }}{{ ', ' if not loop.last }}{% endfor %}|{{ people|selectattr('age', 'gt', 30)|map(attribute='name')|join(',') }}|{{ people|map(attribute='age')|max }}|{{ people|sum(attribute='age') }}",
+    "{{ s.split(',')|map('trim')|list }}|{{ 'a.b.c'.split('.')[-1] }}|{{ '<tool_call>x</tool_call>'.split('<tool_call>')[1].split('</tool_call>')[0] }}|{{ 'x'.join(['1', '2', '3']) }}",
+    "{%- set content = '<think>\nreasoning\n</think>\n\nanswer' -%}{{ content.split('</think>')[-1].lstrip('\n') }}|{{ content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') }}",
+    "{{ d['a'][1] }}|{{ d.a.1 }}|{{ d['missing'] is defined }}|{{ (d.missing or 'fb') }}|{{ none is not none }}|{{ l|length > 2 }}|{{ (l|length) > 2 and l[0] == 3 }}",
+    "{{ 'Hello' ~ ' ' ~ 'World' | upper }}|{{ ('Hello' ~ ' world') | upper }}|{{ -1 | abs }}|{{ - 1 | abs }}|{{ not true == false }}",
+    "{% set x %}{% for i in range(3) %}{{ i }}{% endfor %}{% endset %}{{ x|length }}|{% set y | upper %}abc{% endset %}{{ y }}",
 ]
 
 

@@ -350,7 +350,11 @@ static jv call_macro(jctx *c, jmacro *m, jv *args, int nargs, const char **kw, j
     jstep(c, 1);
     jscope *sc = jscope_new(c, m->closure);
     jv varargs = jv_list_new(c, 0), kwargs = jv_dict_new(c, 0);
+    varargs.flags |= JV_F_TUPLE;
     int np = def->n_kw;
+    const char *mname = m->name ? m->name : "caller";
+    if (nargs > np && !(def->recursive & JMACRO_USES_VARARGS))
+        jfail(c, "macro '%s' takes not more than %d argument(s)", mname, np);
     char *given = ja_alloc(c, (size_t)np + 1);
     memset(given, 0, (size_t)np + 1);
     for (int i = 0; i < nargs; i++) {
@@ -366,7 +370,10 @@ static jv call_macro(jctx *c, jmacro *m, jv *args, int nargs, const char **kw, j
                 if (given[i]) jfail(c, "macro '%s' got multiple values for argument '%s'", m->name ? m->name : "caller", kw[k]);
                 jscope_set(c, sc, def->kw[i], kwv[k]); given[i] = 1; found = 1;
             }
-        if (!found) jdict_set(c, kwargs.u.d, jv_cstr(c, kw[k]), kwv[k]);
+        if (!found) {
+            if (!(def->recursive & JMACRO_USES_KWARGS)) jfail(c, "macro '%s' takes no keyword argument '%s'", mname, kw[k]);
+            jdict_set(c, kwargs.u.d, jv_cstr(c, kw[k]), kwv[k]);
+        }
     }
     for (int i = 0; i < np; i++) {
         if (given[i]) continue;

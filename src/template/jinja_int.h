@@ -86,6 +86,9 @@ typedef enum {
     OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_NOTIN
 } jop;
 
+#define JMACRO_USES_VARARGS 1
+#define JMACRO_USES_KWARGS 2
+
 typedef struct jnode {
     int kind, line;
     int op;                    /* jop; E_TEST: 1 = negated; E_CMP: see ops */
@@ -96,7 +99,7 @@ typedef struct jnode {
     const char **kw; struct jnode **kwv; int n_kw; /* keyword args; macro params + defaults */
     struct jnode *body, *else_body;        /* N_FOR, N_MACRO, N_CALLBLOCK, ... */
     int *ops;                  /* E_CMP: n_items-1 operators */
-    int recursive;             /* N_FOR */
+    int recursive;             /* N_FOR: recursive loop; N_MACRO/N_CALLBLOCK: JMACRO_USES_* bits */
 } jnode;
 
 /* ---- tokens -------------------------------------------------------------------------- */

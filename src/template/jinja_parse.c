@@ -6,7 +6,10 @@
 #include "template/jinja_int.h"
 #include <string.h>
 
-typedef struct { jctx *c; int soft; int loop_depth; } parser;
+/* cur_macro: innermost macro/call block being parsed; its `recursive` field collects
+ * JMACRO_USES_* bits for the names varargs/kwargs it references (jinja2 only accepts extra
+ * arguments when the body uses them). */
+typedef struct { jctx *c; int soft; int loop_depth; jnode *cur_macro; } parser;
 
 static jtok *cur(parser *P) { return &P->c->toks[P->c->pos]; }
 static jtok *peek(parser *P, int k) {
@@ -227,7 +230,11 @@ static jnode *parse_primary(parser *P) {
         if (tok_is(t, T_NAME, "true") || tok_is(t, T_NAME, "True")) n = const_node(P, jv_bool(1));
         else if (tok_is(t, T_NAME, "false") || tok_is(t, T_NAME, "False")) n = const_node(P, jv_bool(0));
         else if (tok_is(t, T_NAME, "none") || tok_is(t, T_NAME, "None")) n = const_node(P, jv_none());
-        else { n = mk(P, E_NAME); n->name = ja_strndup(P->c, t->s, t->n); }
+        else {
+            n = mk(P, E_NAME); n->name = ja_strndup(P->c, t->s, t->n);
+            if (P->cur_macro && !strcmp(n->name, "varargs")) P->cur_macro->recursive |= JMACRO_USES_VARARGS;
+            if (P->cur_macro && !strcmp(n->name, "kwargs")) P->cur_macro->recursive |= JMACRO_USES_KWARGS;
+        }
         adv(P);
     } else if (t->type == T_STRING) {
         jbuf b = {0};
@@ -544,9 +551,10 @@ static jnode *parse_statement(parser *P) {
         expect_block_end(P);
         P->soft = 0;
         int ld = P->loop_depth; P->loop_depth = 0;
+        jnode *outer = P->cur_macro; P->cur_macro = n;
         static const char *const e[] = { "endmacro", NULL };
         n->body = subparse(P, e);
-        P->loop_depth = ld;
+        P->loop_depth = ld; P->cur_macro = outer;
         expect_name(P, "endmacro");
         if (cur(P)->type == T_NAME) adv(P);
     } else if (is_name(P, "call")) {
@@ -558,9 +566,10 @@ static jnode *parse_statement(parser *P) {
         expect_block_end(P);
         P->soft = 0;
         int ld = P->loop_depth; P->loop_depth = 0;
+        jnode *outer = P->cur_macro; P->cur_macro = n;
         static const char *const e[] = { "endcall", NULL };
         n->body = subparse(P, e);
-        P->loop_depth = ld;
+        P->loop_depth = ld; P->cur_macro = outer;
         expect_name(P, "endcall");
     } else if (is_name(P, "filter")) {
         adv(P);
