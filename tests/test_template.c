@@ -7,6 +7,7 @@
 #include "test.h"
 #include "template/jinja.h"
 #include "core/util.h"
+#include "gguf/gguf.h"
 #include <jansson.h>
 #include <dirent.h>
 
@@ -218,6 +219,48 @@ static void test_semantics(void) {
     }
 }
 
+/* ---- 4. the model's own template and `strata template` ------------------------------------ */
+static void test_model_and_cli(void) {
+    const char *model = getenv("STRATA_MODEL"), *build = getenv("BUILD");
+    char path[1400], err[512];
+    snprintf(path, sizeof path, "%s/templates/smollm2.jinja", data_dir);
+    char *want_src = slurp(path);
+    CHECK(want_src != NULL);
+    if (!model || !want_src) { free(want_src); fprintf(stderr, "  (no STRATA_MODEL: GGUF template check skipped)\n"); return; }
+    gguf_file *g = NULL;
+    if (gguf_open(model, &g, err, sizeof err) != 0) { fprintf(stderr, "  %s\n", err); free(want_src); return; }
+    gguf_str s;
+    CHECK_EQ_INT(gguf_get_str(g, "tokenizer.chat_template", &s), 0);
+    CHECK(s.len == strlen(want_src) && !memcmp(s.ptr, want_src, s.len)); /* committed copy == the model's */
+    gguf_close(g);
+    /* the CLI renders the GGUF's template exactly as the golden output (no newline added) */
+    char bin[1100];
+    snprintf(bin, sizeof bin, "%s/strata", build ? build : "build");
+    FILE *probe = fopen(bin, "rb");
+    if (!probe) { fprintf(stderr, "  (no %s: CLI check skipped)\n", bin); free(want_src); return; }
+    fclose(probe);
+    snprintf(path, sizeof path, "%s/template_cases/expected/smollm2.json", data_dir);
+    json_t *exp = json_load_file(path, 0, NULL);
+    const char *convs[] = { "multi_turn", "non_ascii", "no_generation_prompt" };
+    for (int i = 0; i < 3; i++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "'%s' template '%s' --messages '%s/template_cases/conv/%s.json' --now 0", bin, model,
+                 data_dir, convs[i]);
+        FILE *p = popen(cmd, "r");
+        CHECK(p != NULL);
+        if (!p) continue;
+        char *got = calloc(1, 1 << 20);
+        size_t n = fread(got, 1, (1 << 20) - 1, p);
+        got[n] = 0;
+        CHECK_EQ_INT(pclose(p), 0);
+        const char *want = json_string_value(json_object_get(json_object_get(exp, convs[i]), "output"));
+        CHECKF(want && !strcmp(got, want), "strata template on %s x %s", model, convs[i]);
+        free(got);
+    }
+    json_decref(exp);
+    free(want_src);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     /* find tests/data from the repository root or next to this binary's source */
@@ -240,6 +283,7 @@ int main(int argc, char **argv) {
     RUN(test_semantics);
     RUN(test_expr_cases);
     RUN(test_golden_templates);
+    RUN(test_model_and_cli);
     json_decref(meta);
     TEST_DONE();
 }

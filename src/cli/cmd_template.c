@@ -57,7 +57,8 @@ static char *gguf_token_text(const gguf_file *g, const char *id_key) {
 static void usage(void) {
     fprintf(stderr,
         "usage: strata template TEMPLATE.jinja|MODEL.gguf --messages CONV.json [options]\n"
-        "  --messages FILE            JSON array of {role, content, ...} messages\n"
+        "  --messages FILE            JSON array of {role, content, ...} messages, or an object\n"
+        "                             {messages, tools, add_generation_prompt, vars}\n"
         "  --tools FILE               JSON array of tool definitions (the `tools` variable)\n"
         "  --add-generation-prompt    set add_generation_prompt = true\n"
         "  --var KEY=VALUE            extra variable; VALUE is JSON when it parses, else a string\n"
@@ -117,6 +118,29 @@ int cmd_template(int argc, char **argv) {
     } else if (!(tmpl = read_file(src_path, err, sizeof err))) { fprintf(stderr, "strata template: %s\n", err); goto done; }
     if (!(msgs = read_file(msgs_path, err, sizeof err))) { fprintf(stderr, "strata template: %s\n", err); goto done; }
     if (tools_path && !(tools = read_file(tools_path, err, sizeof err))) { fprintf(stderr, "strata template: %s\n", err); goto done; }
+    {   /* --messages may also be a conversation object {"messages", "tools", "add_generation_prompt",
+         * "vars"} (the format of tests/data/template_cases/conv/); command-line options win */
+        json_t *conv = json_loads(msgs, JSON_DECODE_ANY, NULL);
+        if (conv && json_is_object(conv) && json_is_array(json_object_get(conv, "messages"))) {
+            char *m = json_dumps(json_object_get(conv, "messages"), JSON_COMPACT | JSON_PRESERVE_ORDER);
+            json_t *tj = json_object_get(conv, "tools");
+            if (!tools && tj && !json_is_null(tj)) {
+                char *t = json_dumps(tj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                tools = t ? st_strdup(t) : NULL;
+                free(t);
+            }
+            if (!agp && json_is_true(json_object_get(conv, "add_generation_prompt"))) agp = 1;
+            json_t *cv = json_object_get(conv, "vars");
+            const char *k; json_t *v;
+            if (json_is_object(cv))
+                json_object_foreach(cv, k, v) if (!json_object_get(vars, k)) json_object_set(vars, k, v);
+            st_free(msgs);
+            msgs = m ? st_strdup(m) : NULL;
+            free(m);
+            if (!msgs) { json_decref(conv); goto done; }
+        }
+        json_decref(conv);
+    }
     if (json_object_size(vars)) extra = json_dumps(vars, JSON_COMPACT | JSON_PRESERVE_ORDER);
     out = jinja_render_chat_at(tmpl, msgs, tools, agp, bos_arg ? bos_arg : bos ? bos : "",
                                eos_arg ? eos_arg : eos ? eos : "", extra, now, err, sizeof err);
