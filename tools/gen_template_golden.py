@@ -177,6 +177,22 @@ CONVERSATIONS = {
         {"role": "user", "content": "line1\nline2\n\n"},
         {"role": "assistant", "content": "  ok  "},
         {"role": "user", "content": ""}], "add_generation_prompt": True},
+    "parallel_tool_calls": {"messages": [
+        SYS, {"role": "user", "content": "Weather in Paris and Rome, and search for gelato."},
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": {"location": "Paris"}}},
+            {"id": "call_b", "type": "function", "function": {"name": "get_weather", "arguments": {"location": "Rome", "unit": "celsius"}}},
+            {"id": "call_c", "type": "function", "function": {"name": "search", "arguments": {"query": "gelato", "max_results": 2}}}]},
+        {"role": "tool", "tool_call_id": "call_a", "name": "get_weather", "content": "18C"},
+        {"role": "tool", "tool_call_id": "call_b", "name": "get_weather", "content": "24C"},
+        {"role": "tool", "tool_call_id": "call_c", "name": "search", "content": "Gelato is Italian ice cream."},
+        {"role": "assistant", "content": "Paris 18C, Rome 24C. Gelato is Italian ice cream."},
+        {"role": "user", "content": "Thanks"}], "tools": [WEATHER_TOOL, SEARCH_TOOL], "add_generation_prompt": True},
+    "content_parts": {"messages": [
+        {"role": "system", "content": [{"type": "text", "text": "You describe things."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Describe a cat."}, {"type": "text", "text": "Briefly."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A small furry animal."}]},
+        {"role": "user", "content": [{"type": "text", "text": "And a dog?"}]}], "add_generation_prompt": True},
     "roles_not_alternating": {"messages": [U1, U2], "add_generation_prompt": True},
     "assistant_first": {"messages": [A1, U1], "add_generation_prompt": True},
 }
