@@ -1,0 +1,305 @@
+/* strata synth: deterministic bytes (any thread count, golden hashes), files other readers
+ * accept (python gguf's GGUFReader), files strata loads and runs, the tokenizer copied and
+ * padded, weight statistics, and errors that name the tensor and the option. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "test.h"
+#include "strata.h"
+#include "model/synth.h"
+#include "quant/quant.h"
+#include "core/util.h"
+
+static char tmpdir_path[256];
+static const char *model_path;   /* the default model (STRATA_MODEL), may be absent */
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][512];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", tmpdir_path, name);
+    return buf[i];
+}
+
+static void *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *b = malloc(sz > 0 ? (size_t)sz : 1);
+    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
+    fclose(f);
+    return b;
+}
+
+static uint64_t file_hash(const char *path, size_t *n) {
+    void *b = read_file(path, n);
+    uint64_t h = b ? fnv1a64(b, *n) : 0;
+    free(b);
+    return h;
+}
+
+/* small qwen3moe with every kind of weight generation: quantized K-quant / legacy formats,
+ * directly drawn IQ blocks, F32 router and norms */
+static void small_moe(synth_params *p) {
+    synth_default_params(p, ARCH_QWEN3MOE);
+    p->n_layers = 2; p->n_embd = 256; p->n_heads = 4; p->n_kv_heads = 2; p->head_dim = 64;
+    p->n_ff = 512; p->n_experts = 8; p->n_experts_used = 2; p->n_ff_exp = 256; p->n_vocab = 320; p->n_ctx = 128;
+    p->type_attn = TYPE_Q8_0; p->type_experts = TYPE_IQ3_XXS; p->type_output = TYPE_Q6_K; p->type_embd = TYPE_Q4_0;
+    p->tokenizer_path = "builtin";
+}
+
+static void test_gauss(void) {
+    double s = 0, ss = 0, mx = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        double z = synth_gauss(0x1234, (uint64_t)i);
+        s += z; ss += z * z;
+        if (fabs(z) > mx) mx = fabs(z);
+    }
+    double mean = s / n, sd = sqrt(ss / n - mean * mean);
+    CHECKF(fabs(mean) < 0.01 && fabs(sd - 1.0) < 0.01, "mean %g sd %g", mean, sd);
+    CHECKF(mx > 3.0 && mx <= 2 * 1.7320508 + 1e-6, "max |z| %g", mx);
+    CHECK(synth_gauss(1, 5) != synth_gauss(2, 5));    /* keyed */
+    CHECK(synth_gauss(1, 5) == synth_gauss(1, 5));
+}
+
+static void test_determinism(void) {
+    synth_params p;
+    small_moe(&p);
+    char err[512];
+    const char *a = tmp_path("a.gguf"), *b = tmp_path("b.gguf"), *c = tmp_path("c.gguf");
+    p.n_threads = 1;
+    CHECKF(synth_write(&p, a, err, sizeof err) == 0, "%s", err);
+    p.n_threads = 2;
+    CHECKF(synth_write(&p, b, err, sizeof err) == 0, "%s", err);
+    p.n_threads = 7;   /* more threads than rows of some tensors */
+    CHECKF(synth_write(&p, c, err, sizeof err) == 0, "%s", err);
+    size_t na = 0, nb = 0, nc = 0;
+    void *ba = read_file(a, &na), *bb = read_file(b, &nb), *bc = read_file(c, &nc);
+    CHECK(ba && bb && bc && na > 100000);
+    CHECKF(na == nb && nb == nc && !memcmp(ba, bb, na) && !memcmp(ba, bc, na), "-t 1, 2, 7 give different files");
+    int64_t want = synth_data_bytes(&p, err, sizeof err);
+    CHECKF(want > 0 && (size_t)want < na && na - (size_t)want < 64 * 1024, "data %lld of file %zu", (long long)want, na);
+    free(ba); free(bb); free(bc);
+    /* another seed changes the weights */
+    p.seed = 2;
+    CHECKF(synth_write(&p, b, err, sizeof err) == 0, "%s", err);
+    size_t n2;
+    uint64_t h1 = file_hash(a, &na), h2 = file_hash(b, &n2);
+    CHECK(na == n2 && h1 != h2);
+    /* golden: the same bytes on any machine. Formats whose generation is the library's own
+     * stable reference (F32, Q8_0, Q4_0, drawn IQ3_XXS/IQ2_XXS blocks) */
+    synth_params g;
+    small_moe(&g);
+    g.type_output = TYPE_Q8_0;
+    CHECKF(synth_write(&g, c, err, sizeof err) == 0, "%s", err);
+    uint64_t hg = file_hash(c, &nc);
+    fprintf(stderr, "golden file hash %016llx (%zu bytes)\n", (unsigned long long)hg, nc);
+    CHECKF(hg == 0xc8bc820c8f5d2b8dull, "synth bytes changed: %016llx (a change of the generator must be deliberate)",
+           (unsigned long long)hg);
+    unlink(a); unlink(b); unlink(c);
+}
+
+static void test_python_reader(void) {
+    if (system("python3 -c 'import gguf, numpy' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP GGUFReader check: python3 with gguf and numpy not found\n");
+        return;
+    }
+    /* (Q2_0 is strata's own format, id 42: other readers refuse it by design) */
+    static const int expert_types[] = { TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ1_M, TYPE_IQ4_XS, TYPE_IQ2_S, TYPE_Q2_K, TYPE_Q3_K };
+    for (size_t i = 0; i < sizeof expert_types / sizeof expert_types[0]; i++) {
+        if (!quant_traits_get(expert_types[i])) continue;
+        synth_params p;
+        small_moe(&p);
+        p.type_experts = expert_types[i];
+        p.n_layers = 1;
+        char err[512];
+        const char *path = tmp_path("py.gguf");
+        CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
+        /* every tensor: shape, and the std of its dequantized values (0.02 for matrices, norms 1) */
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd,
+                 "python3 -c \"\n"
+                 "import numpy as np\n"
+                 "from gguf import GGUFReader\n"
+                 "from gguf.quants import dequantize\n"
+                 "r = GGUFReader('%s')\n"
+                 "f = r.fields\n"
+                 "print('arch', bytes(f['general.architecture'].parts[-1]).decode())\n"
+                 "print('tokens', len(f['tokenizer.ggml.tokens'].data))\n"
+                 "print('experts', int(f['qwen3moe.expert_count'].parts[-1][0]))\n"
+                 "bad = []\n"
+                 "for t in r.tensors:\n"
+                 "    v = dequantize(t.data, t.tensor_type).astype(np.float64).ravel()\n"
+                 "    if 'norm' in t.name:\n"
+                 "        ok = np.all(v == 1.0)\n"
+                 "    else:\n"
+                 "        ok = 0.014 < v.std() < 0.026 and abs(v.mean()) < 0.004\n"
+                 "    if not ok: bad.append('%%s %%s std %%.4f mean %%.4f' %% (t.name, t.tensor_type.name, v.std(), v.mean()))\n"
+                 "print('tensors', len(r.tensors))\n"
+                 "print('shape_down', list(int(x) for x in r.tensors[[t.name for t in r.tensors].index('blk.0.ffn_down_exps.weight')].shape))\n"
+                 "print('bad', len(bad), bad[:3])\n"
+                 "\" 2>&1", path);
+        FILE *pp = popen(cmd, "r");
+        char out[8192] = "";
+        size_t got = pp ? fread(out, 1, sizeof out - 1, pp) : 0;
+        out[got] = 0;
+        if (pp) pclose(pp);
+        const char *type = quant_type_name(expert_types[i]);
+        CHECKF(strstr(out, "arch qwen3moe\n") != NULL, "%s: %s", type, out);
+        CHECKF(strstr(out, "tokens 320\n") != NULL, "%s: %s", type, out);
+        CHECKF(strstr(out, "experts 8\n") != NULL, "%s: %s", type, out);
+        CHECKF(strstr(out, "tensors 15\n") != NULL, "%s: %s", type, out);
+        CHECKF(strstr(out, "shape_down [256, 256, 8]") != NULL, "%s: %s", type, out);
+        CHECKF(strstr(out, "bad 0 []") != NULL, "%s: weights out of range: %s", type, out);
+        unlink(path);
+    }
+}
+
+static strata_model *load(const char *path) {
+    strata_model_params mp = strata_model_default_params();
+    mp.path = path; mp.n_threads = 2; mp.device = STRATA_DEVICE_CPU;
+    strata_model *m = NULL;
+    char err[512];
+    if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "load: %s\n", err); return NULL; }
+    return m;
+}
+
+/* strata loads and runs both architectures; llama greedy output is not one token forever */
+static void test_strata_loads(void) {
+    for (int arch = 0; arch < 2; arch++) {
+        synth_params p;
+        if (arch) small_moe(&p);
+        else {
+            synth_default_params(&p, ARCH_LLAMA);
+            p.n_layers = 2; p.n_embd = 128; p.n_ff = 256; p.n_heads = 4; p.n_kv_heads = 2; p.head_dim = 32;
+            p.n_vocab = 400; p.n_ctx = 128; p.tokenizer_path = "builtin";
+        }
+        char err[512];
+        const char *path = tmp_path("load.gguf");
+        CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
+        strata_model *m = load(path);
+        CHECK(m != NULL);
+        if (!m) continue;
+        strata_model_info info;
+        strata_model_get_info(m, &info);
+        CHECK_STR(info.arch, arch ? "qwen3moe" : "llama");
+        CHECK_EQ_INT(info.n_vocab, p.n_vocab);
+        CHECK_EQ_INT(info.n_layers, 2);
+        CHECK(strata_model_chat_template(m) != NULL);
+        int32_t ids[16];
+        int n = strata_tokenize(m, "hi <|im_start|>", 15, 0, 1, ids, 16);
+        CHECK_EQ_INT(n, 4);   /* 'h' 'i' ' ' and the special token */
+        if (n == 4) { CHECK_EQ_INT(ids[0], 'h'); CHECK_EQ_INT(ids[3], 257); }
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 64;
+        strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+        CHECK(s != NULL);
+        if (s) {
+            int32_t gen[24];
+            int ng = 0;
+            if (strata_session_eval(s, ids, 3) == 0)
+                for (; ng < 24; ng++) {
+                    gen[ng] = strata_session_sample(s);
+                    if (strata_session_eval(s, &gen[ng], 1)) break;
+                }
+            CHECK_EQ_INT(ng, 24);
+            int distinct = 0;
+            for (int i = 0; i < ng; i++) {
+                int seen = 0;
+                for (int j = 0; j < i; j++) seen |= gen[j] == gen[i];
+                distinct += !seen;
+            }
+            CHECKF(distinct >= 5, "%s: greedy output has %d distinct tokens in 24", info.arch, distinct);
+            const float *lg = strata_session_logits(s);
+            float lo = lg[0], hi = lg[0];
+            for (int i = 0; i < p.n_vocab; i++) { if (lg[i] < lo) lo = lg[i]; if (lg[i] > hi) hi = lg[i]; }
+            CHECKF(hi - lo > 0.5f && hi - lo < 100.0f, "%s: logit range %g", info.arch, hi - lo);
+            strata_session_free(s);
+        }
+        strata_model_free(m);
+        unlink(path);
+    }
+}
+
+/* --tokenizer: copied from the default model and padded to --vocab with UNUSED tokens */
+static void test_tokenizer_copy(void) {
+    if (!model_path || access(model_path, R_OK)) { fprintf(stderr, "SKIP tokenizer copy: no default model\n"); return; }
+    synth_params p;
+    small_moe(&p);
+    p.n_layers = 1;
+    p.tokenizer_path = model_path;
+    p.n_vocab = 49152 + 64;
+    char err[512];
+    const char *path = tmp_path("tok.gguf");
+    CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
+    strata_model *m = load(path), *ref = NULL;
+    strata_model_params mp = strata_model_default_params();
+    mp.path = model_path; mp.vocab_only = 1;
+    CHECK(strata_model_load(&mp, &ref, err, sizeof err) == 0);
+    CHECK(m != NULL);
+    if (m && ref) {
+        const char *text = "Hello, world! 12345 <|im_start|>user\nWie geht's?";
+        int32_t a[64], b[64];
+        int na = strata_tokenize(m, text, strlen(text), 1, 1, a, 64), nb = strata_tokenize(ref, text, strlen(text), 1, 1, b, 64);
+        CHECK(na > 5 && na == nb && !memcmp(a, b, sizeof(int32_t) * (size_t)na));
+        CHECK_EQ_INT(strata_n_vocab(m), 49152 + 64);
+        CHECK_EQ_INT(strata_token_eos(m), strata_token_eos(ref));
+        CHECK(strata_model_chat_template(m) && strata_model_chat_template(ref) &&
+              !strcmp(strata_model_chat_template(m), strata_model_chat_template(ref)));
+        size_t len;
+        const char *pad = strata_token_text(m, 49152 + 3, &len);
+        CHECK(pad && len == strlen("<|synth_pad_49155|>") && !memcmp(pad, "<|synth_pad_49155|>", len));
+    }
+    strata_model_free(m);
+    strata_model_free(ref);
+    /* a vocabulary smaller than the tokenizer's is refused with a message */
+    p.n_vocab = 1000;
+    CHECK(synth_write(&p, path, err, sizeof err) != 0);
+    CHECKF(strstr(err, "49152") && strstr(err, "--vocab"), "%s", err);
+    unlink(path);
+}
+
+static void test_errors(void) {
+    synth_params p;
+    small_moe(&p);
+    char err[512] = "";
+    p.n_embd = 192;   /* not a multiple of Q4_K's 256 */
+    p.type_attn = TYPE_Q4_K;
+    CHECK(synth_write(&p, tmp_path("e.gguf"), err, sizeof err) != 0);
+    CHECKF(strstr(err, "blk.0.attn_q.weight") && strstr(err, "--type-attn") && strstr(err, "256"), "%s", err);
+    small_moe(&p);
+    p.n_experts_used = 9;
+    CHECK(synth_write(&p, tmp_path("e.gguf"), err, sizeof err) != 0);
+    CHECKF(strstr(err, "--experts-used") != NULL, "%s", err);
+    small_moe(&p);
+    p.n_vocab = 100;   /* built-in tokenizer needs 259 */
+    CHECK(synth_write(&p, tmp_path("e.gguf"), err, sizeof err) != 0);
+    CHECKF(strstr(err, "259") != NULL, "%s", err);
+    small_moe(&p);
+    p.tokenizer_path = "/nonexistent/model.gguf";
+    CHECK(synth_write(&p, tmp_path("e.gguf"), err, sizeof err) != 0);
+    CHECKF(strstr(err, "/nonexistent/model.gguf") != NULL, "%s", err);
+    CHECK(access(tmp_path("e.gguf"), F_OK) != 0);   /* nothing written on failure */
+}
+
+int main(void) {
+    model_path = getenv("STRATA_MODEL");
+    snprintf(tmpdir_path, sizeof tmpdir_path, "/tmp/strata-test-synth-%d", (int)getpid());
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", tmpdir_path);
+    if (system(cmd)) SKIP_ALL("cannot create %s", tmpdir_path);
+    RUN(test_gauss);
+    RUN(test_determinism);
+    RUN(test_python_reader);
+    RUN(test_strata_loads);
+    RUN(test_tokenizer_copy);
+    RUN(test_errors);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir_path);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir_path);
+    TEST_DONE();
+}
