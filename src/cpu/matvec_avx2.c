@@ -159,39 +159,44 @@ ALWAYS_INLINE void float_rows(const void *W, size_t row_bytes, int64_t n, const 
 }
 
 /* ---- 32-weight (and Q2_0's 64-weight) block formats ------------------------------------
- * One skeleton; `fmt` is a compile-time constant picking the decode and the partial. */
+ * One skeleton; `fmt` is a compile-time constant picking the decode and the partial.
+ * Codes enter maddubs unsigned where the format allows it: Q4_0, Q5_0 and Q2_0 store
+ * code + offset (8, 16, 1), so their exact block sum is sum(u * a) - offset * sum(a), with
+ * sum(a) per block computed once per call. Q8_0 and MXFP4 are signed: |w| * sign(a, w). */
 enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0 };
 
-/* Bytes per weight block / per activation block, and whether the weights are unsigned
- * (then maddubs takes them directly) or signed (|w| and the sign trick). */
 #define FB_BSIZE(f) ((f) == FB_Q4_0 ? 18 : (f) == FB_Q4_1 ? 20 : (f) == FB_Q5_0 ? 22 : \
                      (f) == FB_Q5_1 ? 24 : (f) == FB_Q8_0 ? 34 : (f) == FB_MXFP4 ? 17 : 18)
 #define FB_ASIZE(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1 ? (int)sizeof(act_q8_1) : \
                      (f) == FB_Q2_0 ? (int)sizeof(act_q8_2) : (int)sizeof(act_q8_0))
 #define FB_AQS(f)   ((f) == FB_Q4_1 || (f) == FB_Q5_1 || (f) == FB_Q2_0 ? 8 : 4)  /* offset of qs */
-#define FB_UNSIGNED(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1)
+#define FB_HAS_MIN(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1)                     /* w = q*d + m */
+#define FB_SIGNED(f) ((f) == FB_Q8_0 || (f) == FB_MXFP4)                     /* sign trick */
+#define FB_OFFSET(f) ((f) == FB_Q4_0 ? 8 : (f) == FB_Q5_0 ? 16 : (f) == FB_Q2_0 ? 1 : 0)
 #define FB_VPB(f)   ((f) == FB_Q2_0 ? 2 : 1)   /* 32-byte vectors per block */
+/* maddubs lanes small enough that four of them still fit int16 (4 * 2 * 31 * 127 < 32768):
+ * every format but Q8_0, whose products reach 128 * 127. */
+#define FB_SUM16(f) ((f) != FB_Q8_0)
 
-/* Decode weight block `b` into VPB vectors of int8 weight codes (signed formats: the
- * signed value; unsigned formats: q). */
+/* Decode weight block `b` into VPB vectors of int8 codes: unsigned codes (Q4_0, Q5_0,
+ * Q2_0 with their offset still in), q (Q4_1, Q5_1), signed values (Q8_0, MXFP4). */
 ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
     if (fmt == FB_Q4_0) {
-        w[0] = _mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8));
+        w[0] = nibbles32(b + 2);
     } else if (fmt == FB_Q4_1) {
         w[0] = nibbles32(b + 4);
     } else if (fmt == FB_Q5_0 || fmt == FB_Q5_1) {
         const int off = fmt == FB_Q5_0 ? 2 : 4;
         uint32_t qh; memcpy(&qh, b + off, 4);
         __m256i hi = _mm256_and_si256(bits32_mask(qh), _mm256_set1_epi8(0x10));
-        __m256i q = _mm256_or_si256(nibbles32(b + off + 4), hi);
-        w[0] = fmt == FB_Q5_0 ? _mm256_sub_epi8(q, _mm256_set1_epi8(16)) : q;
+        w[0] = _mm256_or_si256(nibbles32(b + off + 4), hi);
     } else if (fmt == FB_Q8_0) {
         w[0] = _mm256_loadu_si256((const __m256i *)(b + 2));
     } else if (fmt == FB_MXFP4) {
         const __m256i kv = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
                                             0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
         w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 1));
-    } else { /* FB_Q2_0: weight j's code at (qs[j/4] >> 2(j%4)) & 3; value c - 1 */
+    } else { /* FB_Q2_0: weight j's code at (qs[j/4] >> 2(j%4)) & 3 */
         const __m256i rep0 = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
                                               4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
         const __m256i rep1 = _mm256_add_epi8(rep0, _mm256_set1_epi8(8));
@@ -204,89 +209,145 @@ ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
             __m256i x = _mm256_shuffle_epi8(raw, v ? rep1 : rep0);
             x = _mm256_blendv_epi8(x, _mm256_srli_epi16(x, 2), odd);
             x = _mm256_blendv_epi8(x, _mm256_srli_epi16(x, 4), two);
-            w[v] = _mm256_sub_epi8(_mm256_and_si256(x, _mm256_set1_epi8(3)), _mm256_set1_epi8(1));
+            w[v] = _mm256_and_si256(x, _mm256_set1_epi8(3));
         }
     }
 }
+
+/* v[k] = sum of the 16 int16 of m[k] (each |lane| small enough that 4 of them fit int16):
+ * two int16 horizontal-add levels, then one madd, instead of 8 madds and 7 int32 hadds. */
+ALWAYS_INLINE __m256i hsum8x16_epi16(const __m256i m[8]) {
+    __m256i u01 = _mm256_hadd_epi16(m[0], m[1]), u23 = _mm256_hadd_epi16(m[2], m[3]);
+    __m256i u45 = _mm256_hadd_epi16(m[4], m[5]), u67 = _mm256_hadd_epi16(m[6], m[7]);
+    const __m256i ones = _mm256_set1_epi16(1);
+    /* x0 = [m0 m1 m2 m3 (low 128 halves) | m0 m1 m2 m3 (high halves)], x1 likewise m4..m7 */
+    __m256i x0 = _mm256_madd_epi16(_mm256_hadd_epi16(u01, u23), ones);
+    __m256i x1 = _mm256_madd_epi16(_mm256_hadd_epi16(u45, u67), ones);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(x0, x1, 0x20),
+                            _mm256_permute2x128_si256(x0, x1, 0x31));
+}
+
+/* One group of up to 8 blocks (nk; 8 is a compile-time constant on the hot path) of one row,
+ * for all T columns: decode the weights once, then per column 8 exact block sums, one
+ * vector of 8 partials, added to accumulator vector `lane` (= group index % 4).
+ * dA/sA/nA: per-call copies of the activation d, s and integer sum per block (NULL: read
+ * them from the blocks). */
+ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_stride,
+                            const float *dA, const float *sA, const int32_t *nA, int64_t nb,
+                            int64_t g0, const int nk, __m256 acc[][4], const int lane,
+                            const int T, const int fmt) {
+    const int BS = FB_BSIZE(fmt), AS = FB_ASIZE(fmt), VPB = FB_VPB(fmt);
+    __m256i wv[8][2], wa[8][2];
+    /* weight scales: missing blocks of a tail group get zero scales and codes */
+    float dws[8] = { 0 }, mws[8] = { 0 };
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        if (k < nk) {
+            const uint8_t *b = wb + (size_t)k * (size_t)BS;
+            fb_decode(b, wv[k], fmt);
+            if (fmt == FB_MXFP4) dws[k] = mxfp4_e8m0_half(b[0]);
+            else {
+                uint16_t h[2]; memcpy(h, b, 4);
+                dws[k] = _cvtsh_ss(h[0]);
+                if (FB_HAS_MIN(fmt)) mws[k] = _cvtsh_ss(h[1]);
+            }
+        } else for (int v = 0; v < VPB; v++) wv[k][v] = _mm256_setzero_si256();
+        if (FB_SIGNED(fmt)) wa[k][0] = _mm256_sign_epi8(wv[k][0], wv[k][0]);
+    }
+    const __m256 dw = _mm256_loadu_ps(dws), mw = _mm256_loadu_ps(mws);
+    for (int c = 0; c < T; c++) {
+        const uint8_t *ab = act + (size_t)c * act_stride + (size_t)g0 * (size_t)AS;
+        __m256i m[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            if (k >= nk) { m[k] = _mm256_setzero_si256(); continue; }
+            const uint8_t *aq = ab + (size_t)k * (size_t)AS + FB_AQS(fmt);
+            __m256i a0 = _mm256_loadu_si256((const __m256i *)aq);
+            if (FB_SIGNED(fmt)) m[k] = _mm256_maddubs_epi16(wa[k][0], _mm256_sign_epi8(a0, wv[k][0]));
+            else m[k] = _mm256_maddubs_epi16(wv[k][0], a0);
+            if (VPB == 2)
+                m[k] = _mm256_add_epi16(m[k], _mm256_maddubs_epi16(wv[k][1], _mm256_loadu_si256((const __m256i *)(aq + 32))));
+        }
+        __m256i isum;
+        if (FB_SUM16(fmt)) isum = hsum8x16_epi16(m);
+        else {
+            __m256i s[8];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) s[k] = _mm256_madd_epi16(m[k], _mm256_set1_epi16(1));
+            isum = hsum8x8_epi32(s);
+        }
+        __m256 da, sa = _mm256_setzero_ps();
+        if (dA && nk == 8) {
+            da = _mm256_loadu_ps(dA + c * nb + g0);
+            if (FB_HAS_MIN(fmt)) sa = _mm256_loadu_ps(sA + c * nb + g0);
+            if (FB_OFFSET(fmt))
+                isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(nA + c * nb + g0)),
+                                                                 _mm256_set1_epi32(FB_OFFSET(fmt))));
+        } else {
+            float das[8] = { 0 }, sas[8] = { 0 };
+            int32_t nas[8] = { 0 };
+            for (int k = 0; k < nk; k++) {
+                const uint8_t *a = ab + (size_t)k * (size_t)AS;
+                memcpy(&das[k], a, 4);
+                if (FB_HAS_MIN(fmt)) memcpy(&sas[k], a + 4, 4);
+                if (FB_OFFSET(fmt))
+                    for (int j = 0; j < 32 * VPB; j++) nas[k] += (int8_t)a[FB_AQS(fmt) + j];
+            }
+            da = _mm256_loadu_ps(das); sa = _mm256_loadu_ps(sas);
+            if (FB_OFFSET(fmt))
+                isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)nas),
+                                                                 _mm256_set1_epi32(FB_OFFSET(fmt))));
+        }
+        __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, da));
+        if (FB_HAS_MIN(fmt)) p = _mm256_add_ps(p, _mm256_mul_ps(mw, sa));
+        acc[c][lane] = _mm256_add_ps(acc[c][lane], p);
+    }
+}
+
+/* Per-call copies of the activation block scales (d, s) and integer code sums of all T
+ * columns, so a group of 8 blocks loads each with one vector load per column. When
+ * T * blocks exceeds the cap, the groups read them from the blocks instead. */
+#define ACT_SCALE_CAP 8192
 
 ALWAYS_INLINE void fb_rows(const void *W, size_t row_bytes, int64_t n_in, const void *act,
                            size_t act_stride, const int T, float *y, int64_t n_out,
                            int64_t r0, int64_t r1, const int fmt) {
     const int BS = FB_BSIZE(fmt), AS = FB_ASIZE(fmt), VPB = FB_VPB(fmt);
     const int64_t nb = n_in / (32 * VPB);
+    float dA[ACT_SCALE_CAP], sA[FB_HAS_MIN(fmt) ? ACT_SCALE_CAP : 1];
+    int32_t nA[FB_OFFSET(fmt) ? ACT_SCALE_CAP : 1];
+    const int pre = (int64_t)T * nb <= ACT_SCALE_CAP;
+    if (pre)
+        for (int c = 0; c < T; c++)
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *ab = (const uint8_t *)act + (size_t)c * act_stride + (size_t)b * (size_t)AS;
+                memcpy(&dA[c * nb + b], ab, 4);
+                if (FB_HAS_MIN(fmt)) memcpy(&sA[c * nb + b], ab + 4, 4);
+                if (FB_OFFSET(fmt)) {
+                    int32_t n = 0;
+                    for (int j = 0; j < 32 * VPB; j++) n += (int8_t)ab[FB_AQS(fmt) + j];
+                    nA[c * nb + b] = n;
+                }
+            }
+    const float *pd = pre ? dA : NULL;
+    const uint8_t *a8 = (const uint8_t *)act;
+    const int64_t nfull = nb / 32 * 32;   /* blocks in whole rounds of 4 groups */
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)W + (size_t)r * row_bytes;
         __m256 acc[MATVEC_MAX_COLS][4];
         for (int c = 0; c < T; c++)
             for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
-        for (int64_t g0 = 0; g0 < nb; g0 += 8) {
-            const int nk = nb - g0 < 8 ? (int)(nb - g0) : 8;
-            const uint8_t *wb = wr + (size_t)g0 * (size_t)BS;
-            __m256i wv[8][2], wa[8][2];
-            __m256 dw, mw = _mm256_setzero_ps();
-            if (nk == 8) {
-                if (fmt == FB_MXFP4) {
-                    __m256i e = _mm256_and_si256(gather_u32(wb, BS), _mm256_set1_epi32(0xFF));
-                    /* 2^(e-128): e < 2 is the subnormal 0x00200000 << e, else (e - 1) << 23 */
-                    __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-                    __m256i nrm = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-                    __m256i lt2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
-                    dw = _mm256_castsi256_ps(_mm256_blendv_epi8(nrm, sub, lt2));
-                } else {
-                    __m256i g = gather_u32(wb, BS);
-                    dw = halves_lo_to_f32(g);
-                    if (FB_UNSIGNED(fmt)) mw = halves_hi_to_f32(g);
-                }
-            } else {   /* tail group: missing blocks get zero scales and zero codes */
-                float dws[8] = { 0 }, mws[8] = { 0 };
-                for (int k = 0; k < nk; k++) {
-                    const uint8_t *b = wb + (size_t)k * (size_t)BS;
-                    if (fmt == FB_MXFP4) dws[k] = mxfp4_e8m0_half(b[0]);
-                    else {
-                        uint16_t h[2]; memcpy(h, b, 4);
-                        dws[k] = _cvtsh_ss(h[0]);
-                        if (FB_UNSIGNED(fmt)) mws[k] = _cvtsh_ss(h[1]);
-                    }
-                }
-                dw = _mm256_loadu_ps(dws); mw = _mm256_loadu_ps(mws);
-            }
-            for (int k = 0; k < 8; k++) {
-                if (k < nk) fb_decode(wb + (size_t)k * (size_t)BS, wv[k], fmt);
-                else for (int v = 0; v < VPB; v++) wv[k][v] = _mm256_setzero_si256();
-                if (!FB_UNSIGNED(fmt))
-                    for (int v = 0; v < VPB; v++) wa[k][v] = _mm256_sign_epi8(wv[k][v], wv[k][v]);
-            }
-            for (int c = 0; c < T; c++) {
-                const uint8_t *ab = (const uint8_t *)act + (size_t)c * act_stride + (size_t)g0 * (size_t)AS;
-                __m256i s[8];
-                __m256 da, sa = _mm256_setzero_ps();
-                for (int k = 0; k < 8; k++) {
-                    if (k >= nk) { s[k] = _mm256_setzero_si256(); continue; }
-                    const uint8_t *aq = ab + (size_t)k * (size_t)AS + FB_AQS(fmt);
-                    __m256i a0 = _mm256_loadu_si256((const __m256i *)aq);
-                    if (FB_UNSIGNED(fmt)) s[k] = dot_u8_i8(wv[k][0], a0);
-                    else s[k] = dot_i8_i8(wa[k][0], wv[k][0], a0);
-                    if (VPB == 2) {
-                        __m256i a1 = _mm256_loadu_si256((const __m256i *)(aq + 32));
-                        s[k] = _mm256_add_epi32(s[k], dot_i8_i8(wa[k][1], wv[k][1], a1));
-                    }
-                }
-                if (nk == 8) {
-                    da = gather_f32(ab, AS);
-                    if (FB_UNSIGNED(fmt)) sa = gather_f32(ab + 4, AS);
-                } else {
-                    float das[8] = { 0 }, sas[8] = { 0 };
-                    for (int k = 0; k < nk; k++) {
-                        memcpy(&das[k], ab + (size_t)k * (size_t)AS, 4);
-                        if (FB_UNSIGNED(fmt)) memcpy(&sas[k], ab + (size_t)k * (size_t)AS + 4, 4);
-                    }
-                    da = _mm256_loadu_ps(das); sa = _mm256_loadu_ps(sas);
-                }
-                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(s)), _mm256_mul_ps(dw, da));
-                if (FB_UNSIGNED(fmt)) p = _mm256_add_ps(p, _mm256_mul_ps(mw, sa));
-                const int lane = (int)((g0 / 8) & 3);
-                acc[c][lane] = _mm256_add_ps(acc[c][lane], p);
-            }
+        /* rounds of 32 blocks: group l of a round is accumulator l (a constant) */
+        for (int64_t g0 = 0; g0 < nfull; g0 += 32) {
+            fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, 8, acc, 0, T, fmt);
+            fb_group(wr + (size_t)(g0 + 8) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 8, 8, acc, 1, T, fmt);
+            fb_group(wr + (size_t)(g0 + 16) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 16, 8, acc, 2, T, fmt);
+            fb_group(wr + (size_t)(g0 + 24) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 24, 8, acc, 3, T, fmt);
+        }
+        for (int64_t g0 = nfull; g0 < nb; g0 += 8) {
+            const int lane = (int)((g0 / 8) & 3);
+            if (nb - g0 >= 8) fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, 8, acc, lane, T, fmt);
+            else fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, (int)(nb - g0), acc, lane, T, fmt);
         }
         for (int c = 0; c < T; c++)
             y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
@@ -307,36 +368,22 @@ enum { KQ_Q2_K, KQ_Q3_K, KQ_Q4_K, KQ_Q5_K, KQ_Q6_K };
 #define KQ_BSIZE(f) ((f) == KQ_Q2_K ? 84 : (f) == KQ_Q3_K ? 110 : (f) == KQ_Q4_K ? 144 : (f) == KQ_Q5_K ? 176 : 210)
 #define KQ_HAS_MIN(f) ((f) == KQ_Q2_K || (f) == KQ_Q4_K || (f) == KQ_Q5_K)
 
-typedef struct { __m256i q[8], scl[8], f16; float d, dmin; } kq_decoded;
+/* Per super-block: the int16 scale vectors, the bsums factors and the float scales. */
+typedef struct { __m256i scl[8], f16; float d, dmin; } kq_scales;
 
 ALWAYS_INLINE __m256i two_halves_epi16(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
 
-ALWAYS_INLINE void kq_decode(const uint8_t *blk, kq_decoded *o, const int fmt) {
-    const __m256i m2 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(15);
+ALWAYS_INLINE void kq_prep(const uint8_t *blk, kq_scales *o, const int fmt) {
     if (fmt == KQ_Q2_K) {
         const block_q2_K *b = (const block_q2_K *)blk;
-        for (int h = 0; h < 2; h++) {
-            __m256i raw = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * h));
-            for (int s = 0; s < 4; s++) o->q[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * s), m2);
-        }
         for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(b->scales[2 * v] & 15, b->scales[2 * v + 1] & 15);
         __m128i sc = _mm_loadu_si128((const __m128i *)b->scales);
         o->f16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(15)));
         o->d = _cvtsh_ss(b->d); o->dmin = _cvtsh_ss(b->dmin);
     } else if (fmt == KQ_Q3_K) {
         const block_q3_K *b = (const block_q3_K *)blk;
-        __m256i hm = _mm256_loadu_si256((const __m256i *)b->hmask);
-        for (int h = 0; h < 2; h++) {
-            __m256i raw = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * h));
-            for (int s = 0; s < 4; s++) {
-                int v = 4 * h + s;
-                __m256i lo = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * s), m2);
-                __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, v), _mm256_set1_epi8(1));
-                o->q[v] = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));   /* code + 4, 0..7 */
-            }
-        }
         int sc[16];
         for (int i = 0; i < 16; i++) {
             int lo = i < 8 ? b->scales[i] & 0x0F : b->scales[i - 8] >> 4;
@@ -350,18 +397,7 @@ ALWAYS_INLINE void kq_decode(const uint8_t *blk, kq_decoded *o, const int fmt) {
                                    (short)(-4 * sc[12]), (short)(-4 * sc[13]), (short)(-4 * sc[14]), (short)(-4 * sc[15]));
         o->d = _cvtsh_ss(b->d); o->dmin = 0.0f;
     } else if (fmt == KQ_Q4_K || fmt == KQ_Q5_K) {
-        const uint8_t *scales = fmt == KQ_Q4_K ? ((const block_q4_K *)blk)->scales : ((const block_q5_K *)blk)->scales;
-        const uint8_t *qs = fmt == KQ_Q4_K ? ((const block_q4_K *)blk)->qs : ((const block_q5_K *)blk)->qs;
-        for (int c = 0; c < 4; c++) {
-            __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-            o->q[2 * c] = _mm256_and_si256(raw, m4);
-            o->q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-        }
-        if (fmt == KQ_Q5_K) {
-            __m256i hb = _mm256_loadu_si256((const __m256i *)((const block_q5_K *)blk)->qh);
-            for (int v = 0; v < 8; v++)
-                o->q[v] = _mm256_or_si256(o->q[v], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, v), _mm256_set1_epi8(1)), 4));
-        }
+        const uint8_t *scales = blk + 4;   /* d, dmin, scales[12] lead both layouts */
         int sc[8], m[8];
         for (int j = 0; j < 8; j++) {
             if (j < 4) { sc[j] = scales[j] & 63; m[j] = scales[j + 4] & 63; }
@@ -371,25 +407,72 @@ ALWAYS_INLINE void kq_decode(const uint8_t *blk, kq_decoded *o, const int fmt) {
         o->f16 = _mm256_setr_epi16((short)m[0], (short)m[0], (short)m[1], (short)m[1], (short)m[2], (short)m[2],
                                    (short)m[3], (short)m[3], (short)m[4], (short)m[4], (short)m[5], (short)m[5],
                                    (short)m[6], (short)m[6], (short)m[7], (short)m[7]);
-        uint16_t dd[2]; memcpy(dd, blk, 4);   /* d, dmin lead both layouts */
+        uint16_t dd[2]; memcpy(dd, blk, 4);
         o->d = _cvtsh_ss(dd[0]); o->dmin = _cvtsh_ss(dd[1]);
     } else { /* KQ_Q6_K */
         const block_q6_K *b = (const block_q6_K *)blk;
-        for (int h = 0; h < 2; h++) {
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
-            __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
-            for (int s = 0; s < 4; s++) {
-                __m256i l = s & 1 ? l1 : l0;
-                __m256i lo = _mm256_and_si256(s < 2 ? l : _mm256_srli_epi16(l, 4), m4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2);
-                o->q[4 * h + s] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));   /* code + 32, 0..63 */
-            }
-        }
         for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(b->scales[2 * v], b->scales[2 * v + 1]);
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
         o->f16 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
         o->d = _cvtsh_ss(b->d); o->dmin = 0.0f;
+    }
+}
+
+/* Codes of weights 32v .. 32v+31 (unsigned; Q3_K: code + 4, Q6_K: code + 32) */
+ALWAYS_INLINE __m256i kq_codes(const uint8_t *blk, const int v, const int fmt) {
+    const __m256i m2 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    if (fmt == KQ_Q2_K || fmt == KQ_Q3_K) {
+        const uint8_t *qs = fmt == KQ_Q2_K ? ((const block_q2_K *)blk)->qs : ((const block_q3_K *)blk)->qs;
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * (v / 4)));
+        __m256i q = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * (v % 4)), m2);
+        if (fmt == KQ_Q2_K) return q;
+        __m256i hm = _mm256_loadu_si256((const __m256i *)((const block_q3_K *)blk)->hmask);
+        return _mm256_or_si256(q, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, v), one), 2));
+    } else if (fmt == KQ_Q4_K || fmt == KQ_Q5_K) {
+        const uint8_t *qs = fmt == KQ_Q4_K ? ((const block_q4_K *)blk)->qs : ((const block_q5_K *)blk)->qs;
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * (v / 2)));
+        __m256i q = _mm256_and_si256(v % 2 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+        if (fmt == KQ_Q4_K) return q;
+        __m256i hb = _mm256_loadu_si256((const __m256i *)((const block_q5_K *)blk)->qh);
+        return _mm256_or_si256(q, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, v), one), 4));
+    } else {
+        const block_q6_K *b = (const block_q6_K *)blk;
+        const int h = v / 4, s = v % 4;
+        __m256i l = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32 * (s & 1)));
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+        __m256i lo = _mm256_and_si256(s < 2 ? l : _mm256_srli_epi16(l, 4), m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2);
+        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+    }
+}
+
+/* One super-block of one row against T columns: S (and M) vectors of 8 int32 each, stored
+ * at S[c * 8 + k]. Codes are decoded once per 32 weights and used by every column. */
+ALWAYS_INLINE void kq_block(const uint8_t *blk, const uint8_t *act, size_t act_stride, int64_t bi,
+                            const int T, __m256i *S, __m256i *M, int k, float *ds, float *dms,
+                            float *das, const int fmt) {
+    kq_scales sc;
+    kq_prep(blk, &sc, fmt);
+    ds[k] = sc.d; dms[k] = sc.dmin;
+    __m256i s[MATVEC_MAX_COLS];
+#pragma GCC unroll 8
+    for (int c = 0; c < T; c++) s[c] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) {
+        const __m256i q = kq_codes(blk, v, fmt);
+#pragma GCC unroll 8
+        for (int c = 0; c < T; c++) {
+            const act_q8_K *a = (const act_q8_K *)(act + (size_t)c * act_stride) + bi;
+            __m256i av = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * v));
+            s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(_mm256_maddubs_epi16(q, av), sc.scl[v]));
+        }
+    }
+    for (int c = 0; c < T; c++) {
+        const act_q8_K *a = (const act_q8_K *)(act + (size_t)c * act_stride) + bi;
+        __m256i bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), sc.f16);
+        if (KQ_HAS_MIN(fmt)) { S[c * 8 + k] = s[c]; M[c * 8 + k] = bm; }
+        else S[c * 8 + k] = _mm256_add_epi32(s[c], bm);
+        das[c * 8 + k] = a->d;
     }
 }
 
@@ -398,7 +481,7 @@ ALWAYS_INLINE void kq_rows(const void *W, size_t row_bytes, int64_t n_in, const 
                            int64_t r0, int64_t r1, const int fmt) {
     const int BS = KQ_BSIZE(fmt);
     const int64_t nb = n_in / QK_K;
-    kq_decoded dec[8];
+    const uint8_t *a8 = (const uint8_t *)act;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)W + (size_t)r * row_bytes;
         __m256 acc[MATVEC_MAX_COLS][4];
@@ -406,33 +489,23 @@ ALWAYS_INLINE void kq_rows(const void *W, size_t row_bytes, int64_t n_in, const 
             for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
         for (int64_t g0 = 0; g0 < nb; g0 += 8) {
             const int nk = nb - g0 < 8 ? (int)(nb - g0) : 8;
-            float ds[8] = { 0 }, dms[8] = { 0 };
-            for (int k = 0; k < nk; k++) {
-                kq_decode(wr + (size_t)(g0 + k) * (size_t)BS, &dec[k], fmt);
-                ds[k] = dec[k].d; dms[k] = dec[k].dmin;
-            }
-            const __m256 dw = _mm256_loadu_ps(ds), dmw = _mm256_loadu_ps(dms);
-            for (int c = 0; c < T; c++) {
-                const act_q8_K *a = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride) + g0;
-                __m256i S[8], M[8];
-                float das[8] = { 0 };
-                for (int k = 0; k < 8; k++) {
-                    if (k >= nk) { S[k] = M[k] = _mm256_setzero_si256(); continue; }
-                    __m256i s = _mm256_setzero_si256();
-                    for (int v = 0; v < 8; v++) {
-                        __m256i av = _mm256_loadu_si256((const __m256i *)(a[k].qs + 32 * v));
-                        s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(dec[k].q[v], av), dec[k].scl[v]));
-                    }
-                    __m256i bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a[k].bsums), dec[k].f16);
-                    if (KQ_HAS_MIN(fmt)) { S[k] = s; M[k] = bm; }
-                    else { S[k] = _mm256_add_epi32(s, bm); M[k] = _mm256_setzero_si256(); }
-                    das[k] = a[k].d;
+            __m256i S[MATVEC_MAX_COLS * 8], M[KQ_HAS_MIN(fmt) ? MATVEC_MAX_COLS * 8 : 1];
+            float ds[8] = { 0 }, dms[8] = { 0 }, das[MATVEC_MAX_COLS * 8];
+            for (int k = 0; k < nk; k++)
+                kq_block(wr + (size_t)(g0 + k) * (size_t)BS, a8, act_stride, g0 + k, T, S, M, k, ds, dms, das, fmt);
+            for (int k = nk; k < 8; k++)   /* tail group: zero partials */
+                for (int c = 0; c < T; c++) {
+                    S[c * 8 + k] = _mm256_setzero_si256();
+                    if (KQ_HAS_MIN(fmt)) M[c * 8 + k] = _mm256_setzero_si256();
+                    das[c * 8 + k] = 0.0f;
                 }
-                const __m256 da = _mm256_loadu_ps(das);
-                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(S)), _mm256_mul_ps(dw, da));
+            const __m256 dw = _mm256_loadu_ps(ds), dmw = _mm256_loadu_ps(dms);
+            const int lane = (int)((g0 / 8) & 3);
+            for (int c = 0; c < T; c++) {
+                const __m256 da = _mm256_loadu_ps(das + c * 8);
+                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(S + c * 8)), _mm256_mul_ps(dw, da));
                 if (KQ_HAS_MIN(fmt))
-                    p = _mm256_sub_ps(p, _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(M)), _mm256_mul_ps(dmw, da)));
-                const int lane = (int)((g0 / 8) & 3);
+                    p = _mm256_sub_ps(p, _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(M + c * 8)), _mm256_mul_ps(dmw, da)));
                 acc[c][lane] = _mm256_add_ps(acc[c][lane], p);
             }
         }
