@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -665,6 +666,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+/* MHD's diagnostics, minus the line it prints whenever a client hangs up mid-stream (our
+ * reader returns END_WITH_ERROR then: the expected way a cancelled stream ends). */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    if (strstr(line, "application error generating response")) return;
+    fprintf(stderr, "strata serve: http: %s", line);
+}
+
 /* ---- start-up -------------------------------------------------------------------------------------------- */
 static void model_id_from_path(char *id, size_t n, const char *path) {
     const char *base = strrchr(path, '/');
@@ -713,6 +724,7 @@ int srv_run(const srv_options *o) {
     s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
                                  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
                                  MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),

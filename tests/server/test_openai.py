@@ -9,7 +9,7 @@ concurrency, 429 with Retry-After, cancellation on disconnect, /tokenize, /metri
 usage: python3 tests/server/test_openai.py [--bin build/strata] [--model PATH] [--quick]
 Prints "N passed, N failed" last, like the C tests.
 """
-import argparse, http.client, json, os, random, re, socket, subprocess, sys, threading, time
+import argparse, http.client, json, os, random, re, socket, subprocess, sys, tempfile, threading, time
 
 # the client must reach 127.0.0.1 directly, never through a proxy from the environment
 for k in list(os.environ):
@@ -33,13 +33,16 @@ def check(cond, what):
 
 class Server:
     def __init__(self, binary, model, *args):
+        # stderr goes to a file: an undrained pipe could block the server, and the file is
+        # searched for sanitizer reports when the server stops
+        self.errf = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
         line = self.proc.stdout.readline()
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
         if not m:
-            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
-            raise RuntimeError("server did not start: %r %s" % (line, err))
+            self.proc.wait(10)
+            raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
         self.port = int(m.group(1))
         self.base = "http://127.0.0.1:%d" % self.port
 
@@ -69,13 +72,19 @@ class Server:
                 out[name] = float(val)
         return out
 
+    def stderr(self):
+        self.errf.seek(0)
+        return self.errf.read()
+
     def stop(self):
         self.proc.terminate()
         try:
-            rc = self.proc.wait(10)
+            rc = self.proc.wait(20)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             rc = self.proc.wait()
+        err = self.stderr()
+        check("Sanitizer" not in err and "runtime error" not in err, "no sanitizer reports: %s" % err[-3000:])
         return rc
 
 
