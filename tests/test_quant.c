@@ -290,6 +290,54 @@ static void test_q2_0_words(void) {
     free(b); free(deq); free(x); free(y);
 }
 
+/* ---- activation quantization: documented formula, and the AVX2 twin's bits ---------- */
+
+static void test_act_quant(void) {
+    /* hand-checked block: amax 127 -> d = 1, id = 1, codes round half to even */
+    float x[256];
+    for (int i = 0; i < 32; i++) x[i] = (float)i - 16.0f + 0.5f;   /* ties: -15.5 .. 15.5 */
+    x[31] = 127.0f;
+    act_q8_0 b;
+    act_quantize_row(ACT_Q8_0, x, &b, 32);
+    CHECK(b.d == 1.0f);
+    CHECK_EQ_INT(b.qs[0], -16);    /* -15.5 -> -16 (even) */
+    CHECK_EQ_INT(b.qs[1], -14);    /* -14.5 -> -14 */
+    CHECK_EQ_INT(b.qs[16], 0);     /* 0.5 -> 0 */
+    CHECK_EQ_INT(b.qs[17], 2);     /* 1.5 -> 2 */
+    CHECK_EQ_INT(b.qs[31], 127);
+    /* q8_1: s = d * sum(q); q8_K: bsums per 16 */
+    act_q8_1 b1; act_quantize_row(ACT_Q8_1, x, &b1, 32);
+    int sum = 0; for (int i = 0; i < 32; i++) sum += b1.qs[i];
+    CHECK(b1.s == b1.d * (float)sum);
+    for (int i = 0; i < 256; i++) x[i] = rnd_gauss();
+    act_q8_K bk; act_quantize_row(ACT_Q8_K, x, &bk, 256);
+    int ok = 1;
+    for (int j = 0; j < 16; j++) { int s16 = 0; for (int k = 0; k < 16; k++) s16 += bk.qs[16 * j + k]; ok &= s16 == bk.bsums[j]; }
+    CHECK(ok);
+    /* AVX2 twin: same bytes for every format, on random, tie, zero, tiny, huge, inf, NaN blocks */
+    if (!cpu_has_avx2_fma()) { fprintf(stderr, "SKIP act_quantize_row_avx2: no AVX2\n"); return; }
+    const int n = 4096;
+    float *v = malloc(n * sizeof(float));
+    uint8_t *r = malloc((size_t)n * 2), *f = malloc((size_t)n * 2);
+    for (int rep = 0; rep < 8; rep++) {
+        for (int i = 0; i < n; i++) {
+            int kind = (int)(rnd() % 16), blk = i / 256;
+            float g = rnd_gauss();
+            v[i] = blk == 0 ? 0.0f : blk == 1 ? g * 1e-30f : blk == 2 ? g * 1e30f
+                 : blk == 3 ? (float)((int)(rnd() % 255) - 127) + 0.5f
+                 : kind == 0 && rep > 3 ? INFINITY : kind == 1 && rep > 5 ? NAN : g;
+        }
+        for (int a = ACT_Q8_0; a < ACT_COUNT; a++) {
+            size_t bytes = act_row_bytes((act_format)a, n);
+            memset(r, 0x5A, bytes); memset(f, 0xA5, bytes);
+            act_quantize_row((act_format)a, v, r, n);
+            act_quantize_row_avx2(a, v, f, n);
+            CHECKF(memcmp(r, f, bytes) == 0, "act format %d rep %d: AVX2 quantization differs", a, rep);
+        }
+    }
+    free(v); free(r); free(f);
+}
+
 /* ---- round trip ------------------------------------------------------------------- */
 
 /* Largest allowed RMSE of quantize -> dequantize relative to the RMS of N(0,1) rows of 4096.
@@ -471,6 +519,7 @@ int main(void) {
     RUN(test_matvec_errors);
     RUN(test_dequant_oracle);
     RUN(test_q2_0_words);
+    RUN(test_act_quant);
     RUN(test_round_trip);
     RUN(test_dot_bound);
     RUN(test_parity);

@@ -151,8 +151,13 @@ int matvec_with(threadpool *tp, const void *W, int type, int64_t n_in, int64_t n
     if (!stride) return -1;   /* n_in not a multiple of the activation block */
     void *act = act_scratch_get(stride * (size_t)T);
     if (!act) return -1;
-    for (int c = 0; c < T; c++)
-        act_quantize_row(qt->act, x + (size_t)c * (size_t)n_in, (char *)act + (size_t)c * stride, n_in);
+    /* the AVX2 twin gives the same bits; the reference kernel keeps the reference quantizer */
+    for (int c = 0; c < T; c++) {
+        const float *xc = x + (size_t)c * (size_t)n_in;
+        char *ac = (char *)act + (size_t)c * stride;
+        if (fn && cpu_avx2_cached) act_quantize_row_avx2(qt->act, xc, ac, n_in);
+        else act_quantize_row(qt->act, xc, ac, n_in);
+    }
     j.act = act; j.act_stride = stride;
     threadpool_run(tp, matvec_worker, &j);
     return 0;

@@ -90,6 +90,89 @@ ALWAYS_INLINE __m256 gather_f32(const void *base, int stride) {
     return _mm256_i32gather_ps((const float *)base, idx, 1);
 }
 
+/* ---- activation quantization (bits of src/quant/act.c) ------------------------------- */
+
+/* 8 floats -> 8 int32 codes: v = x * id, clamp with NaN -> -127 (max_ps returns its second
+ * operand when the first is NaN), round half to even (cvtps in the default mode). */
+ALWAYS_INLINE __m256i act_codes8(const float *x, __m256 id) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), id);
+    v = _mm256_max_ps(v, _mm256_set1_ps(-127.0f));
+    v = _mm256_min_ps(v, _mm256_set1_ps(127.0f));
+    return _mm256_cvtps_epi32(v);
+}
+/* Quantize one block of `blck` (multiple of 32) values; returns d; *sum = sum of codes;
+ * sum16 (optional) gets the sums per 16 values. */
+static float act_block_avx2(const float *x, int blck, int8_t *q, int32_t *sum, int16_t *sum16) {
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps();
+    /* max_ps(|x|, m): a NaN |x| returns m, so NaN is skipped as in the scalar `a > amax` */
+    for (int i = 0; i < blck; i += 8) m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), absmask), m);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+    float amax = _mm_cvtss_f32(h);
+    float d = amax / 127.0f;
+    float idf = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m256 id = _mm256_set1_ps(idf);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256i total = _mm256_setzero_si256();
+    for (int i = 0; i < blck; i += 32) {
+        __m256i i0 = act_codes8(x + i, id), i1 = act_codes8(x + i + 8, id);
+        __m256i i2 = act_codes8(x + i + 16, id), i3 = act_codes8(x + i + 24, id);
+        __m256i s01 = _mm256_add_epi32(i0, i1), s23 = _mm256_add_epi32(i2, i3);
+        if (sum16) {
+            __m256i t = _mm256_hadd_epi32(s01, s23);    /* [s01 pairs, s23 pairs | ...] */
+            t = _mm256_hadd_epi32(t, t);                /* [s01 lo4, s23 lo4, .. | s01 hi4, s23 hi4, ..] */
+            int32_t v[8]; _mm256_storeu_si256((__m256i *)v, t);
+            sum16[i / 16] = (int16_t)(v[0] + v[4]);
+            sum16[i / 16 + 1] = (int16_t)(v[1] + v[5]);
+        }
+        total = _mm256_add_epi32(total, _mm256_add_epi32(s01, s23));
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        _mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(p, perm));
+    }
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+    *sum = _mm_cvtsi128_si32(t);
+    return d;
+}
+
+void act_quantize_row_avx2(int f, const float *x, void *dst, int64_t n) {
+    int32_t sum;
+    switch (f) {
+    case ACT_Q8_0: {
+        act_q8_0 *b = dst;
+        for (int64_t i = 0; i < n / 32; i++) b[i].d = act_block_avx2(x + i * 32, 32, b[i].qs, &sum, NULL);
+        break;
+    }
+    case ACT_Q8_1: {
+        act_q8_1 *b = dst;
+        for (int64_t i = 0; i < n / 32; i++) {
+            b[i].d = act_block_avx2(x + i * 32, 32, b[i].qs, &sum, NULL);
+            b[i].s = b[i].d * (float)sum;
+        }
+        break;
+    }
+    case ACT_Q8_2: {
+        act_q8_2 *b = dst;
+        for (int64_t i = 0; i < n / 64; i++) {
+            b[i].d = act_block_avx2(x + i * 64, 64, b[i].qs, &sum, NULL);
+            b[i].s = b[i].d * (float)sum;
+        }
+        break;
+    }
+    case ACT_Q8_K: {
+        act_q8_K *b = dst;
+        for (int64_t i = 0; i < n / QK_K; i++) b[i].d = act_block_avx2(x + i * QK_K, QK_K, b[i].qs, &sum, b[i].bsums);
+        break;
+    }
+    default:
+        act_quantize_row((act_format)f, x, dst, n);
+        break;
+    }
+}
+
 /* ---- float weights (ACT_F32): per-element lanes -------------------------------------- */
 
 float f32_dot_canon_avx2(const float *w, const float *x, int64_t n) {

@@ -6,7 +6,8 @@
  *   d    = amax / 127.0f
  *   id   = d != 0 ? 1.0f / d : 0.0f
  *   q[i] = (int)nearbyintf(clamp(x[i] * id, -127, 127))   round half to even (the default
- *          rounding mode; CUDA __float2int_rn), clamp = fminf(fmaxf(v, -127), 127)
+ *          rounding mode; CUDA __float2int_rn), clamp = fminf(fmaxf(v, -127), 127) (NaN: -127)
+ * src/cpu/matvec_avx2.c has an AVX2 twin (act_quantize_row_avx2) with the same bits.
  *   act_q8_1 / act_q8_2:  s = d * (float)sum(q)
  *   act_q8_K:             bsums[j] = sum of q[16j .. 16j+15]
  * ACT_F32 rows are copied unchanged. */
@@ -42,7 +43,10 @@ size_t act_row_bytes(act_format f, int64_t n) {
     return (size_t)(n / b) * act_block_bytes(f);
 }
 
-/* Quantize one block of `blck` values to int8 codes; returns d, writes the code sum. */
+/* Quantize one block of `blck` values to int8 codes; returns d, writes the code sum.
+ * The clamp is written as comparisons so NaN maps to -127 exactly as fminf(fmaxf(NaN, -127),
+ * 127) would, without a libm call; rounding to nearest even uses the 1.5 * 2^23 trick,
+ * exact for |v| <= 127 (the same value nearbyintf gives in the default rounding mode). */
 static float act_block_q8(const float *x, int blck, int8_t *q, int32_t *sum) {
     float amax = 0.0f;
     for (int i = 0; i < blck; i++) {
@@ -53,8 +57,11 @@ static float act_block_q8(const float *x, int blck, int8_t *q, int32_t *sum) {
     float id = d != 0.0f ? 1.0f / d : 0.0f;
     int32_t s = 0;
     for (int i = 0; i < blck; i++) {
-        float v = fminf(fmaxf(x[i] * id, -127.0f), 127.0f);
-        q[i] = (int8_t)(int)nearbyintf(v);
+        float v = x[i] * id;
+        v = v > -127.0f ? v : -127.0f;
+        v = v < 127.0f ? v : 127.0f;
+        float t = v + 12582912.0f;   /* no -ffast-math: the compiler keeps both adds */
+        q[i] = (int8_t)(int)(t - 12582912.0f);
         s += q[i];
     }
     *sum = s;
