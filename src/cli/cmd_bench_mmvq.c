@@ -140,7 +140,7 @@ int bench_mmvq(int argc, char **argv) {
            qt->name, (long long)n_out, (long long)n_in, (long long)cols, kname, threads, med * 1e6, n_it,
            (double)mat_bytes / 1e6, gbs);
     if (measure_bw) {
-        double bw = membw_read_gbs(tp, (size_t)1 << 30, 5);
+        double bw = membw_read_gbs(tp, (size_t)1 << 30, 3);
         printf(", read bw %.2f GB/s (%.0f%%)", bw, bw > 0 ? 100.0 * gbs / bw : 0.0);
     }
     printf(", checksum %016llx\n", (unsigned long long)checksum);
