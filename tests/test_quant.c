@@ -499,6 +499,12 @@ static void test_parity(void) {
             for (int o = 0; o < 3; o++) parity_case(tp, type, n_in, outs[o]);
         }
     }
+    /* rows so long that T x blocks exceeds the kernels' per-call scale copies (8192): the
+     * groups then read scales and activation sums from the blocks */
+    {
+        int longs[] = { TYPE_Q4_0, TYPE_Q4_1, TYPE_Q8_0, TYPE_Q2_0 };
+        for (int i = 0; i < 4; i++) parity_case(tp, longs[i], (int64_t)1100 * quant_traits_get(longs[i])->blck, 3);
+    }
     /* the pool size never changes bits: NULL pool (1 thread) == 3 threads */
     {
         const int64_t n_in = 1024, n_out = 29;
