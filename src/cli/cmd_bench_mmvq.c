@@ -6,7 +6,9 @@
  *   - effective GB/s of weight bytes (the bytes a matvec must move / median time),
  *   - the machine's measured read bandwidth with the same threads (1 GiB buffer) and the
  *     ratio, i.e. the kernel against its roofline,
- *   - an FNV-1a 64 checksum of the output float bits, so two variants compare bit for bit.
+ *   - an FNV-1a 64 checksum of the output float bits, so two variants compare bit for bit,
+ *   - the CPU time per call of all threads, and the GB/s it implies with every thread on a
+ *     core of its own (the honest figure on a shared machine).
  * Weights: 64 distinct rows quantized from N(0,1) data with the format's reference quantizer,
  * tiled over N_OUT rows; the whole matrix is copied until the copies total at least 512 MiB
  * (16x the largest L3 of the machines we use) and calls rotate over the copies, so every call
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static const char *mmvq_usage =
     "usage: strata bench mmvq TYPE N_IN N_OUT COLS [--variant auto|avx2|ref|exact] [-t THREADS]\n"
@@ -124,11 +127,18 @@ int bench_mmvq(int argc, char **argv) {
     double *t = malloc(MAX_ITERS * sizeof(double));
     if (!t) goto done;
     int n_it = 0; double t_start = now_seconds();
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     while (n_it < MAX_ITERS && (n_it < iters_min || now_seconds() - t_start < 1.0)) {
         double t0 = now_seconds();
         matvec_with(tp, copies[(size_t)n_it % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
         t[n_it++] = now_seconds() - t0;
     }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    /* CPU time of all threads per call (the pool sleeps on a condition variable, so it is the
+     * kernels' time, memory stalls included): on a shared machine this shows what the threads
+     * would do with their cores to themselves, where wall-clock shows what they got */
+    double cpu = ((double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9) / n_it;
     qsort(t, (size_t)n_it, sizeof(double), cmp_dbl);
     double med = t[n_it / 2];
     free(t);
@@ -136,9 +146,9 @@ int bench_mmvq(int argc, char **argv) {
     const char *kname = mode == MATVEC_EXACT ? "exact" : kernel == MATVEC_KERNEL_REF ? "ref"
                       : kernel == MATVEC_KERNEL_AVX2 ? "avx2" : matvec_kernel_name(type);
     printf("mmvq %-7s %lldx%lld cols=%lld variant=%s threads=%d: %.1f us/call (median of %d), "
-           "weights %.2f MB, %.2f GB/s",
+           "weights %.2f MB, %.2f GB/s, cpu %.1f us/call (%.2f GB/s at %d full cores)",
            qt->name, (long long)n_out, (long long)n_in, (long long)cols, kname, threads, med * 1e6, n_it,
-           (double)mat_bytes / 1e6, gbs);
+           (double)mat_bytes / 1e6, gbs, cpu * 1e6, (double)mat_bytes / (cpu / threads) / 1e9, threads);
     if (measure_bw) {
         double bw = membw_read_gbs(tp, (size_t)1 << 30, 3);
         printf(", read bw %.2f GB/s (%.0f%%)", bw, bw > 0 ? 100.0 * gbs / bw : 0.0);
