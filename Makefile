@@ -21,6 +21,21 @@ LDLIBS  = -lm -lpthread
 # libmicrohttpd (server) and jansson (JSON: server, chat templates) come from Debian (setup-sys)
 LDLIBS += -lmicrohttpd -ljansson
 
+# ---- CUDA: compiled into the library when nvcc is on PATH (NVCC= disables it) ----------
+# Only sm_90 (H100/H200) is generated, which keeps the CUDA compile quick; --fmad=false keeps
+# float accumulation free of FMA contraction (bit parity with the CPU, docs/KERNELS.md).
+NVCC      ?= $(shell command -v nvcc 2>/dev/null)
+CUDA_ARCH ?= sm_90
+ifneq ($(strip $(NVCC)),)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CUDA_SRCS := $(shell find src/cuda -name '*.cu' | sort)
+CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/%.o)
+CFLAGS_BASE += -DSTRATA_HAVE_CUDA
+NVCCFLAGS ?= -arch=$(CUDA_ARCH) -O2 -std=c++17 --fmad=false -Xcompiler -Wall,-Wextra,-ffp-contract=off
+# static cudart: the binary runs where only the driver is installed
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+endif
+
 LIB_SRCS  := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)
 CLI_SRCS  := $(shell find src/cli -name '*.c' | sort)
 TEST_SRCS := $(wildcard tests/test_*.c)
@@ -30,7 +45,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 LIB       := $(BUILD)/libstrata.a
 BIN       := $(BUILD)/strata
 
-.PHONY: all setup setup-sys setup-py model run test test-asan bench clean fuzz test-gpu
+.PHONY: all setup setup-sys setup-py model run test test-asan bench clean fuzz test-gpu bench-gpu
 all: $(BIN)
 
 # files named *_avx2.c get the AVX2/FMA/F16C flags; dispatch picks them at run time
@@ -41,14 +56,18 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -DSTRATA_HAVE_CUDA -Iinclude -Isrc -Isrc/cuda -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS) $(CUDA_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 $(BIN): $(CLI_OBJS) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS) $(CUDA_LIBS)
 $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS) $(CUDA_LIBS)
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev clang unzip
@@ -82,7 +101,25 @@ bench: $(BIN) model
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+# ---- GPU tests and benchmarks (run on a machine with an NVIDIA GPU; build where nvcc is) ----
+# `make test-gpu`: matvec parity for every format vs the CPU reference (T = 1..8, batch
+# invariance), op tests, greedy ids GPU == CPU on synthetic models made on the spot.
+# `make bench-gpu`: matvec GB/s per format and decode tok/s (docs/BENCHMARKS.md, "CUDA").
+GPU_TEST_SRCS := $(wildcard tests/gpu/test_*.c)
+GPU_TEST_BINS := $(GPU_TEST_SRCS:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(LIB) tests/test.h $(wildcard tests/gpu/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Itests/gpu -o $@ $< $(LIB) $(LDLIBS) $(CUDA_LIBS)
+test-gpu:
+	@if [ -z "$(strip $(NVCC))" ]; then echo "test-gpu: nvcc not found (the CUDA backend is not built)"; exit 1; fi
+	@$(MAKE) --no-print-directory $(GPU_TEST_BINS)
+	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BINS)
+bench-gpu:
+	@if [ -z "$(strip $(NVCC))" ]; then echo "bench-gpu: nvcc not found"; exit 1; fi
+	@$(MAKE) --no-print-directory $(BUILD)/tests/gpu/bench_gpu
+	$(BUILD)/tests/gpu/bench_gpu $(BENCH_ARGS)
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(CUDA_OBJS:.o=.d)
 
 # ---- server end-to-end (src/server): the openai client against `strata serve` -----------
 .PHONY: test-server

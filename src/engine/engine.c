@@ -10,6 +10,10 @@
 #include "template/jinja.h"
 #include "spec/spec.h"
 #include "spec/suffix.h"
+#include "quant/quant.h"
+#ifdef STRATA_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 strata_model_params strata_model_default_params(void) {
     strata_model_params p;
@@ -47,14 +51,62 @@ static void prefault_weights(const gguf_file *f, const strata_model_params *p) {
     (void)sink;
 }
 
+/* ---- device selection (CUDA backend: src/cuda/cuda_backend.h) ----------------------------
+ * auto: CUDA when this build has it, a GPU is present and the model can run there (dense
+ * architecture, every matvec format has a CUDA kernel, not exact mode); else the CPU.
+ * cuda: the same conditions, but a failing one is an error that says which. The weights are
+ * uploaded once here (progress through p->progress); out of GPU memory names the tensor. */
+static int select_device(const strata_model_params *p, strata_model *m, char *err, size_t errlen) {
+    m->device = STRATA_DEVICE_CPU;
+    if (p->device == STRATA_DEVICE_CPU) return 0;
+#ifdef STRATA_HAVE_CUDA
+    const char *why = NULL;
+    char whybuf[160];
+    if (cuda_device_count() <= 0) why = "no CUDA GPU was found";
+    else if (m->exact) why = "exact mode (--exact) runs on the CPU only";
+    else if (m->hp.n_experts > 0) why = "mixture-of-experts models run on the CPU only (no CUDA expert kernels yet)";
+    else {
+        const layer_weights *L = m->w.layers;
+        for (int l = 0; l < m->hp.n_layers && !why; l++) {
+            const weight *ws[] = { &L[l].wq, &L[l].wk, &L[l].wv, &L[l].wo, &L[l].gate, &L[l].up, &L[l].down };
+            for (size_t i = 0; i < sizeof ws / sizeof ws[0] && !why; i++)
+                if (ws[i]->data && !cuda_type_supported(ws[i]->type)) {
+                    snprintf(whybuf, sizeof whybuf, "weight type %s has no CUDA kernel", quant_type_name(ws[i]->type));
+                    why = whybuf;
+                }
+        }
+        if (!why && !cuda_type_supported(m->w.output.type)) {
+            snprintf(whybuf, sizeof whybuf, "output weight type %s has no CUDA kernel", quant_type_name(m->w.output.type));
+            why = whybuf;
+        }
+    }
+    if (why) {
+        if (p->device == STRATA_DEVICE_CUDA) { snprintf(err, errlen, "%s: --device cuda: %s", p->path, why); return -1; }
+        return 0;
+    }
+    char up_err[512];
+    if (cuda_weights_upload(&m->hp, &m->w, p->progress, p->progress_user, up_err, sizeof up_err) != 0) {
+        snprintf(err, errlen, "%s: %s", p->path, up_err);
+        return -1;
+    }
+    m->device = STRATA_DEVICE_CUDA;
+    return 0;
+#else
+    (void)err; (void)errlen;
+    return 0;
+#endif
+}
+
 int strata_model_load(const strata_model_params *p, strata_model **out, char *err, size_t errlen) {
     *out = NULL;
     double t0 = now_seconds();
     if (!p->path || !*p->path) { snprintf(err, errlen, "no model path given (use -m MODEL.gguf)"); return -1; }
+#ifndef STRATA_HAVE_CUDA
     if (p->device == STRATA_DEVICE_CUDA) {
-        snprintf(err, errlen, "%s: --device cuda: this build has no CUDA backend yet", p->path);
+        snprintf(err, errlen, "%s: --device cuda: this build has no CUDA backend (nvcc was not found when it was built)", p->path);
         return -1;
     }
+#endif
     strata_model *m = st_calloc(1, sizeof *m);
     if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
     if (gguf_open(p->path, &m->gguf, err, errlen) != 0) goto fail;
@@ -82,7 +134,8 @@ int strata_model_load(const strata_model_params *p, strata_model **out, char *er
         if (m->n_threads <= 0) m->n_threads = cpu_count();
         m->tp = threadpool_create(m->n_threads);
         if (!m->tp) { snprintf(err, errlen, "cannot start %d threads", m->n_threads); goto fail; }
-        prefault_weights(m->gguf, p);
+        if (select_device(p, m, err, errlen) != 0) goto fail;
+        if (m->device == STRATA_DEVICE_CPU) prefault_weights(m->gguf, p);
     }
     m->t_load = now_seconds() - t0;
     *out = m;
@@ -95,6 +148,9 @@ fail:
 void strata_model_free(strata_model *m) {
     if (!m) return;
     threadpool_free(m->tp);
+#ifdef STRATA_HAVE_CUDA
+    if (m->device == STRATA_DEVICE_CUDA) cuda_weights_free(&m->hp, &m->w);
+#endif
     model_weights_free(&m->w);
     tokenizer_free(m->tok);
     gguf_close(m->gguf);
@@ -121,7 +177,7 @@ void strata_model_get_info(const strata_model *m, strata_model_info *info) {
     }
     info->weight_bytes = m->vocab_only ? 0 : model_weight_bytes_per_token(hp, &m->w);
     info->has_chat_template = m->chat_template != NULL;
-    info->device = "cpu";
+    info->device = m->device == STRATA_DEVICE_CUDA ? "cuda" : "cpu";
     info->n_threads = m->n_threads;
 }
 
@@ -252,9 +308,16 @@ strata_session *strata_session_new(strata_model *m, const strata_session_params 
     s->m = m;
     s->p = *p;
     s->n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+#ifdef STRATA_HAVE_CUDA
+    if (m->device == STRATA_DEVICE_CUDA) s->be = backend_cuda_new(&m->hp, &m->w, s->n_ctx, err, errlen);
+    else
+#endif
     s->be = backend_cpu_new(&m->hp, s->n_ctx, m->tp, m->exact, err, errlen);
     if (!s->be) goto fail;
     if (fwd_init(&s->fwd, &m->hp, &m->w, s->be, s->n_ctx, err, errlen) != 0) goto fail;
+#ifdef STRATA_HAVE_CUDA
+    if (m->device == STRATA_DEVICE_CUDA && backend_cuda_bind_fwd(s->be, &s->fwd, err, errlen) != 0) goto fail;
+#endif
     if (sampler_init(&s->smp, &p->sampler, m->hp.n_vocab) != 0) { snprintf(err, errlen, "out of memory"); goto fail; }
     s->history = st_malloc((size_t)s->n_ctx * sizeof(int32_t));
     s->last_logits = st_malloc((size_t)m->hp.n_vocab * sizeof(float));
@@ -277,6 +340,10 @@ fail:
 void strata_session_free(strata_session *s) {
     if (!s) return;
     fwd_free(&s->fwd);
+#ifdef STRATA_HAVE_CUDA
+    if (s->m->device == STRATA_DEVICE_CUDA) backend_cuda_free(s->be);
+    else
+#endif
     backend_cpu_free(s->be);
     sampler_free(&s->smp);
     st_free(s->history);
@@ -405,6 +472,18 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             s->pos >= s->n_ctx - 1)
             break;
         if (s->sfx) suffix_drafter_push(s->sfx, id);
+#ifdef STRATA_HAVE_CUDA
+        /* CUDA greedy decode: the whole step (forward + argmax) is one graph on the device and
+         * only the next id comes back; the host logits are not updated */
+        if (s->m->device == STRATA_DEVICE_CUDA && !spec && greedy && s->smp.p.repeat_penalty == 1.0f) {
+            int32_t nx = backend_cuda_decode_greedy(s->be, &s->fwd, id, s->pos);
+            if (nx < 0) break;
+            s->history[s->pos++] = id;
+            s->have_logits = 0;
+            id = nx;
+            continue;
+        }
+#endif
 
         /* draft up to k tokens after id */
         int32_t win[FWD_MAX_T];

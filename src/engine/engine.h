@@ -19,6 +19,7 @@ struct strata_model {
     threadpool *tp;
     int n_threads;
     int exact;
+    int device;              /* STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA (weights uploaded) */
     int vocab_only;
     char *chat_template;     /* NULL when absent */
     char *name;

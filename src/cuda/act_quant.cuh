@@ -1,0 +1,58 @@
+/* One activation block quantized by one warp: src/quant/act.c's formula bit for bit.
+ *   amax = max |x| (max is order-free; fmaxf skips NaN like the C loop's `>`),
+ *   d = amax / 127, id = d != 0 ? 1 / d : 0, q = __float2int_rn(clamp(x * id, -127, 127))
+ *   (round half to even = nearbyintf), s = d * (float)sum(q), bsums per 16 (act_q8_K).
+ * Lane l holds values [l*V, l*V + V) of the block, V = B / 32. Layouts: src/quant/blocks.h. */
+#ifndef STRATA_ACT_QUANT_CUH
+#define STRATA_ACT_QUANT_CUH
+#include "cuda_common.cuh"
+
+static __host__ __device__ __forceinline__ size_t act_block_bytes_dev(int fmt) {
+    return fmt == ACT_Q8_0 ? 36 : fmt == ACT_Q8_1 ? 40 : fmt == ACT_Q8_2 ? 72 : 292;
+}
+
+template <int B>
+static __device__ __forceinline__ void act_quant_block(const float *__restrict__ xb, uint8_t *__restrict__ blk, int fmt) {
+    const int V = B / 32;
+    int lane = threadIdx.x & 31;
+    float v[V], amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < V; i++) { v[i] = xb[lane * V + i]; amax = fmaxf(amax, fabsf(v[i])); }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) amax = fmaxf(amax, __shfl_xor_sync(FULL_MASK, amax, s));
+    float d = __fdiv_rn(amax, 127.0f);
+    float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    int sum = 0;
+    size_t qoff = (fmt == ACT_Q8_1 || fmt == ACT_Q8_2) ? 8 : 4;
+    int8_t *qs = (int8_t *)(blk + qoff);
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        int q = __float2int_rn(fminf(fmaxf(__fmul_rn(v[i], id), -127.0f), 127.0f));
+        qs[lane * V + i] = (int8_t)q;
+        sum += q;
+    }
+    if (fmt == ACT_Q8_K) {
+        /* bsums[j] = sum of q[16j .. 16j+15]: lanes 2j and 2j+1 hold those 16 (V = 8) */
+        int other = __shfl_down_sync(FULL_MASK, sum, 1);
+        if ((lane & 1) == 0) ((int16_t *)(blk + 260))[lane >> 1] = (int16_t)(sum + other);
+    }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, s);
+    if (lane == 0) {
+        *(float *)blk = d;
+        if (fmt == ACT_Q8_1 || fmt == ACT_Q8_2) *(float *)(blk + 4) = __fmul_rn(d, __int2float_rn(sum));
+    }
+}
+
+/* Quantize a whole row of n values (n % B == 0) with the warps of the calling CTA. */
+static __device__ __forceinline__ void act_quant_row_cta(const float *x, int64_t n, uint8_t *dst, int fmt) {
+    int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int B = fmt == ACT_Q8_2 ? 64 : fmt == ACT_Q8_K ? 256 : 32;
+    size_t bb = act_block_bytes_dev(fmt);
+    for (int64_t bi = warp; bi < n / B; bi += nw) {
+        if (B == 32) act_quant_block<32>(x + bi * 32, dst + bi * bb, fmt);
+        else if (B == 64) act_quant_block<64>(x + bi * 64, dst + bi * bb, fmt);
+        else act_quant_block<256>(x + bi * 256, dst + bi * bb, fmt);
+    }
+}
+#endif

@@ -1,0 +1,674 @@
+/* The CUDA backend: backend_ops on the GPU, weight upload, greedy decode as a CUDA graph.
+ *
+ * Pointers: forward() passes fwd_state's host buffers; each op maps a host pointer inside a
+ * registered range (backend_cuda_mirror / backend_cuda_bind_fwd) to the same offset of its
+ * device mirror. Only token ids go in and logits (or one token id) come out.
+ *
+ * Fusion without touching forward(): ops are deferred just enough to merge neighbours that
+ * the forward pass always issues together, and every merged form computes the same bits
+ * as the separate ops (STRATA_CUDA_FUSE=0 runs them one by one; the e2e test compares):
+ *   rmsnorm + activation quantization   the norm of a layer input knows (from the weight
+ *                                       it normalizes with) which matvec format comes next
+ *   q, k, v matvecs                     one launch over the concatenated rows (same input)
+ *   gate, up matvecs + SwiGLU           one launch; the warp of row r computes both dots
+ *   matvec + residual add               the add becomes the matvec's epilogue
+ * A pending matvec group is flushed by any op that cannot join it.
+ *
+ * Graph decode: backend_cuda_decode_greedy captures forward(T = 1) + argmax once; in that
+ * capture every kernel reads the position (d_pos) and the token (d_ids) from device memory,
+ * the attention grid spans n_ctx, and the argmax writes the next token into d_ids and
+ * advances d_pos, so replaying the graph is the whole step. */
+#include "cuda_internal.h"
+#include "cuda_common.cuh"
+#include <math.h>
+#include <stdlib.h>
+extern "C" {
+#include "core/env.h"
+#include "core/util.h"
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+static char g_cuda_err[256];
+void cuda_record_error(const char *what, cudaError_t e, const char *file, int line) {
+    if (g_cuda_err[0]) return;   /* keep the first: later ones are usually consequences */
+    snprintf(g_cuda_err, sizeof g_cuda_err, "CUDA error in %s (%s:%d): %s", what, file, line, cudaGetErrorString(e));
+}
+extern "C" const char *cuda_last_error(void) { return g_cuda_err[0] ? g_cuda_err : "no CUDA error"; }
+
+/* ---- device ------------------------------------------------------------------------------- */
+extern "C" int cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) { cudaGetLastError(); return 0; }
+    return n;
+}
+
+extern "C" int cuda_device_describe(char *out, size_t cap) {
+    cudaDeviceProp p;
+    if (cuda_device_count() <= 0 || cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+        snprintf(out, cap, "no CUDA device");
+        return -1;
+    }
+    snprintf(out, cap, "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB", p.name, p.major, p.minor, p.multiProcessorCount,
+             (double)p.totalGlobalMem / (1 << 30), p.l2CacheSize >> 20);
+    return 0;
+}
+
+extern "C" void *cuda_malloc(size_t bytes) {
+    void *p = NULL;
+    if (CU_CHECK(cudaMalloc(&p, bytes ? bytes : 1))) return NULL;
+    return p;
+}
+extern "C" void cuda_free(void *p) { if (p) cudaFree(p); }
+extern "C" int cuda_memcpy_h2d(void *dst, const void *src, size_t n) { return CU_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice)); }
+extern "C" int cuda_memcpy_d2h(void *dst, const void *src, size_t n) { return CU_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost)); }
+extern "C" int cuda_memcpy_d2d(void *dst, const void *src, size_t n) { return CU_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice)); }
+extern "C" int cuda_synchronize(void) { return CU_CHECK(cudaDeviceSynchronize()); }
+
+extern "C" double cuda_time_ms(void (*fn)(void *), void *user, int reps) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a); cudaEventCreate(&b);
+    cudaEventRecord(a, 0);
+    for (int i = 0; i < reps; i++) fn(user);
+    cudaEventRecord(b, 0);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    cudaEventDestroy(a); cudaEventDestroy(b);
+    return ms;
+}
+
+/* ---- weights ------------------------------------------------------------------------------ */
+typedef struct { char name[64]; weight *w; } named_weight;
+
+/* Every weight of the model with its GGUF name; the tied output is listed once. */
+static int list_weights(const hparams *hp, model_weights *w, named_weight *out, int cap) {
+    int n = 0;
+#define ADD(W, ...) do { if ((W)->data && n < cap) { snprintf(out[n].name, sizeof out[n].name, __VA_ARGS__); out[n].w = (W); n++; } } while (0)
+    ADD(&w->tok_embd, "token_embd.weight");
+    ADD(&w->output_norm, "output_norm.weight");
+    if (w->output.data != w->tok_embd.data) ADD(&w->output, "output.weight");
+    for (int l = 0; l < hp->n_layers; l++) {
+        layer_weights *L = &w->layers[l];
+        ADD(&L->attn_norm, "blk.%d.attn_norm.weight", l); ADD(&L->wq, "blk.%d.attn_q.weight", l);
+        ADD(&L->wk, "blk.%d.attn_k.weight", l); ADD(&L->wv, "blk.%d.attn_v.weight", l);
+        ADD(&L->wo, "blk.%d.attn_output.weight", l); ADD(&L->q_norm, "blk.%d.attn_q_norm.weight", l);
+        ADD(&L->k_norm, "blk.%d.attn_k_norm.weight", l);
+        ADD(&L->post_attn_norm, "blk.%d.post_attention_norm.weight", l);
+        ADD(&L->post_ffn_norm, "blk.%d.post_ffw_norm.weight", l);
+        ADD(&L->ffn_norm, "blk.%d.ffn_norm.weight", l); ADD(&L->gate, "blk.%d.ffn_gate.weight", l);
+        ADD(&L->up, "blk.%d.ffn_up.weight", l); ADD(&L->down, "blk.%d.ffn_down.weight", l);
+        ADD(&L->gate_inp, "blk.%d.ffn_gate_inp.weight", l); ADD(&L->gate_exps, "blk.%d.ffn_gate_exps.weight", l);
+        ADD(&L->up_exps, "blk.%d.ffn_up_exps.weight", l); ADD(&L->down_exps, "blk.%d.ffn_down_exps.weight", l);
+    }
+#undef ADD
+    return n;
+}
+
+extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*progress)(float, void *), void *user,
+                                   char *err, size_t errlen) {
+    int cap = 3 + 17 * hp->n_layers;
+    named_weight *list = (named_weight *)st_malloc((size_t)cap * sizeof *list);
+    if (!list) { snprintf(err, errlen, "out of memory"); return -1; }
+    int n = list_weights(hp, w, list, cap);
+    uint64_t total = 0, done = 0;
+    for (int i = 0; i < n; i++) total += list[i].w->nbytes;
+    if (cuda_tables_init()) { snprintf(err, errlen, "%s", cuda_last_error()); st_free(list); return -1; }
+    for (int i = 0; i < n; i++) {
+        weight *x = list[i].w;
+        void *d = NULL;
+        if (cudaMalloc(&d, x->nbytes) != cudaSuccess) {
+            cudaGetLastError();
+            size_t fr = 0, tot = 0;
+            cudaMemGetInfo(&fr, &tot);
+            snprintf(err, errlen,
+                     "not enough GPU memory for %s (%s, %.1f MiB): %.1f MiB of %.1f MiB of weights were uploaded, "
+                     "the GPU has %.1f MiB free of %.1f MiB; use --device cpu or a smaller model",
+                     list[i].name, quant_type_name(x->type), x->nbytes / 1048576.0, done / 1048576.0, total / 1048576.0,
+                     fr / 1048576.0, tot / 1048576.0);
+            st_free(list);
+            cuda_weights_free(hp, w);
+            return -1;
+        }
+        if (cudaMemcpy(d, x->data, x->nbytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+            snprintf(err, errlen, "copying %s to the GPU failed: %s", list[i].name, cudaGetErrorString(cudaGetLastError()));
+            cudaFree(d);
+            st_free(list);
+            cuda_weights_free(hp, w);
+            return -1;
+        }
+        x->dev = d;
+        done += x->nbytes;
+        if (progress) progress(total ? (float)done / (float)total : 1.0f, user);
+    }
+    if (w->output.data == w->tok_embd.data) w->output.dev = w->tok_embd.dev;
+    st_free(list);
+    return 0;
+}
+
+extern "C" void cuda_weights_free(const hparams *hp, model_weights *w) {
+    int cap = 3 + 17 * hp->n_layers;
+    named_weight *list = (named_weight *)st_malloc((size_t)cap * sizeof *list);
+    if (!list) return;
+    int tied = w->output.data == w->tok_embd.data;
+    if (tied) w->output.dev = NULL;
+    int n = list_weights(hp, w, list, cap);
+    for (int i = 0; i < n; i++) { cudaFree(list[i].w->dev); list[i].w->dev = NULL; }
+    st_free(list);
+}
+
+/* ---- the backend state ---------------------------------------------------------------------- */
+#define MAX_MIRRORS 16
+typedef struct { char *host; size_t bytes; char *dev; } mirror;
+
+typedef struct { float *x; int T, n_heads, head_dim, n_rot, pos0; const float *table; } pending_rope;
+
+typedef struct {
+    hparams hp;
+    const model_weights *w;
+    int n_ctx;
+    cudaStream_t st;
+    size_t kv_dim;
+    uint16_t **kc, **vc;        /* per layer, device: [n_ctx][kv_dim] f16 */
+    float *rope_global, *rope_local;   /* device: [n_ctx][n_rot/2][cos, sin] */
+    float *att_partial;         /* device scratch of the split-KV attention */
+    void *act;                  /* device: FWD_MAX_T quantized activation rows */
+    size_t act_cap;
+    int32_t *d_ids;             /* device: token ids of the pass [FWD_MAX_T] */
+    int *d_pos;                 /* device: position of token 0 (graph mode) */
+    int32_t *h_token;           /* pinned host: the token id the graph returns */
+    mirror mirrors[MAX_MIRRORS];
+    int n_mirrors;
+    const float *logits_host;   /* fwd.logits: matvec into it is read back (eager) */
+    size_t logits_bytes;
+    int readback;               /* 0 while decoding greedily on the device */
+    int capturing;              /* ops read d_pos / d_ids */
+    int fuse;
+    /* act cache: what the act buffer holds (source device pointer, n, T, format) */
+    const float *act_src; int64_t act_n; int act_T; int act_fmt;
+    /* pending matvec group */
+    mv_group pend;
+    int pend_type, pend_T;
+    int64_t pend_n_in;
+    const float *pend_x;
+    /* graph */
+    cudaGraphExec_t graph;
+    int graph_ok;
+    int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
+    pending_rope ropes[2];      /* deferred q and k ropes */
+    int n_ropes;
+    int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
+    float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
+    int failed;
+} cuda_be;
+
+static inline cuda_be *CB(backend *be) { return (cuda_be *)be->impl; }
+
+static void be_fail(cuda_be *c, const char *what) {
+    if (!c->failed) fprintf(stderr, "strata: CUDA backend: %s (%s)\n", what, cuda_last_error());
+    c->failed = 1;
+}
+
+/* host pointer -> device pointer of its mirror */
+static float *dev_of(cuda_be *c, const void *host) {
+    const char *h = (const char *)host;
+    for (int i = 0; i < c->n_mirrors; i++) {
+        mirror *m = &c->mirrors[i];
+        if (h >= m->host && h < m->host + m->bytes) return (float *)(m->dev + (h - m->host));
+    }
+    be_fail(c, "an op got a host pointer that no mirror covers");
+    return NULL;
+}
+
+/* ---- pending matvec group ------------------------------------------------------------------ */
+/* launch the pending matvec group */
+static void flush_mv(cuda_be *c) {
+    if (!c->pend.n) return;
+    if (cuda_matvec_group(c->pend_type, &c->pend, c->pend_n_in, c->act, c->pend_T, c->st)) be_fail(c, "matvec launch");
+    memset(&c->pend, 0, sizeof c->pend);
+}
+static void flush_ropes(cuda_be *c);
+/* launch everything deferred (an op that reads or writes anything calls this first) */
+static void flush(cuda_be *c) {
+    flush_mv(c);
+    if (c->n_ropes) flush_ropes(c);
+}
+
+static void act_invalidate(cuda_be *c) { c->act_src = NULL; }
+
+/* Norm weight -> activation format of the matvec that reads its output (layer inputs). */
+static int act_fmt_after_norm(cuda_be *c, const weight *nw) {
+    const model_weights *w = c->w;
+    int af = -1;
+    const weight *next = NULL;
+    if (nw->data && nw->data == w->output_norm.data) next = &w->output;
+    for (int l = 0; w->layers && l < c->hp.n_layers && !next; l++) {
+        const layer_weights *L = &w->layers[l];
+        if (nw->data == L->attn_norm.data) next = &L->wq;
+        else if (nw->data == L->ffn_norm.data && L->gate.data) next = &L->gate;
+    }
+    if (next && cuda_type_info(next->type, NULL, &af, NULL) == 0 && af != ACT_F32) return af;
+    return -1;
+}
+
+/* ---- ops ------------------------------------------------------------------------------------ */
+static void op_embed(backend *be, const weight *te, const int32_t *ids, int T, float *x, float scale) {
+    cuda_be *c = CB(be);
+    flush(c); act_invalidate(c);
+    float *dx = dev_of(c, x);
+    if (!dx) return;
+    if (!c->capturing) {
+        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, ids, (size_t)T * sizeof(int32_t), cudaMemcpyHostToDevice, c->st))) { be_fail(c, "ids"); return; }
+        c->dev_pos_known = 0;
+    }
+    /* formats without a device dequantizer use the f32 copy made at creation */
+    const void *table = te->dev;
+    int type = te->type;
+    if (!cuda_embed_supported(type)) { table = c->embd_f32; type = TYPE_F32; }
+    if (!table || cuda_embed(table, type, te->n_in, c->d_ids, T, dx, scale, c->st)) be_fail(c, "embed");
+}
+
+static void op_rmsnorm(backend *be, const float *x, const weight *w, float *y, int rows, int n, float eps) {
+    cuda_be *c = CB(be);
+    flush(c); act_invalidate(c);
+    float *dx = dev_of(c, x), *dy = dev_of(c, y);
+    if (!dx || !dy) return;
+    int af = c->fuse && rows <= FWD_MAX_T ? act_fmt_after_norm(c, w) : -1;
+    if (af >= 0 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
+        if (cuda_rmsnorm_quant(dx, (const float *)w->dev, dy, rows, n, eps, c->act, af, c->st)) be_fail(c, "rmsnorm");
+        c->act_src = dy; c->act_n = n; c->act_T = rows; c->act_fmt = af;
+        return;
+    }
+    if (cuda_rmsnorm(dx, (const float *)w->dev, dy, rows, n, eps, c->st)) be_fail(c, "rmsnorm");
+}
+
+static int ranges_overlap(const float *a, size_t na, const float *b, size_t nb) {
+    return a < b + nb && b < a + na;
+}
+
+static void op_matvec(backend *be, const weight *W, const float *x, int T, float *y) {
+    cuda_be *c = CB(be);
+    float *dx = dev_of(c, x), *dy = dev_of(c, y);
+    if (!dx || !dy) return;
+    int blck, af, bs;
+    if (cuda_type_info(W->type, &blck, &af, &bs) || !W->dev) { be_fail(c, "matvec: weight type without a CUDA kernel"); return; }
+    int64_t n_in = W->n_in, n_out = W->n_out;
+    /* can it join the pending group? (same input, format, shape class; output not an input) */
+    int join = c->fuse && c->pend.n > 0 && c->pend.n < 3 && c->pend_type == W->type && c->pend_n_in == n_in &&
+               c->pend_T == T && c->pend_x == dx && !ranges_overlap(dy, (size_t)T * n_out, dx, (size_t)T * n_in);
+    if (!join) flush(c);
+    if (!(c->act_src == dx && c->act_n == n_in && c->act_T == T && c->act_fmt == af)) {
+        if (cuda_act_row_bytes(af, n_in) * T > c->act_cap) { be_fail(c, "matvec: activation buffer too small"); return; }
+        if (cuda_act_quantize(af, dx, n_in, T, c->act, c->st)) { be_fail(c, "activation quantization"); return; }
+        c->act_src = dx; c->act_n = n_in; c->act_T = T; c->act_fmt = af;
+    }
+    mv_group *g = &c->pend;
+    if (!g->n) {
+        c->pend_type = W->type; c->pend_n_in = n_in; c->pend_T = T; c->pend_x = dx;
+        g->row_bytes = (size_t)(n_in / blck) * (size_t)bs;
+        g->row_start[0] = 0;
+    }
+    int i = g->n++;
+    g->W[i] = (const uint8_t *)W->dev; g->y[i] = dy; g->add_to[i] = NULL; g->n_out[i] = n_out;
+    g->row_start[i + 1] = g->row_start[i] + (int)n_out;
+    /* the output overwrote the cached activations' source? */
+    if (c->act_src && ranges_overlap(dy, (size_t)T * n_out, c->act_src, (size_t)c->act_T * c->act_n))
+        act_invalidate(c);
+    if (!c->fuse) flush(c);
+    /* logits: read back in eager mode */
+    if (c->readback && c->logits_host && (const char *)y >= (const char *)c->logits_host &&
+        (const char *)y < (const char *)c->logits_host + c->logits_bytes && !c->capturing) {
+        flush(c);
+        if (CU_CHECK(cudaMemcpyAsync(y, dy, (size_t)T * n_out * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
+            CU_CHECK(cudaStreamSynchronize(c->st)))
+            be_fail(c, "logits read-back");
+    }
+}
+
+static float *rope_table(cuda_be *c, float base) { return base == c->hp.rope_base ? c->rope_global : c->rope_local; }
+
+static void rope_launch(cuda_be *c, const pending_rope *r) {
+    if (cuda_rope(r->x, r->T, r->n_heads, r->head_dim, r->n_rot, c->hp.rope_neox, r->pos0, c->capturing ? c->d_pos : NULL,
+                  r->table, c->st))
+        be_fail(c, "rope");
+}
+static void flush_ropes(cuda_be *c) {
+    for (int i = 0; i < c->n_ropes; i++) rope_launch(c, &c->ropes[i]);
+    c->n_ropes = 0;
+}
+
+/* Deferred (fused with the KV store at attention when it is q's and k's rope). */
+static void op_rope(backend *be, float *x, int T, int n_heads, int head_dim, int n_rot, int pos0, float base, float scale) {
+    cuda_be *c = CB(be);
+    (void)scale;   /* the tables are built with hp.rope_scale, the value forward() passes */
+    flush_mv(c); act_invalidate(c);
+    float *dx = dev_of(c, x);
+    if (!dx) return;
+    pending_rope r = { dx, T, n_heads, head_dim, n_rot, pos0, rope_table(c, base) };
+    if (!c->fuse || c->n_ropes == 2) { flush_ropes(c); rope_launch(c, &r); return; }
+    c->ropes[c->n_ropes++] = r;
+}
+
+static void op_attention(backend *be, int layer, const float *q, const float *k, const float *v, int T, int pos0,
+                         float scale, int window, float *out) {
+    cuda_be *c = CB(be);
+    flush_mv(c); act_invalidate(c);
+    float *dq = dev_of(c, q), *dk = dev_of(c, k), *dv = dev_of(c, v), *dout = dev_of(c, out);
+    if (!dq || !dk || !dv || !dout) return;
+    const int *dp = c->capturing ? c->d_pos : NULL;
+    const hparams *hp = &c->hp;
+    pending_rope *rq = &c->ropes[0], *rk = &c->ropes[1];
+    if (c->n_ropes == 2 && rq->x == dq && rk->x == dk && rq->T == T && rk->T == T && rq->pos0 == pos0 &&
+        rk->pos0 == pos0 && rq->n_heads == hp->n_heads && rk->n_heads == hp->n_kv_heads && rq->n_rot == rk->n_rot) {
+        if (cuda_rope_qk_store(dq, dk, dv, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim,
+                               rq->n_rot, hp->rope_neox, pos0, dp, rq->table, rk->table, c->st))
+            be_fail(c, "rope + kv store");
+        c->n_ropes = 0;
+    } else {
+        flush_ropes(c);
+        if (cuda_kv_store(dk, dv, c->kc[layer], c->vc[layer], T, (int)c->kv_dim, pos0, dp, c->st)) be_fail(c, "kv store");
+    }
+    /* quantize the output for wo inside the attention kernel when its blocks fit in a head */
+    int af = -1;
+    const weight *wo = c->w->layers ? &c->w->layers[layer].wo : NULL;
+    if (c->fuse && wo && wo->data && cuda_type_info(wo->type, NULL, &af, NULL) == 0 &&
+        (af == ACT_Q8_0 || af == ACT_Q8_1 || (af == ACT_Q8_2 && hp->head_dim % 64 == 0)) && hp->head_dim % 32 == 0 &&
+        cuda_act_row_bytes(af, (int64_t)hp->n_heads * hp->head_dim) * T <= c->act_cap) {
+    } else af = -1;
+    if (cuda_attention(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp, scale,
+                       window, c->n_ctx, c->att_partial, c->att_counters, dout, af >= 0 ? c->act : NULL, af, c->st))
+        be_fail(c, "attention");
+    if (af >= 0) { c->act_src = dout; c->act_n = (int64_t)hp->n_heads * hp->head_dim; c->act_T = T; c->act_fmt = af; }
+}
+
+static void op_swiglu(backend *be, const float *gate, const float *up, float *out, int n) {
+    cuda_be *c = CB(be);
+    float *dg = dev_of(c, gate), *du = dev_of(c, up), *dout = dev_of(c, out);
+    if (!dg || !du || !dout) return;
+    mv_group *g = &c->pend;
+    if (c->fuse && g->n == 2 && g->y[0] == dg && g->y[1] == du && g->n_out[0] == g->n_out[1] &&
+        (int64_t)n == c->pend_T * g->n_out[0]) {
+        g->swiglu = 1; g->swiglu_out = dout;
+        flush(c);
+        act_invalidate(c);
+        return;
+    }
+    flush(c); act_invalidate(c);
+    if (cuda_swiglu(dg, du, dout, n, c->st)) be_fail(c, "swiglu");
+}
+
+static void op_add(backend *be, float *x, const float *y, int n) {
+    cuda_be *c = CB(be);
+    float *dx = dev_of(c, x), *dy = dev_of(c, y);
+    if (!dx || !dy) return;
+    mv_group *g = &c->pend;
+    if (c->fuse && g->n == 1 && !g->swiglu && g->y[0] == dy && (int64_t)n == c->pend_T * g->n_out[0] &&
+        !ranges_overlap(dx, (size_t)n, c->pend_x, (size_t)c->pend_T * c->pend_n_in)) {
+        g->add_to[0] = dx;
+        flush(c);
+        act_invalidate(c);
+        return;
+    }
+    flush(c); act_invalidate(c);
+    if (cuda_add(dx, dy, n, c->st)) be_fail(c, "add");
+}
+
+static void op_geglu(backend *be, const float *gate, const float *up, float *out, int n) {
+    cuda_be *c = CB(be);
+    flush(c); act_invalidate(c);
+    float *dg = dev_of(c, gate), *du = dev_of(c, up), *dout = dev_of(c, out);
+    if (!dg || !du || !dout) return;
+    if (cuda_geglu(dg, du, dout, n, c->st)) be_fail(c, "geglu");
+}
+
+/* Filled at first use; ops this backend lacks (moe_ffn) stay NULL, and forward() refuses
+ * models that need them. */
+static backend_ops cuda_ops;
+static void cuda_ops_init(void) {
+    cuda_ops.name = "cuda";
+    cuda_ops.embed = op_embed; cuda_ops.rmsnorm = op_rmsnorm; cuda_ops.matvec = op_matvec;
+    cuda_ops.rope = op_rope; cuda_ops.attention = op_attention; cuda_ops.swiglu = op_swiglu;
+    cuda_ops.add = op_add; cuda_ops.geglu = op_geglu;
+}
+
+/* ---- creation ------------------------------------------------------------------------------ */
+static int rope_table_upload(const hparams *hp, int n_ctx, float base, float **out) {
+    int half = hp->n_rot / 2;
+    size_t nf = (size_t)n_ctx * half * 2;
+    float *h = (float *)st_malloc(nf * sizeof(float));
+    if (!h) return -1;
+    /* exactly the CPU backend's computation: inv = 1 / base^(2i / n_rot) in double, then
+     * p = (float)pos / scale, ang = p * inv (float), cosf / sinf */
+    for (int i = 0; i < half; i++) {
+        float inv = (float)(1.0 / pow((double)base, (2.0 * i) / hp->n_rot));
+        for (int pos = 0; pos < n_ctx; pos++) {
+            float p = (float)pos / hp->rope_scale;
+            volatile float ang = p * inv;   /* one rounded product, as on the CPU */
+            h[((size_t)pos * half + i) * 2] = cosf(ang);
+            h[((size_t)pos * half + i) * 2 + 1] = sinf(ang);
+        }
+    }
+    int rc = CU_CHECK(cudaMalloc((void **)out, nf * sizeof(float))) || CU_CHECK(cudaMemcpy(*out, h, nf * sizeof(float), cudaMemcpyHostToDevice));
+    st_free(h);
+    return rc ? -1 : 0;
+}
+
+extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, char *err, size_t errlen) {
+    backend *be = (backend *)st_calloc(1, sizeof *be);
+    cuda_be *c = (cuda_be *)st_calloc(1, sizeof *c);
+    if (!be || !c) { st_free(be); st_free(c); snprintf(err, errlen, "out of memory"); return NULL; }
+    cuda_ops_init();
+    be->ops = &cuda_ops; be->impl = c;
+    c->hp = *hp; c->w = w; c->n_ctx = n_ctx; c->readback = 1;
+    c->fuse = env_bool(ENV_CUDA_FUSE);
+    c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
+    c->kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
+    c->vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
+    if (!c->kc || !c->vc) { snprintf(err, errlen, "out of memory"); backend_cuda_free(be); return NULL; }
+    if (cuda_tables_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
+    {
+        size_t kv_bytes = (size_t)n_ctx * c->kv_dim * sizeof(uint16_t);
+        for (int l = 0; l < hp->n_layers; l++)
+            if (cudaMalloc((void **)&c->kc[l], kv_bytes) != cudaSuccess || cudaMalloc((void **)&c->vc[l], kv_bytes) != cudaSuccess) {
+                cudaGetLastError();
+                size_t fr = 0, tot = 0;
+                cudaMemGetInfo(&fr, &tot);
+                snprintf(err, errlen, "not enough GPU memory for the KV cache of %d positions (%.1f MiB; %.1f MiB free): use a smaller --ctx",
+                         n_ctx, 2.0 * hp->n_layers * kv_bytes / 1048576.0, fr / 1048576.0);
+                backend_cuda_free(be);
+                return NULL;
+            }
+        /* activation buffer: the largest n_in of any matvec, FWD_MAX_T rows, worst format */
+        int64_t n_max = hp->n_embd;
+        int64_t cand[] = { (int64_t)hp->n_heads * hp->head_dim, hp->n_ff, hp->n_ff_exp };
+        for (int i = 0; i < 3; i++) if (cand[i] > n_max) n_max = cand[i];
+        c->act_cap = (size_t)FWD_MAX_T * ((size_t)n_max * 4 + 64);
+        size_t att = cuda_attention_scratch_floats(FWD_MAX_T, hp->n_heads, hp->head_dim, n_ctx);
+        if (CU_CHECK(cudaMalloc(&c->act, c->act_cap)) || CU_CHECK(cudaMalloc((void **)&c->att_partial, att * sizeof(float))) ||
+            CU_CHECK(cudaMalloc((void **)&c->d_ids, FWD_MAX_T * sizeof(int32_t))) ||
+            CU_CHECK(cudaMalloc((void **)&c->d_pos, sizeof(int))) ||
+            CU_CHECK(cudaMalloc((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
+            CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
+            CU_CHECK(cudaMallocHost((void **)&c->h_token, sizeof(int32_t))))
+            goto cuda_fail;
+        /* an embedding format without a device dequantizer: one f32 copy, dequantized here with
+         * the reference (same bits as the CPU's embed) */
+        if (w->tok_embd.data && !cuda_embed_supported(w->tok_embd.type)) {
+            const quant_traits *qt = quant_traits_get(w->tok_embd.type);
+            size_t rb = quant_row_bytes(w->tok_embd.type, w->tok_embd.n_in), rowf = (size_t)w->tok_embd.n_in * sizeof(float);
+            float *tmp = (float *)st_malloc(rowf * 256);
+            if (!qt || !tmp || CU_CHECK(cudaMalloc((void **)&c->embd_f32, rowf * (size_t)w->tok_embd.n_out))) { st_free(tmp); goto cuda_fail; }
+            for (int64_t r0 = 0; r0 < w->tok_embd.n_out; r0 += 256) {
+                int64_t nr = w->tok_embd.n_out - r0 < 256 ? w->tok_embd.n_out - r0 : 256;
+                for (int64_t r = 0; r < nr; r++)
+                    qt->dequant_row((const uint8_t *)w->tok_embd.data + (size_t)(r0 + r) * rb, tmp + (size_t)r * w->tok_embd.n_in, w->tok_embd.n_in);
+                if (CU_CHECK(cudaMemcpy((char *)c->embd_f32 + (size_t)r0 * rowf, tmp, rowf * (size_t)nr, cudaMemcpyHostToDevice))) { st_free(tmp); goto cuda_fail; }
+            }
+            st_free(tmp);
+        }
+        if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global) ||
+            rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local))
+            goto cuda_fail;
+    }
+    return be;
+cuda_fail:
+    snprintf(err, errlen, "CUDA backend set-up failed: %s", cuda_last_error());
+    backend_cuda_free(be);
+    return NULL;
+}
+
+extern "C" void backend_cuda_free(backend *be) {
+    if (!be) return;
+    cuda_be *c = CB(be);
+    if (c) {
+        if (c->st) cudaStreamSynchronize(c->st);
+        if (c->graph_ok) cudaGraphExecDestroy(c->graph);
+        for (int l = 0; c->kc && l < c->hp.n_layers; l++) cudaFree(c->kc[l]);
+        for (int l = 0; c->vc && l < c->hp.n_layers; l++) cudaFree(c->vc[l]);
+        st_free(c->kc); st_free(c->vc);
+        cudaFree(c->rope_global); cudaFree(c->rope_local); cudaFree(c->att_partial); cudaFree(c->act);
+        cudaFree(c->d_ids); cudaFree(c->d_pos); cudaFree(c->embd_f32); cudaFree(c->att_counters);
+        if (c->h_token) cudaFreeHost(c->h_token);
+        for (int i = 0; i < c->n_mirrors; i++) cudaFree(c->mirrors[i].dev);
+        if (c->st) cudaStreamDestroy(c->st);
+        st_free(c);
+    }
+    st_free(be);
+}
+
+extern "C" int backend_cuda_mirror(backend *be, void *host, size_t bytes) {
+    cuda_be *c = CB(be);
+    if (c->n_mirrors >= MAX_MIRRORS) return -1;
+    mirror *m = &c->mirrors[c->n_mirrors];
+    if (CU_CHECK(cudaMalloc((void **)&m->dev, bytes ? bytes : 1))) return -1;
+    cudaMemset(m->dev, 0, bytes);
+    m->host = (char *)host; m->bytes = bytes;
+    c->n_mirrors++;
+    return 0;
+}
+
+extern "C" int backend_cuda_bind_fwd(backend *be, fwd_state *f, char *err, size_t errlen) {
+    const hparams *hp = f->hp;
+    size_t T = FWD_MAX_T, E = (size_t)hp->n_embd, Q = (size_t)hp->n_heads * hp->head_dim;
+    size_t KV = (size_t)hp->n_kv_heads * hp->head_dim;
+    size_t F = (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
+    if (!F) F = 1;
+    /* the sizes fwd_init allocates (src/model/forward.c) */
+    struct { void *p; size_t n; } b[] = {
+        { f->x, T * E }, { f->xb, T * (E > Q ? E : Q) }, { f->q, T * Q }, { f->k, T * KV }, { f->v, T * KV },
+        { f->att, T * Q }, { f->hb, T * F }, { f->hb2, T * F }, { f->logits, T * (size_t)hp->n_vocab },
+    };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        if (backend_cuda_mirror(be, b[i].p, b[i].n * sizeof(float))) {
+            snprintf(err, errlen, "not enough GPU memory for the activations: %s", cuda_last_error());
+            return -1;
+        }
+    CB(be)->logits_host = f->logits;
+    CB(be)->logits_bytes = T * (size_t)hp->n_vocab * sizeof(float);
+    return 0;
+}
+
+static mirror *find_mirror(cuda_be *c, const void *host, size_t bytes) {
+    for (int i = 0; i < c->n_mirrors; i++) {
+        mirror *m = &c->mirrors[i];
+        if ((const char *)host >= m->host && (const char *)host + bytes <= m->host + m->bytes) return m;
+    }
+    return NULL;
+}
+
+extern "C" int backend_cuda_upload(backend *be, const void *host, size_t bytes) {
+    cuda_be *c = CB(be);
+    flush(c); act_invalidate(c);
+    mirror *m = find_mirror(c, host, bytes);
+    if (!m) return -1;
+    return CU_CHECK(cudaMemcpyAsync(m->dev + ((const char *)host - m->host), host, bytes, cudaMemcpyHostToDevice, c->st)) ||
+           CU_CHECK(cudaStreamSynchronize(c->st)) ? -1 : 0;
+}
+
+extern "C" int backend_cuda_download(backend *be, void *host, size_t bytes) {
+    cuda_be *c = CB(be);
+    flush(c);
+    mirror *m = find_mirror(c, host, bytes);
+    if (!m) return -1;
+    return CU_CHECK(cudaMemcpyAsync(host, m->dev + ((const char *)host - m->host), bytes, cudaMemcpyDeviceToHost, c->st)) ||
+           CU_CHECK(cudaStreamSynchronize(c->st)) ? -1 : 0;
+}
+
+extern "C" int backend_cuda_sync(backend *be, char *err, size_t errlen) {
+    cuda_be *c = CB(be);
+    flush(c);
+    if (CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed) {
+        snprintf(err, errlen, "%s", cuda_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row) {
+    cuda_be *c = CB(be);
+    flush(c);
+    float *dl = dev_of(c, f->logits + (size_t)row * f->hp->n_vocab);
+    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, NULL, c->st) ||
+        CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)) ||
+        CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed)
+        return -1;
+    c->dev_pos_known = 0;
+    return c->h_token[0];
+}
+
+/* The step that the graph holds: forward(T = 1) on d_ids/d_pos, argmax into d_ids, pos += 1,
+ * the new id copied to pinned host memory. */
+static int record_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
+    if (forward(f, &id, 1, pos, 0) != 0) return -1;
+    flush(c);
+    float *dl = dev_of(c, f->logits);
+    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, c->d_pos, c->st) ||
+        CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)))
+        return -1;
+    return c->failed ? -1 : 0;
+}
+
+extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t id, int pos) {
+    cuda_be *c = CB(be);
+    if (pos < 0 || pos >= c->n_ctx || id < 0 || id >= c->hp.n_vocab || c->failed) return -1;
+    flush(c); act_invalidate(c);
+    /* d_ids / d_pos must hold this step's token and position */
+    if (!(c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id)) {
+        int32_t hv[2] = { id, pos };
+        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
+            CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
+            CU_CHECK(cudaStreamSynchronize(c->st)))
+            return -1;
+    }
+    c->readback = 0;
+    int rc = 0;
+    if (!env_bool(ENV_CUDA_GRAPH)) {
+        /* the same kernels, launched one by one (they still read d_pos / d_ids) */
+        c->capturing = 1;
+        rc = record_step(c, f, id, pos);
+        c->capturing = 0;
+    } else {
+        if (!c->graph_ok) {
+            cudaGraph_t g;
+            c->capturing = 1;
+            if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
+            else {
+                int r1 = record_step(c, f, id, pos);
+                int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
+                rc = r1 || r2 ? -1 : 0;
+                if (!rc) {
+                    rc = CU_CHECK(cudaGraphInstantiate(&c->graph, g, 0));
+                    cudaGraphDestroy(g);
+                    if (!rc) c->graph_ok = 1;
+                }
+            }
+            c->capturing = 0;
+            memset(&c->pend, 0, sizeof c->pend);
+            act_invalidate(c);
+        }
+        if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->graph, c->st));
+    }
+    c->readback = 1;
+    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "greedy decode step"); return -1; }
+    c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_token[0];
+    return c->h_token[0];
+}

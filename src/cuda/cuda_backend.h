@@ -1,0 +1,92 @@
+/* CUDA backend: the C interface to the .cu files of src/cuda (CUDA written in a C style).
+ *
+ * The forward pass (src/model/forward.c) stays written once against backend_ops; this
+ * backend implements the same table on the GPU. fwd_state's activation buffers stay host
+ * allocations: backend_cuda_bind_fwd registers them, and every op translates a host
+ * pointer inside a registered range to the same offset in its device mirror. Data never
+ * travels between host and device except token ids in, logits (eager mode) or one token id
+ * (greedy graph decode) out.
+ *
+ * Weights are uploaded once per model (cuda_weights_upload sets weight.dev); the KV cache
+ * (f16, like the CPU's) lives in device memory, one per session/backend.
+ *
+ * Bit-exactness: cuda_matvec gives the bits of the CPU reference (quant_traits.dot_ref) for
+ * every format it supports: activations quantized on the GPU with src/quant/act.c's formula,
+ * the same exact integer block sums, the canonical float order of docs/KERNELS.md (block b
+ * into warp lane b % 32, shuffle-down tree 16, 8, 4, 2, 1), no FMA contraction. */
+#ifndef STRATA_CUDA_BACKEND_H
+#define STRATA_CUDA_BACKEND_H
+#include <stddef.h>
+#include <stdint.h>
+#include "model/backend.h"
+#include "model/forward.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- device ----------------------------------------------------------------------- */
+/* Number of usable CUDA devices (0 when there is no driver or GPU; never aborts). */
+int cuda_device_count(void);
+/* One line describing device 0: name, compute capability, SMs, memory, L2. */
+int cuda_device_describe(char *out, size_t cap);
+/* Is there a CUDA matvec for this weight type? */
+int cuda_type_supported(int type);
+
+/* ---- weights ---------------------------------------------------------------------- */
+/* Upload every bound weight of the model (weight.dev). progress(fraction, user) is called as
+ * bytes arrive. Out of memory names the tensor that did not fit and the totals. 0 / -1. */
+int  cuda_weights_upload(const hparams *hp, model_weights *w, void (*progress)(float, void *), void *user,
+                         char *err, size_t errlen);
+void cuda_weights_free(const hparams *hp, model_weights *w);
+
+/* ---- backend ---------------------------------------------------------------------- */
+backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, char *err, size_t errlen);
+void backend_cuda_free(backend *be);
+/* Register a host range whose device mirror the ops use; 0 / -1. */
+int  backend_cuda_mirror(backend *be, void *host, size_t bytes);
+/* Register all activation buffers of a forward state (sizes as fwd_init allocates them). */
+int  backend_cuda_bind_fwd(backend *be, fwd_state *f, char *err, size_t errlen);
+/* Copy a registered host range to / from its mirror (tests; synchronous). 0 / -1. */
+int  backend_cuda_upload(backend *be, const void *host, size_t bytes);
+int  backend_cuda_download(backend *be, void *host, size_t bytes);
+/* Wait for the device; returns -1 (with the message) if any CUDA call has failed. */
+int  backend_cuda_sync(backend *be, char *err, size_t errlen);
+/* Greedy argmax of logits row `row` (already computed on the device into f->logits);
+ * only the id returns. -1 on error. */
+int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row);
+/* One greedy decode step: token `id` at position `pos` through the whole model and the
+ * argmax, replayed as one CUDA graph (captured at first use; position and token read from
+ * device memory). Returns the next token id, or -1 on error. STRATA_CUDA_GRAPH=0 runs the
+ * same step eagerly. */
+int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t id, int pos);
+
+/* ---- kernels for tests and benchmarks (device pointers) ------------------------------ */
+/* y[c * n_out + r] = W[r] . x_c (c < T <= 8). W: n_out rows of `type`; x: T f32 columns of
+ * n_in on the device. Quantizes x on the device first. 0 / -1 (unsupported type / shape). */
+int cuda_matvec(const void *W, int type, int64_t n_in, int64_t n_out, const float *x, int T, float *y,
+                void *stream);
+/* The matvec alone over activations already quantized (act: T rows of the type's activation
+ * format, as cuda_act_quantize writes them); for kernel benchmarks. */
+int cuda_matvec_preq(const void *W, int type, int64_t n_in, int64_t n_out, const void *act, int T, float *y,
+                     void *stream);
+/* Activation format (act_format) of a weight type, -1 if unsupported. */
+int cuda_type_act(int type);
+/* Quantize T f32 rows of n values into the activation format act (act_format); dst holds
+ * T rows of act_row_bytes(act, n) bytes. */
+int cuda_act_quantize(int act, const float *x, int64_t n, int T, void *dst, void *stream);
+/* Device memory helpers for test programs (C cannot include cuda_runtime.h portably). */
+void *cuda_malloc(size_t bytes);
+void  cuda_free(void *p);
+int   cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
+int   cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
+int   cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
+int   cuda_synchronize(void);
+/* Event timing for benchmarks: elapsed milliseconds of `reps` calls of fn(user). */
+double cuda_time_ms(void (*fn)(void *), void *user, int reps);
+const char *cuda_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,48 @@
+/* Shared helpers of the CUDA files: error recording, exact float helpers, byte loads.
+ *
+ * Float rule (docs/KERNELS.md): every float operation whose bits matter is written with an
+ * explicit round-to-nearest intrinsic (__fadd_rn, __fmul_rn, __fdiv_rn), which nvcc never
+ * contracts into an FMA; the files are also compiled with --fmad=false. */
+#ifndef STRATA_CUDA_COMMON_CUH
+#define STRATA_CUDA_COMMON_CUH
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern "C" {
+#include "quant/blocks.h"
+}
+
+/* First CUDA error seen by this process (message), and a setter used by CU_CHECK. */
+extern "C" const char *cuda_last_error(void);
+void cuda_record_error(const char *what, cudaError_t e, const char *file, int line);
+
+#define CU_CHECK(call) ((call) == cudaSuccess ? 0 : (cuda_record_error(#call, cudaGetLastError(), __FILE__, __LINE__), -1))
+#define CU_LAUNCHED() (cudaPeekAtLastError() == cudaSuccess ? 0 : (cuda_record_error("kernel launch", cudaGetLastError(), __FILE__, __LINE__), -1))
+
+#define FULL_MASK 0xffffffffu
+
+static __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+static __device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+
+/* little-endian loads at the alignment a block guarantees */
+static __device__ __forceinline__ uint16_t ld_u16(const uint8_t *p) { return *(const uint16_t *)p; }
+static __device__ __forceinline__ uint32_t ld_u32(const uint8_t *p) { return *(const uint32_t *)p; }
+static __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t *p) {
+    return (uint32_t)ld_u16(p) | (uint32_t)ld_u16(p + 2) << 16;
+}
+static __device__ __forceinline__ uint32_t ld_u32_a1(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static __device__ __forceinline__ float ld_f32(const uint8_t *p) { return *(const float *)p; }
+static __device__ __forceinline__ int ld_i32(const uint8_t *p) { return *(const int *)p; }
+
+/* Canonical 32-lane tree (s = 16, 8, 4, 2, 1): lane i adds lane i + s; lane 0 ends with
+ * the result. Same bits as canon_finish in src/quant/quant_canon.h. */
+static __device__ __forceinline__ float warp_canon_finish(float v) {
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) v = __fadd_rn(v, __shfl_down_sync(FULL_MASK, v, s));
+    return v;
+}
+#endif

@@ -1,0 +1,63 @@
+/* Internal declarations shared by the CUDA translation units (C++ linkage, never included
+ * from C). The C interface is cuda_backend.h. */
+#ifndef STRATA_CUDA_INTERNAL_H
+#define STRATA_CUDA_INTERNAL_H
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+#define restrict __restrict__
+extern "C" {
+#include "quant/quant.h"
+#include "quant/iq_tables.h"
+#include "cuda_backend.h"
+}
+#undef restrict
+
+/* A matvec launch over up to MV_GROUP_MAX weights of one format and one n_in that read the
+ * same activations: rows [row_start[i], row_start[i+1]) are weight i's. With swiglu set, the
+ * group is a gate/up pair (n = 2, equal n_out) and swiglu_out gets silu(g) * u. */
+#define MV_GROUP_MAX 4
+typedef struct mv_group {
+    int n;
+    const uint8_t *W[MV_GROUP_MAX];
+    float *y[MV_GROUP_MAX];          /* [T][n_out[i]] */
+    float *add_to[MV_GROUP_MAX];     /* NULL, or residual [T][n_out[i]] += y */
+    int64_t n_out[MV_GROUP_MAX];
+    int row_start[MV_GROUP_MAX + 1];
+    size_t row_bytes;
+    int swiglu;
+    float *swiglu_out;               /* [T][n_out[0]] */
+} mv_group;
+
+/* matvec.cu */
+int    cuda_type_info(int type, int *blck, int *act_fmt, int *bsize);
+size_t cuda_act_row_bytes(int act, int64_t n);
+int    cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
+int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
+
+/* ops.cu: element-wise ops, norms, RoPE, attention, argmax, embedding */
+int cuda_embed(const void *W, int type, int64_t n_embd, const int32_t *d_ids, int T, float *x, float scale, cudaStream_t st);
+int cuda_embed_supported(int type);
+/* rows of n: y = x / rms(x) * w; when act_fmt >= 0 also quantizes y rows (n per row, one row
+ * per token: rows == T) into act (fused norm + activation quantization). */
+int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, cudaStream_t st);
+int cuda_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
+              const float *cos_sin, cudaStream_t st);
+int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
+                  const int *d_pos, cudaStream_t st);
+int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                       int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q, const float *cs_k,
+                       cudaStream_t st);
+/* split-KV attention; counters: T * n_heads zeroed ints (left zeroed); act: NULL, or the
+ * activation rows (format act_fmt, block size dividing head_dim) to quantize the output into */
+int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                   int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
+                   int *counters, float *out, void *act, int act_fmt, cudaStream_t st);
+size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);
+int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
+int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
+int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
+                       cudaStream_t st);
+int cuda_add(float *x, const float *y, int n, cudaStream_t st);
+int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, cudaStream_t st);
+#endif

@@ -1,0 +1,232 @@
+/* IQ codebook formats on the GPU: block partials with the bits of src/quant/ref_iq.c.
+ *
+ * The reference turns a super-block into int8 weights w8[256] and a multiplier m per 16
+ * weights, then p_b = ((float)isum * k) * (h(d) * a.d), isum = sum_j m_j * sum_{i in j}
+ * w8_i * a.qs_i (docs/KERNELS.md, IQ section). Here a group of 8 weights is decoded into two
+ * int8x4 words (iq_group8), sub-block j of 16 weights is groups 2j and 2j+1, and the integer
+ * sums use __dp4a (exact). Codebooks are copied once into device memory (iq_tables_upload)
+ * from the generated host tables (src/quant/iq_tables.c).
+ * Included by matvec.cu only (the device tables are that translation unit's). */
+#ifndef STRATA_IQ_BLOCKS_CUH
+#define STRATA_IQ_BLOCKS_CUH
+#include "cuda_common.cuh"
+
+static __device__ __align__(8) uint8_t d_iq2xxs_grid[256][8];
+static __device__ __align__(8) uint8_t d_iq2xs_grid[512][8];
+static __device__ __align__(8) uint8_t d_iq2s_grid[1024][8];
+static __device__ __align__(4) uint8_t d_iq3xxs_grid[256][4];
+static __device__ __align__(4) uint8_t d_iq3s_grid[512][4];
+static __device__ __align__(8) int8_t d_iq1s_grid[2048][8];
+static __device__ uint8_t d_ksigns[128];
+static __device__ int8_t d_kvalues_iq4nl[16];
+
+/* bytes 0xFF where sign bit set (bits 0..3 of s -> bytes 0..3) */
+static __device__ __forceinline__ uint32_t sign_mask4(uint32_t s) { return spread4(s & 15) * 0xFFu; }
+/* negate the bytes of w selected by the 4 sign bits s */
+static __device__ __forceinline__ uint32_t apply_signs4(uint32_t w, uint32_t s) {
+    uint32_t m = sign_mask4(s);
+    return __vsub4(w ^ m, m);
+}
+static __device__ __forceinline__ uint32_t grid8_lo(const uint8_t *row) { return ld_u32(row); }
+static __device__ __forceinline__ uint32_t grid8_hi(const uint8_t *row) { return ld_u32(row + 4); }
+static __device__ __forceinline__ uint32_t kv4(uint32_t nibbles_in_bytes) {
+    return pack4(d_kvalues_iq4nl[nibbles_in_bytes & 15], d_kvalues_iq4nl[(nibbles_in_bytes >> 8) & 15],
+                 d_kvalues_iq4nl[(nibbles_in_bytes >> 16) & 15], d_kvalues_iq4nl[(nibbles_in_bytes >> 24) & 15]);
+}
+/* IQ1: bytes 8 * grid + delta (grid values -1, 0, 1) */
+static __device__ __forceinline__ void iq1_words(const int8_t *gr, int delta, uint32_t *w0, uint32_t *w1) {
+    *w0 = pack4(8 * gr[0] + delta, 8 * gr[1] + delta, 8 * gr[2] + delta, 8 * gr[3] + delta);
+    *w1 = pack4(8 * gr[4] + delta, 8 * gr[5] + delta, 8 * gr[6] + delta, 8 * gr[7] + delta);
+}
+
+/* Format facts: block bytes, k (power of two), fp16 d. */
+template <int FMT> struct iq_fmt;
+template <> struct iq_fmt<TYPE_IQ2_XXS> { enum { bs = 66 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ2_XS>  { enum { bs = 74 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ2_S>   { enum { bs = 82 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ3_XXS> { enum { bs = 98 }; static __device__ float k() { return 0.25f; } };
+template <> struct iq_fmt<TYPE_IQ3_S>   { enum { bs = 110 }; static __device__ float k() { return 1.0f; } };
+template <> struct iq_fmt<TYPE_IQ1_S>   { enum { bs = 50 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ1_M>   { enum { bs = 56 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ4_XS>  { enum { bs = 136 }; static __device__ float k() { return 1.0f; } };
+
+/* ---- per format: d, multiplier of sub-block j (16 weights), group g (8 weights) ---------- */
+template <int FMT> static __device__ __forceinline__ float iq_d(const uint8_t *blk) {
+    if (FMT == TYPE_IQ1_M) {
+        uint32_t s01 = ld_u32_a2(blk + 48), s23 = ld_u32_a2(blk + 52);
+        uint32_t sc0 = s01 & 0xFFFF, sc1 = s01 >> 16, sc2 = s23 & 0xFFFF, sc3 = s23 >> 16;
+        return h2f((uint16_t)((sc0 >> 12) | ((sc1 >> 8) & 0x00f0) | ((sc2 >> 4) & 0x0f00) | (sc3 & 0xf000)));
+    }
+    return h2f(ld_u16(blk));
+}
+
+template <int FMT> static __device__ __forceinline__ int iq_mult(const uint8_t *blk, int j) {
+    switch (FMT) {
+    case TYPE_IQ2_XXS: return 2 * (int)(ld_u32_a2(blk + 2 + 8 * (j / 2) + 4) >> 28) + 1;
+    case TYPE_IQ2_XS:  return 2 * ((blk[66 + j / 2] >> (4 * (j & 1))) & 15) + 1;
+    case TYPE_IQ2_S:   return 2 * ((blk[74 + j / 2] >> (4 * (j & 1))) & 15) + 1;
+    case TYPE_IQ3_XXS: return 2 * (int)(ld_u32_a2(blk + 2 + 64 + 4 * (j / 2)) >> 28) + 1;
+    case TYPE_IQ3_S:   return 2 * ((blk[106 + j / 4] >> (4 * ((j / 2) & 1))) & 15) + 1;
+    case TYPE_IQ1_S:   return 2 * ((ld_u16(blk + 34 + 2 * (j / 2)) >> 12) & 7) + 1;
+    case TYPE_IQ1_M:   return 2 * ((ld_u16(blk + 48 + 2 * (j / 4)) >> (3 * (j % 4))) & 7) + 1;
+    case TYPE_IQ4_XS: {
+        int ib = j / 2;
+        int ls = ((blk[4 + ib / 2] >> (4 * (ib & 1))) & 15) | ((ld_u16(blk + 2) >> (2 * ib)) & 3) << 4;
+        return ls - 32;
+    }
+    }
+    return 0;
+}
+
+template <int FMT> static __device__ __forceinline__ void iq_group8(const uint8_t *blk, int g, uint32_t *w0, uint32_t *w1) {
+    switch (FMT) {
+    case TYPE_IQ2_XXS: {
+        int ib = g / 4, l = g % 4;
+        uint32_t a0 = ld_u32_a2(blk + 2 + 8 * ib), a1 = ld_u32_a2(blk + 2 + 8 * ib + 4);
+        const uint8_t *row = d_iq2xxs_grid[(a0 >> 8 * l) & 255];
+        uint32_t s = d_ksigns[(a1 >> 7 * l) & 127];
+        *w0 = apply_signs4(grid8_lo(row), s); *w1 = apply_signs4(grid8_hi(row), s >> 4);
+        return;
+    }
+    case TYPE_IQ2_XS: {
+        uint32_t v = ld_u16(blk + 2 + 2 * g);
+        const uint8_t *row = d_iq2xs_grid[v & 511];
+        uint32_t s = d_ksigns[v >> 9];
+        *w0 = apply_signs4(grid8_lo(row), s); *w1 = apply_signs4(grid8_hi(row), s >> 4);
+        return;
+    }
+    case TYPE_IQ2_S: {
+        uint32_t idx = blk[2 + g] | (((uint32_t)blk[66 + g / 4] >> (2 * (g % 4))) & 3u) << 8;
+        const uint8_t *row = d_iq2s_grid[idx];
+        uint32_t s = blk[2 + 32 + g];
+        *w0 = apply_signs4(grid8_lo(row), s); *w1 = apply_signs4(grid8_hi(row), s >> 4);
+        return;
+    }
+    case TYPE_IQ3_XXS: {
+        int ib = g / 4, l = g % 4;
+        const uint8_t *qs = blk + 2;
+        uint32_t a = ld_u32_a2(qs + 64 + 4 * ib);
+        uint32_t s = d_ksigns[(a >> 7 * l) & 127];
+        *w0 = apply_signs4(ld_u32(d_iq3xxs_grid[qs[8 * ib + 2 * l]]), s);
+        *w1 = apply_signs4(ld_u32(d_iq3xxs_grid[qs[8 * ib + 2 * l + 1]]), s >> 4);
+        return;
+    }
+    case TYPE_IQ3_S: {
+        const uint8_t *qs = blk + 2, *qh = blk + 66, *signs = blk + 74;
+        int g0 = 2 * g, g1 = 2 * g + 1;
+        uint32_t i0 = qs[g0] | (((uint32_t)qh[g0 / 8] >> (g0 % 8)) & 1u) << 8;
+        uint32_t i1 = qs[g1] | (((uint32_t)qh[g1 / 8] >> (g1 % 8)) & 1u) << 8;
+        uint32_t s = signs[g];
+        *w0 = apply_signs4(ld_u32(d_iq3s_grid[i0]), s); *w1 = apply_signs4(ld_u32(d_iq3s_grid[i1]), s >> 4);
+        return;
+    }
+    case TYPE_IQ1_S: {
+        int ib = g / 4, l = g % 4;
+        uint32_t qh = ld_u16(blk + 34 + 2 * ib);
+        int delta = (qh & 0x8000) ? -1 : 1;
+        iq1_words(d_iq1s_grid[blk[2 + 4 * ib + l] | ((qh >> 3 * l) & 7u) << 8], delta, w0, w1);
+        return;
+    }
+    case TYPE_IQ1_M: {
+        uint32_t nib = (blk[32 + g / 2] >> (4 * (g & 1))) & 15;
+        int delta = (nib & 8) ? -1 : 1;
+        iq1_words(d_iq1s_grid[blk[g] | (nib & 7u) << 8], delta, w0, w1);
+        return;
+    }
+    case TYPE_IQ4_XS: {
+        int ib = g / 4, l = g % 4;
+        const uint8_t *q = blk + 8 + 16 * ib + 8 * (l & 1);
+        uint32_t a = ld_u32(q), c = ld_u32(q + 4);
+        int sh = l >= 2 ? 4 : 0;
+        *w0 = kv4((a >> sh) & 0x0F0F0F0Fu); *w1 = kv4((c >> sh) & 0x0F0F0F0Fu);
+        return;
+    }
+    }
+    *w0 = *w1 = 0;
+}
+
+/* IQ4_NL: 18 bytes = d | qs[16] against act_q8_0 (as Q4_0 with the kvalues table) */
+template <int TM> static __device__ __forceinline__ void bp_iq4_nl(BP_ARGS) {
+    const uint8_t *blk = wr + (size_t)b * 18;
+    float dw = h2f(ld_u16(blk));
+    uint32_t lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        uint32_t q = ld_u32_a2(blk + 2 + 4 * i);
+        lo[i] = kv4(q & 0x0F0F0F0Fu);
+        hi[i] = kv4((q >> 4) & 0x0F0F0F0Fu);
+    }
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        const uint8_t *a = act + t * as + (size_t)b * A80;
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            s = __dp4a((int)lo[i], ld_i32(a + 4 + 4 * i), s);
+            s = __dp4a((int)hi[i], ld_i32(a + 20 + 4 * i), s);
+        }
+        p[t] = __fmul_rn(__int2float_rn(s), __fmul_rn(dw, ld_f32(a)));
+    }
+}
+
+template <int FMT, int TM> static __device__ __forceinline__ void bp_iq_k(BP_ARGS) {
+    const uint8_t *blk = wr + (size_t)b * iq_fmt<FMT>::bs;
+    int S[TM];
+#pragma unroll
+    for (int t = 0; t < TM; t++) S[t] = 0;
+#pragma unroll 2
+    for (int j = 0; j < 16; j++) {
+        uint32_t w[4];
+        iq_group8<FMT>(blk, 2 * j, &w[0], &w[1]);
+        iq_group8<FMT>(blk, 2 * j + 1, &w[2], &w[3]);
+        int m = iq_mult<FMT>(blk, j);
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const uint8_t *a = act + t * as + (size_t)b * A8K + 4 + 16 * j;
+            int s = 0;
+#pragma unroll
+            for (int i = 0; i < 4; i++) s = __dp4a((int)w[i], ld_i32(a + 4 * i), s);
+            S[t] += m * s;
+        }
+    }
+    float dw = iq_d<FMT>(blk);
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        const uint8_t *a = act + t * as + (size_t)b * A8K;
+        p[t] = __fmul_rn(__fmul_rn(__int2float_rn(S[t]), iq_fmt<FMT>::k()), __fmul_rn(dw, ld_f32(a)));
+    }
+}
+
+template <int FMT, int TM> static __device__ __forceinline__ void bp_iq(BP_ARGS) {
+    if (FMT == TYPE_IQ4_NL) bp_iq4_nl<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ2_XXS) bp_iq_k<TYPE_IQ2_XXS, TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ2_XS) bp_iq_k<TYPE_IQ2_XS, TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ2_S) bp_iq_k<TYPE_IQ2_S, TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ3_XXS) bp_iq_k<TYPE_IQ3_XXS, TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ3_S) bp_iq_k<TYPE_IQ3_S, TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ1_S) bp_iq_k<TYPE_IQ1_S, TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ1_M) bp_iq_k<TYPE_IQ1_M, TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_IQ4_XS) bp_iq_k<TYPE_IQ4_XS, TM>(wr, b, act, as, T, p);
+}
+
+static int iq_type_info(int type, int *blck, int *act, int *bsize) {
+    int s;
+    switch (type) {
+    case TYPE_IQ2_XXS: s = 66; break;
+    case TYPE_IQ2_XS:  s = 74; break;
+    case TYPE_IQ2_S:   s = 82; break;
+    case TYPE_IQ3_XXS: s = 98; break;
+    case TYPE_IQ3_S:   s = 110; break;
+    case TYPE_IQ1_S:   s = 50; break;
+    case TYPE_IQ1_M:   s = 56; break;
+    case TYPE_IQ4_XS:  s = 136; break;
+    case TYPE_IQ4_NL:  *blck = 32; *act = ACT_Q8_0; *bsize = 18; return 0;
+    default: return -1;
+    }
+    *blck = 256; *act = ACT_Q8_K; *bsize = s;
+    return 0;
+}
+#endif

@@ -1,0 +1,293 @@
+/* CUDA matvec for every weight format, T = 1..8 columns, bit-identical to the CPU reference.
+ *
+ *   y[c * n_out + r] = W[r] . x_c
+ *
+ * Activation quantization (act_quantize_kernel): src/quant/act.c's formula, one warp per
+ * activation block: amax by a max-reduction (order-free), d = amax / 127, id = 1 / d,
+ * q = __float2int_rn(clamp(x * id)) (round half to even = nearbyintf), int sums exact.
+ *
+ * Matvec (matvec_kernel): one warp per row. Lane l walks the blocks b = l, l + 32, ... of the
+ * row, decodes each weight block once and forms its partial against every column
+ * (quant_blocks.cuh), adding it into that column's lane accumulator: acc = acc + p_b, which
+ * IS the canonical lane b % 32. The shuffle-down tree 16, 8, 4, 2, 1 then gives the bits of
+ * canon_finish. Float formats (F32/F16/BF16) use the per-element order: lane k % 32 gets
+ * w[k] * x[k] (rounded product, then add).
+ *
+ * A launch covers a "group" of up to MV_GROUP_MAX weights of one format sharing the input
+ * (q, k and v; gate and up): their rows are concatenated, so one launch replaces three.
+ * Epilogues (fusions that keep every bit): add_to[r] += y[r] (residual add) and, for a
+ * gate/up pair, out[r] = silu(g[r]) * u[r] (SwiGLU, the CPU formula). */
+#include "cuda_internal.h"
+#include "cuda_common.cuh"
+#include "quant_blocks.cuh"
+#include "iq_blocks.cuh"
+#include "act_quant.cuh"
+
+/* ---- activation quantization ------------------------------------------------------------ */
+
+/* One warp per activation block (act_quant.cuh has the formula). */
+template <int B>
+__global__ void act_quantize_kernel(const float *__restrict__ x, int64_t n, int T, uint8_t *__restrict__ dst, int fmt) {
+    int64_t nb = n / B;
+    int64_t gw = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;   /* global warp = (t, block) */
+    if (gw >= nb * T) return;
+    int t = (int)(gw / nb);
+    int64_t bi = gw % nb;
+    size_t bsz = act_block_bytes_dev(fmt);
+    act_quant_block<B>(x + (size_t)t * n + bi * B, dst + ((size_t)t * (size_t)nb + (size_t)bi) * bsz, fmt);
+}
+
+extern "C" int cuda_act_quantize(int act, const float *x, int64_t n, int T, void *dst, void *stream) {
+    int B = act == ACT_Q8_2 ? 64 : act == ACT_Q8_K ? 256 : 32;
+    if (act == ACT_F32) {
+        return CU_CHECK(cudaMemcpyAsync(dst, x, (size_t)n * T * sizeof(float), cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
+    }
+    if (act < ACT_Q8_0 || act > ACT_Q8_K || n % B) return -1;
+    int64_t warps = n / B * T;
+    int threads = 128;
+    unsigned blocks = (unsigned)((warps * 32 + threads - 1) / threads);
+    cudaStream_t st = (cudaStream_t)stream;
+    switch (B) {
+    case 32:  act_quantize_kernel<32><<<blocks, threads, 0, st>>>(x, n, T, (uint8_t *)dst, act); break;
+    case 64:  act_quantize_kernel<64><<<blocks, threads, 0, st>>>(x, n, T, (uint8_t *)dst, act); break;
+    default:  act_quantize_kernel<256><<<blocks, threads, 0, st>>>(x, n, T, (uint8_t *)dst, act); break;
+    }
+    return CU_LAUNCHED();
+}
+
+/* ---- matvec --------------------------------------------------------------------------- */
+
+#define MV_WARPS 4   /* rows per CTA */
+
+template <int FMT, int TM> static __device__ __forceinline__ void block_partials(BP_ARGS) {
+    if (FMT == TYPE_Q4_0) bp_q4_0<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q4_1) bp_q4_1<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q5_0) bp_q5_0<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q5_1) bp_q5_1<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q8_0) bp_q8_0<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q2_0) bp_q2_0<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_MXFP4) bp_mxfp4<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q2_K) bp_q2_K<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q3_K) bp_q3_K<TM>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q4_K) bp_q45_K<TM, 0>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q5_K) bp_q45_K<TM, 1>(wr, b, act, as, T, p);
+    else if (FMT == TYPE_Q6_K) bp_q6_K<TM>(wr, b, act, as, T, p);
+    else bp_iq<FMT, TM>(wr, b, act, as, T, p);
+}
+
+/* Dot of one row against T columns; lane 0 returns the canonical result per column. */
+template <int FMT, int TM>
+static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, int64_t n_in, int nb,
+                                               const uint8_t *__restrict__ act, size_t as, int T, float *acc) {
+    int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int t = 0; t < TM; t++) acc[t] = 0.0f;
+    if (FMT == TYPE_F32 || FMT == TYPE_F16 || FMT == TYPE_BF16) {
+        const float *x = (const float *)act;   /* T f32 columns, stride as bytes */
+        for (int64_t k = lane; k < n_in; k += 32) {
+            float w = FMT == TYPE_F32 ? ((const float *)wr)[k]
+                    : FMT == TYPE_F16 ? h2f(((const uint16_t *)wr)[k]) : bf2f(((const uint16_t *)wr)[k]);
+#pragma unroll
+            for (int t = 0; t < TM; t++)
+                if (t < T) acc[t] = __fadd_rn(acc[t], __fmul_rn(w, ((const float *)((const uint8_t *)x + t * as))[k]));
+        }
+    } else {
+        for (int b = lane; b < nb; b += 32) {
+            float p[TM];
+            block_partials<FMT, TM>(wr, b, act, as, T, p);
+#pragma unroll
+            for (int t = 0; t < TM; t++)
+                if (t < T) acc[t] = __fadd_rn(acc[t], p[t]);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t]);
+}
+
+template <int FMT, int TM>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
+    int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (g.swiglu) {
+        /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
+        if (row >= g.n_out[0]) return;
+        float ga[TM], ua[TM];
+        row_dot<FMT, TM>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ga);
+        row_dot<FMT, TM>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ua);
+        if (lane == 0) {
+            int64_t no = g.n_out[0];
+#pragma unroll
+            for (int t = 0; t < TM; t++) {
+                if (t >= T) break;
+                float gv = ga[t], uv = ua[t];
+                g.y[0][t * no + row] = gv;
+                g.y[1][t * no + row] = uv;
+                g.swiglu_out[t * no + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv))), uv);
+            }
+        }
+        return;
+    }
+    int wi = 0;
+    while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
+    int r = row - g.row_start[wi];
+    if (row >= g.row_start[g.n]) return;
+    float acc[TM];
+    row_dot<FMT, TM>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
+    if (lane == 0) {
+        int64_t no = g.n_out[wi];
+        float *y = g.y[wi], *add = g.add_to[wi];
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            y[t * no + r] = acc[t];
+            if (add) add[t * no + r] = __fadd_rn(add[t * no + r], acc[t]);
+        }
+    }
+}
+
+template <int FMT>
+static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
+    int rows = g->swiglu ? (int)g->n_out[0] : g->row_start[g->n];
+    unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
+    const uint8_t *a = (const uint8_t *)act;
+    if (T == 1) matvec_kernel<FMT, 1><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    else if (T == 2) matvec_kernel<FMT, 2><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    else if (T <= 4) matvec_kernel<FMT, 4><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    else matvec_kernel<FMT, 8><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    return CU_LAUNCHED();
+}
+
+int cuda_type_info(int type, int *blck, int *act_fmt, int *bsize) {
+    int b = 0, a = ACT_F32, s = 0;
+    switch (type) {
+    case TYPE_F32:  b = 1; s = 4; a = ACT_F32; break;
+    case TYPE_F16:  b = 1; s = 2; a = ACT_F32; break;
+    case TYPE_BF16: b = 1; s = 2; a = ACT_F32; break;
+    case TYPE_Q4_0: b = 32; s = 18; a = ACT_Q8_0; break;
+    case TYPE_Q4_1: b = 32; s = 20; a = ACT_Q8_1; break;
+    case TYPE_Q5_0: b = 32; s = 22; a = ACT_Q8_0; break;
+    case TYPE_Q5_1: b = 32; s = 24; a = ACT_Q8_1; break;
+    case TYPE_Q8_0: b = 32; s = 34; a = ACT_Q8_0; break;
+    case TYPE_Q2_0: b = 64; s = 18; a = ACT_Q8_2; break;
+    case TYPE_MXFP4: b = 32; s = 17; a = ACT_Q8_0; break;
+    case TYPE_Q2_K: b = 256; s = 84; a = ACT_Q8_K; break;
+    case TYPE_Q3_K: b = 256; s = 110; a = ACT_Q8_K; break;
+    case TYPE_Q4_K: b = 256; s = 144; a = ACT_Q8_K; break;
+    case TYPE_Q5_K: b = 256; s = 176; a = ACT_Q8_K; break;
+    case TYPE_Q6_K: b = 256; s = 210; a = ACT_Q8_K; break;
+    default:
+        if (iq_type_info(type, &b, &a, &s) != 0) return -1;
+    }
+    if (blck) *blck = b;
+    if (act_fmt) *act_fmt = a;
+    if (bsize) *bsize = s;
+    return 0;
+}
+
+extern "C" int cuda_type_supported(int type) { return cuda_type_info(type, NULL, NULL, NULL) == 0; }
+
+size_t cuda_act_row_bytes(int act, int64_t n) {
+    switch (act) {
+    case ACT_F32:  return (size_t)n * 4;
+    case ACT_Q8_0: return n % 32 ? 0 : (size_t)(n / 32) * 36;
+    case ACT_Q8_1: return n % 32 ? 0 : (size_t)(n / 32) * 40;
+    case ACT_Q8_2: return n % 64 ? 0 : (size_t)(n / 64) * 72;
+    case ACT_Q8_K: return n % 256 ? 0 : (size_t)(n / 256) * 292;
+    }
+    return 0;
+}
+
+int cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
+    int blck, af, bs;
+    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || T > 8 || n_in % blck) return -1;
+    int nb = (int)(n_in / blck);
+    size_t as = cuda_act_row_bytes(af, n_in);
+    switch (type) {
+    case TYPE_F32:  return launch_fmt<TYPE_F32>(g, n_in, nb, act, as, T, st);
+    case TYPE_F16:  return launch_fmt<TYPE_F16>(g, n_in, nb, act, as, T, st);
+    case TYPE_BF16: return launch_fmt<TYPE_BF16>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q4_0: return launch_fmt<TYPE_Q4_0>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q4_1: return launch_fmt<TYPE_Q4_1>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q5_0: return launch_fmt<TYPE_Q5_0>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q5_1: return launch_fmt<TYPE_Q5_1>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q8_0: return launch_fmt<TYPE_Q8_0>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q2_0: return launch_fmt<TYPE_Q2_0>(g, n_in, nb, act, as, T, st);
+    case TYPE_MXFP4: return launch_fmt<TYPE_MXFP4>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q2_K: return launch_fmt<TYPE_Q2_K>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q3_K: return launch_fmt<TYPE_Q3_K>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q4_K: return launch_fmt<TYPE_Q4_K>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q5_K: return launch_fmt<TYPE_Q5_K>(g, n_in, nb, act, as, T, st);
+    case TYPE_Q6_K: return launch_fmt<TYPE_Q6_K>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ2_XXS: return launch_fmt<TYPE_IQ2_XXS>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ2_XS:  return launch_fmt<TYPE_IQ2_XS>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ2_S:   return launch_fmt<TYPE_IQ2_S>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ3_XXS: return launch_fmt<TYPE_IQ3_XXS>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ3_S:   return launch_fmt<TYPE_IQ3_S>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ1_S:   return launch_fmt<TYPE_IQ1_S>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ1_M:   return launch_fmt<TYPE_IQ1_M>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ4_NL:  return launch_fmt<TYPE_IQ4_NL>(g, n_in, nb, act, as, T, st);
+    case TYPE_IQ4_XS:  return launch_fmt<TYPE_IQ4_XS>(g, n_in, nb, act, as, T, st);
+    default: return -1;
+    }
+}
+
+/* ---- the standalone entry (tests, benchmarks): quantize into a private scratch, one weight */
+static void *mv_scratch;
+static size_t mv_scratch_cap;
+
+extern "C" int cuda_matvec(const void *W, int type, int64_t n_in, int64_t n_out, const float *x, int T, float *y,
+                           void *stream) {
+    int blck, af, bs;
+    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || T > 8 || n_in <= 0 || n_in % blck) return -1;
+    size_t need = cuda_act_row_bytes(af, n_in) * (size_t)T;
+    if (need > mv_scratch_cap) {
+        if (mv_scratch) cudaFree(mv_scratch);
+        mv_scratch = NULL; mv_scratch_cap = 0;
+        if (CU_CHECK(cudaMalloc(&mv_scratch, need))) return -1;
+        mv_scratch_cap = need;
+    }
+    if (cuda_tables_init()) return -1;
+    cudaStream_t st = (cudaStream_t)stream;
+    if (cuda_act_quantize(af, x, n_in, T, mv_scratch, st)) return -1;
+    mv_group g;
+    memset(&g, 0, sizeof g);
+    g.n = 1; g.W[0] = (const uint8_t *)W; g.y[0] = y; g.n_out[0] = n_out;
+    g.row_start[0] = 0; g.row_start[1] = (int)n_out;
+    g.row_bytes = (size_t)(n_in / blck) * (size_t)bs;
+    return cuda_matvec_group(type, &g, n_in, mv_scratch, T, st);
+}
+
+/* ---- IQ codebooks into device memory (once per process) ---------------------------------- */
+int cuda_tables_init(void) {
+    static int done = 0;
+    if (done) return 0;
+    if (CU_CHECK(cudaMemcpyToSymbol(d_iq2xxs_grid, iq2xxs_grid, sizeof d_iq2xxs_grid)) ||
+        CU_CHECK(cudaMemcpyToSymbol(d_iq2xs_grid, iq2xs_grid, sizeof d_iq2xs_grid)) ||
+        CU_CHECK(cudaMemcpyToSymbol(d_iq2s_grid, iq2s_grid, sizeof d_iq2s_grid)) ||
+        CU_CHECK(cudaMemcpyToSymbol(d_iq3xxs_grid, iq3xxs_grid, sizeof d_iq3xxs_grid)) ||
+        CU_CHECK(cudaMemcpyToSymbol(d_iq3s_grid, iq3s_grid, sizeof d_iq3s_grid)) ||
+        CU_CHECK(cudaMemcpyToSymbol(d_iq1s_grid, iq1s_grid, sizeof d_iq1s_grid)) ||
+        CU_CHECK(cudaMemcpyToSymbol(d_ksigns, ksigns_iq2xs, sizeof d_ksigns)) ||
+        CU_CHECK(cudaMemcpyToSymbol(d_kvalues_iq4nl, kvalues_iq4nl, sizeof d_kvalues_iq4nl)))
+        return -1;
+    done = 1;
+    return 0;
+}
+
+extern "C" int cuda_type_act(int type) {
+    int af;
+    return cuda_type_info(type, NULL, &af, NULL) == 0 ? af : -1;
+}
+
+extern "C" int cuda_matvec_preq(const void *W, int type, int64_t n_in, int64_t n_out, const void *act, int T, float *y,
+                                void *stream) {
+    int blck, af, bs;
+    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || T > 8 || n_in <= 0 || n_in % blck) return -1;
+    mv_group g;
+    memset(&g, 0, sizeof g);
+    g.n = 1; g.W[0] = (const uint8_t *)W; g.y[0] = y; g.n_out[0] = n_out;
+    g.row_start[0] = 0; g.row_start[1] = (int)n_out;
+    g.row_bytes = (size_t)(n_in / blck) * (size_t)bs;
+    return cuda_matvec_group(type, &g, n_in, act, T, (cudaStream_t)stream);
+}

@@ -1,0 +1,506 @@
+/* CUDA ops other than matvec: embedding, RMSNorm (+ fused activation quantization), RoPE,
+ * KV-cache store, split-KV attention decode, SwiGLU, residual add, greedy argmax.
+ *
+ * Agreement with the CPU backend (src/cpu/backend_cpu.c), op by op:
+ *   embed     bit-identical (same dequantization formula, rounded operations)
+ *   rmsnorm   sum of squares in double (order differs: tree, not sequential), then the CPU's
+ *             float formula; equal bits except when the double sums round apart (rare)
+ *   rope      bit-identical: cos/sin come from a host table made with the CPU's cosf/sinf
+ *   kv store  bit-identical (f32 -> f16 round to nearest even)
+ *   attention within 1e-5 relative (split-KV: partial softmax per block, then combined)
+ *   swiglu    CUDA expf (<= 2 ulp) vs glibc expf: within 1e-6 relative
+ *   add       bit-identical */
+#include "cuda_internal.h"
+#include "cuda_common.cuh"
+#include "act_quant.cuh"
+#include <float.h>
+
+/* ---- embedding: element dequantization, the reference formula of each format ------------ */
+static __device__ __forceinline__ float dq_elem(const uint8_t *row, int type, int64_t j) {
+    switch (type) {
+    case TYPE_F32: return ((const float *)row)[j];
+    case TYPE_F16: return h2f(((const uint16_t *)row)[j]);
+    case TYPE_BF16: return bf2f(((const uint16_t *)row)[j]);
+    case TYPE_Q4_0: {
+        const uint8_t *b = row + (j / 32) * 18; int k = (int)(j % 32);
+        int q = k < 16 ? (b[2 + k] & 15) : (b[2 + k - 16] >> 4);
+        return __fmul_rn(h2f(ld_u16(b)), (float)(q - 8));
+    }
+    case TYPE_Q4_1: {
+        const uint8_t *b = row + (j / 32) * 20; int k = (int)(j % 32);
+        int q = k < 16 ? (b[4 + k] & 15) : (b[4 + k - 16] >> 4);
+        return __fadd_rn(__fmul_rn(h2f(ld_u16(b)), (float)q), h2f(ld_u16(b + 2)));
+    }
+    case TYPE_Q5_0: {
+        const uint8_t *b = row + (j / 32) * 22; int k = (int)(j % 32);
+        uint32_t qh = ld_u32_a2(b + 2);
+        int q = (k < 16 ? (b[6 + k] & 15) : (b[6 + k - 16] >> 4)) | (int)((qh >> k) & 1) << 4;
+        return __fmul_rn(h2f(ld_u16(b)), (float)(q - 16));
+    }
+    case TYPE_Q5_1: {
+        const uint8_t *b = row + (j / 32) * 24; int k = (int)(j % 32);
+        uint32_t qh = ld_u32(b + 4);
+        int q = (k < 16 ? (b[8 + k] & 15) : (b[8 + k - 16] >> 4)) | (int)((qh >> k) & 1) << 4;
+        return __fadd_rn(__fmul_rn(h2f(ld_u16(b)), (float)q), h2f(ld_u16(b + 2)));
+    }
+    case TYPE_Q8_0: {
+        const uint8_t *b = row + (j / 32) * 34;
+        return __fmul_rn((float)(int8_t)b[2 + j % 32], h2f(ld_u16(b)));
+    }
+    case TYPE_Q2_0: {
+        const uint8_t *b = row + (j / 64) * 18; int k = (int)(j % 64);
+        int c = (b[2 + k / 4] >> (2 * (k % 4))) & 3;
+        return __fmul_rn((float)(c - 1), h2f(ld_u16(b)));
+    }
+    case TYPE_Q2_K: {
+        const uint8_t *b = row + (j / 256) * 84; int k = (int)(j % 256);
+        int q = (b[16 + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        int sc = b[k / 16];
+        float dl = __fmul_rn(h2f(ld_u16(b + 80)), (float)(sc & 15)), ml = __fmul_rn(h2f(ld_u16(b + 82)), (float)(sc >> 4));
+        return __fsub_rn(__fmul_rn(dl, (float)q), ml);
+    }
+    case TYPE_Q3_K: {
+        const uint8_t *b = row + (j / 256) * 110; int k = (int)(j % 256);
+        int lo = (b[32 + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        int hb = (b[k % 32] >> (k / 32)) & 1;
+        int q = lo - (hb ? 0 : 4), i = k / 16;
+        const uint8_t *s = b + 96;
+        int sl = i < 8 ? s[i] & 0x0F : s[i - 8] >> 4, sh = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+        return __fmul_rn(__fmul_rn(h2f(ld_u16(b + 108)), (float)((sl | sh << 4) - 32)), (float)q);
+    }
+    case TYPE_Q4_K: case TYPE_Q5_K: {
+        int q5 = type == TYPE_Q5_K;
+        const uint8_t *b = row + (j / 256) * (q5 ? 176 : 144); int k = (int)(j % 256);
+        const uint8_t *qs = b + (q5 ? 48 : 16);
+        int q = (qs[32 * (k / 64) + k % 32] >> (4 * ((k % 64) / 32))) & 15;
+        if (q5) q |= ((b[16 + k % 32] >> (k / 32)) & 1) << 4;
+        int s = k / 32, sc, m;
+        const uint8_t *p = b + 4;
+        if (s < 4) { sc = p[s] & 63; m = p[s + 4] & 63; }
+        else { sc = (p[s + 4] & 15) | (p[s - 4] >> 6) << 4; m = (p[s + 4] >> 4) | (p[s] >> 6) << 4; }
+        float ds = __fmul_rn(h2f(ld_u16(b)), (float)sc), dm = __fmul_rn(h2f(ld_u16(b + 2)), (float)m);
+        return __fsub_rn(__fmul_rn(ds, (float)q), dm);
+    }
+    case TYPE_Q6_K: {
+        const uint8_t *b = row + (j / 256) * 210; int k = (int)(j % 256);
+        int lo = (b[64 * (k / 128) + k % 64] >> (4 * ((k % 128) / 64))) & 15;
+        int hi = (b[128 + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        return __fmul_rn(__fmul_rn(h2f(ld_u16(b + 208)), (float)(int8_t)b[192 + k / 16]), (float)((lo | hi << 4) - 32));
+    }
+    case TYPE_MXFP4: {
+        const uint8_t *b = row + (j / 32) * 17; int k = (int)(j % 32);
+        uint32_t c = k < 16 ? (b[1 + k] & 15) : (b[1 + k - 16] >> 4);
+        int m = (int)(c & 7), v = m < 4 ? m : (m < 6 ? (m - 2) * 2 : (m - 4) * 4);
+        uint32_t e = b[0];
+        float d = __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+        return __fmul_rn(d, (float)((c & 8) ? -v : v));
+    }
+    }
+    return 0.0f;
+}
+
+int cuda_embed_supported(int type) {
+    switch (type) {
+    case TYPE_F32: case TYPE_F16: case TYPE_BF16: case TYPE_Q4_0: case TYPE_Q4_1: case TYPE_Q5_0: case TYPE_Q5_1:
+    case TYPE_Q8_0: case TYPE_Q2_0: case TYPE_Q2_K: case TYPE_Q3_K: case TYPE_Q4_K: case TYPE_Q5_K: case TYPE_Q6_K:
+    case TYPE_MXFP4:
+        return 1;
+    }
+    return 0;
+}
+
+__global__ void embed_kernel(const uint8_t *W, int type, size_t row_bytes, int64_t n, const int32_t *ids, float *x, float scale) {
+    int t = blockIdx.y;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    float v = dq_elem(W + (size_t)ids[t] * row_bytes, type, j);
+    if (scale != 1.0f) v = __fmul_rn(v, scale);
+    x[(size_t)t * n + j] = v;
+}
+
+int cuda_embed(const void *W, int type, int64_t n, const int32_t *d_ids, int T, float *x, float scale, cudaStream_t st) {
+    int blck, af, bs;
+    if (!cuda_embed_supported(type) || cuda_type_info(type, &blck, &af, &bs)) return -1;
+    size_t row_bytes = (size_t)(n / blck) * (size_t)bs;
+    dim3 grid((unsigned)((n + 255) / 256), (unsigned)T);
+    embed_kernel<<<grid, 256, 0, st>>>((const uint8_t *)W, type, row_bytes, n, d_ids, x, scale);
+    return CU_LAUNCHED();
+}
+
+/* ---- RMSNorm: one CTA per row ------------------------------------------------------------ */
+#define NORM_THREADS 256
+__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps,
+                               uint8_t *act, size_t act_row_bytes, int act_fmt) {
+    __shared__ double part[NORM_THREADS / 32];
+    __shared__ float inv_s;
+    int r = blockIdx.x;
+    const float *xr = x + (size_t)r * n;
+    float *yr = y + (size_t)r * n;
+    double ss = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { double v = xr[i]; ss += v * v; }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += part[i];
+        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
+    }
+    __syncthreads();
+    float inv = inv_s;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], inv), w[i]);
+    if (act) {
+        __syncthreads();   /* this CTA's y row is written and visible to its threads */
+        act_quant_row_cta(yr, n, act + (size_t)r * act_row_bytes, act_fmt);
+    }
+}
+
+int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, cudaStream_t st) {
+    rmsnorm_kernel<<<rows, NORM_THREADS, 0, st>>>(x, w, y, n, eps, NULL, 0, 0);
+    return CU_LAUNCHED();
+}
+
+int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
+                       cudaStream_t st) {
+    rmsnorm_kernel<<<rows, NORM_THREADS, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
+    return CU_LAUNCHED();
+}
+
+/* ---- RoPE, cos/sin from the host table [pos][n_rot/2][2] ----------------------------------
+ * Pairs (2i, 2i+1) (llama's GGUF layout) or, with neox, (i, i + n_rot/2). */
+static __device__ __forceinline__ void rope_pair(float *v, int i, int n_rot, int neox, float c, float s, float *oa, float *ob,
+                                                 int *ia_out, int *ib_out) {
+    int ia = neox ? i : 2 * i, ib = neox ? i + n_rot / 2 : 2 * i + 1;
+    float a = v[ia], b = v[ib];
+    *oa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+    *ob = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+    *ia_out = ia; *ib_out = ib;
+}
+
+__global__ void rope_kernel(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
+                            const float *cs) {
+    int half = n_rot / 2;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= T * n_heads * half) return;
+    int i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
+    int pos = (d_pos ? d_pos[0] : pos0) + t;
+    float c = cs[((size_t)pos * half + i) * 2], s = cs[((size_t)pos * half + i) * 2 + 1];
+    float *v = x + ((size_t)t * n_heads + h) * head_dim;
+    float a, b; int ia, ib;
+    rope_pair(v, i, n_rot, neox, c, s, &a, &b, &ia, &ib);
+    v[ia] = a; v[ib] = b;
+}
+
+int cuda_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
+              const float *cos_sin, cudaStream_t st) {
+    int n = T * n_heads * (n_rot / 2);
+    if (n <= 0) return 0;
+    rope_kernel<<<(n + 255) / 256, 256, 0, st>>>(x, T, n_heads, head_dim, n_rot, neox, pos0, d_pos, cos_sin);
+    return CU_LAUNCHED();
+}
+
+/* ---- KV store: f32 rows of kv_dim at positions pos.. -> f16 cache ------------------------ */
+__global__ void kv_store_kernel(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
+                                const int *d_pos) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= T * kv_dim) return;
+    int t = idx / kv_dim, i = idx % kv_dim;
+    size_t off = (size_t)((d_pos ? d_pos[0] : pos0) + t) * kv_dim + i;
+    kc[off] = __half_as_ushort(__float2half_rn(k[idx]));
+    vc[off] = __half_as_ushort(__float2half_rn(v[idx]));
+}
+
+int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
+                  const int *d_pos, cudaStream_t st) {
+    int n = T * kv_dim;
+    kv_store_kernel<<<(n + 255) / 256, 256, 0, st>>>(k, v, kc, vc, T, kv_dim, pos0, d_pos);
+    return CU_LAUNCHED();
+}
+
+/* Fused: RoPE of q (in place) and k (in place and into the f16 cache), v into the cache.
+ * The same operations as rope_kernel + kv_store_kernel, one launch. */
+__global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+                                     int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
+                                     const float *cs_q, const float *cs_k) {
+    int half = n_rot / 2, kv_dim = n_kv_heads * head_dim;
+    int nq = T * n_heads * half, nk = T * n_kv_heads * half, nv = T * kv_dim;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    int p0 = d_pos ? d_pos[0] : pos0;
+    if (idx < nq) {
+        int i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
+        const float *cs = cs_q + ((size_t)(p0 + t) * half + i) * 2;
+        float *vv = q + ((size_t)t * n_heads + h) * head_dim;
+        float a, b; int ia, ib;
+        rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
+        vv[ia] = a; vv[ib] = b;
+        return;
+    }
+    idx -= nq;
+    if (idx < nk) {
+        int i = idx % half, h = (idx / half) % n_kv_heads, t = idx / (half * n_kv_heads);
+        const float *cs = cs_k + ((size_t)(p0 + t) * half + i) * 2;
+        float *vv = k + ((size_t)t * n_kv_heads + h) * head_dim;
+        float a, b; int ia, ib;
+        rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
+        vv[ia] = a; vv[ib] = b;
+        uint16_t *kr = kc + (size_t)(p0 + t) * kv_dim + (size_t)h * head_dim;
+        kr[ia] = __half_as_ushort(__float2half_rn(a));
+        kr[ib] = __half_as_ushort(__float2half_rn(b));
+        return;
+    }
+    idx -= nk;
+    if (idx < nv) {
+        int t = idx / kv_dim, i = idx % kv_dim;
+        vc[(size_t)(p0 + t) * kv_dim + i] = __half_as_ushort(__float2half_rn(v[idx]));
+        return;
+    }
+    /* k dims past n_rot are not rotated: stored as they are */
+    idx -= nv;
+    int rest = head_dim - n_rot;
+    if (rest > 0 && idx < T * n_kv_heads * rest) {
+        int j = n_rot + idx % rest, h = (idx / rest) % n_kv_heads, t = idx / (rest * n_kv_heads);
+        kc[(size_t)(p0 + t) * kv_dim + (size_t)h * head_dim + j] = __half_as_ushort(__float2half_rn(k[((size_t)t * n_kv_heads + h) * head_dim + j]));
+    }
+}
+
+int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                       int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q, const float *cs_k,
+                       cudaStream_t st) {
+    int half = n_rot / 2;
+    int n = T * n_heads * half + T * n_kv_heads * half + T * n_kv_heads * head_dim + T * n_kv_heads * (head_dim - n_rot);
+    rope_qk_store_kernel<<<(n + 255) / 256, 256, 0, st>>>(q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox,
+                                                          pos0, d_pos, cs_q, cs_k);
+    return CU_LAUNCHED();
+}
+
+/* ---- attention decode, split over KV ranges --------------------------------------------
+ * Grid (splits, heads, T): CTA s handles cache positions [s*ATT_CHUNK, (s+1)*ATT_CHUNK) of
+ * the token's window [first, last]: one thread per position computes its score (the dot over
+ * head_dim in order, K row read with 16-byte loads), then the CTA forms m = max score,
+ * e_i = exp(score_i - m), l = sum e_i and o[d] = sum e_i v_i[d] (threads split over d and
+ * position groups) and writes (m, l, o) to `partial`. The last CTA of a (token, head) to
+ * finish (an atomic counter, reset by that CTA) combines the splits: M = max m_s,
+ * out = sum o_s exp(m_s - M) / sum l_s exp(m_s - M), and, when asked, quantizes the head's
+ * output into the activation blocks the next matvec reads (fused). Splits past the window
+ * write m = -inf. The grid spans n_ctx in graph mode (the position is read from device
+ * memory), so a captured graph holds for every position. */
+#define ATT_CHUNK 64
+#define ATT_THREADS 128
+#define ATT_MAX_HD 256
+
+size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx) {
+    int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
+    return (size_t)T * n_heads * splits * (head_dim + 2);
+}
+
+__global__ void __launch_bounds__(ATT_THREADS)
+attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
+            const int *d_pos, float scale, int window, float *partial, int *counters, float *outp, uint8_t *act,
+            size_t act_row_bytes, int act_fmt) {
+    __shared__ float qs[ATT_MAX_HD];
+    __shared__ float sc[ATT_CHUNK];
+    __shared__ float obuf[ATT_THREADS];
+    __shared__ float red[ATT_THREADS / 32];
+    __shared__ int is_last;
+    int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    int last = (d_pos ? d_pos[0] : pos0) + t;
+    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    int lo = split * ATT_CHUNK > first ? split * ATT_CHUNK : first;
+    int hi = (split + 1) * ATT_CHUNK - 1 < last ? (split + 1) * ATT_CHUNK - 1 : last;
+    float *out = partial + (((size_t)t * n_heads + h) * splits + split) * (head_dim + 2);
+    int n = hi - lo + 1;
+    if (n <= 0) {
+        for (int d = tid; d < head_dim; d += ATT_THREADS) out[2 + d] = 0.0f;
+        if (tid == 0) { out[0] = -INFINITY; out[1] = 0.0f; }
+    } else {
+        const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
+        for (int d = tid; d < head_dim; d += ATT_THREADS) qs[d] = qh[d];
+        __syncthreads();
+        /* scores: thread i <- position lo + i */
+        float s = -INFINITY;
+        if (tid < n) {
+            const uint16_t *kr = kc + (size_t)(lo + tid) * kv_dim + (size_t)kvh * head_dim;
+            float acc = 0.0f;
+            if ((head_dim & 7) == 0) {
+                for (int d = 0; d < head_dim; d += 8) {
+                    uint4 u = *(const uint4 *)(kr + d);
+                    const uint16_t *hv = (const uint16_t *)&u;
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc += qs[d + j] * h2f(hv[j]);
+                }
+            } else {
+                for (int d = 0; d < head_dim; d++) acc += qs[d] * h2f(kr[d]);
+            }
+            s = acc * scale;
+        }
+        float mx = s;
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+        if (lane == 0) red[warp] = mx;
+        __syncthreads();
+        mx = red[0];
+        for (int w = 1; w < ATT_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
+        float e = tid < n ? expf(s - mx) : 0.0f;
+        if (tid < ATT_CHUNK) sc[tid] = e;
+        float l = e;
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) l += __shfl_xor_sync(FULL_MASK, l, o);
+        __syncthreads();   /* sc complete; red may be reused */
+        if (lane == 0) red[warp] = l;
+        /* o[d]: G groups of head_dim threads, group g takes positions i = g, g + G, ... */
+        const uint16_t *vbase = vc + (size_t)lo * kv_dim + (size_t)kvh * head_dim;
+        if (head_dim <= ATT_THREADS) {
+            int G = ATT_THREADS / head_dim, g = tid / head_dim, d = tid % head_dim;
+            float o = 0.0f;
+            if (g < G) {
+#pragma unroll 8
+                for (int i = g; i < n; i += G) o += sc[i] * h2f(vbase[(size_t)i * kv_dim + d]);
+            }
+            obuf[tid] = o;
+            __syncthreads();
+            if (tid < head_dim) {
+                float acc = 0.0f;
+                for (int gg = 0; gg < G; gg++) acc += obuf[gg * head_dim + tid];
+                out[2 + tid] = acc;
+            }
+        } else {
+            for (int d = tid; d < head_dim; d += ATT_THREADS) {
+                float o = 0.0f;
+#pragma unroll 8
+                for (int i = 0; i < n; i++) o += sc[i] * h2f(vbase[(size_t)i * kv_dim + d]);
+                out[2 + d] = o;
+            }
+            __syncthreads();
+        }
+        if (tid == 0) {
+            float lt = 0.0f;
+            for (int w = 0; w < ATT_THREADS / 32; w++) lt += red[w];
+            out[0] = mx; out[1] = lt;
+        }
+    }
+    /* the last CTA of this (t, h) combines */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        int done = atomicAdd(&counters[t * n_heads + h], 1);
+        is_last = done == splits - 1;
+        if (is_last) counters[t * n_heads + h] = 0;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    const volatile float *pp = partial + ((size_t)t * n_heads + h) * splits * (head_dim + 2);
+    float M = -INFINITY;
+    for (int sp = 0; sp < splits; sp++) M = fmaxf(M, pp[(size_t)sp * (head_dim + 2)]);
+    float L = 0.0f;
+    for (int sp = 0; sp < splits; sp++) {
+        float m = pp[(size_t)sp * (head_dim + 2)];
+        if (m != -INFINITY) L += pp[(size_t)sp * (head_dim + 2) + 1] * expf(m - M);
+    }
+    float inv = 1.0f / L;
+    float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
+    for (int d = tid; d < head_dim; d += ATT_THREADS) {
+        float o = 0.0f;
+        for (int sp = 0; sp < splits; sp++) {
+            float m = pp[(size_t)sp * (head_dim + 2)];
+            if (m != -INFINITY) o += pp[(size_t)sp * (head_dim + 2) + 2 + d] * expf(m - M);
+        }
+        orow[d] = o * inv;
+    }
+    if (act) {
+        /* this head's blocks of the activation row t (B divides head_dim: checked by the caller) */
+        __syncthreads();
+        int B = act_fmt == ACT_Q8_2 ? 64 : 32;
+        size_t bb = act_block_bytes_dev(act_fmt);
+        for (int j = warp; j < head_dim / B; j += ATT_THREADS / 32) {
+            size_t bi = ((size_t)h * head_dim) / B + j;
+            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+        }
+    }
+}
+
+int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                   int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
+                   int *counters, float *out, void *act, int act_fmt, cudaStream_t st) {
+    if (head_dim > ATT_MAX_HD) return -1;
+    int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
+    if (!d_pos) {   /* eager: launch only the splits that can hold positions <= pos0 + T - 1 */
+        int s_needed = (pos0 + T - 1) / ATT_CHUNK + 1;
+        if (s_needed < splits) splits = s_needed;
+    }
+    size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
+    dim3 g1((unsigned)splits, (unsigned)n_heads, (unsigned)T);
+    attn_kernel<<<g1, ATT_THREADS, 0, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, partial,
+                                           counters, out, (uint8_t *)act, arb, act_fmt);
+    return CU_LAUNCHED();
+}
+
+/* ---- element-wise -------------------------------------------------------------------------- */
+__global__ void swiglu_kernel(const float *g, const float *u, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float gv = g[i]; out[i] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv))), u[i]); }
+}
+int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st) {
+    swiglu_kernel<<<(n + 255) / 256, 256, 0, st>>>(g, u, out, n);
+    return CU_LAUNCHED();
+}
+
+/* gelu (tanh approximation) * up, the CPU's operation order; CUDA tanhf (<= 2 ulp) */
+__global__ void geglu_kernel(const float *g, const float *u, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float gv = g[i];
+    float cube = __fmul_rn(__fmul_rn(__fmul_rn(0.044715f, gv), gv), gv);
+    float t = tanhf(__fmul_rn(0.7978845608028654f, __fadd_rn(gv, cube)));
+    out[i] = __fmul_rn(__fmul_rn(__fmul_rn(0.5f, gv), __fadd_rn(1.0f, t)), u[i]);
+}
+int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st) {
+    geglu_kernel<<<(n + 255) / 256, 256, 0, st>>>(g, u, out, n);
+    return CU_LAUNCHED();
+}
+
+__global__ void add_kernel(float *x, const float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = __fadd_rn(x[i], y[i]);
+}
+int cuda_add(float *x, const float *y, int n, cudaStream_t st) {
+    add_kernel<<<(n + 255) / 256, 256, 0, st>>>(x, y, n);
+    return CU_LAUNCHED();
+}
+
+/* ---- greedy argmax: lowest index among the maxima (sample_argmax's rule) ------------------ */
+#define ARGMAX_THREADS 1024
+__global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc) {
+    __shared__ float bv[ARGMAX_THREADS / 32];
+    __shared__ int bi[ARGMAX_THREADS / 32];
+    float best = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = x[i];
+        if (v > best) { best = v; idx = i; }   /* strided: first max of this thread's indices */
+    }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) {
+        float ov = __shfl_xor_sync(FULL_MASK, best, s);
+        int oi = __shfl_xor_sync(FULL_MASK, idx, s);
+        if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
+    }
+    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x >> 5] = best; bi[threadIdx.x >> 5] = idx; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        best = bv[0]; idx = bi[0];
+        for (int w = 1; w < ARGMAX_THREADS / 32; w++)
+            if (bv[w] > best || (bv[w] == best && bi[w] < idx)) { best = bv[w]; idx = bi[w]; }
+        out[0] = idx == 0x7fffffff ? 0 : idx;
+        if (pos_inc) pos_inc[0] += 1;
+    }
+}
+
+int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, cudaStream_t st) {
+    argmax_kernel<<<1, ARGMAX_THREADS, 0, st>>>(x, n, d_out, d_pos_inc);
+    return CU_LAUNCHED();
+}

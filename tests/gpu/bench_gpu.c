@@ -1,0 +1,224 @@
+/* GPU benchmarks (docs/BENCHMARKS.md, "CUDA"): not a test, `make bench-gpu`.
+ *
+ *   copy     device-to-device cudaMemcpy of 2 GiB: (read + write) bytes / time, the ceiling
+ *   matvec   per format: 4096x4096, 14336x4096 (n_out x n_in) and 151936x2048 at T = 1 and 8;
+ *            weight sets rotated so that at least 4x the 60 MB L2 is touched between reuses;
+ *            activations pre-quantized (the matvec kernel alone); median of 7 timings;
+ *            GB/s = weight bytes / time
+ *   decode   greedy tok/s at batch 1 on synthetic models written here (src/model/synth.h):
+ *            the SmolLM2-135M shape (Q4_1 blocks, Q8_0 embeddings/output) and larger llama
+ *            shapes; graph replay vs eager launches vs eager unfused; GB/s = weight bytes
+ *            read per token * tok/s.
+ * Arguments: "matvec" / "decode" run one part; "big" adds the 8B shape to decode. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "strata.h"
+#include "engine/engine.h"
+#include "model/synth.h"
+#include "quant/quant.h"
+#include "core/env.h"
+#include "core/util.h"
+#include "cuda/cuda_backend.h"
+
+static uint64_t rs = 88172645463325252ull;
+static float rndf(void) {
+    rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+    return (float)(rs >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
+}
+static int cmp_d(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
+
+typedef struct { void **W; int ncopy; int type; int64_t n_in, n_out; void *act; int T; float *y; int cur; } mv_job;
+static void mv_call(void *u) {
+    mv_job *j = u;
+    cuda_matvec_preq(j->W[j->cur], j->type, j->n_in, j->n_out, j->act, j->T, j->y, NULL);
+    j->cur = (j->cur + 1) % j->ncopy;
+}
+
+static double copy_bw(void) {
+    size_t n = (size_t)1 << 31;
+    void *a = cuda_malloc(n), *b = cuda_malloc(n);
+    if (!a || !b) return 0;
+    cuda_memcpy_d2d(b, a, n);
+    double best[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_seconds();
+        cuda_memcpy_d2d(b, a, n);
+        cuda_synchronize();
+        best[r] = now_seconds() - t0;
+    }
+    qsort(best, 5, sizeof(double), cmp_d);
+    cuda_free(a); cuda_free(b);
+    return 2.0 * n / best[2] / 1e9;
+}
+
+static void bench_matvec(double ceiling) {
+    static const int64_t shapes[3][2] = { { 4096, 4096 }, { 14336, 4096 }, { 151936, 2048 } };   /* n_out, n_in */
+    printf("\n%-8s %-14s %2s %10s %9s %6s\n", "format", "n_out x n_in", "T", "us", "GB/s", "%copy");
+    for (int type = 0; type < TYPE_COUNT; type++) {
+        const quant_traits *qt = quant_traits_get(type);
+        if (!qt || !qt->quant_row || !cuda_type_supported(type)) continue;
+        for (int s = 0; s < 3; s++) {
+            int64_t n_out = shapes[s][0], n_in = shapes[s][1];
+            size_t rb = quant_row_bytes(type, n_in), bytes = rb * (size_t)n_out;
+            /* 64 quantized random rows, tiled over the matrix on the device */
+            const int R = 64;
+            uint8_t *rows = malloc(rb * R);
+            float *src = malloc(sizeof(float) * n_in);
+            for (int r = 0; r < R; r++) {
+                for (int64_t i = 0; i < n_in; i++) src[i] = rndf();
+                qt->quant_row(src, rows + r * rb, n_in);
+            }
+            int ncopy = (int)((240e6 + bytes - 1) / bytes);
+            if (ncopy < 1) ncopy = 1;
+            void **W = calloc((size_t)ncopy, sizeof(void *));
+            int ok = 1;
+            for (int c = 0; c < ncopy && ok; c++) {
+                W[c] = cuda_malloc(bytes);
+                if (!W[c]) { ok = 0; break; }
+                cuda_memcpy_h2d(W[c], rows, rb * R);
+                size_t have = rb * R;
+                while (have < bytes) {
+                    size_t n = have < bytes - have ? have : bytes - have;
+                    cuda_memcpy_d2d((uint8_t *)W[c] + have, W[c], n);
+                    have += n;
+                }
+            }
+            int af = cuda_type_act(type);
+            size_t ab = act_row_bytes((act_format)af, n_in);
+            float *x = malloc(sizeof(float) * n_in * 8);
+            for (int64_t i = 0; i < n_in * 8; i++) x[i] = rndf();
+            void *dx = cuda_malloc(sizeof(float) * n_in * 8), *dact = cuda_malloc(ab * 8 + 64);
+            float *dy = cuda_malloc(sizeof(float) * n_out * 8);
+            cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * 8);
+            cuda_act_quantize(af, dx, n_in, 8, dact, NULL);
+            for (int T = 1; T <= 8 && ok; T += 7) {
+                mv_job j = { W, ncopy, type, n_in, n_out, dact, T, dy, 0 };
+                int reps = (int)(2e9 / (double)bytes);
+                if (reps < 4 * ncopy) reps = 4 * ncopy;
+                if (reps > 400) reps = 400 - 400 % ncopy;
+                cuda_time_ms(mv_call, &j, ncopy * 2);   /* warm-up */
+                double t[7];
+                for (int r = 0; r < 7; r++) t[r] = cuda_time_ms(mv_call, &j, reps) / reps;
+                qsort(t, 7, sizeof(double), cmp_d);
+                double us = t[3] * 1e3, gbs = bytes / (t[3] * 1e-3) / 1e9;
+                printf("%-8s %6lldx%-7lld %2d %10.1f %9.0f %5.0f%%\n", qt->name, (long long)n_out, (long long)n_in, T, us, gbs,
+                       100.0 * gbs / ceiling);
+            }
+            if (cuda_synchronize() != 0) printf("%s: CUDA error %s\n", qt->name, cuda_last_error());
+            for (int c = 0; c < ncopy; c++) cuda_free(W[c]);
+            free(W); free(rows); free(src); free(x);
+            cuda_free(dx); cuda_free(dact); cuda_free(dy);
+            fflush(stdout);
+        }
+    }
+}
+
+static void set_env(const char *name, const char *v) { setenv(name, v, 1); env_reset_cache(); }
+
+/* tok/s of n greedy steps after a 16-token prompt */
+static double decode_tps(strata_model *m, int n, uint64_t *checksum) {
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 1024;
+    char err[512];
+    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+    if (!s) { printf("session: %s\n", err); return 0; }
+    int32_t ids[16];
+    for (int i = 0; i < 16; i++) ids[i] = 100 + 37 * i;
+    strata_session_eval(s, ids, 16);
+    int32_t id = strata_session_sample(s);
+    int pos = 16;
+    uint64_t h = 0;
+    double t0 = 0;
+    for (int i = 0; i < n + 8; i++) {
+        if (i == 8) t0 = now_seconds();   /* first steps: graph capture, warm-up */
+        int32_t nx;
+        if (m->device == STRATA_DEVICE_CUDA) nx = backend_cuda_decode_greedy(s->be, &s->fwd, id, pos);
+        else { strata_session_eval(s, &id, 1); nx = strata_session_sample(s); }
+        if (nx < 0) { printf("decode failed at step %d\n", i); strata_session_free(s); return 0; }
+        h = h * 31 + (uint64_t)nx;
+        id = nx; pos++;
+    }
+    double dt = now_seconds() - t0;
+    strata_session_free(s);
+    if (checksum) *checksum = h;
+    return n / dt;
+}
+
+static void bench_decode_model(const char *label, synth_params *p, int with_cpu) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "/tmp/strata-bench-%d.gguf", p->n_layers * 1000 + p->n_embd / 64);
+    double t0 = now_seconds();
+    if (synth_write(p, path, err, sizeof err) != 0) { printf("synth: %s\n", err); return; }
+    double tsyn = now_seconds() - t0;
+    strata_model_params mp = strata_model_default_params();
+    mp.path = path; mp.device = STRATA_DEVICE_CUDA;
+    strata_model *m = NULL;
+    if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); unlink(path); return; }
+    strata_model_info info;
+    strata_model_get_info(m, &info);
+    double wb = (double)info.weight_bytes;
+    printf("\n%s: %d layers, dim %d, ffn %d, vocab %d, %.1f MB read per token (synth %.1f s)\n", label, info.n_layers,
+           info.n_embd, info.n_ff, info.n_vocab, wb / 1e6, tsyn);
+    uint64_t h1 = 0, h2 = 0, h3 = 0;
+    int n = 512;
+    double g = decode_tps(m, n, &h1);
+    set_env("STRATA_CUDA_GRAPH", "0");
+    double e = decode_tps(m, n, &h2);
+    strata_model_free(m);
+    set_env("STRATA_CUDA_FUSE", "0");
+    strata_model_load(&mp, &m, err, sizeof err);
+    double u = decode_tps(m, n, &h3);
+    strata_model_free(m);
+    set_env("STRATA_CUDA_FUSE", "1");
+    set_env("STRATA_CUDA_GRAPH", "1");
+    printf("  cuda graph      %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", g, g * wb / 1e9, (unsigned long long)h1);
+    printf("  cuda eager      %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", e, e * wb / 1e9, (unsigned long long)h2);
+    printf("  eager unfused   %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", u, u * wb / 1e9, (unsigned long long)h3);
+    if (with_cpu) {
+        mp.device = STRATA_DEVICE_CPU;
+        if (strata_model_load(&mp, &m, err, sizeof err) == 0) {
+            strata_model_get_info(m, &info);
+            uint64_t hc = 0;
+            double c = decode_tps(m, 64, &hc);
+            printf("  cpu (%d threads) %7.0f tok/s\n", info.n_threads, c);
+            strata_model_free(m);
+        }
+    }
+    unlink(path);
+    fflush(stdout);
+}
+
+static void bench_decode(int big) {
+    synth_params p;
+    synth_default_params(&p, ARCH_LLAMA);   /* SmolLM2-135M shape */
+    p.type_attn = TYPE_Q4_1; p.type_ffn = TYPE_Q4_1; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
+    p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    bench_decode_model("SmolLM2-135M shape, Q4_1 + Q8_0", &p, 1);
+    synth_default_params(&p, ARCH_LLAMA);
+    p.n_layers = 16; p.n_embd = 2048; p.n_ff = 8192; p.n_heads = 32; p.n_kv_heads = 8; p.head_dim = 64;
+    p.n_vocab = 128256; p.type_attn = TYPE_Q4_0; p.type_ffn = TYPE_Q4_0; p.type_output = TYPE_Q8_0;
+    p.type_embd = TYPE_Q8_0; p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    bench_decode_model("Llama-3.2-1B shape, Q4_0 + Q8_0", &p, 0);
+    if (big) {
+        p.n_layers = 32; p.n_embd = 4096; p.n_ff = 14336; p.n_heads = 32; p.n_kv_heads = 8; p.head_dim = 128;
+        bench_decode_model("Llama-3-8B shape, Q4_0 + Q8_0", &p, 0);
+    }
+}
+
+int main(int argc, char **argv) {
+    int do_mv = 1, do_dec = 1, big = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "matvec")) do_dec = 0;
+        else if (!strcmp(argv[i], "decode")) do_mv = 0;
+        else if (!strcmp(argv[i], "big")) big = 1;
+    }
+    char desc[256];
+    if (cuda_device_describe(desc, sizeof desc) != 0) { printf("no CUDA device\n"); return 1; }
+    double bw = copy_bw();
+    printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write)\n", desc, bw);
+    if (do_dec) bench_decode(big);
+    if (do_mv) bench_matvec(bw > 0 ? bw : 4270);
+    return 0;
+}

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Run the GPU suite from prebuilt binaries (the device machine has no libmicrohttpd headers to
+# build the whole library): sh tests/gpu/device_run.sh DIR [OUTDIR]. Prints each binary's result
+# line and the total "N passed, N failed" (as tests/run.sh); full logs go to OUTDIR.
+dir=${1:-build/tests/gpu}; out=${2:-/tmp}
+passed=0; failed=0
+for t in test_gpu_matvec test_gpu_ops test_gpu_e2e; do
+  [ -x "$dir/$t" ] || { echo "$t: missing"; failed=$((failed + 1)); continue; }
+  timeout 300 "$dir/$t" >"$out/$t.out" 2>"$out/$t.err"; rc=$?
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out/$t.out" | tail -n 1)
+  if [ -z "$line" ]; then echo "$t: no result line (exit $rc)"; tail -n 20 "$out/$t.err"; failed=$((failed + 1)); continue; fi
+  p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
+  passed=$((passed + p)); failed=$((failed + f))
+  echo "$t: $line (exit $rc)"
+  [ "$f" -ne 0 ] && tail -n 30 "$out/$t.err"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

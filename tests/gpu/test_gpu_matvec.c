@@ -1,0 +1,121 @@
+/* GPU matvec parity: for every weight format with a CUDA kernel, the GPU's activation
+ * quantization equals src/quant/act.c byte for byte, and y = W x on the GPU equals the CPU
+ * reference (act_quantize_row + quant_traits.dot_ref per row and column) bit for bit, for
+ * T = 1..8 columns and several row lengths (partial lane groups, many blocks per lane).
+ * Batch invariance: column c of a T-column call equals the 1-column call on column c.
+ * Prints one checksum line per format (FNV-1a over the output bits of the largest case). */
+#include "test.h"
+#include <stdint.h>
+#include "quant/quant.h"
+#include "core/util.h"
+#include "cuda/cuda_backend.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return rng_state;
+}
+/* roughly Gaussian (sum of 4 uniforms), with occasional outliers: amax varies per block */
+static float rnd_val(void) {
+    float s = 0;
+    for (int i = 0; i < 4; i++) s += (float)(rnd() >> 40) / (float)(1 << 24) - 0.5f;
+    if (rnd() % 61 == 0) s *= 9.0f;
+    return s;
+}
+
+static int n_formats_tested;
+
+static void check_format(const quant_traits *qt, int64_t n_in, int64_t n_out, int print_sum) {
+    int type = qt->type;
+    size_t rb = quant_row_bytes(type, n_in);
+    size_t ab = act_row_bytes(qt->act, n_in);
+    uint8_t *W = malloc(rb * n_out);
+    float *src = malloc(sizeof(float) * n_in);
+    float *x = malloc(sizeof(float) * n_in * 8);
+    uint8_t *act = malloc(ab * 8), *act_gpu = malloc(ab * 8);
+    float *ref = malloc(sizeof(float) * n_out * 8), *y = malloc(sizeof(float) * n_out * 8);
+    float *y1 = malloc(sizeof(float) * n_out);
+    for (int64_t r = 0; r < n_out; r++) {
+        for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+        qt->quant_row(src, W + r * rb, n_in);
+    }
+    for (int64_t i = 0; i < n_in * 8; i++) x[i] = rnd_val();
+    if (n_in >= 64) for (int64_t i = 0; i < 32; i++) x[i] = 0.0f;   /* an all-zero block: d = 0 */
+    for (int c = 0; c < 8; c++) act_quantize_row(qt->act, x + c * n_in, act + c * ab, n_in);
+    for (int c = 0; c < 8; c++)
+        for (int64_t r = 0; r < n_out; r++) ref[c * n_out + r] = qt->dot_ref(W + r * rb, act + c * ab, n_in);
+
+    void *dW = cuda_malloc(rb * n_out), *dx = cuda_malloc(sizeof(float) * n_in * 8);
+    void *dy = cuda_malloc(sizeof(float) * n_out * 8), *dact = cuda_malloc(ab * 8);
+    CHECK(dW && dx && dy && dact);
+    if (!dW || !dx || !dy || !dact) goto out;
+    cuda_memcpy_h2d(dW, W, rb * n_out);
+    cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * 8);
+
+    /* activation quantization: same bytes */
+    CHECK(cuda_act_quantize(qt->act, dx, n_in, 8, dact, NULL) == 0);
+    cuda_memcpy_d2h(act_gpu, dact, ab * 8);
+    CHECKF(!memcmp(act, act_gpu, ab * 8), "%s n_in=%lld: activation bytes differ", qt->name, (long long)n_in);
+
+    int bad = 0;
+    for (int T = 1; T <= 8; T++) {
+        memset(y, 0xFF, sizeof(float) * n_out * 8);   /* poison: NaN patterns */
+        cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * 8);
+        if (cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) != 0 || cuda_synchronize() != 0) {
+            CHECKF(0, "%s: cuda_matvec failed: %s", qt->name, cuda_last_error());
+            goto out;
+        }
+        cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * T);
+        for (int c = 0; c < T; c++)
+            for (int64_t r = 0; r < n_out; r++)
+                if (memcmp(&y[c * n_out + r], &ref[c * n_out + r], 4)) {
+                    if (bad++ < 3)
+                        fprintf(stderr, "%s n_in=%lld T=%d col %d row %lld: gpu %.9g ref %.9g\n", qt->name,
+                                (long long)n_in, T, c, (long long)r, y[c * n_out + r], ref[c * n_out + r]);
+                }
+    }
+    CHECKF(bad == 0, "%s n_in=%lld n_out=%lld: %d outputs differ from the CPU reference", qt->name, (long long)n_in,
+           (long long)n_out, bad);
+    /* batch invariance on the GPU itself: each column alone */
+    int inv_bad = 0;
+    float *yT = malloc(sizeof(float) * n_out * 8);
+    cuda_memcpy_d2h(yT, dy, sizeof(float) * n_out * 8);   /* the T = 8 call */
+    for (int c = 0; c < 8; c++) {
+        cuda_matvec(dW, type, n_in, n_out, (float *)dx + c * n_in, 1, dy, NULL);
+        cuda_memcpy_d2h(y1, dy, sizeof(float) * n_out);
+        if (memcmp(y1, yT + c * n_out, sizeof(float) * n_out)) inv_bad++;
+    }
+    CHECKF(inv_bad == 0, "%s: %d columns differ between T=8 and T=1", qt->name, inv_bad);
+    if (print_sum)
+        printf("%-8s n_in %6lld n_out %4lld T 1..8  checksum %016llx  %s\n", qt->name, (long long)n_in, (long long)n_out,
+               (unsigned long long)fnv1a64(yT, sizeof(float) * n_out * 8), bad || inv_bad ? "MISMATCH" : "bit-identical");
+    free(yT);
+out:
+    cuda_free(dW); cuda_free(dx); cuda_free(dy); cuda_free(dact);
+    free(W); free(src); free(x); free(act); free(act_gpu); free(ref); free(y); free(y1);
+}
+
+int main(void) {
+    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    char desc[256];
+    cuda_device_describe(desc, sizeof desc);
+    fprintf(stderr, "device: %s\n", desc);
+    for (int type = 0; type < TYPE_COUNT; type++) {
+        const quant_traits *qt = quant_traits_get(type);
+        if (!qt || !qt->quant_row) continue;
+        t_current = qt->name;
+        CHECKF(cuda_type_supported(type), "%s has no CUDA matvec", qt->name);
+        if (!cuda_type_supported(type)) continue;
+        n_formats_tested++;
+        int B = qt->blck == 1 ? 32 : qt->blck;
+        /* 1 block; 3; 33 (one lane gets two); 41 blocks of 256 / 136 of 32; then a long row */
+        int64_t lens[] = { B, 3 * B, 33 * B, B == 256 ? 41 * 256 : 136 * 32, 4096 };
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+            if (lens[i] % qt->blck) continue;
+            check_format(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), i == 4);
+        }
+    }
+    printf("%d formats checked against the CPU reference\n", n_formats_tested);
+    CHECK(n_formats_tested >= 10);
+    TEST_DONE();
+}
