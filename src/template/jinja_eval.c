@@ -322,7 +322,10 @@ static int contains(jctx *c, jv hay, jv needle) {
     case JV_LIST:
         for (size_t i = 0; i < hay.u.l->n; i++) if (jv_equal(hay.u.l->v[i], needle)) return 1;
         return 0;
-    case JV_DICT: return jdict_get(hay.u.d, needle) != NULL;
+    case JV_DICT:
+        if ((needle.t == JV_LIST && !(needle.flags & JV_F_TUPLE)) || needle.t == JV_DICT || needle.t == JV_NS)
+            jfail(c, "unhashable type: '%s'", jv_type_name(needle));
+        return jdict_get(hay.u.d, needle) != NULL;
     case JV_UNDEF: return 0;
     default: jfail(c, "argument of type '%s' is not iterable", jv_type_name(hay));
     }

@@ -414,17 +414,29 @@ int jtest_apply(jctx *c, const char *t, jv v, jv *args, int nargs) {
     if (!strcmp(t, "float")) return v.t == JV_FLOAT;
     if (!strcmp(t, "callable")) return v.t == JV_MACRO || v.t == JV_FUNC;
     if (!strcmp(t, "escaped")) return 0;
-    if (!strcmp(t, "odd") || !strcmp(t, "even")) {
+    if (!strcmp(t, "odd") || !strcmp(t, "even")) { /* value % 2 == 1 / == 0, Python modulo */
         if (v.t == JV_UNDEF) jfail(c, "%s", v.u.s ? v.u.s : "undefined value");
-        if (v.t != JV_INT && v.t != JV_BOOL) jfail(c, "unsupported operand type(s) for %%: '%s' and 'int'", jv_type_name(v));
-        int64_t x = v.t == JV_INT ? v.u.i : v.u.b;
-        int odd = (x % 2) != 0;
-        return t[0] == 'o' ? odd : !odd;
+        double m;
+        if (v.t == JV_INT || v.t == JV_BOOL) { int64_t x = v.t == JV_INT ? v.u.i : v.u.b; m = (double)(((x % 2) + 2) % 2); }
+        else if (v.t == JV_FLOAT) { m = fmod(v.u.f, 2.0); if (m < 0) m += 2.0; }
+        else jfail(c, "unsupported operand type(s) for %%: '%s' and 'int'", jv_type_name(v));
+        return t[0] == 'o' ? m == 1.0 : m == 0.0;
     }
-    if (!strcmp(t, "divisibleby")) {
-        int64_t d = to_int_arg(c, a0, "divisibleby");
-        if (d == 0) jfail(c, "integer division or modulo by zero");
-        return to_int_arg(c, v, "divisibleby") % d == 0;
+    if (!strcmp(t, "divisibleby")) { /* value % num == 0 with Python's int/float modulo */
+        jv r = jv_none();
+        int isnum_v = v.t == JV_INT || v.t == JV_BOOL || v.t == JV_FLOAT, isnum_a = a0.t == JV_INT || a0.t == JV_BOOL || a0.t == JV_FLOAT;
+        if (v.t == JV_UNDEF) jfail(c, "%s", v.u.s ? v.u.s : "undefined value");
+        if (!isnum_v || !isnum_a) jfail(c, "unsupported operand type(s) for %%: '%s' and '%s'", jv_type_name(v), jv_type_name(a0));
+        if (v.t != JV_FLOAT && a0.t != JV_FLOAT) {
+            int64_t x = v.t == JV_INT ? v.u.i : v.u.b, d = a0.t == JV_INT ? a0.u.i : a0.u.b;
+            if (d == 0) jfail(c, "integer division or modulo by zero");
+            return d == -1 || x % d == 0;
+        }
+        double x = v.t == JV_FLOAT ? v.u.f : v.t == JV_INT ? (double)v.u.i : v.u.b;
+        double d = a0.t == JV_FLOAT ? a0.u.f : a0.t == JV_INT ? (double)a0.u.i : a0.u.b;
+        if (d == 0) jfail(c, "float modulo");
+        (void)r;
+        return fmod(x, d) == 0;
     }
     if (!strcmp(t, "lower") || !strcmp(t, "upper")) {
         jv s = str_of(c, v);
@@ -564,7 +576,10 @@ static jv filter_indent(jctx *c, jv v, jv *args, int nargs, const char **kw, jv 
         if (w > 10000) jfail(c, "indent width too large");
         for (int64_t i = 0; i < w; i++) jbuf_putc(c, &ind, ' ');
     }
-    jv s = str_of(c, v);
+    /* jinja2 does `s += "\n"` on the value itself: only strings are accepted */
+    if (v.t == JV_UNDEF) jfail(c, "%s", v.u.s ? v.u.s : "undefined value");
+    if (v.t != JV_STR) jfail(c, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(v));
+    jv s = v;
     jbuf t = {0};
     jbuf_put(c, &t, s.u.s, s.n); jbuf_putc(c, &t, '\n');
     jv lines = do_splitlines(c, mkstr(&t));
@@ -587,6 +602,7 @@ static jv filter_indent(jctx *c, jv v, jv *args, int nargs, const char **kw, jv 
 }
 
 static jv filter_int(jctx *c, jv v, jv dflt, int64_t base) {
+    if (v.t == JV_UNDEF) jfail(c, "%s", v.u.s ? v.u.s : "undefined value"); /* Undefined.__int__ raises */
     if (v.t == JV_INT) return v;
     if (v.t == JV_BOOL) return jv_int(v.u.b);
     if (v.t == JV_FLOAT) {
@@ -609,6 +625,7 @@ static jv filter_int(jctx *c, jv v, jv dflt, int64_t base) {
     return dflt;
 }
 static jv filter_float(jctx *c, jv v, jv dflt) {
+    if (v.t == JV_UNDEF) jfail(c, "%s", v.u.s ? v.u.s : "undefined value");
     if (v.t == JV_FLOAT) return v;
     if (v.t == JV_INT) return jv_float((double)v.u.i);
     if (v.t == JV_BOOL) return jv_float(v.u.b);
@@ -657,7 +674,7 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
     jv p[6];
     if (!strcmp(f, "tojson")) return filter_tojson(c, v, args, nargs, kw, kwv, nkw);
     if (!strcmp(f, "length") || !strcmp(f, "count")) return jv_int(length_of(c, v));
-    if (!strcmp(f, "safe")) return v;
+    if (!strcmp(f, "safe")) return str_of(c, v); /* Markup(value): a string */
     if (!strcmp(f, "string")) return str_of(c, v);
     if (!strcmp(f, "trim")) {
         static const char *const n[] = { "chars", NULL };
