@@ -722,9 +722,9 @@ int srv_run(const srv_options *o) {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,   /* first, so it sees every message */
                                  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
                                  MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),

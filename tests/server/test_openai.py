@@ -432,6 +432,48 @@ def test_small_server(binary, model):
         check(s.stop() == 0, "server exits 0 on SIGTERM")
 
 
+def test_loading(binary):
+    """The listener is up before the model loads: a FIFO as the model keeps the loader waiting
+    in open() until we write to it, and meanwhile /health and the API answer 503."""
+    d = tempfile.mkdtemp()
+    fifo = os.path.join(d, "model.gguf")
+    os.mkfifo(fifo)
+    sk = socket.socket()
+    sk.bind(("127.0.0.1", 0))
+    port = sk.getsockname()[1]
+    sk.close()
+    p = subprocess.Popen([binary, "serve", "-m", fifo, "--port", str(port)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        st = None
+        for _ in range(100):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.request("GET", "/health")
+                r = c.getresponse()
+                st, body = r.status, json.loads(r.read())
+                c.close()
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+        check(st == 503 and body.get("status") == "loading" and body["error"]["code"] == "model_loading", "/health 503 while loading")
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("POST", "/v1/chat/completions", body=json.dumps({"messages": MSGS}), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        check(r.status == 503 and r.getheader("Retry-After") == "1", "API 503 while loading")
+        c.close()
+        with open(fifo, "wb") as f:   # not a GGUF: loading fails, the server says so and exits
+            f.write(b"not a gguf file")
+        out, err = p.communicate(timeout=20)
+        check(p.returncode != 0 and "listening" not in out and fifo in err, "failed load: message names the file, exit %d" % p.returncode)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.unlink(fifo)
+        os.rmdir(d)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.environ.get("STRATA_BIN", "build/strata"))
@@ -447,6 +489,7 @@ def main():
     p = subprocess.run([a.bin, "serve", "-m", "/nonexistent.gguf", "--port", "0"], capture_output=True, text=True, timeout=30)
     check(p.returncode != 0 and "/nonexistent.gguf" in p.stderr, "missing model: error names the file, exit %d" % p.returncode)
 
+    test_loading(a.bin)
     s = Server(a.bin, a.model, "--parallel", "4", "--queue", "16", "--ctx", "1024")
     try:
         for t in (test_basics, test_chat, test_length_and_stop, test_logprobs, test_errors, test_tokenize_metrics):

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Server benchmark: TTFT, TPOT and aggregate tok/s for C concurrent streaming clients.
+
+  TTFT  = request sent -> first content byte (the first non-empty content delta)
+  TPOT  = (last content arrival - first content arrival) / (tokens - 1)
+  tok/s = all generated tokens (usage.completion_tokens) / wall time of the round
+
+For each C the server runs with --parallel C (so every client has a slot), each client sends one
+streaming completion (temperature 0, a different prompt each, max_tokens N) at the same moment;
+the figures are medians over clients, after one warm-up request.
+
+usage: python3 tests/server/bench_server.py [--bin build/strata] [--model M] [--clients 1,2,4] [-n 64]
+"""
+import argparse, http.client, json, os, re, statistics, subprocess, sys, threading, time
+
+PROMPTS = ["Once upon a time, in a small village by the sea,", "The history of the printing press begins",
+           "Here is a recipe for a simple tomato soup:", "The three laws of thermodynamics are",
+           "A short story about a robot who learns to paint:", "The best way to learn a new language is",
+           "In the year 2050, cities will", "The mitochondria is the powerhouse of the cell because"]
+
+
+def start(binary, model, parallel, extra):
+    p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--parallel", str(parallel), "--ctx", "1024", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    m = re.search(r":(\d+) \(", p.stdout.readline())
+    return p, int(m.group(1))
+
+
+def one(port, prompt, n, out, i, t_start):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    body = {"prompt": prompt, "max_tokens": n, "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    t_start.wait()
+    t0 = time.perf_counter()
+    c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    arrivals, tokens = [], 0
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if not line.startswith(b"data: ") or line.startswith(b"data: [DONE]"):
+            continue
+        j = json.loads(line[6:])
+        if j.get("usage"):
+            tokens = j["usage"]["completion_tokens"]
+        if j["choices"] and j["choices"][0]["text"]:
+            arrivals.append(time.perf_counter())
+    t1 = time.perf_counter()
+    c.close()
+    out[i] = dict(ttft=arrivals[0] - t0 if arrivals else float("nan"),
+                  tpot=(arrivals[-1] - arrivals[0]) / (tokens - 1) if tokens > 1 and arrivals else float("nan"),
+                  tokens=tokens, t0=t0, t1=t1)
+
+
+def round_(port, clients, n):
+    out = [None] * clients
+    go = threading.Event()
+    ts = [threading.Thread(target=one, args=(port, PROMPTS[i % len(PROMPTS)], n, out, i, go)) for i in range(clients)]
+    for t in ts:
+        t.start()
+    go.set()
+    for t in ts:
+        t.join()
+    wall = max(o["t1"] for o in out) - min(o["t0"] for o in out)
+    return out, wall
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build/strata")
+    ap.add_argument("--model", default=os.path.expanduser("~/.cache/strata/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--clients", default="1,2,4")
+    ap.add_argument("-n", type=int, default=64)
+    ap.add_argument("--extra", default="", help="more serve options, space separated")
+    a = ap.parse_args()
+    print("| clients | slots | TTFT median (ms) | TPOT median (ms) | tokens | aggregate tok/s |")
+    print("|---|---|---|---|---|---|")
+    for c in [int(x) for x in a.clients.split(",")]:
+        p, port = start(a.bin, a.model, c, a.extra.split())
+        try:
+            round_(port, 1, 8)   # warm-up
+            out, wall = round_(port, c, a.n)
+            tok = sum(o["tokens"] for o in out)
+            print("| %d | %d | %.0f | %.1f | %d | %.1f |" % (c, c, statistics.median(o["ttft"] for o in out) * 1e3,
+                  statistics.median(o["tpot"] for o in out) * 1e3, tok, tok / wall), flush=True)
+        finally:
+            p.terminate()
+            p.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
