@@ -52,6 +52,21 @@ def one(port, prompt, n, out, i, t_start):
                   tokens=tokens, t0=t0, t1=t1)
 
 
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), from /proc: time the scheduler actually gave
+    it, which other load on a shared machine does not inflate."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def engine_baseline(binary, model, n):
+    """Decode tok/s of `strata run` on the same prompt right before a round (same machine load)."""
+    p = subprocess.run([binary, "run", "-m", model, "-p", PROMPTS[0], "-n", str(n), "--temp", "0"],
+                       capture_output=True, text=True)
+    m = re.search(r"decode \d+ tok, ([0-9.]+) tok/s", p.stderr)
+    return float(m.group(1)) if m else float("nan")
+
+
 def round_(port, clients, n):
     out = [None] * clients
     go = threading.Event()
@@ -73,16 +88,19 @@ def main():
     ap.add_argument("-n", type=int, default=64)
     ap.add_argument("--extra", default="", help="more serve options, space separated")
     a = ap.parse_args()
-    print("| clients | slots | TTFT median (ms) | TPOT median (ms) | tokens | aggregate tok/s |")
-    print("|---|---|---|---|---|---|")
+    print("| clients | slots | TTFT median (ms) | TPOT median (ms) | tokens | aggregate tok/s | tok per server CPU-s | `strata run` tok/s just before |")
+    print("|---|---|---|---|---|---|---|---|")
     for c in [int(x) for x in a.clients.split(",")]:
         p, port = start(a.bin, a.model, c, a.extra.split())
         try:
             round_(port, 1, 8)   # warm-up
+            base = engine_baseline(a.bin, a.model, a.n)
+            cpu0 = cpu_seconds(p.pid)
             out, wall = round_(port, c, a.n)
+            cpu = cpu_seconds(p.pid) - cpu0
             tok = sum(o["tokens"] for o in out)
-            print("| %d | %d | %.0f | %.1f | %d | %.1f |" % (c, c, statistics.median(o["ttft"] for o in out) * 1e3,
-                  statistics.median(o["tpot"] for o in out) * 1e3, tok, tok / wall), flush=True)
+            print("| %d | %d | %.0f | %.1f | %d | %.1f | %.1f | %.1f |" % (c, c, statistics.median(o["ttft"] for o in out) * 1e3,
+                  statistics.median(o["tpot"] for o in out) * 1e3, tok, tok / wall, tok / cpu if cpu else 0, base), flush=True)
         finally:
             p.terminate()
             p.wait()
