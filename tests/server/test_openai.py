@@ -363,6 +363,7 @@ def test_cancel(s, headers=None):
     c.close()
     freed = wait_metric(s, "strata_slots_busy", lambda v: v == 0, 3.0, headers)
     dt = time.time() - t0
+    print("cancel: slot free %.0f ms after the disconnect" % (dt * 1e3), file=sys.stderr)
     check(freed, "slot freed after the client disconnected (%.3f s)" % dt)
     check(s.metrics(headers).get("strata_requests_cancelled_total", 0) == before + 1, "cancellation counted")
     # the openai client closing a stream early does the same
