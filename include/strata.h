@@ -109,7 +109,9 @@ int  strata_session_pos(const strata_session *s);
 /* Token ids at positions 0..pos-1 (what the KV cache holds). */
 const int32_t *strata_session_history(const strata_session *s);
 /* Drop positions >= pos (keeps 0..pos-1): prefix reuse across turns, speculative rollback.
- * Logits become unavailable until the next eval. 0, or -1 if pos is out of range. */
+ * Logits become unavailable until the next eval. 0, or -1 if pos is out of range or the
+ * cache can no longer hold that prefix (sliding-window models keep a bounded ring; rollbacks
+ * of up to 8 positions always work): then strata_session_reset and evaluate again. */
 int  strata_session_rewind(strata_session *s, int pos);
 int  strata_session_n_ctx(const strata_session *s);
 

@@ -236,7 +236,7 @@ int cmd_chat(int argc, char **argv) {
         const int32_t *hist = strata_session_history(s);
         int keep = 0, held = strata_session_pos(s);
         while (keep < held && keep < n_ids - 1 && hist[keep] == ids[keep]) keep++;
-        strata_session_rewind(s, keep);
+        if (strata_session_rewind(s, keep) != 0) { strata_session_reset(s); keep = 0; }
         streamer st = { .m = m, .stops = o.stops, .n_stops = o.n_stops };
         strata_detok_init(&st.dt);
         int max = o.n_predict;

@@ -17,13 +17,20 @@ typedef struct {
     int exact;              /* f32 KV cache + exact matvec */
     threadpool *tp;
     size_t kv_dim;          /* n_kv_heads * head_dim */
-    void **k_cache, **v_cache;   /* per layer: [n_ctx][kv_dim] f16 or f32 */
+    void **k_cache, **v_cache;   /* per layer: [kv_cap[l]][kv_dim] f16 or f32 */
+    int *kv_cap;            /* per layer: n_ctx, or a ring of window + KV_RING_SLACK positions */
     float *scores;          /* per thread: [n_ctx] */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
 
 static inline cpu_be *CB(backend *be) { return (cpu_be *)be->impl; }
+
+/* Sliding-window layers keep a ring of window + KV_RING_SLACK positions (position p in slot
+ * p % cap), so their KV memory is bounded by the window. The slack covers a pass of
+ * FWD_MAX_T tokens (writes before reads: cap >= window + T - 1) and lets a session rewind
+ * up to cap - window + 1 positions (speculative rollback) without losing needed rows. */
+#define KV_RING_SLACK (FWD_MAX_T + 1)
 
 /* ---- embed ------------------------------------------------------------------------ */
 static void cpu_embed(backend *be, const weight *te, const int32_t *ids, int T, float *x, float scale) {
@@ -108,9 +115,10 @@ static void attn_worker(void *ctx, int ith, int nth) {
         int first = j->window > 0 && last - j->window + 1 > 0 ? last - j->window + 1 : 0;
         const float *q = j->q + ((size_t)t * H + h) * HD;
         const void *K = c->k_cache[j->layer], *V = c->v_cache[j->layer];
+        const int cap = c->kv_cap[j->layer];
         float mx = -INFINITY;
         for (int p = first; p <= last; p++) {
-            size_t base = (size_t)p * c->kv_dim + (size_t)kvh * HD;
+            size_t base = (size_t)(p % cap) * c->kv_dim + (size_t)kvh * HD;
             float s = 0;
             for (int d = 0; d < HD; d++) s += q[d] * kv_get(c, K, base + d);
             s *= j->scale;
@@ -123,7 +131,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
         float *o = j->out + ((size_t)t * H + h) * HD;
         for (int d = 0; d < HD; d++) o[d] = 0;
         for (int p = first; p <= last; p++) {
-            size_t base = (size_t)p * c->kv_dim + (size_t)kvh * HD;
+            size_t base = (size_t)(p % cap) * c->kv_dim + (size_t)kvh * HD;
             float wgt = sc[p] * inv;
             for (int d = 0; d < HD; d++) o[d] += wgt * kv_get(c, V, base + d);
         }
@@ -134,7 +142,7 @@ static void cpu_attention(backend *be, int layer, const float *q, const float *k
                           float scale, int window, float *out) {
     cpu_be *c = CB(be);
     for (int t = 0; t < T; t++) {
-        size_t off = (size_t)(pos0 + t) * c->kv_dim;
+        size_t off = (size_t)((pos0 + t) % c->kv_cap[layer]) * c->kv_dim;
         const float *kt = k + (size_t)t * c->kv_dim, *vt = v + (size_t)t * c->kv_dim;
         if (c->exact) {
             memcpy((float *)c->k_cache[layer] + off, kt, c->kv_dim * sizeof(float));
@@ -157,6 +165,16 @@ static void cpu_swiglu(backend *be, const float *gate, const float *up, float *o
     }
 }
 
+/* gelu with the tanh approximation, as Gemma's hidden_activation "gelu_pytorch_tanh" */
+static void cpu_geglu(backend *be, const float *gate, const float *up, float *out, int n) {
+    (void)be;
+    for (int i = 0; i < n; i++) {
+        float g = gate[i];
+        float t = tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g));
+        out[i] = (0.5f * g * (1.0f + t)) * up[i];
+    }
+}
+
 static void cpu_add(backend *be, float *x, const float *y, int n) {
     (void)be;
     for (int i = 0; i < n; i++) x[i] += y[i];
@@ -171,7 +189,9 @@ static void cpu_moe_ffn(backend *be, const layer_weights *L, int k, const float 
 }
 
 static const backend_ops cpu_ops = {
-    "cpu", cpu_embed, cpu_rmsnorm, cpu_matvec, cpu_rope, cpu_attention, cpu_swiglu, cpu_add, cpu_moe_ffn,
+    .name = "cpu", .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matvec = cpu_matvec, .rope = cpu_rope,
+    .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .geglu = cpu_geglu,
+    .moe_ffn = cpu_moe_ffn,
 };
 
 backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char *err, size_t errlen) {
@@ -183,14 +203,17 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     size_t esz = exact ? sizeof(float) : sizeof(uint16_t);
     c->k_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
+    c->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
     c->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
     c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
-    if (!c->k_cache || !c->v_cache || !c->scores || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
+    if (!c->k_cache || !c->v_cache || !c->kv_cap || !c->scores || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
     for (int l = 0; l < hp->n_layers; l++) {
-        c->k_cache[l] = st_malloc((size_t)n_ctx * c->kv_dim * esz);
-        c->v_cache[l] = st_malloc((size_t)n_ctx * c->kv_dim * esz);
+        int ring = hp->sliding_window + KV_RING_SLACK;
+        c->kv_cap[l] = hparams_layer_sliding(hp, l) && ring < n_ctx ? ring : n_ctx;
+        c->k_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_dim * esz);
+        c->v_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_dim * esz);
         if (!c->k_cache[l] || !c->v_cache[l]) goto oom;
     }
     for (int i = 0; i < hp->n_rot / 2; i++) {
@@ -211,14 +234,20 @@ void backend_cpu_free(backend *be) {
     if (c) {
         for (int l = 0; c->k_cache && l < c->hp.n_layers; l++) st_free(c->k_cache[l]);
         for (int l = 0; c->v_cache && l < c->hp.n_layers; l++) st_free(c->v_cache[l]);
-        st_free(c->k_cache); st_free(c->v_cache); st_free(c->scores);
+        st_free(c->k_cache); st_free(c->v_cache); st_free(c->kv_cap); st_free(c->scores);
         st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
         st_free(c);
     }
     st_free(be);
 }
 
-void backend_cpu_truncate(backend *be, int pos) { (void)be; (void)pos; /* positions >= pos are rewritten before use */ }
+int backend_cpu_max_rewind(const backend *be) {
+    const cpu_be *c = (const cpu_be *)be->impl;
+    int m = 1 << 30;
+    for (int l = 0; l < c->hp.n_layers; l++)
+        if (c->kv_cap[l] < c->n_ctx && c->kv_cap[l] - c->hp.sliding_window + 1 < m) m = c->kv_cap[l] - c->hp.sliding_window + 1;
+    return m;
+}
 
 const void *backend_cpu_kv_layer(const backend *be, int layer, int which, size_t *bytes_per_pos) {
     const cpu_be *c = (const cpu_be *)be->impl;

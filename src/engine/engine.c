@@ -10,6 +10,7 @@
 #include "template/jinja.h"
 #include "spec/spec.h"
 #include "spec/suffix.h"
+#include "chat_builtin.h"
 #include "quant/quant.h"
 #ifdef STRATA_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -121,6 +122,11 @@ int strata_model_load(const strata_model_params *p, strata_model **out, char *er
         m->name = st_malloc(s.len + 1);
         if (m->name) gguf_str_copy(s, m->name, s.len + 1);
     }
+    if (!m->chat_template && gguf_get_str(m->gguf, "general.architecture", &s) == 0) {
+        char arch[32];
+        const char *bt = chat_builtin_template(gguf_str_copy(s, arch, sizeof arch));
+        if (bt && !(m->chat_template = st_strdup(bt))) { snprintf(err, errlen, "out of memory"); goto fail; }
+    }
     m->vocab_only = p->vocab_only;
     if (!p->vocab_only) {
         if (model_bind(m->gguf, &m->hp, &m->w, err, errlen) != 0) goto fail;
@@ -191,6 +197,14 @@ int strata_token_is_eog(const strata_model *m, int32_t id) { return tokenizer_is
 
 int strata_tokenize(const strata_model *m, const char *text, size_t len, int add_bos, int parse_special,
                     int32_t *ids, int cap) {
+    int bos = tokenizer_bos(m->tok);
+    if (add_bos && parse_special && bos >= 0) {
+        /* a chat template that writes the BOS text itself (Gemma's {{ bos_token }}) must not
+         * get a second BOS */
+        size_t bl;
+        const char *bt = tokenizer_token_bytes(m->tok, bos, &bl);
+        if (bt && bl > 0 && len >= bl && !memcmp(text, bt, bl)) add_bos = 0;
+    }
     return tokenizer_encode(m->tok, text, len, add_bos && tokenizer_add_bos(m->tok), parse_special, ids, cap);
 }
 
@@ -296,6 +310,9 @@ const int32_t *strata_session_history(const strata_session *s) { return s->histo
 
 int strata_session_rewind(strata_session *s, int pos) {
     if (pos < 0 || pos > s->pos) return -1;
+    /* sliding-window layers keep only a ring of recent rows: a deeper rollback would need
+     * rows that were overwritten; the caller must start over (strata_session_reset) */
+    if (s->m->device == STRATA_DEVICE_CPU && s->pos - pos > backend_cpu_max_rewind(s->be)) return -1;
     if (pos < s->pos) s->have_logits = 0;
     s->pos = pos;   /* cache rows >= pos are overwritten before they are read again */
     return 0;

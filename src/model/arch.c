@@ -217,8 +217,12 @@ int model_bind(const gguf_file *f, hparams *hp, model_weights *w, char *err, siz
         if (get_u32_key(f, a, "attention.sliding_window", 0, 512, 1, 1 << 24, &hp->sliding_window, err, errlen) ||
             get_f32_key(f, a, "rope.local.freq_base", 10000.0f, &hp->rope_base_local, err, errlen))
             return -1;
+        /* Gemma 3 alternates five sliding-window layers with one global layer; the GGUF
+         * carries no key for the pattern (a fact of the architecture). */
         hp->sliding_pattern = 6;
         hp->embd_scale = sqrtf((float)hp->n_embd);
+        hp->ffn_gelu = 1;
+        hp->rope_neox = 1;
     }
 
     /* vocabulary size: the embedding table decides; the tokenizer must agree (engine checks) */
@@ -261,7 +265,7 @@ int model_bind(const gguf_file *f, hparams *hp, model_weights *w, char *err, siz
                 return -1;
             }
         }
-        if (ad->id == ARCH_GEMMA3) L->sliding = ((l + 1) % hp->sliding_pattern) != 0;
+        L->sliding = hparams_layer_sliding(hp, l);
     }
     return 0;
 }

@@ -29,6 +29,8 @@ typedef struct backend_ops {
     void (*swiglu)(backend *be, const float *gate, const float *up, float *out, int n);
     /* x[i] += y[i] */
     void (*add)(backend *be, float *x, const float *y, int n);
+    /* out[i] = gelu_tanh(gate[i]) * up[i] for T*n values (gemma's gated FFN) */
+    void (*geglu)(backend *be, const float *gate, const float *up, float *out, int n);
     /* Mixture-of-Experts FFN (qwen3moe): out[t][n_embd] = sum over the k experts the router
      * picks for x[t] (softmax, top-k, renormalized) of weight * down(silu(gate x) * up x),
      * summed in rank order. x: normed input [T][n_embd]; out must not alias x. NULL: the
@@ -44,7 +46,8 @@ struct backend {
 /* CPU backend: KV cache of n_ctx positions (f16, or f32 in exact mode). */
 backend *backend_cpu_new(const hparams *hp, int n_ctx, void *threadpool, int exact, char *err, size_t errlen);
 void backend_cpu_free(backend *be);
-/* Drop cache positions >= pos (rollback); cheap (no data touched). */
-void backend_cpu_truncate(backend *be, int pos);
+/* How many positions a session may roll back and still find every row it needs: sliding
+ * layers keep a ring of window + slack positions; unbounded (1 << 30) without them. */
+int backend_cpu_max_rewind(const backend *be);
 const void *backend_cpu_kv_layer(const backend *be, int layer, int which, size_t *bytes_per_pos);
 #endif

@@ -83,7 +83,8 @@ int forward(fwd_state *s, const int32_t *ids, int T, int pos0, int logits_from) 
         } else {
             op->matvec(be, &L->gate, s->xb, T, s->hb);         /* hb[T][F]  */
             op->matvec(be, &L->up, s->xb, T, s->hb2);          /* hb2[T][F] */
-            op->swiglu(be, s->hb, s->hb2, s->hb, T * hp->n_ff);
+            if (hp->ffn_gelu) op->geglu(be, s->hb, s->hb2, s->hb, T * hp->n_ff);
+            else op->swiglu(be, s->hb, s->hb2, s->hb, T * hp->n_ff);
             op->matvec(be, &L->down, s->hb, T, s->xb);         /* xb[T][E]  */
         }
         if (L->post_ffn_norm.data) op->rmsnorm(be, ffn_out, &L->post_ffn_norm, ffn_out, T, E, hp->rms_eps);

@@ -36,7 +36,7 @@ typedef struct hparams {
     int sliding_window, sliding_pattern;
     float attn_scale;            /* multiplier for q·k */
     float embd_scale;            /* gemma: sqrt(n_embd); else 1 */
-    int norm_plus_one;           /* gemma: norm weights stored as (w - 1)? see arch notes */
+    int ffn_gelu;                /* gated FFN activation: 0 SiLU (SwiGLU), 1 GELU-tanh (gemma) */
     int rope_neox;               /* RoPE pairs (i, i + n_rot/2) (qwen3moe, gemma3) instead of (2i, 2i+1) (llama's GGUF layout) */
 } hparams;
 
@@ -44,6 +44,11 @@ typedef struct model_weights {
     weight tok_embd, output_norm, output;   /* output aliases tok_embd when tied */
     layer_weights *layers;
 } model_weights;
+
+/* Whether layer l attends over a sliding window (Gemma 3: all but every pattern-th layer). */
+static inline int hparams_layer_sliding(const hparams *hp, int l) {
+    return hp->sliding_pattern > 0 && hp->sliding_window > 0 && ((l + 1) % hp->sliding_pattern) != 0;
+}
 
 /* Bind hyperparameters and weights; 0 or -1 with err. */
 int  model_bind(const gguf_file *f, hparams *hp, model_weights *w, char *err, size_t errlen);
