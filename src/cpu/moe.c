@@ -9,8 +9,10 @@
  *   ubuf[p][F]   up rows
  *   act_h[p]     h[p] quantized to the down activation format
  *   ypair[p][E]  down_exps[e] h[p]
- * Work items: (expert group, chunk of MOE_ROW_CHUNK output rows); a worker takes a
- * contiguous range of items, so each expert row block is read once per pass. */
+ * Work items: (expert group, chunk of output rows); a worker takes a contiguous range of
+ * items, so each expert row block is read once per pass. A chunk is n_out / threads rows
+ * (at least MOE_ROW_CHUNK): long runs of one matrix keep the hardware prefetcher streaming
+ * (16-row chunks, alternating gate and up, measured slower than per-token matvecs at T = 1). */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -141,6 +143,7 @@ typedef struct {
     int pass;                        /* 0: gate/up, 1: down */
     long n_items;
     int chunks_per_group;
+    int64_t chunk_rows;
 } moe_job;
 
 static void moe_worker(void *ctx, int ith, int nth) {
@@ -151,7 +154,7 @@ static void moe_worker(void *ctx, int ith, int nth) {
     int64_t n_out = j->pass == 0 ? j->F : j->E;
     for (long it = lo; it < hi; it++) {
         int g = (int)(it / j->chunks_per_group);
-        int64_t r0 = (it % j->chunks_per_group) * MOE_ROW_CHUNK, r1 = r0 + MOE_ROW_CHUNK;
+        int64_t r0 = (it % j->chunks_per_group) * j->chunk_rows, r1 = r0 + j->chunk_rows;
         if (r1 > n_out) r1 = n_out;
         int e = j->g_expert[g], p0 = j->g_start[g], n = j->g_n[g];
         if (j->pass == 0) {
@@ -175,6 +178,13 @@ static void moe_worker(void *ctx, int ith, int nth) {
                        j->ypair + (size_t)p0 * (size_t)j->E, r0, r1, rowbuf, j->exact, j->exact_avx2);
         }
     }
+}
+
+/* rows per work item: n_out / nth rounded up to MOE_ROW_CHUNK */
+static int64_t chunk_rows(int64_t n_out, int nth) {
+    int64_t c = (n_out + nth - 1) / nth;
+    c = (c + MOE_ROW_CHUNK - 1) / MOE_ROW_CHUNK * MOE_ROW_CHUNK;
+    return c > 0 ? c : MOE_ROW_CHUNK;
 }
 
 static int make_slice(const weight *w, matvec_kernel kernel, slice *s, size_t *expert_bytes) {
@@ -276,7 +286,8 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
 
     /* pass 1: gate and up row chunks back to back, SiLU*mul into gbuf */
     j->pass = 0;
-    j->chunks_per_group = (int)((F + MOE_ROW_CHUNK - 1) / MOE_ROW_CHUNK);
+    j->chunk_rows = chunk_rows(F, nth);
+    j->chunks_per_group = (int)((F + j->chunk_rows - 1) / j->chunk_rows);
     j->n_items = (long)j->n_groups * j->chunks_per_group;
     threadpool_run(tp, moe_worker, j);
 
@@ -291,7 +302,8 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         j->act_h = ah; j->h_stride = sd;
     }
     j->pass = 1;
-    j->chunks_per_group = (int)((E + MOE_ROW_CHUNK - 1) / MOE_ROW_CHUNK);
+    j->chunk_rows = chunk_rows(E, nth);
+    j->chunks_per_group = (int)((E + j->chunk_rows - 1) / j->chunk_rows);
     j->n_items = (long)j->n_groups * j->chunks_per_group;
     threadpool_run(tp, moe_worker, j);
 
