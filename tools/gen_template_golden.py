@@ -254,6 +254,11 @@ EXPR_CASES = [
     "{{ [1, [2, [3]]] }}|{{ 'a' in ['a'] }}|{{ l|map('string')|join }}|{{ 'A-B'.lower().split('-') }}|{{ s.split(', ')[1] }}|{{ (s ~ '!')[:-1] }}",
     "{{ -n }}|{{ +f }}|{{ -2 ** 2 }}|{{ (-2) ** 2 }}|{{ 2 * 3 + 4 }}|{{ 2 * (3 + 4) }}|{{ 10 - 2 - 3 }}|{{ 2 ** 3 ** 2 }}|{{ 1 ~ 2 ~ 3 }}|{{ 2 + 3 ~ 4 }}",
     "{{ 1 ~ 2 + 3 }}",
+    # jinja2's frame scoping: a name first stored in a frame starts undefined there
+    "{% for i in [1] %}[{{ s }}]{% endfor %}{% set s = 1 %}",
+    "{% macro m() %}[{{ s }}]{% endmacro %}{{ m() }}{% set s = 1 %}{{ m() }}",
+    "{% for i in [1] %}{% for j in [1] %}[{{ s }}]{% endfor %}{% set s = 2 %}{% endfor %}|{% for i in [1] %}[{{ n }}]{% endfor %}{% if false %}{% set n = 1 %}{% endif %}",
+    "{{ s }}{% set s = 1 %}{{ s }}|{% set y = n %}{% for i in [1] %}[{{ n }}]{% endfor %}{% set n = 1 %}{{ y }}|{% set f = 5 %}{% for i in [1, 2] %}{{ f }}{% set f = i %}{{ f }}{% endfor %}",
     "{{ ['é', '\x01', '\u200b', 'tab\there', \"both'\\\"\"] }}|{{ namespace(a=1).a }}|{{ [1] == [1.0] }}|{{ {'a': 1} == {'a': 1} }}|{{ (1, 2) == [1, 2] }}",
     "{{ 1e100 }}|{{ 123456789012345678.0 }}|{{ 0.0001 }}|{{ 0.00001234 }}|{{ -0.0 }}|{{ 7 // 2.0 }}|{{ -7 % 2.5 }}|{{ 1/3 }}|{{ 2/3 * 3 }}|{{ 100.0 * 1.1 }}",
     "{{ 'abc'|center(9) }}|{{ none|string }}|{{ none|tojson }}|{{ true|tojson }}|{{ 'a\tb\x01\x7f'|tojson }}|{{ [[], {}, [{}]]|tojson(indent=2) }}|{{ 3.0|tojson }}|{{ 1e20|tojson }}",

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *fmt_hint(jctx *c, const char *fmt, const char *a, const char *b);
+
 /* ---- scopes ---------------------------------------------------------------------------- */
 jscope *jscope_new(jctx *c, jscope *parent) {
     jscope *s = ja_alloc(c, sizeof(jscope));
@@ -20,6 +22,15 @@ jscope *jscope_new(jctx *c, jscope *parent) {
     s->parent = parent;
     return s;
 }
+/* A frame's scope: names jinja2 declares undefined at frame entry are set first. */
+jscope *jscope_enter_frame(jctx *c, jscope *parent, const jnode *body) {
+    jscope *s = jscope_new(c, parent);
+    for (int i = 0; body && i < body->n_undef; i++)
+        jdict_append(c, &s->vars, jv_str_ref(body->undef[i], strlen(body->undef[i])),
+                     jv_undef(fmt_hint(c, "'%s' is undefined%s", body->undef[i], NULL)));
+    return s;
+}
+
 jv jscope_lookup(jscope *sc, const char *name) {
     for (; sc; sc = sc->parent) {
         jv *v = jdict_gets(&sc->vars, name);
@@ -351,7 +362,7 @@ static jv call_macro(jctx *c, jmacro *m, jv *args, int nargs, const char **kw, j
     if (++c->depth > JINJA_CALL_DEPTH_MAX)
         jfail(c, "maximum recursion depth exceeded (macro '%s' nested %d deep)", m->name ? m->name : "caller", JINJA_CALL_DEPTH_MAX);
     jstep(c, 1);
-    jscope *sc = jscope_new(c, m->closure);
+    jscope *sc = jscope_enter_frame(c, m->closure, def->body);
     jv varargs = jv_list_new(c, 0), kwargs = jv_dict_new(c, 0);
     varargs.flags |= JV_F_TUPLE;
     int np = def->n_kw;
@@ -591,14 +602,14 @@ static void render_for(jctx *c, const jnode *n, jscope *sc) {
     }
     size_t len = src->n;
     if (!len) {
-        if (n->else_body) jrender_body(c, n->else_body, jscope_new(c, sc));
+        if (n->else_body) jrender_body(c, n->else_body, jscope_enter_frame(c, sc, n->else_body));
         return;
     }
     int was_in_loop = c->in_loop;
     c->in_loop = 1;
     for (size_t i = 0; i < len; i++) {
         jstep(c, 1);
-        jscope *it = jscope_new(c, sc);
+        jscope *it = jscope_enter_frame(c, sc, n->body);
         jv loop = jv_dict_new(c, 12);
         jdict *d = loop.u.d;
         jdict_append(c, d, jv_str_ref("index", 5), jv_int((int64_t)i + 1));
@@ -641,7 +652,7 @@ static void render_stmt(jctx *c, const jnode *n, jscope *sc) {
     case N_FOR: render_for(c, n, sc); return;
     case N_SET: assign(c, n->a, jeval(c, n->b, sc), sc); return;
     case N_SETBLOCK: {
-        jv v = render_to_string(c, n->body, jscope_new(c, sc));
+        jv v = render_to_string(c, n->body, jscope_enter_frame(c, sc, n->body));
         if (n->b) v = apply_filters(c, n->b, v, sc);
         assign(c, n->a, v, sc);
         return;
@@ -661,12 +672,12 @@ static void render_stmt(jctx *c, const jnode *n, jscope *sc) {
         return;
     }
     case N_FILTERBLOCK: {
-        jv v = render_to_string(c, n->body, jscope_new(c, sc));
+        jv v = render_to_string(c, n->body, jscope_enter_frame(c, sc, n->body));
         jv_to_str(c, c->out, apply_filters(c, n->b, v, sc));
         return;
     }
     case N_WITH: {
-        jscope *ws = jscope_new(c, sc);
+        jscope *ws = jscope_enter_frame(c, sc, n->body);
         for (int i = 0; i < n->n_items; i++) assign(c, n->items[i], jeval(c, n->kwv[i], sc), ws);
         jrender_body(c, n->body, ws);
         return;
@@ -743,7 +754,8 @@ static char *render(const char *src, const render_req *rq, int64_t now, char *er
             }
             jbuf out = {0};
             c->out = &out;
-            jrender_body(c, root, vars);
+            /* the template's root frame sits above the variables, as jinja2's render locals */
+            jrender_body(c, root, jscope_enter_frame(c, vars, root));
             result = st_malloc(out.n + 1);
             if (!result) jfail(c, "out of memory");
             if (out.n) memcpy(result, out.p, out.n);

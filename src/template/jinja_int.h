@@ -100,6 +100,10 @@ typedef struct jnode {
     struct jnode *body, *else_body;        /* N_FOR, N_MACRO, N_CALLBLOCK, ... */
     int *ops;                  /* E_CMP: n_items-1 operators */
     int recursive;             /* N_FOR: recursive loop; N_MACRO/N_CALLBLOCK: JMACRO_USES_* bits */
+    /* N_BODY that is a frame (root, loop body/else, macro, caller, with, set/filter block):
+     * names jinja2 declares undefined at frame entry (first referenced by a store in this
+     * frame and unknown to every enclosing frame), see jscope_enter_frame(). */
+    const char **undef; int n_undef;
 } jnode;
 
 /* ---- tokens -------------------------------------------------------------------------- */
@@ -199,6 +203,7 @@ jv jcall_value(jctx *c, jv fn, jv *args, int nargs, const char **kw, jv *kwv, in
 jv jgetattr(jctx *c, jv obj, const char *name);
 jv jgetitem(jctx *c, jv obj, jv key);
 jscope *jscope_new(jctx *c, jscope *parent);
+jscope *jscope_enter_frame(jctx *c, jscope *parent, const jnode *body);
 jv  jscope_lookup(jscope *sc, const char *name);
 void jscope_set(jctx *c, jscope *sc, const char *name, jv v);
 

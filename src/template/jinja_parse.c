@@ -648,8 +648,123 @@ static jnode *subparse(parser *P, const char *const *ends) {
     return n;
 }
 
+/* ---- frame analysis (jinja2/idtracking.py) ---------------------------------------------
+ * jinja2 compiles each frame (template root, loop body, loop else, macro, caller, with,
+ * set/filter block) to Python locals. A name whose first reference in a frame is a store, and
+ * that no enclosing frame references, starts out undefined in that frame, so child frames
+ * reading it before the store see undefined rather than the template variable of that name.
+ * A name first loaded, or first stored inside an if branch, resolves from the context. */
+typedef struct { const char **name; char *kind; int n, cap; } refset; /* kind: L load, S store, P param */
+typedef struct refchain { const refset *refs; const struct refchain *up; } refchain;
+
+static int ref_find(const refset *r, const char *name) {
+    for (int i = 0; i < r->n; i++) if (!strcmp(r->name[i], name)) return i;
+    return -1;
+}
+static void ref_add(parser *P, refset *r, const char *name, char kind) {
+    if (ref_find(r, name) >= 0) return;
+    if (r->n == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 16;
+        const char **nn = ja_alloc(P->c, (size_t)cap * sizeof(char *));
+        char *nk = ja_alloc(P->c, (size_t)cap);
+        if (r->n) { memcpy(nn, r->name, (size_t)r->n * sizeof(char *)); memcpy(nk, r->kind, (size_t)r->n); }
+        r->name = nn; r->kind = nk; r->cap = cap;
+    }
+    r->name[r->n] = name; r->kind[r->n] = kind; r->n++;
+}
+static int chain_has(const refchain *ch, const char *name) {
+    for (; ch; ch = ch->up) if (ref_find(ch->refs, name) >= 0) return 1;
+    return 0;
+}
+
+static void an_expr(parser *P, refset *r, const jnode *e) {
+    if (!e) return;
+    if (e->kind == E_NAME) { ref_add(P, r, e->name, 'L'); return; }
+    if (e->kind == E_NSREF) { ref_add(P, r, e->name, 'L'); return; }
+    an_expr(P, r, e->a); an_expr(P, r, e->b); an_expr(P, r, e->c);
+    for (int i = 0; i < e->n_items; i++) an_expr(P, r, e->items[i]);
+    if (e->kwv) for (int i = 0; i < e->n_kw; i++) an_expr(P, r, e->kwv[i]);
+}
+static void an_store(parser *P, refset *r, const jnode *t, int in_branch) {
+    if (t->kind == E_NAME) ref_add(P, r, t->name, in_branch ? 'L' : 'S');
+    else if (t->kind == E_TUPLE) for (int i = 0; i < t->n_items; i++) an_store(P, r, t->items[i], in_branch);
+    else if (t->kind == E_NSREF) ref_add(P, r, t->name, 'L');
+}
+/* references made at this frame's own level (child frames are skipped) */
+static void an_stmts(parser *P, refset *r, const jnode *n, int in_branch) {
+    if (!n) return;
+    switch (n->kind) {
+    case N_BODY: for (int i = 0; i < n->n_items; i++) an_stmts(P, r, n->items[i], in_branch); break;
+    case N_OUTPUT: an_expr(P, r, n->a); break;
+    case N_IF: an_expr(P, r, n->a); an_stmts(P, r, n->b, in_branch + 1); an_stmts(P, r, n->c, in_branch + 1); break;
+    case N_FOR: an_expr(P, r, n->b); break;
+    case N_SET: an_expr(P, r, n->b); an_store(P, r, n->a, in_branch); break;
+    case N_SETBLOCK: an_expr(P, r, n->b); an_store(P, r, n->a, in_branch); break;
+    case N_MACRO: ref_add(P, r, n->name, in_branch ? 'L' : 'S'); break;
+    case N_CALLBLOCK: an_expr(P, r, n->a); break;
+    case N_FILTERBLOCK: an_expr(P, r, n->b); break;
+    case N_WITH: for (int i = 0; i < n->n_items; i++) an_expr(P, r, n->kwv[i]); break;
+    default: break;
+    }
+}
+static void an_frame(parser *P, jnode *body, const jnode *targets, const char *const *params, int nparams,
+                     const refchain *up);
+static void an_children(parser *P, const refchain *ch, const jnode *n) {
+    if (!n) return;
+    switch (n->kind) {
+    case N_BODY: for (int i = 0; i < n->n_items; i++) an_children(P, ch, n->items[i]); break;
+    case N_IF: an_children(P, ch, n->b); an_children(P, ch, n->c); break;
+    case N_FOR: {
+        static const char *const loopv[] = { "loop" };
+        an_frame(P, n->body, n->a, loopv, 1, ch);
+        if (n->else_body) an_frame(P, n->else_body, NULL, NULL, 0, ch);
+        break;
+    }
+    case N_MACRO: case N_CALLBLOCK: {
+        const char **params = ja_alloc(P->c, (size_t)(n->n_kw + 3) * sizeof(char *));
+        for (int i = 0; i < n->n_kw; i++) params[i] = n->kw[i];
+        params[n->n_kw] = "varargs"; params[n->n_kw + 1] = "kwargs"; params[n->n_kw + 2] = "caller";
+        an_frame(P, n->body, NULL, params, n->n_kw + 3, ch);
+        break;
+    }
+    case N_SETBLOCK: case N_FILTERBLOCK: an_frame(P, n->body, NULL, NULL, 0, ch); break;
+    case N_WITH: {
+        jnode tup = {0};
+        tup.kind = E_TUPLE; tup.items = n->items; tup.n_items = n->n_items;
+        an_frame(P, n->body, &tup, NULL, 0, ch);
+        break;
+    }
+    default: break;
+    }
+}
+static void add_params(parser *P, refset *r, const jnode *t) {
+    if (!t) return;
+    if (t->kind == E_NAME) ref_add(P, r, t->name, 'P');
+    else if (t->kind == E_TUPLE) for (int i = 0; i < t->n_items; i++) add_params(P, r, t->items[i]);
+}
+static void an_frame(parser *P, jnode *body, const jnode *targets, const char *const *params, int nparams,
+                     const refchain *up) {
+    if (!body) return;
+    enter(P);
+    refset r = {0};
+    add_params(P, &r, targets);
+    for (int i = 0; i < nparams; i++) ref_add(P, &r, params[i], 'P');
+    an_stmts(P, &r, body, 0);
+    int k = 0;
+    for (int i = 0; i < r.n; i++) if (r.kind[i] == 'S' && !chain_has(up, r.name[i])) k++;
+    if (k) {
+        body->undef = ja_alloc(P->c, (size_t)k * sizeof(char *));
+        for (int i = 0; i < r.n; i++)
+            if (r.kind[i] == 'S' && !chain_has(up, r.name[i])) body->undef[body->n_undef++] = r.name[i];
+    }
+    refchain ch = { &r, up };
+    an_children(P, &ch, body);
+    leave(P);
+}
+
 jnode *jparse(jctx *c) {
     parser P = { .c = c };
     jnode *root = subparse(&P, NULL);
+    an_frame(&P, root, NULL, NULL, 0, NULL);
     return root;
 }
