@@ -65,11 +65,14 @@ typedef struct srv_job {
 } srv_job;
 
 typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_phase;
+/* prompt tokens evaluated per step: bounds how long one slot's prompt stalls the others */
+#define SRV_PREFILL_CHUNK 128
 
 typedef struct srv_slot {
     strata_session *sess;
     srv_job *job;               /* NULL when idle */
     slot_phase phase;
+    int prefill_pos;            /* prompt tokens in the cache so far (PREFILL) */
     int32_t next_token;         /* sampled last step; evaluated this step */
     strata_detok detok;
     stop_filter filter;

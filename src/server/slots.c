@@ -106,13 +106,19 @@ static void slot_step(srv_sched *s, srv_slot *sl) {
     srv_job *j = sl->job;
     int rc;
     if (sl->phase == SLOT_PREFILL) {
-        rc = strata_session_eval(sl->sess, j->prompt + j->n_cached, j->n_prompt - j->n_cached);
+        /* a long prompt goes in chunks, one per step, so the other slots keep streaming while it
+         * is read; batch invariance makes the result the same as one pass over it */
+        int n = j->n_prompt - sl->prefill_pos;
+        if (n > SRV_PREFILL_CHUNK) n = SRV_PREFILL_CHUNK;
+        rc = strata_session_eval(sl->sess, j->prompt + sl->prefill_pos, n);
         if (rc) {
             snprintf(sl->error, sizeof sl->error, "the prompt (%d tokens) could not be evaluated (context %d)",
                      j->n_prompt, s->n_ctx);
             slot_end(sl, NULL);
             return;
         }
+        sl->prefill_pos += n;
+        if (sl->prefill_pos < j->n_prompt) return;
         sl->phase = SLOT_DECODE;
     } else {
         if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); return; }
@@ -166,6 +172,7 @@ static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     int keep = slot_common_prefix(sl, j);
     if (keep > 0 && strata_session_rewind(sl->sess, keep) == 0) j->n_cached = keep;
     else { strata_session_reset(sl->sess); j->n_cached = 0; }
+    sl->prefill_pos = j->n_cached;
     sl->job = j;
     sl->phase = SLOT_PREFILL;
     sl->n_gen = 0;

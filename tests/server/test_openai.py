@@ -19,6 +19,7 @@ os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 import openai  # noqa: E402
 
 passed = failed = 0
+BIN = MODEL = None
 
 
 def check(cond, what):
@@ -211,6 +212,14 @@ def test_length_and_stop(s):
     got = "".join(ch.choices[0].text for ch in chunks)
     check(got == want, "streamed stop: held back partial match: %r vs %r" % (got, want))
     check(chunks[-1].choices[0].finish_reason == "stop", "streamed stop: finish_reason stop")
+    # a prompt longer than one prefill chunk (128 tokens): the server's greedy text equals `strata run`
+    long_prompt = " ".join("The %d-th wave of the sea rolls onto the shore." % i for i in range(14)) + " Then"
+    r = c.completions.create(model="m", prompt=long_prompt, temperature=0, max_tokens=12)
+    check(r.usage.prompt_tokens > 128, "long prompt: %d tokens" % r.usage.prompt_tokens)
+    p = subprocess.run([BIN, "run", "-m", MODEL, "-p", long_prompt, "-n", "12", "--temp", "0"], capture_output=True, text=True, timeout=120)
+    cli = p.stdout[len(long_prompt):]
+    check(p.returncode == 0 and p.stdout.startswith(long_prompt) and cli in (r.choices[0].text, r.choices[0].text + "\n"),
+          "server == strata run on a long prompt: %r vs %r" % (r.choices[0].text, p.stdout[len(long_prompt):]))
     st, _, body = s.raw("POST", "/completions", {"prompt": "The sea is", "temperature": 0, "max_tokens": 4})
     check(st == 200 and json.loads(body)["usage"]["completion_tokens"] == 4, "/completions without /v1")
 
@@ -492,6 +501,8 @@ def main():
     ap.add_argument("--model", default=os.environ.get("STRATA_MODEL", os.path.expanduser("~/.cache/strata/SmolLM2-135M-Instruct.Q4_1.gguf")))
     ap.add_argument("--clients", type=int, default=16)
     a = ap.parse_args()
+    global BIN, MODEL
+    BIN, MODEL = a.bin, a.model
     if not os.path.exists(a.model):
         print("SKIP: no model at %s" % a.model, file=sys.stderr)
         print("0 passed, 0 failed")
