@@ -22,6 +22,8 @@ the C side must fail cleanly; the message is only informative.
 
 Usage: python3 tools/gen_template_golden.py [--copy-templates]
   --copy-templates   (re)copy ../shared/chat-templates/*.jinja into tests/data/templates/
+tests/data/templates/gemma3.jinja is the published Gemma 3 instruction template, the same text
+src/engine/chat_builtin.c embeds for Gemma 3 GGUFs that carry none (not re-copied here).
 """
 import json
 import os
