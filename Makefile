@@ -7,6 +7,7 @@ WERROR  ?= 0
 PY      ?= python3
 CACHE   ?= $(if $(STRATA_CACHE_DIR),$(STRATA_CACHE_DIR),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/strata)
 MODEL   ?= $(CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf
+GEMMA   ?= $(CACHE)/gemma-3-270m-q4_k_m.gguf
 PROMPT  ?= What is the capital of France? Answer in one sentence.
 
 # -ffp-contract=off everywhere: parity between reference and fast kernels needs it.
@@ -81,7 +82,8 @@ setup-py:
 model: $(MODEL)
 $(MODEL):
 	@sh tools/fetch_model.sh "$(CACHE)"
-setup: setup-sys setup-py model
+$(GEMMA): ; @sh tools/fetch_gemma.sh "$(CACHE)"
+setup: setup-sys setup-py model $(GEMMA)
 
 run: setup-sys model
 	@$(MAKE) --no-print-directory $(BIN)
@@ -89,7 +91,7 @@ run: setup-sys model
 
 test: setup
 	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
-	@STRATA_MODEL="$(MODEL)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS)
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS)
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
@@ -127,3 +129,39 @@ test-server: setup
 	@$(MAKE) --no-print-directory $(BIN)
 	@$(PY) -c "import openai" 2>/dev/null || $(PY) -m pip install -q openai
 	STRATA_MODEL="$(MODEL)" $(PY) tests/server/test_openai.py --bin $(BIN) --model "$(MODEL)"
+
+# ---- fuzzing (fuzz/, docs/RELIABILITY.md): libFuzzer targets built with clang ------------
+# `make fuzz` builds the library again with clang (-fsanitize=fuzzer-no-link + ASan + UBSan,
+# no CUDA) into build-fuzz, links every fuzz/fuzz_*.c against it and runs each target for
+# FUZZ_SECONDS (one process each: -jobs is left to the caller via FUZZ_ARGS). New inputs go
+# to build-fuzz/corpus/<target> (the seeds in fuzz/corpus/<target> are read, never written);
+# a crash leaves build-fuzz/crash-<target>-* and stops make. `make fuzz-build` only builds.
+FUZZ_CC      ?= clang
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_ARGS    ?=
+FUZZ_SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+.PHONY: fuzz-build
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) NVCC= OPT=-O1 SAN="$(FUZZ_SAN)" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link" $(addprefix $(FUZZ_BUILD)/fuzz/,$(FUZZ_TARGETS))
+# The AVX2 kernels are unreachable from every target (no forward pass) and clang's UBSan
+# makes their compile take minutes: they are built uninstrumented.
+$(FUZZ_BUILD)/%_avx2.o: override SAN =
+$(FUZZ_BUILD)/%_avx2.o: override EXTRA_CFLAGS =
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+fuzz: fuzz-build model
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  dict=; [ -f fuzz/$$t.dict ] && dict=-dict=fuzz/$$t.dict; \
+	  echo "== $$t: $(FUZZ_SECONDS) s (log: $(FUZZ_BUILD)/$$t.log)"; \
+	  STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" $(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $$dict $(FUZZ_ARGS) \
+	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t >$(FUZZ_BUILD)/$$t.log 2>&1; rc=$$?; \
+	  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' $(FUZZ_BUILD)/$$t.log; \
+	  if [ $$rc != 0 ]; then tail -n 40 $(FUZZ_BUILD)/$$t.log; \
+	    echo "$$t: FAILED (exit $$rc); the input is in $(FUZZ_BUILD)/crash-$$t-*"; exit 1; fi; \
+	done
