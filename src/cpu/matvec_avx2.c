@@ -55,9 +55,10 @@ ALWAYS_INLINE __m256i dot_i8_i8(__m256i wabs, __m256i w, __m256i a) {
 
 /* 16 packed nibbles -> 32 bytes: low nibbles first (weights 0..15), then high (16..31) */
 ALWAYS_INLINE __m256i nibbles32(const uint8_t *qs) {
-    __m128i raw = _mm_loadu_si128((const __m128i *)qs);
-    __m128i m = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), m), _mm_and_si128(raw, m));
+    /* both 128-bit halves hold the 16 bytes; the high half shifts right by 4 (per 64-bit
+     * lane, so no bits cross a byte that the mask keeps) */
+    __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    return _mm256_and_si256(_mm256_srlv_epi64(raw, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 
 /* 32 bits -> 32 bytes, byte j = 0xFF if bit j is set */
@@ -69,12 +70,7 @@ ALWAYS_INLINE __m256i bits32_mask(uint32_t x) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-/* Gather the 32-bit word at the start of 8 blocks `stride` bytes apart */
-ALWAYS_INLINE __m256i gather_u32(const uint8_t *base, int stride) {
-    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
-    return _mm256_i32gather_epi32((const int *)base, idx, 1);
-}
-/* The low / high halves of 8 gathered words as IEEE halves -> 8 floats (exact) */
+/* The low / high halves of 8 32-bit words as IEEE halves -> 8 floats (exact) */
 ALWAYS_INLINE __m256 halves_lo_to_f32(__m256i g) {
     const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
                                         0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
@@ -84,12 +80,6 @@ ALWAYS_INLINE __m256 halves_lo_to_f32(__m256i g) {
 ALWAYS_INLINE __m256 halves_hi_to_f32(__m256i g) {
     return halves_lo_to_f32(_mm256_srli_epi32(g, 16));
 }
-/* float field at offset 0 / 4 of 8 activation blocks `stride` bytes apart */
-ALWAYS_INLINE __m256 gather_f32(const void *base, int stride) {
-    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
-    return _mm256_i32gather_ps((const float *)base, idx, 1);
-}
-
 /* ---- activation quantization (bits of src/quant/act.c) ------------------------------- */
 
 /* 8 floats -> 8 int32 codes: v = x * id, clamp with NaN -> -127 (max_ps returns its second
@@ -321,23 +311,41 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
                             const int T, const int fmt) {
     const int BS = FB_BSIZE(fmt), AS = FB_ASIZE(fmt), VPB = FB_VPB(fmt);
     __m256i wv[8][2], wa[8][2];
-    /* weight scales: missing blocks of a tail group get zero scales and codes */
-    float dws[8] = { 0 }, mws[8] = { 0 };
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) {
-        if (k < nk) {
+        if (k < nk) fb_decode(wb + (size_t)k * (size_t)BS, wv[k], fmt);
+        else for (int v = 0; v < VPB; v++) wv[k][v] = _mm256_setzero_si256();   /* tail: zero codes */
+        if (FB_SIGNED(fmt)) wa[k][0] = _mm256_sign_epi8(wv[k][0], wv[k][0]);
+    }
+    /* weight scales of the 8 blocks from the leading 32-bit word of each block (d, and m for
+     * Q4_1/Q5_1; MXFP4: e in the low byte); a tail group's missing blocks get zero scales */
+    __m256 dw, mw = _mm256_setzero_ps();
+    if (nk == 8) {
+        const __m256i idx = _mm256_setr_epi32(0, BS, 2 * BS, 3 * BS, 4 * BS, 5 * BS, 6 * BS, 7 * BS);
+        __m256i g = _mm256_i32gather_epi32((const int *)wb, idx, 1);
+        if (fmt == FB_MXFP4) {
+            __m256i e = _mm256_and_si256(g, _mm256_set1_epi32(0xFF));
+            /* 2^(e-128): e < 2 is the subnormal 0x00200000 << e, else (e - 1) << 23 */
+            __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+            __m256i nrm = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+            dw = _mm256_castsi256_ps(_mm256_blendv_epi8(nrm, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+        } else {
+            dw = halves_lo_to_f32(g);
+            if (FB_HAS_MIN(fmt)) mw = halves_hi_to_f32(g);
+        }
+    } else {
+        float dws[8] = { 0 }, mws[8] = { 0 };
+        for (int k = 0; k < nk; k++) {
             const uint8_t *b = wb + (size_t)k * (size_t)BS;
-            fb_decode(b, wv[k], fmt);
             if (fmt == FB_MXFP4) dws[k] = mxfp4_e8m0_half(b[0]);
             else {
                 uint16_t h[2]; memcpy(h, b, 4);
                 dws[k] = _cvtsh_ss(h[0]);
                 if (FB_HAS_MIN(fmt)) mws[k] = _cvtsh_ss(h[1]);
             }
-        } else for (int v = 0; v < VPB; v++) wv[k][v] = _mm256_setzero_si256();
-        if (FB_SIGNED(fmt)) wa[k][0] = _mm256_sign_epi8(wv[k][0], wv[k][0]);
+        }
+        dw = _mm256_loadu_ps(dws); mw = _mm256_loadu_ps(mws);
     }
-    const __m256 dw = _mm256_loadu_ps(dws), mw = _mm256_loadu_ps(mws);
     for (int c = 0; c < T; c++) {
         const uint8_t *ab = act + (size_t)c * act_stride + (size_t)g0 * (size_t)AS;
         __m256i m[8];
