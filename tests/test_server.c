@@ -127,6 +127,9 @@ static void test_chat_request_errors(void) {
     expect_400(GEN_CHAT, b, NULL, "top_logprobs", "integer_above_max_value");
     snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_object\"}}", m);
     expect_400(GEN_CHAT, b, NULL, "response_format.type", "unsupported_value");
+    snprintf(b, sizeof b, "{%s,\"repeat_penalty\":0}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'repeat_penalty': decimal below minimum value. Expected a value >= 0.01, but got 0 instead.",
+               "repeat_penalty", "decimal_below_min_value");
     snprintf(b, sizeof b, "{%s,\"seed\":1.5}", m);
     expect_400(GEN_CHAT, b, NULL, "seed", "invalid_type");
 

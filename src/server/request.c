@@ -347,7 +347,7 @@ static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *
     long long k;
     if (get_int(root, "top_k", 0, INT32_MAX, &k, &present, e)) return -1;
     if (present) r->sampler.top_k = (int)k;
-    if (get_number(root, "repeat_penalty", 0, 10, &x, &present, e)) return -1;   /* extension */
+    if (get_number(root, "repeat_penalty", 0.01, 10, &x, &present, e)) return -1;   /* extension; 1 = off */
     if (present) r->sampler.repeat_penalty = (float)x;
     /* accepted for compatibility, range-checked, not applied (documented in docs/SERVER.md) */
     if (get_number(root, "frequency_penalty", -2, 2, &x, NULL, e)) return -1;

@@ -497,7 +497,8 @@ def test_loading(binary):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default=os.environ.get("STRATA_BIN", "build/strata"))
+    # run from tests/run.sh (make test) it gets BUILD and STRATA_MODEL from the environment
+    ap.add_argument("--bin", default=os.environ.get("STRATA_BIN", os.path.join(os.environ.get("BUILD", "build"), "strata")))
     ap.add_argument("--model", default=os.environ.get("STRATA_MODEL", os.path.expanduser("~/.cache/strata/SmolLM2-135M-Instruct.Q4_1.gguf")))
     ap.add_argument("--clients", type=int, default=16)
     a = ap.parse_args()
