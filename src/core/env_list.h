@@ -11,3 +11,4 @@ X(ENV_LOGITS_HASH,  "STRATA_LOGITS_HASH",  ENV_BOOL, "0",    "print an FNV-1a ha
 X(ENV_CUDA_GRAPH,    "STRATA_CUDA_GRAPH",    ENV_BOOL, "1",    "CUDA greedy decode: replay the step as one CUDA graph (0: launch kernels one by one)")
 X(ENV_CUDA_FUSE,     "STRATA_CUDA_FUSE",     ENV_BOOL, "1",    "CUDA backend: fuse ops that share inputs (norm+quantize, q/k/v, gate/up+SwiGLU, matvec+residual); 0: one kernel per op")
 X(ENV_MOE,          "STRATA_MOE",          ENV_STR,  "grouped", "CPU MoE expert kernels: grouped (each expert read once for its tokens) or per-token (reference); same bits")
+X(ENV_CUDA_ATTN,     "STRATA_CUDA_ATTN",     ENV_STR,  "exact", "CUDA attention: exact (the CPU order, bit-identical) or split (KV range split over blocks, faster at long context)")

@@ -20,6 +20,7 @@
  * advances d_pos, so replaying the graph is the whole step. */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
+#include "expf_host.cuh"
 #include <math.h>
 #include <stdlib.h>
 extern "C" {
@@ -34,6 +35,25 @@ void cuda_record_error(const char *what, cudaError_t e, const char *file, int li
     snprintf(g_cuda_err, sizeof g_cuda_err, "CUDA error in %s (%s:%d): %s", what, file, line, cudaGetErrorString(e));
 }
 extern "C" const char *cuda_last_error(void) { return g_cuda_err[0] ? g_cuda_err : "no CUDA error"; }
+
+/* ---- expf with the host libm's bits (expf_host.cuh), chosen once per process --------------- */
+static int g_expf_mode = -2;   /* -2: not chosen yet; 1 FMA variant, 0 plain, -1 CUDA expf */
+static int expf_init(void) {
+    if (g_expf_mode != -2) return 0;
+    expf_table t;
+    expf_table_make(&t);
+    int mode = expf_host_select(&t);
+    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode)) return -1;
+    g_expf_mode = mode;
+    if (mode < 0)
+        fprintf(stderr, "strata: CUDA backend: this host's expf is not the algorithm the GPU reproduces; SwiGLU and "
+                        "attention use CUDA's expf (results differ from the CPU by ulps)\n");
+    return 0;
+}
+extern "C" const char *cuda_expf_mode(void) {
+    return g_expf_mode == 1 ? "libm bits (FMA variant)" : g_expf_mode == 0 ? "libm bits (plain variant)"
+         : g_expf_mode == -1 ? "CUDA expf (host libm not matched)" : "not chosen";
+}
 
 /* ---- device ------------------------------------------------------------------------------- */
 extern "C" int cuda_device_count(void) {
@@ -196,6 +216,7 @@ typedef struct {
     int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
     pending_rope ropes[2];      /* deferred q and k ropes */
     int n_ropes;
+    int attn_split;             /* STRATA_CUDA_ATTN=split: the split-KV variant (not bit-exact) */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
     int failed;
@@ -374,9 +395,12 @@ static void op_attention(backend *be, int layer, const float *q, const float *k,
         (af == ACT_Q8_0 || af == ACT_Q8_1 || (af == ACT_Q8_2 && hp->head_dim % 64 == 0)) && hp->head_dim % 32 == 0 &&
         cuda_act_row_bytes(af, (int64_t)hp->n_heads * hp->head_dim) * T <= c->act_cap) {
     } else af = -1;
-    if (cuda_attention(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp, scale,
-                       window, c->n_ctx, c->att_partial, c->att_counters, dout, af >= 0 ? c->act : NULL, af, c->st))
-        be_fail(c, "attention");
+    int rc = c->attn_split
+        ? cuda_attention(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp, scale,
+                         window, c->n_ctx, c->att_partial, c->att_counters, dout, af >= 0 ? c->act : NULL, af, c->st)
+        : cuda_attention_exact(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp,
+                               scale, window, c->n_ctx, c->att_partial, dout, af >= 0 ? c->act : NULL, af, c->st);
+    if (rc) be_fail(c, "attention");
     if (af >= 0) { c->act_src = dout; c->act_n = (int64_t)hp->n_heads * hp->head_dim; c->act_T = T; c->act_fmt = af; }
 }
 
@@ -460,11 +484,12 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     be->ops = &cuda_ops; be->impl = c;
     c->hp = *hp; c->w = w; c->n_ctx = n_ctx; c->readback = 1;
     c->fuse = env_bool(ENV_CUDA_FUSE);
+    c->attn_split = !strcmp(env_str(ENV_CUDA_ATTN), "split");
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     c->kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
     c->vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
     if (!c->kc || !c->vc) { snprintf(err, errlen, "out of memory"); backend_cuda_free(be); return NULL; }
-    if (cuda_tables_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
+    if (cuda_tables_init() || expf_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
     {
         size_t kv_bytes = (size_t)n_ctx * c->kv_dim * sizeof(uint16_t);
         for (int l = 0; l < hp->n_layers; l++)

@@ -30,6 +30,8 @@ extern "C" {
 int cuda_device_count(void);
 /* One line describing device 0: name, compute capability, SMs, memory, L2. */
 int cuda_device_describe(char *out, size_t cap);
+/* How SwiGLU / attention compute expf on the GPU ("libm bits (FMA variant)", ...). */
+const char *cuda_expf_mode(void);
 /* Is there a CUDA matvec for this weight type? */
 int cuda_type_supported(int type);
 

@@ -53,6 +53,14 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
 int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
                    int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
                    int *counters, float *out, void *act, int act_fmt, cudaStream_t st);
+/* the CPU's summation order (bit-identical); scratch: T * n_heads * n_ctx floats */
+int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                         int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
+                         float *out, void *act, int act_fmt, cudaStream_t st);
+/* expf with the host libm's bits (expf_host.cuh): set once per process */
+struct expf_table;
+int cuda_ops_expf_init(const struct expf_table *t, int mode);
+int cuda_matvec_expf_init(const struct expf_table *t, int mode);
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);

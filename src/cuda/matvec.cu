@@ -22,6 +22,10 @@
 #include "quant_blocks.cuh"
 #include "iq_blocks.cuh"
 #include "act_quant.cuh"
+#include "expf_host.cuh"
+
+EXPF_DEVICE_STATE
+int cuda_matvec_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 
 /* ---- activation quantization ------------------------------------------------------------ */
 
@@ -123,7 +127,7 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
                 float gv = ga[t], uv = ua[t];
                 g.y[0][t * no + row] = gv;
                 g.y[1][t * no + row] = uv;
-                g.swiglu_out[t * no + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv))), uv);
+                g.swiglu_out[t * no + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
             }
         }
         return;

@@ -13,6 +13,10 @@
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "act_quant.cuh"
+#include "expf_host.cuh"
+
+EXPF_DEVICE_STATE
+int cuda_ops_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include <float.h>
 
 /* ---- embedding: element dequantization, the reference formula of each format ------------ */
@@ -291,7 +295,8 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
 
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx) {
     int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
-    return (size_t)T * n_heads * splits * (head_dim + 2);
+    size_t split = (size_t)T * n_heads * splits * (head_dim + 2), exact = (size_t)T * n_heads * n_ctx;
+    return split > exact ? split : exact;   /* the split variant's partials or the exact one's scores */
 }
 
 __global__ void __launch_bounds__(ATT_THREADS)
@@ -423,6 +428,83 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
     }
 }
 
+/* ---- attention, the CPU's order (default): bit-identical to src/cpu/backend_cpu.c -----------
+ * One CTA per (token, head). Scores in parallel over positions, each the dot over head_dim in
+ * order (products rounded, then added), times scale; max; e_p = expf(s_p - max) (the host
+ * libm's bits: expf_host.cuh); the sum of e_p in position order by one thread; then thread d
+ * accumulates o[d] = o[d] + (e_p * inv) * v_p[d] in position order. The sequential parts
+ * cost O(positions) per head, in parallel over heads and tokens. sc: [T][H][n_ctx] scratch. */
+__global__ void __launch_bounds__(ATT_THREADS)
+attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
+                  int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
+                  size_t act_row_bytes, int act_fmt) {
+    __shared__ float qs[ATT_MAX_HD];
+    __shared__ float red[ATT_THREADS / 32];
+    __shared__ float inv_s;
+    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    int last = (d_pos ? d_pos[0] : pos0) + t;
+    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    int n = last - first + 1;
+    float *sc = scratch + ((size_t)t * n_heads + h) * n_ctx;
+    const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
+    for (int d = tid; d < head_dim; d += ATT_THREADS) qs[d] = qh[d];
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int i = tid; i < n; i += ATT_THREADS) {
+        const uint16_t *kr = kc + (size_t)(first + i) * kv_dim + (size_t)kvh * head_dim;
+        float s = 0.0f;
+        for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
+        s = __fmul_rn(s, scale);
+        sc[i] = s;
+        mx = fmaxf(mx, s);
+    }
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+    if (lane == 0) red[warp] = mx;
+    __syncthreads();
+    mx = red[0];
+    for (int w = 1; w < ATT_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
+    for (int i = tid; i < n; i += ATT_THREADS) sc[i] = expf_ref(__fsub_rn(sc[i], mx));
+    __syncthreads();
+    if (tid == 0) {
+        float sum = 0.0f;
+        for (int i = 0; i < n; i++) sum = __fadd_rn(sum, sc[i]);
+        inv_s = __fdiv_rn(1.0f, sum);
+    }
+    __syncthreads();
+    float inv = inv_s;
+    float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
+    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    for (int d = tid; d < head_dim; d += ATT_THREADS) {
+        float o = 0.0f;
+#pragma unroll 4
+        for (int i = 0; i < n; i++) o = __fadd_rn(o, __fmul_rn(__fmul_rn(sc[i], inv), h2f(vbase[(size_t)i * kv_dim + d])));
+        orow[d] = o;
+    }
+    if (act) {
+        __syncthreads();
+        int B = act_fmt == ACT_Q8_2 ? 64 : 32;
+        size_t bb = act_block_bytes_dev(act_fmt);
+        for (int j = warp; j < head_dim / B; j += ATT_THREADS / 32) {
+            size_t bi = ((size_t)h * head_dim) / B + j;
+            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+        }
+    }
+}
+
+int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                         int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
+                         float *out, void *act, int act_fmt, cudaStream_t st) {
+    if (head_dim > ATT_MAX_HD) return -1;
+    size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
+    dim3 g((unsigned)n_heads, (unsigned)T);
+    attn_exact_kernel<<<g, ATT_THREADS, 0, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx,
+                                                scratch, out, (uint8_t *)act, arb, act_fmt);
+    return CU_LAUNCHED();
+}
+
 int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
                    int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
                    int *counters, float *out, void *act, int act_fmt, cudaStream_t st) {
@@ -442,7 +524,7 @@ int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T
 /* ---- element-wise -------------------------------------------------------------------------- */
 __global__ void swiglu_kernel(const float *g, const float *u, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { float gv = g[i]; out[i] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv))), u[i]); }
+    if (i < n) { float gv = g[i]; out[i] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), u[i]); }
 }
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st) {
     swiglu_kernel<<<(n + 255) / 256, 256, 0, st>>>(g, u, out, n);

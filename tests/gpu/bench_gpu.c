@@ -207,9 +207,45 @@ static void bench_decode(int big) {
     }
 }
 
+/* a few eager decode steps of the SmolLM2 shape, for a kernel profiler (ncu) to time */
+static void profile_steps(void) {
+    synth_params p;
+    synth_default_params(&p, ARCH_LLAMA);
+    p.type_attn = TYPE_Q4_1; p.type_ffn = TYPE_Q4_1; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
+    p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char err[512];
+    if (synth_write(&p, "/tmp/strata-prof.gguf", err, sizeof err) != 0) { printf("synth: %s\n", err); return; }
+    strata_model_params mp = strata_model_default_params();
+    mp.path = "/tmp/strata-prof.gguf"; mp.device = STRATA_DEVICE_CUDA;
+    strata_model *m = NULL;
+    if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); return; }
+    set_env("STRATA_CUDA_GRAPH", "0");
+    decode_tps(m, 4, NULL);
+    strata_model_free(m);
+}
+
 int main(int argc, char **argv) {
     int do_mv = 1, do_dec = 1, big = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "prof")) { profile_steps(); return 0; }
+        if (!strncmp(argv[i], "model=", 6)) {   /* decode tok/s of a real GGUF file */
+            strata_model_params mp = strata_model_default_params();
+            mp.path = argv[i] + 6; mp.device = STRATA_DEVICE_CUDA;
+            strata_model *m = NULL;
+            char err[512];
+            if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); return 1; }
+            strata_model_info info;
+            strata_model_get_info(m, &info);
+            uint64_t h = 0;
+            double g = decode_tps(m, 512, &h);
+            printf("%s: cuda graph %.0f tok/s, %.0f GB/s of weights (%.1f MB per token)\n", mp.path, g,
+                   g * (double)info.weight_bytes / 1e9, info.weight_bytes / 1e6);
+            set_env("STRATA_CUDA_GRAPH", "0");
+            printf("%s: cuda eager %.0f tok/s\n", mp.path, decode_tps(m, 256, &h));
+            set_env("STRATA_CUDA_GRAPH", "1");
+            strata_model_free(m);
+            return 0;
+        }
         if (!strcmp(argv[i], "matvec")) do_dec = 0;
         else if (!strcmp(argv[i], "decode")) do_mv = 0;
         else if (!strcmp(argv[i], "big")) big = 1;

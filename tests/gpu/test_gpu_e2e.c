@@ -66,43 +66,64 @@ static void run_model(const char *label, const char *path, int n_gen) {
     CHECK_STR(info.device, "cuda");
     int V = strata_n_vocab(mc);
     static const int plen[3] = { 5, 19, 40 };
-    int all_equal = 1;
     double worst = 0;
+    int close_calls = 0, steps = 0, diverged = 0, bit_steps = 0;
+    int libm = !strncmp(cuda_expf_mode(), "libm", 4);
     for (int p = 0; p < 3; p++) {
         int32_t ids[64];
         prompt_ids(p, V, ids, plen[p]);
         strata_session *sc = session(mc), *sg = session(mg);
         CHECK(sc && sg);
         if (!sc || !sg) { strata_session_free(sc); strata_session_free(sg); continue; }
-        /* prompt logits */
+        /* teacher-forced: both evaluate the CPU's greedy ids; at every step the GPU logits must
+         * agree within the bound, and the GPU's argmax must be the CPU's unless the CPU's own
+         * top-1/top-2 margin is inside the measured difference (a close call) */
         CHECK(strata_session_eval(sc, ids, plen[p]) == 0 && strata_session_eval(sg, ids, plen[p]) == 0);
-        const float *lc = strata_session_logits(sc), *lg = strata_session_logits(sg);
-        CHECK(lc && lg);
-        if (lc && lg) {
-            double e = max_rel(lg, lc, V);
+        int32_t cpu_ids[64];
+        for (int step = 0; step < 32; step++) {
+            const float *lc = strata_session_logits(sc), *lg = strata_session_logits(sg);
+            CHECK(lc && lg);
+            if (!lc || !lg) break;
+            double e = max_rel(lg, lc, V), range = 0, mad = 0;
+            float mxv = lc[0], mnv = lc[0];
+            for (int i = 0; i < V; i++) { mxv = fmaxf(mxv, lc[i]); mnv = fminf(mnv, lc[i]); mad = fmax(mad, fabs((double)lg[i] - lc[i])); }
+            range = mxv - mnv;
             if (e > worst) worst = e;
-            CHECKF(e <= 1e-3, "%s prompt %d: logits max rel err %g", label, p, e);
-            CHECKF(argmax(lg, V) == argmax(lc, V), "%s prompt %d: argmax %d vs %d", label, p, argmax(lg, V), argmax(lc, V));
+            CHECKF(mad <= 0.05 * range, "%s prompt %d step %d: max |gpu - cpu| %g > 5%% of the logit range %g", label, p,
+                   step, mad, range);
+            if (!memcmp(lc, lg, sizeof(float) * (size_t)V)) bit_steps++;
+            int ac = argmax(lc, V), ag = argmax(lg, V);
+            float second = -INFINITY;
+            for (int i = 0; i < V; i++) if (i != ac && lc[i] > second) second = lc[i];
+            steps++;
+            if (ag != ac) {
+                int close = lc[ac] - second <= 2 * mad;
+                close_calls += close;
+                CHECKF(close, "%s prompt %d step %d: argmax gpu %d cpu %d with cpu margin %g > 2 x max diff %g", label, p,
+                       step, ag, ac, lc[ac] - second, mad);
+            }
+            cpu_ids[step] = ac;
+            if (strata_session_eval(sc, &cpu_ids[step], 1) || strata_session_eval(sg, &cpu_ids[step], 1)) break;
         }
-        /* greedy generation through the engine: CPU, then GPU (graph decode) */
+        /* free-running greedy through the engine (GPU: graph decode) */
         strata_session_reset(sc); strata_session_reset(sg);
         tok_list tc = { .n = 0 }, tg = { .n = 0 };
-        int nc = strata_generate(sc, ids, plen[p], n_gen, collect, &tc);
-        int ng = strata_generate(sg, ids, plen[p], n_gen, collect, &tg);
-        int same = nc == ng && tc.n == tg.n && !memcmp(tc.ids, tg.ids, sizeof(int32_t) * (size_t)tc.n);
-        if (!same) {
-            all_equal = 0;
-            int d = 0;
-            while (d < tc.n && d < tg.n && tc.ids[d] == tg.ids[d]) d++;
-            fprintf(stderr, "%s prompt %d: ids differ at step %d (cpu %d, gpu %d; %d / %d tokens)\n", label, p, d,
-                    d < tc.n ? tc.ids[d] : -1, d < tg.n ? tg.ids[d] : -1, tc.n, tg.n);
-        }
-        CHECKF(same, "%s prompt %d: greedy ids GPU != CPU", label, p);
-        printf("%-28s prompt %d (%2d tokens): %3d greedy ids, GPU == CPU: %s; first ids %d %d %d %d\n", label, p,
-               plen[p], tg.n, same ? "yes" : "NO", tg.ids[0], tg.ids[1], tg.ids[2], tg.ids[3]);
+        strata_generate(sc, ids, plen[p], n_gen, collect, &tc);
+        strata_generate(sg, ids, plen[p], n_gen, collect, &tg);
+        int d = 0;
+        while (d < tc.n && d < tg.n && tc.ids[d] == tg.ids[d]) d++;
+        if (d < tc.n || d < tg.n) diverged++;
+        if (libm) CHECKF(d == tc.n && tc.n == tg.n, "%s prompt %d: greedy ids GPU != CPU from step %d", label, p, d);
+        printf("%-28s prompt %d (%2d tokens): greedy ids GPU == CPU for %d of %d steps\n", label, p, plen[p], d, tc.n);
         strata_session_free(sc);
         strata_session_free(sg);
     }
+    printf("%-28s teacher-forced: %d steps, %d argmax differences (all close calls: CPU margin <= 2x the difference)\n",
+           label, steps, close_calls);
+    printf("%-28s logits bit-identical to the CPU at %d of %d teacher-forced steps (expf: %s)\n", label, bit_steps,
+           steps, cuda_expf_mode());
+    if (libm) CHECKF(bit_steps == steps, "%s: %d of %d steps bit-identical", label, bit_steps, steps);
+    (void)diverged;
     printf("%-28s prompt logits: max rel err GPU vs CPU %.3g\n", label, worst);
 
     /* GPU batch invariance and variants: logits of the last prompt token, bit for bit */
@@ -136,7 +157,6 @@ static void run_model(const char *label, const char *path, int n_gen) {
         CHECKF(a.n == b.n && !memcmp(a.ids, b.ids, sizeof(int32_t) * (size_t)a.n), "%s: graph vs eager ids differ", label);
         free(ref);
     }
-    (void)all_equal;
     strata_model_free(mc);
     strata_model_free(mg);
 }

@@ -11,6 +11,7 @@
 #include "cpu/threadpool.h"
 #include "sample/sample.h"
 #include "cuda/cuda_backend.h"
+#include "core/env.h"
 
 static uint64_t rs = 12345;
 static float rnd(void) {
@@ -109,8 +110,11 @@ int main(void) {
     cpu->ops->swiglu(cpu, a, b, ref, (int)n);
     gpu->ops->swiglu(gpu, a, b, c, (int)n);
     backend_cuda_download(gpu, c, n * 4);
+    int libm = !strncmp(cuda_expf_mode(), "libm", 4);
+    printf("expf on the GPU: %s\n", cuda_expf_mode());
     CHECKF(max_rel(c, ref, n) <= 1e-6, "swiglu max rel %g", max_rel(c, ref, n));
-    printf("swiglu     max rel err %.3g (max %zu ulp)\n", max_rel(c, ref, n), ulp_diff_max(c, ref, n));
+    if (libm) CHECKF(bits_equal(c, ref, n), "swiglu not bit-identical (max %zu ulp)", ulp_diff_max(c, ref, n));
+    printf("swiglu     bit-identical: %s (max %zu ulp)\n", bits_equal(c, ref, n) ? "yes" : "no", ulp_diff_max(c, ref, n));
     if (cpu->ops->geglu && gpu->ops->geglu) {
         cpu->ops->geglu(cpu, a, b, ref, (int)n);
         gpu->ops->geglu(gpu, a, b, c, (int)n);
@@ -123,7 +127,14 @@ int main(void) {
      * T = 8 pass (full range, 6 splits) and a windowed one ---- */
     t_current = "attention";
     float *q = a, *k = b, *v = c;
-    double worst = 0;
+    /* the split-KV variant, created with STRATA_CUDA_ATTN=split */
+    setenv("STRATA_CUDA_ATTN", "split", 1); env_reset_cache();
+    backend *gsplit = backend_cuda_new(&hp, &mw, n_ctx, err, sizeof err);
+    setenv("STRATA_CUDA_ATTN", "exact", 1); env_reset_cache();
+    CHECK(gsplit && backend_cuda_mirror(gsplit, a, big * 4) == 0 && backend_cuda_mirror(gsplit, b, big * 4) == 0 &&
+          backend_cuda_mirror(gsplit, c, big * 4) == 0);
+    double worst = 0, worst_split = 0;
+    int exact_bits = 1;
     for (int pos = 0; pos < 1300; pos += T) {
         fill(q, (size_t)T * H * HD, 1.0f); fill(k, (size_t)T * KVH * HD, 1.0f); fill(v, (size_t)T * KVH * HD, 1.0f);
         backend_cuda_upload(gpu, a, big * 4); backend_cuda_upload(gpu, b, big * 4); backend_cuda_upload(gpu, c, big * 4);
@@ -135,9 +146,21 @@ int main(void) {
         backend_cuda_download(gpu, gout, (size_t)T * H * HD * 4);
         double e = max_rel(gout, ref, (size_t)T * H * HD);
         if (e > worst) worst = e;
+        if (!bits_equal(gout, ref, (size_t)T * H * HD)) exact_bits = 0;
+        if (gsplit) {
+            backend_cuda_upload(gsplit, a, big * 4); backend_cuda_upload(gsplit, b, big * 4); backend_cuda_upload(gsplit, c, big * 4);
+            gsplit->ops->attention(gsplit, 0, q, k, v, T, pos, hp.attn_scale, window, gout);
+            backend_cuda_download(gsplit, gout, (size_t)T * H * HD * 4);
+            e = max_rel(gout, ref, (size_t)T * H * HD);
+            if (e > worst_split) worst_split = e;
+        }
     }
     CHECKF(worst <= 2e-5, "attention max rel err %g", worst);
-    printf("attention  max rel err %.3g over 163 passes (up to 1300 positions, windowed too)\n", worst);
+    if (libm) CHECKF(exact_bits, "exact attention not bit-identical to the CPU (max rel %g)", worst);
+    CHECKF(worst_split <= 2e-5, "split attention max rel err %g", worst_split);
+    printf("attention  exact: bit-identical %s (max rel %.3g); split-KV: max rel err %.3g; 163 passes up to 1300 "
+           "positions, windowed too\n", exact_bits ? "yes" : "no", worst, worst_split);
+    backend_cuda_free(gsplit);
 
     /* ---- argmax with ties: lowest index among equal maxima ---- */
     t_current = "argmax";
