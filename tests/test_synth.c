@@ -287,6 +287,41 @@ static void test_errors(void) {
     CHECK(access(tmp_path("e.gguf"), F_OK) != 0);   /* nothing written on failure */
 }
 
+/* the CLI (`strata synth`, when the binary is built: tests/run.sh passes BUILD) writes the
+ * same bytes as the library call with the same parameters, for any -t */
+static void test_cli(void) {
+    const char *build = getenv("BUILD");
+    char bin[512];
+    snprintf(bin, sizeof bin, "%s/strata", build && *build ? build : "build");
+    if (access(bin, X_OK)) { fprintf(stderr, "SKIP CLI check: %s not built\n", bin); return; }
+    const char *shape = "--arch qwen3moe --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 "
+                        "--experts 8 --experts-used 2 --expert-ffn 256 --vocab 320 --ctx 128 --type-attn Q8_0 "
+                        "--type-experts IQ3_XXS --type-output Q6_K --type-embd Q4_0 --tokenizer builtin";
+    char cmd[2048];
+    const char *a = tmp_path("cli1.gguf"), *b = tmp_path("cli2.gguf"), *c = tmp_path("lib.gguf");
+    snprintf(cmd, sizeof cmd, "%s synth %s %s -t 1 2>/dev/null && %s synth %s %s -t 3 2>/dev/null", bin, a, shape, bin, b, shape);
+    CHECK(system(cmd) == 0);
+    synth_params p;
+    small_moe(&p);
+    char err[512];
+    CHECKF(synth_write(&p, c, err, sizeof err) == 0, "%s", err);
+    size_t na = 0, nb = 0, nc = 0;
+    uint64_t ha = file_hash(a, &na), hb = file_hash(b, &nb), hc = file_hash(c, &nc);
+    CHECKF(na > 0 && na == nb && nb == nc && ha == hb && hb == hc, "CLI -t 1 %016llx, -t 3 %016llx, library %016llx",
+           (unsigned long long)ha, (unsigned long long)hb, (unsigned long long)hc);
+    /* bad options fail with a message, never a crash */
+    snprintf(cmd, sizeof cmd, "%s synth %s --arch qwen3moe --dim 192 --type-attn Q4_K 2>&1", bin, a);
+    FILE *pp = popen(cmd, "r");
+    char out[1024] = "";
+    size_t got = pp ? fread(out, 1, sizeof out - 1, pp) : 0;
+    out[got] = 0;
+    int rc = pp ? pclose(pp) : -1;
+    CHECKF(rc != 0 && strstr(out, "not a multiple") && strstr(out, "256"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "%s synth %s --type-experts Q9_Z 2>/dev/null", bin, a);
+    CHECK(system(cmd) != 0);
+    unlink(a); unlink(b); unlink(c);
+}
+
 int main(void) {
     model_path = getenv("STRATA_MODEL");
     snprintf(tmpdir_path, sizeof tmpdir_path, "/tmp/strata-test-synth-%d", (int)getpid());
@@ -299,6 +334,7 @@ int main(void) {
     RUN(test_strata_loads);
     RUN(test_tokenizer_copy);
     RUN(test_errors);
+    RUN(test_cli);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir_path);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir_path);
     TEST_DONE();
