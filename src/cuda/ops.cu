@@ -133,9 +133,10 @@ int cuda_embed(const void *W, int type, int64_t n, const int32_t *d_ids, int T, 
 
 /* ---- RMSNorm: one CTA per row ------------------------------------------------------------ */
 #define NORM_THREADS 256
+#define NORM_THREADS_FUSED 1024   /* one warp per activation block of a 1024-wide row: one round */
 __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps,
                                uint8_t *act, size_t act_row_bytes, int act_fmt) {
-    __shared__ double part[NORM_THREADS / 32];
+    __shared__ double part[32];
     __shared__ float inv_s;
     int r = blockIdx.x;
     const float *xr = x + (size_t)r * n;
@@ -167,7 +168,7 @@ int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, floa
 
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st) {
-    rmsnorm_kernel<<<rows, NORM_THREADS, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
+    rmsnorm_kernel<<<rows, NORM_THREADS_FUSED, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
     return CU_LAUNCHED();
 }
 
@@ -437,16 +438,17 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
 __global__ void __launch_bounds__(ATT_THREADS)
 attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
                   int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
-                  size_t act_row_bytes, int act_fmt) {
+                  size_t act_row_bytes, int act_fmt, int use_smem) {
     __shared__ float qs[ATT_MAX_HD];
     __shared__ float red[ATT_THREADS / 32];
     __shared__ float inv_s;
+    extern __shared__ float sc_smem[];   /* n_ctx floats when they fit (else the global scratch) */
     int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
     int last = (d_pos ? d_pos[0] : pos0) + t;
     int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
     int n = last - first + 1;
-    float *sc = scratch + ((size_t)t * n_heads + h) * n_ctx;
+    float *sc = use_smem ? sc_smem : scratch + ((size_t)t * n_heads + h) * n_ctx;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
     for (int d = tid; d < head_dim; d += ATT_THREADS) qs[d] = qh[d];
     __syncthreads();
@@ -469,6 +471,7 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     __syncthreads();
     if (tid == 0) {
         float sum = 0.0f;
+#pragma unroll 8
         for (int i = 0; i < n; i++) sum = __fadd_rn(sum, sc[i]);
         inv_s = __fdiv_rn(1.0f, sum);
     }
@@ -478,7 +481,7 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
     for (int d = tid; d < head_dim; d += ATT_THREADS) {
         float o = 0.0f;
-#pragma unroll 4
+#pragma unroll 8
         for (int i = 0; i < n; i++) o = __fadd_rn(o, __fmul_rn(__fmul_rn(sc[i], inv), h2f(vbase[(size_t)i * kv_dim + d])));
         orow[d] = o;
     }
@@ -500,8 +503,11 @@ int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc,
     if (head_dim > ATT_MAX_HD) return -1;
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)n_heads, (unsigned)T);
-    attn_exact_kernel<<<g, ATT_THREADS, 0, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx,
-                                                scratch, out, (uint8_t *)act, arb, act_fmt);
+    size_t smem = (size_t)n_ctx * sizeof(float);
+    int use_smem = smem <= 40 * 1024;
+    attn_exact_kernel<<<g, ATT_THREADS, use_smem ? smem : 0, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos,
+                                                                  scale, window, n_ctx, scratch, out, (uint8_t *)act, arb,
+                                                                  act_fmt, use_smem);
     return CU_LAUNCHED();
 }
 
