@@ -465,6 +465,17 @@ typedef struct { __m256i scl[8], f16; float d, dmin; } kq_scales;
 ALWAYS_INLINE __m256i two_halves_epi16(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
+/* Q4_K/Q5_K: 8 6-bit scales and mins from 12 bytes (32-bit word arithmetic, the layout of
+ * kq_unpack_scale_min in src/quant/ref_kquants.c) */
+ALWAYS_INLINE void kq_scale_min_bytes(const uint8_t *s12, uint64_t *sc8, uint64_t *m8) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, s12, 4); memcpy(&w1, s12 + 4, 4); memcpy(&w2, s12 + 8, 4);
+    uint32_t sc_lo = w0 & 0x3f3f3f3fu, m_lo = w1 & 0x3f3f3f3fu;
+    uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | ((w0 >> 6) & 0x03030303u) << 4;
+    uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 6) & 0x03030303u) << 4;
+    *sc8 = (uint64_t)sc_lo | (uint64_t)sc_hi << 32;
+    *m8 = (uint64_t)m_lo | (uint64_t)m_hi << 32;
+}
 
 ALWAYS_INLINE void kq_prep(const uint8_t *blk, kq_scales *o, const int fmt) {
     if (fmt == KQ_Q2_K) {
@@ -475,29 +486,26 @@ ALWAYS_INLINE void kq_prep(const uint8_t *blk, kq_scales *o, const int fmt) {
         o->d = _cvtsh_ss(b->d); o->dmin = _cvtsh_ss(b->dmin);
     } else if (fmt == KQ_Q3_K) {
         const block_q3_K *b = (const block_q3_K *)blk;
-        int sc[16];
-        for (int i = 0; i < 16; i++) {
-            int lo = i < 8 ? b->scales[i] & 0x0F : b->scales[i - 8] >> 4;
-            int hi = (b->scales[8 + i % 4] >> (2 * (i / 4))) & 3;
-            sc[i] = (lo | hi << 4) - 32;
-        }
+        uint32_t a0, a1, a2;
+        memcpy(&a0, b->scales, 4); memcpy(&a1, b->scales + 4, 4); memcpy(&a2, b->scales + 8, 4);
+        /* scale i: low nibble from byte i % 8 (>> 4 for i >= 8), high 2 bits from byte
+         * 8 + i % 4 >> 2 (i / 4); as 4 x 4 bytes: */
+        uint32_t s0 = (a0 & 0x0f0f0f0fu) | (a2 & 0x03030303u) << 4;
+        uint32_t s1 = (a1 & 0x0f0f0f0fu) | ((a2 >> 2) & 0x03030303u) << 4;
+        uint32_t s2 = ((a0 >> 4) & 0x0f0f0f0fu) | ((a2 >> 4) & 0x03030303u) << 4;
+        uint32_t s3 = ((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4;
+        __m128i u = _mm_sub_epi8(_mm_setr_epi32((int)s0, (int)s1, (int)s2, (int)s3), _mm_set1_epi8(32));
+        __m256i y = _mm256_cvtepi8_epi16(u);                         /* scales - 32 */
+        int8_t sc[16]; _mm_storeu_si128((__m128i *)sc, u);
         for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(sc[2 * v], sc[2 * v + 1]);
-        o->f16 = _mm256_setr_epi16((short)(-4 * sc[0]), (short)(-4 * sc[1]), (short)(-4 * sc[2]), (short)(-4 * sc[3]),
-                                   (short)(-4 * sc[4]), (short)(-4 * sc[5]), (short)(-4 * sc[6]), (short)(-4 * sc[7]),
-                                   (short)(-4 * sc[8]), (short)(-4 * sc[9]), (short)(-4 * sc[10]), (short)(-4 * sc[11]),
-                                   (short)(-4 * sc[12]), (short)(-4 * sc[13]), (short)(-4 * sc[14]), (short)(-4 * sc[15]));
+        o->f16 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(y, 2));   /* -4 * sc */
         o->d = _cvtsh_ss(b->d); o->dmin = 0.0f;
     } else if (fmt == KQ_Q4_K || fmt == KQ_Q5_K) {
-        const uint8_t *scales = blk + 4;   /* d, dmin, scales[12] lead both layouts */
-        int sc[8], m[8];
-        for (int j = 0; j < 8; j++) {
-            if (j < 4) { sc[j] = scales[j] & 63; m[j] = scales[j + 4] & 63; }
-            else { sc[j] = (scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4; m[j] = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4; }
-        }
-        for (int v = 0; v < 8; v++) o->scl[v] = _mm256_set1_epi16((short)sc[v]);
-        o->f16 = _mm256_setr_epi16((short)m[0], (short)m[0], (short)m[1], (short)m[1], (short)m[2], (short)m[2],
-                                   (short)m[3], (short)m[3], (short)m[4], (short)m[4], (short)m[5], (short)m[5],
-                                   (short)m[6], (short)m[6], (short)m[7], (short)m[7]);
+        uint64_t sc8, m8;
+        kq_scale_min_bytes(blk + 4, &sc8, &m8);   /* d, dmin, scales[12] lead both layouts */
+        for (int v = 0; v < 8; v++) o->scl[v] = _mm256_set1_epi16((short)((sc8 >> (8 * v)) & 0xff));
+        __m128i mb = _mm_cvtsi64_si128((long long)m8);
+        o->f16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));    /* m0 m0 m1 m1 .. m7 m7 */
         uint16_t dd[2]; memcpy(dd, blk, 4);
         o->d = _cvtsh_ss(dd[0]); o->dmin = _cvtsh_ss(dd[1]);
     } else { /* KQ_Q6_K */
