@@ -38,6 +38,36 @@ static int cmp_dbl(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static double cpu_seconds(void) {
+    struct timespec ts; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Read bandwidth by CPU time: the threads sum a 1 GiB buffer (64-bit words, four
+ * accumulators, as src/cpu/membw.c); bytes / (CPU time of all threads / threads). On a shared
+ * machine this is the roofline that matches the kernels' CPU-time GB/s. */
+typedef struct { const uint64_t *buf; size_t n; uint64_t sink[64]; } bw_job;
+static void bw_worker(void *ctx, int ith, int nth) {
+    bw_job *j = ctx; long lo, hi;
+    threadpool_split((long)j->n, ith, nth, 64, &lo, &hi);
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (long i = lo; i + 4 <= hi; i += 4) { a += j->buf[i]; b += j->buf[i + 1]; c += j->buf[i + 2]; d += j->buf[i + 3]; }
+    j->sink[ith & 63] = a ^ b ^ c ^ d;
+}
+static double read_bw_cpu_gbs(threadpool *tp, size_t bytes, int reps) {
+    size_t n = bytes / sizeof(uint64_t);
+    uint64_t *buf = st_malloc(n * sizeof(uint64_t));
+    if (!buf) return 0;
+    for (size_t i = 0; i < n; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;
+    bw_job j = { buf, n, { 0 } };
+    threadpool_run(tp, bw_worker, &j);   /* warm-up */
+    double c0 = cpu_seconds();
+    for (int r = 0; r < reps; r++) threadpool_run(tp, bw_worker, &j);
+    double cpu = (cpu_seconds() - c0) / reps;
+    st_free(buf);
+    return cpu > 0 ? (double)(n * sizeof(uint64_t)) / (cpu / threadpool_size(tp)) / 1e9 : 0;
+}
+
 static int parse_i64(const char *s, int64_t *v) {
     char *end; long long x = strtoll(s, &end, 10);
     if (!*s || *end || x <= 0) return -1;
@@ -127,18 +157,17 @@ int bench_mmvq(int argc, char **argv) {
     double *t = malloc(MAX_ITERS * sizeof(double));
     if (!t) goto done;
     int n_it = 0; double t_start = now_seconds();
-    struct timespec c0, c1;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    double c0 = cpu_seconds();
     while (n_it < MAX_ITERS && (n_it < iters_min || now_seconds() - t_start < 1.0)) {
         double t0 = now_seconds();
         matvec_with(tp, copies[(size_t)n_it % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
         t[n_it++] = now_seconds() - t0;
     }
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+
     /* CPU time of all threads per call (the pool sleeps on a condition variable, so it is the
      * kernels' time, memory stalls included): on a shared machine this shows what the threads
      * would do with their cores to themselves, where wall-clock shows what they got */
-    double cpu = ((double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9) / n_it;
+    double cpu = (cpu_seconds() - c0) / n_it;
     qsort(t, (size_t)n_it, sizeof(double), cmp_dbl);
     double med = t[n_it / 2];
     free(t);
@@ -151,7 +180,9 @@ int bench_mmvq(int argc, char **argv) {
            (double)mat_bytes / 1e6, gbs, cpu * 1e6, (double)mat_bytes / (cpu / threads) / 1e9, threads);
     if (measure_bw) {
         double bw = membw_read_gbs(tp, (size_t)1 << 30, 3);
-        printf(", read bw %.2f GB/s (%.0f%%)", bw, bw > 0 ? 100.0 * gbs / bw : 0.0);
+        double bwc = read_bw_cpu_gbs(tp, (size_t)1 << 30, 3), kc = (double)mat_bytes / (cpu / threads) / 1e9;
+        printf(", read bw %.2f GB/s (%.0f%%), read bw by CPU time %.2f GB/s (%.0f%%)",
+               bw, bw > 0 ? 100.0 * gbs / bw : 0.0, bwc, bwc > 0 ? 100.0 * kc / bwc : 0.0);
     }
     printf(", checksum %016llx\n", (unsigned long long)checksum);
     rc = 0;
