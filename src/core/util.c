@@ -19,7 +19,11 @@ int cpu_count(void) {
 int cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    /* F16C through CPUID leaf 1 (ECX bit 29): clang 14 (the fuzzing build) does not know
+     * __builtin_cpu_supports("f16c") */
+    unsigned a, b, c, d;
+    int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
     return 0;
 #endif
@@ -27,6 +31,7 @@ int cpu_has_avx2_fma(void) {
 
 static long alloc_fail_countdown;
 void st_alloc_fail_after(long k) { alloc_fail_countdown = k; }
+long st_alloc_fail_pending(void) { return alloc_fail_countdown; }
 static int alloc_should_fail(void) {
     if (alloc_fail_countdown <= 0) return 0;
     return --alloc_fail_countdown == 0;

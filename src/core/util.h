@@ -81,4 +81,7 @@ void  st_free(void *p);
 char *st_strdup(const char *s);
 /* Test hook: fail the k-th allocation from now (0: off). */
 void  st_alloc_fail_after(long k);
+/* Allocations left before the armed failure (0: it has happened, or none is armed): tells a
+ * fault-injection loop whether its failure was met or tolerated. */
+long  st_alloc_fail_pending(void);
 #endif

@@ -583,6 +583,7 @@ static int parse(cursor *c, gguf_file *f) {
     }
 
     /* ---- key/values ---- */
+    c->what[0] = 0;   /* out-of-memory messages below name no field */
     if (nkv) {
         f->kv = st_calloc((size_t)nkv, sizeof(gguf_kv));
         if (!f->kv) return fail(c, "out of memory for %llu key/values", (unsigned long long)nkv);
@@ -591,6 +592,7 @@ static int parse(cursor *c, gguf_file *f) {
         f->n_kv = i + 1;
         if (read_kv(c, &f->kv[i], i)) return -1;
     }
+    c->what[0] = 0;
     if (f->n_kv) {
         gguf_str **names = st_malloc((size_t)f->n_kv * sizeof *names);
         if (!names) return fail(c, "out of memory");
@@ -612,6 +614,7 @@ static int parse(cursor *c, gguf_file *f) {
     }
 
     /* ---- tensor infos ---- */
+    c->what[0] = 0;
     if (nt) {
         f->tensors = st_calloc((size_t)nt, sizeof(gguf_tensor));
         if (!f->tensors) return fail(c, "out of memory for %llu tensor infos", (unsigned long long)nt);
@@ -625,6 +628,7 @@ static int parse(cursor *c, gguf_file *f) {
     f->data_offset = (c->pos + f->alignment - 1) / f->alignment * f->alignment;
     if (!f->n_tensors) return 0;
 
+    c->what[0] = 0;
     gguf_tensor **byoff = st_malloc((size_t)f->n_tensors * sizeof *byoff);
     if (!byoff) return fail(c, "out of memory");
     int r = 0;
