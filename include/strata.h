@@ -118,6 +118,11 @@ int  strata_session_n_ctx(const strata_session *s);
 /* Append tokens to the context (one forward pass over them) and keep the logits of the last
  * one. 0 ok, -1 context full or bad id. */
 int strata_session_eval(strata_session *s, const int32_t *ids, int n);
+/* One decode step for several sessions of one model: session i appends ids[i] and gets its
+ * next logits. The n tokens are columns of the same matvecs (the weights are read once per
+ * 8 sessions), and each session's logits are bit-identical to stepping it alone.
+ * 0, or -1 (sessions of different models, a full context or a bad id: nothing changed). */
+int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n);
 /* Logits of the last evaluated token (n_vocab floats). */
 const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */

@@ -20,6 +20,7 @@ static const char *t_current = "";
 #define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); \
     CHECKF(_a && _b && !strcmp(_a, _b), "\"%s\" != \"%s\"", _a ? _a : "(null)", _b ? _b : "(null)"); } while (0)
 #define RUN(fn) do { t_current = #fn; fn(); } while (0)
+#define RUN_ARG(fn, arg) do { t_current = #fn; fn(arg); } while (0)
 /* Skip a whole binary (missing optional input): prints why, counts nothing. */
 #define SKIP_ALL(...) do { fprintf(stderr, "SKIP: " __VA_ARGS__); fputc('\n', stderr); \
     printf("0 passed, 0 failed\n"); exit(0); } while (0)

@@ -413,6 +413,36 @@ int strata_session_eval(strata_session *s, const int32_t *ids, int n) {
     return 0;
 }
 
+int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n) {
+    if (n <= 0) return n == 0 ? 0 : -1;
+    strata_model *m = ss[0]->m;
+    for (int i = 0; i < n; i++) {
+        if (ss[i]->m != m || ss[i]->pos + 1 > ss[i]->n_ctx || ids[i] < 0 || ids[i] >= m->hp.n_vocab) return -1;
+        for (int j = 0; j < i; j++)
+            if (ss[j] == ss[i]) return -1;
+    }
+    if (m->device != STRATA_DEVICE_CPU) {   /* one graph per session on the GPU */
+        for (int i = 0; i < n; i++)
+            if (strata_session_eval(ss[i], &ids[i], 1) != 0) return -1;
+        return 0;
+    }
+    const int V = m->hp.n_vocab;
+    for (int c = 0; c < n; c += FWD_MAX_T) {
+        int T = n - c < FWD_MAX_T ? n - c : FWD_MAX_T;
+        fwd_group g[FWD_MAX_T];
+        for (int t = 0; t < T; t++) g[t] = (fwd_group){ ss[c + t]->be, ss[c + t]->pos, 1 };
+        fwd_state *fs = &ss[c]->fwd;   /* any session's activation buffers will do */
+        if (forward_groups(fs, ids + c, g, T, 0) != 0) return -1;
+        for (int t = 0; t < T; t++) {
+            strata_session *s = ss[c + t];
+            s->history[s->pos++] = ids[c + t];
+            memcpy(s->last_logits, fs->logits + (size_t)t * V, (size_t)V * sizeof(float));
+            s->have_logits = 1;
+        }
+    }
+    return 0;
+}
+
 const float *strata_session_logits(const strata_session *s) { return s->have_logits ? s->last_logits : NULL; }
 
 int32_t strata_session_sample(strata_session *s) {

@@ -45,11 +45,21 @@ void fwd_free(fwd_state *s) {
 }
 
 int forward(fwd_state *s, const int32_t *ids, int T, int pos0, int logits_from) {
+    fwd_group g = { s->be, pos0, T };
+    return forward_groups(s, ids, &g, 1, logits_from);
+}
+
+int forward_groups(fwd_state *s, const int32_t *ids, const fwd_group *groups, int n_groups, int logits_from) {
     const hparams *hp = s->hp;
     const model_weights *w = s->w;
     const backend_ops *op = s->be->ops;
     backend *be = s->be;
-    if (T < 1 || T > FWD_MAX_T || pos0 < 0 || pos0 + T > s->n_ctx || logits_from < 0 || logits_from > T) return -1;
+    int T = 0;
+    for (int g = 0; g < n_groups; g++) {
+        if (groups[g].n < 1 || groups[g].pos0 < 0 || groups[g].pos0 + groups[g].n > s->n_ctx) return -1;
+        T += groups[g].n;
+    }
+    if (n_groups < 1 || T > FWD_MAX_T || logits_from < 0 || logits_from > T) return -1;
     for (int t = 0; t < T; t++)
         if (ids[t] < 0 || ids[t] >= hp->n_vocab) return -1;
     const int E = hp->n_embd, H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
@@ -67,9 +77,15 @@ int forward(fwd_state *s, const int32_t *ids, int T, int pos0, int logits_from) 
         if (L->q_norm.data) op->rmsnorm(be, s->q, &L->q_norm, s->q, T * H, HD, hp->rms_eps);
         if (L->k_norm.data) op->rmsnorm(be, s->k, &L->k_norm, s->k, T * KVH, HD, hp->rms_eps);
         float base = L->sliding ? hp->rope_base_local : hp->rope_base;
-        op->rope(be, s->q, T, H, HD, hp->n_rot, pos0, base, hp->rope_scale);
-        op->rope(be, s->k, T, KVH, HD, hp->n_rot, pos0, base, hp->rope_scale);
-        op->attention(be, l, s->q, s->k, s->v, T, pos0, hp->attn_scale, L->sliding ? hp->sliding_window : 0, s->att);
+        /* positions and KV caches are per group (one group per session) */
+        for (int g = 0, t0 = 0; g < n_groups; t0 += groups[g].n, g++) {
+            const fwd_group *G = &groups[g];
+            size_t qo = (size_t)t0 * H * HD, ko = (size_t)t0 * KVH * HD;
+            op->rope(be, s->q + qo, G->n, H, HD, hp->n_rot, G->pos0, base, hp->rope_scale);
+            op->rope(be, s->k + ko, G->n, KVH, HD, hp->n_rot, G->pos0, base, hp->rope_scale);
+            G->be->ops->attention(G->be, l, s->q + qo, s->k + ko, s->v + ko, G->n, G->pos0, hp->attn_scale,
+                                  L->sliding ? hp->sliding_window : 0, s->att + qo);
+        }
         op->matvec(be, &L->wo, s->att, T, s->xb);          /* xb[T][E] */
         if (L->post_attn_norm.data) op->rmsnorm(be, s->xb, &L->post_attn_norm, s->xb, T, E, hp->rms_eps);
         op->add(be, s->x, s->xb, T * E);

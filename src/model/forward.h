@@ -25,4 +25,10 @@ void fwd_free(fwd_state *s);
 /* Run T tokens at positions pos0..pos0+T-1. Logits are computed for tokens
  * logits_from..T-1 into s->logits rows 0..T-1-logits_from. 0, or -1 on bad arguments. */
 int  forward(fwd_state *s, const int32_t *ids, int T, int pos0, int logits_from);
+
+/* Several sessions in one pass: group g's n tokens sit at positions pos0.. of its own
+ * backend's KV cache; the token columns of all groups share every matvec (weights read
+ * once). Batch invariance makes each column's result identical to a solo pass. */
+typedef struct fwd_group { backend *be; int pos0, n; } fwd_group;
+int  forward_groups(fwd_state *s, const int32_t *ids, const fwd_group *groups, int n_groups, int logits_from);
 #endif
