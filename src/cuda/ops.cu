@@ -435,6 +435,7 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
  * libm's bits: expf_host.cuh); the sum of e_p in position order by one thread; then thread d
  * accumulates o[d] = o[d] + (e_p * inv) * v_p[d] in position order. The sequential parts
  * cost O(positions) per head, in parallel over heads and tokens. sc: [T][H][n_ctx] scratch. */
+#define ATT_TILE 64
 __global__ void __launch_bounds__(ATT_THREADS)
 attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
                   int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
@@ -442,7 +443,14 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     __shared__ float qs[ATT_MAX_HD];
     __shared__ float red[ATT_THREADS / 32];
     __shared__ float inv_s;
-    extern __shared__ float sc_smem[];   /* n_ctx floats when they fit (else the global scratch) */
+    /* dynamic: a tile of ATT_TILE K or V rows (row stride head_dim + 2 halves: an odd number of
+     * words, so threads reading different rows at one column hit different banks), then the
+     * n_ctx scores when they fit (else the global scratch) */
+    extern __shared__ uint32_t dyn[];
+    const int W = head_dim / 2, RS = W + 1;           /* words per row, row stride in words */
+    uint32_t *tile = dyn;
+    const uint16_t *tile_h = (const uint16_t *)tile;
+    float *sc_smem = (float *)(dyn + ((ATT_TILE * RS + 3) & ~3));
     int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
     int last = (d_pos ? d_pos[0] : pos0) + t;
@@ -451,15 +459,26 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     float *sc = use_smem ? sc_smem : scratch + ((size_t)t * n_heads + h) * n_ctx;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
     for (int d = tid; d < head_dim; d += ATT_THREADS) qs[d] = qh[d];
-    __syncthreads();
+    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
     float mx = -INFINITY;
-    for (int i = tid; i < n; i += ATT_THREADS) {
-        const uint16_t *kr = kc + (size_t)(first + i) * kv_dim + (size_t)kvh * head_dim;
-        float s = 0.0f;
-        for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
-        s = __fmul_rn(s, scale);
-        sc[i] = s;
-        mx = fmaxf(mx, s);
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        __syncthreads();
+        for (int idx = tid; idx < nr * W; idx += ATT_THREADS) {
+            int r = idx / W, w = idx % W;
+            tile[r * RS + w] = ((const uint32_t *)(kbase + (size_t)(p0 + r) * kv_dim))[w];
+        }
+        __syncthreads();
+        if (tid < nr) {
+            const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
+            float s = 0.0f;
+            for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
+            s = __fmul_rn(s, scale);
+            sc[p0 + tid] = s;
+            mx = fmaxf(mx, s);
+        }
     }
 #pragma unroll
     for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
@@ -477,13 +496,33 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     }
     __syncthreads();
     float inv = inv_s;
+    /* o[d] = o[d] + (e_p * inv) * v_p[d] in position order, V tiles through shared memory */
+    float o[ATT_MAX_HD / ATT_THREADS];
+#pragma unroll
+    for (int j = 0; j < ATT_MAX_HD / ATT_THREADS; j++) o[j] = 0.0f;
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        __syncthreads();
+        for (int idx = tid; idx < nr * W; idx += ATT_THREADS) {
+            int r = idx / W, w = idx % W;
+            tile[r * RS + w] = ((const uint32_t *)(vbase + (size_t)(p0 + r) * kv_dim))[w];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < ATT_MAX_HD / ATT_THREADS; j++) {
+            int d = tid + j * ATT_THREADS;
+            if (d >= head_dim) break;
+            float acc = o[j];
+            for (int i = 0; i < nr; i++)
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(sc[p0 + i], inv), h2f(tile_h[(size_t)i * 2 * RS + d])));
+            o[j] = acc;
+        }
+    }
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
-    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-    for (int d = tid; d < head_dim; d += ATT_THREADS) {
-        float o = 0.0f;
-#pragma unroll 8
-        for (int i = 0; i < n; i++) o = __fadd_rn(o, __fmul_rn(__fmul_rn(sc[i], inv), h2f(vbase[(size_t)i * kv_dim + d])));
-        orow[d] = o;
+#pragma unroll
+    for (int j = 0; j < ATT_MAX_HD / ATT_THREADS; j++) {
+        int d = tid + j * ATT_THREADS;
+        if (d < head_dim) orow[d] = o[j];
     }
     if (act) {
         __syncthreads();
@@ -500,14 +539,21 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
 int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
                          float *out, void *act, int act_fmt, cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD) return -1;
+    if (head_dim > ATT_MAX_HD || head_dim % 2) return -1;
+    static int attr_set = 0;
+    if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once) */
+        if (CU_CHECK(cudaFuncSetAttribute(attn_exact_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 160 * 1024)))
+            return -1;
+        attr_set = 1;
+    }
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)n_heads, (unsigned)T);
-    size_t smem = (size_t)n_ctx * sizeof(float);
-    int use_smem = smem <= 40 * 1024;
-    attn_exact_kernel<<<g, ATT_THREADS, use_smem ? smem : 0, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos,
-                                                                  scale, window, n_ctx, scratch, out, (uint8_t *)act, arb,
-                                                                  act_fmt, use_smem);
+    size_t tile_words = ((size_t)ATT_TILE * (head_dim / 2 + 1) + 3) & ~(size_t)3;
+    size_t sc_bytes = (size_t)n_ctx * sizeof(float);
+    int use_smem = sc_bytes <= 96 * 1024;
+    size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);
+    attn_exact_kernel<<<g, ATT_THREADS, smem, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
+                                                   n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem);
     return CU_LAUNCHED();
 }
 
