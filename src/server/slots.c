@@ -1,13 +1,13 @@
 /* Slots, queue and the decode thread of the server.
  *
  * One decode thread owns all sessions. Each iteration it (1) drops cancelled jobs, (2) moves
- * queued jobs into idle slots, (3) runs slots_step_all() without the lock: one forward pass per
- * active slot (the whole prompt for a new slot, else its last sampled token) and one sampled
- * token, (4) publishes the results to the jobs under the lock. A client that disconnects sets
+ * queued jobs into idle slots, (3) runs slots_step_all() without the lock: a prompt chunk for
+ * each slot still reading its prompt, one batched pass for all decoding slots, and one sampled
+ * token per slot, (4) publishes the results to the jobs under the lock. A client that disconnects sets
  * job->cancelled and loses its slot at the next iteration, i.e. within one decode step.
  *
- * slots_step_all is the one place that touches the engine per step: when the engine gains a
- * batched step (all active slots' tokens as columns of one matvec) only it changes. */
+ * slots_step_all is the one place that touches the engine per step: decoding slots advance
+ * together through strata_sessions_step (their tokens are columns of one matvec). */
 #include "server/server.h"
 #include <math.h>
 #include <stdio.h>
@@ -102,29 +102,9 @@ static json_t *logprob_entry(const strata_model *m, const float *logits, int n_v
     return oai_logprob_entry(ct ? ct : "", ct ? cl : 0, logits[chosen] - lse, k, txt, len, top_lp);
 }
 
-static void slot_step(srv_sched *s, srv_slot *sl) {
+/* The slot's session holds fresh logits: sample, stream, check the finish conditions. */
+static void slot_after_eval(srv_sched *s, srv_slot *sl) {
     srv_job *j = sl->job;
-    int rc;
-    if (sl->phase == SLOT_PREFILL) {
-        /* a long prompt goes in chunks, one per step, so the other slots keep streaming while it
-         * is read; batch invariance makes the result the same as one pass over it */
-        int n = j->n_prompt - sl->prefill_pos;
-        if (n > SRV_PREFILL_CHUNK) n = SRV_PREFILL_CHUNK;
-        rc = strata_session_eval(sl->sess, j->prompt + sl->prefill_pos, n);
-        if (rc) {
-            snprintf(sl->error, sizeof sl->error, "the prompt (%d tokens) could not be evaluated (context %d)",
-                     j->n_prompt, s->n_ctx);
-            slot_end(sl, NULL);
-            return;
-        }
-        sl->prefill_pos += n;
-        if (sl->prefill_pos < j->n_prompt) return;
-        sl->phase = SLOT_DECODE;
-    } else {
-        if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); return; }
-        rc = strata_session_eval(sl->sess, &sl->next_token, 1);
-        if (rc) { slot_end(sl, "length"); return; }
-    }
     const float *logits = strata_session_logits(sl->sess);
     int32_t tok = strata_session_sample(sl->sess);
     if (tok < 0 || !logits) { snprintf(sl->error, sizeof sl->error, "sampling failed"); slot_end(sl, NULL); return; }
@@ -142,10 +122,53 @@ static void slot_step(srv_sched *s, srv_slot *sl) {
     sl->next_token = tok;
 }
 
-/* One decode step for every active slot. Today: one session after the other (sessions are not
- * shared between threads, so no locking inside the engine is needed). */
+/* A slot still reading its prompt: one chunk per step, so the other slots keep streaming while
+ * a long prompt is read; batch invariance makes the result the same as one pass over it. */
+static void slot_prefill(srv_sched *s, srv_slot *sl) {
+    srv_job *j = sl->job;
+    int n = j->n_prompt - sl->prefill_pos;
+    if (n > SRV_PREFILL_CHUNK) n = SRV_PREFILL_CHUNK;
+    if (strata_session_eval(sl->sess, j->prompt + sl->prefill_pos, n)) {
+        snprintf(sl->error, sizeof sl->error, "the prompt (%d tokens) could not be evaluated (context %d)",
+                 j->n_prompt, s->n_ctx);
+        slot_end(sl, NULL);
+        return;
+    }
+    sl->prefill_pos += n;
+    if (sl->prefill_pos < j->n_prompt) return;
+    sl->phase = SLOT_DECODE;
+    slot_after_eval(s, sl);
+}
+
+/* One decode step for every active slot: prompts advance by a chunk each; all decoding slots'
+ * tokens go through ONE batched pass (strata_sessions_step: the tokens are columns of the same
+ * matvecs, so the weights are read once for all of them, and each slot's logits are the bits a
+ * solo step would give). */
 static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
-    for (int i = 0; i < n_active; i++) slot_step(s, active[i]);
+    strata_session **batch = st_malloc((size_t)n_active * sizeof *batch);
+    int32_t *toks = st_malloc((size_t)n_active * sizeof *toks);
+    srv_slot **bslot = st_malloc((size_t)n_active * sizeof *bslot);
+    int nb = 0;
+    for (int i = 0; i < n_active; i++) {
+        srv_slot *sl = active[i];
+        if (sl->phase == SLOT_PREFILL) { slot_prefill(s, sl); continue; }
+        if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); continue; }
+        if (!batch || !toks || !bslot) {   /* out of memory: step this slot alone */
+            if (strata_session_eval(sl->sess, &sl->next_token, 1)) slot_end(sl, "length");
+            else slot_after_eval(s, sl);
+            continue;
+        }
+        batch[nb] = sl->sess; toks[nb] = sl->next_token; bslot[nb] = sl; nb++;
+    }
+    if (nb > 0 && strata_sessions_step(batch, toks, nb) != 0) {
+        /* refused as a whole (nothing changed): step one by one so only the bad slot ends */
+        for (int i = 0; i < nb; i++) {
+            if (strata_session_eval(bslot[i]->sess, &toks[i], 1)) { slot_end(bslot[i], "length"); bslot[i] = NULL; }
+        }
+    }
+    for (int i = 0; i < nb; i++)
+        if (bslot[i]) slot_after_eval(s, bslot[i]);
+    st_free(batch); st_free(toks); st_free(bslot);
 }
 
 /* ---- scheduler (s->mu held) -------------------------------------------------------------------- */
