@@ -11,13 +11,14 @@ static __host__ __device__ __forceinline__ size_t act_block_bytes_dev(int fmt) {
     return fmt == ACT_Q8_0 ? 36 : fmt == ACT_Q8_1 ? 40 : fmt == ACT_Q8_2 ? 72 : 292;
 }
 
+/* The block's values already in registers: lane l holds v[0..V) = values [l*V, l*V + V). */
 template <int B>
-static __device__ __forceinline__ void act_quant_block(const float *__restrict__ xb, uint8_t *__restrict__ blk, int fmt) {
+static __device__ __forceinline__ void act_quant_block_regs(const float *v, uint8_t *__restrict__ blk, int fmt) {
     const int V = B / 32;
     int lane = threadIdx.x & 31;
-    float v[V], amax = 0.0f;
+    float amax = 0.0f;
 #pragma unroll
-    for (int i = 0; i < V; i++) { v[i] = xb[lane * V + i]; amax = fmaxf(amax, fabsf(v[i])); }
+    for (int i = 0; i < V; i++) amax = fmaxf(amax, fabsf(v[i]));
 #pragma unroll
     for (int s = 16; s >= 1; s >>= 1) amax = fmaxf(amax, __shfl_xor_sync(FULL_MASK, amax, s));
     float d = __fdiv_rn(amax, 127.0f);
@@ -42,6 +43,16 @@ static __device__ __forceinline__ void act_quant_block(const float *__restrict__
         *(float *)blk = d;
         if (fmt == ACT_Q8_1 || fmt == ACT_Q8_2) *(float *)(blk + 4) = __fmul_rn(d, __int2float_rn(sum));
     }
+}
+
+template <int B>
+static __device__ __forceinline__ void act_quant_block(const float *__restrict__ xb, uint8_t *__restrict__ blk, int fmt) {
+    const int V = B / 32;
+    int lane = threadIdx.x & 31;
+    float v[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) v[i] = xb[lane * V + i];
+    act_quant_block_regs<B>(v, blk, fmt);
 }
 
 /* Quantize a whole row of n values (n % B == 0) with the warps of the calling CTA. */

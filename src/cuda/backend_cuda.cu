@@ -218,6 +218,7 @@ typedef struct {
     int n_ropes;
     int attn_split;             /* STRATA_CUDA_ATTN=split: the split-KV variant (not bit-exact) */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
+    int *argmax_scratch;        /* device: partials + counter of the argmax */
     float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
     int failed;
 } cuda_be;
@@ -513,6 +514,8 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             CU_CHECK(cudaMalloc((void **)&c->d_pos, sizeof(int))) ||
             CU_CHECK(cudaMalloc((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
+            CU_CHECK(cudaMalloc((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int))) ||
+            CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
             CU_CHECK(cudaMallocHost((void **)&c->h_token, sizeof(int32_t))))
             goto cuda_fail;
         /* an embedding format without a device dequantizer: one f32 copy, dequantized here with
@@ -551,7 +554,7 @@ extern "C" void backend_cuda_free(backend *be) {
         for (int l = 0; c->vc && l < c->hp.n_layers; l++) cudaFree(c->vc[l]);
         st_free(c->kc); st_free(c->vc);
         cudaFree(c->rope_global); cudaFree(c->rope_local); cudaFree(c->att_partial); cudaFree(c->act);
-        cudaFree(c->d_ids); cudaFree(c->d_pos); cudaFree(c->embd_f32); cudaFree(c->att_counters);
+        cudaFree(c->d_ids); cudaFree(c->d_pos); cudaFree(c->embd_f32); cudaFree(c->att_counters); cudaFree(c->argmax_scratch);
         if (c->h_token) cudaFreeHost(c->h_token);
         for (int i = 0; i < c->n_mirrors; i++) cudaFree(c->mirrors[i].dev);
         if (c->st) cudaStreamDestroy(c->st);
@@ -632,7 +635,7 @@ extern "C" int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row) {
     cuda_be *c = CB(be);
     flush(c);
     float *dl = dev_of(c, f->logits + (size_t)row * f->hp->n_vocab);
-    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, NULL, c->st) ||
+    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, NULL, c->argmax_scratch, c->st) ||
         CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)) ||
         CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed)
         return -1;
@@ -646,7 +649,7 @@ static int record_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
     if (forward(f, &id, 1, pos, 0) != 0) return -1;
     flush(c);
     float *dl = dev_of(c, f->logits);
-    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, c->d_pos, c->st) ||
+    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, c->d_pos, c->argmax_scratch, c->st) ||
         CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)))
         return -1;
     return c->failed ? -1 : 0;

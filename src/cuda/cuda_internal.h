@@ -67,5 +67,7 @@ int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t s
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st);
 int cuda_add(float *x, const float *y, int n, cudaStream_t st);
-int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, cudaStream_t st);
+/* scratch: cuda_argmax_scratch_ints() zeroed ints per concurrent stream (left zeroed) */
+size_t cuda_argmax_scratch_ints(void);
+int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, int *scratch, cudaStream_t st);
 #endif

@@ -161,6 +161,50 @@ __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restr
     }
 }
 
+/* Fused RMSNorm + quantization for 32-value activation blocks (act_q8_0 / act_q8_1), n <= 8192,
+ * n % 32 == 0: thread i keeps elements i + 1024 k in registers, so warp w holds exactly the
+ * activation blocks w + 32 k and quantizes them without reading y back. Same operations and
+ * order as rmsnorm_kernel + act_quant_block<32>. */
+#define NORM_REG_K 8
+__global__ void __launch_bounds__(1024)
+rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
+                   size_t act_row_bytes, int act_fmt) {
+    __shared__ double part[32];
+    __shared__ float inv_s;
+    int r = blockIdx.x, tid = threadIdx.x;
+    const float *xr = x + (size_t)r * n;
+    float *yr = y + (size_t)r * n;
+    float xv[NORM_REG_K];
+    double ss = 0;
+#pragma unroll
+    for (int k = 0; k < NORM_REG_K; k++) {
+        int i = tid + k * 1024;
+        xv[k] = i < n ? xr[i] : 0.0f;
+        if (i < n) { double v = xv[k]; ss += v * v; }
+    }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
+    if ((tid & 31) == 0) part[tid >> 5] = ss;
+    __syncthreads();
+    if (tid == 0) {
+        double t = 0;
+        for (int i = 0; i < 32; i++) t += part[i];
+        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
+    }
+    __syncthreads();
+    float inv = inv_s;
+    uint8_t *arow = act + (size_t)r * act_row_bytes;
+    size_t bb = act_block_bytes_dev(act_fmt);
+#pragma unroll
+    for (int k = 0; k < NORM_REG_K; k++) {
+        int base = k * 1024 + (tid & ~31);   /* first element of this warp's block */
+        if (base >= n) break;                /* whole warp: n % 32 == 0 */
+        float yv = __fmul_rn(__fmul_rn(xv[k], inv), w[base + (tid & 31)]);
+        yr[base + (tid & 31)] = yv;
+        act_quant_block_regs<32>(&yv, arow + (size_t)(base / 32) * bb, act_fmt);
+    }
+}
+
 int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, cudaStream_t st) {
     rmsnorm_kernel<<<rows, NORM_THREADS, 0, st>>>(x, w, y, n, eps, NULL, 0, 0);
     return CU_LAUNCHED();
@@ -168,7 +212,10 @@ int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, floa
 
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st) {
-    rmsnorm_kernel<<<rows, NORM_THREADS_FUSED, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
+    if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024)
+        rmsnorm_q32_kernel<<<rows, 1024, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
+    else
+        rmsnorm_kernel<<<rows, NORM_THREADS_FUSED, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
     return CU_LAUNCHED();
 }
 
@@ -606,14 +653,23 @@ int cuda_add(float *x, const float *y, int n, cudaStream_t st) {
     return CU_LAUNCHED();
 }
 
-/* ---- greedy argmax: lowest index among the maxima (sample_argmax's rule) ------------------ */
+/* ---- greedy argmax: lowest index among the maxima (sample_argmax's rule) ------------------
+ * ARGMAX_CTAS CTAs each reduce a chunk to (max, lowest index); the last CTA to finish (an
+ * atomic counter in `scratch`, reset by it) reduces the partials and writes the id (and, in
+ * graph mode, advances the position). scratch: 2 * ARGMAX_CTAS + 1 ints, zeroed once. */
 #define ARGMAX_THREADS 1024
-__global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc) {
-    __shared__ float bv[ARGMAX_THREADS / 32];
-    __shared__ int bi[ARGMAX_THREADS / 32];
+#define ARGMAX_CTAS 48
+static __device__ __forceinline__ void argmax_merge(float *bv, int *bi, float v, int i) {
+    if (v > *bv || (v == *bv && i < *bi)) { *bv = v; *bi = i; }
+}
+__global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc, int *scratch) {
+    __shared__ float sv[ARGMAX_THREADS / 32];
+    __shared__ int si[ARGMAX_THREADS / 32];
+    __shared__ int is_last;
+    int chunk = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
     float best = -INFINITY;
     int idx = 0x7fffffff;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         float v = x[i];
         if (v > best) { best = v; idx = i; }   /* strided: first max of this thread's indices */
     }
@@ -621,20 +677,33 @@ __global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc)
     for (int s = 16; s >= 1; s >>= 1) {
         float ov = __shfl_xor_sync(FULL_MASK, best, s);
         int oi = __shfl_xor_sync(FULL_MASK, idx, s);
-        if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
+        argmax_merge(&best, &idx, ov, oi);
     }
-    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x >> 5] = best; bi[threadIdx.x >> 5] = idx; }
+    if ((threadIdx.x & 31) == 0) { sv[threadIdx.x >> 5] = best; si[threadIdx.x >> 5] = idx; }
     __syncthreads();
     if (threadIdx.x == 0) {
-        best = bv[0]; idx = bi[0];
-        for (int w = 1; w < ARGMAX_THREADS / 32; w++)
-            if (bv[w] > best || (bv[w] == best && bi[w] < idx)) { best = bv[w]; idx = bi[w]; }
-        out[0] = idx == 0x7fffffff ? 0 : idx;
-        if (pos_inc) pos_inc[0] += 1;
+        best = sv[0]; idx = si[0];
+        for (int w = 1; w < ARGMAX_THREADS / 32; w++) argmax_merge(&best, &idx, sv[w], si[w]);
+        scratch[2 * blockIdx.x] = __float_as_int(best);
+        scratch[2 * blockIdx.x + 1] = idx;
+        __threadfence();
+        int done = atomicAdd(&scratch[2 * ARGMAX_CTAS], 1);
+        is_last = done == (int)gridDim.x - 1;
     }
+    __syncthreads();
+    if (!is_last || threadIdx.x != 0) return;
+    __threadfence();
+    const volatile int *vs = scratch;
+    best = __int_as_float(vs[0]); idx = vs[1];
+    for (int c = 1; c < (int)gridDim.x; c++) argmax_merge(&best, &idx, __int_as_float(vs[2 * c]), vs[2 * c + 1]);
+    out[0] = idx == 0x7fffffff ? 0 : idx;
+    if (pos_inc) pos_inc[0] += 1;
+    scratch[2 * ARGMAX_CTAS] = 0;
 }
 
-int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, cudaStream_t st) {
-    argmax_kernel<<<1, ARGMAX_THREADS, 0, st>>>(x, n, d_out, d_pos_inc);
+size_t cuda_argmax_scratch_ints(void) { return 2 * ARGMAX_CTAS + 1; }
+
+int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, int *scratch, cudaStream_t st) {
+    argmax_kernel<<<ARGMAX_CTAS, ARGMAX_THREADS, 0, st>>>(x, n, d_out, d_pos_inc, scratch);
     return CU_LAUNCHED();
 }
