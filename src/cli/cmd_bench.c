@@ -12,10 +12,13 @@
 
 #pragma weak bench_mmvq
 int bench_mmvq(int argc, char **argv);
+#pragma weak bench_moe
+int bench_moe(int argc, char **argv);
 
 static const char *bench_usage =
     "usage: strata bench [-m MODEL] [-t THREADS] [--pp N] [--tg N] [--reps R] [--exact]\n"
     "       strata bench mmvq TYPE N_IN N_OUT COLS [--variant V] [-t THREADS]\n"
+    "       strata bench moe [-m MODEL] [--type-experts T] [-t THREADS]   (MoE FFN, T = 1..8)\n"
     "  Model benchmark: prompt processing of --pp tokens and --tg decoded tokens (greedy),\n"
     "  median of --reps runs, next to the machine's measured memory read bandwidth.\n";
 
@@ -28,6 +31,10 @@ int cmd_bench(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "mmvq")) {
         if (!bench_mmvq) { fprintf(stderr, "strata: bench mmvq is not part of this build\n"); return 2; }
         return bench_mmvq(argc - 1, argv + 1);
+    }
+    if (argc > 1 && !strcmp(argv[1], "moe")) {
+        if (!bench_moe) { fprintf(stderr, "strata: bench moe is not part of this build\n"); return 2; }
+        return bench_moe(argc - 1, argv + 1);
     }
     int pp = 128, tg = 64, reps = 3;
     /* pull out bench-only options, pass the rest to the common parser */

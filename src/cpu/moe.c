@@ -213,7 +213,7 @@ static void combine(const float *ypair, const int *pair_of, const float *w, int 
 }
 
 static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
-                       matvec_mode mode, matvec_kernel kernel, const int32_t *sel, const float *w) {
+                       matvec_mode mode, matvec_kernel kernel, const int32_t *sel, const float *w, moe_timing *tm) {
     moe_job *j = buf_get(&s_pairs, sizeof(moe_job));
     if (!j) return -1;
     memset(j, 0, sizeof *j);
@@ -289,7 +289,9 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
     j->chunk_rows = chunk_rows(F, nth);
     j->chunks_per_group = (int)((F + j->chunk_rows - 1) / j->chunk_rows);
     j->n_items = (long)j->n_groups * j->chunks_per_group;
+    double t0 = tm ? now_seconds() : 0;
     threadpool_run(tp, moe_worker, j);
+    if (tm) tm->gate_up = now_seconds() - t0;
 
     /* pass 2: down over the pairs' h rows */
     if (!j->exact) {
@@ -305,9 +307,12 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
     j->chunk_rows = chunk_rows(E, nth);
     j->chunks_per_group = (int)((E + j->chunk_rows - 1) / j->chunk_rows);
     j->n_items = (long)j->n_groups * j->chunks_per_group;
+    if (tm) t0 = now_seconds();
     threadpool_run(tp, moe_worker, j);
+    if (tm) { tm->down = now_seconds() - t0; t0 = now_seconds(); }
 
     combine(ypair, pair_of, w, T, k, E, out);
+    if (tm) tm->combine = now_seconds() - t0;
     return 0;
 }
 
@@ -343,6 +348,12 @@ static int moe_per_token(threadpool *tp, const layer_weights *L, int k, const fl
 
 int moe_ffn(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
             matvec_mode mode, matvec_kernel kernel, moe_variant variant, int32_t *sel_out, float *w_out) {
+    return moe_ffn_timed(tp, L, k, x, T, out, mode, kernel, variant, sel_out, w_out, NULL);
+}
+
+int moe_ffn_timed(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
+                  matvec_mode mode, matvec_kernel kernel, moe_variant variant, int32_t *sel_out, float *w_out,
+                  moe_timing *tm) {
     const weight *R = &L->gate_inp;
     const int X = (int)R->n_out;
     if (T < 1 || T > MATVEC_MAX_COLS || k < 1 || k > X || T * k > MOE_MAX_PAIRS || !L->gate_exps.data ||
@@ -355,10 +366,18 @@ int moe_ffn(threadpool *tp, const layer_weights *L, int k, const float *x, int T
     int32_t *sel = buf_get(&s_sel, (size_t)T * (size_t)k * sizeof(int32_t));
     float *w = buf_get(&s_w, (size_t)T * (size_t)k * sizeof(float));
     if (!logits || !sel || !w) return -1;
+    if (tm) memset(tm, 0, sizeof *tm);
+    double t0 = tm ? now_seconds() : 0;
     if (matvec_with(tp, R->data, R->type, R->n_in, X, x, T, logits, mode, kernel)) return -1;
     moe_route(logits, X, k, T, sel, w);
+    if (tm) tm->route = now_seconds() - t0;
     if (sel_out) memcpy(sel_out, sel, (size_t)T * (size_t)k * sizeof(int32_t));
     if (w_out) memcpy(w_out, w, (size_t)T * (size_t)k * sizeof(float));
-    return variant == MOE_PER_TOKEN ? moe_per_token(tp, L, k, x, T, out, mode, kernel, sel, w)
-                                    : moe_grouped(tp, L, k, x, T, out, mode, kernel, sel, w);
+    if (variant == MOE_PER_TOKEN) {
+        t0 = tm ? now_seconds() : 0;
+        int rc = moe_per_token(tp, L, k, x, T, out, mode, kernel, sel, w);
+        if (tm) tm->gate_up = now_seconds() - t0;
+        return rc;
+    }
+    return moe_grouped(tp, L, k, x, T, out, mode, kernel, sel, w, tm);
 }

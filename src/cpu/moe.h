@@ -33,4 +33,11 @@ void moe_route(const float *logits, int n_expert, int k, int T, int32_t *sel, fl
  * routing. Returns 0, or -1 on unsupported types / shapes / out of memory. */
 int moe_ffn(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
             matvec_mode mode, matvec_kernel kernel, moe_variant variant, int32_t *sel, float *w);
+
+/* Seconds spent in each phase of one moe_ffn call (benchmarks). For the per-token variant
+ * gate_up holds gate, up and down together and down is 0. */
+typedef struct moe_timing { double route, gate_up, down, combine; } moe_timing;
+int moe_ffn_timed(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
+                  matvec_mode mode, matvec_kernel kernel, moe_variant variant, int32_t *sel, float *w,
+                  moe_timing *tm);
 #endif
