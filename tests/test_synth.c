@@ -233,9 +233,21 @@ static void test_tokenizer_copy(void) {
     small_moe(&p);
     p.n_layers = 1;
     p.tokenizer_path = model_path;
-    p.n_vocab = 49152 + 64;
     char err[512];
     const char *path = tmp_path("tok.gguf");
+    /* the vocabulary as is (every tokenizer.* key copied byte for byte) */
+    p.n_vocab = 49152;
+    CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
+    strata_model *m0 = load(path);
+    CHECK(m0 != NULL);
+    if (m0) {
+        int32_t ids[16];
+        int n = strata_tokenize(m0, "Hello world", 11, 0, 0, ids, 16);
+        CHECK(n == 2 && strata_n_vocab(m0) == 49152);
+        strata_model_free(m0);
+    }
+    /* padded with UNUSED tokens */
+    p.n_vocab = 49152 + 64;
     CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
     strata_model *m = load(path), *ref = NULL;
     strata_model_params mp = strata_model_default_params();
