@@ -78,7 +78,7 @@ setup-sys:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2
+	@$(PY) -c "import gguf, numpy, jinja2, openai" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai
 model: $(MODEL)
 $(MODEL):
 	@sh tools/fetch_model.sh "$(CACHE)"
@@ -91,7 +91,7 @@ run: setup-sys model
 
 test: setup
 	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS)
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
