@@ -509,7 +509,10 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         suffix_drafter_reset(s->sfx);
         for (int i = 0; i < s->pos; i++) suffix_drafter_push(s->sfx, s->history[i]);
     }
-    int n = 0, cur_k = spec, stop = 0;
+    /* adaptive draft length: grows by one after a fully accepted window, shrinks to what was
+     * accepted (+1) otherwise; windows that accept nothing back off exponentially (no drafts
+     * for 1, 3, 7, ... steps), so open chat pays almost nothing for speculation */
+    int n = 0, cur_k = spec, stop = 0, misses = 0, pause = 0;
     int32_t id = strata_session_sample(s);
     while (!stop && id >= 0) {
         /* emit id (sampled, not yet in the cache) */
@@ -539,6 +542,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         if (k > max_tokens - n - 1) k = max_tokens - n - 1;
         if (k > s->n_ctx - s->pos - 2) k = s->n_ctx - s->pos - 2;
         int nd = 0;
+        if (pause > 0) { pause--; k = 0; }
         if (spec && k > 0) {
             if (s->draft) {
                 s->history[s->pos] = id;   /* draft context = history + id */
@@ -573,7 +577,9 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             s->st.n_drafted += nd;
             s->st.n_accepted += j;
             s->st.n_windows++;
-            cur_k = j == nd ? (cur_k + 1 < spec ? cur_k + 1 : spec) : (j + 1 > 1 ? j + 1 : 1);
+            cur_k = j == nd ? (cur_k + 1 < spec ? cur_k + 1 : spec) : j + 1;
+            if (j == 0) { misses = misses < 6 ? misses + 1 : 6; pause = (1 << misses) - 1; }
+            else misses = 0;
         }
         /* keep win[0..j] in the cache (id and the accepted drafts), drop the rest */
         strata_session_rewind(s, pos0 + 1 + j);
