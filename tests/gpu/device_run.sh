@@ -4,7 +4,7 @@
 # line and the total "N passed, N failed" (as tests/run.sh); full logs go to OUTDIR.
 dir=${1:-build/tests/gpu}; out=${2:-/tmp}
 passed=0; failed=0
-for t in test_gpu_matvec test_gpu_ops test_gpu_e2e; do
+for t in $(cd "$dir" && ls test_gpu_* 2>/dev/null); do
   [ -x "$dir/$t" ] || { echo "$t: missing"; failed=$((failed + 1)); continue; }
   timeout 300 "$dir/$t" >"$out/$t.out" 2>"$out/$t.err"; rc=$?
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out/$t.out" | tail -n 1)
