@@ -87,7 +87,7 @@ setup: setup-sys setup-py model $(GEMMA)
 
 run: setup-sys model
 	@$(MAKE) --no-print-directory $(BIN)
-	$(BIN) run -m "$(MODEL)" --chat -p "$(PROMPT)" -n 96
+	$(BIN) run -m "$(MODEL)" --chat --temp 0 -p "$(PROMPT)" -n 96
 
 test: setup
 	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
