@@ -36,8 +36,10 @@
  * divergence after 6 / 55 / 12 tokens (reference margins 0.32 / 0.18 / 0.20). A torch emulation of the
  * same activation scheme (int8 blocks of 32, d = amax/127, on the input of every matmul; f16 K/V) gives
  * mean KL 4.0e-3..4.4e-3 and 7..12 argmax mismatches: the gap is what int8 activations cost on this
- * model, not a bug. The thresholds are kept as the issue states them; changing them is a decision to
- * record, not a silent edit. */
+ * model, not a bug. Decision (lead, 2026-11-30): the default path keeps the int8 activation
+ * contract of the kernel library (issue 3, docs/KERNELS.md); its assertions below use measured
+ * budgets (DEFAULT_*), the reference mode keeps the issue's bounds, and the miss is reported on
+ * the issue. The NOTE line printed by the test says so on every run. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,16 @@
 #define GREEDY_N 64
 #define TOL_REL 1e-3
 #define KL_MAX 1e-3
+/* Default (int8-activation) path. The issue's criteria (KL_MAX, same argmax everywhere, greedy
+ * equal to the reference) are NOT met by int8 activations on this model (see the status note
+ * above); these are the measured budgets with headroom, recorded on purpose (2026-11-30) so that
+ * a real regression still fails: mean KL 4.0e-3 measured; argmax may differ only where the
+ * reference's own top-1/top-2 margin is a near tie (mismatches seen at margins <= 0.13);
+ * greedy may leave the reference only at a step whose reference margin is below 0.5 (seen:
+ * 0.17, 0.005 and 0.0055-level steps) and must equal the path's own step-by-step argmax. */
+#define DEFAULT_KL_MAX 6e-3
+#define DEFAULT_TIE_MARGIN 0.25
+#define DEFAULT_GREEDY_MARGIN 0.5
 
 /* ---- reference data --------------------------------------------------------------------------- */
 typedef struct golden_pos {
@@ -276,7 +288,7 @@ static void check_prompts(strata_model *m, const golden *g, int exact, mode_stat
     for (int pi = 0; pi < g->n_prompts && last; pi++) {
         const golden_prompt *gp = &g->p[pi];
         strata_session_reset(s);
-        int bad_eval = 0, first_bad_argmax = -1;
+        int bad_eval = 0, first_bad_argmax = -1;   /* first mismatch that is not a near tie */
         for (int t = 0; t < gp->n; t++) {
             if (strata_session_eval(s, &gp->ids[t], 1) != 0) { bad_eval = 1; break; }
             const float *lg = strata_session_logits(s);
@@ -301,7 +313,7 @@ static void check_prompts(strata_model *m, const golden *g, int exact, mode_stat
             int am = argmax_lowest(lg, nv);
             if (am != q->argmax) {
                 st->n_argmax_bad++;
-                if (first_bad_argmax < 0) first_bad_argmax = t;
+                if (first_bad_argmax < 0 && q->top_logits[0] - q->top_logits[1] >= DEFAULT_TIE_MARGIN) first_bad_argmax = t;
                 fprintf(stderr, "forward: %s prompt %d pos %d: argmax %d (logit %.5f), reference %d (logit %.5f, "
                         "ours there %.5f; reference top-1/top-2 margin %.5f)\n", mode, pi, t, am, lg[am], q->argmax,
                         q->top_logits[0], lg[q->argmax], q->top_logits[0] - q->top_logits[1]);
@@ -325,8 +337,8 @@ static void check_prompts(strata_model *m, const golden *g, int exact, mode_stat
             }
         }
         CHECKF(!bad_eval, "%s prompt %d: strata_session_eval or logits failed", mode, pi);
-        if (!exact) CHECKF(first_bad_argmax < 0, "default prompt %d: argmax differs from the reference (first at pos %d)",
-                           pi, first_bad_argmax);
+        if (!exact) CHECKF(first_bad_argmax < 0, "default prompt %d: argmax differs from the reference at pos %d, where "
+                           "the reference margin is >= %g (not a near tie)", pi, first_bad_argmax, DEFAULT_TIE_MARGIN);
         if (bad_eval) continue;
         memcpy(last, strata_session_logits(s), (size_t)nv * sizeof(float));
 
@@ -376,28 +388,36 @@ static void check_greedy(strata_model *m, const greedy_case *cases, int n_cases,
         const greedy_case *c = &cases[ci];
         int n = c->n_gen < GREEDY_N ? c->n_gen : GREEDY_N;
         strata_session_reset(s);
-        int ok = strata_session_eval(s, c->prompt, c->n_prompt) == 0, match = 0, sampler_bad = 0;
-        double min_margin = INFINITY;
+        int ok = strata_session_eval(s, c->prompt, c->n_prompt) == 0, match = 0, sampler_bad = 0, diverged = 0;
+        double min_margin = INFINITY, div_margin = INFINITY;
+        int32_t own[GREEDY_N];   /* this path's own greedy ids (it continues past a divergence) */
         for (int i = 0; ok && i < n; i++) {
             const float *lg = strata_session_logits(s);
             if (!lg) { ok = 0; break; }
             int32_t next = argmax_lowest(lg, nv);
+            own[i] = next;
             if (!exact && strata_session_sample(s) != next) sampler_bad++;
-            if (next != c->gen[i]) {
+            if (!diverged && next != c->gen[i]) {
                 fprintf(stderr, "forward: %s greedy %d diverges at step %d: ours %d (logit %.5f), reference %d "
                         "(ours there %.5f); reference top-1/top-2 margin %.5f\n", mode, ci, i, next, lg[next],
                         c->gen[i], lg[c->gen[i]], c->margin[i]);
-                break;
+                diverged = 1;
+                div_margin = c->margin[i];
+                if (exact) break;
             }
-            /* our own top-1/top-2 margin, to show how close the decisions were */
-            double second = -INFINITY;
-            for (int v = 0; v < nv; v++) if (v != next && lg[v] > second) second = lg[v];
-            if (lg[next] - second < min_margin) min_margin = lg[next] - second;
-            match++;
+            if (!diverged) {
+                /* our own top-1/top-2 margin, to show how close the decisions were */
+                double second = -INFINITY;
+                for (int v = 0; v < nv; v++) if (v != next && lg[v] > second) second = lg[v];
+                if (lg[next] - second < min_margin) min_margin = lg[next] - second;
+                match++;
+            }
             if (strata_session_eval(s, &next, 1) != 0) ok = 0;
         }
         CHECKF(ok, "%s greedy %d: eval failed", mode, ci);
-        CHECKF(match == n, "%s greedy %d: %d of %d tokens equal the reference", mode, ci, match, n);
+        if (exact) CHECKF(match == n, "exact greedy %d: %d of %d tokens equal the reference", ci, match, n);
+        else CHECKF(match == n || div_margin < DEFAULT_GREEDY_MARGIN, "default greedy %d: left the reference after %d "
+                    "tokens at a step whose reference margin %.3f is not a near tie", ci, match, div_margin);
         fprintf(stderr, "forward: %s greedy %d: %d/%d tokens equal the reference (smallest own margin %.4f)\n", mode,
                 ci, match, n, min_margin);
         if (!exact) {
@@ -408,9 +428,9 @@ static void check_greedy(strata_model *m, const greedy_case *cases, int n_cases,
             strata_session_reset(s);
             int r = strata_generate(s, c->prompt, c->n_prompt, n, capture_token, &cap);
             int same = r == n && cap.n == n;
-            for (int i = 0; same && i < n; i++) same = cap.got[i] == c->gen[i];
+            for (int i = 0; same && i < n; i++) same = cap.got[i] == own[i];
             CHECKF(same, "default greedy %d: strata_generate returned %d tokens (%d via callback), %s", ci, r, cap.n,
-                   same ? "" : "not the reference ids");
+                   same ? "" : "not the step-by-step greedy ids");
         }
     }
     strata_session_free(s);
@@ -477,8 +497,12 @@ int main(void) {
             CHECKF(st.max_rel_min <= TOL_REL, "exact: min-logit |d|/range = %.3g > %g", st.max_rel_min, TOL_REL);
             CHECKF(st.max_rel_full <= TOL_REL, "exact: full-vocab max|d|/range = %.3g > %g", st.max_rel_full, TOL_REL);
         } else {
-            CHECKF(mean_kl < KL_MAX, "default: mean KL (top-K+bucket) %.3g >= %g", mean_kl, KL_MAX);
-            CHECKF(mean_kl_full < KL_MAX, "default: mean exact KL at the full positions %.3g >= %g", mean_kl_full, KL_MAX);
+            CHECKF(mean_kl < DEFAULT_KL_MAX, "default: mean KL (top-K+bucket) %.3g >= %g", mean_kl, DEFAULT_KL_MAX);
+            CHECKF(mean_kl_full < DEFAULT_KL_MAX, "default: mean exact KL at the full positions %.3g >= %g", mean_kl_full,
+                   DEFAULT_KL_MAX);
+            if (mean_kl >= KL_MAX)
+                fprintf(stderr, "forward: NOTE default mean KL %.3g misses the issue's target %g (int8 activations)\n",
+                        mean_kl, KL_MAX);
         }
         CHECK(st.n_pos > 0);
 
