@@ -319,32 +319,25 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
     }
     /* weight scales of the 8 blocks from the leading 32-bit word of each block (d, and m for
      * Q4_1/Q5_1; MXFP4: e in the low byte); a tail group's missing blocks get zero scales */
+    /* lanes k < nk (all lanes on the hot path): a tail group masks its gathers and loads,
+     * so it never touches memory past the row and its missing lanes are zero */
+    const __m256i lmask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nk), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     __m256 dw, mw = _mm256_setzero_ps();
-    if (nk == 8) {
+    {
         const __m256i idx = _mm256_setr_epi32(0, BS, 2 * BS, 3 * BS, 4 * BS, 5 * BS, 6 * BS, 7 * BS);
-        __m256i g = _mm256_i32gather_epi32((const int *)wb, idx, 1);
+        __m256i g = nk == 8 ? _mm256_i32gather_epi32((const int *)wb, idx, 1)
+                            : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)wb, idx, lmask, 1);
         if (fmt == FB_MXFP4) {
             __m256i e = _mm256_and_si256(g, _mm256_set1_epi32(0xFF));
             /* 2^(e-128): e < 2 is the subnormal 0x00200000 << e, else (e - 1) << 23 */
             __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
             __m256i nrm = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-            dw = _mm256_castsi256_ps(_mm256_blendv_epi8(nrm, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+            dw = _mm256_castsi256_ps(_mm256_and_si256(lmask,
+                     _mm256_blendv_epi8(nrm, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e))));
         } else {
             dw = halves_lo_to_f32(g);
             if (FB_HAS_MIN(fmt)) mw = halves_hi_to_f32(g);
         }
-    } else {
-        float dws[8] = { 0 }, mws[8] = { 0 };
-        for (int k = 0; k < nk; k++) {
-            const uint8_t *b = wb + (size_t)k * (size_t)BS;
-            if (fmt == FB_MXFP4) dws[k] = mxfp4_e8m0_half(b[0]);
-            else {
-                uint16_t h[2]; memcpy(h, b, 4);
-                dws[k] = _cvtsh_ss(h[0]);
-                if (FB_HAS_MIN(fmt)) mws[k] = _cvtsh_ss(h[1]);
-            }
-        }
-        dw = _mm256_loadu_ps(dws); mw = _mm256_loadu_ps(mws);
     }
     for (int c = 0; c < T; c++) {
         const uint8_t *ab = act + (size_t)c * act_stride + (size_t)g0 * (size_t)AS;
@@ -368,12 +361,19 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
             isum = hsum8x8_epi32(s);
         }
         __m256 da, sa = _mm256_setzero_ps();
-        if (dA && nk == 8) {
-            da = _mm256_loadu_ps(dA + c * nb + g0);
-            if (FB_HAS_MIN(fmt)) sa = _mm256_loadu_ps(sA + c * nb + g0);
-            if (FB_OFFSET(fmt))
-                isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(nA + c * nb + g0)),
-                                                                 _mm256_set1_epi32(FB_OFFSET(fmt))));
+        if (dA) {
+            if (nk == 8) {
+                da = _mm256_loadu_ps(dA + c * nb + g0);
+                if (FB_HAS_MIN(fmt)) sa = _mm256_loadu_ps(sA + c * nb + g0);
+            } else {
+                da = _mm256_maskload_ps(dA + c * nb + g0, lmask);
+                if (FB_HAS_MIN(fmt)) sa = _mm256_maskload_ps(sA + c * nb + g0, lmask);
+            }
+            if (FB_OFFSET(fmt)) {
+                const int *na = (const int *)(nA + c * nb + g0);
+                __m256i n = nk == 8 ? _mm256_loadu_si256((const __m256i *)na) : _mm256_maskload_epi32(na, lmask);
+                isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(n, _mm256_set1_epi32(FB_OFFSET(fmt))));
+            }
         } else {
             float das[8] = { 0 }, sas[8] = { 0 };
             int32_t nas[8] = { 0 };
