@@ -22,6 +22,7 @@
 #include "quant_blocks.cuh"
 #include "iq_blocks.cuh"
 #include "act_quant.cuh"
+#include "kquant_coop.cuh"
 #include "expf_host.cuh"
 
 EXPF_DEVICE_STATE
@@ -79,10 +80,15 @@ template <int FMT, int TM> static __device__ __forceinline__ void block_partials
     else bp_iq<FMT, TM>(wr, b, act, as, T, p);
 }
 
-/* Dot of one row against T columns; lane 0 returns the canonical result per column. */
-template <int FMT, int TM>
+/* Dot of one row against T columns; lane 0 returns the canonical result per column.
+ * COOP: 8 lanes per 256-weight super-block (kquant_coop.cuh), else one lane per block. */
+template <int FMT, int TM, int COOP>
 static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, int64_t n_in, int nb,
                                                const uint8_t *__restrict__ act, size_t as, int T, float *acc) {
+    if constexpr (COOP != 0) {
+        row_dot_coop<FMT, TM>(wr, nb, act, as, T, acc);
+        return;
+    }
     int lane = threadIdx.x & 31;
 #pragma unroll
     for (int t = 0; t < TM; t++) acc[t] = 0.0f;
@@ -108,7 +114,7 @@ static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, i
     for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t]);
 }
 
-template <int FMT, int TM>
+template <int FMT, int TM, int COOP>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
@@ -117,8 +123,8 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
         /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
         if (row >= g.n_out[0]) return;
         float ga[TM], ua[TM];
-        row_dot<FMT, TM>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ga);
-        row_dot<FMT, TM>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ua);
+        row_dot<FMT, TM, COOP>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ga);
+        row_dot<FMT, TM, COOP>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ua);
         if (lane == 0) {
             int64_t no = g.n_out[0];
 #pragma unroll
@@ -137,7 +143,7 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
     int r = row - g.row_start[wi];
     if (row >= g.row_start[g.n]) return;
     float acc[TM];
-    row_dot<FMT, TM>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
+    row_dot<FMT, TM, COOP>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
     if (lane == 0) {
         int64_t no = g.n_out[wi];
         float *y = g.y[wi], *add = g.add_to[wi];
@@ -150,15 +156,33 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
     }
 }
 
+/* Cooperative super-block kernels on (1, the default) or off (0: the one-lane-per-block path,
+ * kept for comparison in tests/benchmarks). Q4_K/Q5_K's cooperative parts use 16-byte loads:
+ * every weight of the group and the row stride must be 16-byte aligned, else the old path. */
+static int mv_coop = 1;
+extern "C" void cuda_matvec_set_coop(int on) { mv_coop = on != 0; }
+
+template <int FMT, int COOP>
+static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
+    if (T == 1) matvec_kernel<FMT, 1, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    else if (T == 2) matvec_kernel<FMT, 2, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    else if (T <= 4) matvec_kernel<FMT, 4, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    else matvec_kernel<FMT, 8, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+}
+
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
     int rows = g->swiglu ? (int)g->n_out[0] : g->row_start[g->n];
     unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
     const uint8_t *a = (const uint8_t *)act;
-    if (T == 1) matvec_kernel<FMT, 1><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
-    else if (T == 2) matvec_kernel<FMT, 2><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
-    else if (T <= 4) matvec_kernel<FMT, 4><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
-    else matvec_kernel<FMT, 8><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    int coop = coop_fmt<FMT>::ok && mv_coop;
+    if (coop && (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K)) {
+        if (g->row_bytes % 16) coop = 0;
+        for (int i = 0; i < (g->swiglu ? 2 : g->n); i++)
+            if ((uintptr_t)g->W[i] % 16) coop = 0;
+    }
+    if (coop_fmt<FMT>::ok && coop) launch_tm<FMT, coop_fmt<FMT>::ok>(g, n_in, nb, a, as, T, blocks, st);
+    else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
     return CU_LAUNCHED();
 }
 

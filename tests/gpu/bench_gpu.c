@@ -9,7 +9,10 @@
  *            the SmolLM2-135M shape (Q4_1 blocks, Q8_0 embeddings/output) and larger llama
  *            shapes; graph replay vs eager launches vs eager unfused; GB/s = weight bytes
  *            read per token * tok/s.
- * Arguments: "matvec" / "decode" run one part; "big" adds the 8B shape to decode. */
+ * Arguments: "matvec" / "decode" run one part; "big" adds the 8B shape to decode; "only=Q4_K,Q6_K"
+ * limits matvec to those formats, "shape=1" to one shape (0: 4096x4096, 1: 14336x4096,
+ * 2: 151936x2048). 256-weight formats are timed with both kernels ("lane": one lane per
+ * super-block, the first kernel; "coop": 8 lanes per super-block). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,13 +56,25 @@ static double copy_bw(void) {
     return 2.0 * n / best[2] / 1e9;
 }
 
+/* "only=Q4_K,Q6_K": formats to measure; "shape=N": only shape N (0..2) */
+static const char *mv_only;
+static int mv_shape = -1;
+static int format_selected(const char *name) {
+    if (!mv_only) return 1;
+    size_t n = strlen(name);
+    for (const char *p = mv_only; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == mv_only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
+
 static void bench_matvec(double ceiling) {
     static const int64_t shapes[3][2] = { { 4096, 4096 }, { 14336, 4096 }, { 151936, 2048 } };   /* n_out, n_in */
     printf("\n%-8s %-14s %2s %10s %9s %6s\n", "format", "n_out x n_in", "T", "us", "GB/s", "%copy");
     for (int type = 0; type < TYPE_COUNT; type++) {
         const quant_traits *qt = quant_traits_get(type);
-        if (!qt || !qt->quant_row || !cuda_type_supported(type)) continue;
+        if (!qt || !qt->quant_row || !cuda_type_supported(type) || !format_selected(qt->name)) continue;
         for (int s = 0; s < 3; s++) {
+            if (mv_shape >= 0 && s != mv_shape) continue;
             int64_t n_out = shapes[s][0], n_in = shapes[s][1];
             size_t rb = quant_row_bytes(type, n_in), bytes = rb * (size_t)n_out;
             /* 64 quantized random rows, tiled over the matrix on the device */
@@ -93,7 +108,11 @@ static void bench_matvec(double ceiling) {
             float *dy = cuda_malloc(sizeof(float) * n_out * 8);
             cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * 8);
             cuda_act_quantize(af, dx, n_in, 8, dact, NULL);
+            /* 256-weight formats: the first kernel (one lane per super-block, "lane") and
+             * the cooperative one (8 lanes per super-block, "coop", the default) */
+            for (int v = qt->blck == 256 ? 0 : 1; v <= 1; v++)
             for (int T = 1; T <= 8 && ok; T += 7) {
+                cuda_matvec_set_coop(v);
                 mv_job j = { W, ncopy, type, n_in, n_out, dact, T, dy, 0 };
                 int reps = (int)(2e9 / (double)bytes);
                 if (reps < 4 * ncopy) reps = 4 * ncopy;
@@ -103,9 +122,10 @@ static void bench_matvec(double ceiling) {
                 for (int r = 0; r < 7; r++) t[r] = cuda_time_ms(mv_call, &j, reps) / reps;
                 qsort(t, 7, sizeof(double), cmp_d);
                 double us = t[3] * 1e3, gbs = bytes / (t[3] * 1e-3) / 1e9;
-                printf("%-8s %6lldx%-7lld %2d %10.1f %9.0f %5.0f%%\n", qt->name, (long long)n_out, (long long)n_in, T, us, gbs,
-                       100.0 * gbs / ceiling);
+                printf("%-8s %6lldx%-7lld %2d %10.1f %9.0f %5.0f%%  %s\n", qt->name, (long long)n_out, (long long)n_in, T, us, gbs,
+                       100.0 * gbs / ceiling, qt->blck != 256 ? "" : v ? "coop" : "lane");
             }
+            cuda_matvec_set_coop(1);
             if (cuda_synchronize() != 0) printf("%s: CUDA error %s\n", qt->name, cuda_last_error());
             for (int c = 0; c < ncopy; c++) cuda_free(W[c]);
             free(W); free(rows); free(src); free(x);
@@ -249,6 +269,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "matvec")) do_dec = 0;
         else if (!strcmp(argv[i], "decode")) do_mv = 0;
         else if (!strcmp(argv[i], "big")) big = 1;
+        else if (!strncmp(argv[i], "only=", 5)) mv_only = argv[i] + 5;
+        else if (!strncmp(argv[i], "shape=", 6)) mv_shape = atoi(argv[i] + 6);
     }
     char desc[256];
     if (cuda_device_describe(desc, sizeof desc) != 0) { printf("no CUDA device\n"); return 1; }

@@ -1,0 +1,220 @@
+/* Cooperative super-block partials for the 256-weight formats (K-quants and IQ codebooks).
+ *
+ * Why: with one lane per super-block (matvec.cu's per-lane path) a 4096-wide row has only 16
+ * blocks, so half the warp idles and each busy lane walks 256 weights serially: 10-20% of the
+ * H200's bandwidth. Here 8 lanes share one super-block:
+ *
+ *   lane l of the warp: group g = l / 8 (block b = base + g, base = 0, 4, 8, ...),
+ *                       part  k = l % 8 (32 of the 256 weights, layout-dependent, below).
+ *
+ * Each part forms its share of the block's exact integer sums (S = sum_s scale_s * dot_s,
+ * M = sum_s min_s * bsum_s); the 8 shares are added with xor shuffles (integers: any order is
+ * exact), and the block partial p_b follows with the SAME float formula as quant_blocks.cuh /
+ * iq_blocks.cuh (so the same bits as the CPU reference). p_b is then shuffled to lane b % 32,
+ * which adds it to its running sum in increasing b: the canonical lane order of
+ * docs/KERNELS.md is unchanged, and warp_canon_finish ends the row as before.
+ *
+ * Part k -> weights (sub-blocks of 16 are numbered s = 0..15, of 32 are j = 0..7):
+ *   Q4_K/Q5_K  j = k/2, h = k%2: the 16 qs bytes [32j + 16h, +16) (one 16-byte load) hold
+ *              weights 16h.. of 32-sub-block 2j (low nibbles) and 2j+1 (high nibbles).
+ *   Q6_K       half = k/4, q = k%4: ql bytes [64 half + 16q, +16), qh [32 half + 16(q%2), +16):
+ *              sub-blocks 8 half + q (low nibbles) and 8 half + 4 + q (high nibbles).
+ *   Q2_K/Q3_K  chunk c = k/2 (half = c/2, r = c%2): qs bytes [32 half + 16 r, +16) hold four
+ *              crumbs per byte; this part takes crumbs 2(k%2) and 2(k%2)+1, i.e. sub-blocks
+ *              8 half + 2 crumb + r.
+ *   IQ         16-weight sub-blocks 2k and 2k+1 (iq_group8 / iq_mult of iq_blocks.cuh).
+ * Activation reads are 4-byte (act_q8_K blocks are 292 bytes: 4-aligned only). */
+#ifndef STRATA_KQUANT_COOP_CUH
+#define STRATA_KQUANT_COOP_CUH
+#include "quant_blocks.cuh"
+#include "iq_blocks.cuh"
+
+template <int FMT> struct coop_fmt { enum { ok = 0, bs = 0, has_m = 0 }; };
+template <> struct coop_fmt<TYPE_Q2_K> { enum { ok = 1, bs = 84, has_m = 1 }; };
+template <> struct coop_fmt<TYPE_Q3_K> { enum { ok = 1, bs = 110, has_m = 0 }; };
+template <> struct coop_fmt<TYPE_Q4_K> { enum { ok = 1, bs = 144, has_m = 1 }; };
+template <> struct coop_fmt<TYPE_Q5_K> { enum { ok = 1, bs = 176, has_m = 1 }; };
+template <> struct coop_fmt<TYPE_Q6_K> { enum { ok = 1, bs = 210, has_m = 0 }; };
+#define COOP_IQ(F) template <> struct coop_fmt<F> { enum { ok = 1, bs = iq_fmt<F>::bs, has_m = 0 }; };
+COOP_IQ(TYPE_IQ2_XXS) COOP_IQ(TYPE_IQ2_XS) COOP_IQ(TYPE_IQ2_S) COOP_IQ(TYPE_IQ3_XXS) COOP_IQ(TYPE_IQ3_S)
+COOP_IQ(TYPE_IQ1_S) COOP_IQ(TYPE_IQ1_M) COOP_IQ(TYPE_IQ4_XS)
+#undef COOP_IQ
+
+/* sum of dp4a of 4 weight words against 16 activation bytes at a (4-aligned) */
+static __device__ __forceinline__ int dot16(const uint32_t *w, const uint8_t *a) {
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) s = __dp4a((int)w[i], ld_i32(a + 4 * i), s);
+    return s;
+}
+static __device__ __forceinline__ int bsum16(const uint8_t *a, int i) { return (int)*(const int16_t *)(a + 260 + 2 * i); }
+
+/* Part k's integer shares S[t], M[t] of super-block blk against activation blocks a0 + t*as. */
+template <int FMT, int TM>
+static __device__ __forceinline__ void coop_part(const uint8_t *__restrict__ blk, int k, const uint8_t *__restrict__ a0,
+                                                 size_t as, int T, int *S, int *M) {
+    if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K) {
+        const int Q5 = FMT == TYPE_Q5_K, qoff = Q5 ? 48 : 16;
+        int j = k >> 1, h = k & 1;
+        uint4 qv = *(const uint4 *)(blk + qoff + 32 * j + 16 * h);
+        uint32_t w[4] = { qv.x, qv.y, qv.z, qv.w }, lo[4], hi[4];
+        uint32_t hb[4] = { 0, 0, 0, 0 };
+        if (Q5) { uint4 hv = *(const uint4 *)(blk + 16 + 16 * h); hb[0] = hv.x; hb[1] = hv.y; hb[2] = hv.z; hb[3] = hv.w; }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            lo[i] = w[i] & 0x0F0F0F0Fu;
+            hi[i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+            if (Q5) {
+                lo[i] |= ((hb[i] >> (2 * j)) & 0x01010101u) << 4;
+                hi[i] |= ((hb[i] >> (2 * j + 1)) & 0x01010101u) << 4;
+            }
+        }
+        int scA, mA, scB, mB;
+        kq_scale_min(blk + 4, 2 * j, &scA, &mA);
+        kq_scale_min(blk + 4, 2 * j + 1, &scB, &mB);
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const uint8_t *a = a0 + t * as;
+            S[t] = scA * dot16(lo, a + 4 + 64 * j + 16 * h) + scB * dot16(hi, a + 36 + 64 * j + 16 * h);
+            M[t] = mA * bsum16(a, 4 * j + h) + mB * bsum16(a, 4 * j + 2 + h);
+        }
+    } else if constexpr (FMT == TYPE_Q6_K) {
+        int half = k >> 2, q = k & 3;
+        int sA = 8 * half + q, sB = sA + 4, hs = 2 * (q >> 1);
+        const uint8_t *ql = blk + 64 * half + 16 * q, *qh = blk + 128 + 32 * half + 16 * (q & 1);
+        uint32_t wa[4], wb[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t l = ld_u32_a2(ql + 4 * i), hh = ld_u32_a2(qh + 4 * i);
+            wa[i] = __vsub4((l & 0x0F0F0F0Fu) | ((hh >> hs) & 0x03030303u) << 4, 0x20202020u);
+            wb[i] = __vsub4(((l >> 4) & 0x0F0F0F0Fu) | ((hh >> (hs + 4)) & 0x03030303u) << 4, 0x20202020u);
+        }
+        int scA = (int)(int8_t)blk[192 + sA], scB = (int)(int8_t)blk[192 + sB];
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const uint8_t *a = a0 + t * as;
+            S[t] = scA * dot16(wa, a + 4 + 16 * sA) + scB * dot16(wb, a + 4 + 16 * sB);
+        }
+    } else if constexpr (FMT == TYPE_Q2_K || FMT == TYPE_Q3_K) {
+        const int Q3 = FMT == TYPE_Q3_K;
+        int c = k >> 1, half = c >> 1, r = c & 1, cr0 = 2 * (k & 1);
+        const uint8_t *qs = blk + (Q3 ? 32 : 16) + 32 * half + 16 * r;
+        uint32_t w[4], hm[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[i] = Q3 ? ld_u32_a2(qs + 4 * i) : ld_u32(qs + 4 * i);
+            hm[i] = Q3 ? ld_u32_a2(blk + 16 * r + 4 * i) : 0;
+        }
+        uint32_t wa[4], wb[4];
+        int sA = 8 * half + 2 * cr0 + r, sB = sA + 2;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            wa[i] = (w[i] >> (2 * cr0)) & 0x03030303u;
+            wb[i] = (w[i] >> (2 * cr0 + 2)) & 0x03030303u;
+            if (Q3) {
+                wa[i] = __vsub4(wa[i] | ((hm[i] >> (sA / 2)) & 0x01010101u) << 2, 0x04040404u);
+                wb[i] = __vsub4(wb[i] | ((hm[i] >> (sB / 2)) & 0x01010101u) << 2, 0x04040404u);
+            }
+        }
+        int scA, scB, mA = 0, mB = 0;
+        if (Q3) {
+            const uint8_t *scb = blk + 96;
+            int loA = sA < 8 ? scb[sA] & 0x0F : scb[sA - 8] >> 4, hiA = (scb[8 + sA % 4] >> (2 * (sA / 4))) & 3;
+            int loB = sB < 8 ? scb[sB] & 0x0F : scb[sB - 8] >> 4, hiB = (scb[8 + sB % 4] >> (2 * (sB / 4))) & 3;
+            scA = (loA | hiA << 4) - 32; scB = (loB | hiB << 4) - 32;
+        } else {
+            scA = blk[sA] & 15; mA = blk[sA] >> 4;
+            scB = blk[sB] & 15; mB = blk[sB] >> 4;
+        }
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const uint8_t *a = a0 + t * as;
+            S[t] = scA * dot16(wa, a + 4 + 16 * sA) + scB * dot16(wb, a + 4 + 16 * sB);
+            if (!Q3) M[t] = mA * bsum16(a, sA) + mB * bsum16(a, sB);
+        }
+    } else {
+        /* IQ: 16-weight sub-blocks j = 2k, 2k + 1 */
+        uint32_t w[2][4];
+        int m[2];
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            int j = 2 * k + u;
+            iq_group8<FMT>(blk, 2 * j, &w[u][0], &w[u][1]);
+            iq_group8<FMT>(blk, 2 * j + 1, &w[u][2], &w[u][3]);
+            m[u] = iq_mult<FMT>(blk, j);
+        }
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const uint8_t *a = a0 + t * as;
+            S[t] = m[0] * dot16(w[0], a + 4 + 32 * k) + m[1] * dot16(w[1], a + 20 + 32 * k);
+        }
+    }
+}
+
+/* p[t] from the block's whole integer sums: the formulas of bp_q2_K .. bp_q6_K / bp_iq_k. */
+template <int FMT, int TM>
+static __device__ __forceinline__ void coop_final(const uint8_t *__restrict__ blk, const uint8_t *__restrict__ a0, size_t as,
+                                                  int T, const int *S, const int *M, float *p) {
+    float dw, dmw = 0.0f;
+    if (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K) { uint32_t dd = ld_u32(blk); dw = h2f((uint16_t)dd); dmw = h2f((uint16_t)(dd >> 16)); }
+    else if (FMT == TYPE_Q2_K) { uint32_t dd = ld_u32(blk + 80); dw = h2f((uint16_t)dd); dmw = h2f((uint16_t)(dd >> 16)); }
+    else if (FMT == TYPE_Q3_K) dw = h2f(ld_u16(blk + 108));
+    else if (FMT == TYPE_Q6_K) dw = h2f(ld_u16(blk + 208));
+    else dw = iq_d<FMT>(blk);
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        float ad = ld_f32(a0 + t * as);
+        if constexpr (coop_fmt<FMT>::has_m)
+            p[t] = __fsub_rn(__fmul_rn(__int2float_rn(S[t]), __fmul_rn(dw, ad)), __fmul_rn(__int2float_rn(M[t]), __fmul_rn(dmw, ad)));
+        else if constexpr (FMT == TYPE_Q3_K || FMT == TYPE_Q6_K)
+            p[t] = __fmul_rn(__int2float_rn(S[t]), __fmul_rn(dw, ad));
+        else
+            p[t] = __fmul_rn(__fmul_rn(__int2float_rn(S[t]), iq_fmt<FMT>::k()), __fmul_rn(dw, ad));
+    }
+}
+
+/* Row dot, cooperative: acc[t] ends (in lane 0) with the canonical result of column t. */
+template <int FMT, int TM>
+static __device__ __forceinline__ void row_dot_coop(const uint8_t *__restrict__ wr, int nb, const uint8_t *__restrict__ act,
+                                                    size_t as, int T, float *acc) {
+    const int BS = coop_fmt<FMT>::bs;
+    int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7;
+#pragma unroll
+    for (int t = 0; t < TM; t++) acc[t] = 0.0f;
+#pragma unroll 2
+    for (int base = 0; base < nb; base += 4) {
+        int b = base + g;
+        int S[TM], M[TM];
+        float p[TM];
+#pragma unroll
+        for (int t = 0; t < TM; t++) { S[t] = 0; M[t] = 0; p[t] = 0.0f; }
+        if (b < nb) coop_part<FMT, TM>(wr + (size_t)b * BS, k, act + (size_t)b * A8K, as, T, S, M);
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+#pragma unroll
+            for (int o = 4; o >= 1; o >>= 1) {
+                S[t] += __shfl_xor_sync(FULL_MASK, S[t], o);
+                if (coop_fmt<FMT>::has_m) M[t] += __shfl_xor_sync(FULL_MASK, M[t], o);
+            }
+        }
+        if (b < nb) coop_final<FMT, TM>(wr + (size_t)b * BS, act + (size_t)b * A8K, as, T, S, M, p);
+        /* block base + gs belongs to lane (base % 32) + gs: fetch it from group gs's lane 8 gs */
+        int gs = lane - (base & 31);
+        bool mine = gs >= 0 && gs < 4 && base + gs < nb;
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            float v = __shfl_sync(FULL_MASK, p[t], (gs & 3) << 3);
+            if (mine) acc[t] = __fadd_rn(acc[t], v);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t]);
+}
+#endif
