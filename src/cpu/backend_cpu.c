@@ -8,6 +8,7 @@
 #include "cpu/matvec.h"
 #include "cpu/moe.h"
 #include "cpu/threadpool.h"
+#include "cpu/f16conv.h"
 #include "quant/quant.h"
 #include "core/util.h"
 
@@ -20,6 +21,8 @@ typedef struct {
     void **k_cache, **v_cache;   /* per layer: [kv_cap[l]][kv_dim] f16 or f32 */
     int *kv_cap;            /* per layer: n_ctx, or a ring of window + KV_RING_SLACK positions */
     float *scores;          /* per thread: [n_ctx] */
+    float *kv_tmp;          /* per thread: [head_dim] one K or V row as f32 */
+    f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
@@ -98,8 +101,13 @@ typedef struct {
     cpu_be *c; int layer; const float *q; int T, pos0, window; float scale; float *out;
 } attn_job;
 
-static inline float kv_get(const cpu_be *c, const void *base, size_t idx) {
-    return c->exact ? ((const float *)base)[idx] : fp16_to_f32(((const uint16_t *)base)[idx]);
+
+/* Row of head_dim K or V values at cache index base, as f32 (a pointer into the f32 cache in
+ * exact mode, else converted into tmp: the same values kv_get would give, 8 at a time). */
+static inline const float *kv_row(const cpu_be *c, const void *cache, size_t base, int n, float *tmp) {
+    if (c->exact) return (const float *)cache + base;
+    c->f16_row((const uint16_t *)cache + base, tmp, n);
+    return tmp;
 }
 
 static void attn_worker(void *ctx, int ith, int nth) {
@@ -107,6 +115,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
     cpu_be *c = j->c;
     const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
     float *sc = c->scores + (size_t)ith * c->n_ctx;
+    float *row = c->kv_tmp + (size_t)ith * HD;
     long lo, hi;
     threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
     for (long task = lo; task < hi; task++) {
@@ -119,8 +128,9 @@ static void attn_worker(void *ctx, int ith, int nth) {
         float mx = -INFINITY;
         for (int p = first; p <= last; p++) {
             size_t base = (size_t)(p % cap) * c->kv_dim + (size_t)kvh * HD;
+            const float *kr = kv_row(c, K, base, HD, row);
             float s = 0;
-            for (int d = 0; d < HD; d++) s += q[d] * kv_get(c, K, base + d);
+            for (int d = 0; d < HD; d++) s += q[d] * kr[d];
             s *= j->scale;
             sc[p] = s;
             if (s > mx) mx = s;
@@ -133,7 +143,8 @@ static void attn_worker(void *ctx, int ith, int nth) {
         for (int p = first; p <= last; p++) {
             size_t base = (size_t)(p % cap) * c->kv_dim + (size_t)kvh * HD;
             float wgt = sc[p] * inv;
-            for (int d = 0; d < HD; d++) o[d] += wgt * kv_get(c, V, base + d);
+            const float *vr = kv_row(c, V, base, HD, row);
+            for (int d = 0; d < HD; d++) o[d] += wgt * vr[d];
         }
     }
 }
@@ -206,9 +217,11 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char
     c->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
     c->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
+    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * (size_t)hp->head_dim * sizeof(float));
+    c->f16_row = f16_to_f32_row_get();
     c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
-    if (!c->k_cache || !c->v_cache || !c->kv_cap || !c->scores || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
+    if (!c->k_cache || !c->v_cache || !c->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
     for (int l = 0; l < hp->n_layers; l++) {
         int ring = hp->sliding_window + KV_RING_SLACK;
         c->kv_cap[l] = hparams_layer_sliding(hp, l) && ring < n_ctx ? ring : n_ctx;
@@ -234,7 +247,7 @@ void backend_cpu_free(backend *be) {
     if (c) {
         for (int l = 0; c->k_cache && l < c->hp.n_layers; l++) st_free(c->k_cache[l]);
         for (int l = 0; c->v_cache && l < c->hp.n_layers; l++) st_free(c->v_cache[l]);
-        st_free(c->k_cache); st_free(c->v_cache); st_free(c->kv_cap); st_free(c->scores);
+        st_free(c->k_cache); st_free(c->v_cache); st_free(c->kv_cap); st_free(c->scores); st_free(c->kv_tmp);
         st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
         st_free(c);
     }
