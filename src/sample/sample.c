@@ -29,14 +29,15 @@ int sampler_init(sampler *s, const strata_sampler_params *p, int n_vocab) {
     s->n_vocab = n_vocab;
     s->logits = st_malloc((size_t)n_vocab * sizeof(float));
     s->cand = st_malloc((size_t)n_vocab * sizeof(int32_t));
-    if (!s->logits || !s->cand) { sampler_free(s); return -1; }
+    s->probs = st_malloc((size_t)n_vocab * sizeof(float));
+    if (!s->logits || !s->cand || !s->probs) { sampler_free(s); return -1; }
     sampler_set_params(s, p);
     return 0;
 }
 
 void sampler_free(sampler *s) {
-    st_free(s->logits); st_free(s->cand);
-    s->logits = NULL; s->cand = NULL;
+    st_free(s->logits); st_free(s->cand); st_free(s->probs);
+    s->logits = NULL; s->cand = NULL; s->probs = NULL;
 }
 
 int32_t sample_argmax(const float *logits, int n) {
@@ -123,8 +124,7 @@ int32_t sampler_sample(sampler *s, const float *logits, const int32_t *hist, int
     if (s->p.temperature <= 0) {
         if (s->p.repeat_penalty == 1.0f || !hist) return sample_argmax(logits, s->n_vocab);
     }
-    float *probs = st_malloc((size_t)s->n_vocab * sizeof(float));
-    if (!probs) return sample_argmax(logits, s->n_vocab);
+    float *probs = s->probs;
     int32_t top = sampler_dist(s, logits, hist, n_hist, probs);
     int32_t pick = top;
     if (s->p.temperature > 0) {
@@ -138,6 +138,5 @@ int32_t sampler_sample(sampler *s, const float *logits, const int32_t *hist, int
             if (u < cum) break;
         }
     }
-    st_free(probs);
     return pick;
 }

@@ -10,6 +10,7 @@ typedef struct sampler {
     int n_vocab;
     float *logits;            /* [n_vocab] scratch */
     int32_t *cand;            /* [n_vocab] candidate ids */
+    float *probs;             /* [n_vocab] distribution scratch of sampler_sample */
 } sampler;
 
 int  sampler_init(sampler *s, const strata_sampler_params *p, int n_vocab);
