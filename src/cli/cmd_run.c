@@ -244,6 +244,7 @@ int cmd_chat(int argc, char **argv) {
         int n = strata_generate(s, ids + keep, n_ids - keep, max, on_token, &st);
         stream_finish(&st);
         fputc('\n', stdout);
+        fflush(stdout);
         st_free(ids);
         msgs[n_msgs++] = (strata_chat_msg){ "assistant", st_strdup(st.text ? st.text : "") };
         st_free(st.text);
