@@ -2,7 +2,7 @@
  *
  * Why: with one lane per super-block (matvec.cu's per-lane path) a 4096-wide row has only 16
  * blocks, so half the warp idles and each busy lane walks 256 weights serially: 10-20% of the
- * H200's bandwidth. Here 8 lanes share one super-block:
+ * H200's bandwidth. Here 8 (or 4: TPB below) lanes share one super-block:
  *
  *   lane l of the warp: group g = l / 8 (block b = base + g, base = 0, 4, 8, ...),
  *                       part  k = l % 8 (32 of the 256 weights, layout-dependent, below).
@@ -178,43 +178,72 @@ static __device__ __forceinline__ void coop_final(const uint8_t *__restrict__ bl
     }
 }
 
-/* Row dot, cooperative: acc[t] ends (in lane 0) with the canonical result of column t. */
-template <int FMT, int TM>
-static __device__ __forceinline__ void row_dot_coop(const uint8_t *__restrict__ wr, int nb, const uint8_t *__restrict__ act,
-                                                    size_t as, int T, float *acc) {
-    const int BS = coop_fmt<FMT>::bs;
-    int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7;
+/* Row dot, cooperative: R rows wr[0..R) against the same columns; acc[r][t] ends (in lane 0)
+ * with the canonical result of row r, column t. TPB lanes per super-block (8 or 4): a lane
+ * takes the parts k, k + TPB, ... (8 / TPB of them), and G = 32 / TPB blocks of each row are
+ * in flight per warp step. R = 2 keeps twice the weight loads in flight per warp (each row
+ * keeps its own lane accumulators, so its bits are those of R = 1). */
+template <int FMT, int TM, int TPB, int R>
+static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, int nb, const uint8_t *__restrict__ act,
+                                                    size_t as, int T, float (*acc)[TM]) {
+    const int BS = coop_fmt<FMT>::bs, G = 32 / TPB, U = 8 / TPB;
+    int lane = threadIdx.x & 31, g = lane / TPB, k = lane % TPB;
 #pragma unroll
-    for (int t = 0; t < TM; t++) acc[t] = 0.0f;
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < TM; t++) acc[r][t] = 0.0f;
 #pragma unroll 2
-    for (int base = 0; base < nb; base += 4) {
+    for (int base = 0; base < nb; base += G) {
         int b = base + g;
-        int S[TM], M[TM];
-        float p[TM];
+        int S[R][TM], M[R][TM];
+        float p[R][TM];
 #pragma unroll
-        for (int t = 0; t < TM; t++) { S[t] = 0; M[t] = 0; p[t] = 0.0f; }
-        if (b < nb) coop_part<FMT, TM>(wr + (size_t)b * BS, k, act + (size_t)b * A8K, as, T, S, M);
+        for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int t = 0; t < TM; t++) {
-            if (t >= T) break;
+            for (int t = 0; t < TM; t++) { S[r][t] = 0; M[r][t] = 0; p[r][t] = 0.0f; }
+        if (b < nb) {
 #pragma unroll
-            for (int o = 4; o >= 1; o >>= 1) {
-                S[t] += __shfl_xor_sync(FULL_MASK, S[t], o);
-                if (coop_fmt<FMT>::has_m) M[t] += __shfl_xor_sync(FULL_MASK, M[t], o);
+            for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int i = 0; i < U; i++) {
+                int s2[TM], m2[TM];
+#pragma unroll
+                for (int t = 0; t < TM; t++) { s2[t] = 0; m2[t] = 0; }
+                coop_part<FMT, TM>(wr[r] + (size_t)b * BS, k + TPB * i, act + (size_t)b * A8K, as, T, s2, m2);
+#pragma unroll
+                for (int t = 0; t < TM; t++) { S[r][t] += s2[t]; M[r][t] += m2[t]; }
             }
         }
-        if (b < nb) coop_final<FMT, TM>(wr + (size_t)b * BS, act + (size_t)b * A8K, as, T, S, M, p);
-        /* block base + gs belongs to lane (base % 32) + gs: fetch it from group gs's lane 8 gs */
-        int gs = lane - (base & 31);
-        bool mine = gs >= 0 && gs < 4 && base + gs < nb;
+#pragma unroll
+        for (int r = 0; r < R; r++)
 #pragma unroll
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;
-            float v = __shfl_sync(FULL_MASK, p[t], (gs & 3) << 3);
-            if (mine) acc[t] = __fadd_rn(acc[t], v);
+#pragma unroll
+            for (int o = TPB / 2; o >= 1; o >>= 1) {
+                S[r][t] += __shfl_xor_sync(FULL_MASK, S[r][t], o);
+                if (coop_fmt<FMT>::has_m) M[r][t] += __shfl_xor_sync(FULL_MASK, M[r][t], o);
+            }
+        }
+        if (b < nb) {
+#pragma unroll
+            for (int r = 0; r < R; r++) coop_final<FMT, TM>(wr[r] + (size_t)b * BS, act + (size_t)b * A8K, as, T, S[r], M[r], p[r]);
+        }
+        /* block base + gs belongs to lane (base % 32) + gs: fetch it from group gs's first lane */
+        int gs = lane - (base & 31);
+        bool mine = gs >= 0 && gs < G && base + gs < nb;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            float v = __shfl_sync(FULL_MASK, p[r][t], (gs & (G - 1)) * TPB);
+            if (mine) acc[r][t] = __fadd_rn(acc[r][t], v);
         }
     }
 #pragma unroll
-    for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t]);
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < TM; t++) acc[r][t] = warp_canon_finish(acc[r][t]);
 }
 #endif

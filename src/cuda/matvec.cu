@@ -81,12 +81,16 @@ template <int FMT, int TM> static __device__ __forceinline__ void block_partials
 }
 
 /* Dot of one row against T columns; lane 0 returns the canonical result per column.
- * COOP: 8 lanes per 256-weight super-block (kquant_coop.cuh), else one lane per block. */
+ * COOP != 0: 8 lanes per 256-weight super-block (kquant_coop.cuh); 0: one lane per block. */
 template <int FMT, int TM, int COOP>
 static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, int64_t n_in, int nb,
                                                const uint8_t *__restrict__ act, size_t as, int T, float *acc) {
     if constexpr (COOP != 0) {
-        row_dot_coop<FMT, TM>(wr, nb, act, as, T, acc);
+        float a1[1][TM];
+        const uint8_t *w1[1] = { wr };
+        row_dot_coop<FMT, TM, 8, 1>(w1, nb, act, as, T, a1);
+#pragma unroll
+        for (int t = 0; t < TM; t++) acc[t] = a1[0][t];
         return;
     }
     int lane = threadIdx.x & 31;
@@ -114,53 +118,95 @@ static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, i
     for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t]);
 }
 
+/* lane 0 of the warp stores row r of group weight wi (and the residual add) */
+template <int TM>
+static __device__ __forceinline__ void store_row(const mv_group &g, int wi, int r, int T, const float *acc) {
+    int64_t no = g.n_out[wi];
+    float *y = g.y[wi], *add = g.add_to[wi];
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        y[t * no + r] = acc[t];
+        if (add) add[t * no + r] = __fadd_rn(add[t * no + r], acc[t]);
+    }
+}
+template <int TM>
+static __device__ __forceinline__ void store_swiglu(const mv_group &g, int row, int T, const float *ga, const float *ua) {
+    int64_t no = g.n_out[0];
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        float gv = ga[t], uv = ua[t];
+        g.y[0][t * no + row] = gv;
+        g.y[1][t * no + row] = uv;
+        g.swiglu_out[t * no + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
+    }
+}
+static __device__ __forceinline__ int group_weight(const mv_group &g, int row) {
+    int wi = 0;
+    while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
+    return wi;
+}
+
+/* COOP: 0 one lane per block; 8: 8 lanes per super-block, one row per warp; 16: 8 lanes per
+ * super-block, two rows per warp (rows 2w and 2w + 1; for a gate/up pair, row w of both). */
 template <int FMT, int TM, int COOP>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
+    if constexpr (COOP == 16) {
+        float acc[2][TM];
+        const uint8_t *wr[2];
+        if (g.swiglu) {
+            if (row >= g.n_out[0]) return;
+            wr[0] = g.W[0] + (size_t)row * g.row_bytes;
+            wr[1] = g.W[1] + (size_t)row * g.row_bytes;
+            row_dot_coop<FMT, TM, 8, 2>(wr, nb, act, as, T, acc);
+            if (lane == 0) store_swiglu<TM>(g, row, T, acc[0], acc[1]);
+            return;
+        }
+        int total = g.row_start[g.n], r0 = 2 * row, r1 = 2 * row + 1;
+        if (r0 >= total) return;
+        int w0 = group_weight(g, r0), w1 = r1 < total ? group_weight(g, r1) : w0;
+        int q0 = r0 - g.row_start[w0], q1 = r1 < total ? r1 - g.row_start[w1] : q0;   /* past the end: row r0 again, not stored */
+        wr[0] = g.W[w0] + (size_t)q0 * g.row_bytes;
+        wr[1] = g.W[w1] + (size_t)q1 * g.row_bytes;
+        row_dot_coop<FMT, TM, 8, 2>(wr, nb, act, as, T, acc);
+        if (lane == 0) {
+            store_row<TM>(g, w0, q0, T, acc[0]);
+            if (r1 < total) store_row<TM>(g, w1, q1, T, acc[1]);
+        }
+        return;
+    }
     if (g.swiglu) {
         /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
         if (row >= g.n_out[0]) return;
         float ga[TM], ua[TM];
         row_dot<FMT, TM, COOP>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ga);
         row_dot<FMT, TM, COOP>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ua);
-        if (lane == 0) {
-            int64_t no = g.n_out[0];
-#pragma unroll
-            for (int t = 0; t < TM; t++) {
-                if (t >= T) break;
-                float gv = ga[t], uv = ua[t];
-                g.y[0][t * no + row] = gv;
-                g.y[1][t * no + row] = uv;
-                g.swiglu_out[t * no + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
-            }
-        }
+        if (lane == 0) store_swiglu<TM>(g, row, T, ga, ua);
         return;
     }
-    int wi = 0;
-    while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
-    int r = row - g.row_start[wi];
     if (row >= g.row_start[g.n]) return;
+    int wi = group_weight(g, row);
+    int r = row - g.row_start[wi];
     float acc[TM];
     row_dot<FMT, TM, COOP>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
-    if (lane == 0) {
-        int64_t no = g.n_out[wi];
-        float *y = g.y[wi], *add = g.add_to[wi];
-#pragma unroll
-        for (int t = 0; t < TM; t++) {
-            if (t >= T) break;
-            y[t * no + r] = acc[t];
-            if (add) add[t * no + r] = __fadd_rn(add[t * no + r], acc[t]);
-        }
-    }
+    if (lane == 0) store_row<TM>(g, wi, r, T, acc);
 }
 
-/* Cooperative super-block kernels on (1, the default) or off (0: the one-lane-per-block path,
- * kept for comparison in tests/benchmarks). Q4_K/Q5_K's cooperative parts use 16-byte loads:
- * every weight of the group and the row stride must be 16-byte aligned, else the old path. */
-static int mv_coop = 1;
-extern "C" void cuda_matvec_set_coop(int on) { mv_coop = on != 0; }
+/* Kernel of the 256-weight formats: 8 (8 lanes per super-block, one row per warp), 16 (8 lanes
+ * per super-block, two rows per warp), 0 (the first kernel, one lane per super-block: kept for
+ * comparison in tests and benchmarks), or -1: each format's default (coop_default). Q4_K /
+ * Q5_K's cooperative parts use 16-byte loads: every weight of the group and the row stride
+ * must be 16-byte aligned, else the one-lane path runs. */
+static int mv_coop = -1;
+extern "C" void cuda_matvec_set_coop(int v) { mv_coop = v == 0 || v == 8 || v == 16 ? v : -1; }
+static int coop_default(int fmt, int T) {
+    (void)fmt; (void)T;
+    return 8;
+}
 
 template <int FMT, int COOP>
 static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
@@ -175,14 +221,17 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     int rows = g->swiglu ? (int)g->n_out[0] : g->row_start[g->n];
     unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
     const uint8_t *a = (const uint8_t *)act;
-    int coop = coop_fmt<FMT>::ok && mv_coop;
+    int coop = !coop_fmt<FMT>::ok ? 0 : mv_coop >= 0 ? mv_coop : coop_default(FMT, T);
     if (coop && (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K)) {
         if (g->row_bytes % 16) coop = 0;
         for (int i = 0; i < (g->swiglu ? 2 : g->n); i++)
             if ((uintptr_t)g->W[i] % 16) coop = 0;
     }
-    if (coop_fmt<FMT>::ok && coop) launch_tm<FMT, coop_fmt<FMT>::ok>(g, n_in, nb, a, as, T, blocks, st);
-    else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
+    if (coop_fmt<FMT>::ok && coop == 8) launch_tm<FMT, coop_fmt<FMT>::ok * 8>(g, n_in, nb, a, as, T, blocks, st);
+    else if (coop_fmt<FMT>::ok && coop == 16) {
+        int warps = g->swiglu ? rows : (rows + 1) / 2;
+        launch_tm<FMT, coop_fmt<FMT>::ok * 16>(g, n_in, nb, a, as, T, (unsigned)((warps + MV_WARPS - 1) / MV_WARPS), st);
+    } else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
     return CU_LAUNCHED();
 }
 

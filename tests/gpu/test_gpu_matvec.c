@@ -3,7 +3,8 @@
  * reference (act_quantize_row + quant_traits.dot_ref per row and column) bit for bit, for
  * T = 1..8 columns and several row lengths (partial lane groups, many blocks per lane).
  * Batch invariance: column c of a T-column call equals the 1-column call on column c.
- * The 256-weight formats are checked with both kernels (cuda_matvec_set_coop 1 and 0).
+ * The 256-weight formats are checked with every kernel (cuda_matvec_set_coop: the default,
+ * 8 lanes per super-block with 1 and 2 rows per warp, one lane per super-block).
  * Prints one checksum line per format (FNV-1a over the output bits of the largest case). */
 #include "test.h"
 #include <stdint.h>
@@ -113,14 +114,15 @@ int main(void) {
         int64_t lens[] = { B, 3 * B, 33 * B, B == 256 ? 41 * 256 : 136 * 32, 4096 };
         /* 256-weight formats have two kernels (8 lanes per super-block, and the first one
          * lane per super-block): both must give the reference bits */
-        for (int coop = 1; coop >= (B == 256 ? 0 : 1); coop--) {
-            cuda_matvec_set_coop(coop);
+        static const int lanes[] = { -1, 8, 16, 0 };   /* default, 8 per super-block (1 and 2 rows per warp), one lane */
+        for (int v = 0; v < (B == 256 ? 4 : 1); v++) {
+            cuda_matvec_set_coop(lanes[v]);
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
                 if (lens[i] % qt->blck) continue;
-                check_format(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), i == 4 && coop);
+                check_format(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), i == 4 && v == 0);
             }
         }
-        cuda_matvec_set_coop(1);
+        cuda_matvec_set_coop(-1);
     }
     printf("%d formats checked against the CPU reference\n", n_formats_tested);
     CHECK(n_formats_tested >= 10);
