@@ -74,10 +74,9 @@ int cuda_matvec_preq(const void *W, int type, int64_t n_in, int64_t n_out, const
                      void *stream);
 /* Activation format (act_format) of a weight type, -1 if unsupported. */
 int cuda_type_act(int type);
-/* Kernel of the 256-weight formats (K-quants, IQ codebooks): 8 = 8 lanes per super-block,
- * one row per warp; 16 = 8 lanes per super-block, two rows per warp; 0 = one lane per
- * super-block (the first kernels); anything else: each format's default. Tests and
- * benchmarks compare them; the bits are the same either way. */
+/* Kernel of the 256-weight formats (K-quants, IQ codebooks): 8 = 8 lanes per super-block
+ * (the default), 0 = one lane per super-block (the first kernels); anything else: each
+ * format's default. Tests and benchmarks compare them; the bits are the same either way. */
 void cuda_matvec_set_coop(int variant);
 /* Quantize T f32 rows of n values into the activation format act (act_format); dst holds
  * T rows of act_row_bytes(act, n) bytes. */

@@ -69,9 +69,21 @@ static __device__ __forceinline__ void coop_part(const uint8_t *__restrict__ blk
                 hi[i] |= ((hb[i] >> (2 * j + 1)) & 0x01010101u) << 4;
             }
         }
+        /* d | dmin | scales[12] in one 16-byte load; 6-bit scale/min of 32-sub-blocks 2j, 2j+1
+         * (kq_scale_min's bit layout): j < 2 (sub-blocks 0..3): sc = s[i] & 63, m = s[i+4] & 63;
+         * else (4..7): sc = s[i+4] & 15 | (s[i-4] >> 6) << 4, m = s[i+4] >> 4 | (s[i] >> 6) << 4 */
+        uint4 hd = *(const uint4 *)blk;
         int scA, mA, scB, mB;
-        kq_scale_min(blk + 4, 2 * j, &scA, &mA);
-        kq_scale_min(blk + 4, 2 * j + 1, &scB, &mB);
+        if (j < 2) {
+            uint32_t lo4 = hd.y >> (16 * j), mn4 = hd.z >> (16 * j);   /* bytes s[2j], s[2j+1] / s[2j+4], s[2j+5] */
+            scA = lo4 & 63; scB = (lo4 >> 8) & 63;
+            mA = mn4 & 63; mB = (mn4 >> 8) & 63;
+        } else {
+            int sh = 16 * (j - 2);
+            uint32_t s4 = hd.y >> sh, s0 = hd.z >> sh, s8 = hd.w >> sh;   /* s[i-4], s[i], s[i+4] for i = 2j, 2j+1 */
+            scA = (s8 & 15) | ((s4 >> 6) & 3) << 4;        scB = ((s8 >> 8) & 15) | ((s4 >> 14) & 3) << 4;
+            mA = ((s8 >> 4) & 15) | ((s0 >> 6) & 3) << 4;  mB = ((s8 >> 12) & 15) | ((s0 >> 14) & 3) << 4;
+        }
 #pragma unroll
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;

@@ -148,37 +148,14 @@ static __device__ __forceinline__ int group_weight(const mv_group &g, int row) {
     return wi;
 }
 
-/* COOP: 0 one lane per block; 8: 8 lanes per super-block, one row per warp; 16: 8 lanes per
- * super-block, two rows per warp (rows 2w and 2w + 1; for a gate/up pair, row w of both). */
+/* COOP: 0 one lane per block; 8: 8 lanes per super-block (kquant_coop.cuh). Two rows per warp
+ * (row_dot_coop's R = 2) measured 0-20% slower than one on the H200 (docs/BENCHMARKS.md,
+ * CUDA): the kernel is bound by instructions, not by loads in flight, so it is not built. */
 template <int FMT, int TM, int COOP>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
-    if constexpr (COOP == 16) {
-        float acc[2][TM];
-        const uint8_t *wr[2];
-        if (g.swiglu) {
-            if (row >= g.n_out[0]) return;
-            wr[0] = g.W[0] + (size_t)row * g.row_bytes;
-            wr[1] = g.W[1] + (size_t)row * g.row_bytes;
-            row_dot_coop<FMT, TM, 8, 2>(wr, nb, act, as, T, acc);
-            if (lane == 0) store_swiglu<TM>(g, row, T, acc[0], acc[1]);
-            return;
-        }
-        int total = g.row_start[g.n], r0 = 2 * row, r1 = 2 * row + 1;
-        if (r0 >= total) return;
-        int w0 = group_weight(g, r0), w1 = r1 < total ? group_weight(g, r1) : w0;
-        int q0 = r0 - g.row_start[w0], q1 = r1 < total ? r1 - g.row_start[w1] : q0;   /* past the end: row r0 again, not stored */
-        wr[0] = g.W[w0] + (size_t)q0 * g.row_bytes;
-        wr[1] = g.W[w1] + (size_t)q1 * g.row_bytes;
-        row_dot_coop<FMT, TM, 8, 2>(wr, nb, act, as, T, acc);
-        if (lane == 0) {
-            store_row<TM>(g, w0, q0, T, acc[0]);
-            if (r1 < total) store_row<TM>(g, w1, q1, T, acc[1]);
-        }
-        return;
-    }
     if (g.swiglu) {
         /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
         if (row >= g.n_out[0]) return;
@@ -196,13 +173,13 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
     if (lane == 0) store_row<TM>(g, wi, r, T, acc);
 }
 
-/* Kernel of the 256-weight formats: 8 (8 lanes per super-block, one row per warp), 16 (8 lanes
- * per super-block, two rows per warp), 0 (the first kernel, one lane per super-block: kept for
- * comparison in tests and benchmarks), or -1: each format's default (coop_default). Q4_K /
+/* Kernel of the 256-weight formats: 8 (8 lanes per super-block), 0 (the first kernel, one
+ * lane per super-block: kept for comparison in tests and benchmarks), or -1: each format's
+ * default (coop_default). Q4_K /
  * Q5_K's cooperative parts use 16-byte loads: every weight of the group and the row stride
  * must be 16-byte aligned, else the one-lane path runs. */
 static int mv_coop = -1;
-extern "C" void cuda_matvec_set_coop(int v) { mv_coop = v == 0 || v == 8 || v == 16 ? v : -1; }
+extern "C" void cuda_matvec_set_coop(int v) { mv_coop = v == 0 || v == 8 ? v : -1; }
 static int coop_default(int fmt, int T) {
     (void)fmt; (void)T;
     return 8;
@@ -228,10 +205,7 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             if ((uintptr_t)g->W[i] % 16) coop = 0;
     }
     if (coop_fmt<FMT>::ok && coop == 8) launch_tm<FMT, coop_fmt<FMT>::ok * 8>(g, n_in, nb, a, as, T, blocks, st);
-    else if (coop_fmt<FMT>::ok && coop == 16) {
-        int warps = g->swiglu ? rows : (rows + 1) / 2;
-        launch_tm<FMT, coop_fmt<FMT>::ok * 16>(g, n_in, nb, a, as, T, (unsigned)((warps + MV_WARPS - 1) / MV_WARPS), st);
-    } else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
+    else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
     return CU_LAUNCHED();
 }
 

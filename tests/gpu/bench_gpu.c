@@ -12,8 +12,7 @@
  * Arguments: "matvec" / "decode" run one part; "big" adds the 8B shape to decode; "only=Q4_K,Q6_K"
  * limits matvec to those formats, "shape=1" to one shape (0: 4096x4096, 1: 14336x4096,
  * 2: 151936x2048). 256-weight formats are timed with each kernel ("lane": one lane per
- * super-block, the first kernel; "coop8" / "coop8x2": 8 lanes per super-block, 1 / 2 rows
- * per warp). */
+ * super-block, the first kernel; "coop8": 8 lanes per super-block, the default). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +110,8 @@ static void bench_matvec(double ceiling) {
             cuda_act_quantize(af, dx, n_in, 8, dact, NULL);
             /* 256-weight formats: the first kernel (one lane per super-block, "lane") and
              * the cooperative one (8 lanes per super-block, "coop", the default) */
-            static const int lanes[] = { 0, 8, 16 };
-            for (int v = qt->blck == 256 ? 0 : 2; v <= 2; v++)
+            static const int lanes[] = { 0, 8 };
+            for (int v = qt->blck == 256 ? 0 : 1; v <= 1; v++)
             for (int T = 1; T <= 8 && ok; T += 7) {
                 cuda_matvec_set_coop(lanes[v]);
                 mv_job j = { W, ncopy, type, n_in, n_out, dact, T, dy, 0 };
@@ -125,7 +124,7 @@ static void bench_matvec(double ceiling) {
                 qsort(t, 7, sizeof(double), cmp_d);
                 double us = t[3] * 1e3, gbs = bytes / (t[3] * 1e-3) / 1e9;
                 printf("%-8s %6lldx%-7lld %2d %10.1f %9.0f %5.0f%%  %s\n", qt->name, (long long)n_out, (long long)n_in, T, us, gbs,
-                       100.0 * gbs / ceiling, qt->blck != 256 ? "" : v == 0 ? "lane" : v == 1 ? "coop8" : "coop8x2");
+                       100.0 * gbs / ceiling, qt->blck != 256 ? "" : v == 0 ? "lane" : "coop8");
             }
             cuda_matvec_set_coop(-1);
             if (cuda_synchronize() != 0) printf("%s: CUDA error %s\n", qt->name, cuda_last_error());
