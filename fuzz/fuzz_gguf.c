@@ -7,7 +7,8 @@
  *     gguf_tensor_nbytes, tensors do not overlap (checked pairwise on small files);
  *   - every typed getter runs on every key (whatever type it holds);
  *   - an accepted file whose keys and names hold no NUL byte survives a round trip through
- *     the writer: the rewrite opens again with the same keys, tensors and tensor bytes. */
+ *     the writer: the rewrite opens again with the same keys, tensors and tensor bytes;
+ *   - an accepted file opened again with an allocation failing is a clean "out of memory". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,5 +120,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_tensors(f);
     round_trip(f);
     gguf_close(f);
+
+    /* the same file with the k-th allocation failing (k from the input): a clean error that
+     * says "out of memory", or success when the reader needs fewer allocations; no leak */
+    long k = 1 + (long)(size % 13);
+    f = NULL;
+    st_alloc_fail_after(k);
+    r = gguf_open_memory(data, size, "fuzz.gguf", &f, err, sizeof err);
+    int injected = st_alloc_fail_pending() == 0;
+    st_alloc_fail_after(0);
+    if (r == 0) { FUZZ_ASSERT(!injected); gguf_close(f); }
+    else FUZZ_ASSERT(injected && f == NULL && strstr(err, "out of memory"));
     return 0;
 }

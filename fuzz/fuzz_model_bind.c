@@ -4,7 +4,8 @@
  * Oracles: rejections carry a message that names the file; a bound model's weights lie
  * inside the buffer with the shape the hyperparameters ask for; a loaded tokenizer encodes a
  * fixed text and the input's own bytes into ids inside the vocabulary, and decodes them
- * again without reading outside its tables. */
+ * again without reading outside its tables; loading it again with an allocation failing is a
+ * clean "out of memory". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_ASSERT(t != NULL && tokenizer_n_vocab(t) > 0);
         exercise_tokenizer(t, data, size);
         tokenizer_free(t);
+        /* again with the k-th allocation failing (k from the input): clean error, no leak */
+        st_alloc_fail_after(1 + (long)(size % 23));
+        t = NULL;
+        int r = tokenizer_load_gguf(f, &t, err, sizeof err);
+        int injected = st_alloc_fail_pending() == 0;
+        st_alloc_fail_after(0);
+        if (r == 0) { FUZZ_ASSERT(!injected); tokenizer_free(t); }
+        else FUZZ_ASSERT(injected && t == NULL && strstr(err, "out of memory"));
     } else {
         FUZZ_ASSERT(t == NULL && !strncmp(err, "fuzz.gguf: ", 11));
     }

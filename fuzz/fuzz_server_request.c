@@ -13,6 +13,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "server/request.h"
+#include "core/util.h"
 
 #define FUZZ_ASSERT(c) do { if (!(c)) { fprintf(stderr, "fuzz_server_request: assertion failed: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
@@ -49,5 +50,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < r.n_prompt_ids; i++) FUZZ_ASSERT(r.prompt_ids[i] >= 0);
     }
     gen_request_free(&r);
+
+    /* an accepted body parsed again with the k-th allocation failing (k from the input): a
+     * 500 "out of memory" or success, nothing leaked (jansson's own allocations use malloc
+     * and are not injected) */
+    st_alloc_fail_after(1 + (long)(size % 7));
+    int rc = gen_request_parse(body, len, kind, &r, &e);
+    int injected = st_alloc_fail_pending() == 0;
+    st_alloc_fail_after(0);
+    if (rc == 0) { FUZZ_ASSERT(!injected); gen_request_free(&r); }
+    else FUZZ_ASSERT(injected && e.status == 500);
     return 0;
 }

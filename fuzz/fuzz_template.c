@@ -55,9 +55,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         FUZZ_ASSERT(memchr(err, 0, sizeof err) != NULL);   /* message terminated inside err */
     }
-    /* the plain renderer with the conversation as variables */
+    /* the plain renderer with the extra variables, the k-th allocation failing (k from the
+     * input): a result or an error, never a crash or a leak */
     err[0] = 0;
+    st_alloc_fail_after(1 + (long)(size % 97));
     out = jinja_render(tmpl, extra, 1700000000, err, sizeof err);
+    st_alloc_fail_after(0);
+    FUZZ_ASSERT(out || memchr(err, 0, sizeof err));
     st_free(out);
     free(buf);
     return 0;

@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "model/synth.h"
 #include "quant/blocks.h"
+#include "template/jinja.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -218,6 +219,32 @@ static void test_alloc_failure(void) {
     unlink(path);
 }
 
+/* Hostile chat templates (a GGUF's tokenizer.chat_template is as untrusted as the rest of
+ * the file): a macro that recurses through a deeply nested expression or block structure
+ * overflowed the C stack (SIGSEGV) before the evaluator bounded its total depth
+ * (JINJA_EVAL_DEPTH_MAX; found by fuzz/fuzz_template). Each must now be a clean error. */
+static void test_hostile_templates(void) {
+    static const char *files[] = {
+        "tests/data/template_attacks/fuzz-crash-macro-negation-chain.jinja",
+        "tests/data/template_attacks/recursive-macro-deep-expression.jinja",
+        "tests/data/template_attacks/recursive-macro-deep-blocks.jinja",
+        "tests/data/template_attacks/recursive-macro-long-filter-chain.jinja",
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        long n;
+        unsigned char *src = read_file(files[i], &n);
+        CHECKF(src != NULL, "%s unreadable", files[i]);
+        if (!src) continue;
+        src[n] = 0;   /* the fuzzer's input: template, then (after a NUL) the conversation */
+        const char *msgs = "[{\"role\":\"user\",\"content\":\"x\"}]";
+        char *out = jinja_render_chat_at((const char *)src, msgs, NULL, 1, "<s>", "</s>", NULL, 1700000000, err, sizeof err);
+        CHECKF(out == NULL, "%s rendered", files[i]);
+        CHECKF(strstr(err, "maximum recursion depth exceeded") != NULL, "%s: %s", files[i], err);
+        st_free(out);
+        free(src);
+    }
+}
+
 int main(void) {
     if (access(ATTACK_DIR "/expected.tsv", R_OK))
         SKIP_ALL("%s not found: run from the repository root (make test)", ATTACK_DIR);
@@ -225,5 +252,6 @@ int main(void) {
     RUN(test_attack_corpus);
     RUN(test_every_prefix);
     RUN(test_alloc_failure);
+    RUN(test_hostile_templates);
     TEST_DONE();
 }

@@ -434,14 +434,34 @@ static jv eval_call(jctx *c, const jnode *e, jscope *sc, jv *caller) {
 }
 
 /* ---- expressions ----------------------------------------------------------------------- */
-static jv apply_filters(jctx *c, const jnode *e, jv input, jscope *sc) {
-    /* e: chain of E_FILTER nodes whose innermost operand is NULL (block filters) */
-    jv v = !e->a ? input : e->a->kind == E_FILTER ? apply_filters(c, e->a, input, sc) : jeval(c, e->a, sc);
-    jargs a = eval_args(c, e, sc, 0);
-    return jfilter_apply(c, e->name, v, a.args, a.n, a.kw, a.kwv, a.nkw, sc);
+/* Every recursion of the evaluator passes here (jeval, apply_filters, jrender_body): the C
+ * stack stays bounded whatever the template (a jfail longjmps out of the whole render, so
+ * the count needs no unwinding). */
+static void eval_enter(jctx *c, int line) {
+    if (++c->eval_depth > JINJA_EVAL_DEPTH_MAX)
+        jfail(c, "line %d: maximum recursion depth exceeded (evaluation nested %d deep)", line, JINJA_EVAL_DEPTH_MAX);
 }
 
+static jv apply_filters(jctx *c, const jnode *e, jv input, jscope *sc) {
+    /* e: chain of E_FILTER nodes whose innermost operand is NULL (block filters) */
+    eval_enter(c, e->line);
+    jv v = !e->a ? input : e->a->kind == E_FILTER ? apply_filters(c, e->a, input, sc) : jeval(c, e->a, sc);
+    jargs a = eval_args(c, e, sc, 0);
+    jv r = jfilter_apply(c, e->name, v, a.args, a.n, a.kw, a.kwv, a.nkw, sc);
+    c->eval_depth--;
+    return r;
+}
+
+static jv jeval_node(jctx *c, const jnode *e, jscope *sc);
+
 jv jeval(jctx *c, const jnode *e, jscope *sc) {
+    eval_enter(c, e->line);
+    jv v = jeval_node(c, e, sc);
+    c->eval_depth--;
+    return v;
+}
+
+static jv jeval_node(jctx *c, const jnode *e, jscope *sc) {
     switch (e->kind) {
     case E_CONST: return e->val;
     case E_NAME: {
@@ -690,7 +710,9 @@ static void render_stmt(jctx *c, const jnode *n, jscope *sc) {
 
 void jrender_body(jctx *c, const jnode *body, jscope *sc) {
     for (int i = 0; i < body->n_items; i++) {
+        eval_enter(c, body->items[i]->line);
         render_stmt(c, body->items[i], sc);
+        c->eval_depth--;
         if (c->loop_ctl) return;
     }
 }

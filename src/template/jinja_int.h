@@ -17,6 +17,11 @@
 #define JINJA_OUTPUT_MAX     ((size_t)64 << 20)  /* bytes of rendered text */
 #define JINJA_CALL_DEPTH_MAX 100                 /* nested macro/caller calls */
 #define JINJA_PARSE_DEPTH_MAX 400                /* nested expressions/blocks in the source */
+/* Nested evaluation (expressions and statements) summed over every active macro call: the
+ * two limits above multiply (100 macro levels x 400 nested levels = 40000 C frames overflow
+ * an 8 MiB stack; found by fuzz/fuzz_template), so the evaluator bounds their product too.
+ * Python's jinja2 stops far earlier (RecursionError at ~1000 Python frames). */
+#define JINJA_EVAL_DEPTH_MAX 1000
 #define JINJA_STEPS_MAX      20000000LL          /* loop iterations + calls + filter element steps */
 
 /* ---- arena --------------------------------------------------------------------------- */
@@ -132,6 +137,7 @@ struct jctx {
     jbuf *out;
     jscope *globals;
     int depth;                 /* macro call depth */
+    int eval_depth;            /* nested jeval/render_stmt frames (JINJA_EVAL_DEPTH_MAX) */
     long long steps;
     int loop_ctl;              /* 0, 1 break, 2 continue */
     int in_loop;
