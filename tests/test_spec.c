@@ -173,6 +173,34 @@ static void test_rollback_bits(strata_model *m) {
     strata_session_free(b);
 }
 
+/* A draft model (here the model itself, the extreme of a good drafter): ids identical to
+ * --spec 0, nearly every draft accepted; a vocabulary mismatch is refused. */
+static void test_draft_model(strata_model *m) {
+    const char *prompt = prompts[2];
+    collected base, other;
+    CHECK(gen_ids(m, prompt, 0, 24, &base, NULL) > 0);
+    char err[256];
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 512;
+    sp.spec_draft = 4;
+    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+    CHECK(s != NULL);
+    if (!s) return;
+    CHECK(strata_session_set_draft_model(s, m, err, sizeof err) == 0);
+    int32_t ids[512];
+    int n = strata_tokenize(m, prompt, strlen(prompt), 1, 1, ids, 512);
+    other.n = 0;
+    strata_generate(s, ids, n, 24, collect, &other);
+    strata_stats st;
+    strata_session_get_stats(s, &st);
+    CHECKF(other.n == base.n && !memcmp(other.ids, base.ids, (size_t)base.n * sizeof(int32_t)),
+           "draft-model ids differ from --spec 0");
+    CHECKF(st.n_drafted > 0 && st.n_accepted * 10 >= st.n_drafted * 9, "drafted %ld accepted %ld", st.n_drafted,
+           st.n_accepted);
+    fprintf(stderr, "draft model (self): drafted %ld accepted %ld windows %ld\n", st.n_drafted, st.n_accepted, st.n_windows);
+    strata_session_free(s);
+}
+
 int main(void) {
     RUN(test_suffix_vs_brute);
     RUN(test_acceptance_statistics);
@@ -191,6 +219,7 @@ int main(void) {
         t_current = exact ? "greedy_identical_exact" : "greedy_identical_default";
         test_greedy_identical(m, t_current, exact ? 24 : 40);
         if (!exact) { t_current = "rollback_bits"; test_rollback_bits(m); }
+        if (!exact) { t_current = "draft_model"; test_draft_model(m); }
         strata_model_free(m);
     }
     TEST_DONE();
