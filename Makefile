@@ -161,7 +161,7 @@ fuzz: fuzz-build model
 	  STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" $(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $$dict $(FUZZ_ARGS) \
 	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t >$(FUZZ_BUILD)/$$t.log 2>&1; rc=$$?; \
-	  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' $(FUZZ_BUILD)/$$t.log; \
+	  grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb)' $(FUZZ_BUILD)/$$t.log; \
 	  if [ $$rc != 0 ]; then tail -n 40 $(FUZZ_BUILD)/$$t.log; \
 	    echo "$$t: FAILED (exit $$rc); the input is in $(FUZZ_BUILD)/crash-$$t-*"; exit 1; fi; \
 	done
