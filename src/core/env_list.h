@@ -12,4 +12,4 @@ X(ENV_CUDA_GRAPH,    "STRATA_CUDA_GRAPH",    ENV_BOOL, "1",    "CUDA greedy deco
 X(ENV_CUDA_FUSE,     "STRATA_CUDA_FUSE",     ENV_BOOL, "1",    "CUDA backend: fuse ops that share inputs (norm+quantize, q/k/v, gate/up+SwiGLU, matvec+residual); 0: one kernel per op")
 X(ENV_MOE,          "STRATA_MOE",          ENV_STR,  "grouped", "CPU MoE expert kernels: grouped (each expert read once for its tokens) or per-token (reference); same bits")
 X(ENV_CUDA_ATTN,     "STRATA_CUDA_ATTN",     ENV_STR,  "exact", "CUDA attention: exact (the CPU order, bit-identical) or split (KV range split over blocks, faster at long context)")
-X(ENV_POOL_SPIN,     "STRATA_POOL_SPIN",    ENV_INT,  "0",    "thread pool: pause iterations a waiting thread spins before yielding, then sleeping (0: sleep at once)")
+X(ENV_POOL_SPIN,     "STRATA_POOL_SPIN",    ENV_INT,  "2000", "thread pool: pause iterations a waiting thread spins before yielding, then sleeping (0: sleep at once: use on an oversubscribed machine)")
