@@ -63,15 +63,23 @@ const char *matvec_kernel_name(int type) {
 /* ---- per-call scratch: the quantized activations ------------------------------------- */
 
 /* Thread-local growable buffer: one per calling thread, so concurrent callers (sessions on
- * different threads) never share it, and a decode loop allocates nothing after warm-up. */
+ * different threads) never share it, and a decode loop allocates nothing after warm-up.
+ * A thread-specific key frees it when the thread exits (the server's decode thread). */
 static _Thread_local void *act_scratch;
 static _Thread_local size_t act_scratch_cap;
+static pthread_key_t act_scratch_key;
+static pthread_once_t act_scratch_once = PTHREAD_ONCE_INIT;
+
+static void act_scratch_free(void *p) { st_free(p); }
+static void act_scratch_key_init(void) { pthread_key_create(&act_scratch_key, act_scratch_free); }
 
 static void *act_scratch_get(size_t n) {
     if (n <= act_scratch_cap) return act_scratch;
     void *p = st_realloc(act_scratch, n);
     if (!p) return NULL;
     act_scratch = p; act_scratch_cap = n;
+    pthread_once(&act_scratch_once, act_scratch_key_init);
+    pthread_setspecific(act_scratch_key, p);
     return p;
 }
 
