@@ -272,7 +272,7 @@ def attacks():
     x = m(); x.tensors = [t for t in x.tensors if t[0] != 'blk.0.ffn_up.weight']
     add('tensor-missing.gguf', x, 'missing tensor blk.0.ffn_up.weight')
     x = m(); x.tensor('blk.0.attn_q.weight')[2] = T_I64
-    add('tensor-type-not-computable.gguf', x, 'tensor blk.0.attn_q.weight has type ? (id 27), which strata cannot compute with')
+    add('tensor-type-not-computable.gguf', x, 'tensor blk.0.attn_q.weight has type I64 (id 27), which strata cannot compute with')
     x = m(); x.tensor('token_embd.weight')[1] = [8, 4]
     add('vocab-larger-than-embeddings.gguf', x, 'the tokenizer has 12 tokens but token_embd.weight has 4 rows')
     # ---- vocabulary ----

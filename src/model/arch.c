@@ -138,7 +138,7 @@ static int bind_weight(const gguf_file *f, const char *name, int64_t n_in, int64
     const quant_traits *qt = quant_traits_get(t->type);
     if (!qt || !qt->dequant_row) {
         snprintf(err, errlen, "%s: tensor %s has type %s (id %d), which strata cannot compute with", f->path, name,
-                 quant_type_name(t->type), t->type);
+                 gguf_type_name(t->type), t->type);
         return -1;
     }
     w->data = t->data; w->type = t->type; w->n_in = n_in; w->n_out = n_out; w->n_expert = n_expert;
