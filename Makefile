@@ -71,7 +71,8 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS) $(CUDA_LIBS)
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
-APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev clang unzip
+# chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
+APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev clang unzip chromium
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
@@ -91,7 +92,7 @@ run: setup-sys model
 
 test: setup
 	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_webui.sh
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
@@ -129,6 +130,7 @@ test-server: setup
 	@$(MAKE) --no-print-directory $(BIN)
 	@$(PY) -c "import openai" 2>/dev/null || $(PY) -m pip install -q openai
 	STRATA_MODEL="$(MODEL)" $(PY) tests/server/test_openai.py --bin $(BIN) --model "$(MODEL)"
+	$(PY) tests/server/test_webui_chromium.py --bin $(BIN) --model "$(MODEL)"
 
 # ---- fuzzing (fuzz/, docs/RELIABILITY.md): libFuzzer targets built with clang ------------
 # `make fuzz` builds the library again with clang (-fsanitize=fuzzer-no-link + ASan + UBSan,
