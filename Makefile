@@ -21,6 +21,14 @@ CFLAGS  = $(CFLAGS_BASE) $(SAN) $(EXTRA_CFLAGS)
 LDLIBS  = -lm -lpthread
 # libmicrohttpd (server) and jansson (JSON: server, chat templates) come from Debian (setup-sys)
 LDLIBS += -lmicrohttpd -ljansson
+# Optional prefix of unpacked Debian packages (headers + static libraries), for machines without
+# the -dev packages and without apt, such as the GPU machine: `sh tools/gpu_deps.sh` fills
+# .gpudeps with jansson, and it is used when the system has no jansson.h (or DEPS=dir).
+DEPS    ?= $(if $(wildcard /usr/include/jansson.h),,$(wildcard .gpudeps))
+ifneq ($(strip $(DEPS)),)
+CFLAGS_BASE += -I$(DEPS)/usr/include
+LDFLAGS_DEPS = -L$(DEPS)/usr/lib/x86_64-linux-gnu
+endif
 
 # ---- CUDA: compiled into the library when nvcc is on PATH (NVCC= disables it) ----------
 # Only sm_90 (H100/H200) is generated, which keeps the CUDA compile quick; --fmad=false keeps
@@ -44,6 +52,10 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 LIB       := $(BUILD)/libstrata.a
+# The library without the HTTP server (no libmicrohttpd): what the GPU tests link.
+CORE_OBJS := $(filter-out $(BUILD)/src/server/%,$(LIB_OBJS))
+LIB_CORE  := $(BUILD)/libstrata_core.a
+LDLIBS_CORE = -lm -lpthread -ljansson
 BIN       := $(BUILD)/strata
 
 .PHONY: all setup setup-sys setup-py model run test test-asan bench clean fuzz test-gpu bench-gpu
@@ -64,11 +76,14 @@ $(BUILD)/%.o: %.cu
 $(LIB): $(LIB_OBJS) $(CUDA_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+$(LIB_CORE): $(CORE_OBJS) $(CUDA_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
 $(BIN): $(CLI_OBJS) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS) $(CUDA_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CUDA_LIBS)
 $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS) $(CUDA_LIBS)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CUDA_LIBS)
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
@@ -110,12 +125,14 @@ clean:
 # `make bench-gpu`: matvec GB/s per format and decode tok/s (docs/BENCHMARKS.md, "CUDA").
 GPU_TEST_SRCS := $(wildcard tests/gpu/test_*.c)
 GPU_TEST_BINS := $(GPU_TEST_SRCS:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
-$(BUILD)/tests/gpu/%: tests/gpu/%.c $(LIB) tests/test.h $(wildcard tests/gpu/*.h)
+# The GPU programs link the library without the server ($(LIB_CORE)): the GPU machine has no
+# libmicrohttpd, and jansson comes from .gpudeps there (tools/gpu_deps.sh, see DEPS above).
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(LIB_CORE) tests/test.h $(wildcard tests/gpu/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Itests/gpu -o $@ $< $(LIB) $(LDLIBS) $(CUDA_LIBS)
+	$(CC) $(CFLAGS) -Itests -Itests/gpu -o $@ $< $(LIB_CORE) $(LDFLAGS_DEPS) $(LDLIBS_CORE) $(CUDA_LIBS)
 test-gpu:
 	@if [ -z "$(strip $(NVCC))" ]; then echo "test-gpu: nvcc not found (the CUDA backend is not built)"; exit 1; fi
-	@$(MAKE) --no-print-directory $(GPU_TEST_BINS)
+	@$(MAKE) --no-print-directory $(GPU_TEST_BINS) $(BUILD)/tests/gpu/bench_gpu
 	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BINS)
 bench-gpu:
 	@if [ -z "$(strip $(NVCC))" ]; then echo "bench-gpu: nvcc not found"; exit 1; fi
