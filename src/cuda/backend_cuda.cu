@@ -21,6 +21,8 @@
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "expf_host.cuh"
+#include "dev_alloc.cuh"
+#include "sample_cuda.h"
 #include <math.h>
 #include <stdlib.h>
 extern "C" {
@@ -43,7 +45,7 @@ static int expf_init(void) {
     expf_table t;
     expf_table_make(&t);
     int mode = expf_host_select(&t);
-    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode)) return -1;
+    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode) || cuda_moe_expf_init(&t, mode)) return -1;
     g_expf_mode = mode;
     if (mode < 0)
         fprintf(stderr, "strata: CUDA backend: this host's expf is not the algorithm the GPU reproduces; SwiGLU and "
@@ -136,8 +138,7 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
     for (int i = 0; i < n; i++) {
         weight *x = list[i].w;
         void *d = NULL;
-        if (cudaMalloc(&d, x->nbytes) != cudaSuccess) {
-            cudaGetLastError();
+        if (cuda_dev_malloc(&d, x->nbytes) != cudaSuccess) {
             size_t fr = 0, tot = 0;
             cudaMemGetInfo(&fr, &tot);
             snprintf(err, errlen,
@@ -151,7 +152,7 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
         }
         if (cudaMemcpy(d, x->data, x->nbytes, cudaMemcpyHostToDevice) != cudaSuccess) {
             snprintf(err, errlen, "copying %s to the GPU failed: %s", list[i].name, cudaGetErrorString(cudaGetLastError()));
-            cudaFree(d);
+            cuda_dev_free(d);
             st_free(list);
             cuda_weights_free(hp, w);
             return -1;
@@ -165,15 +166,21 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
     return 0;
 }
 
+/* Frees without allocating (a free path that needs memory leaks when memory is short): the
+ * weights list_weights names, walked in slices of a stack array. */
 extern "C" void cuda_weights_free(const hparams *hp, model_weights *w) {
-    int cap = 3 + 17 * hp->n_layers;
-    named_weight *list = (named_weight *)st_malloc((size_t)cap * sizeof *list);
-    if (!list) return;
-    int tied = w->output.data == w->tok_embd.data;
-    if (tied) w->output.dev = NULL;
-    int n = list_weights(hp, w, list, cap);
-    for (int i = 0; i < n; i++) { cudaFree(list[i].w->dev); list[i].w->dev = NULL; }
-    st_free(list);
+    if (w->output.data == w->tok_embd.data) w->output.dev = NULL;
+    hparams one = *hp;
+    model_weights part = *w;
+    named_weight list[3 + 17];
+    for (int l = -1; l < hp->n_layers; l++) {
+        /* l = -1: the global weights; then layer l alone (a one-layer view of the model) */
+        one.n_layers = l < 0 ? 0 : 1;
+        part.layers = l < 0 ? NULL : &w->layers[l];
+        if (l >= 0) { part.tok_embd.data = NULL; part.output_norm.data = NULL; part.output.data = NULL; }
+        int n = list_weights(&one, l < 0 ? w : &part, list, 3 + 17);   /* pointers into *w either way */
+        for (int i = 0; i < n; i++) { cuda_dev_free(list[i].w->dev); list[i].w->dev = NULL; }
+    }
 }
 
 /* ---- the backend state ---------------------------------------------------------------------- */
@@ -196,6 +203,15 @@ typedef struct {
     int32_t *d_ids;             /* device: token ids of the pass [FWD_MAX_T] */
     int *d_pos;                 /* device: position of token 0 (graph mode) */
     int32_t *h_token;           /* pinned host: the token id the graph returns */
+    /* the device sampler (sample.cu): sampled decode steps as one graph */
+    int32_t *d_hist;            /* device: token history [n_ctx] (repetition penalty) */
+    cuda_sample_params *d_sparams;
+    cuda_sample_io *d_sio, *h_sio;   /* device / pinned host: token + RNG state of the last draw */
+    void *samp_scratch;         /* device: cuda_sample_scratch_bytes(n_vocab) */
+    cuda_sample_params sparams; /* what d_sparams holds (sparams_known) */
+    int sparams_known, hist_len;       /* d_hist holds history[0..hist_len) */
+    cudaGraphExec_t sgraph;
+    int sgraph_ok;
     mirror mirrors[MAX_MIRRORS];
     int n_mirrors;
     const float *logits_host;   /* fwd.logits: matvec into it is read back (eager) */
@@ -220,6 +236,13 @@ typedef struct {
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
     float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
+    /* Mixture-of-Experts (moe.cu): device scratch, and the combine deferred to fuse the
+     * residual add that forward() issues next */
+    float *moe_logits;          /* [FWD_MAX_T][X] */
+    void *moe_act_r;            /* router activations when the router weight is quantized */
+    cuda_moe moe_bufs;          /* act_pairs, groups, pair_of, wts, h, act_h, y */
+    cuda_moe moe_pend;          /* the pending combine (moe_pend_on) */
+    int moe_pend_on;
     int failed;
 } cuda_be;
 
@@ -250,9 +273,15 @@ static void flush_mv(cuda_be *c) {
 }
 static void flush_ropes(cuda_be *c);
 /* launch everything deferred (an op that reads or writes anything calls this first) */
+static void flush_moe(cuda_be *c) {
+    if (!c->moe_pend_on) return;
+    c->moe_pend_on = 0;
+    if (cuda_moe_combine(&c->moe_pend, NULL, c->st)) be_fail(c, "moe combine");
+}
 static void flush(cuda_be *c) {
     flush_mv(c);
     if (c->n_ropes) flush_ropes(c);
+    flush_moe(c);
 }
 
 static void act_invalidate(cuda_be *c) { c->act_src = NULL; }
@@ -267,6 +296,7 @@ static int act_fmt_after_norm(cuda_be *c, const weight *nw) {
         const layer_weights *L = &w->layers[l];
         if (nw->data == L->attn_norm.data) next = &L->wq;
         else if (nw->data == L->ffn_norm.data && L->gate.data) next = &L->gate;
+        else if (nw->data == L->ffn_norm.data && L->gate_exps.data) next = &L->gate_exps;
     }
     if (next && cuda_type_info(next->type, NULL, &af, NULL) == 0 && af != ACT_F32) return af;
     return -1;
@@ -425,6 +455,14 @@ static void op_add(backend *be, float *x, const float *y, int n) {
     cuda_be *c = CB(be);
     float *dx = dev_of(c, x), *dy = dev_of(c, y);
     if (!dx || !dy) return;
+    if (c->moe_pend_on && c->moe_pend.out == dy && (int64_t)n == c->moe_pend.T * c->moe_pend.E && dx != dy) {
+        /* the MoE combine with the residual add as its epilogue */
+        c->moe_pend_on = 0;
+        flush(c);
+        if (cuda_moe_combine(&c->moe_pend, dx, c->st)) be_fail(c, "moe combine");
+        act_invalidate(c);
+        return;
+    }
     mv_group *g = &c->pend;
     if (c->fuse && g->n == 1 && !g->swiglu && g->y[0] == dy && (int64_t)n == c->pend_T * g->n_out[0] &&
         !ranges_overlap(dx, (size_t)n, c->pend_x, (size_t)c->pend_T * c->pend_n_in)) {
@@ -445,22 +483,72 @@ static void op_geglu(backend *be, const float *gate, const float *up, float *out
     if (cuda_geglu(dg, du, dout, n, c->st)) be_fail(c, "geglu");
 }
 
-/* Filled at first use; ops this backend lacks (moe_ffn) stay NULL, and forward() refuses
- * models that need them. */
+/* Mixture-of-Experts FFN: the router matvec (the matvec kernels), then moe.cu's routing and
+ * grouped expert kernels, all from device memory (graph-capturable); the combine waits for
+ * the residual add that follows it (op_add). */
+static void op_moe_ffn(backend *be, const layer_weights *L, int k, const float *x, int T, float *out) {
+    cuda_be *c = CB(be);
+    flush(c);
+    float *dx = dev_of(c, x), *dout = dev_of(c, out);
+    if (!dx || !dout) return;
+    const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
+    const int X = (int)R->n_out;
+    const int64_t E = G->n_in, F = G->n_out;
+    int rb, raf, rbs, gaf;
+    if (!c->moe_logits || !R->dev || !G->dev || !U->dev || !D->dev || G->type != U->type || X != c->hp.n_experts ||
+        k > c->hp.n_experts_used || T > FWD_MAX_T || cuda_type_info(R->type, &rb, &raf, &rbs) ||
+        cuda_type_info(G->type, NULL, &gaf, NULL) || !cuda_type_supported(D->type) || R->n_in != E || E % rb) {
+        be_fail(c, "moe: unsupported expert layout or types (gate and up must share a format)");
+        return;
+    }
+    /* router logits [T][X] */
+    const void *ract = dx;                       /* F32 / F16 / BF16 routers read the f32 rows */
+    if (raf != ACT_F32) {
+        if (c->act_src == dx && c->act_n == E && c->act_T == T && c->act_fmt == raf) ract = c->act;
+        else if (cuda_act_quantize(raf, dx, E, T, c->moe_act_r, c->st)) { be_fail(c, "moe router activations"); return; }
+        else ract = c->moe_act_r;
+    }
+    mv_group g;
+    memset(&g, 0, sizeof g);
+    g.n = 1; g.W[0] = (const uint8_t *)R->dev; g.y[0] = c->moe_logits; g.n_out[0] = X;
+    g.row_start[1] = X; g.row_bytes = (size_t)(E / rb) * (size_t)rbs;
+    if (cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router"); return; }
+    /* x in the experts' activation format (usually already there: the ffn norm quantized it) */
+    if (!(c->act_src == dx && c->act_n == E && c->act_T == T && c->act_fmt == gaf)) {
+        if (cuda_act_row_bytes(gaf, E) * T > c->act_cap || cuda_act_quantize(gaf, dx, E, T, c->act, c->st)) {
+            be_fail(c, "moe activations");
+            return;
+        }
+        c->act_src = dx; c->act_n = E; c->act_T = T; c->act_fmt = gaf;
+    }
+    cuda_moe m = c->moe_bufs;
+    m.X = X; m.k = k; m.T = T; m.E = E; m.F = F;
+    m.type_gu = G->type; m.type_down = D->type;
+    m.gate = G->dev; m.up = U->dev; m.down = D->dev;
+    m.logits = c->moe_logits; m.act_x = c->act; m.out = dout;
+    if (cuda_moe_experts(&m, c->st)) { be_fail(c, "moe experts"); return; }
+    c->moe_pend = m;
+    c->moe_pend_on = 1;
+    if (!c->fuse) flush(c);
+}
+
+/* Filled at first use; ops this backend lacks stay NULL, and forward() refuses models that
+ * need them. */
 static backend_ops cuda_ops;
 static void cuda_ops_init(void) {
     cuda_ops.name = "cuda";
     cuda_ops.embed = op_embed; cuda_ops.rmsnorm = op_rmsnorm; cuda_ops.matvec = op_matvec;
     cuda_ops.rope = op_rope; cuda_ops.attention = op_attention; cuda_ops.swiglu = op_swiglu;
-    cuda_ops.add = op_add; cuda_ops.geglu = op_geglu;
+    cuda_ops.add = op_add; cuda_ops.geglu = op_geglu; cuda_ops.moe_ffn = op_moe_ffn;
 }
 
 /* ---- creation ------------------------------------------------------------------------------ */
-static int rope_table_upload(const hparams *hp, int n_ctx, float base, float **out) {
+static int rope_table_upload(const hparams *hp, int n_ctx, float base, float **out, const char *what, char *err,
+                             size_t errlen) {
     int half = hp->n_rot / 2;
     size_t nf = (size_t)n_ctx * half * 2;
     float *h = (float *)st_malloc(nf * sizeof(float));
-    if (!h) return -1;
+    if (!h) { snprintf(err, errlen, "out of memory"); return -1; }
     /* exactly the CPU backend's computation: inv = 1 / base^(2i / n_rot) in double, then
      * p = (float)pos / scale, ang = p * inv (float), cosf / sinf */
     for (int i = 0; i < half; i++) {
@@ -472,7 +560,11 @@ static int rope_table_upload(const hparams *hp, int n_ctx, float base, float **o
             h[((size_t)pos * half + i) * 2 + 1] = sinf(ang);
         }
     }
-    int rc = CU_CHECK(cudaMalloc((void **)out, nf * sizeof(float))) || CU_CHECK(cudaMemcpy(*out, h, nf * sizeof(float), cudaMemcpyHostToDevice));
+    int rc = cuda_dev_alloc_named((void **)out, nf * sizeof(float), what, err, errlen);
+    if (!rc && CU_CHECK(cudaMemcpy(*out, h, nf * sizeof(float), cudaMemcpyHostToDevice))) {
+        snprintf(err, errlen, "CUDA backend set-up failed: %s", cuda_last_error());
+        rc = -1;
+    }
     st_free(h);
     return rc ? -1 : 0;
 }
@@ -485,7 +577,12 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     be->ops = &cuda_ops; be->impl = c;
     c->hp = *hp; c->w = w; c->n_ctx = n_ctx; c->readback = 1;
     c->fuse = env_bool(ENV_CUDA_FUSE);
-    c->attn_split = !strcmp(env_str(ENV_CUDA_ATTN), "split");
+    {   /* kernel variants: the device class table, or the switches (device_class.cu) */
+        cuda_variants var;
+        cuda_device_choose(&var);
+        c->attn_split = var.attn_split;
+        cuda_matvec_set_coop(var.matvec_coop);
+    }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     c->kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
     c->vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
@@ -494,8 +591,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     {
         size_t kv_bytes = (size_t)n_ctx * c->kv_dim * sizeof(uint16_t);
         for (int l = 0; l < hp->n_layers; l++)
-            if (cudaMalloc((void **)&c->kc[l], kv_bytes) != cudaSuccess || cudaMalloc((void **)&c->vc[l], kv_bytes) != cudaSuccess) {
-                cudaGetLastError();
+            if (cuda_dev_malloc((void **)&c->kc[l], kv_bytes) != cudaSuccess || cuda_dev_malloc((void **)&c->vc[l], kv_bytes) != cudaSuccess) {
                 size_t fr = 0, tot = 0;
                 cudaMemGetInfo(&fr, &tot);
                 snprintf(err, errlen, "not enough GPU memory for the KV cache of %d positions (%.1f MiB; %.1f MiB free): use a smaller --ctx",
@@ -509,14 +605,31 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         for (int i = 0; i < 3; i++) if (cand[i] > n_max) n_max = cand[i];
         c->act_cap = (size_t)FWD_MAX_T * ((size_t)n_max * 4 + 64);
         size_t att = cuda_attention_scratch_floats(FWD_MAX_T, hp->n_heads, hp->head_dim, n_ctx);
-        if (CU_CHECK(cudaMalloc(&c->act, c->act_cap)) || CU_CHECK(cudaMalloc((void **)&c->att_partial, att * sizeof(float))) ||
-            CU_CHECK(cudaMalloc((void **)&c->d_ids, FWD_MAX_T * sizeof(int32_t))) ||
-            CU_CHECK(cudaMalloc((void **)&c->d_pos, sizeof(int))) ||
-            CU_CHECK(cudaMalloc((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
-            CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
-            CU_CHECK(cudaMalloc((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int))) ||
+        /* every allocation names itself when it does not fit (dev_alloc.cu; issue 9's test walks them) */
+        if (cuda_dev_alloc_named(&c->act, c->act_cap, "the quantized activation buffer", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_ids, FWD_MAX_T * sizeof(int32_t), "the token ids", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_pos, sizeof(int), "the decode position", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int),
+                                 "the attention counters", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
+                                 "the argmax scratch", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
+                                 errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_sparams, sizeof(cuda_sample_params), "the sampler parameters", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_sio, sizeof(cuda_sample_io), "the sampler state", err, errlen) ||
+            cuda_dev_alloc_named(&c->samp_scratch, cuda_sample_scratch_bytes(hp->n_vocab), "the sampler scratch", err,
+                                 errlen))
+            goto fail;
+        if (cuda_pinned_malloc((void **)&c->h_token, sizeof(int32_t)) != cudaSuccess ||
+            cuda_pinned_malloc((void **)&c->h_sio, sizeof(cuda_sample_io)) != cudaSuccess) {
+            snprintf(err, errlen, "not enough pinned host memory for the token read-back buffers");
+            goto fail;
+        }
+        memset(c->h_sio, 0, sizeof *c->h_sio);
+        if (CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
-            CU_CHECK(cudaMallocHost((void **)&c->h_token, sizeof(int32_t))))
+            CU_CHECK(cudaMemset(c->d_sio, 0, sizeof(cuda_sample_io))))
             goto cuda_fail;
         /* an embedding format without a device dequantizer: one f32 copy, dequantized here with
          * the reference (same bits as the CPU's embed) */
@@ -524,7 +637,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             const quant_traits *qt = quant_traits_get(w->tok_embd.type);
             size_t rb = quant_row_bytes(w->tok_embd.type, w->tok_embd.n_in), rowf = (size_t)w->tok_embd.n_in * sizeof(float);
             float *tmp = (float *)st_malloc(rowf * 256);
-            if (!qt || !tmp || CU_CHECK(cudaMalloc((void **)&c->embd_f32, rowf * (size_t)w->tok_embd.n_out))) { st_free(tmp); goto cuda_fail; }
+            if (!qt || !tmp) { st_free(tmp); snprintf(err, errlen, "out of memory"); goto fail; }
+            if (cuda_dev_alloc_named((void **)&c->embd_f32, rowf * (size_t)w->tok_embd.n_out, "the f32 copy of the embeddings",
+                                     err, errlen)) { st_free(tmp); goto fail; }
             for (int64_t r0 = 0; r0 < w->tok_embd.n_out; r0 += 256) {
                 int64_t nr = w->tok_embd.n_out - r0 < 256 ? w->tok_embd.n_out - r0 : 256;
                 for (int64_t r = 0; r < nr; r++)
@@ -533,13 +648,29 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             }
             st_free(tmp);
         }
-        if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global) ||
-            rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local))
-            goto cuda_fail;
+        if (hp->n_experts > 0) {
+            /* MoE scratch: P = FWD_MAX_T * k pairs; activation rows sized for the widest format (f32) */
+            size_t P = (size_t)FWD_MAX_T * (size_t)hp->n_experts_used, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff_exp;
+            cuda_moe *b = &c->moe_bufs;
+            if (CU_CHECK(cudaMalloc((void **)&c->moe_logits, (size_t)FWD_MAX_T * (size_t)hp->n_experts * sizeof(float))) ||
+                CU_CHECK(cudaMalloc(&c->moe_act_r, (size_t)FWD_MAX_T * (E * 4 + 64))) ||
+                CU_CHECK(cudaMalloc(&b->act_pairs, P * (E * 4 + 64))) ||
+                CU_CHECK(cudaMalloc((void **)&b->groups, (1 + 3 * P) * sizeof(int))) ||
+                CU_CHECK(cudaMalloc((void **)&b->pair_of, P * sizeof(int))) ||
+                CU_CHECK(cudaMalloc((void **)&b->wts, P * sizeof(float))) ||
+                CU_CHECK(cudaMalloc((void **)&b->h, P * F * sizeof(float))) ||
+                CU_CHECK(cudaMalloc(&b->act_h, P * (F * 4 + 64))) ||
+                CU_CHECK(cudaMalloc((void **)&b->y, P * E * sizeof(float))))
+                goto cuda_fail;
+        }
+        if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global, "the RoPE table", err, errlen) ||
+            rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local, "the local RoPE table", err, errlen))
+            goto fail;
     }
     return be;
 cuda_fail:
     snprintf(err, errlen, "CUDA backend set-up failed: %s", cuda_last_error());
+fail:
     backend_cuda_free(be);
     return NULL;
 }
@@ -550,13 +681,19 @@ extern "C" void backend_cuda_free(backend *be) {
     if (c) {
         if (c->st) cudaStreamSynchronize(c->st);
         if (c->graph_ok) cudaGraphExecDestroy(c->graph);
-        for (int l = 0; c->kc && l < c->hp.n_layers; l++) cudaFree(c->kc[l]);
-        for (int l = 0; c->vc && l < c->hp.n_layers; l++) cudaFree(c->vc[l]);
+        if (c->sgraph_ok) cudaGraphExecDestroy(c->sgraph);
+        for (int l = 0; c->kc && l < c->hp.n_layers; l++) cuda_dev_free(c->kc[l]);
+        for (int l = 0; c->vc && l < c->hp.n_layers; l++) cuda_dev_free(c->vc[l]);
         st_free(c->kc); st_free(c->vc);
-        cudaFree(c->rope_global); cudaFree(c->rope_local); cudaFree(c->att_partial); cudaFree(c->act);
-        cudaFree(c->d_ids); cudaFree(c->d_pos); cudaFree(c->embd_f32); cudaFree(c->att_counters); cudaFree(c->argmax_scratch);
-        if (c->h_token) cudaFreeHost(c->h_token);
-        for (int i = 0; i < c->n_mirrors; i++) cudaFree(c->mirrors[i].dev);
+        cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->act);
+        cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
+        cuda_dev_free(c->argmax_scratch);
+        cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
+        cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio);
+        cudaFree(c->moe_logits); cudaFree(c->moe_act_r); cudaFree(c->moe_bufs.act_pairs); cudaFree(c->moe_bufs.groups);
+        cudaFree(c->moe_bufs.pair_of); cudaFree(c->moe_bufs.wts); cudaFree(c->moe_bufs.h); cudaFree(c->moe_bufs.act_h);
+        cudaFree(c->moe_bufs.y);
+        for (int i = 0; i < c->n_mirrors; i++) cuda_dev_free(c->mirrors[i].dev);
         if (c->st) cudaStreamDestroy(c->st);
         st_free(c);
     }
@@ -567,7 +704,7 @@ extern "C" int backend_cuda_mirror(backend *be, void *host, size_t bytes) {
     cuda_be *c = CB(be);
     if (c->n_mirrors >= MAX_MIRRORS) return -1;
     mirror *m = &c->mirrors[c->n_mirrors];
-    if (CU_CHECK(cudaMalloc((void **)&m->dev, bytes ? bytes : 1))) return -1;
+    if (cuda_dev_malloc((void **)&m->dev, bytes) != cudaSuccess) return -1;
     cudaMemset(m->dev, 0, bytes);
     m->host = (char *)host; m->bytes = bytes;
     c->n_mirrors++;
@@ -584,10 +721,12 @@ extern "C" int backend_cuda_bind_fwd(backend *be, fwd_state *f, char *err, size_
     struct { void *p; size_t n; } b[] = {
         { f->x, T * E }, { f->xb, T * (E > Q ? E : Q) }, { f->q, T * Q }, { f->k, T * KV }, { f->v, T * KV },
         { f->att, T * Q }, { f->hb, T * F }, { f->hb2, T * F }, { f->logits, T * (size_t)hp->n_vocab },
+        { f->moe_out, T * E },
     };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
-        if (backend_cuda_mirror(be, b[i].p, b[i].n * sizeof(float))) {
-            snprintf(err, errlen, "not enough GPU memory for the activations: %s", cuda_last_error());
+        if (b[i].p && backend_cuda_mirror(be, b[i].p, b[i].n * sizeof(float))) {
+            snprintf(err, errlen, "not enough GPU memory for the activation buffers of the forward pass (buffer %d: %.2f MiB)",
+                     (int)i, b[i].n * sizeof(float) / 1048576.0);
             return -1;
         }
     CB(be)->logits_host = f->logits;
@@ -691,6 +830,7 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
             }
             c->capturing = 0;
             memset(&c->pend, 0, sizeof c->pend);
+            c->moe_pend_on = 0;
             act_invalidate(c);
         }
         if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->graph, c->st));
@@ -699,4 +839,83 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
     if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "greedy decode step"); return -1; }
     c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_token[0];
     return c->h_token[0];
+}
+
+/* ---- sampled decode: forward + the device sampler, one graph ------------------------------- */
+static int record_sample_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
+    if (forward(f, &id, 1, pos, 0) != 0) return -1;
+    flush(c);
+    float *dl = dev_of(c, f->logits);
+    if (!dl ||
+        cuda_sample(dl, f->hp->n_vocab, c->d_sparams, c->d_hist, 0, c->d_ids, c->d_pos, c->d_sio, c->samp_scratch, c->st) ||
+        CU_CHECK(cudaMemcpyAsync(c->h_sio, c->d_sio, sizeof(cuda_sample_io), cudaMemcpyDeviceToHost, c->st)))
+        return -1;
+    return c->failed ? -1 : 0;
+}
+
+extern "C" int32_t backend_cuda_decode_sample(backend *be, fwd_state *f, int32_t id, int pos,
+                                              const struct strata_sampler_params *sp, uint64_t rng[4],
+                                              const int32_t *history) {
+    cuda_be *c = CB(be);
+    if (pos < 0 || pos >= c->n_ctx || id < 0 || id >= c->hp.n_vocab || c->failed || !sp || !rng || (pos && !history))
+        return -1;
+    flush(c); act_invalidate(c);
+    cuda_sample_params dp;
+    cuda_sample_params_set(&dp, sp);
+    /* the device must hold this step's token and position, history[0..pos), the parameters and
+     * the RNG state; after a sampled step it holds them already (one graph launch, no upload) */
+    int up = 0;
+    if (!(c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id && c->hist_len == pos)) {
+        int32_t hv[2] = { id, pos };
+        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
+            CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
+            (pos > 0 &&
+             CU_CHECK(cudaMemcpyAsync(c->d_hist, history, (size_t)pos * sizeof(int32_t), cudaMemcpyHostToDevice, c->st))))
+            return -1;
+        up = 1;
+    }
+    if (!c->sparams_known || memcmp(&dp, &c->sparams, sizeof dp)) {
+        if (CU_CHECK(cudaMemcpyAsync(c->d_sparams, &dp, sizeof dp, cudaMemcpyHostToDevice, c->st))) return -1;
+        c->sparams = dp; c->sparams_known = 1; up = 1;
+    }
+    cuda_sample_io io;
+    if (memcmp(c->h_sio->rng, rng, sizeof io.rng)) {
+        memset(&io, 0, sizeof io);
+        memcpy(io.rng, rng, sizeof io.rng);
+        if (CU_CHECK(cudaMemcpyAsync(c->d_sio, &io, sizeof io, cudaMemcpyHostToDevice, c->st))) return -1;
+        up = 1;
+    }
+    if (up && CU_CHECK(cudaStreamSynchronize(c->st))) return -1;
+    c->readback = 0;
+    int rc = 0;
+    if (!env_bool(ENV_CUDA_GRAPH)) {
+        c->capturing = 1;
+        rc = record_sample_step(c, f, id, pos);
+        c->capturing = 0;
+    } else {
+        if (!c->sgraph_ok) {
+            cudaGraph_t g;
+            c->capturing = 1;
+            if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
+            else {
+                int r1 = record_sample_step(c, f, id, pos);
+                int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
+                rc = r1 || r2 ? -1 : 0;
+                if (!rc) {
+                    rc = CU_CHECK(cudaGraphInstantiate(&c->sgraph, g, 0));
+                    cudaGraphDestroy(g);
+                    if (!rc) c->sgraph_ok = 1;
+                }
+            }
+            c->capturing = 0;
+            memset(&c->pend, 0, sizeof c->pend);
+            act_invalidate(c);
+        }
+        if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->sgraph, c->st));
+    }
+    c->readback = 1;
+    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "sampled decode step"); return -1; }
+    memcpy(rng, c->h_sio->rng, sizeof io.rng);
+    c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_sio->token; c->hist_len = pos + 1;
+    return c->h_sio->token;
 }

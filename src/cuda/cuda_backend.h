@@ -32,8 +32,42 @@ int cuda_device_count(void);
 int cuda_device_describe(char *out, size_t cap);
 /* How SwiGLU / attention compute expf on the GPU ("libm bits (FMA variant)", ...). */
 const char *cuda_expf_mode(void);
+/* Most experts the CUDA MoE router handles (cuda_internal.h's CUDA_MOE_MAX_X). */
+#define CUDA_MOE_MAX_EXPERTS 1024
 /* Is there a CUDA matvec for this weight type? */
 int cuda_type_supported(int type);
+
+/* ---- device classification (device_class.cu) --------------------------------------- */
+/* Device 0 read once: what it is and the generation's row of the variant table. */
+typedef struct cuda_device_class {
+    char name[96];
+    int major, minor, sms;
+    size_t mem_bytes;
+    int l2_bytes;
+    const char *gen;        /* "hopper", "blackwell", "pre-hopper" */
+    int supported;          /* this build's code runs on it (sm_90 code + compute_90 PTX) */
+    int table_coop;         /* the table's matvec kernel of the 256-weight formats: 8 or 0 */
+    const char *why;        /* the table row's reason */
+} cuda_device_class;
+const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
+/* The variants a backend created now uses: the table's unless a switch overrides
+ * (STRATA_CUDA_MATVEC, STRATA_CUDA_ATTN). *_from: "table" or the switch's name. */
+typedef struct cuda_variants {
+    int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
+    int attn_split;         /* 0: exact (the CPU's order); 1: split-KV (opt-in, other bits) */
+    const char *matvec_from, *attn_from;
+} cuda_variants;
+void cuda_device_choose(cuda_variants *v);
+/* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
+int cuda_device_class_describe(char *out, size_t cap);
+
+/* ---- device allocation fault injection (dev_alloc.cu; issue 9) ------------------------ */
+/* Fail the k-th device (or pinned host) allocation of weight upload / backend creation from
+ * now (0: off), as st_alloc_fail_after does for host allocations. */
+void cuda_alloc_fail_after(long k);
+long cuda_alloc_fail_pending(void);   /* 0: the armed failure happened (or none armed) */
+long cuda_alloc_live(void);           /* blocks allocated through the wrapper, not yet freed */
+int  cuda_mem_free(size_t *free_bytes, size_t *total_bytes);   /* cudaMemGetInfo; 0 / -1 */
 
 /* ---- weights ---------------------------------------------------------------------- */
 /* Upload every bound weight of the model (weight.dev). progress(fraction, user) is called as
@@ -62,6 +96,18 @@ int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row);
  * device memory). Returns the next token id, or -1 on error. STRATA_CUDA_GRAPH=0 runs the
  * same step eagerly. */
 int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t id, int pos);
+/* One sampled decode step (sample.cu): as backend_cuda_decode_greedy, but the token is drawn
+ * on the device with src/sample's rules (temperature, top-k, top-p, min-p, repetition
+ * penalty over history[0..pos) + id) from the RNG state rng, which is advanced as the CPU
+ * sampler's would be. The parameters, the history and the RNG state live in device memory
+ * and are uploaded only when they differ from what the device holds. -1 on error. */
+struct strata_sampler_params;
+int32_t backend_cuda_decode_sample(backend *be, fwd_state *f, int32_t id, int pos, const struct strata_sampler_params *p,
+                                   uint64_t rng[4], const int32_t *history);
+/* The device sampler on device logits (tests): the token sampler_sample would pick for these
+ * parameters, history and RNG state (rng is advanced the same way). -1 on error. */
+int32_t cuda_sample_logits(const float *d_logits, int n_vocab, const struct strata_sampler_params *p, uint64_t rng[4],
+                           const int32_t *hist, int n_hist);
 
 /* ---- kernels for tests and benchmarks (device pointers) ------------------------------ */
 /* y[c * n_out + r] = W[r] . x_c (c < T <= 8). W: n_out rows of `type`; x: T f32 columns of

@@ -34,6 +34,32 @@ int    cuda_type_info(int type, int *blck, int *act_fmt, int *bsize);
 size_t cuda_act_row_bytes(int act, int64_t n);
 int    cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
 int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
+/* what cuda_matvec_set_coop asked for: 0 (one lane per super-block), 8, or -1 (defaults) */
+int    cuda_matvec_coop_setting(void);
+
+/* moe.cu: the Mixture-of-Experts FFN after the router matvec (see the file's comment). All
+ * pointers are device memory; P = T * k pairs. */
+#define CUDA_MOE_MAX_K 64
+#define CUDA_MOE_MAX_X CUDA_MOE_MAX_EXPERTS
+typedef struct cuda_moe {
+    int X, k, T;                    /* experts, experts per token, tokens */
+    int64_t E, F;                   /* model width, expert FFN width */
+    int type_gu, type_down;         /* gate and up share one format */
+    const void *gate, *up, *down;   /* expert 0 of [X][F][E], [X][F][E], [X][E][F] */
+    const float *logits;            /* [T][X] router logits */
+    const void *act_x;              /* T rows of x in type_gu's activation format */
+    void *act_pairs;                /* [P] rows, same format (gathered by expert) */
+    int *groups;                    /* 1 + 3 P ints */
+    int *pair_of;                   /* [T][k] -> grouped pair */
+    float *wts;                     /* [T][k] renormalized weights */
+    float *h;                       /* [P][F] */
+    void *act_h;                    /* [P] rows of F in type_down's activation format */
+    float *y;                       /* [P][E] */
+    float *out;                     /* [T][E] */
+} cuda_moe;
+int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* route .. down */
+int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st);   /* out (+ residual) */
+int cuda_moe_tables_init(void);
 
 /* ops.cu: element-wise ops, norms, RoPE, attention, argmax, embedding */
 int cuda_embed(const void *W, int type, int64_t n_embd, const int32_t *d_ids, int T, float *x, float scale, cudaStream_t st);
@@ -61,6 +87,7 @@ int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc,
 struct expf_table;
 int cuda_ops_expf_init(const struct expf_table *t, int mode);
 int cuda_matvec_expf_init(const struct expf_table *t, int mode);
+int cuda_moe_expf_init(const struct expf_table *t, int mode);
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);

@@ -6,7 +6,8 @@
  * int8x4 words (iq_group8), sub-block j of 16 weights is groups 2j and 2j+1, and the integer
  * sums use __dp4a (exact). Codebooks are copied once into device memory (iq_tables_upload)
  * from the generated host tables (src/quant/iq_tables.c).
- * Included by matvec.cu only (the device tables are that translation unit's). */
+ * Every .cu that includes this header has its own copy of the tables (static __device__):
+ * each fills its copy once with iq_tables_upload (matvec.cu: cuda_tables_init; moe.cu). */
 #ifndef STRATA_IQ_BLOCKS_CUH
 #define STRATA_IQ_BLOCKS_CUH
 #include "cuda_common.cuh"
@@ -19,6 +20,18 @@ static __device__ __align__(4) uint8_t d_iq3s_grid[512][4];
 static __device__ __align__(8) int8_t d_iq1s_grid[2048][8];
 static __device__ uint8_t d_ksigns[128];
 static __device__ int8_t d_kvalues_iq4nl[16];
+
+/* Copy the host codebooks into this translation unit's device tables; 0 / -1. */
+static inline int iq_tables_upload(void) {
+    return cudaMemcpyToSymbol(d_iq2xxs_grid, iq2xxs_grid, sizeof d_iq2xxs_grid) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_iq2xs_grid, iq2xs_grid, sizeof d_iq2xs_grid) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_iq2s_grid, iq2s_grid, sizeof d_iq2s_grid) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_iq3xxs_grid, iq3xxs_grid, sizeof d_iq3xxs_grid) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_iq3s_grid, iq3s_grid, sizeof d_iq3s_grid) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_iq1s_grid, iq1s_grid, sizeof d_iq1s_grid) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_ksigns, ksigns_iq2xs, sizeof d_ksigns) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_kvalues_iq4nl, kvalues_iq4nl, sizeof d_kvalues_iq4nl) != cudaSuccess ? -1 : 0;
+}
 
 /* bytes 0xFF where sign bit set (bits 0..3 of s -> bytes 0..3) */
 static __device__ __forceinline__ uint32_t sign_mask4(uint32_t s) { return spread4(s & 15) * 0xFFu; }
@@ -212,7 +225,7 @@ template <int FMT, int TM> static __device__ __forceinline__ void bp_iq(BP_ARGS)
     else if (FMT == TYPE_IQ4_XS) bp_iq_k<TYPE_IQ4_XS, TM>(wr, b, act, as, T, p);
 }
 
-static int iq_type_info(int type, int *blck, int *act, int *bsize) {
+static inline int iq_type_info(int type, int *blck, int *act, int *bsize) {
     int s;
     switch (type) {
     case TYPE_IQ2_XXS: s = 66; break;

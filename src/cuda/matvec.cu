@@ -23,6 +23,7 @@
 #include "iq_blocks.cuh"
 #include "act_quant.cuh"
 #include "kquant_coop.cuh"
+#include "matvec_row.cuh"
 #include "expf_host.cuh"
 
 EXPF_DEVICE_STATE
@@ -61,62 +62,6 @@ extern "C" int cuda_act_quantize(int act, const float *x, int64_t n, int T, void
 }
 
 /* ---- matvec --------------------------------------------------------------------------- */
-
-#define MV_WARPS 4   /* rows per CTA */
-
-template <int FMT, int TM> static __device__ __forceinline__ void block_partials(BP_ARGS) {
-    if (FMT == TYPE_Q4_0) bp_q4_0<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q4_1) bp_q4_1<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q5_0) bp_q5_0<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q5_1) bp_q5_1<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q8_0) bp_q8_0<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q2_0) bp_q2_0<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_MXFP4) bp_mxfp4<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q2_K) bp_q2_K<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q3_K) bp_q3_K<TM>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q4_K) bp_q45_K<TM, 0>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q5_K) bp_q45_K<TM, 1>(wr, b, act, as, T, p);
-    else if (FMT == TYPE_Q6_K) bp_q6_K<TM>(wr, b, act, as, T, p);
-    else bp_iq<FMT, TM>(wr, b, act, as, T, p);
-}
-
-/* Dot of one row against T columns; lane 0 returns the canonical result per column.
- * COOP != 0: 8 lanes per 256-weight super-block (kquant_coop.cuh); 0: one lane per block. */
-template <int FMT, int TM, int COOP>
-static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, int64_t n_in, int nb,
-                                               const uint8_t *__restrict__ act, size_t as, int T, float *acc) {
-    if constexpr (COOP != 0) {
-        float a1[1][TM];
-        const uint8_t *w1[1] = { wr };
-        row_dot_coop<FMT, TM, 8, 1>(w1, nb, act, as, T, a1);
-#pragma unroll
-        for (int t = 0; t < TM; t++) acc[t] = a1[0][t];
-        return;
-    }
-    int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int t = 0; t < TM; t++) acc[t] = 0.0f;
-    if (FMT == TYPE_F32 || FMT == TYPE_F16 || FMT == TYPE_BF16) {
-        const float *x = (const float *)act;   /* T f32 columns, stride as bytes */
-        for (int64_t k = lane; k < n_in; k += 32) {
-            float w = FMT == TYPE_F32 ? ((const float *)wr)[k]
-                    : FMT == TYPE_F16 ? h2f(((const uint16_t *)wr)[k]) : bf2f(((const uint16_t *)wr)[k]);
-#pragma unroll
-            for (int t = 0; t < TM; t++)
-                if (t < T) acc[t] = __fadd_rn(acc[t], __fmul_rn(w, ((const float *)((const uint8_t *)x + t * as))[k]));
-        }
-    } else {
-        for (int b = lane; b < nb; b += 32) {
-            float p[TM];
-            block_partials<FMT, TM>(wr, b, act, as, T, p);
-#pragma unroll
-            for (int t = 0; t < TM; t++)
-                if (t < T) acc[t] = __fadd_rn(acc[t], p[t]);
-        }
-    }
-#pragma unroll
-    for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t]);
-}
 
 /* lane 0 of the warp stores row r of group weight wi (and the residual add) */
 template <int TM>
@@ -180,6 +125,7 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
  * must be 16-byte aligned, else the one-lane path runs. */
 static int mv_coop = -1;
 extern "C" void cuda_matvec_set_coop(int v) { mv_coop = v == 0 || v == 8 ? v : -1; }
+int cuda_matvec_coop_setting(void) { return mv_coop; }
 static int coop_default(int fmt, int T) {
     (void)fmt; (void)T;
     return 8;
@@ -313,15 +259,10 @@ extern "C" int cuda_matvec(const void *W, int type, int64_t n_in, int64_t n_out,
 int cuda_tables_init(void) {
     static int done = 0;
     if (done) return 0;
-    if (CU_CHECK(cudaMemcpyToSymbol(d_iq2xxs_grid, iq2xxs_grid, sizeof d_iq2xxs_grid)) ||
-        CU_CHECK(cudaMemcpyToSymbol(d_iq2xs_grid, iq2xs_grid, sizeof d_iq2xs_grid)) ||
-        CU_CHECK(cudaMemcpyToSymbol(d_iq2s_grid, iq2s_grid, sizeof d_iq2s_grid)) ||
-        CU_CHECK(cudaMemcpyToSymbol(d_iq3xxs_grid, iq3xxs_grid, sizeof d_iq3xxs_grid)) ||
-        CU_CHECK(cudaMemcpyToSymbol(d_iq3s_grid, iq3s_grid, sizeof d_iq3s_grid)) ||
-        CU_CHECK(cudaMemcpyToSymbol(d_iq1s_grid, iq1s_grid, sizeof d_iq1s_grid)) ||
-        CU_CHECK(cudaMemcpyToSymbol(d_ksigns, ksigns_iq2xs, sizeof d_ksigns)) ||
-        CU_CHECK(cudaMemcpyToSymbol(d_kvalues_iq4nl, kvalues_iq4nl, sizeof d_kvalues_iq4nl)))
+    if (iq_tables_upload()) {
+        cuda_record_error("IQ codebook upload", cudaGetLastError(), __FILE__, __LINE__);
         return -1;
+    }
     done = 1;
     return 0;
 }

@@ -53,8 +53,8 @@ static void prefault_weights(const gguf_file *f, const strata_model_params *p) {
 }
 
 /* ---- device selection (CUDA backend: src/cuda/cuda_backend.h) ----------------------------
- * auto: CUDA when this build has it, a GPU is present and the model can run there (dense
- * architecture, every matvec format has a CUDA kernel, not exact mode); else the CPU.
+ * auto: CUDA when this build has it, a GPU is present and the model can run there (every
+ * matvec format has a CUDA kernel, MoE gate/up of one format, not exact mode); else the CPU.
  * cuda: the same conditions, but a failing one is an error that says which. The weights are
  * uploaded once here (progress through p->progress); out of GPU memory names the tensor. */
 static int select_device(const strata_model_params *p, strata_model *m, char *err, size_t errlen) {
@@ -62,20 +62,31 @@ static int select_device(const strata_model_params *p, strata_model *m, char *er
     if (p->device == STRATA_DEVICE_CPU) return 0;
 #ifdef STRATA_HAVE_CUDA
     const char *why = NULL;
-    char whybuf[160];
-    if (cuda_device_count() <= 0) why = "no CUDA GPU was found";
+    char whybuf[256];
+    const cuda_device_class *dc = cuda_device_class_get();
+    if (cuda_device_count() <= 0 || !dc) why = "no CUDA GPU was found";
+    else if (!dc->supported) {
+        snprintf(whybuf, sizeof whybuf, "the GPU (%s, sm_%d%d) has no code in this build (%s)", dc->name, dc->major,
+                 dc->minor, dc->why);
+        why = whybuf;
+    }
     else if (m->exact) why = "exact mode (--exact) runs on the CPU only";
-    else if (m->hp.n_experts > 0) why = "mixture-of-experts models run on the CPU only (no CUDA expert kernels yet)";
     else {
         const layer_weights *L = m->w.layers;
         for (int l = 0; l < m->hp.n_layers && !why; l++) {
-            const weight *ws[] = { &L[l].wq, &L[l].wk, &L[l].wv, &L[l].wo, &L[l].gate, &L[l].up, &L[l].down };
+            const weight *ws[] = { &L[l].wq, &L[l].wk, &L[l].wv, &L[l].wo, &L[l].gate, &L[l].up, &L[l].down,
+                                   &L[l].gate_inp, &L[l].gate_exps, &L[l].up_exps, &L[l].down_exps };
             for (size_t i = 0; i < sizeof ws / sizeof ws[0] && !why; i++)
                 if (ws[i]->data && !cuda_type_supported(ws[i]->type)) {
                     snprintf(whybuf, sizeof whybuf, "weight type %s has no CUDA kernel", quant_type_name(ws[i]->type));
                     why = whybuf;
                 }
         }
+        for (int l = 0; l < m->hp.n_layers && !why; l++)
+            if (L[l].gate_exps.data && L[l].gate_exps.type != L[l].up_exps.type)
+                why = "mixture-of-experts gate and up weights of different formats have no CUDA kernel";
+        if (!why && m->hp.n_experts > (int)CUDA_MOE_MAX_EXPERTS)
+            why = "more experts than the CUDA router handles";
         if (!why && !cuda_type_supported(m->w.output.type)) {
             snprintf(whybuf, sizeof whybuf, "output weight type %s has no CUDA kernel", quant_type_name(m->w.output.type));
             why = whybuf;
@@ -314,6 +325,7 @@ int strata_session_rewind(strata_session *s, int pos) {
      * rows that were overwritten; the caller must start over (strata_session_reset) */
     if (s->m->device == STRATA_DEVICE_CPU && s->pos - pos > backend_cpu_max_rewind(s->be)) return -1;
     if (pos < s->pos) s->have_logits = 0;
+    if (pos < s->sfx_n) s->sfx_n = -1;   /* the drafter holds tokens that are gone */
     s->pos = pos;   /* cache rows >= pos are overwritten before they are read again */
     return 0;
 }
@@ -346,6 +358,8 @@ strata_session *strata_session_new(strata_model *m, const strata_session_params 
     }
     if (s->p.spec_min_match <= 0) s->p.spec_min_match = 2;
     if (s->p.spec_draft > 0 && !(s->sfx = suffix_drafter_new())) { snprintf(err, errlen, "out of memory"); goto fail; }
+    s->sfx_n = -1;
+    s->spec_cur_k = s->p.spec_draft;
     s->st.t_load = m->t_load;
     s->st.weight_bytes_per_token = model_weight_bytes_per_token(&m->hp, &m->w);
     return s;
@@ -374,6 +388,9 @@ void strata_session_free(strata_session *s) {
 void strata_session_reset(strata_session *s) {
     s->pos = 0;
     s->have_logits = 0;
+    s->sfx_n = -1;
+    s->spec_cur_k = s->p.spec_draft;
+    s->spec_misses = s->spec_pause = 0;
     double tl = s->st.t_load;
     uint64_t wb = s->st.weight_bytes_per_token;
     memset(&s->st, 0, sizeof s->st);
@@ -414,6 +431,63 @@ int strata_session_eval(strata_session *s, const int32_t *ids, int n) {
 }
 
 int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n) {
+    return strata_sessions_step_spec(ss, ids, NULL, n, NULL, NULL);
+}
+
+/* ---- speculative steps of several sessions (the server) ---------------------------------- */
+static int draft_model_propose(strata_session *d, const int32_t *toks, int n, int k, int32_t *out);
+static int32_t choose_token(strata_session *s, const float *logits, int hist_len);
+
+/* Make the suffix drafter hold exactly history[0..pos) (rebuilt after a rewind into it). */
+static void spec_sync_drafter(strata_session *s) {
+    if (s->sfx_n < 0 || s->sfx_n > s->pos || s->sfx_n != suffix_drafter_len(s->sfx)) {
+        suffix_drafter_reset(s->sfx);
+        s->sfx_n = 0;
+        s->spec_cur_k = s->p.spec_draft;   /* a new context: the adaptive length starts over */
+        s->spec_misses = s->spec_pause = 0;
+    }
+    for (; s->sfx_n < s->pos; s->sfx_n++) suffix_drafter_push(s->sfx, s->history[s->sfx_n]);
+}
+
+/* Up to k drafts after `id` (the token this step appends; not in the cache yet). */
+static int spec_draft_after(strata_session *s, int32_t id, int k, int32_t *out) {
+    if (s->draft) {
+        s->history[s->pos] = id;   /* draft context = history + id */
+        return draft_model_propose(s->draft, s->history, s->pos + 1, k, out);
+    }
+    spec_sync_drafter(s);
+    suffix_drafter_push(s->sfx, id);   /* id becomes history[pos] in this step's pass */
+    s->sfx_n++;
+    return suffix_drafter_draft(s->sfx, s->p.spec_min_match, k, out);
+}
+
+/* The session's window win[0..T) was just evaluated at pos0..; its logits rows are `rows`.
+ * Keep win[0] and the longest run of drafts the sampler agrees with (greedy), drop the rest,
+ * leave the logits after the last kept token as the session's, update the adaptive length. */
+static int spec_verify(strata_session *s, const int32_t *win, int T, int pos0, const float *rows) {
+    const int V = s->m->hp.n_vocab, nd = T - 1;
+    int j = 0;
+    for (; j < nd; j++) {
+        const float *lg = rows + (size_t)j * V;
+        int32_t t = s->smp.p.repeat_penalty == 1.0f ? sample_argmax(lg, V) : choose_token(s, lg, pos0 + 1 + j);
+        if (t != win[1 + j]) break;
+    }
+    if (nd > 0) {
+        s->st.n_drafted += nd;
+        s->st.n_accepted += j;
+        s->st.n_windows++;
+        s->spec_cur_k = j == nd ? (s->spec_cur_k + 1 < s->p.spec_draft ? s->spec_cur_k + 1 : s->p.spec_draft) : j + 1;
+        if (j == 0) { s->spec_misses = s->spec_misses < 6 ? s->spec_misses + 1 : 6; s->spec_pause = (1 << s->spec_misses) - 1; }
+        else s->spec_misses = 0;
+        strata_session_rewind(s, pos0 + 1 + j);   /* within the window: the drafter keeps its tokens */
+    }
+    memcpy(s->last_logits, rows + (size_t)j * V, (size_t)V * sizeof(float));
+    s->have_logits = 1;
+    return j;
+}
+
+int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, const int *max_draft, int n,
+                              int32_t *accepted, int *n_accepted) {
     if (n <= 0) return n == 0 ? 0 : -1;
     strata_model *m = ss[0]->m;
     for (int i = 0; i < n; i++) {
@@ -421,26 +495,72 @@ int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n) {
         for (int j = 0; j < i; j++)
             if (ss[j] == ss[i]) return -1;
     }
-    if (m->device != STRATA_DEVICE_CPU) {   /* one graph per session on the GPU */
-        for (int i = 0; i < n; i++)
-            if (strata_session_eval(ss[i], &ids[i], 1) != 0) return -1;
-        return 0;
+    const int V = m->hp.n_vocab, cpu = m->device == STRATA_DEVICE_CPU;
+    /* drafts fill the columns the passes have spare (CPU); the GPU runs a pass per session */
+    int spare = cpu ? (n + FWD_MAX_T - 1) / FWD_MAX_T * FWD_MAX_T - n : n * (FWD_MAX_T - 1);
+    int32_t win_buf[FWD_MAX_T];
+    /* windows: session i's tokens are win[i][0..T[i]) (one heap block: n can be large) */
+    int32_t (*win)[FWD_MAX_T] = st_malloc((size_t)n * sizeof *win);
+    int *T = st_malloc((size_t)n * sizeof *T);
+    if (!win || !T) { st_free(win); st_free(T); return -1; }
+    for (int i = 0; i < n; i++) {
+        strata_session *s = ss[i];
+        win[i][0] = ids[i];
+        T[i] = 1;
+        if (n_accepted) n_accepted[i] = 0;
+        int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 ? max_draft[i] : 0;
+        if (k <= 0) continue;
+        if (s->spec_pause > 0) { s->spec_pause--; continue; }
+        if (k > s->spec_cur_k) k = s->spec_cur_k;
+        if (k > STRATA_MAX_DRAFT) k = STRATA_MAX_DRAFT;
+        if (k > s->n_ctx - s->pos - 2) k = s->n_ctx - s->pos - 2;
+        if (k > spare) k = spare;
+        if (k <= 0) continue;
+        int nd = spec_draft_after(s, ids[i], k, win_buf);
+        memcpy(&win[i][1], win_buf, (size_t)nd * sizeof(int32_t));
+        T[i] += nd;
+        spare -= nd;
     }
-    const int V = m->hp.n_vocab;
-    for (int c = 0; c < n; c += FWD_MAX_T) {
-        int T = n - c < FWD_MAX_T ? n - c : FWD_MAX_T;
-        fwd_group g[FWD_MAX_T];
-        for (int t = 0; t < T; t++) g[t] = (fwd_group){ ss[c + t]->be, ss[c + t]->pos, 1 };
-        fwd_state *fs = &ss[c]->fwd;   /* any session's activation buffers will do */
-        if (forward_groups(fs, ids + c, g, T, 0) != 0) return -1;
-        for (int t = 0; t < T; t++) {
-            strata_session *s = ss[c + t];
-            s->history[s->pos++] = ids[c + t];
-            memcpy(s->last_logits, fs->logits + (size_t)t * V, (size_t)V * sizeof(float));
-            s->have_logits = 1;
+    int rc = 0;
+    if (!cpu) {   /* one pass (a graph or an eager window) per session on the GPU */
+        for (int i = 0; i < n && !rc; i++) {
+            strata_session *s = ss[i];
+            int pos0 = s->pos;
+            if (session_forward(s, win[i], T[i], 0) != 0) { rc = -1; break; }
+            int j = spec_verify(s, win[i], T[i], pos0, s->fwd.logits);
+            if (accepted) memcpy(accepted + (size_t)i * STRATA_MAX_DRAFT, &win[i][1], (size_t)j * sizeof(int32_t));
+            if (n_accepted) n_accepted[i] = j;
+        }
+    } else {
+        /* passes of up to FWD_MAX_T columns; a window that would overflow the pass keeps only the
+         * drafts that fit (the passes are the ones the undrafted tokens need anyway) */
+        for (int i0 = 0; i0 < n && !rc;) {
+            fwd_group g[FWD_MAX_T];
+            int32_t cols[FWD_MAX_T];
+            int ng = 0, used = 0, i1 = i0;
+            for (; i1 < n && used < FWD_MAX_T; i1++) {
+                if (T[i1] > FWD_MAX_T - used) T[i1] = FWD_MAX_T - used;
+                memcpy(cols + used, win[i1], (size_t)T[i1] * sizeof(int32_t));
+                g[ng++] = (fwd_group){ ss[i1]->be, ss[i1]->pos, T[i1] };
+                used += T[i1];
+            }
+            fwd_state *fs = &ss[i0]->fwd;   /* any session's activation buffers will do */
+            if (forward_groups(fs, cols, g, ng, 0) != 0) { rc = -1; break; }
+            for (int i = i0, row = 0; i < i1; row += T[i], i++) {
+                strata_session *s = ss[i];
+                int pos0 = s->pos;
+                memcpy(s->history + pos0, win[i], (size_t)T[i] * sizeof(int32_t));
+                s->pos += T[i];
+                int j = spec_verify(s, win[i], T[i], pos0, fs->logits + (size_t)row * V);
+                if (accepted) memcpy(accepted + (size_t)i * STRATA_MAX_DRAFT, &win[i][1], (size_t)j * sizeof(int32_t));
+                if (n_accepted) n_accepted[i] = j;
+            }
+            i0 = i1;
         }
     }
-    return 0;
+    st_free(win);
+    st_free(T);
+    return rc;
 }
 
 const float *strata_session_logits(const strata_session *s) { return s->have_logits ? s->last_logits : NULL; }
@@ -525,8 +645,14 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
 #ifdef STRATA_HAVE_CUDA
         /* CUDA greedy decode: the whole step (forward + argmax) is one graph on the device and
          * only the next id comes back; the host logits are not updated */
-        if (s->m->device == STRATA_DEVICE_CUDA && !spec && greedy && s->smp.p.repeat_penalty == 1.0f) {
-            int32_t nx = backend_cuda_decode_greedy(s->be, &s->fwd, id, s->pos);
+        /* with a sampler (or a repetition penalty) the draw happens in the step's graph too
+         * (src/cuda/sample.cu, src/sample's rules and RNG stream); STRATA_CUDA_SAMPLE=0 reads
+         * the logits back and samples on the host instead */
+        int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
+        if (s->m->device == STRATA_DEVICE_CUDA && !spec && (plain_greedy || env_bool(ENV_CUDA_SAMPLE))) {
+            int32_t nx = plain_greedy ? backend_cuda_decode_greedy(s->be, &s->fwd, id, s->pos)
+                                      : backend_cuda_decode_sample(s->be, &s->fwd, id, s->pos, &s->smp.p, s->smp.rng,
+                                                                   s->history);
             if (nx < 0) break;
             s->history[s->pos++] = id;
             s->have_logits = 0;
@@ -613,6 +739,15 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
 }
 
 void strata_env_print(void *file) { env_print((FILE *)file); }
+
+int strata_cuda_describe(char *out, size_t cap) {
+#ifdef STRATA_HAVE_CUDA
+    return cuda_device_class_describe(out, cap);
+#else
+    snprintf(out, cap, "this build has no CUDA backend (nvcc was not found when it was built)");
+    return -1;
+#endif
+}
 
 /* ---- streaming decode: the tokenizer's detok over the public state layout ---------------- */
 _Static_assert(sizeof(strata_detok) == sizeof(detok_state), "strata_detok mirrors detok_state");

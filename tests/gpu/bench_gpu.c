@@ -245,9 +245,38 @@ static void profile_steps(void) {
     strata_model_free(m);
 }
 
+/* MoE decode at the Qwen3-30B-A3B shape (synth's qwen3moe defaults: 48 layers, 128 experts
+ * top-8 of ffn 768, Q4_K attention and embeddings, Q6_K output, F32 router), one file per
+ * expert format in `list` (comma-separated names), written to /tmp and removed after. */
+static void bench_moe(int layers, const char *list) {
+    char names[256];
+    snprintf(names, sizeof names, "%s", list);
+    for (char *tok = strtok(names, ","); tok; tok = strtok(NULL, ",")) {
+        int te = quant_type_from_name(tok);
+        if (te < 0) { printf("unknown type %s\n", tok); continue; }
+        synth_params p;
+        synth_default_params(&p, ARCH_QWEN3MOE);
+        p.n_layers = layers; p.type_experts = te;
+        p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+        char label[128];
+        snprintf(label, sizeof label, "Qwen3-30B-A3B shape, %s experts, Q4_K attn/embd, Q6_K output", tok);
+        bench_decode_model(label, &p, 0);
+    }
+}
+
 int main(int argc, char **argv) {
     int do_mv = 1, do_dec = 1, big = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "moe")) {   /* moe [layers=N] [experts=T1,T2] */
+            int layers = 48;
+            const char *ex = "IQ3_XXS,Q4_K,IQ2_XXS,Q2_0";
+            for (int j = i + 1; j < argc; j++) {
+                if (!strncmp(argv[j], "layers=", 7)) layers = atoi(argv[j] + 7);
+                else if (!strncmp(argv[j], "experts=", 8)) ex = argv[j] + 8;
+            }
+            bench_moe(layers, ex);
+            return 0;
+        }
         if (!strcmp(argv[i], "prof")) { profile_steps(); return 0; }
         if (!strncmp(argv[i], "model=", 6)) {   /* decode tok/s of a real GGUF file */
             strata_model_params mp = strata_model_default_params();
