@@ -48,6 +48,11 @@ typedef struct strata_model_info {
 void strata_model_get_info(const strata_model *m, strata_model_info *info);
 const char *strata_model_chat_template(const strata_model *m);  /* NULL when absent */
 
+/* The CUDA device this build would use: name, compute capability, SMs, memory, L2, its class
+ * and the kernel variants chosen for it (table or STRATA_* switch). -1 when there is none
+ * (out says why). */
+int strata_cuda_describe(char *out, size_t cap);
+
 /* ---- tokenizer -------------------------------------------------------------------- */
 int strata_n_vocab(const strata_model *m);
 int strata_token_bos(const strata_model *m);   /* -1 when none */

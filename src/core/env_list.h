@@ -11,5 +11,7 @@ X(ENV_LOGITS_HASH,  "STRATA_LOGITS_HASH",  ENV_BOOL, "0",    "print an FNV-1a ha
 X(ENV_CUDA_GRAPH,    "STRATA_CUDA_GRAPH",    ENV_BOOL, "1",    "CUDA greedy decode: replay the step as one CUDA graph (0: launch kernels one by one)")
 X(ENV_CUDA_FUSE,     "STRATA_CUDA_FUSE",     ENV_BOOL, "1",    "CUDA backend: fuse ops that share inputs (norm+quantize, q/k/v, gate/up+SwiGLU, matvec+residual); 0: one kernel per op")
 X(ENV_MOE,          "STRATA_MOE",          ENV_STR,  "grouped", "CPU MoE expert kernels: grouped (each expert read once for its tokens) or per-token (reference); same bits")
-X(ENV_CUDA_ATTN,     "STRATA_CUDA_ATTN",     ENV_STR,  "exact", "CUDA attention: exact (the CPU order, bit-identical) or split (KV range split over blocks, faster at long context)")
+X(ENV_CUDA_ATTN,     "STRATA_CUDA_ATTN",     ENV_STR,  "auto", "CUDA attention: auto (the device table: exact everywhere), exact (the CPU order, bit-identical) or split (KV range split over blocks, faster at long context; other bits)")
 X(ENV_POOL_SPIN,     "STRATA_POOL_SPIN",    ENV_INT,  "2000", "thread pool: pause iterations a waiting thread spins before yielding, then sleeping (0: sleep at once: use on an oversubscribed machine)")
+X(ENV_CUDA_MATVEC,   "STRATA_CUDA_MATVEC",   ENV_STR,  "auto", "CUDA matvec of the 256-weight formats (K-quants, IQ): auto (the device table), coop (8 lanes per super-block), lane (one lane per block); same bits")
+X(ENV_CUDA_SAMPLE,   "STRATA_CUDA_SAMPLE",   ENV_BOOL, "1",    "CUDA decode with a non-greedy sampler (or a repetition penalty): draw the token on the GPU in the step's graph (0: logits to the host, CPU sampler)")

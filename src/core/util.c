@@ -36,10 +36,25 @@ static int alloc_should_fail(void) {
     if (alloc_fail_countdown <= 0) return 0;
     return --alloc_fail_countdown == 0;
 }
-void *st_malloc(size_t n) { return alloc_should_fail() ? NULL : malloc(n ? n : 1); }
-void *st_calloc(size_t n, size_t sz) { return alloc_should_fail() ? NULL : calloc(n ? n : 1, sz ? sz : 1); }
-void *st_realloc(void *p, size_t n) { return alloc_should_fail() ? NULL : realloc(p, n ? n : 1); }
-void  st_free(void *p) { free(p); }
+/* live blocks (allocated through st_* and not yet st_free'd): lets a fault-injection test see
+ * that a failed load gave back everything it took */
+static long alloc_live;
+static void *counted(void *p) {
+    if (p) __atomic_add_fetch(&alloc_live, 1, __ATOMIC_RELAXED);
+    return p;
+}
+long  st_alloc_live(void) { return __atomic_load_n(&alloc_live, __ATOMIC_RELAXED); }
+void *st_malloc(size_t n) { return alloc_should_fail() ? NULL : counted(malloc(n ? n : 1)); }
+void *st_calloc(size_t n, size_t sz) { return alloc_should_fail() ? NULL : counted(calloc(n ? n : 1, sz ? sz : 1)); }
+void *st_realloc(void *p, size_t n) {
+    if (alloc_should_fail()) return NULL;
+    void *q = realloc(p, n ? n : 1);
+    return p ? q : counted(q);
+}
+void  st_free(void *p) {
+    if (p) __atomic_sub_fetch(&alloc_live, 1, __ATOMIC_RELAXED);
+    free(p);
+}
 char *st_strdup(const char *s) {
     size_t n = strlen(s) + 1; char *d = st_malloc(n);
     if (d) memcpy(d, s, n);

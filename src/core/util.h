@@ -84,4 +84,7 @@ void  st_alloc_fail_after(long k);
 /* Allocations left before the armed failure (0: it has happened, or none is armed): tells a
  * fault-injection loop whether its failure was met or tolerated. */
 long  st_alloc_fail_pending(void);
+/* Blocks allocated through st_malloc/st_calloc/st_realloc(NULL, ..) and not yet st_free'd
+ * (a leak check for tests: take it before and after). */
+long  st_alloc_live(void);
 #endif

@@ -1,0 +1,79 @@
+/* Device classification: read the GPU once (compute capability, SMs, memory, L2) and pick the
+ * kernel variants for its generation from a small table. Every choice can be overridden
+ * through the switch registry (STRATA_CUDA_MATVEC, STRATA_CUDA_ATTN; docs/KERNELS.md). Only
+ * variants with the same bits are picked by the table: the split-KV attention, which sums in
+ * another order, is never a table default (opt-in with STRATA_CUDA_ATTN=split). */
+#include "cuda_internal.h"
+#include "cuda_common.cuh"
+extern "C" {
+#include "core/env.h"
+}
+
+/* One row per generation, first match wins. `runs`: this build's code runs there (the
+ * Makefile generates sm_90 machine code plus compute_90 PTX, which the driver compiles for
+ * newer chips; older ones cannot run it). */
+typedef struct {
+    int major_min, major_max;
+    const char *gen;
+    int runs;
+    int coop;            /* 256-weight formats: 8 lanes per super-block (8) or one lane (0) */
+    const char *why;
+} class_row;
+static const class_row k_class_table[] = {
+    { 9, 9, "hopper", 1, 8, "coop8 measured 2-3.6x the one-lane kernel at T=1 on the H200 (docs/BENCHMARKS.md)" },
+    { 10, 99, "blackwell", 1, 8, "sm_90 PTX compiled by the driver; coop8 as on Hopper (not measured here)" },
+    { 0, 8, "pre-hopper", 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
+};
+
+static cuda_device_class g_class;
+static int g_class_state;   /* 0 not read, 1 read, -1 no device */
+
+extern "C" const cuda_device_class *cuda_device_class_get(void) {
+    if (g_class_state) return g_class_state > 0 ? &g_class : NULL;
+    cudaDeviceProp p;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+        cudaGetLastError();
+        g_class_state = -1;
+        return NULL;
+    }
+    cuda_device_class *c = &g_class;
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%.95s", p.name);
+    c->major = p.major; c->minor = p.minor; c->sms = p.multiProcessorCount;
+    c->mem_bytes = p.totalGlobalMem; c->l2_bytes = p.l2CacheSize;
+    const class_row *r = &k_class_table[sizeof k_class_table / sizeof k_class_table[0] - 1];
+    for (size_t i = 0; i < sizeof k_class_table / sizeof k_class_table[0]; i++)
+        if (p.major >= k_class_table[i].major_min && p.major <= k_class_table[i].major_max) { r = &k_class_table[i]; break; }
+    c->gen = r->gen; c->supported = r->runs; c->why = r->why; c->table_coop = r->coop;
+    g_class_state = 1;
+    return c;
+}
+
+/* The variants for a backend created now: the table's, unless a switch says otherwise (read
+ * at each creation, so tests can flip them with env_reset_cache). */
+extern "C" void cuda_device_choose(cuda_variants *v) {
+    const cuda_device_class *c = cuda_device_class_get();
+    const char *mv = env_str(ENV_CUDA_MATVEC), *at = env_str(ENV_CUDA_ATTN);
+    v->matvec_coop = c ? c->table_coop : 8;
+    v->matvec_from = "table";
+    if (!strcmp(mv, "coop")) { v->matvec_coop = 8; v->matvec_from = "STRATA_CUDA_MATVEC"; }
+    else if (!strcmp(mv, "lane")) { v->matvec_coop = 0; v->matvec_from = "STRATA_CUDA_MATVEC"; }
+    /* attention: the table says exact for every class (split sums in another order) */
+    v->attn_split = !strcmp(at, "split");
+    v->attn_from = !strcmp(at, "auto") ? "table" : "STRATA_CUDA_ATTN";
+}
+
+extern "C" int cuda_device_class_describe(char *out, size_t cap) {
+    const cuda_device_class *c = cuda_device_class_get();
+    if (!c) { snprintf(out, cap, "no CUDA device"); return -1; }
+    cuda_variants v;
+    cuda_device_choose(&v);
+    snprintf(out, cap,
+             "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
+             "attention: %s (%s)",
+             c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
+             c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
+             v.matvec_from, v.attn_split ? "split-KV" : "exact", v.attn_from);
+    return 0;
+}
