@@ -128,6 +128,22 @@ int strata_session_eval(strata_session *s, const int32_t *ids, int n);
  * 8 sessions), and each session's logits are bit-identical to stepping it alone.
  * 0, or -1 (sessions of different models, a full context or a bad id: nothing changed). */
 int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n);
+/* The same step with speculative drafts (the server's decode thread). A session drafts when it
+ * was created with spec_draft > 0, its sampler is greedy (temperature 0) and max_draft[i] > 0:
+ * up to min(its adaptive draft length, max_draft[i]) tokens proposed by its drafter follow ids[i]
+ * in the same pass, and the longest prefix equal to what the session's sampler picks from the
+ * verified rows is kept (greedy verification, so the output is the tokens plain steps give).
+ * Sampling sessions never draft: a seeded draw stays the draw plain steps make.
+ * On the CPU the drafts only fill the columns the pass has spare (8 per pass: with n sessions,
+ * ceil(n/8) passes carry 8 * ceil(n/8) - n drafts at most), so speculation never adds a pass.
+ * accepted[i * STRATA_MAX_DRAFT ..] gets the n_accepted[i] drafts kept after ids[i]: they are in
+ * the cache, and the session's logits are those after the last of them (sample the next token
+ * from them as usual). max_draft, accepted and n_accepted may be NULL (no drafts): then this is
+ * strata_sessions_step. Draft counts go to the sessions' stats (n_drafted, n_accepted,
+ * n_windows). 0, or -1 as strata_sessions_step (nothing changed). */
+#define STRATA_MAX_DRAFT 7
+int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, const int *max_draft, int n,
+                              int32_t *accepted, int *n_accepted);
 /* Logits of the last evaluated token (n_vocab floats). */
 const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */

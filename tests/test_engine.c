@@ -1,5 +1,6 @@
 /* Engine API: several sessions stepped together in one pass (strata_sessions_step) give the
- * same logits bits as each session stepped alone; rewind + re-eval reproduces the bits. */
+ * same logits bits as each session stepped alone; rewind + re-eval reproduces the bits; the
+ * speculative step (strata_sessions_step_spec) gives the ids plain steps give. */
 #include "test.h"
 #include <stdint.h>
 #include <unistd.h>
@@ -79,6 +80,117 @@ static void test_rewind_reeval(strata_model *m) {
     strata_session_free(s);
 }
 
+/* Speculative steps of several sessions (the server's decode path): greedy sessions that draft
+ * produce exactly the ids plain greedy steps produce; a sampling session in the same batch draws
+ * what it draws alone with the same seed and never drafts; the drafts of one step never exceed the
+ * columns the passes have spare (8 per pass); repetitive text gets drafts accepted. */
+#define SPEC_N 40
+static int greedy_reference(strata_model *m, const int32_t *prompt, int n, int32_t *out) {
+    strata_session *s = new_session(m);
+    if (!s || strata_session_eval(s, prompt, n)) { strata_session_free(s); return -1; }
+    for (int i = 0; i < SPEC_N; i++) {
+        out[i] = strata_session_sample(s);
+        if (strata_session_eval(s, &out[i], 1)) { strata_session_free(s); return -1; }
+    }
+    strata_session_free(s);
+    return 0;
+}
+
+static void test_spec_step(strata_model *m) {
+    const char *texts[3] = {   /* passages to quote (input-grounded): drafts get accepted */
+        "<|im_start|>user\nHere is a passage: \"The Industrial Revolution began in Great Britain in the late "
+        "eighteenth century and spread to Europe and North America. It changed how goods were made.\" Repeat the "
+        "passage word for word.<|im_end|>\n<|im_start|>assistant\n",
+        "<|im_start|>user\nThe quick brown fox jumps over the lazy dog near the river bank every morning.\n"
+        "Repeat the sentence above exactly.<|im_end|>\n<|im_start|>assistant\n",
+        "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n",
+    };
+    int32_t prompt[3][128], ref[3][SPEC_N];
+    int np[3];
+    for (int i = 0; i < 3; i++) {
+        np[i] = strata_tokenize(m, texts[i], strlen(texts[i]), 1, 1, prompt[i], 128);
+        CHECK(np[i] > 8 && np[i] <= 128);
+        CHECK(greedy_reference(m, prompt[i], np[i], ref[i]) == 0);
+    }
+    /* n_sess = 1: a lone session may draft 7; n_sess = 4: three greedy sessions and one sampling
+     * session share 4 spare columns */
+    for (int n_sess = 1; n_sess <= 4; n_sess += 3) {
+        char err[256];
+        strata_session *ss[4], *solo = NULL;
+        /* a session that accepts drafts runs ahead of one that does not: up to 8 tokens a step */
+        int32_t got[4][8 * SPEC_N + 8], next[4];
+        int n_got[4] = { 0 };
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 512;
+        sp.spec_draft = 7;
+        for (int i = 0; i < n_sess; i++) {
+            if (i == 3) {   /* sampling: temperature 0.8, seed 11 */
+                sp.sampler.temperature = 0.8f; sp.sampler.seed = 11;
+            }
+            ss[i] = strata_session_new(m, &sp, err, sizeof err);
+            CHECK(ss[i] != NULL);
+            if (!ss[i]) return;
+            CHECK(strata_session_eval(ss[i], prompt[i % 3], np[i % 3]) == 0);
+            next[i] = strata_session_sample(ss[i]);
+        }
+        if (n_sess == 4) {   /* the sampling session's reference: plain steps, same seed */
+            strata_session_params sq = sp;
+            sq.spec_draft = 0;
+            solo = strata_session_new(m, &sq, err, sizeof err);
+            CHECK(solo && strata_session_eval(solo, prompt[0], np[0]) == 0);
+        }
+        int budget_ok = 1, done = 0;
+        long drafted_before = 0;
+        while (!done) {
+            int maxd[4], nacc[4];
+            int32_t acc[4 * STRATA_MAX_DRAFT];
+            for (int i = 0; i < n_sess; i++) { got[i][n_got[i]++] = next[i]; maxd[i] = STRATA_MAX_DRAFT; }
+            if (strata_sessions_step_spec(ss, next, maxd, n_sess, acc, nacc) != 0) { CHECK(0); break; }
+            long drafted = 0;
+            for (int i = 0; i < n_sess; i++) {
+                strata_stats st;
+                strata_session_get_stats(ss[i], &st);
+                drafted += st.n_drafted;
+                for (int a = 0; a < nacc[i]; a++) got[i][n_got[i]++] = acc[i * STRATA_MAX_DRAFT + a];
+                next[i] = strata_session_sample(ss[i]);
+                CHECK_EQ_INT(strata_session_history(ss[i])[strata_session_pos(ss[i]) - 1], got[i][n_got[i] - 1]);
+            }
+            /* 1 session: one pass of 8 columns; 4 sessions: one pass, 4 columns spare */
+            if (drafted - drafted_before > (n_sess == 1 ? 7 : 4)) budget_ok = 0;
+            drafted_before = drafted;
+            done = 1;
+            for (int i = 0; i < n_sess; i++) if (n_got[i] < SPEC_N) done = 0;
+        }
+        CHECKF(budget_ok, "a step drafted more tokens than the pass has spare columns");
+        long acc_total = 0;
+        for (int i = 0; i < n_sess && i < 3; i++) {
+            int first = -1;
+            for (int t = SPEC_N - 1; t >= 0; t--) if (got[i][t] != ref[i][t]) first = t;
+            CHECKF(first < 0, "speculative ids differ from greedy (session %d of %d) from token %d", i, n_sess, first);
+            strata_stats st;
+            strata_session_get_stats(ss[i], &st);
+            CHECK(st.n_accepted <= st.n_drafted);
+            acc_total += st.n_accepted;
+        }
+        fprintf(stderr, "spec step, %d sessions: %ld drafts accepted\n", n_sess, acc_total);
+        CHECKF(acc_total >= 10, "passages to quote: only %ld drafts accepted (%d sessions)", acc_total, n_sess);
+        if (n_sess == 4) {
+            strata_stats st;
+            strata_session_get_stats(ss[3], &st);
+            CHECK_EQ_INT(st.n_drafted, 0);   /* sampling sessions never draft */
+            int same = 1;
+            for (int t = 0; t < SPEC_N && solo; t++) {
+                int32_t id = strata_session_sample(solo);
+                if (id != got[3][t]) same = 0;
+                strata_session_eval(solo, &id, 1);
+            }
+            CHECKF(same, "a sampling session in a speculative batch draws differently from alone");
+        }
+        for (int i = 0; i < n_sess; i++) strata_session_free(ss[i]);
+        strata_session_free(solo);
+    }
+}
+
 int main(void) {
     const char *path = getenv("STRATA_MODEL");
     if (!path || access(path, R_OK)) SKIP_ALL("STRATA_MODEL not set or unreadable");
@@ -89,6 +201,7 @@ int main(void) {
     if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "%s\n", err); CHECK(0); TEST_DONE(); }
     RUN_ARG(test_batched_step, m);
     RUN_ARG(test_rewind_reeval, m);
+    RUN_ARG(test_spec_step, m);
     strata_model_free(m);
     TEST_DONE();
 }

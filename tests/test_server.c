@@ -247,7 +247,22 @@ static void test_sse_and_chunks(void) {
     CHECK_EQ_INT(json_integer_value(json_object_get(tj, "cache_n")), 2);
     CHECK(fabs(json_real_value(json_object_get(tj, "prompt_per_second")) - 100.0) < 1e-9);
     CHECK(fabs(json_real_value(json_object_get(tj, "predicted_per_second")) - 80.0) < 1e-9);
+    CHECK(json_object_get(tj, "draft_n") == NULL);   /* speculation off: no draft fields */
     json_decref(r);
+    /* speculation on: drafted, accepted, their ratio, passes and tokens per pass */
+    oai_timings ts = { .predicted_n = 30, .predicted_ms = 10.0, .spec = 1, .n_steps = 10, .n_drafted = 40, .n_accepted = 19 };
+    tj = oai_timings_json(&ts);
+    CHECK_EQ_INT(json_integer_value(json_object_get(tj, "draft_n")), 40);
+    CHECK_EQ_INT(json_integer_value(json_object_get(tj, "draft_n_accepted")), 19);
+    CHECK_EQ_INT(json_integer_value(json_object_get(tj, "decode_passes")), 10);
+    CHECK(fabs(json_real_value(json_object_get(tj, "draft_acceptance_rate")) - 0.475) < 1e-9);
+    CHECK(fabs(json_real_value(json_object_get(tj, "tokens_per_pass")) - 2.9) < 1e-9);
+    json_decref(tj);
+    ts.n_drafted = ts.n_accepted = 0;   /* on but nothing drafted: the fields say so */
+    tj = oai_timings_json(&ts);
+    CHECK(json_integer_value(json_object_get(tj, "draft_n")) == 0 && json_real_value(json_object_get(tj, "draft_acceptance_rate")) == 0.0
+          && json_real_value(json_object_get(tj, "tokens_per_pass")) == 1.0);
+    json_decref(tj);
 }
 
 static void test_logprobs_shape(void) {
@@ -415,8 +430,14 @@ static void test_metrics(void) {
     m.requests[EP_CHAT][metrics_code_index(429)] = 2;
     m.c.generated_tokens = 100;
     m.c.busy_seconds = 4.0;
+    m.c.decode_steps = 40; m.c.spec_drafted = 50; m.c.spec_accepted = 30;
     sbuf o; sbuf_init(&o);
     metrics_render(&o, &m);
+    CHECK(strstr(o.p, "strata_spec_drafted_tokens_total 50\n") != NULL);
+    CHECK(strstr(o.p, "strata_spec_accepted_tokens_total 30\n") != NULL);
+    CHECK(strstr(o.p, "strata_decode_passes_total 40\n") != NULL);
+    CHECK(strstr(o.p, "strata_spec_acceptance_rate 0.600000\n") != NULL);
+    CHECK(strstr(o.p, "strata_tokens_per_pass 1.750000\n") != NULL);
     CHECK(strstr(o.p, "# TYPE strata_queue_depth gauge\nstrata_queue_depth 3\n") != NULL);
     CHECK(strstr(o.p, "strata_http_requests_total{endpoint=\"chat_completions\",code=\"429\"} 2\n") != NULL);
     CHECK(strstr(o.p, "strata_slots_busy 2\n") != NULL);

@@ -20,7 +20,10 @@ static void serve_usage(FILE *f) {
         "      --api-key KEY    require 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'\n"
         "      --cors ORIGIN    send Access-Control-Allow-Origin: ORIGIN (e.g. '*')\n"
         "      --max-body N     largest request body in bytes (default 8388608)\n"
-        "  -t, --threads N      worker threads (default: STRATA_THREADS or all cores)\n\n"
+        "  -t, --threads N      worker threads (default: STRATA_THREADS or all cores)\n"
+        "      --device D       cpu, cuda or auto (default auto: CUDA when the build and the GPU allow)\n"
+        "      --spec N         speculative decoding for greedy requests: up to N (<= 7) drafted tokens\n"
+        "                       per step from the context (suffix matching); 0 turns it off\n\n"
         "Endpoints: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize;\n"
         "GET /v1/models, /health, /metrics, / (chat page). See docs/SERVER.md.\n");
 }
@@ -64,6 +67,14 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--cors")) { NEEDS_VALUE(); o.cors = v; }
         else if (!strcmp(a, "--max-body")) { NEEDS_VALUE(); if (parse_int(a, v, 1024, 1L << 30, &x)) return 2; o.max_body = (size_t)x; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDS_VALUE(); if (parse_int(a, v, 0, 1024, &x)) return 2; o.n_threads = (int)x; }
+        else if (!strcmp(a, "--spec")) { NEEDS_VALUE(); if (parse_int(a, v, 0, STRATA_MAX_DRAFT, &x)) return 2; o.spec = (int)x; }
+        else if (!strcmp(a, "--device")) {
+            NEEDS_VALUE();
+            if (!strcmp(v, "cpu")) o.device = STRATA_DEVICE_CPU;
+            else if (!strcmp(v, "cuda")) o.device = STRATA_DEVICE_CUDA;
+            else if (!strcmp(v, "auto")) o.device = STRATA_DEVICE_AUTO;
+            else { fprintf(stderr, "strata serve: --device must be cpu, cuda or auto, got '%s'\n", v); return 2; }
+        }
         else { fprintf(stderr, "strata serve: unknown option '%s'\n\n", a); serve_usage(stderr); return 2; }
 #undef NEEDS_VALUE
     }

@@ -42,6 +42,9 @@ struct strata_session {
     struct suffix_drafter *sfx;   /* suffix drafter over prompt + output (spec_draft > 0) */
     strata_session *draft;       /* draft-model session, or NULL */
     float *probs;                /* [n_vocab] sampler distribution scratch */
+    /* strata_sessions_step_spec: history[0..sfx_n) is in sfx (-1: rebuild it), and the
+     * adaptive draft length state that strata_generate keeps in locals */
+    int sfx_n, spec_cur_k, spec_misses, spec_pause;
 };
 
 /* Evaluate T <= FWD_MAX_T tokens; logits of tokens logits_from.. are left in fwd.logits. */

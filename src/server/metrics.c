@@ -50,6 +50,18 @@ void metrics_render(sbuf *o, const srv_metrics *m) {
     sbuf_printf(o, "strata_prompt_seconds_total %.6f\n", m->c.prompt_seconds);
     family(o, "strata_busy_seconds_total", "counter", "seconds the decode thread spent in forward passes");
     sbuf_printf(o, "strata_busy_seconds_total %.6f\n", m->c.busy_seconds);
+    family(o, "strata_decode_passes_total", "counter", "decode passes summed over requests (one window of one request each)");
+    sbuf_printf(o, "strata_decode_passes_total %llu\n", m->c.decode_steps);
+    family(o, "strata_spec_drafted_tokens_total", "counter", "speculative draft tokens verified (--spec)");
+    sbuf_printf(o, "strata_spec_drafted_tokens_total %llu\n", m->c.spec_drafted);
+    family(o, "strata_spec_accepted_tokens_total", "counter", "speculative draft tokens the model agreed with (extra tokens of their pass)");
+    sbuf_printf(o, "strata_spec_accepted_tokens_total %llu\n", m->c.spec_accepted);
+    family(o, "strata_spec_acceptance_rate", "gauge", "accepted / drafted tokens since start");
+    sbuf_printf(o, "strata_spec_acceptance_rate %.6f\n",
+                m->c.spec_drafted > 0 ? (double)m->c.spec_accepted / (double)m->c.spec_drafted : 0.0);
+    family(o, "strata_tokens_per_pass", "gauge", "(decode passes + accepted drafts) / decode passes since start: 1 without speculation");
+    sbuf_printf(o, "strata_tokens_per_pass %.6f\n",
+                m->c.decode_steps > 0 ? (double)(m->c.decode_steps + m->c.spec_accepted) / (double)m->c.decode_steps : 0.0);
     family(o, "strata_prompt_tokens_per_second", "gauge", "prompt tokens / prompt seconds since start");
     sbuf_printf(o, "strata_prompt_tokens_per_second %.3f\n",
                 m->c.prompt_seconds > 0 ? (double)m->c.prompt_tokens / m->c.prompt_seconds : 0.0);

@@ -68,9 +68,14 @@ json_t *oai_timings_json(const oai_timings *t) {
         "prompt_n", t->prompt_n, "prompt_ms", t->prompt_ms, "prompt_per_second", per_second(t->prompt_n, t->prompt_ms),
         "predicted_n", t->predicted_n, "predicted_ms", t->predicted_ms,
         "predicted_per_second", per_second(t->predicted_n, t->predicted_ms));
-    if (o && t->n_drafted > 0) {
+    if (o && t->spec) {
+        /* tokens per pass: what one decode pass (one verification window) yielded, 1 without
+         * accepted drafts; the first token comes from the prompt pass and is not counted */
         json_object_set_new(o, "draft_n", json_integer(t->n_drafted));
         json_object_set_new(o, "draft_n_accepted", json_integer(t->n_accepted));
+        json_object_set_new(o, "draft_acceptance_rate", json_real(t->n_drafted > 0 ? (double)t->n_accepted / t->n_drafted : 0.0));
+        json_object_set_new(o, "decode_passes", json_integer(t->n_steps));
+        json_object_set_new(o, "tokens_per_pass", json_real(t->n_steps > 0 ? (double)(t->n_steps + t->n_accepted) / t->n_steps : 0.0));
     }
     return o;
 }

@@ -29,7 +29,9 @@ typedef struct oai_timings {
     int cache_n;                /* prompt tokens reused from the slot's KV cache */
     int prompt_n, predicted_n;  /* prompt tokens evaluated; tokens generated */
     double prompt_ms, predicted_ms;
-    long n_drafted, n_accepted; /* speculative decoding (omitted when 0 drafted) */
+    int spec;                   /* speculation was on for the request: the draft fields appear */
+    long n_steps;               /* decode passes the request took part in */
+    long n_drafted, n_accepted; /* speculative drafts proposed / kept */
 } oai_timings;
 
 /* A streamed chunk. role: chat's first chunk. text may be NULL. finish: NULL or "stop"/"length".

@@ -49,6 +49,7 @@ srv_options srv_default_options(void) {
     o.parallel = 1;
     o.queue = 16;
     o.max_body = 8u << 20;
+    o.device = STRATA_DEVICE_AUTO;
     return o;
 }
 
@@ -188,6 +189,10 @@ static oai_timings job_timings(const srv_job *j) {
     t.prompt_ms = (j->t_prompt_done - j->t_start) * 1e3;
     t.predicted_n = j->n_gen;
     t.predicted_ms = (j->t_end - j->t_prompt_done) * 1e3;
+    t.spec = j->spec;
+    t.n_steps = j->n_steps;
+    t.n_drafted = j->n_drafted;
+    t.n_accepted = j->n_accepted;
     return t;
 }
 
@@ -745,6 +750,7 @@ int srv_run(const srv_options *o) {
     strata_model_params mp = strata_model_default_params();
     mp.path = o->model_path;
     mp.n_threads = o->n_threads;
+    mp.device = o->device;
     int rc = 1;
     if (strata_model_load(&mp, &s->model, err, sizeof err)) {
         fprintf(stderr, "strata serve: %s\n", err);
@@ -753,7 +759,7 @@ int srv_run(const srv_options *o) {
     }
     model_id_from_path(s->model_id, sizeof s->model_id, o->model_path);
     s->t_loaded = (long long)time(NULL);
-    if (sched_init(&s->sched, s->model, s->opt.parallel, s->opt.queue, o->n_ctx, err, sizeof err)) {
+    if (sched_init(&s->sched, s->model, s->opt.parallel, s->opt.queue, o->n_ctx, o->spec, err, sizeof err)) {
         fprintf(stderr, "strata serve: %s\n", err);
         atomic_store(&s->state, SRV_FAILED);
         goto out;
@@ -761,9 +767,13 @@ int srv_run(const srv_options *o) {
     atomic_store(&s->state, SRV_READY);
     const char *h = o->host;
     int v6 = strchr(h, ':') != NULL;
-    printf("strata serve: listening on http://%s%s%s:%d (model %s, %d slot%s, context %d, queue %d)\n",
+    strata_model_info mi;
+    strata_model_get_info(s->model, &mi);
+    char spec[32] = "";
+    if (o->spec > 0) snprintf(spec, sizeof spec, ", spec %d", o->spec);
+    printf("strata serve: listening on http://%s%s%s:%d (model %s, %d slot%s, context %d, queue %d, %s%s)\n",
            v6 ? "[" : "", h, v6 ? "]" : "", bound_port, s->model_id, s->sched.n_slots,
-           s->sched.n_slots == 1 ? "" : "s", s->sched.n_ctx, s->sched.q_cap);
+           s->sched.n_slots == 1 ? "" : "s", s->sched.n_ctx, s->sched.q_cap, mi.device, spec);
     fflush(stdout);
 
     int sig = 0;

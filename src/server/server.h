@@ -31,6 +31,8 @@ typedef struct srv_options {
     const char *cors;           /* NULL: no CORS headers */
     int n_threads;              /* 0: engine default */
     size_t max_body;            /* bytes; larger bodies get 413 */
+    int spec;                   /* speculative drafts per step for greedy requests (0: off) */
+    strata_device device;       /* auto / cpu / cuda */
 } srv_options;
 srv_options srv_default_options(void);
 /* Run until SIGINT/SIGTERM; returns the process exit code. */
@@ -59,6 +61,9 @@ typedef struct srv_job {
     const char *finish;         /* "stop" / "length" once done; NULL with error[] set on failure */
     char error[256];
     int n_gen;                  /* generated tokens (end-of-generation token not counted) */
+    int spec;                   /* speculation on for this request (server --spec, greedy, no logprobs) */
+    long n_steps;               /* decode passes this request took part in (one window each) */
+    long n_drafted, n_accepted; /* speculative drafts proposed / kept */
     double t_submit, t_start, t_prompt_done, t_end;   /* now_seconds() */
     pthread_cond_t cv;          /* signalled on new text and when done */
     int refs;
@@ -74,6 +79,10 @@ typedef struct srv_slot {
     slot_phase phase;
     int prefill_pos;            /* prompt tokens in the cache so far (PREFILL) */
     int32_t next_token;         /* sampled last step; evaluated this step */
+    int32_t accepted[STRATA_MAX_DRAFT];   /* drafts kept after next_token in this step */
+    int n_accepted;
+    long n_steps;               /* decode passes of the current job */
+    long base_drafted, base_accepted;     /* the session's draft counters when the job started */
     strata_detok detok;
     stop_filter filter;
     int n_gen;
@@ -86,12 +95,15 @@ typedef struct srv_slot {
 
 typedef struct srv_counters {
     unsigned long long prompt_tokens, cached_tokens, generated_tokens, completed, cancelled, rejected, failed;
+    unsigned long long decode_steps;                /* decode passes summed over slots (one window each) */
+    unsigned long long spec_drafted, spec_accepted; /* speculative drafts proposed / kept */
     double prompt_seconds, decode_seconds, busy_seconds;
 } srv_counters;
 
 typedef struct srv_sched {
     strata_model *model;
     int n_slots, n_ctx;
+    int spec;                   /* drafts per step for greedy requests (0: off) */
     srv_slot *slots;
     srv_job **queue;            /* FIFO ring of waiting jobs: q_alloc = q_cap + n_slots cells */
     int q_cap, q_alloc, q_head, q_len;  /* admitted while running + waiting < n_slots + q_cap */
@@ -103,7 +115,8 @@ typedef struct srv_sched {
     uint64_t seed_state;        /* seeds for requests without "seed" */
 } srv_sched;
 
-int  sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, char *err, size_t errlen);
+/* spec: speculative drafts per step (0..STRATA_MAX_DRAFT) for greedy requests without logprobs */
+int  sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, char *err, size_t errlen);
 void sched_free(srv_sched *s);
 /* A job built from a validated request (stops are moved out of r) and prompt tokens (copied). */
 srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt);

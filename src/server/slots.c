@@ -102,14 +102,13 @@ static json_t *logprob_entry(const strata_model *m, const float *logits, int n_v
     return oai_logprob_entry(ct ? ct : "", ct ? cl : 0, logits[chosen] - lse, k, txt, len, top_lp);
 }
 
-/* The slot's session holds fresh logits: sample, stream, check the finish conditions. */
-static void slot_after_eval(srv_sched *s, srv_slot *sl) {
+/* One generated token: stream it and check the finish conditions; 1 when the job ended.
+ * logits: the distribution tok came from (for logprobs; NULL for accepted drafts, which only
+ * requests without logprobs get). */
+static int slot_take(srv_sched *s, srv_slot *sl, int32_t tok, const float *logits) {
     srv_job *j = sl->job;
-    const float *logits = strata_session_logits(sl->sess);
-    int32_t tok = strata_session_sample(sl->sess);
-    if (tok < 0 || !logits) { snprintf(sl->error, sizeof sl->error, "sampling failed"); slot_end(sl, NULL); return; }
-    if (strata_token_is_eog(s->model, tok)) { slot_end(sl, "stop"); return; }
-    if (j->logprobs) {
+    if (strata_token_is_eog(s->model, tok)) { slot_end(sl, "stop"); return 1; }
+    if (j->logprobs && logits) {
         json_t *e = logprob_entry(s->model, logits, strata_n_vocab(s->model), tok, j->top_logprobs);
         if (!sl->staged_lp) sl->staged_lp = json_array();
         json_array_append_new(sl->staged_lp, e);
@@ -117,9 +116,32 @@ static void slot_after_eval(srv_sched *s, srv_slot *sl) {
     sl->n_gen++;
     char piece[256];
     int n = strata_detok_push(s->model, &sl->detok, tok, piece, sizeof piece);
-    if (n > 0 && stop_filter_push(&sl->filter, piece, (size_t)n, &sl->staged_text)) { slot_end(sl, "stop"); return; }
-    if (j->max_tokens > 0 && sl->n_gen >= j->max_tokens) { slot_end(sl, "length"); return; }
+    if (n > 0 && stop_filter_push(&sl->filter, piece, (size_t)n, &sl->staged_text)) { slot_end(sl, "stop"); return 1; }
+    if (j->max_tokens > 0 && sl->n_gen >= j->max_tokens) { slot_end(sl, "length"); return 1; }
     sl->next_token = tok;
+    return 0;
+}
+
+/* The slot's session holds fresh logits: take the drafts this step kept (speculation), then
+ * sample the next token from the logits after them. */
+static void slot_after_eval(srv_sched *s, srv_slot *sl) {
+    for (int a = 0; a < sl->n_accepted; a++)
+        if (slot_take(s, sl, sl->accepted[a], NULL)) return;
+    sl->n_accepted = 0;
+    const float *logits = strata_session_logits(sl->sess);
+    int32_t tok = strata_session_sample(sl->sess);
+    if (tok < 0 || !logits) { snprintf(sl->error, sizeof sl->error, "sampling failed"); slot_end(sl, NULL); return; }
+    slot_take(s, sl, tok, logits);
+}
+
+/* Drafts this slot may add after its next token: speculation on for the job, and no more
+ * than the tokens it may still produce after the one this step samples. */
+static int slot_max_draft(const srv_slot *sl) {
+    const srv_job *j = sl->job;
+    if (!j->spec) return 0;
+    int k = STRATA_MAX_DRAFT;
+    if (j->max_tokens > 0 && j->max_tokens - sl->n_gen - 1 < k) k = j->max_tokens - sl->n_gen - 1;
+    return k > 0 ? k : 0;
 }
 
 /* A slot still reading its prompt: one chunk per step, so the other slots keep streaming while
@@ -141,34 +163,45 @@ static void slot_prefill(srv_sched *s, srv_slot *sl) {
 }
 
 /* One decode step for every active slot: prompts advance by a chunk each; all decoding slots'
- * tokens go through ONE batched pass (strata_sessions_step: the tokens are columns of the same
- * matvecs, so the weights are read once for all of them, and each slot's logits are the bits a
- * solo step would give). */
+ * tokens go through ONE batched pass (strata_sessions_step_spec: the tokens are columns of the
+ * same matvecs, so the weights are read once for all of them, and each slot's logits are the bits
+ * a solo step would give). Greedy slots of a server with --spec also carry drafts in the columns
+ * the pass has spare; the drafts the model agrees with come out as extra tokens of this step. */
 static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     strata_session **batch = st_malloc((size_t)n_active * sizeof *batch);
     int32_t *toks = st_malloc((size_t)n_active * sizeof *toks);
     srv_slot **bslot = st_malloc((size_t)n_active * sizeof *bslot);
+    int *max_draft = st_malloc((size_t)n_active * sizeof *max_draft);
+    int32_t *acc = st_malloc((size_t)n_active * STRATA_MAX_DRAFT * sizeof *acc);
+    int *n_acc = st_malloc((size_t)n_active * sizeof *n_acc);
     int nb = 0;
     for (int i = 0; i < n_active; i++) {
         srv_slot *sl = active[i];
+        sl->n_accepted = 0;
         if (sl->phase == SLOT_PREFILL) { slot_prefill(s, sl); continue; }
         if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); continue; }
-        if (!batch || !toks || !bslot) {   /* out of memory: step this slot alone */
+        sl->n_steps++;
+        if (!batch || !toks || !bslot || !max_draft || !acc || !n_acc) {   /* out of memory: step this slot alone */
             if (strata_session_eval(sl->sess, &sl->next_token, 1)) slot_end(sl, "length");
             else slot_after_eval(s, sl);
             continue;
         }
-        batch[nb] = sl->sess; toks[nb] = sl->next_token; bslot[nb] = sl; nb++;
+        batch[nb] = sl->sess; toks[nb] = sl->next_token; bslot[nb] = sl; max_draft[nb] = slot_max_draft(sl); nb++;
     }
-    if (nb > 0 && strata_sessions_step(batch, toks, nb) != 0) {
+    if (nb > 0 && strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc) != 0) {
         /* refused as a whole (nothing changed): step one by one so only the bad slot ends */
         for (int i = 0; i < nb; i++) {
+            n_acc[i] = 0;
             if (strata_session_eval(bslot[i]->sess, &toks[i], 1)) { slot_end(bslot[i], "length"); bslot[i] = NULL; }
         }
     }
-    for (int i = 0; i < nb; i++)
-        if (bslot[i]) slot_after_eval(s, bslot[i]);
-    st_free(batch); st_free(toks); st_free(bslot);
+    for (int i = 0; i < nb; i++) {
+        if (!bslot[i]) continue;
+        bslot[i]->n_accepted = n_acc[i];
+        memcpy(bslot[i]->accepted, acc + (size_t)i * STRATA_MAX_DRAFT, (size_t)n_acc[i] * sizeof(int32_t));
+        slot_after_eval(s, bslot[i]);
+    }
+    st_free(batch); st_free(toks); st_free(bslot); st_free(max_draft); st_free(acc); st_free(n_acc);
 }
 
 /* ---- scheduler (s->mu held) -------------------------------------------------------------------- */
@@ -199,6 +232,15 @@ static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     sl->job = j;
     sl->phase = SLOT_PREFILL;
     sl->n_gen = 0;
+    sl->n_steps = 0;
+    sl->n_accepted = 0;
+    strata_stats st;
+    strata_session_get_stats(sl->sess, &st);   /* the session counts drafts across jobs */
+    sl->base_drafted = st.n_drafted;
+    sl->base_accepted = st.n_accepted;
+    /* speculation keeps outputs identical only for greedy requests; logprobs would need every
+     * verified row's distribution, which accepted drafts do not carry */
+    j->spec = s->spec > 0 && j->sampler.temperature <= 0 && !j->logprobs;
     sl->finish = NULL;
     sl->error[0] = 0;
     sbuf_clear(&sl->staged_text);
@@ -231,6 +273,15 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
     }
     s->counters.generated_tokens += (unsigned long long)(sl->n_gen - j->n_gen);
     j->n_gen = sl->n_gen;
+    strata_stats st;
+    strata_session_get_stats(sl->sess, &st);
+    long drafted = st.n_drafted - sl->base_drafted, accepted = st.n_accepted - sl->base_accepted;
+    s->counters.decode_steps += (unsigned long long)(sl->n_steps - j->n_steps);
+    s->counters.spec_drafted += (unsigned long long)(drafted - j->n_drafted);
+    s->counters.spec_accepted += (unsigned long long)(accepted - j->n_accepted);
+    j->n_steps = sl->n_steps;
+    j->n_drafted = drafted;
+    j->n_accepted = accepted;
     int ended = sl->finish || sl->error[0] || j->cancelled;
     if (ended) {
         j->t_end = now_seconds();
@@ -290,10 +341,11 @@ static void *decode_main(void *arg) {
     return NULL;
 }
 
-int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, char *err, size_t errlen) {
+int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     s->model = m;
     s->n_slots = n_slots;
+    s->spec = spec;
     s->q_cap = queue_cap > 0 ? queue_cap : 0;
     s->q_alloc = s->q_cap + n_slots;
     pthread_mutex_init(&s->mu, NULL);
@@ -304,6 +356,7 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     if (!s->slots || !s->queue) { snprintf(err, errlen, "out of memory allocating %d slots", n_slots); return -1; }
     strata_session_params sp = strata_session_default_params();
     sp.n_ctx = n_ctx;
+    sp.spec_draft = spec;
     for (int i = 0; i < n_slots; i++) {
         char e[256] = "";
         s->slots[i].sess = strata_session_new(m, &sp, e, sizeof e);

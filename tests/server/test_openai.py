@@ -393,6 +393,95 @@ def test_cancel(s, headers=None):
     check(wait_metric(s, "strata_slots_busy", lambda v: v == 0, 3.0, headers), "openai client stream.close() frees the slot")
 
 
+SPEC_PROMPTS = [   # passages to quote (drafts get accepted) and open chat (they mostly do not)
+    [{"role": "user", "content": 'Here is a passage: "The Industrial Revolution began in Great Britain in the late '
+      'eighteenth century and spread to Europe and North America. It changed how goods were made, moving production '
+      'from homes and small workshops to factories with machines powered by water and steam." Repeat the passage word for word.'}],
+    [{"role": "user", "content": "The quick brown fox jumps over the lazy dog near the river bank every morning.\n"
+      "Repeat the sentence above exactly."}],
+    MSGS,
+    [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "List the days of the week, one per line."}],
+]
+
+
+def test_spec(s):
+    """A server with --spec 7 against the main one (no speculation): the same greedy text, and
+    speculative statistics that add up (timings and /metrics)."""
+    sp = Server(BIN, MODEL, "--parallel", "4", "--spec", "7", "--ctx", "1024")
+    try:
+        m0 = sp.metrics()
+        tot = {"draft_n": 0, "draft_n_accepted": 0, "decode_passes": 0, "predicted_n": 0}
+        quote_acc = 0
+        for i, msgs in enumerate(SPEC_PROMPTS):
+            body = {"messages": msgs, "temperature": 0, "max_tokens": 64}
+            st0, _, b0 = s.raw("POST", "/v1/chat/completions", body)
+            st1, _, b1 = sp.raw("POST", "/v1/chat/completions", body)
+            r0, r1 = json.loads(b0), json.loads(b1)
+            check(st0 == st1 == 200, "spec: both servers answer 200")
+            c0, c1 = r0["choices"][0], r1["choices"][0]
+            check(c1["message"]["content"] == c0["message"]["content"] and c1["finish_reason"] == c0["finish_reason"]
+                  and r1["usage"]["completion_tokens"] == r0["usage"]["completion_tokens"],
+                  "spec: greedy reply %d identical with --spec 7: %r vs %r" % (i, c1, c0))
+            check("draft_n" not in r0["timings"], "no draft statistics without --spec")
+            t = r1["timings"]
+            keys = ("draft_n", "draft_n_accepted", "draft_acceptance_rate", "decode_passes", "tokens_per_pass")
+            if not check(all(k in t for k in keys), "spec: timings carry the draft statistics: %s" % t):
+                continue
+            d, a, p, n = t["draft_n"], t["draft_n_accepted"], t["decode_passes"], t["predicted_n"]
+            check(0 <= a <= d and abs(t["draft_acceptance_rate"] - (a / d if d else 0.0)) < 1e-6
+                  and abs(t["tokens_per_pass"] - (p + a) / p) < 1e-6, "spec: statistics consistent: %s" % t)
+            # each pass yields its token plus the drafts it accepted; the first token comes from the prompt
+            check(p <= n + 1 and n <= p + a + 1, "spec: passes and accepted drafts account for the tokens: %s" % t)
+            for k in tot:
+                tot[k] += t[k]
+            if i < 2:
+                quote_acc += a
+        check(quote_acc >= 10 and tot["decode_passes"] < tot["predicted_n"],
+              "spec: quoting accepts drafts and saves passes (accepted %d, %d passes for %d tokens)"
+              % (quote_acc, tot["decode_passes"], tot["predicted_n"]))
+        m1 = sp.metrics()
+        for name, k in (("strata_spec_drafted_tokens_total", "draft_n"), ("strata_spec_accepted_tokens_total", "draft_n_accepted"),
+                        ("strata_decode_passes_total", "decode_passes")):
+            check(m1[name] - m0.get(name, 0) == tot[k], "spec: /metrics %s grew by the requests' %s (%s vs %s)"
+                  % (name, k, m1[name] - m0.get(name, 0), tot[k]))
+        check(abs(m1["strata_tokens_per_pass"] - (m1["strata_decode_passes_total"] + m1["strata_spec_accepted_tokens_total"])
+                  / m1["strata_decode_passes_total"]) < 1e-5 and m1["strata_tokens_per_pass"] > 1.0
+              and 0 < m1["strata_spec_acceptance_rate"] <= 1, "spec: /metrics rates: %s" % {k: v for k, v in m1.items() if "spec" in k or "pass" in k})
+        print("spec: %d drafted, %d accepted, %d passes for %d tokens" % (tot["draft_n"], tot["draft_n_accepted"],
+              tot["decode_passes"], tot["predicted_n"]), file=sys.stderr)
+
+        # four greedy requests at once (their drafts share the pass's spare columns), streamed:
+        # each text equals the main server's
+        want = []
+        for msgs in SPEC_PROMPTS:
+            _, _, b = s.raw("POST", "/v1/chat/completions", {"messages": msgs, "temperature": 0, "max_tokens": 48})
+            want.append(json.loads(b)["choices"][0]["message"]["content"])
+        got = [None] * len(SPEC_PROMPTS)
+
+        def one(i):
+            try:
+                c, r = stream_raw(sp.port, {"messages": SPEC_PROMPTS[i], "temperature": 0, "max_tokens": 48, "stream": True})
+                got[i] = "".join(json.loads(p)["choices"][0]["delta"].get("content") or ""
+                                 for p in sse_events(r.read()) if p != "[DONE]" and json.loads(p)["choices"])
+                c.close()
+            except Exception as e:   # noqa
+                got[i] = repr(e)
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(len(SPEC_PROMPTS))]
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+        check(got == want, "spec: 4 concurrent greedy streams equal the replies without speculation: %r vs %r" % (got, want))
+
+        # sampling and logprobs requests do not speculate (their output would depend on it)
+        _, _, b = sp.raw("POST", "/v1/chat/completions", {"messages": SPEC_PROMPTS[0], "temperature": 0.7, "seed": 3, "max_tokens": 16})
+        check("draft_n" not in json.loads(b)["timings"], "spec: a sampled request does not speculate")
+        _, _, b = sp.raw("POST", "/v1/chat/completions", {"messages": SPEC_PROMPTS[0], "temperature": 0, "logprobs": True, "max_tokens": 16})
+        check("draft_n" not in json.loads(b)["timings"], "spec: a logprobs request does not speculate")
+    finally:
+        check(sp.stop() == 0, "spec server exits 0 on SIGTERM")
+
+
 def test_small_server(binary, model):
     key = "sk-test-123"
     s = Server(binary, model, "--parallel", "2", "--queue", "1", "--api-key", key, "--cors", "*", "--ctx", "512")
@@ -527,6 +616,12 @@ def main():
         test_concurrency(s, a.clients)
         print("%-22s %.1f s" % ("test_concurrency", time.time() - t0t), file=sys.stderr)
         test_cancel(s)
+        t0t = time.time()
+        try:
+            test_spec(s)
+        except Exception as e:
+            check(False, "test_spec raised %r" % e)
+        print("%-22s %.1f s" % ("test_spec", time.time() - t0t), file=sys.stderr)
     finally:
         check(s.stop() == 0, "server exits 0 on SIGTERM")
     try:
