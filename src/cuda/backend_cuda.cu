@@ -188,6 +188,7 @@ extern "C" void cuda_weights_free(const hparams *hp, model_weights *w) {
 typedef struct { char *host; size_t bytes; char *dev; } mirror;
 
 typedef struct { float *x; int T, n_heads, head_dim, n_rot, pos0; const float *table; } pending_rope;
+typedef struct { const float *x; const float *w; float *y; int rows, n; float eps; } pending_norm;
 
 typedef struct {
     hparams hp;
@@ -242,6 +243,8 @@ typedef struct {
     void *moe_act_r;            /* router activations when the router weight is quantized */
     cuda_moe moe_bufs;          /* act_pairs, groups, pair_of, wts, h, act_h, y */
     cuda_moe moe_pend;          /* the pending combine (moe_pend_on) */
+    pending_norm pnorm;         /* a q norm waiting for its k norm (one launch) */
+    int pnorm_on;
     int moe_pend_on;
     int failed;
 } cuda_be;
@@ -278,7 +281,13 @@ static void flush_moe(cuda_be *c) {
     c->moe_pend_on = 0;
     if (cuda_moe_combine(&c->moe_pend, NULL, c->st)) be_fail(c, "moe combine");
 }
+static void flush_norm(cuda_be *c) {
+    if (!c->pnorm_on) return;
+    c->pnorm_on = 0;
+    if (cuda_rmsnorm(c->pnorm.x, c->pnorm.w, c->pnorm.y, c->pnorm.rows, c->pnorm.n, c->pnorm.eps, c->st)) be_fail(c, "rmsnorm");
+}
 static void flush(cuda_be *c) {
+    flush_norm(c);
     flush_mv(c);
     if (c->n_ropes) flush_ropes(c);
     flush_moe(c);
@@ -319,11 +328,36 @@ static void op_embed(backend *be, const weight *te, const int32_t *ids, int T, f
     if (!table || cuda_embed(table, type, te->n_in, c->d_ids, T, dx, scale, c->st)) be_fail(c, "embed");
 }
 
+static int ranges_overlap(const float *a, size_t na, const float *b, size_t nb) {
+    return a < b + nb && b < a + na;
+}
+
+/* Is w a per-head q norm (qwen3, gemma3)? Its k norm follows at once: the two share a launch. */
+static int is_q_norm(cuda_be *c, const weight *w) {
+    for (int l = 0; c->w->layers && l < c->hp.n_layers; l++)
+        if (w->data && w->data == c->w->layers[l].q_norm.data) return 1;
+    return 0;
+}
+
 static void op_rmsnorm(backend *be, const float *x, const weight *w, float *y, int rows, int n, float eps) {
     cuda_be *c = CB(be);
-    flush(c); act_invalidate(c);
     float *dx = dev_of(c, x), *dy = dev_of(c, y);
     if (!dx || !dy) return;
+    pending_norm *pn = &c->pnorm;
+    if (c->pnorm_on && pn->n == n && pn->eps == eps && !ranges_overlap(dx, (size_t)rows * n, pn->y, (size_t)pn->rows * n) &&
+        !ranges_overlap(dy, (size_t)rows * n, pn->x, (size_t)pn->rows * n) && !c->pend.n && !c->n_ropes && !c->moe_pend_on) {
+        c->pnorm_on = 0;
+        if (cuda_rmsnorm2(pn->x, pn->w, pn->y, pn->rows, dx, (const float *)w->dev, dy, rows, n, eps, c->st)) be_fail(c, "rmsnorm");
+        act_invalidate(c);
+        return;
+    }
+    flush(c); act_invalidate(c);
+    if (c->fuse && is_q_norm(c, w)) {
+        pending_norm q = { dx, (const float *)w->dev, dy, rows, n, eps };
+        c->pnorm = q;
+        c->pnorm_on = 1;
+        return;
+    }
     int af = c->fuse && rows <= FWD_MAX_T ? act_fmt_after_norm(c, w) : -1;
     if (af >= 0 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
         if (cuda_rmsnorm_quant(dx, (const float *)w->dev, dy, rows, n, eps, c->act, af, c->st)) be_fail(c, "rmsnorm");
@@ -331,10 +365,6 @@ static void op_rmsnorm(backend *be, const float *x, const weight *w, float *y, i
         return;
     }
     if (cuda_rmsnorm(dx, (const float *)w->dev, dy, rows, n, eps, c->st)) be_fail(c, "rmsnorm");
-}
-
-static int ranges_overlap(const float *a, size_t na, const float *b, size_t nb) {
-    return a < b + nb && b < a + na;
 }
 
 static void op_matvec(backend *be, const weight *W, const float *x, int T, float *y) {
@@ -392,7 +422,7 @@ static void flush_ropes(cuda_be *c) {
 static void op_rope(backend *be, float *x, int T, int n_heads, int head_dim, int n_rot, int pos0, float base, float scale) {
     cuda_be *c = CB(be);
     (void)scale;   /* the tables are built with hp.rope_scale, the value forward() passes */
-    flush_mv(c); act_invalidate(c);
+    flush_norm(c); flush_mv(c); act_invalidate(c);
     float *dx = dev_of(c, x);
     if (!dx) return;
     pending_rope r = { dx, T, n_heads, head_dim, n_rot, pos0, rope_table(c, base) };
@@ -403,7 +433,7 @@ static void op_rope(backend *be, float *x, int T, int n_heads, int head_dim, int
 static void op_attention(backend *be, int layer, const float *q, const float *k, const float *v, int T, int pos0,
                          float scale, int window, float *out) {
     cuda_be *c = CB(be);
-    flush_mv(c); act_invalidate(c);
+    flush_norm(c); flush_mv(c); act_invalidate(c);
     float *dq = dev_of(c, q), *dk = dev_of(c, k), *dv = dev_of(c, v), *dout = dev_of(c, out);
     if (!dq || !dk || !dv || !dout) return;
     const int *dp = c->capturing ? c->d_pos : NULL;
@@ -652,16 +682,17 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             /* MoE scratch: P = FWD_MAX_T * k pairs; activation rows sized for the widest format (f32) */
             size_t P = (size_t)FWD_MAX_T * (size_t)hp->n_experts_used, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff_exp;
             cuda_moe *b = &c->moe_bufs;
-            if (CU_CHECK(cudaMalloc((void **)&c->moe_logits, (size_t)FWD_MAX_T * (size_t)hp->n_experts * sizeof(float))) ||
-                CU_CHECK(cudaMalloc(&c->moe_act_r, (size_t)FWD_MAX_T * (E * 4 + 64))) ||
-                CU_CHECK(cudaMalloc(&b->act_pairs, P * (E * 4 + 64))) ||
-                CU_CHECK(cudaMalloc((void **)&b->groups, (1 + 3 * P) * sizeof(int))) ||
-                CU_CHECK(cudaMalloc((void **)&b->pair_of, P * sizeof(int))) ||
-                CU_CHECK(cudaMalloc((void **)&b->wts, P * sizeof(float))) ||
-                CU_CHECK(cudaMalloc((void **)&b->h, P * F * sizeof(float))) ||
-                CU_CHECK(cudaMalloc(&b->act_h, P * (F * 4 + 64))) ||
-                CU_CHECK(cudaMalloc((void **)&b->y, P * E * sizeof(float))))
-                goto cuda_fail;
+            if (cuda_dev_alloc_named((void **)&c->moe_logits, (size_t)FWD_MAX_T * (size_t)hp->n_experts * sizeof(float),
+                                     "the MoE router logits", err, errlen) ||
+                cuda_dev_alloc_named(&c->moe_act_r, (size_t)FWD_MAX_T * (E * 4 + 64), "the MoE router activations", err, errlen) ||
+                cuda_dev_alloc_named(&b->act_pairs, P * (E * 4 + 64), "the MoE expert activations", err, errlen) ||
+                cuda_dev_alloc_named((void **)&b->groups, (1 + MOE_GROUP_INTS * P) * sizeof(int), "the MoE expert groups", err, errlen) ||
+                cuda_dev_alloc_named((void **)&b->pair_of, P * sizeof(int), "the MoE pair index", err, errlen) ||
+                cuda_dev_alloc_named((void **)&b->wts, P * sizeof(float), "the MoE routing weights", err, errlen) ||
+                cuda_dev_alloc_named((void **)&b->h, P * F * sizeof(float), "the MoE hidden rows", err, errlen) ||
+                cuda_dev_alloc_named(&b->act_h, P * (F * 4 + 64), "the MoE hidden activations", err, errlen) ||
+                cuda_dev_alloc_named((void **)&b->y, P * E * sizeof(float), "the MoE expert outputs", err, errlen))
+                goto fail;
         }
         if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global, "the RoPE table", err, errlen) ||
             rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local, "the local RoPE table", err, errlen))
@@ -690,9 +721,9 @@ extern "C" void backend_cuda_free(backend *be) {
         cuda_dev_free(c->argmax_scratch);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
         cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio);
-        cudaFree(c->moe_logits); cudaFree(c->moe_act_r); cudaFree(c->moe_bufs.act_pairs); cudaFree(c->moe_bufs.groups);
-        cudaFree(c->moe_bufs.pair_of); cudaFree(c->moe_bufs.wts); cudaFree(c->moe_bufs.h); cudaFree(c->moe_bufs.act_h);
-        cudaFree(c->moe_bufs.y);
+        cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
+        cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
+        cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y);
         for (int i = 0; i < c->n_mirrors; i++) cuda_dev_free(c->mirrors[i].dev);
         if (c->st) cudaStreamDestroy(c->st);
         st_free(c);
@@ -831,6 +862,7 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
             c->capturing = 0;
             memset(&c->pend, 0, sizeof c->pend);
             c->moe_pend_on = 0;
+            c->pnorm_on = 0;
             act_invalidate(c);
         }
         if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->graph, c->st));

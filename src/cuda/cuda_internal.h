@@ -41,6 +41,7 @@ int    cuda_matvec_coop_setting(void);
  * pointers are device memory; P = T * k pairs. */
 #define CUDA_MOE_MAX_K 64
 #define CUDA_MOE_MAX_X CUDA_MOE_MAX_EXPERTS
+#define MOE_GROUP_INTS 4   /* expert, first pair, pairs, source row */
 typedef struct cuda_moe {
     int X, k, T;                    /* experts, experts per token, tokens */
     int64_t E, F;                   /* model width, expert FFN width */
@@ -49,7 +50,7 @@ typedef struct cuda_moe {
     const float *logits;            /* [T][X] router logits */
     const void *act_x;              /* T rows of x in type_gu's activation format */
     void *act_pairs;                /* [P] rows, same format (gathered by expert) */
-    int *groups;                    /* 1 + 3 P ints */
+    int *groups;                    /* 1 + MOE_GROUP_INTS P ints */
     int *pair_of;                   /* [T][k] -> grouped pair */
     float *wts;                     /* [T][k] renormalized weights */
     float *h;                       /* [P][F] */
@@ -67,6 +68,9 @@ int cuda_embed_supported(int type);
 /* rows of n: y = x / rms(x) * w; when act_fmt >= 0 also quantizes y rows (n per row, one row
  * per token: rows == T) into act (fused norm + activation quantization). */
 int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, cudaStream_t st);
+/* two row sets of n in one launch (same bits as two cuda_rmsnorm calls) */
+int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,
+                  int rows2, int n, float eps, cudaStream_t st);
 int cuda_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
               const float *cos_sin, cudaStream_t st);
 int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,

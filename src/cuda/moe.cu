@@ -22,7 +22,9 @@
  *
  * Group slots: the grids span T * k groups (the most there can be); CTAs past the number of
  * groups written by the router exit at once. Device layout of `groups`: [0] = number of
- * groups, then (expert, first pair, pairs) per group. */
+ * groups, then (expert, first pair, pairs, source row) per group; the source row is x's row
+ * of the group's first token when its tokens are consecutive (every group at T = 1: no
+ * gather), else -1 and the rows were gathered into act_pairs. */
 #include "cuda_internal.h"
 #include "matvec_row.cuh"
 #include "expf_host.cuh"
@@ -42,7 +44,7 @@ int cuda_moe_tables_init(void) {
     return 0;
 }
 
-#define ROUTE_THREADS 256
+#define ROUTE_THREADS 512
 #define ROUTE_MAX_PAIRS (FWD_MAX_T * CUDA_MOE_MAX_K)
 
 /* ---- router: softmax, top-k, renormalization, grouping, gather ------------------------------ */
@@ -50,14 +52,15 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
 moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const uint8_t *__restrict__ act_x, size_t as,
                  uint8_t *__restrict__ act_pairs, int *__restrict__ groups, int *__restrict__ pair_of,
                  float *__restrict__ wts) {
-    extern __shared__ float s_p[];                       /* [warps][X] probabilities */
+    extern __shared__ float s_p[];                       /* [T][X] probabilities */
     __shared__ int s_sel[ROUTE_MAX_PAIRS];
     __shared__ float s_w[ROUTE_MAX_PAIRS];
     __shared__ int s_tok[ROUTE_MAX_PAIRS];               /* grouped position -> token */
-    __shared__ int s_count[CUDA_MOE_MAX_X + 1];
+    __shared__ int s_first[ROUTE_MAX_PAIRS];             /* first pair of its expert */
+    __shared__ int s_gather[ROUTE_MAX_PAIRS];            /* grouped position whose row is gathered */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    float *p = s_p + (size_t)warp * X;
     for (int t = warp; t < T; t += nw) {
+        float *p = s_p + (size_t)t * X;
         const float *l = logits + (size_t)t * X;
         /* max (order-free) */
         float mx = l[0];
@@ -103,36 +106,53 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
         }
     }
     __syncthreads();
+    /* Grouping, moe.c's counting sort computed per pair (P <= 512, O(P) each): pair q = (t, r)
+     * in token-major order goes to position #{sel < e} + #{earlier pairs with expert e}; the
+     * first pair of each expert opens group #{distinct experts < e}. */
     const int P = T * k;
-    if (threadIdx.x == 0) {
-        /* counting sort by expert (moe.c's moe_grouped) */
-        for (int e = 0; e <= X; e++) s_count[e] = 0;
-        for (int q = 0; q < P; q++) s_count[s_sel[q] + 1]++;
-        for (int e = 0; e < X; e++) s_count[e + 1] += s_count[e];
-        for (int t = 0; t < T; t++)
-            for (int r = 0; r < k; r++) {
-                int e = s_sel[t * k + r], pos = s_count[e]++;
-                pair_of[t * k + r] = pos;
-                s_tok[pos] = t;
+    for (int q = threadIdx.x; q < P; q += blockDim.x) {   /* is q the first pair of its expert? */
+        int first = 1;
+        for (int i = 0; i < q && first; i++) first = s_sel[i] != s_sel[q];
+        s_first[q] = first;
+    }
+    __syncthreads();
+    for (int q = threadIdx.x; q < P; q += blockDim.x) {
+        const int e = s_sel[q];
+        int below = 0, before = 0, n = 0, distinct_below = 0, t0 = -1, consecutive = 1;
+        for (int j = 0; j < P; j++) {
+            int f = s_sel[j];
+            below += f < e;
+            before += j < q && f == e;
+            distinct_below += f < e && s_first[j];
+            if (f == e) {           /* the group's tokens in order: consecutive ones are read in place */
+                if (t0 < 0) t0 = j / k;
+                consecutive &= j / k == t0 + n;
+                n++;
             }
-        int ng = 0;
-        for (int e = 0, start = 0; e < X; e++) {
-            if (s_count[e] > start) {
-                groups[1 + 3 * ng] = e;
-                groups[2 + 3 * ng] = start;
-                groups[3 + 3 * ng] = s_count[e] - start;
-                ng++;
-            }
-            start = s_count[e] > start ? s_count[e] : start;
         }
+        const int pos = below + before;
+        pair_of[q] = pos;
+        s_tok[pos] = q / k;
+        s_gather[pos] = !consecutive;
+        if (before == 0) {
+            int *gr = groups + 1 + MOE_GROUP_INTS * distinct_below;
+            gr[0] = e; gr[1] = below; gr[2] = n;
+            gr[3] = consecutive ? t0 : -1;   /* x's row of the first token, or -1: gathered rows */
+        }
+    }
+    if (threadIdx.x == 0) {
+        int ng = 0;
+        for (int j = 0; j < P; j++) ng += s_first[j];
         groups[0] = ng;
     }
     __syncthreads();
-    /* gather: pair q gets its token's activation row (rows are whole 4-byte words) */
+    /* gather the rows of the groups whose tokens are not consecutive (never at T = 1): pair q
+     * gets its token's activation row (rows are whole 4-byte words) */
     const int words = (int)(as / 4);
     for (int i = threadIdx.x; i < P * words; i += blockDim.x) {
         int q = i / words, j = i % words;
-        ((uint32_t *)(act_pairs + (size_t)q * as))[j] = ((const uint32_t *)(act_x + (size_t)s_tok[q] * as))[j];
+        if (s_gather[q])
+            ((uint32_t *)(act_pairs + (size_t)q * as))[j] = ((const uint32_t *)(act_x + (size_t)s_tok[q] * as))[j];
     }
 }
 
@@ -140,14 +160,15 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
 template <int FMT, int TM, int COOP>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
-                   int F, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups,
-                   float *__restrict__ h) {
+                   int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
+                   const int *__restrict__ groups, float *__restrict__ h) {
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
-    const int e = groups[1 + 3 * gi], start = groups[2 + 3 * gi], n = groups[3 + 3 * gi];
+    const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
+    const int e = gr[0], start = gr[1], n = gr[2], src = gr[3];
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= F) return;
-    const uint8_t *a = act + (size_t)start * as;
+    const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
     row_dot<FMT, TM, COOP>(Wg + off, n_in, nb, a, as, n, ga);
@@ -168,7 +189,8 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y) {
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
-    const int e = groups[1 + 3 * gi], start = groups[2 + 3 * gi], n = groups[3 + 3 * gi];
+    const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
+    const int e = gr[0], start = gr[1], n = gr[2];
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= E) return;
     float acc[TM];
@@ -214,8 +236,9 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 template <int FMT, int COOP>
 static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
+    const uint8_t *ax = (const uint8_t *)m->act_x;
     int F = (int)m->F;
-#define GU(TM) moe_gate_up_kernel<FMT, TM, COOP><<<grid, MV_WARPS * 32, 0, st>>>(g, u, eb, rb, F, m->E, nb, a, as, m->groups, m->h)
+#define GU(TM) moe_gate_up_kernel<FMT, TM, COOP><<<grid, MV_WARPS * 32, 0, st>>>(g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
     if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
@@ -269,7 +292,7 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     if (cuda_moe_tables_init()) return -1;
     size_t as_x = cuda_act_row_bytes(gaf, m->E);
     if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
-    size_t shm = (size_t)(ROUTE_THREADS / 32) * (size_t)m->X * sizeof(float);
+    size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
     moe_route_kernel<<<1, ROUTE_THREADS, shm, st>>>(m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
                                                     (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
     if (CU_LAUNCHED() || moe_dispatch(m->type_gu, m, 0, st)) return -1;

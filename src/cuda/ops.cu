@@ -134,13 +134,11 @@ int cuda_embed(const void *W, int type, int64_t n, const int32_t *d_ids, int T, 
 /* ---- RMSNorm: one CTA per row ------------------------------------------------------------ */
 #define NORM_THREADS 256
 #define NORM_THREADS_FUSED 1024   /* one warp per activation block of a 1024-wide row: one round */
-__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps,
-                               uint8_t *act, size_t act_row_bytes, int act_fmt) {
+/* One row of RMSNorm by the calling CTA (+ its activation blocks when act != NULL). */
+static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr, const float *__restrict__ w, float *yr, int n,
+                                                   float eps, uint8_t *act, int act_fmt) {
     __shared__ double part[32];
     __shared__ float inv_s;
-    int r = blockIdx.x;
-    const float *xr = x + (size_t)r * n;
-    float *yr = y + (size_t)r * n;
     double ss = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) { double v = xr[i]; ss += v * v; }
 #pragma unroll
@@ -157,8 +155,29 @@ __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restr
     for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], inv), w[i]);
     if (act) {
         __syncthreads();   /* this CTA's y row is written and visible to its threads */
-        act_quant_row_cta(yr, n, act + (size_t)r * act_row_bytes, act_fmt);
+        act_quant_row_cta(yr, n, act, act_fmt);
     }
+}
+
+__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps,
+                               uint8_t *act, size_t act_row_bytes, int act_fmt) {
+    int r = blockIdx.x;
+    rmsnorm_row(x + (size_t)r * n, w, y + (size_t)r * n, n, eps, act ? act + (size_t)r * act_row_bytes : NULL, act_fmt);
+}
+
+/* Two independent RMSNorms of rows of n in one launch (q's and k's per-head norms): CTA r
+ * < rows1 does row r of the first, the rest the second; each row as rmsnorm_kernel. */
+__global__ void rmsnorm2_kernel(const float *__restrict__ x1, const float *__restrict__ w1, float *y1, int rows1,
+                                const float *__restrict__ x2, const float *__restrict__ w2, float *y2, int n, float eps) {
+    int r = blockIdx.x;
+    if (r < rows1) rmsnorm_row(x1 + (size_t)r * n, w1, y1 + (size_t)r * n, n, eps, NULL, 0);
+    else rmsnorm_row(x2 + (size_t)(r - rows1) * n, w2, y2 + (size_t)(r - rows1) * n, n, eps, NULL, 0);
+}
+
+int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,
+                  int rows2, int n, float eps, cudaStream_t st) {
+    rmsnorm2_kernel<<<rows1 + rows2, NORM_THREADS, 0, st>>>(x1, w1, y1, rows1, x2, w2, y2, n, eps);
+    return CU_LAUNCHED();
 }
 
 /* Fused RMSNorm + quantization for 32-value activation blocks (act_q8_0 / act_q8_1), n <= 8192,
@@ -205,6 +224,43 @@ rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, flo
     }
 }
 
+/* Fused RMSNorm + act_q8_K quantization (256-value blocks), n % 256 == 0, n <= 8192: n / 8
+ * threads, lane l of warp w holds the 8 values w * 256 + 8 l .. + 7, i.e. exactly its part
+ * of activation block w (act_quant_block_regs<256>'s layout), so the block is quantized from
+ * registers. The norm is rmsnorm_kernel's formula (double sum of squares, 1 / sqrt). */
+__global__ void __launch_bounds__(1024)
+rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
+                    size_t act_row_bytes) {
+    __shared__ double part[32];
+    __shared__ float inv_s;
+    const int r = blockIdx.x, tid = threadIdx.x, nw = blockDim.x >> 5;
+    const float *xr = x + (size_t)r * n + (size_t)tid * 8;
+    float v[8];
+    const float4 a = ((const float4 *)xr)[0], b = ((const float4 *)xr)[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    double ss = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) { double d = v[k]; ss += d * d; }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
+    if ((tid & 31) == 0) part[tid >> 5] = ss;
+    __syncthreads();
+    if (tid == 0) {
+        double t = 0;
+        for (int i = 0; i < nw; i++) t += part[i];
+        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
+    }
+    __syncthreads();
+    const float inv = inv_s;
+    const float *wr = w + (size_t)tid * 8;
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = __fmul_rn(__fmul_rn(v[k], inv), wr[k]);
+    float4 *yr = (float4 *)(y + (size_t)r * n + (size_t)tid * 8);
+    yr[0] = make_float4(v[0], v[1], v[2], v[3]);
+    yr[1] = make_float4(v[4], v[5], v[6], v[7]);
+    act_quant_block_regs<256>(v, act + (size_t)r * act_row_bytes + (size_t)(tid >> 5) * 292, ACT_Q8_K);
+}
+
 int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, cudaStream_t st) {
     rmsnorm_kernel<<<rows, NORM_THREADS, 0, st>>>(x, w, y, n, eps, NULL, 0, 0);
     return CU_LAUNCHED();
@@ -212,7 +268,9 @@ int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, floa
 
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st) {
-    if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024)
+    if (act_fmt == ACT_Q8_K && n % 256 == 0 && n <= 8192 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0)
+        rmsnorm_q256_kernel<<<rows, n / 8, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n));
+    else if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024)
         rmsnorm_q32_kernel<<<rows, 1024, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
     else
         rmsnorm_kernel<<<rows, NORM_THREADS_FUSED, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);

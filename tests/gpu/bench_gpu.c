@@ -278,6 +278,21 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(argv[i], "prof")) { profile_steps(); return 0; }
+        if (!strcmp(argv[i], "prof_moe")) {   /* eager MoE decode steps (2 reference-shape layers) for ncu */
+            synth_params p;
+            synth_default_params(&p, ARCH_QWEN3MOE);
+            p.n_layers = 2; p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+            char err[512];
+            if (synth_write(&p, "/tmp/strata-prof-moe.gguf", err, sizeof err) != 0) { printf("synth: %s\n", err); return 1; }
+            strata_model_params mp = strata_model_default_params();
+            mp.path = "/tmp/strata-prof-moe.gguf"; mp.device = STRATA_DEVICE_CUDA;
+            strata_model *m = NULL;
+            if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); return 1; }
+            set_env("STRATA_CUDA_GRAPH", "0");
+            decode_tps(m, 2, NULL);
+            strata_model_free(m);
+            return 0;
+        }
         if (!strncmp(argv[i], "model=", 6)) {   /* decode tok/s of a real GGUF file */
             strata_model_params mp = strata_model_default_params();
             mp.path = argv[i] + 6; mp.device = STRATA_DEVICE_CUDA;
@@ -302,8 +317,8 @@ int main(int argc, char **argv) {
         else if (!strncmp(argv[i], "only=", 5)) mv_only = argv[i] + 5;
         else if (!strncmp(argv[i], "shape=", 6)) mv_shape = atoi(argv[i] + 6);
     }
-    char desc[256];
-    if (cuda_device_describe(desc, sizeof desc) != 0) { printf("no CUDA device\n"); return 1; }
+    char desc[512];   /* the device, its class and the kernel variants chosen (device_class.cu) */
+    if (cuda_device_class_describe(desc, sizeof desc) != 0) { printf("no CUDA device\n"); return 1; }
     double bw = copy_bw();
     printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write)\n", desc, bw);
     if (do_dec) bench_decode(big);
