@@ -3,7 +3,8 @@
 passed=0; failed=0; broken=""
 for t in "$@"; do
   name=$(basename "$t")
-  out=$("$t" 2>"/tmp/strata-test-$name.err"); rc=$?
+  "$t" >"/tmp/strata-test-$name.out" 2>"/tmp/strata-test-$name.err"; rc=$?   # full logs stay in /tmp
+  out=$(cat "/tmp/strata-test-$name.out")
   line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
   if [ -z "$line" ]; then
     broken="$broken $name"; failed=$((failed + 1))

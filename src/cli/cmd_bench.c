@@ -90,6 +90,11 @@ int cmd_bench(int argc, char **argv) {
     double gbs = tgs * (double)info.weight_bytes / 1e9;
     printf("model        %s (%s, %d layers, %.1fM params)\n", o.model, info.arch, info.n_layers, info.n_params / 1e6);
     printf("device       %s, %d threads%s\n", info.device, info.n_threads, o.exact ? ", exact mode" : "");
+    if (!strcmp(info.device, "cuda")) {
+        char dev[512];
+        strata_cuda_describe(dev, sizeof dev);
+        printf("gpu          %s\n", dev);
+    }
     printf("prompt       %d tokens: %.1f tok/s (median of %d)\n", pp, pps, reps);
     printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d)\n", tg, tgs, 1000.0 / tgs, reps);
     printf("weights      %.1f MB read per decoded token\n", info.weight_bytes / 1e6);

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "gguf/gguf.h"
+#include "strata.h"
 #include "quant/blocks.h"
 
 static void info_usage(FILE *o) {
@@ -207,6 +208,10 @@ int cmd_info(int argc, char **argv) {
         printf("\nKV cache: unknown (%s.block_count or attention.head_count missing or not a single number)\n",
                arch[0] ? arch : "{arch}");
     }
+    /* the GPU this build would run the model on: its class and the kernel variants chosen */
+    char dev[512];
+    int have_cuda = strata_cuda_describe(dev, sizeof dev) == 0;
+    printf("\n%-15s %s\n", have_cuda ? "CUDA device:" : "CUDA:", dev);
     gguf_close(f);
     return 0;
 }
