@@ -44,6 +44,7 @@ static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, i
     for (int t = 0; t < TM; t++) acc[t] = 0.0f;
     if (FMT == TYPE_F32 || FMT == TYPE_F16 || FMT == TYPE_BF16) {
         const float *x = (const float *)act;   /* T f32 columns, stride as bytes */
+#pragma unroll 8
         for (int64_t k = lane; k < n_in; k += 32) {
             float w = FMT == TYPE_F32 ? ((const float *)wr)[k]
                     : FMT == TYPE_F16 ? h2f(((const uint16_t *)wr)[k]) : bf2f(((const uint16_t *)wr)[k]);

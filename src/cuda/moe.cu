@@ -45,6 +45,7 @@ int cuda_moe_tables_init(void) {
 }
 
 #define ROUTE_THREADS 512
+#define DOWN_R 2   /* rows per warp of the cooperative down kernel */
 #define ROUTE_MAX_PAIRS (FWD_MAX_T * CUDA_MOE_MAX_K)
 
 /* ---- router: softmax, top-k, renormalization, grouping, gather ------------------------------ */
@@ -171,8 +172,18 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
     const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
-    row_dot<FMT, TM, COOP>(Wg + off, n_in, nb, a, as, n, ga);
-    row_dot<FMT, TM, COOP>(Wu + off, n_in, nb, a, as, n, ua);
+    if constexpr (COOP != 0) {
+        /* gate row and up row in one pass (R = 2: each row keeps its own lane sums, so the
+         * bits are those of two separate dots) */
+        float acc[2][TM];
+        const uint8_t *w2[2] = { Wg + off, Wu + off };
+        row_dot_coop<FMT, TM, 8, 2>(w2, nb, a, as, n, acc);
+#pragma unroll
+        for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
+    } else {
+        row_dot<FMT, TM, COOP>(Wg + off, n_in, nb, a, as, n, ga);
+        row_dot<FMT, TM, COOP>(Wu + off, n_in, nb, a, as, n, ua);
+    }
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
         for (int t = 0; t < TM; t++) {
@@ -191,11 +202,31 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
     if (gi >= groups[0]) return;
     const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
     const int e = gr[0], start = gr[1], n = gr[2];
+    const uint8_t *a = act + (size_t)start * as;
+    if constexpr (COOP != 0) {
+        /* DOWN_R rows per warp (E % DOWN_R == 0): more loads in flight for short rows */
+        const int row = (blockIdx.x * MV_WARPS + (threadIdx.x >> 5)) * DOWN_R;
+        if (row >= E) return;
+        float acc[DOWN_R][TM];
+        const uint8_t *wr[DOWN_R];
+#pragma unroll
+        for (int r = 0; r < DOWN_R; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(row + r) * row_bytes;
+        row_dot_coop<FMT, TM, 8, DOWN_R>(wr, nb, a, as, n, acc);
+        if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+            for (int r = 0; r < DOWN_R; r++)
+#pragma unroll
+                for (int t = 0; t < TM; t++) {
+                    if (t >= n) break;
+                    y[(size_t)(start + t) * E + row + r] = acc[r][t];
+                }
+        }
+        return;
+    }
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= E) return;
     float acc[TM];
-    row_dot<FMT, TM, COOP>(Wd + (size_t)e * expert_bytes + (size_t)row * row_bytes, n_in, nb, act + (size_t)start * as,
-                           as, n, acc);
+    row_dot<FMT, TM, COOP>(Wd + (size_t)e * expert_bytes + (size_t)row * row_bytes, n_in, nb, a, as, n, acc);
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
         for (int t = 0; t < TM; t++) {
@@ -266,8 +297,10 @@ static int moe_matvecs(const cuda_moe *m, int down, cudaStream_t st) {
         else launch_gate_up<FMT, 0>(m, grid, eb, rb, nb, as, st);
     } else {
         const uint8_t *W[1] = { (const uint8_t *)m->down };
-        if (moe_coop<FMT>(W, 1, rb, eb)) launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, st);
-        else launch_down<FMT, 0>(m, grid, eb, rb, nb, as, st);
+        if (moe_coop<FMT>(W, 1, rb, eb) && n_out % DOWN_R == 0) {
+            dim3 g2((unsigned)((n_out / DOWN_R + MV_WARPS - 1) / MV_WARPS), grid.y);
+            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, g2, eb, rb, nb, as, st);
+        } else launch_down<FMT, 0>(m, grid, eb, rb, nb, as, st);
     }
     return CU_LAUNCHED();
 }
