@@ -140,10 +140,18 @@ int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n);
  * the cache, and the session's logits are those after the last of them (sample the next token
  * from them as usual). max_draft, accepted and n_accepted may be NULL (no drafts): then this is
  * strata_sessions_step. Draft counts go to the sessions' stats (n_drafted, n_accepted,
- * n_windows). 0, or -1 as strata_sessions_step (nothing changed). */
+ * n_windows).
+ * next (may be NULL) lets the engine pick the next token itself where that is faster: next[i]
+ * gets it, or -1 when the caller samples from the logits as usual. On the GPU a plain greedy
+ * session (temperature 0, no repetition penalty) that drafted nothing runs its whole step as one
+ * CUDA graph that returns only the argmax; its logits are then unavailable (strata_session_logits
+ * gives NULL). A negative max_draft[i] asks to keep session i's logits (no drafts, no pick: a
+ * request that wants logprobs). The CPU never picks (next[i] = -1).
+ * 0, or -1 as strata_sessions_step (nothing changed, unless a device pass failed midway: then
+ * the sessions whose position moved did step, and their n_accepted / next entries are set). */
 #define STRATA_MAX_DRAFT 7
 int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, const int *max_draft, int n,
-                              int32_t *accepted, int *n_accepted);
+                              int32_t *accepted, int *n_accepted, int32_t *next);
 /* Logits of the last evaluated token (n_vocab floats). */
 const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */

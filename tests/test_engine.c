@@ -143,15 +143,16 @@ static void test_spec_step(strata_model *m) {
         long drafted_before = 0;
         while (!done) {
             int maxd[4], nacc[4];
-            int32_t acc[4 * STRATA_MAX_DRAFT];
+            int32_t acc[4 * STRATA_MAX_DRAFT], picked[4];
             for (int i = 0; i < n_sess; i++) { got[i][n_got[i]++] = next[i]; maxd[i] = STRATA_MAX_DRAFT; }
-            if (strata_sessions_step_spec(ss, next, maxd, n_sess, acc, nacc) != 0) { CHECK(0); break; }
+            if (strata_sessions_step_spec(ss, next, maxd, n_sess, acc, nacc, picked) != 0) { CHECK(0); break; }
             long drafted = 0;
             for (int i = 0; i < n_sess; i++) {
                 strata_stats st;
                 strata_session_get_stats(ss[i], &st);
                 drafted += st.n_drafted;
                 for (int a = 0; a < nacc[i]; a++) got[i][n_got[i]++] = acc[i * STRATA_MAX_DRAFT + a];
+                CHECK_EQ_INT(picked[i], -1);   /* the CPU leaves the pick to the caller */
                 next[i] = strata_session_sample(ss[i]);
                 CHECK_EQ_INT(strata_session_history(ss[i])[strata_session_pos(ss[i]) - 1], got[i][n_got[i] - 1]);
             }

@@ -431,7 +431,7 @@ int strata_session_eval(strata_session *s, const int32_t *ids, int n) {
 }
 
 int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n) {
-    return strata_sessions_step_spec(ss, ids, NULL, n, NULL, NULL);
+    return strata_sessions_step_spec(ss, ids, NULL, n, NULL, NULL, NULL);
 }
 
 /* ---- speculative steps of several sessions (the server) ---------------------------------- */
@@ -487,7 +487,7 @@ static int spec_verify(strata_session *s, const int32_t *win, int T, int pos0, c
 }
 
 int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, const int *max_draft, int n,
-                              int32_t *accepted, int *n_accepted) {
+                              int32_t *accepted, int *n_accepted, int32_t *next) {
     if (n <= 0) return n == 0 ? 0 : -1;
     strata_model *m = ss[0]->m;
     for (int i = 0; i < n; i++) {
@@ -508,6 +508,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         win[i][0] = ids[i];
         T[i] = 1;
         if (n_accepted) n_accepted[i] = 0;
+        if (next) next[i] = -1;
         int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 ? max_draft[i] : 0;
         if (k <= 0) continue;
         if (s->spec_pause > 0) { s->spec_pause--; continue; }
@@ -526,6 +527,19 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         for (int i = 0; i < n && !rc; i++) {
             strata_session *s = ss[i];
             int pos0 = s->pos;
+#ifdef STRATA_HAVE_CUDA
+            /* greedy without drafts: forward + argmax as one graph replay, only the id returns
+             * (the bits of the eager step: the same kernels; STRATA_CUDA_GRAPH=0 runs it eagerly) */
+            if (next && T[i] == 1 && m->device == STRATA_DEVICE_CUDA && s->smp.p.temperature <= 0 &&
+                s->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0)) {
+                int32_t nx = backend_cuda_decode_greedy(s->be, &s->fwd, win[i][0], pos0);
+                if (nx < 0) { rc = -1; break; }
+                s->history[s->pos++] = win[i][0];
+                s->have_logits = 0;
+                next[i] = nx;
+                continue;
+            }
+#endif
             if (session_forward(s, win[i], T[i], 0) != 0) { rc = -1; break; }
             int j = spec_verify(s, win[i], T[i], pos0, s->fwd.logits);
             if (accepted) memcpy(accepted + (size_t)i * STRATA_MAX_DRAFT, &win[i][1], (size_t)j * sizeof(int32_t));

@@ -81,6 +81,7 @@ typedef struct srv_slot {
     int32_t next_token;         /* sampled last step; evaluated this step */
     int32_t accepted[STRATA_MAX_DRAFT];   /* drafts kept after next_token in this step */
     int n_accepted;
+    int32_t picked;             /* next token the engine already chose (GPU greedy graph), or -1 */
     long n_steps;               /* decode passes of the current job */
     long base_drafted, base_accepted;     /* the session's draft counters when the job started */
     strata_detok detok;

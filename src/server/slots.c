@@ -123,11 +123,13 @@ static int slot_take(srv_sched *s, srv_slot *sl, int32_t tok, const float *logit
 }
 
 /* The slot's session holds fresh logits: take the drafts this step kept (speculation), then
- * sample the next token from the logits after them. */
+ * sample the next token from the logits after them (or take the one the engine chose on the
+ * device: greedy on the GPU, where the logits stay there). */
 static void slot_after_eval(srv_sched *s, srv_slot *sl) {
     for (int a = 0; a < sl->n_accepted; a++)
         if (slot_take(s, sl, sl->accepted[a], NULL)) return;
     sl->n_accepted = 0;
+    if (sl->picked >= 0) { slot_take(s, sl, sl->picked, NULL); return; }
     const float *logits = strata_session_logits(sl->sess);
     int32_t tok = strata_session_sample(sl->sess);
     if (tok < 0 || !logits) { snprintf(sl->error, sizeof sl->error, "sampling failed"); slot_end(sl, NULL); return; }
@@ -135,9 +137,11 @@ static void slot_after_eval(srv_sched *s, srv_slot *sl) {
 }
 
 /* Drafts this slot may add after its next token: speculation on for the job, and no more
- * than the tokens it may still produce after the one this step samples. */
+ * than the tokens it may still produce after the one this step samples. -1: the job needs the
+ * logits on the host (logprobs), so the engine must not pick its token on the device. */
 static int slot_max_draft(const srv_slot *sl) {
     const srv_job *j = sl->job;
+    if (j->logprobs) return -1;
     if (!j->spec) return 0;
     int k = STRATA_MAX_DRAFT;
     if (j->max_tokens > 0 && j->max_tokens - sl->n_gen - 1 < k) k = j->max_tokens - sl->n_gen - 1;
@@ -174,34 +178,44 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     int *max_draft = st_malloc((size_t)n_active * sizeof *max_draft);
     int32_t *acc = st_malloc((size_t)n_active * STRATA_MAX_DRAFT * sizeof *acc);
     int *n_acc = st_malloc((size_t)n_active * sizeof *n_acc);
+    int32_t *picked = st_malloc((size_t)n_active * sizeof *picked);
+    int *pos0 = st_malloc((size_t)n_active * sizeof *pos0);
     int nb = 0;
     for (int i = 0; i < n_active; i++) {
         srv_slot *sl = active[i];
         sl->n_accepted = 0;
+        sl->picked = -1;
         if (sl->phase == SLOT_PREFILL) { slot_prefill(s, sl); continue; }
         if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); continue; }
         sl->n_steps++;
-        if (!batch || !toks || !bslot || !max_draft || !acc || !n_acc) {   /* out of memory: step this slot alone */
+        if (!batch || !toks || !bslot || !max_draft || !acc || !n_acc || !picked || !pos0) {   /* out of memory: step this slot alone */
             if (strata_session_eval(sl->sess, &sl->next_token, 1)) slot_end(sl, "length");
             else slot_after_eval(s, sl);
             continue;
         }
-        batch[nb] = sl->sess; toks[nb] = sl->next_token; bslot[nb] = sl; max_draft[nb] = slot_max_draft(sl); nb++;
+        batch[nb] = sl->sess; toks[nb] = sl->next_token; bslot[nb] = sl; max_draft[nb] = slot_max_draft(sl);
+        pos0[nb] = strata_session_pos(sl->sess);
+        nb++;
     }
-    if (nb > 0 && strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc) != 0) {
-        /* refused as a whole (nothing changed): step one by one so only the bad slot ends */
+    if (nb > 0 && strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked) != 0) {
+        /* refused (or a device pass failed midway): the sessions that did not move are stepped
+         * one by one, so only a bad slot ends */
         for (int i = 0; i < nb; i++) {
+            if (strata_session_pos(bslot[i]->sess) != pos0[i]) continue;   /* it stepped */
             n_acc[i] = 0;
+            picked[i] = -1;
             if (strata_session_eval(bslot[i]->sess, &toks[i], 1)) { slot_end(bslot[i], "length"); bslot[i] = NULL; }
         }
     }
     for (int i = 0; i < nb; i++) {
         if (!bslot[i]) continue;
         bslot[i]->n_accepted = n_acc[i];
+        bslot[i]->picked = picked[i];
         memcpy(bslot[i]->accepted, acc + (size_t)i * STRATA_MAX_DRAFT, (size_t)n_acc[i] * sizeof(int32_t));
         slot_after_eval(s, bslot[i]);
     }
     st_free(batch); st_free(toks); st_free(bslot); st_free(max_draft); st_free(acc); st_free(n_acc);
+    st_free(picked); st_free(pos0);
 }
 
 /* ---- scheduler (s->mu held) -------------------------------------------------------------------- */
