@@ -1,4 +1,5 @@
-/* The sampler on the GPU: src/sample/sample.c's sampler_sample as one kernel of one CTA.
+/* The sampler on the GPU: src/sample/sample.c's sampler_sample in four launches (graph-capturable,
+ * sizes fixed by the vocabulary): prep (one CTA), keys (grid), CUB's radix sort, draw (one CTA).
  *
  * Same steps, same operation order as the CPU (docs/KERNELS.md, "Sampling"):
  *   1. repetition penalty on a copy of the logits (each distinct token of the window once:
@@ -6,8 +7,8 @@
  *      write the same bits and need no de-duplication);
  *   2. the argmax (ties: lowest id), max logit mx; temperature <= 0 stops here;
  *   3. candidates: logit >= mx - 20.7 * temperature (float), sorted by logit descending, ties
- *      by id ascending (a bitonic sort of 64-bit keys: ordered float bits << 32 | ~id; in
- *      shared memory up to 4096 candidates, else in global scratch), then top-k;
+ *      by id ascending: one 64-bit key per token (ordered float bits << 32 | ~id; 0 for the
+ *      others), sorted descending by cub::DeviceRadixSort; then top-k;
  *   4. p_i = (float)exp((double)(l_i - mx) / temperature) (double exp);
  *   5. min-p: the first i >= 1 with p_i < min_p * p_0 ends the kept set;
  *   6. top-p: the first prefix whose double sum reaches top_p * (the kept sum);
@@ -19,6 +20,7 @@
  * double exp from libm's by at most one double ulp, which changes a float p_i in about one
  * case in 2^29. So the GPU draws the CPU's token except when u lies within ~1e-6 of a
  * boundary of the cumulative distribution (the tolerance tests/gpu/test_gpu_sample.c uses). */
+#include <cub/device/device_radix_sort.cuh>
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "sample_cuda.h"
@@ -28,7 +30,6 @@ extern "C" {
 }
 
 #define SAMPLE_THREADS 1024     /* one CTA; the block reductions below assume 32 warps */
-#define SAMPLE_SMEM_KEYS 4096   /* candidates sorted in shared memory up to this count */
 
 /* float -> uint32 whose unsigned order is the float order; -0 counts as +0 (the CPU's `>`
  * and `>=` compare them equal, and the tie then goes to the lower id) */
@@ -57,15 +58,6 @@ static __device__ uint64_t block_max_u64(uint64_t v, uint64_t *sh) {
     __syncthreads();
     v = sh[threadIdx.x & 31];
     for (int o = 16; o; o >>= 1) { uint64_t w = __shfl_xor_sync(FULL_MASK, v, o); v = w > v ? w : v; }
-    return v;
-}
-static __device__ int block_sum_int(int v, int *sh) {
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-    __syncthreads();
-    v = sh[threadIdx.x & 31];
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
     return v;
 }
 
@@ -108,14 +100,17 @@ static __device__ double block_cum(const float *pr, int m, double div, double ta
     return total;
 }
 
+/* Shared between the launches of one draw (the first bytes of the scratch). */
+typedef struct {
+    int top, pos, n_hist, cnt, penalized;
+    float mx;
+} sample_state;
+
+/* Launch 1 (one CTA): history update, repetition penalty, argmax. */
 __global__ void __launch_bounds__(SAMPLE_THREADS)
-sample_kernel(const float *logits, int n, const cuda_sample_params *P, int32_t *hist, int n_hist_arg, int32_t *ids,
-              int *d_pos, cuda_sample_io *io, float *work, float *pr, uint64_t *gkeys) {
-    extern __shared__ uint64_t skeys[];
+sample_prep_kernel(const float *logits, int n, const cuda_sample_params *P, int32_t *hist, int n_hist_arg,
+                   const int32_t *ids, const int *d_pos, float *work, sample_state *S) {
     __shared__ uint64_t s_u64[32];
-    __shared__ int s_int[32];
-    __shared__ double s_dbl[SAMPLE_THREADS];
-    __shared__ int s_first, s_count;
     const int t = threadIdx.x;
     const cuda_sample_params p = *P;
     int n_hist = n_hist_arg, pos = 0;
@@ -125,10 +120,10 @@ sample_kernel(const float *logits, int n, const cuda_sample_params *P, int32_t *
         if (t == 0) hist[pos] = ids[0];
     }
     __syncthreads();
-
     /* 1. repetition penalty (sample.c apply_penalty) */
     const float *lg = logits;
-    if (p.repeat_penalty != 1.0f && p.repeat_penalty > 0.0f && hist) {
+    const int pen = p.repeat_penalty != 1.0f && p.repeat_penalty > 0.0f && hist;
+    if (pen) {
         for (int i = t; i < n; i += SAMPLE_THREADS) work[i] = logits[i];
         __syncthreads();
         const int start = p.repeat_last_n > 0 && n_hist > p.repeat_last_n ? n_hist - p.repeat_last_n : 0;
@@ -141,7 +136,6 @@ sample_kernel(const float *logits, int n, const cuda_sample_params *P, int32_t *
         __syncthreads();
         lg = work;
     }
-
     /* 2. argmax, lowest id among equal maxima */
     uint64_t best = 0;
     for (int i = t; i < n; i += SAMPLE_THREADS) {
@@ -149,47 +143,54 @@ sample_kernel(const float *logits, int n, const cuda_sample_params *P, int32_t *
         best = k > best ? k : best;
     }
     best = block_max_u64(best, s_u64);
-    const int top = key_id(best);
-    const float mx = lg[top];
-    int pick = top;
+    if (t == 0) {
+        S->top = key_id(best);
+        S->mx = lg[S->top];
+        S->pos = pos;
+        S->n_hist = n_hist;
+        S->cnt = 0;
+        S->penalized = pen;
+    }
+}
 
+/* Launch 2 (grid): 3a. the candidates' sort keys (0, below every real key, for the others). */
+__global__ void sample_keys_kernel(const float *logits, const float *work, int n, const cuda_sample_params *P,
+                                   sample_state *S, uint64_t *keys) {
+    const float temp = P->temperature;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (temp <= 0.0f || i >= n) return;   /* greedy: nothing to sort */
+    const float *lg = S->penalized ? work : logits;
+    const float floor_l = __fsub_rn(S->mx, __fmul_rn(20.7f, temp));
+    const float l = lg[i];
+    const int c = l >= floor_l;
+    keys[i] = c ? cand_key(l, i) : 0;
+    /* the count: one atomic per warp */
+    const unsigned m = __ballot_sync(FULL_MASK, c);
+    if ((threadIdx.x & 31) == 0 && m) atomicAdd(&S->cnt, __popc(m));
+}
+
+/* Launch 4 (one CTA), after the keys are sorted descending: top-k, probabilities, min-p,
+ * top-p, the draw; hands back the token (and, in graph decode, stores it for the next step). */
+__global__ void __launch_bounds__(SAMPLE_THREADS)
+sample_draw_kernel(const float *logits, const float *work, const cuda_sample_params *P, const sample_state *S,
+                   const uint64_t *keys, float *pr, int32_t *ids, int *d_pos, cuda_sample_io *io) {
+    __shared__ double s_dbl[SAMPLE_THREADS];
+    __shared__ int s_first;
+    const int t = threadIdx.x;
+    const cuda_sample_params p = *P;
+    const float *lg = S->penalized ? work : logits;
+    const float mx = S->mx;
+    int pick = S->top;
     if (p.temperature > 0.0f) {
         const float temp = p.temperature;
-        /* 3. candidates, sorted */
-        const float floor_l = __fsub_rn(mx, __fmul_rn(20.7f, temp));
-        int cnt = 0;
-        for (int i = t; i < n; i += SAMPLE_THREADS) cnt += lg[i] >= floor_l;
-        cnt = block_sum_int(cnt, s_int);
-        uint64_t *keys = cnt <= SAMPLE_SMEM_KEYS ? skeys : gkeys;
-        int n2 = 1;
-        while (n2 < cnt) n2 <<= 1;
-        if (t == 0) s_count = 0;
-        __syncthreads();
-        for (int i = t; i < n; i += SAMPLE_THREADS)
-            if (lg[i] >= floor_l) keys[atomicAdd(&s_count, 1)] = cand_key(lg[i], i);
-        for (int i = cnt + t; i < n2; i += SAMPLE_THREADS) keys[i] = 0;   /* below every real key */
-        __syncthreads();
-        for (int k = 2; k <= n2; k <<= 1)
-            for (int j = k >> 1; j > 0; j >>= 1) {
-                for (int i = t; i < n2; i += SAMPLE_THREADS) {
-                    const int ij = i ^ j;
-                    if (ij > i) {
-                        const uint64_t a = keys[i], b = keys[ij];
-                        if ((i & k) == 0 ? a < b : a > b) { keys[i] = b; keys[ij] = a; }
-                    }
-                }
-                __syncthreads();
-            }
-        int nc = cnt;
+        int nc = S->cnt;
         if (p.top_k > 0 && nc > p.top_k) nc = p.top_k;
-
         /* 4. unnormalized probabilities in sorted order */
         for (int i = t; i < nc; i += SAMPLE_THREADS) {
             const float d = __fsub_rn(lg[key_id(keys[i])], mx);
             pr[i] = __double2float_rn(exp(__ddiv_rn((double)d, (double)temp)));
         }
         __syncthreads();
-
         /* 5. min-p */
         int keep = nc;
         if (p.min_p > 0.0f) {
@@ -220,29 +221,46 @@ sample_kernel(const float *logits, int n, const cuda_sample_params *P, int32_t *
     }
     if (t == 0) {
         io->token = pick;
-        if (d_pos) { ids[0] = pick; *d_pos = pos + 1; }
+        if (d_pos) { ids[0] = pick; *d_pos = S->pos + 1; }
     }
 }
 
-static size_t pow2_at_least(size_t n) {
-    size_t p = 1;
-    while (p < n) p <<= 1;
-    return p;
-}
+/* scratch: [state 256 B][keys in][keys out][work f32][pr f32][CUB temporary storage] */
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+static size_t sort_temp_bytes(int n) {
+    size_t b = 0;
+    if (cub::DeviceRadixSort::SortKeysDescending(NULL, b, (const uint64_t *)NULL, (uint64_t *)NULL, n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return b;
+}
 
 size_t cuda_sample_scratch_bytes(int n_vocab) {
-    return pow2_at_least((size_t)n_vocab) * sizeof(uint64_t) + 2 * align256((size_t)n_vocab * sizeof(float));
+    size_t tb = sort_temp_bytes(n_vocab);
+    if (!tb) return 0;
+    return 256 + 2 * align256((size_t)n_vocab * 8) + 2 * align256((size_t)n_vocab * 4) + align256(tb);
 }
 
 int cuda_sample(const float *logits, int n_vocab, const cuda_sample_params *d_params, int32_t *hist, int n_hist,
                 int32_t *ids, int *d_pos, cuda_sample_io *io, void *scratch, cudaStream_t st) {
     if (n_vocab <= 0 || !scratch || !io || !d_params) return -1;
-    uint64_t *gkeys = (uint64_t *)scratch;
-    float *work = (float *)((char *)scratch + pow2_at_least((size_t)n_vocab) * sizeof(uint64_t));
-    float *pr = (float *)((char *)work + align256((size_t)n_vocab * sizeof(float)));
-    sample_kernel<<<1, SAMPLE_THREADS, SAMPLE_SMEM_KEYS * sizeof(uint64_t), st>>>(logits, n_vocab, d_params, hist, n_hist,
-                                                                                   ids, d_pos, io, work, pr, gkeys);
+    size_t tb = sort_temp_bytes(n_vocab);
+    if (!tb) return -1;
+    char *b = (char *)scratch;
+    sample_state *S = (sample_state *)b;
+    uint64_t *kin = (uint64_t *)(b + 256);
+    uint64_t *kout = (uint64_t *)((char *)kin + align256((size_t)n_vocab * 8));
+    float *work = (float *)((char *)kout + align256((size_t)n_vocab * 8));
+    float *pr = (float *)((char *)work + align256((size_t)n_vocab * 4));
+    void *temp = (char *)pr + align256((size_t)n_vocab * 4);
+    sample_prep_kernel<<<1, SAMPLE_THREADS, 0, st>>>(logits, n_vocab, d_params, hist, n_hist, ids, d_pos, work, S);
+    if (CU_LAUNCHED()) return -1;
+    sample_keys_kernel<<<(n_vocab + 255) / 256, 256, 0, st>>>(logits, work, n_vocab, d_params, S, kin);
+    if (CU_LAUNCHED()) return -1;
+    /* 3b. sort descending: logit, then id ascending (the keys are unique); not-candidates (0) last */
+    if (CU_CHECK(cub::DeviceRadixSort::SortKeysDescending(temp, tb, kin, kout, n_vocab, 0, 64, st))) return -1;
+    sample_draw_kernel<<<1, SAMPLE_THREADS, 0, st>>>(logits, work, d_params, S, kout, pr, ids, d_pos, io);
     return CU_LAUNCHED();
 }
 

@@ -1,7 +1,7 @@
 /* The sampler on the GPU (src/cuda/sample.cu) against src/sample's sampler_sample.
  *
  * 1. Kernel parity: many logit vectors (Gaussian at several scales, heavy ties, flat vectors
- *    whose candidates overflow shared memory, a 151936 vocabulary) x sampler settings
+ *    where every token is a candidate, a 151936 vocabulary) x sampler settings
  *    (temperature, top-k, top-p, min-p, repetition penalty with and without a window, greedy
  *    with a penalty) x seeds. The GPU, given the CPU sampler's RNG state, must pick the CPU's
  *    token and leave the RNG state where the CPU leaves it. A different token is accepted
@@ -98,7 +98,7 @@ static void test_kernel_parity(void) {
         float *d = cuda_malloc(sizeof(float) * (size_t)n);
         CHECK(lg && d);
         /* kinds: 0..2 Gaussian scale 1, 3, 8; 3 ties (steps of 0.5); 4 flat (every token a
-         * candidate: sorted in global memory); 5 one dominant token */
+         * candidate, most of them tied); 5 one dominant token */
         int kinds = n > 60000 ? 3 : 6;
         for (int kind = 0; kind < kinds; kind++) {
             int vecs = n > 60000 ? 2 : 4;
