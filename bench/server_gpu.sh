@@ -52,9 +52,9 @@ def serve(*a):
     p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--parallel", "4", "--ctx", "1024", *a],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     return p, int(re.search(r":(\d+) \(", p.stdout.readline()).group(1))
-def post(port, prompt):
+def post(port, prompt, **kw):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    c.request("POST", "/v1/completions", json.dumps({"prompt": prompt, "max_tokens": 48, "temperature": 0}),
+    c.request("POST", "/v1/completions", json.dumps({"prompt": prompt, "max_tokens": 48, "temperature": 0, **kw}),
               {"Content-Type": "application/json"})
     return json.loads(c.getresponse().read())
 prompts = ["Once upon a time", "The history of the printing press begins", "def add(a, b):"]
@@ -63,6 +63,11 @@ for name, args in (("cpu", ["--device", "cpu"]), (dev, ["--device", dev]), (dev 
     p, port = serve(*args)
     rs = [post(port, q) for q in prompts]
     texts[name] = [r["choices"][0]["text"] for r in rs]
+    # logprobs keep the logits on the host (no graph pick): the same text, one entry per token
+    lp = post(port, prompts[0], logprobs=2)
+    ok = (lp["choices"][0]["text"] == texts[name][0] and
+          len(lp["choices"][0]["logprobs"]["tokens"]) == lp["usage"]["completion_tokens"])
+    print("%-16s logprobs request: same text and one entry per token: %s" % (name, ok))
     t = rs[0]["timings"]
     print("%-16s %s" % (name, {k: t[k] for k in t if k in ("predicted_n", "predicted_per_second", "draft_n", "draft_n_accepted", "tokens_per_pass")}))
     p.terminate(); p.wait()
@@ -75,6 +80,9 @@ PY
   echo "== speculation inside the server (1 client; random weights loop: acceptance says nothing about real text)"
   python3 bench/server_spec.py --bin "$bin" --model "$m" --spec 4 --rounds 3 -n 128 --extra "--device $dev" \
     | tee "$out/server_spec_gpu.md"
+  echo "== server, --device $dev --spec 4, bench_server.py"
+  python3 tests/server/bench_server.py --bin "$bin" --model "$m" --clients "$clients" --extra "--device $dev --spec 4" \
+    | tee "$out/server_gpu_spec4.md"
   ;;
 *) echo "usage: sh bench/server_gpu.sh pack [BUILD] | run [OUTDIR]" >&2; exit 2 ;;
 esac
