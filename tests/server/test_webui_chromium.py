@@ -65,6 +65,9 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.errf.seek(0)
+        err = self.errf.read()   # make test-asan runs this suite with a sanitizer build
+        check("Sanitizer" not in err and "runtime error" not in err, "no sanitizer reports: %s" % err[-3000:])
         return self.proc.returncode
 
 
