@@ -612,6 +612,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         cuda_device_choose(&var);
         c->attn_split = var.attn_split;
         cuda_matvec_set_coop(var.matvec_coop);
+        cuda_set_pdl(var.pdl);
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     c->kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));

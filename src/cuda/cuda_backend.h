@@ -47,6 +47,7 @@ typedef struct cuda_device_class {
     const char *gen;        /* "hopper", "blackwell", "pre-hopper" */
     int supported;          /* this build's code runs on it (sm_90 code + compute_90 PTX) */
     int table_coop;         /* the table's matvec kernel of the 256-weight formats: 8 or 0 */
+    int table_pdl;          /* the table's programmatic dependent launch: 1 from sm_90 */
     const char *why;        /* the table row's reason */
 } cuda_device_class;
 const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
@@ -55,7 +56,8 @@ const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
 typedef struct cuda_variants {
     int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
     int attn_split;         /* 0: exact (the CPU's order); 1: split-KV (opt-in, other bits) */
-    const char *matvec_from, *attn_from;
+    int pdl;                /* programmatic dependent launch of the backend's kernels (same bits) */
+    const char *matvec_from, *attn_from, *pdl_from;
 } cuda_variants;
 void cuda_device_choose(cuda_variants *v);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */

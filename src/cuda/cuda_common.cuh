@@ -14,6 +14,32 @@ extern "C" {
 #include "quant/blocks.h"
 }
 
+/* Programmatic dependent launch (sm_90). klaunch launches a kernel that may then start while
+ * the stream's previous kernel is still draining; such a kernel begins with PDL_WAIT()
+ * (griddepcontrol.wait: returns once the previous kernel has completed and its writes are
+ * visible), so only launch latency and prologue overlap, never data. Since every kernel
+ * launched this way waits before its first access, the order of all earlier kernels holds
+ * transitively. Off (plain <<<>>> launches) until cuda_set_pdl(1): the backend sets it from
+ * the device class / STRATA_CUDA_PDL. Bits are unchanged either way. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define PDL_WAIT() do { } while (0)
+#endif
+void cuda_set_pdl(int on);
+int cuda_pdl_on(void);
+template <typename... KArgs, typename... Args>
+static inline void klaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t shm, cudaStream_t st, Args... args) {
+    if (!cuda_pdl_on()) { k<<<grid, block, shm, st>>>(args...); return; }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid; cfg.blockDim = block; cfg.dynamicSmemBytes = shm; cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at; cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, k, args...);
+}
+
 /* First CUDA error seen by this process (message), and a setter used by CU_CHECK. */
 extern "C" const char *cuda_last_error(void);
 void cuda_record_error(const char *what, cudaError_t e, const char *file, int line);

@@ -17,12 +17,13 @@ typedef struct {
     const char *gen;
     int runs;
     int coop;            /* 256-weight formats: 8 lanes per super-block (8) or one lane (0) */
+    int pdl;             /* programmatic dependent launch (griddepcontrol needs sm_90) */
     const char *why;
 } class_row;
 static const class_row k_class_table[] = {
-    { 9, 9, "hopper", 1, 8, "coop8 measured 2-3.6x the one-lane kernel at T=1 on the H200 (docs/BENCHMARKS.md)" },
-    { 10, 99, "blackwell", 1, 8, "sm_90 PTX compiled by the driver; coop8 as on Hopper (not measured here)" },
-    { 0, 8, "pre-hopper", 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
+    { 9, 9, "hopper", 1, 8, 1, "coop8 measured 2-3.6x the one-lane kernel at T=1 on the H200; PDL hides launch gaps (docs/BENCHMARKS.md)" },
+    { 10, 99, "blackwell", 1, 8, 1, "sm_90 PTX compiled by the driver; coop8 and PDL as on Hopper (not measured here)" },
+    { 0, 8, "pre-hopper", 0, 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
 };
 
 static cuda_device_class g_class;
@@ -45,7 +46,7 @@ extern "C" const cuda_device_class *cuda_device_class_get(void) {
     const class_row *r = &k_class_table[sizeof k_class_table / sizeof k_class_table[0] - 1];
     for (size_t i = 0; i < sizeof k_class_table / sizeof k_class_table[0]; i++)
         if (p.major >= k_class_table[i].major_min && p.major <= k_class_table[i].major_max) { r = &k_class_table[i]; break; }
-    c->gen = r->gen; c->supported = r->runs; c->why = r->why; c->table_coop = r->coop;
+    c->gen = r->gen; c->supported = r->runs; c->why = r->why; c->table_coop = r->coop; c->table_pdl = r->pdl;
     g_class_state = 1;
     return c;
 }
@@ -62,6 +63,11 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     /* attention: the table says exact for every class (split sums in another order) */
     v->attn_split = !strcmp(at, "split");
     v->attn_from = !strcmp(at, "auto") ? "table" : "STRATA_CUDA_ATTN";
+    const char *pd = env_str(ENV_CUDA_PDL);
+    v->pdl = c ? c->table_pdl : 0;
+    v->pdl_from = "table";
+    if (!strcmp(pd, "on") || !strcmp(pd, "1")) { v->pdl = c && c->major >= 9; v->pdl_from = "STRATA_CUDA_PDL"; }
+    else if (!strcmp(pd, "off") || !strcmp(pd, "0")) { v->pdl = 0; v->pdl_from = "STRATA_CUDA_PDL"; }
 }
 
 extern "C" int cuda_device_class_describe(char *out, size_t cap) {
@@ -71,9 +77,9 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
     cuda_device_choose(&v);
     snprintf(out, cap,
              "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
-             "attention: %s (%s)",
+             "attention: %s (%s); dependent launch: %s (%s)",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
-             v.matvec_from, v.attn_split ? "split-KV" : "exact", v.attn_from);
+             v.matvec_from, v.attn_split ? "split-KV" : "exact", v.attn_from, v.pdl ? "on" : "off", v.pdl_from);
     return 0;
 }

@@ -34,6 +34,7 @@ int cuda_matvec_expf_init(const expf_table *t, int mode) { return expf_device_se
 /* One warp per activation block (act_quant.cuh has the formula). */
 template <int B>
 __global__ void act_quantize_kernel(const float *__restrict__ x, int64_t n, int T, uint8_t *__restrict__ dst, int fmt) {
+    PDL_WAIT();
     int64_t nb = n / B;
     int64_t gw = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;   /* global warp = (t, block) */
     if (gw >= nb * T) return;
@@ -54,9 +55,9 @@ extern "C" int cuda_act_quantize(int act, const float *x, int64_t n, int T, void
     unsigned blocks = (unsigned)((warps * 32 + threads - 1) / threads);
     cudaStream_t st = (cudaStream_t)stream;
     switch (B) {
-    case 32:  act_quantize_kernel<32><<<blocks, threads, 0, st>>>(x, n, T, (uint8_t *)dst, act); break;
-    case 64:  act_quantize_kernel<64><<<blocks, threads, 0, st>>>(x, n, T, (uint8_t *)dst, act); break;
-    default:  act_quantize_kernel<256><<<blocks, threads, 0, st>>>(x, n, T, (uint8_t *)dst, act); break;
+    case 32:  klaunch(act_quantize_kernel<32>, blocks, threads, 0, st, x, n, T, (uint8_t *)dst, act); break;
+    case 64:  klaunch(act_quantize_kernel<64>, blocks, threads, 0, st, x, n, T, (uint8_t *)dst, act); break;
+    default:  klaunch(act_quantize_kernel<256>, blocks, threads, 0, st, x, n, T, (uint8_t *)dst, act); break;
     }
     return CU_LAUNCHED();
 }
@@ -99,6 +100,7 @@ static __device__ __forceinline__ int group_weight(const mv_group &g, int row) {
 template <int FMT, int TM, int COOP>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
+    PDL_WAIT();
     int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (g.swiglu) {
@@ -133,10 +135,10 @@ static int coop_default(int fmt, int T) {
 
 template <int FMT, int COOP>
 static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
-    if (T == 1) matvec_kernel<FMT, 1, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
-    else if (T == 2) matvec_kernel<FMT, 2, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
-    else if (T <= 4) matvec_kernel<FMT, 4, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
-    else matvec_kernel<FMT, 8, COOP><<<blocks, MV_WARPS * 32, 0, st>>>(*g, n_in, nb, a, as, T);
+    if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    else if (T == 2) klaunch(matvec_kernel<FMT, 2, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    else if (T <= 4) klaunch(matvec_kernel<FMT, 4, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    else klaunch(matvec_kernel<FMT, 8, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
 }
 
 template <int FMT>

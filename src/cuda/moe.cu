@@ -53,6 +53,7 @@ __global__ void __launch_bounds__(ROUTE_THREADS)
 moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const uint8_t *__restrict__ act_x, size_t as,
                  uint8_t *__restrict__ act_pairs, int *__restrict__ groups, int *__restrict__ pair_of,
                  float *__restrict__ wts) {
+    PDL_WAIT();
     extern __shared__ float s_p[];                       /* [T][X] probabilities */
     __shared__ int s_sel[ROUTE_MAX_PAIRS];
     __shared__ float s_w[ROUTE_MAX_PAIRS];
@@ -163,6 +164,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h) {
+    PDL_WAIT();
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
     const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
@@ -198,6 +200,7 @@ template <int FMT, int TM, int COOP>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y) {
+    PDL_WAIT();
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
     const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
@@ -240,6 +243,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
 __global__ void moe_combine_kernel(const float *__restrict__ y, const int *__restrict__ pair_of,
                                    const float *__restrict__ wts, int k, int E, float *__restrict__ out,
                                    float *__restrict__ add_to) {
+    PDL_WAIT();
     const int t = blockIdx.y;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= E) return;
@@ -269,7 +273,7 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
     const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
     const uint8_t *ax = (const uint8_t *)m->act_x;
     int F = (int)m->F;
-#define GU(TM) moe_gate_up_kernel<FMT, TM, COOP><<<grid, MV_WARPS * 32, 0, st>>>(g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
     if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
@@ -278,7 +282,7 @@ template <int FMT, int COOP>
 static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
-#define DN(TM) moe_down_kernel<FMT, TM, COOP><<<grid, MV_WARPS * 32, 0, st>>>(d, eb, rb, E, m->F, nb, a, as, m->groups, m->y)
+#define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP>, grid, MV_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y)
     if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
 #undef DN
 }
@@ -326,7 +330,7 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     size_t as_x = cuda_act_row_bytes(gaf, m->E);
     if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
-    moe_route_kernel<<<1, ROUTE_THREADS, shm, st>>>(m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
+    klaunch(moe_route_kernel, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
                                                     (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
     if (CU_LAUNCHED() || moe_dispatch(m->type_gu, m, 0, st)) return -1;
     if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
@@ -335,6 +339,6 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
 
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {
     dim3 grid((unsigned)((m->E + 127) / 128), (unsigned)m->T);
-    moe_combine_kernel<<<grid, 128, 0, st>>>(m->y, m->pair_of, m->wts, m->k, (int)m->E, m->out, add_to);
+    klaunch(moe_combine_kernel, grid, 128, 0, st, m->y, m->pair_of, m->wts, m->k, (int)m->E, m->out, add_to);
     return CU_LAUNCHED();
 }

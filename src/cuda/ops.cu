@@ -19,6 +19,11 @@ EXPF_DEVICE_STATE
 int cuda_ops_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include <float.h>
 
+/* programmatic dependent launch (cuda_common.cuh's klaunch): off until the backend turns it on */
+static int g_pdl = 0;
+void cuda_set_pdl(int on) { g_pdl = on ? 1 : 0; }
+int cuda_pdl_on(void) { return g_pdl; }
+
 /* ---- embedding: element dequantization, the reference formula of each format ------------ */
 static __device__ __forceinline__ float dq_elem(const uint8_t *row, int type, int64_t j) {
     switch (type) {
@@ -114,6 +119,7 @@ int cuda_embed_supported(int type) {
 }
 
 __global__ void embed_kernel(const uint8_t *W, int type, size_t row_bytes, int64_t n, const int32_t *ids, float *x, float scale) {
+    PDL_WAIT();
     int t = blockIdx.y;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
@@ -127,7 +133,7 @@ int cuda_embed(const void *W, int type, int64_t n, const int32_t *d_ids, int T, 
     if (!cuda_embed_supported(type) || cuda_type_info(type, &blck, &af, &bs)) return -1;
     size_t row_bytes = (size_t)(n / blck) * (size_t)bs;
     dim3 grid((unsigned)((n + 255) / 256), (unsigned)T);
-    embed_kernel<<<grid, 256, 0, st>>>((const uint8_t *)W, type, row_bytes, n, d_ids, x, scale);
+    klaunch(embed_kernel, grid, 256, 0, st, (const uint8_t *)W, type, row_bytes, n, d_ids, x, scale);
     return CU_LAUNCHED();
 }
 
@@ -161,6 +167,7 @@ static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr,
 
 __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps,
                                uint8_t *act, size_t act_row_bytes, int act_fmt) {
+    PDL_WAIT();
     int r = blockIdx.x;
     rmsnorm_row(x + (size_t)r * n, w, y + (size_t)r * n, n, eps, act ? act + (size_t)r * act_row_bytes : NULL, act_fmt);
 }
@@ -169,6 +176,7 @@ __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restr
  * < rows1 does row r of the first, the rest the second; each row as rmsnorm_kernel. */
 __global__ void rmsnorm2_kernel(const float *__restrict__ x1, const float *__restrict__ w1, float *y1, int rows1,
                                 const float *__restrict__ x2, const float *__restrict__ w2, float *y2, int n, float eps) {
+    PDL_WAIT();
     int r = blockIdx.x;
     if (r < rows1) rmsnorm_row(x1 + (size_t)r * n, w1, y1 + (size_t)r * n, n, eps, NULL, 0);
     else rmsnorm_row(x2 + (size_t)(r - rows1) * n, w2, y2 + (size_t)(r - rows1) * n, n, eps, NULL, 0);
@@ -176,7 +184,7 @@ __global__ void rmsnorm2_kernel(const float *__restrict__ x1, const float *__res
 
 int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,
                   int rows2, int n, float eps, cudaStream_t st) {
-    rmsnorm2_kernel<<<rows1 + rows2, NORM_THREADS, 0, st>>>(x1, w1, y1, rows1, x2, w2, y2, n, eps);
+    klaunch(rmsnorm2_kernel, rows1 + rows2, NORM_THREADS, 0, st, x1, w1, y1, rows1, x2, w2, y2, n, eps);
     return CU_LAUNCHED();
 }
 
@@ -188,6 +196,7 @@ int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const 
 __global__ void __launch_bounds__(1024)
 rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
                    size_t act_row_bytes, int act_fmt) {
+    PDL_WAIT();
     __shared__ double part[32];
     __shared__ float inv_s;
     int r = blockIdx.x, tid = threadIdx.x;
@@ -231,6 +240,7 @@ rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, flo
 __global__ void __launch_bounds__(1024)
 rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
                     size_t act_row_bytes) {
+    PDL_WAIT();
     __shared__ double part[32];
     __shared__ float inv_s;
     const int r = blockIdx.x, tid = threadIdx.x, nw = blockDim.x >> 5;
@@ -262,18 +272,18 @@ rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, fl
 }
 
 int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, cudaStream_t st) {
-    rmsnorm_kernel<<<rows, NORM_THREADS, 0, st>>>(x, w, y, n, eps, NULL, 0, 0);
+    klaunch(rmsnorm_kernel, rows, NORM_THREADS, 0, st, x, w, y, n, eps, (uint8_t *)NULL, (size_t)0, 0);
     return CU_LAUNCHED();
 }
 
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st) {
     if (act_fmt == ACT_Q8_K && n % 256 == 0 && n <= 8192 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0)
-        rmsnorm_q256_kernel<<<rows, n / 8, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n));
+        klaunch(rmsnorm_q256_kernel, rows, n / 8, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n));
     else if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024)
-        rmsnorm_q32_kernel<<<rows, 1024, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
+        klaunch(rmsnorm_q32_kernel, rows, 1024, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
     else
-        rmsnorm_kernel<<<rows, NORM_THREADS_FUSED, 0, st>>>(x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
+        klaunch(rmsnorm_kernel, rows, NORM_THREADS_FUSED, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
     return CU_LAUNCHED();
 }
 
@@ -290,6 +300,7 @@ static __device__ __forceinline__ void rope_pair(float *v, int i, int n_rot, int
 
 __global__ void rope_kernel(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
                             const float *cs) {
+    PDL_WAIT();
     int half = n_rot / 2;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= T * n_heads * half) return;
@@ -306,13 +317,14 @@ int cuda_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, i
               const float *cos_sin, cudaStream_t st) {
     int n = T * n_heads * (n_rot / 2);
     if (n <= 0) return 0;
-    rope_kernel<<<(n + 255) / 256, 256, 0, st>>>(x, T, n_heads, head_dim, n_rot, neox, pos0, d_pos, cos_sin);
+    klaunch(rope_kernel, (n + 255) / 256, 256, 0, st, x, T, n_heads, head_dim, n_rot, neox, pos0, d_pos, cos_sin);
     return CU_LAUNCHED();
 }
 
 /* ---- KV store: f32 rows of kv_dim at positions pos.. -> f16 cache ------------------------ */
 __global__ void kv_store_kernel(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
                                 const int *d_pos) {
+    PDL_WAIT();
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= T * kv_dim) return;
     int t = idx / kv_dim, i = idx % kv_dim;
@@ -324,7 +336,7 @@ __global__ void kv_store_kernel(const float *k, const float *v, uint16_t *kc, ui
 int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
                   const int *d_pos, cudaStream_t st) {
     int n = T * kv_dim;
-    kv_store_kernel<<<(n + 255) / 256, 256, 0, st>>>(k, v, kc, vc, T, kv_dim, pos0, d_pos);
+    klaunch(kv_store_kernel, (n + 255) / 256, 256, 0, st, k, v, kc, vc, T, kv_dim, pos0, d_pos);
     return CU_LAUNCHED();
 }
 
@@ -333,6 +345,7 @@ int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, in
 __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
                                      int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
                                      const float *cs_q, const float *cs_k) {
+    PDL_WAIT();
     int half = n_rot / 2, kv_dim = n_kv_heads * head_dim;
     int nq = T * n_heads * half, nk = T * n_kv_heads * half, nv = T * kv_dim;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
@@ -379,7 +392,7 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
                        cudaStream_t st) {
     int half = n_rot / 2;
     int n = T * n_heads * half + T * n_kv_heads * half + T * n_kv_heads * head_dim + T * n_kv_heads * (head_dim - n_rot);
-    rope_qk_store_kernel<<<(n + 255) / 256, 256, 0, st>>>(q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox,
+    klaunch(rope_qk_store_kernel, (n + 255) / 256, 256, 0, st, q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox,
                                                           pos0, d_pos, cs_q, cs_k);
     return CU_LAUNCHED();
 }
@@ -409,6 +422,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
             const int *d_pos, float scale, int window, float *partial, int *counters, float *outp, uint8_t *act,
             size_t act_row_bytes, int act_fmt) {
+    PDL_WAIT();
     __shared__ float qs[ATT_MAX_HD];
     __shared__ float sc[ATT_CHUNK];
     __shared__ float obuf[ATT_THREADS];
@@ -545,6 +559,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
                   int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
                   size_t act_row_bytes, int act_fmt, int use_smem) {
+    PDL_WAIT();
     __shared__ float qs[ATT_MAX_HD];
     __shared__ float red[ATT_THREADS / 32];
     __shared__ float inv_s;
@@ -657,7 +672,7 @@ int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc,
     size_t sc_bytes = (size_t)n_ctx * sizeof(float);
     int use_smem = sc_bytes <= 96 * 1024;
     size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);
-    attn_exact_kernel<<<g, ATT_THREADS, smem, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
+    klaunch(attn_exact_kernel, g, ATT_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
                                                    n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem);
     return CU_LAUNCHED();
 }
@@ -673,23 +688,25 @@ int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T
     }
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g1((unsigned)splits, (unsigned)n_heads, (unsigned)T);
-    attn_kernel<<<g1, ATT_THREADS, 0, st>>>(q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, partial,
+    klaunch(attn_kernel, g1, ATT_THREADS, 0, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, partial,
                                            counters, out, (uint8_t *)act, arb, act_fmt);
     return CU_LAUNCHED();
 }
 
 /* ---- element-wise -------------------------------------------------------------------------- */
 __global__ void swiglu_kernel(const float *g, const float *u, float *out, int n) {
+    PDL_WAIT();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) { float gv = g[i]; out[i] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), u[i]); }
 }
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st) {
-    swiglu_kernel<<<(n + 255) / 256, 256, 0, st>>>(g, u, out, n);
+    klaunch(swiglu_kernel, (n + 255) / 256, 256, 0, st, g, u, out, n);
     return CU_LAUNCHED();
 }
 
 /* gelu (tanh approximation) * up, the CPU's operation order; CUDA tanhf (<= 2 ulp) */
 __global__ void geglu_kernel(const float *g, const float *u, float *out, int n) {
+    PDL_WAIT();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float gv = g[i];
@@ -698,16 +715,17 @@ __global__ void geglu_kernel(const float *g, const float *u, float *out, int n) 
     out[i] = __fmul_rn(__fmul_rn(__fmul_rn(0.5f, gv), __fadd_rn(1.0f, t)), u[i]);
 }
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st) {
-    geglu_kernel<<<(n + 255) / 256, 256, 0, st>>>(g, u, out, n);
+    klaunch(geglu_kernel, (n + 255) / 256, 256, 0, st, g, u, out, n);
     return CU_LAUNCHED();
 }
 
 __global__ void add_kernel(float *x, const float *y, int n) {
+    PDL_WAIT();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = __fadd_rn(x[i], y[i]);
 }
 int cuda_add(float *x, const float *y, int n, cudaStream_t st) {
-    add_kernel<<<(n + 255) / 256, 256, 0, st>>>(x, y, n);
+    klaunch(add_kernel, (n + 255) / 256, 256, 0, st, x, y, n);
     return CU_LAUNCHED();
 }
 
@@ -721,6 +739,7 @@ static __device__ __forceinline__ void argmax_merge(float *bv, int *bi, float v,
     if (v > *bv || (v == *bv && i < *bi)) { *bv = v; *bi = i; }
 }
 __global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc, int *scratch) {
+    PDL_WAIT();
     __shared__ float sv[ARGMAX_THREADS / 32];
     __shared__ int si[ARGMAX_THREADS / 32];
     __shared__ int is_last;
@@ -762,6 +781,6 @@ __global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc,
 size_t cuda_argmax_scratch_ints(void) { return 2 * ARGMAX_CTAS + 1; }
 
 int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, int *scratch, cudaStream_t st) {
-    argmax_kernel<<<ARGMAX_CTAS, ARGMAX_THREADS, 0, st>>>(x, n, d_out, d_pos_inc, scratch);
+    klaunch(argmax_kernel, ARGMAX_CTAS, ARGMAX_THREADS, 0, st, x, n, d_out, d_pos_inc, scratch);
     return CU_LAUNCHED();
 }
