@@ -531,9 +531,12 @@ static void op_moe_ffn(backend *be, const layer_weights *L, int k, const float *
         be_fail(c, "moe: unsupported expert layout or types (gate and up must share a format)");
         return;
     }
-    /* router logits [T][X] */
+    /* router logits [T][X]: an F32 router of a supported width runs inside the routing kernel
+     * (STRATA_CUDA_FUSE=0: its own matvec) */
+    int fused_router = c->fuse && cuda_moe_router_fusable(R->type, E);
     const void *ract = dx;                       /* F32 / F16 / BF16 routers read the f32 rows */
-    if (raf != ACT_F32) {
+    if (fused_router) {
+    } else if (raf != ACT_F32) {
         if (c->act_src == dx && c->act_n == E && c->act_T == T && c->act_fmt == raf) ract = c->act;
         else if (cuda_act_quantize(raf, dx, E, T, c->moe_act_r, c->st)) { be_fail(c, "moe router activations"); return; }
         else ract = c->moe_act_r;
@@ -542,7 +545,7 @@ static void op_moe_ffn(backend *be, const layer_weights *L, int k, const float *
     memset(&g, 0, sizeof g);
     g.n = 1; g.W[0] = (const uint8_t *)R->dev; g.y[0] = c->moe_logits; g.n_out[0] = X;
     g.row_start[1] = X; g.row_bytes = (size_t)(E / rb) * (size_t)rbs;
-    if (cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router"); return; }
+    if (!fused_router && cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router"); return; }
     /* x in the experts' activation format (usually already there: the ffn norm quantized it) */
     if (!(c->act_src == dx && c->act_n == E && c->act_T == T && c->act_fmt == gaf)) {
         if (cuda_act_row_bytes(gaf, E) * T > c->act_cap || cuda_act_quantize(gaf, dx, E, T, c->act, c->st)) {
@@ -556,6 +559,8 @@ static void op_moe_ffn(backend *be, const layer_weights *L, int k, const float *
     m.type_gu = G->type; m.type_down = D->type;
     m.gate = G->dev; m.up = U->dev; m.down = D->dev;
     m.logits = c->moe_logits; m.act_x = c->act; m.out = dout;
+    m.router_f32 = fused_router ? (const float *)R->dev : NULL;
+    m.x_f32 = dx;
     if (cuda_moe_experts(&m, c->st)) { be_fail(c, "moe experts"); return; }
     c->moe_pend = m;
     c->moe_pend_on = 1;
@@ -692,8 +697,10 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                 cuda_dev_alloc_named((void **)&b->wts, P * sizeof(float), "the MoE routing weights", err, errlen) ||
                 cuda_dev_alloc_named((void **)&b->h, P * F * sizeof(float), "the MoE hidden rows", err, errlen) ||
                 cuda_dev_alloc_named(&b->act_h, P * (F * 4 + 64), "the MoE hidden activations", err, errlen) ||
-                cuda_dev_alloc_named((void **)&b->y, P * E * sizeof(float), "the MoE expert outputs", err, errlen))
+                cuda_dev_alloc_named((void **)&b->y, P * E * sizeof(float), "the MoE expert outputs", err, errlen) ||
+                cuda_dev_alloc_named((void **)&b->counter, sizeof(unsigned), "the MoE router counter", err, errlen))
                 goto fail;
+            if (CU_CHECK(cudaMemset(b->counter, 0, sizeof(unsigned)))) goto cuda_fail;
         }
         if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global, "the RoPE table", err, errlen) ||
             rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local, "the local RoPE table", err, errlen))
@@ -724,7 +731,7 @@ extern "C" void backend_cuda_free(backend *be) {
         cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio);
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
         cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
-        cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y);
+        cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter);
         for (int i = 0; i < c->n_mirrors; i++) cuda_dev_free(c->mirrors[i].dev);
         if (c->st) cudaStreamDestroy(c->st);
         st_free(c);

@@ -47,7 +47,11 @@ typedef struct cuda_moe {
     int64_t E, F;                   /* model width, expert FFN width */
     int type_gu, type_down;         /* gate and up share one format */
     const void *gate, *up, *down;   /* expert 0 of [X][F][E], [X][F][E], [X][E][F] */
-    const float *logits;            /* [T][X] router logits */
+    const float *logits;            /* [T][X] router logits (computed here when router_f32 is set) */
+    const float *router_f32;        /* NULL, or an F32 router [X][E] fused with the routing
+                                       (cuda_moe_router_fusable); then x_f32 = the f32 rows */
+    const float *x_f32;
+    unsigned *counter;              /* the fused kernel's last-CTA counter (zeroed, left zeroed) */
     const void *act_x;              /* T rows of x in type_gu's activation format */
     void *act_pairs;                /* [P] rows, same format (gathered by expert) */
     int *groups;                    /* 1 + MOE_GROUP_INTS P ints */
@@ -58,7 +62,8 @@ typedef struct cuda_moe {
     float *y;                       /* [P][E] */
     float *out;                     /* [T][E] */
 } cuda_moe;
-int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* route .. down */
+int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* (router +) route .. down */
+static inline int cuda_moe_router_fusable(int router_type, int64_t E) { return router_type == TYPE_F32 && (E == 2048 || E == 1024); }
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st);   /* out (+ residual) */
 int cuda_moe_tables_init(void);
 

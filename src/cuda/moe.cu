@@ -49,12 +49,12 @@ int cuda_moe_tables_init(void) {
 #define ROUTE_MAX_PAIRS (FWD_MAX_T * CUDA_MOE_MAX_K)
 
 /* ---- router: softmax, top-k, renormalization, grouping, gather ------------------------------ */
-__global__ void __launch_bounds__(ROUTE_THREADS)
-moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const uint8_t *__restrict__ act_x, size_t as,
-                 uint8_t *__restrict__ act_pairs, int *__restrict__ groups, int *__restrict__ pair_of,
-                 float *__restrict__ wts) {
-    PDL_WAIT();
-    extern __shared__ float s_p[];                       /* [T][X] probabilities */
+/* The routing of T tokens by the calling CTA (any multiple of 32 threads); s_p: T * X floats of
+ * shared memory. Logits are read with __ldcg: in the fused kernel other CTAs wrote them. */
+static __device__ __forceinline__ void moe_route_body(float *s_p, const float *__restrict__ logits, int X, int k, int T,
+                                                      const uint8_t *__restrict__ act_x, size_t as,
+                                                      uint8_t *__restrict__ act_pairs, int *__restrict__ groups,
+                                                      int *__restrict__ pair_of, float *__restrict__ wts) {
     __shared__ int s_sel[ROUTE_MAX_PAIRS];
     __shared__ float s_w[ROUTE_MAX_PAIRS];
     __shared__ int s_tok[ROUTE_MAX_PAIRS];               /* grouped position -> token */
@@ -64,15 +64,17 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
     for (int t = warp; t < T; t += nw) {
         float *p = s_p + (size_t)t * X;
         const float *l = logits + (size_t)t * X;
-        /* max (order-free) */
-        float mx = l[0];
+        /* logits into shared memory, then the max (order-free) */
+        for (int e = lane; e < X; e += 32) p[e] = __ldcg(l + e);
+        __syncwarp();
+        float mx = p[0];
         for (int e = lane; e < X; e += 32)
-            if (l[e] > mx) mx = l[e];
+            if (p[e] > mx) mx = p[e];
         for (int o = 16; o; o >>= 1) {
             float v = __shfl_xor_sync(0xffffffffu, mx, o);
             if (v > mx) mx = v;
         }
-        for (int e = lane; e < X; e += 32) p[e] = expf_ref(__fsub_rn(l[e], mx));
+        for (int e = lane; e < X; e += 32) p[e] = expf_ref(__fsub_rn(p[e], mx));
         __syncwarp();
         float sum = 0.0f;
         if (lane == 0)
@@ -156,6 +158,57 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
         if (s_gather[q])
             ((uint32_t *)(act_pairs + (size_t)q * as))[j] = ((const uint32_t *)(act_x + (size_t)s_tok[q] * as))[j];
     }
+}
+
+__global__ void __launch_bounds__(ROUTE_THREADS)
+moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const uint8_t *__restrict__ act_x, size_t as,
+                 uint8_t *__restrict__ act_pairs, int *__restrict__ groups, int *__restrict__ pair_of,
+                 float *__restrict__ wts) {
+    PDL_WAIT();
+    extern __shared__ float s_p[];                       /* [T][X] probabilities */
+    moe_route_body(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
+}
+
+/* An F32 router of rows of E = 32 * NPL and the routing in one launch: warp w of CTA b computes
+ * logits row 8 b + w for the T tokens (lane l loads its NPL weights w[l + 32 i] at once, then
+ * sums w * x in the canonical per-element order: the bits of the matvec kernels' F32 path);
+ * the last CTA to finish (atomic counter, reset by it for the next launch) routes. */
+#define ROUTER_WARPS 8
+template <int NPL, int TM>
+__global__ void __launch_bounds__(ROUTER_WARPS * 32)
+moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits,
+                        unsigned *__restrict__ counter, int X, int k, int T, const uint8_t *__restrict__ act_x,
+                        size_t as, uint8_t *__restrict__ act_pairs, int *__restrict__ groups,
+                        int *__restrict__ pair_of, float *__restrict__ wts) {
+    PDL_WAIT();
+    extern __shared__ float s_p[];
+    __shared__ int s_last;
+    const int E = NPL * 32, lane = threadIdx.x & 31;
+    const int row = blockIdx.x * ROUTER_WARPS + (threadIdx.x >> 5);
+    if (row < X) {
+        const float *wr = W + (size_t)row * E;
+        float w[NPL];
+#pragma unroll
+        for (int i = 0; i < NPL; i++) w[i] = wr[lane + 32 * i];
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const float *xt = x + (size_t)t * E;
+            float acc = 0.0f;
+#pragma unroll
+            for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xt[lane + 32 * i]));
+            acc = warp_canon_finish(acc);
+            if (lane == 0) logits[(size_t)t * X + row] = acc;
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    moe_route_body(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
+    if (threadIdx.x == 0) *counter = 0;
 }
 
 /* ---- grouped expert matvecs ------------------------------------------------------------------ */
@@ -330,6 +383,18 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     size_t as_x = cuda_act_row_bytes(gaf, m->E);
     if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
+    if (m->router_f32) {   /* router + routing in one launch */
+        unsigned blocks = (unsigned)((m->X + ROUTER_WARPS - 1) / ROUTER_WARPS);
+#define RR(NPL, TM) klaunch(moe_router_route_kernel<NPL, TM>, blocks, ROUTER_WARPS * 32, shm, st, m->router_f32, m->x_f32, \
+                            (float *)m->logits, m->counter, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x, \
+                            (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts)
+#define RR_T(NPL) do { if (m->T == 1) RR(NPL, 1); else if (m->T == 2) RR(NPL, 2); else if (m->T <= 4) RR(NPL, 4); else RR(NPL, 8); } while (0)
+        if (m->E == 2048) RR_T(64);
+        else if (m->E == 1024) RR_T(32);
+        else return -1;
+#undef RR_T
+#undef RR
+    } else
     klaunch(moe_route_kernel, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
                                                     (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
     if (CU_LAUNCHED() || moe_dispatch(m->type_gu, m, 0, st)) return -1;

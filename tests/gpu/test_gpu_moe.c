@@ -21,10 +21,11 @@ static float rnd(void) {
     return (float)(rs >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
 }
 
+static int g_dim = 256;   /* model width of the next make_moe (2048 / 1024: the fused F32 router) */
 static int make_moe(const char *path, int layers, int type_experts, int type_attn, int type_out, int vocab) {
     synth_params p;
     synth_default_params(&p, ARCH_QWEN3MOE);
-    p.n_layers = layers; p.n_embd = 256; p.n_heads = 4; p.n_kv_heads = 2; p.head_dim = 64;
+    p.n_layers = layers; p.n_embd = g_dim; p.n_heads = g_dim / 64; p.n_kv_heads = 2; p.head_dim = 64;
     p.n_experts = 16; p.n_experts_used = 4; p.n_ff_exp = 256; p.n_vocab = vocab; p.n_ctx = 1024;
     p.type_attn = type_attn; p.type_experts = type_experts; p.type_output = type_out; p.type_embd = TYPE_Q8_0;
     p.tokenizer_path = "builtin"; p.seed = 11;
@@ -85,7 +86,7 @@ static void kernel_parity(int type) {
     {
         const layer_weights *Lc = &mc->w.layers[0], *Lg = &mg->w.layers[0];
         const int E = mc->hp.n_embd, k = mc->hp.n_experts_used;
-        float x[8 * 256], oc[8 * 256], og[8 * 256], o1[256];
+        static float x[8 * 2048], oc[8 * 2048], og[8 * 2048], o1[2048];
         int ok_rand = 1, ok_same = 1, ok_zero = 1, ok_inv = 1;
         uint64_t h = 14695981039346656037ull;
         for (int T = 1; T <= 8; T++) {
@@ -97,7 +98,7 @@ static void kernel_parity(int type) {
             /* batch invariance on the GPU: each token alone */
             for (int t = 0; t < T; t++) {
                 if (gpu_moe(sg, Lg, k, x + (size_t)t * E, 1, o1)) { ok_inv = 0; break; }
-                if (memcmp(o1, og + (size_t)t * E, sizeof o1)) ok_inv = 0;
+                if (memcmp(o1, og + (size_t)t * E, sizeof(float) * (size_t)E)) ok_inv = 0;
             }
             /* every token the same: one group of T columns per expert */
             for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
@@ -112,7 +113,7 @@ static void kernel_parity(int type) {
         CHECKF(ok_same, "%s: GPU MoE != CPU MoE (shared experts)", quant_type_name(type));
         CHECKF(ok_zero, "%s: GPU MoE != CPU MoE (router ties)", quant_type_name(type));
         CHECKF(ok_inv, "%s: GPU MoE not batch invariant", quant_type_name(type));
-        printf("moe %-8s T=1..8 bit-identical to the CPU: %s, checksum %016llx\n", quant_type_name(type),
+        printf("moe %-8s dim %4d T=1..8 bit-identical to the CPU: %s, checksum %016llx\n", quant_type_name(type), E,
                ok_rand && ok_same && ok_zero && ok_inv ? "yes" : "NO", (unsigned long long)h);
     }
 done:
@@ -178,9 +179,21 @@ int main(void) {
         t_current = quant_type_name(types[i]);
         kernel_parity(types[i]);
     }
+    /* widths whose F32 router runs fused with the routing (cuda_moe_router_fusable) */
+    static const int wide[] = { TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q8_0 };
+    for (int d = 1024; d <= 2048; d *= 2) {
+        g_dim = d;
+        for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+            t_current = quant_type_name(wide[i]);
+            kernel_parity(wide[i]);
+        }
+    }
+    g_dim = 256;
     t_current = "models";
     model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K", 3, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     model_parity("qwen3moe Q2_0 / Q8_0 / Q8_0", 2, TYPE_Q2_0, TYPE_Q8_0, TYPE_Q8_0);
     model_parity("qwen3moe IQ2_XXS / Q4_K / Q6_K", 2, TYPE_IQ2_XXS, TYPE_Q4_K, TYPE_Q6_K);
+    g_dim = 2048;
+    model_parity("qwen3moe dim 2048 IQ3_XXS / Q4_K / Q6_K", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     TEST_DONE();
 }
