@@ -554,14 +554,18 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
  * libm's bits: expf_host.cuh); the sum of e_p in position order by one thread; then thread d
  * accumulates o[d] = o[d] + (e_p * inv) * v_p[d] in position order. The sequential parts
  * cost O(positions) per head, in parallel over heads and tokens. sc: [T][H][n_ctx] scratch. */
-#define ATT_TILE 64
-__global__ void __launch_bounds__(ATT_THREADS)
+/* 256 threads and 256-position tiles: one score chain per thread per tile (the chains over d
+ * are the latency; more of them in flight, fewer tiles and barriers); the V phase uses
+ * head_dim threads. Measured at 128 threads / 64-position tiles before (docs/BENCHMARKS.md). */
+#define ATTX_THREADS 256
+#define ATT_TILE 256
+__global__ void __launch_bounds__(ATTX_THREADS)
 attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
                   int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
                   size_t act_row_bytes, int act_fmt, int use_smem) {
     PDL_WAIT();
     __shared__ float qs[ATT_MAX_HD];
-    __shared__ float red[ATT_THREADS / 32];
+    __shared__ float red[ATTX_THREADS / 32];
     __shared__ float inv_s;
     /* dynamic: a tile of ATT_TILE K or V rows (row stride head_dim + 2 halves: an odd number of
      * words, so threads reading different rows at one column hit different banks), then the
@@ -578,7 +582,7 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     int n = last - first + 1;
     float *sc = use_smem ? sc_smem : scratch + ((size_t)t * n_heads + h) * n_ctx;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
-    for (int d = tid; d < head_dim; d += ATT_THREADS) qs[d] = qh[d];
+    for (int d = tid; d < head_dim; d += ATTX_THREADS) qs[d] = qh[d];
     const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
     const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
     /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
@@ -586,7 +590,7 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
         __syncthreads();
-        for (int idx = tid; idx < nr * W; idx += ATT_THREADS) {
+        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
             int r = idx / W, w = idx % W;
             tile[r * RS + w] = ((const uint32_t *)(kbase + (size_t)(p0 + r) * kv_dim))[w];
         }
@@ -594,6 +598,7 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
         if (tid < nr) {
             const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
             float s = 0.0f;
+#pragma unroll 16
             for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
             s = __fmul_rn(s, scale);
             sc[p0 + tid] = s;
@@ -605,8 +610,8 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     if (lane == 0) red[warp] = mx;
     __syncthreads();
     mx = red[0];
-    for (int w = 1; w < ATT_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
-    for (int i = tid; i < n; i += ATT_THREADS) sc[i] = expf_ref(__fsub_rn(sc[i], mx));
+    for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
+    for (int i = tid; i < n; i += ATTX_THREADS) sc[i] = expf_ref(__fsub_rn(sc[i], mx));
     __syncthreads();
     if (tid == 0) {
         float sum = 0.0f;
@@ -617,22 +622,24 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     __syncthreads();
     float inv = inv_s;
     /* o[d] = o[d] + (e_p * inv) * v_p[d] in position order, V tiles through shared memory */
-    float o[ATT_MAX_HD / ATT_THREADS];
+    float o[ATT_MAX_HD / ATTX_THREADS];
 #pragma unroll
-    for (int j = 0; j < ATT_MAX_HD / ATT_THREADS; j++) o[j] = 0.0f;
+    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
     for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
         __syncthreads();
-        for (int idx = tid; idx < nr * W; idx += ATT_THREADS) {
+        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
             int r = idx / W, w = idx % W;
             tile[r * RS + w] = ((const uint32_t *)(vbase + (size_t)(p0 + r) * kv_dim))[w];
         }
         __syncthreads();
 #pragma unroll
-        for (int j = 0; j < ATT_MAX_HD / ATT_THREADS; j++) {
-            int d = tid + j * ATT_THREADS;
+        for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
+            int d = tid + j * ATTX_THREADS;
             if (d >= head_dim) break;
             float acc = o[j];
+            /* loads of 16 positions issued ahead of their (ordered) adds */
+#pragma unroll 16
             for (int i = 0; i < nr; i++)
                 acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(sc[p0 + i], inv), h2f(tile_h[(size_t)i * 2 * RS + d])));
             o[j] = acc;
@@ -640,15 +647,15 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     }
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
 #pragma unroll
-    for (int j = 0; j < ATT_MAX_HD / ATT_THREADS; j++) {
-        int d = tid + j * ATT_THREADS;
+    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
+        int d = tid + j * ATTX_THREADS;
         if (d < head_dim) orow[d] = o[j];
     }
     if (act) {
         __syncthreads();
         int B = act_fmt == ACT_Q8_2 ? 64 : 32;
         size_t bb = act_block_bytes_dev(act_fmt);
-        for (int j = warp; j < head_dim / B; j += ATT_THREADS / 32) {
+        for (int j = warp; j < head_dim / B; j += ATTX_THREADS / 32) {
             size_t bi = ((size_t)h * head_dim) / B + j;
             if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
             else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
@@ -662,7 +669,7 @@ int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc,
     if (head_dim > ATT_MAX_HD || head_dim % 2) return -1;
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once) */
-        if (CU_CHECK(cudaFuncSetAttribute(attn_exact_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 160 * 1024)))
+        if (CU_CHECK(cudaFuncSetAttribute(attn_exact_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
             return -1;
         attr_set = 1;
     }
@@ -672,7 +679,7 @@ int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc,
     size_t sc_bytes = (size_t)n_ctx * sizeof(float);
     int use_smem = sc_bytes <= 96 * 1024;
     size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);
-    klaunch(attn_exact_kernel, g, ATT_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
+    klaunch(attn_exact_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
                                                    n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem);
     return CU_LAUNCHED();
 }
