@@ -34,6 +34,8 @@ int cuda_device_describe(char *out, size_t cap);
 const char *cuda_expf_mode(void);
 /* Most experts the CUDA MoE router handles (cuda_internal.h's CUDA_MOE_MAX_X). */
 #define CUDA_MOE_MAX_EXPERTS 1024
+/* Most experts per token it handles (cuda_internal.h's CUDA_MOE_MAX_K). */
+#define CUDA_MOE_MAX_EXPERTS_USED 64
 /* Is there a CUDA matvec for this weight type? */
 int cuda_type_supported(int type);
 

@@ -39,7 +39,7 @@ int    cuda_matvec_coop_setting(void);
 
 /* moe.cu: the Mixture-of-Experts FFN after the router matvec (see the file's comment). All
  * pointers are device memory; P = T * k pairs. */
-#define CUDA_MOE_MAX_K 64
+#define CUDA_MOE_MAX_K CUDA_MOE_MAX_EXPERTS_USED
 #define CUDA_MOE_MAX_X CUDA_MOE_MAX_EXPERTS
 #define MOE_GROUP_INTS 4   /* expert, first pair, pairs, source row */
 typedef struct cuda_moe {

@@ -85,8 +85,8 @@ static int select_device(const strata_model_params *p, strata_model *m, char *er
         for (int l = 0; l < m->hp.n_layers && !why; l++)
             if (L[l].gate_exps.data && L[l].gate_exps.type != L[l].up_exps.type)
                 why = "mixture-of-experts gate and up weights of different formats have no CUDA kernel";
-        if (!why && m->hp.n_experts > (int)CUDA_MOE_MAX_EXPERTS)
-            why = "more experts than the CUDA router handles";
+        if (!why && (m->hp.n_experts > (int)CUDA_MOE_MAX_EXPERTS || m->hp.n_experts_used > (int)CUDA_MOE_MAX_EXPERTS_USED))
+            why = "more experts (or experts per token) than the CUDA router handles";
         if (!why && !cuda_type_supported(m->w.output.type)) {
             snprintf(whybuf, sizeof whybuf, "output weight type %s has no CUDA kernel", quant_type_name(m->w.output.type));
             why = whybuf;
