@@ -535,8 +535,7 @@ static void op_moe_ffn(backend *be, const layer_weights *L, int k, const float *
      * (STRATA_CUDA_FUSE=0: its own matvec) */
     int fused_router = c->fuse && cuda_moe_router_fusable(R->type, E);
     const void *ract = dx;                       /* F32 / F16 / BF16 routers read the f32 rows */
-    if (fused_router) {
-    } else if (raf != ACT_F32) {
+    if (!fused_router && raf != ACT_F32) {
         if (c->act_src == dx && c->act_n == E && c->act_T == T && c->act_fmt == raf) ract = c->act;
         else if (cuda_act_quantize(raf, dx, E, T, c->moe_act_r, c->st)) { be_fail(c, "moe router activations"); return; }
         else ract = c->moe_act_r;
