@@ -103,7 +103,12 @@ typedef struct strata_session_params {
     strata_sampler_params sampler;
     int spec_draft;             /* speculative drafts per step, at most 7 (0: off) */
     int spec_min_match;         /* suffix drafter: shortest match worth drafting from (default 2) */
+    int kv_type;                /* STRATA_KV_F16 (default) or STRATA_KV_INT8 (CPU backend) */
 } strata_session_params;
+/* KV cache element types. INT8: each head's row of K or V is stored as int8 blocks of 32 with
+ * one f32 scale (act_q8_0's layout: 1.125 bytes per value instead of f16's 2); other bits
+ * than f16 (opt-in), still bit-identical across T, threads and speculation. */
+enum { STRATA_KV_F16 = 0, STRATA_KV_INT8 = 1 };
 strata_session_params strata_session_default_params(void);
 
 strata_session *strata_session_new(strata_model *m, const strata_session_params *p, char *err, size_t errlen);

@@ -13,6 +13,7 @@ typedef struct cli_opts {
     const char *stops[8]; int n_stops;
     int spec;                      /* --spec N: drafts per step (0: off) */
     const char *draft_model;       /* --draft-model PATH */
+    int kv_type;                   /* --kv f16|int8 (STRATA_KV_*) */
 } cli_opts;
 
 /* Parse the common options; returns 0, 1 for --help (usage printed), -1 on error. */

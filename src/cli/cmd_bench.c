@@ -59,6 +59,7 @@ int cmd_bench(int argc, char **argv) {
     char err[512];
     strata_session_params sp = strata_session_default_params();
     sp.n_ctx = pp + tg + 8;
+    sp.kv_type = o.kv_type;
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
     if (!s) { fprintf(stderr, "strata: %s\n", err); strata_model_free(m); return 1; }
 

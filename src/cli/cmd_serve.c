@@ -23,7 +23,8 @@ static void serve_usage(FILE *f) {
         "  -t, --threads N      worker threads (default: STRATA_THREADS or all cores)\n"
         "      --device D       cpu, cuda or auto (default auto: CUDA when the build and the GPU allow)\n"
         "      --spec N         speculative decoding for greedy requests: up to N (<= 7) drafted tokens\n"
-        "                       per step from the context (suffix matching); 0 turns it off\n\n"
+        "                       per step from the context (suffix matching); 0 turns it off\n"
+        "      --kv T           KV cache: f16 (default) or int8 (CPU: 0.56x the memory, other bits)\n\n"
         "Endpoints: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize;\n"
         "GET /v1/models, /health, /metrics, / (chat page). See docs/SERVER.md.\n");
 }
@@ -68,6 +69,12 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-body")) { NEEDS_VALUE(); if (parse_int(a, v, 1024, 1L << 30, &x)) return 2; o.max_body = (size_t)x; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDS_VALUE(); if (parse_int(a, v, 0, 1024, &x)) return 2; o.n_threads = (int)x; }
         else if (!strcmp(a, "--spec")) { NEEDS_VALUE(); if (parse_int(a, v, 0, STRATA_MAX_DRAFT, &x)) return 2; o.spec = (int)x; }
+        else if (!strcmp(a, "--kv")) {
+            NEEDS_VALUE();
+            if (!strcmp(v, "f16")) o.kv_type = STRATA_KV_F16;
+            else if (!strcmp(v, "int8")) o.kv_type = STRATA_KV_INT8;
+            else { fprintf(stderr, "strata serve: --kv must be f16 or int8\n"); return 2; }
+        }
         else if (!strcmp(a, "--device")) {
             NEEDS_VALUE();
             if (!strcmp(v, "cpu")) o.device = STRATA_DEVICE_CPU;

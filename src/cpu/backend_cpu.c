@@ -16,9 +16,11 @@ typedef struct {
     hparams hp;
     int n_ctx;
     int exact;              /* f32 KV cache + exact matvec */
+    int kv_int8;            /* KV rows as act_q8_0 blocks (int8 + f32 scale per 32 values) */
     threadpool *tp;
     size_t kv_dim;          /* n_kv_heads * head_dim */
-    void **k_cache, **v_cache;   /* per layer: [kv_cap[l]][kv_dim] f16 or f32 */
+    size_t kv_row_bytes;    /* bytes of one position's K (or V): kv_dim * 2 (f16), * 4 (f32), / 32 * 36 (int8) */
+    void **k_cache, **v_cache;   /* per layer: [kv_cap[l]][kv_row_bytes] */
     int *kv_cap;            /* per layer: n_ctx, or a ring of window + KV_RING_SLACK positions */
     float *scores;          /* per thread: [n_ctx] */
     float *kv_tmp;          /* per thread: [head_dim] one K or V row as f32 */
@@ -102,11 +104,18 @@ typedef struct {
 } attn_job;
 
 
-/* Row of head_dim K or V values at cache index base, as f32 (a pointer into the f32 cache in
- * exact mode, else converted into tmp: the same values kv_get would give, 8 at a time). */
-static inline const float *kv_row(const cpu_be *c, const void *cache, size_t base, int n, float *tmp) {
-    if (c->exact) return (const float *)cache + base;
-    c->f16_row((const uint16_t *)cache + base, tmp, n);
+/* Head kvh's row of head_dim K or V values at cache slot `slot`, as f32: a pointer into the
+ * f32 cache in exact mode; else converted into tmp (f16: exact conversion, 8 at a time; int8:
+ * d * q, one rounded product per value — the same values on every path). */
+static inline const float *kv_row(const cpu_be *c, const void *cache, size_t slot, int kvh, int n, float *tmp) {
+    if (c->exact) return (const float *)cache + slot * c->kv_dim + (size_t)kvh * n;
+    if (c->kv_int8) {
+        const act_q8_0 *b = (const act_q8_0 *)((const uint8_t *)cache + slot * c->kv_row_bytes) + (size_t)kvh * (n / 32);
+        for (int j = 0; j < n / 32; j++)
+            for (int i = 0; i < 32; i++) tmp[32 * j + i] = b[j].d * (float)b[j].qs[i];
+        return tmp;
+    }
+    c->f16_row((const uint16_t *)cache + slot * c->kv_dim + (size_t)kvh * n, tmp, n);
     return tmp;
 }
 
@@ -127,8 +136,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
         const int cap = c->kv_cap[j->layer];
         float mx = -INFINITY;
         for (int p = first; p <= last; p++) {
-            size_t base = (size_t)(p % cap) * c->kv_dim + (size_t)kvh * HD;
-            const float *kr = kv_row(c, K, base, HD, row);
+            const float *kr = kv_row(c, K, (size_t)(p % cap), kvh, HD, row);
             float s = 0;
             for (int d = 0; d < HD; d++) s += q[d] * kr[d];
             s *= j->scale;
@@ -141,9 +149,8 @@ static void attn_worker(void *ctx, int ith, int nth) {
         float *o = j->out + ((size_t)t * H + h) * HD;
         for (int d = 0; d < HD; d++) o[d] = 0;
         for (int p = first; p <= last; p++) {
-            size_t base = (size_t)(p % cap) * c->kv_dim + (size_t)kvh * HD;
             float wgt = sc[p] * inv;
-            const float *vr = kv_row(c, V, base, HD, row);
+            const float *vr = kv_row(c, V, (size_t)(p % cap), kvh, HD, row);
             for (int d = 0; d < HD; d++) o[d] += wgt * vr[d];
         }
     }
@@ -153,11 +160,14 @@ static void cpu_attention(backend *be, int layer, const float *q, const float *k
                           float scale, int window, float *out) {
     cpu_be *c = CB(be);
     for (int t = 0; t < T; t++) {
-        size_t off = (size_t)((pos0 + t) % c->kv_cap[layer]) * c->kv_dim;
+        size_t slot = (size_t)((pos0 + t) % c->kv_cap[layer]), off = slot * c->kv_dim;
         const float *kt = k + (size_t)t * c->kv_dim, *vt = v + (size_t)t * c->kv_dim;
         if (c->exact) {
             memcpy((float *)c->k_cache[layer] + off, kt, c->kv_dim * sizeof(float));
             memcpy((float *)c->v_cache[layer] + off, vt, c->kv_dim * sizeof(float));
+        } else if (c->kv_int8) {   /* blocks of 32 never straddle heads: head_dim % 32 == 0 */
+            act_quantize_row(ACT_Q8_0, kt, (uint8_t *)c->k_cache[layer] + slot * c->kv_row_bytes, (int64_t)c->kv_dim);
+            act_quantize_row(ACT_Q8_0, vt, (uint8_t *)c->v_cache[layer] + slot * c->kv_row_bytes, (int64_t)c->kv_dim);
         } else {
             uint16_t *kd = (uint16_t *)c->k_cache[layer] + off, *vd = (uint16_t *)c->v_cache[layer] + off;
             for (size_t i = 0; i < c->kv_dim; i++) { kd[i] = f32_to_fp16(kt[i]); vd[i] = f32_to_fp16(vt[i]); }
@@ -205,14 +215,20 @@ static const backend_ops cpu_ops = {
     .moe_ffn = cpu_moe_ffn,
 };
 
-backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char *err, size_t errlen) {
+backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int kv_int8, char *err, size_t errlen) {
+    if (kv_int8 && (exact || hp->head_dim % 32)) {
+        snprintf(err, errlen, "the int8 KV cache needs head_dim %% 32 == 0 (this model: %d) and is not used in reference "
+                 "mode (--exact keeps f32)", hp->head_dim);
+        return NULL;
+    }
     backend *be = st_calloc(1, sizeof *be);
     cpu_be *c = st_calloc(1, sizeof *c);
     if (!be || !c) goto oom;
     be->ops = &cpu_ops; be->impl = c;
-    c->hp = *hp; c->n_ctx = n_ctx; c->exact = exact; c->tp = tp;
+    c->hp = *hp; c->n_ctx = n_ctx; c->exact = exact; c->kv_int8 = kv_int8; c->tp = tp;
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
-    size_t esz = exact ? sizeof(float) : sizeof(uint16_t);
+    c->kv_row_bytes = exact ? c->kv_dim * sizeof(float) : kv_int8 ? act_row_bytes(ACT_Q8_0, (int64_t)c->kv_dim)
+                                                                : c->kv_dim * sizeof(uint16_t);
     c->k_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     c->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
     c->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
@@ -225,8 +241,8 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char
     for (int l = 0; l < hp->n_layers; l++) {
         int ring = hp->sliding_window + KV_RING_SLACK;
         c->kv_cap[l] = hparams_layer_sliding(hp, l) && ring < n_ctx ? ring : n_ctx;
-        c->k_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_dim * esz);
-        c->v_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_dim * esz);
+        c->k_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_row_bytes);
+        c->v_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_row_bytes);
         if (!c->k_cache[l] || !c->v_cache[l]) goto oom;
     }
     for (int i = 0; i < hp->n_rot / 2; i++) {
@@ -236,7 +252,8 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, char
     return be;
 oom:
     snprintf(err, errlen, "out of memory allocating the KV cache for %d positions (%.1f MiB): use a smaller --ctx",
-             n_ctx, 2.0 * hp->n_layers * n_ctx * (double)hp->n_kv_heads * hp->head_dim * (exact ? 4 : 2) / 1048576.0);
+             n_ctx, 2.0 * hp->n_layers * n_ctx * (double)hp->n_kv_heads * hp->head_dim *
+                        (exact ? 4.0 : kv_int8 ? 36.0 / 32.0 : 2.0) / 1048576.0);
     if (be) { be->impl = c; backend_cpu_free(be); }
     return NULL;
 }
@@ -264,6 +281,6 @@ int backend_cpu_max_rewind(const backend *be) {
 
 const void *backend_cpu_kv_layer(const backend *be, int layer, int which, size_t *bytes_per_pos) {
     const cpu_be *c = (const cpu_be *)be->impl;
-    *bytes_per_pos = c->kv_dim * (c->exact ? 4 : 2);
+    *bytes_per_pos = c->kv_row_bytes;
     return which ? c->v_cache[layer] : c->k_cache[layer];
 }

@@ -337,11 +337,16 @@ strata_session *strata_session_new(strata_model *m, const strata_session_params 
     s->m = m;
     s->p = *p;
     s->n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    if (p->kv_type != STRATA_KV_F16 && p->kv_type != STRATA_KV_INT8) { snprintf(err, errlen, "unknown KV cache type %d", p->kv_type); goto fail; }
 #ifdef STRATA_HAVE_CUDA
+    if (m->device == STRATA_DEVICE_CUDA && p->kv_type == STRATA_KV_INT8) {
+        snprintf(err, errlen, "the int8 KV cache is implemented on the CPU backend only (use --device cpu or --kv f16)");
+        goto fail;
+    }
     if (m->device == STRATA_DEVICE_CUDA) s->be = backend_cuda_new(&m->hp, &m->w, s->n_ctx, err, errlen);
     else
 #endif
-    s->be = backend_cpu_new(&m->hp, s->n_ctx, m->tp, m->exact, err, errlen);
+    s->be = backend_cpu_new(&m->hp, s->n_ctx, m->tp, m->exact, p->kv_type == STRATA_KV_INT8, err, errlen);
     if (!s->be) goto fail;
     if (fwd_init(&s->fwd, &m->hp, &m->w, s->be, s->n_ctx, err, errlen) != 0) goto fail;
 #ifdef STRATA_HAVE_CUDA

@@ -43,8 +43,9 @@ struct backend {
     void *impl;
 };
 
-/* CPU backend: KV cache of n_ctx positions (f16, or f32 in exact mode). */
-backend *backend_cpu_new(const hparams *hp, int n_ctx, void *threadpool, int exact, char *err, size_t errlen);
+/* CPU backend: KV cache of n_ctx positions (f16, or f32 in exact mode; int8 rows with a
+ * scale per 32 values when kv_int8 is set: src/cpu/backend_cpu.c). */
+backend *backend_cpu_new(const hparams *hp, int n_ctx, void *threadpool, int exact, int kv_int8, char *err, size_t errlen);
 void backend_cpu_free(backend *be);
 /* How many positions a session may roll back and still find every row it needs: sliding
  * layers keep a ring of window + slack positions; unbounded (1 << 30) without them. */

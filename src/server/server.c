@@ -759,7 +759,7 @@ int srv_run(const srv_options *o) {
     }
     model_id_from_path(s->model_id, sizeof s->model_id, o->model_path);
     s->t_loaded = (long long)time(NULL);
-    if (sched_init(&s->sched, s->model, s->opt.parallel, s->opt.queue, o->n_ctx, o->spec, err, sizeof err)) {
+    if (sched_init(&s->sched, s->model, s->opt.parallel, s->opt.queue, o->n_ctx, o->spec, o->kv_type, err, sizeof err)) {
         fprintf(stderr, "strata serve: %s\n", err);
         atomic_store(&s->state, SRV_FAILED);
         goto out;

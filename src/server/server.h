@@ -33,6 +33,7 @@ typedef struct srv_options {
     size_t max_body;            /* bytes; larger bodies get 413 */
     int spec;                   /* speculative drafts per step for greedy requests (0: off) */
     strata_device device;       /* auto / cpu / cuda */
+    int kv_type;                /* STRATA_KV_F16 / STRATA_KV_INT8 (the slots' KV caches) */
 } srv_options;
 srv_options srv_default_options(void);
 /* Run until SIGINT/SIGTERM; returns the process exit code. */
@@ -117,7 +118,8 @@ typedef struct srv_sched {
 } srv_sched;
 
 /* spec: speculative drafts per step (0..STRATA_MAX_DRAFT) for greedy requests without logprobs */
-int  sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, char *err, size_t errlen);
+int  sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, int kv_type, char *err,
+                 size_t errlen);
 void sched_free(srv_sched *s);
 /* A job built from a validated request (stops are moved out of r) and prompt tokens (copied). */
 srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt);

@@ -355,7 +355,8 @@ static void *decode_main(void *arg) {
     return NULL;
 }
 
-int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, char *err, size_t errlen) {
+int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, int kv_type, char *err,
+               size_t errlen) {
     memset(s, 0, sizeof *s);
     s->model = m;
     s->n_slots = n_slots;
@@ -371,6 +372,7 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     strata_session_params sp = strata_session_default_params();
     sp.n_ctx = n_ctx;
     sp.spec_draft = spec;
+    sp.kv_type = kv_type;
     for (int i = 0; i < n_slots; i++) {
         char e[256] = "";
         s->slots[i].sess = strata_session_new(m, &sp, e, sizeof e);

@@ -60,7 +60,7 @@ int main(void) {
     memset(&mw, 0, sizeof mw);
     threadpool *tp = threadpool_create(4);
     char err[512];
-    backend *cpu = backend_cpu_new(&hp, n_ctx, tp, 0, err, sizeof err);
+    backend *cpu = backend_cpu_new(&hp, n_ctx, tp, 0, 0, err, sizeof err);
     backend *gpu = backend_cuda_new(&hp, &mw, n_ctx, err, sizeof err);
     CHECKF(cpu && gpu, "%s", err);
     if (!cpu || !gpu) TEST_DONE();
