@@ -14,6 +14,8 @@
 #include "strata.h"
 #include "engine/engine.h"
 #include "quant/quant.h"
+#include "cpu/f16conv.h"
+#include "core/util.h"
 
 #define KV_KL_MEAN_MAX 8e-3   /* measured 3.76e-3 (SmolLM2 Q4_1, 2026-11-30): about 2x */
 
@@ -175,6 +177,23 @@ static void test_gemma(const char *path) {
     strata_model_free(m);
 }
 
+/* the AVX2 row conversion gives the scalar one's values (d * (float)q) */
+static void test_row_conversion(void) {
+    act_q8_0 b[8];
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    for (int j = 0; j < 8; j++) {
+        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+        b[j].d = (float)(r % 100000) * 1e-6f * (j & 1 ? 1.0f : 1e-3f);
+        for (int i = 0; i < 32; i++) { r ^= r << 13; r ^= r >> 7; r ^= r << 17; b[j].qs[i] = (int8_t)((int)(r % 255) - 127); }
+    }
+    float a[256], s[256];
+    q8_to_f32_row_scalar(b, s, 256);
+    CHECK(s[0] == b[0].d * (float)b[0].qs[0] && s[255] == b[7].d * (float)b[7].qs[31]);
+    if (!cpu_has_avx2_fma()) { fprintf(stderr, "SKIP AVX2 row conversion: no AVX2\n"); return; }
+    q8_to_f32_row_avx2(b, a, 256);
+    CHECKF(!memcmp(a, s, sizeof a), "AVX2 and scalar int8 row conversions differ");
+}
+
 static void test_refusals(const char *path) {
     strata_model_params mp = strata_model_default_params();
     mp.path = path; mp.device = STRATA_DEVICE_CPU; mp.exact = 1;
@@ -204,6 +223,7 @@ int main(void) {
     strata_model *m;
     char err[256];
     if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "%s\n", err); CHECK(0); TEST_DONE(); }
+    RUN(test_row_conversion);
     RUN_ARG(test_storage, m);
     RUN_ARG(test_invariance, m);
     RUN_ARG(test_quality, m);

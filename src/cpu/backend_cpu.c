@@ -25,6 +25,7 @@ typedef struct {
     float *scores;          /* per thread: [n_ctx] */
     float *kv_tmp;          /* per thread: [head_dim] one K or V row as f32 */
     f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
+    q8_row_fn q8_row;       /* int8 KV row -> f32 (AVX2 or scalar: same values) */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
@@ -110,9 +111,7 @@ typedef struct {
 static inline const float *kv_row(const cpu_be *c, const void *cache, size_t slot, int kvh, int n, float *tmp) {
     if (c->exact) return (const float *)cache + slot * c->kv_dim + (size_t)kvh * n;
     if (c->kv_int8) {
-        const act_q8_0 *b = (const act_q8_0 *)((const uint8_t *)cache + slot * c->kv_row_bytes) + (size_t)kvh * (n / 32);
-        for (int j = 0; j < n / 32; j++)
-            for (int i = 0; i < 32; i++) tmp[32 * j + i] = b[j].d * (float)b[j].qs[i];
+        c->q8_row((const act_q8_0 *)((const uint8_t *)cache + slot * c->kv_row_bytes) + (size_t)kvh * (n / 32), tmp, n);
         return tmp;
     }
     c->f16_row((const uint16_t *)cache + slot * c->kv_dim + (size_t)kvh * n, tmp, n);
@@ -235,6 +234,7 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int 
     c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
     c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
+    c->q8_row = q8_to_f32_row_get();
     c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     if (!c->k_cache || !c->v_cache || !c->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
