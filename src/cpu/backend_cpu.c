@@ -215,9 +215,12 @@ static const backend_ops cpu_ops = {
 };
 
 backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int kv_int8, char *err, size_t errlen) {
-    if (kv_int8 && (exact || hp->head_dim % 32)) {
-        snprintf(err, errlen, "the int8 KV cache needs head_dim %% 32 == 0 (this model: %d) and is not used in reference "
-                 "mode (--exact keeps f32)", hp->head_dim);
+    if (kv_int8 && exact) {
+        snprintf(err, errlen, "the int8 KV cache is not used in reference mode (--exact keeps an f32 cache)");
+        return NULL;
+    }
+    if (kv_int8 && hp->head_dim % 32) {
+        snprintf(err, errlen, "the int8 KV cache needs head_dim %% 32 == 0 (this model: %d)", hp->head_dim);
         return NULL;
     }
     backend *be = st_calloc(1, sizeof *be);
