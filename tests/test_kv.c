@@ -16,6 +16,7 @@
 #include "quant/quant.h"
 #include "cpu/f16conv.h"
 #include "core/util.h"
+#include "core/env.h"
 
 #define KV_KL_MEAN_MAX 8e-3   /* measured 3.76e-3 (SmolLM2 Q4_1, 2026-11-30): about 2x */
 
@@ -194,6 +195,33 @@ static void test_row_conversion(void) {
     CHECKF(!memcmp(a, s, sizeof a), "AVX2 and scalar int8 row conversions differ");
 }
 
+/* STRATA_CPU_ATTN: the AVX2 scores (eight positions side by side) give the scalar loop's
+ * bits, for both cache types, over a prompt that ends in a partial group of eight */
+static void test_attn_variants(strata_model *m) {
+    const int V = strata_n_vocab(m);
+    int32_t ids[160];
+    int n = tokenize(m, "In the beginning the universe was created. This has made a lot of people very angry and "
+                        "been widely regarded as a bad move. Many were increasingly of the opinion that they had all "
+                        "made a big mistake in coming down from the trees in the first place.", ids, 160);
+    CHECK(n > 40 && n % 8 != 0);
+    for (int kv = STRATA_KV_F16; kv <= STRATA_KV_INT8; kv++) {
+        float *ref = malloc(sizeof(float) * (size_t)V);
+        setenv("STRATA_CPU_ATTN", "scalar", 1); env_reset_cache();
+        strata_session *a = new_session(m, kv, 0);
+        setenv("STRATA_CPU_ATTN", "auto", 1); env_reset_cache();
+        strata_session *b = new_session(m, kv, 0);
+        CHECK(a && b && ref);
+        if (a && b && ref) {
+            CHECK(strata_session_eval(a, ids, n) == 0 && strata_session_eval(b, ids, n) == 0);
+            memcpy(ref, strata_session_logits(a), sizeof(float) * (size_t)V);
+            CHECKF(!memcmp(ref, strata_session_logits(b), sizeof(float) * (size_t)V),
+                   "kv %d: AVX2 attention scores change the logits", kv);
+        }
+        strata_session_free(a); strata_session_free(b); free(ref);
+    }
+    unsetenv("STRATA_CPU_ATTN"); env_reset_cache();
+}
+
 static void test_refusals(const char *path) {
     strata_model_params mp = strata_model_default_params();
     mp.path = path; mp.device = STRATA_DEVICE_CPU; mp.exact = 1;
@@ -227,6 +255,7 @@ int main(void) {
     RUN_ARG(test_storage, m);
     RUN_ARG(test_invariance, m);
     RUN_ARG(test_quality, m);
+    RUN_ARG(test_attn_variants, m);
     strata_model_free(m);
     RUN_ARG(test_refusals, path);
     const char *gemma = getenv("STRATA_GEMMA_MODEL");

@@ -13,6 +13,7 @@ X(ENV_CUDA_FUSE,     "STRATA_CUDA_FUSE",     ENV_BOOL, "1",    "CUDA backend: fu
 X(ENV_MOE,          "STRATA_MOE",          ENV_STR,  "grouped", "CPU MoE expert kernels: grouped (each expert read once for its tokens) or per-token (reference); same bits")
 X(ENV_CUDA_ATTN,     "STRATA_CUDA_ATTN",     ENV_STR,  "auto", "CUDA attention: auto (the device table: exact everywhere), exact (the CPU order, bit-identical) or split (KV range split over blocks, faster at long context; other bits)")
 X(ENV_POOL_SPIN,     "STRATA_POOL_SPIN",    ENV_INT,  "2000", "thread pool: pause iterations a waiting thread spins before yielding, then sleeping (0: sleep at once: use on an oversubscribed machine)")
+X(ENV_CPU_ATTN,      "STRATA_CPU_ATTN",      ENV_STR,  "auto", "CPU attention scores: auto (AVX2, eight positions side by side) or scalar (one position at a time); same bits")
 X(ENV_CUDA_PDL,      "STRATA_CUDA_PDL",      ENV_STR,  "auto", "CUDA programmatic dependent launch (sm_90+): a kernel starts while its predecessor drains and waits for its results (griddepcontrol.wait); auto (the device table: on from Hopper), on, off; same bits")
 X(ENV_CUDA_MATVEC,   "STRATA_CUDA_MATVEC",   ENV_STR,  "auto", "CUDA matvec of the 256-weight formats (K-quants, IQ): auto (the device table), coop (8 lanes per super-block), lane (one lane per block); same bits")
 X(ENV_CUDA_SAMPLE,   "STRATA_CUDA_SAMPLE",   ENV_BOOL, "1",    "CUDA decode with a non-greedy sampler (or a repetition penalty): draw the token on the GPU in the step's graph (0: logits to the host, CPU sampler)")

@@ -9,8 +9,10 @@
 #include "cpu/moe.h"
 #include "cpu/threadpool.h"
 #include "cpu/f16conv.h"
+#include "cpu/kernels.h"
 #include "quant/quant.h"
 #include "core/util.h"
+#include "core/env.h"
 
 typedef struct {
     hparams hp;
@@ -23,9 +25,10 @@ typedef struct {
     void **k_cache, **v_cache;   /* per layer: [kv_cap[l]][kv_row_bytes] */
     int *kv_cap;            /* per layer: n_ctx, or a ring of window + KV_RING_SLACK positions */
     float *scores;          /* per thread: [n_ctx] */
-    float *kv_tmp;          /* per thread: [head_dim] one K or V row as f32 */
+    float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
     f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
     q8_row_fn q8_row;       /* int8 KV row -> f32 (AVX2 or scalar: same values) */
+    int scores8;            /* attention scores 8 positions at a time (AVX2, same bits) */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
@@ -123,7 +126,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
     cpu_be *c = j->c;
     const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
     float *sc = c->scores + (size_t)ith * c->n_ctx;
-    float *row = c->kv_tmp + (size_t)ith * HD;
+    float *row = c->kv_tmp + (size_t)ith * 8 * HD;
     long lo, hi;
     threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
     for (long task = lo; task < hi; task++) {
@@ -134,7 +137,16 @@ static void attn_worker(void *ctx, int ith, int nth) {
         const void *K = c->k_cache[j->layer], *V = c->v_cache[j->layer];
         const int cap = c->kv_cap[j->layer];
         float mx = -INFINITY;
-        for (int p = first; p <= last; p++) {
+        int p0 = first;
+        if (c->scores8) {   /* eight positions' chains side by side (the same per-position bits) */
+            const float *rows[8];
+            for (; p0 + 7 <= last; p0 += 8) {
+                for (int i = 0; i < 8; i++) rows[i] = kv_row(c, K, (size_t)((p0 + i) % cap), kvh, HD, row + (size_t)i * HD);
+                attn_scores8_avx2(q, rows, HD, j->scale, sc + p0);
+                for (int i = 0; i < 8; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
+            }
+        }
+        for (int p = p0; p <= last; p++) {
             const float *kr = kv_row(c, K, (size_t)(p % cap), kvh, HD, row);
             float s = 0;
             for (int d = 0; d < HD; d++) s += q[d] * kr[d];
@@ -235,9 +247,10 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int 
     c->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
     c->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
-    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * (size_t)hp->head_dim * sizeof(float));
+    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 8 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
+    c->scores8 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
     c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     if (!c->k_cache || !c->v_cache || !c->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;

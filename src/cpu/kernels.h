@@ -30,6 +30,9 @@ matvec_rows_fn matvec_rows_avx2_iq(int type);
  * F32/F16/BF16 rows): lane k % 32 gets w[k] * x[k]. AVX2 version; bits equal
  * f32_dot_canon_ref in matvec.c. */
 float f32_dot_canon_avx2(const float *w, const float *x, int64_t n);
+/* Attention scores of 8 positions (src/cpu/attn_avx2.c): out[j] = (sum over d in order of
+ * q[d] * rows[j][d], from 0.0f) * scale, the scalar loop's bits. hd % 8 == 0. */
+void attn_scores8_avx2(const float *q, const float *const *rows, int hd, float scale, float *out);
 /* AVX2 twin of act_quantize_row (src/quant/act.c): the same bits for every input. */
 void act_quantize_row_avx2(int act_format, const float *x, void *dst, int64_t n);
 #endif
