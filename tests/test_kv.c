@@ -215,7 +215,7 @@ static void test_attn_variants(strata_model *m) {
             CHECK(strata_session_eval(a, ids, n) == 0 && strata_session_eval(b, ids, n) == 0);
             memcpy(ref, strata_session_logits(a), sizeof(float) * (size_t)V);
             CHECKF(!memcmp(ref, strata_session_logits(b), sizeof(float) * (size_t)V),
-                   "kv %d: AVX2 attention scores change the logits", kv);
+                   "kv %d: the AVX2 attention (scores, V sums) changes the logits", kv);
         }
         strata_session_free(a); strata_session_free(b); free(ref);
     }

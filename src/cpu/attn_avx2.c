@@ -22,6 +22,16 @@ static inline void transpose8(__m256 r[8], __m256 c[8]) {
     c[3] = _mm256_permute2f128_ps(u3, u7, 0x20); c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/* o[d] = o[d] + w[i] * rows[i][d] for i = 0..n-1 in order (product rounded, then added): the
+ * scalar V loop's operations, eight d at a time. hd % 8 == 0. */
+void attn_vacc_avx2(float *o, const float *const *rows, const float *w, int n, int hd) {
+    for (int d0 = 0; d0 < hd; d0 += 8) {
+        __m256 acc = _mm256_loadu_ps(o + d0);
+        for (int i = 0; i < n; i++) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[i]), _mm256_loadu_ps(rows[i] + d0)));
+        _mm256_storeu_ps(o + d0, acc);
+    }
+}
+
 void attn_scores8_avx2(const float *q, const float *const *rows, int hd, float scale, float *out) {
     __m256 s = _mm256_setzero_ps();
     for (int d0 = 0; d0 < hd; d0 += 8) {

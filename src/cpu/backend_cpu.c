@@ -159,7 +159,19 @@ static void attn_worker(void *ctx, int ith, int nth) {
         float inv = 1.0f / sum;
         float *o = j->out + ((size_t)t * H + h) * HD;
         for (int d = 0; d < HD; d++) o[d] = 0;
-        for (int p = first; p <= last; p++) {
+        int pv = first;
+        if (c->scores8) {   /* eight V rows per call, eight d per vector: the same order per d */
+            const float *rows[8];
+            float w8[8];
+            for (; pv + 7 <= last; pv += 8) {
+                for (int i = 0; i < 8; i++) {
+                    w8[i] = sc[pv + i] * inv;
+                    rows[i] = kv_row(c, V, (size_t)((pv + i) % cap), kvh, HD, row + (size_t)i * HD);
+                }
+                attn_vacc_avx2(o, rows, w8, 8, HD);
+            }
+        }
+        for (int p = pv; p <= last; p++) {
             float wgt = sc[p] * inv;
             const float *vr = kv_row(c, V, (size_t)(p % cap), kvh, HD, row);
             for (int d = 0; d < HD; d++) o[d] += wgt * vr[d];
