@@ -140,11 +140,13 @@ int cuda_embed(const void *W, int type, int64_t n, const int32_t *d_ids, int T, 
 /* ---- RMSNorm: one CTA per row ------------------------------------------------------------ */
 #define NORM_THREADS 256
 #define NORM_THREADS_FUSED 1024   /* one warp per activation block of a 1024-wide row: one round */
-/* 1 / sqrt(mean of squares + eps) of a row whose per-thread partial sums of squares (double)
- * are ss: xor-tree per warp, warp sums added in warp order by thread 0; every thread gets it. */
-static __device__ __forceinline__ float norm_inv_cta(double ss, int n, float eps) {
+/* One row of RMSNorm by the calling CTA (+ its activation blocks when act != NULL). */
+static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr, const float *__restrict__ w, float *yr, int n,
+                                                   float eps, uint8_t *act, int act_fmt) {
     __shared__ double part[32];
     __shared__ float inv_s;
+    double ss = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { double v = xr[i]; ss += v * v; }
 #pragma unroll
     for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
@@ -155,15 +157,7 @@ static __device__ __forceinline__ float norm_inv_cta(double ss, int n, float eps
         inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
     }
     __syncthreads();
-    return inv_s;
-}
-
-/* One row of RMSNorm by the calling CTA (+ its activation blocks when act != NULL). */
-static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr, const float *__restrict__ w, float *yr, int n,
-                                                   float eps, uint8_t *act, int act_fmt) {
-    double ss = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) { double v = xr[i]; ss += v * v; }
-    float inv = norm_inv_cta(ss, n, eps);
+    float inv = inv_s;
     for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], inv), w[i]);
     if (act) {
         __syncthreads();   /* this CTA's y row is written and visible to its threads */
@@ -203,6 +197,8 @@ __global__ void __launch_bounds__(1024)
 rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
                    size_t act_row_bytes, int act_fmt) {
     PDL_WAIT();
+    __shared__ double part[32];
+    __shared__ float inv_s;
     int r = blockIdx.x, tid = threadIdx.x;
     const float *xr = x + (size_t)r * n;
     float *yr = y + (size_t)r * n;
@@ -214,7 +210,17 @@ rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, flo
         xv[k] = i < n ? xr[i] : 0.0f;
         if (i < n) { double v = xv[k]; ss += v * v; }
     }
-    float inv = norm_inv_cta(ss, n, eps);   /* 1024 threads: 32 warp sums */
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
+    if ((tid & 31) == 0) part[tid >> 5] = ss;
+    __syncthreads();
+    if (tid == 0) {
+        double t = 0;
+        for (int i = 0; i < 32; i++) t += part[i];
+        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
+    }
+    __syncthreads();
+    float inv = inv_s;
     uint8_t *arow = act + (size_t)r * act_row_bytes;
     size_t bb = act_block_bytes_dev(act_fmt);
 #pragma unroll
@@ -235,7 +241,9 @@ __global__ void __launch_bounds__(1024)
 rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
                     size_t act_row_bytes) {
     PDL_WAIT();
-    const int r = blockIdx.x, tid = threadIdx.x;
+    __shared__ double part[32];
+    __shared__ float inv_s;
+    const int r = blockIdx.x, tid = threadIdx.x, nw = blockDim.x >> 5;
     const float *xr = x + (size_t)r * n + (size_t)tid * 8;
     float v[8];
     const float4 a = ((const float4 *)xr)[0], b = ((const float4 *)xr)[1];
@@ -243,7 +251,17 @@ rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, fl
     double ss = 0;
 #pragma unroll
     for (int k = 0; k < 8; k++) { double d = v[k]; ss += d * d; }
-    const float inv = norm_inv_cta(ss, n, eps);
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
+    if ((tid & 31) == 0) part[tid >> 5] = ss;
+    __syncthreads();
+    if (tid == 0) {
+        double t = 0;
+        for (int i = 0; i < nw; i++) t += part[i];
+        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
+    }
+    __syncthreads();
+    const float inv = inv_s;
     const float *wr = w + (size_t)tid * 8;
 #pragma unroll
     for (int k = 0; k < 8; k++) v[k] = __fmul_rn(__fmul_rn(v[k], inv), wr[k]);
