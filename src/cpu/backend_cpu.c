@@ -28,7 +28,7 @@ typedef struct {
     float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
     f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
     q8_row_fn q8_row;       /* int8 KV row -> f32 (AVX2 or scalar: same values) */
-    int scores8;            /* attention scores 8 positions at a time (AVX2, same bits) */
+    int attn_avx2;          /* scores and V sums eight at a time (src/cpu/attn_avx2.c, same bits) */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
@@ -138,7 +138,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
         const int cap = c->kv_cap[j->layer];
         float mx = -INFINITY;
         int p0 = first;
-        if (c->scores8) {   /* eight positions' chains side by side (the same per-position bits) */
+        if (c->attn_avx2) {   /* eight positions' chains side by side (the same per-position bits) */
             const float *rows[8];
             for (; p0 + 7 <= last; p0 += 8) {
                 for (int i = 0; i < 8; i++) rows[i] = kv_row(c, K, (size_t)((p0 + i) % cap), kvh, HD, row + (size_t)i * HD);
@@ -160,7 +160,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
         float *o = j->out + ((size_t)t * H + h) * HD;
         for (int d = 0; d < HD; d++) o[d] = 0;
         int pv = first;
-        if (c->scores8) {   /* eight V rows per call, eight d per vector: the same order per d */
+        if (c->attn_avx2) {   /* eight V rows per call, eight d per vector: the same order per d */
             const float *rows[8];
             float w8[8];
             for (; pv + 7 <= last; pv += 8) {
@@ -262,7 +262,7 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int 
     c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 8 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
-    c->scores8 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
+    c->attn_avx2 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
     c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     if (!c->k_cache || !c->v_cache || !c->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
