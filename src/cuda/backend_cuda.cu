@@ -45,7 +45,9 @@ static int expf_init(void) {
     expf_table t;
     expf_table_make(&t);
     int mode = expf_host_select(&t);
-    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode) || cuda_moe_expf_init(&t, mode)) return -1;
+    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode) || cuda_moe_expf_init(&t, mode) ||
+        cuda_persist_expf_init(&t, mode))
+        return -1;
     g_expf_mode = mode;
     if (mode < 0)
         fprintf(stderr, "strata: CUDA backend: this host's expf is not the algorithm the GPU reproduces; SwiGLU and "
@@ -73,6 +75,12 @@ extern "C" int cuda_device_describe(char *out, size_t cap) {
     snprintf(out, cap, "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB", p.name, p.major, p.minor, p.multiProcessorCount,
              (double)p.totalGlobalMem / (1 << 30), p.l2CacheSize >> 20);
     return 0;
+}
+
+extern "C" int cuda_sm_count(void) {
+    int n = 0;
+    if (cuda_device_count() <= 0 || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 0;
+    return n;
 }
 
 extern "C" void *cuda_malloc(size_t bytes) {
@@ -246,6 +254,13 @@ typedef struct {
     pending_norm pnorm;         /* a q norm waiting for its k norm (one launch) */
     int pnorm_on;
     int moe_pend_on;
+    /* the persistent decode step (persist.cu): 0 not tried yet, 1 ready, -1 not for this model */
+    int persist;
+    persist_args pa;
+    int p_grid;
+    persist_layer *p_layers;    /* device: the layer table */
+    float *p_scratch;           /* device: every layer's own activations */
+    unsigned *p_bar;            /* device: the grid barrier */
     int failed;
 } cuda_be;
 
@@ -731,6 +746,7 @@ extern "C" void backend_cuda_free(backend *be) {
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
         cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
         cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter);
+        cuda_dev_free(c->p_layers); cuda_dev_free(c->p_scratch); cuda_dev_free(c->p_bar);
         for (int i = 0; i < c->n_mirrors; i++) cuda_dev_free(c->mirrors[i].dev);
         if (c->st) cudaStreamDestroy(c->st);
         st_free(c);
@@ -820,10 +836,144 @@ extern "C" int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row) {
     return c->h_token[0];
 }
 
+/* ---- the persistent decode step (persist.cu) ------------------------------------------------ */
+/* The weight's kernel choice of matvec.cu's launch_fmt: 8 lanes per super-block for the
+ * formats that have that kernel (16-byte aligned rows for Q4_K / Q5_K), else one lane per
+ * block. Speed only: both give the same bits. */
+static int persist_coop(const weight *W, size_t row_bytes) {
+    switch (W->type) {
+    case TYPE_Q2_K: case TYPE_Q3_K: case TYPE_Q4_K: case TYPE_Q5_K: case TYPE_Q6_K: case TYPE_IQ2_XXS: case TYPE_IQ2_XS:
+    case TYPE_IQ2_S: case TYPE_IQ3_XXS: case TYPE_IQ3_S: case TYPE_IQ1_S: case TYPE_IQ1_M: case TYPE_IQ4_XS: break;
+    default: return 0;
+    }
+    int set = cuda_matvec_coop_setting();
+    if (set == 0) return 0;
+    if ((W->type == TYPE_Q4_K || W->type == TYPE_Q5_K) && (row_bytes % 16 || (uintptr_t)W->dev % 16)) return 0;
+    return 8;
+}
+
+/* one matvec's fields; -1 when the persistent kernel has no row kernel for it */
+static int persist_mv(const weight *W, int64_t n_in, int *t, int *co, int *af, int *blk, size_t *rb) {
+    int b, a, bs;
+    if (!W->dev || W->n_in != n_in || !cuda_persist_type_ok(W->type) || cuda_type_info(W->type, &b, &a, &bs) || n_in % b)
+        return -1;
+    *t = W->type; *af = a; *blk = b; *rb = (size_t)(n_in / b) * (size_t)bs; *co = persist_coop(W, *rb);
+    return 0;
+}
+
+/* Can this model's T = 1 step run as the persistent kernel? (Called before a graph capture:
+ * it allocates and copies.) Dense llama-style layers only (no
+ * MoE, per-head or sandwich norms, sliding windows, GELU), the exact attention and the fused
+ * ops whose bits the kernel reproduces; the layer table and buffers are made at first use. */
+static int persist_ready(cuda_be *c, fwd_state *f) {
+    if (c->persist) return c->persist > 0;
+    c->persist = -1;
+    const char *sw = env_str(ENV_CUDA_PERSIST);
+    int per_sm = !strcmp(sw, "on") ? 2 : (sw[0] >= '1' && sw[0] <= '4' && !sw[1]) ? sw[0] - '0' : 0;
+    const hparams *hp = &c->hp;
+    const model_weights *w = c->w;
+    if (!per_sm || !c->fuse || c->attn_split || hp->n_experts > 0 || hp->ffn_gelu || !w->layers || hp->n_layers < 1 ||
+        hp->head_dim % 2 || hp->head_dim > 256 || hp->n_kv_heads < 1 || hp->n_heads % hp->n_kv_heads ||
+        hp->n_rot > hp->head_dim || hp->n_rot % 2)
+        return 0;
+    const int L = hp->n_layers, E = hp->n_embd, HD = hp->head_dim, Q = hp->n_heads * HD, KV = hp->n_kv_heads * HD;
+    const int F = hp->n_ff;
+    if (E % 32 || Q % 32 || F % 32 || F < 1) return 0;
+    persist_layer *pl = (persist_layer *)st_calloc((size_t)L, sizeof *pl);
+    if (!pl) return 0;
+    /* per layer: q, k, v, att, h, x_mid, x_out, each rounded up to 32 floats (own cache lines) */
+    size_t r32[7] = { (size_t)Q, (size_t)KV, (size_t)KV, (size_t)Q, (size_t)F, (size_t)E, (size_t)E };
+    size_t per_layer = 0;
+    for (int i = 0; i < 7; i++) { r32[i] = (r32[i] + 31) & ~(size_t)31; per_layer += r32[i]; }
+    int ok = 1;
+    for (int l = 0; l < L && ok; l++) {
+        const layer_weights *Lw = &w->layers[l];
+        persist_layer *P = &pl[l];
+        int t2, c2, a2, b2, t3, c3, a3, b3;
+        size_t r2, r3;
+        ok = !Lw->q_norm.data && !Lw->k_norm.data && !Lw->post_attn_norm.data && !Lw->post_ffn_norm.data &&
+             !Lw->sliding && !Lw->gate_inp.data && Lw->attn_norm.dev && Lw->attn_norm.type == TYPE_F32 &&
+             Lw->ffn_norm.dev && Lw->ffn_norm.type == TYPE_F32 && Lw->wq.n_out == Q && Lw->wk.n_out == KV &&
+             Lw->wv.n_out == KV && Lw->wo.n_out == E && Lw->gate.n_out == F && Lw->up.n_out == F && Lw->down.n_out == E &&
+             !persist_mv(&Lw->wq, E, &P->t_qkv, &P->c_qkv, &P->af_qkv, &P->blk_qkv, &P->rb_qkv) &&
+             !persist_mv(&Lw->wk, E, &t2, &c2, &a2, &b2, &r2) && !persist_mv(&Lw->wv, E, &t3, &c3, &a3, &b3, &r3) &&
+             t2 == P->t_qkv && t3 == P->t_qkv && c2 == P->c_qkv && c3 == P->c_qkv &&
+             !persist_mv(&Lw->wo, Q, &P->t_o, &P->c_o, &P->af_o, &P->blk_o, &P->rb_o) &&
+             !persist_mv(&Lw->gate, E, &P->t_gu, &P->c_gu, &P->af_gu, &P->blk_gu, &P->rb_gu) &&
+             !persist_mv(&Lw->up, E, &t2, &c2, &a2, &b2, &r2) && t2 == P->t_gu && c2 == P->c_gu &&
+             !persist_mv(&Lw->down, F, &P->t_down, &P->c_down, &P->af_down, &P->blk_down, &P->rb_down);
+        if (!ok) break;
+        P->attn_norm = (const float *)Lw->attn_norm.dev; P->ffn_norm = (const float *)Lw->ffn_norm.dev;
+        P->wq = (const uint8_t *)Lw->wq.dev; P->wk = (const uint8_t *)Lw->wk.dev; P->wv = (const uint8_t *)Lw->wv.dev;
+        P->wo = (const uint8_t *)Lw->wo.dev; P->gate = (const uint8_t *)Lw->gate.dev; P->up = (const uint8_t *)Lw->up.dev;
+        P->down = (const uint8_t *)Lw->down.dev;
+        P->kc = c->kc[l]; P->vc = c->vc[l];
+    }
+    int n_max = E > Q ? E : Q;
+    if (F > n_max) n_max = F;
+    size_t smem = cuda_persist_smem(n_max, HD, c->n_ctx);
+    int occ = ok && smem <= 200 * 1024 ? cuda_persist_occupancy(smem) : 0;
+    int sms = 0;
+    float *x_dev = dev_of(c, f->x);
+    if (occ < 1 || !x_dev || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess || sms < 1) {
+        cudaGetLastError();
+        st_free(pl);
+        return 0;
+    }
+    if (cuda_dev_malloc((void **)&c->p_scratch, per_layer * L * sizeof(float)) != cudaSuccess ||
+        cuda_dev_malloc((void **)&c->p_layers, (size_t)L * sizeof *pl) != cudaSuccess ||
+        cuda_dev_malloc((void **)&c->p_bar, 64 * sizeof(unsigned)) != cudaSuccess || cuda_persist_tables_init()) {
+        cuda_dev_free(c->p_scratch); cuda_dev_free(c->p_layers); cuda_dev_free(c->p_bar);
+        c->p_scratch = NULL; c->p_layers = NULL; c->p_bar = NULL;
+        st_free(pl);
+        return 0;
+    }
+    for (int l = 0; l < L; l++) {
+        float *b = c->p_scratch + per_layer * l;
+        persist_layer *P = &pl[l];
+        P->q = b; b += r32[0];
+        P->k = b; b += r32[1];
+        P->v = b; b += r32[2];
+        P->att = b; b += r32[3];
+        P->h = b; b += r32[4];
+        P->x_mid = b; b += r32[5];
+        P->x_out = l + 1 < L ? b : x_dev;   /* the last layer's output is forward()'s x */
+    }
+    int rc = CU_CHECK(cudaMemcpy(c->p_layers, pl, (size_t)L * sizeof *pl, cudaMemcpyHostToDevice)) ||
+             CU_CHECK(cudaMemset(c->p_bar, 0, 64 * sizeof(unsigned)));
+    st_free(pl);
+    if (rc) return 0;
+    persist_args *a = &c->pa;
+    memset(a, 0, sizeof *a);
+    a->layers = c->p_layers; a->n_layers = L; a->E = E; a->H = hp->n_heads; a->KVH = hp->n_kv_heads; a->HD = HD;
+    a->n_rot = hp->n_rot; a->neox = hp->rope_neox; a->F = F; a->n_max = n_max; a->eps = hp->rms_eps;
+    a->scale = hp->attn_scale; a->x0 = x_dev; a->d_pos = c->d_pos; a->rope_cs = c->rope_global; a->bar = c->p_bar;
+    a->smem = smem;
+    a->prefetch = env_bool(ENV_CUDA_PERSIST_PREFETCH);
+    c->p_grid = sms * (occ < per_sm ? occ : per_sm);
+    c->persist = 1;
+    return 1;
+}
+
+/* forward(T = 1) for the decode step: the persistent kernel between the embedding and the
+ * output head when the model allows it (the same bits), else forward() op by op */
+static int record_forward_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
+    if (c->persist <= 0) return forward(f, &id, 1, pos, 0);   /* persist_ready ran before the capture */
+    backend *be = f->be;
+    const model_weights *w = c->w;
+    const hparams *hp = &c->hp;
+    cuda_ops.embed(be, &w->tok_embd, &id, 1, f->x, hp->embd_scale);
+    flush(c); act_invalidate(c);
+    if (cuda_persist_launch(&c->pa, c->p_grid, c->st)) { be_fail(c, "persistent decode kernel"); return -1; }
+    cuda_ops.rmsnorm(be, f->x, &w->output_norm, f->xb, 1, hp->n_embd, hp->rms_eps);
+    cuda_ops.matvec(be, &w->output, f->xb, 1, f->logits);
+    return c->failed ? -1 : 0;
+}
+
 /* The step that the graph holds: forward(T = 1) on d_ids/d_pos, argmax into d_ids, pos += 1,
  * the new id copied to pinned host memory. */
 static int record_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
-    if (forward(f, &id, 1, pos, 0) != 0) return -1;
+    if (record_forward_step(c, f, id, pos) != 0) return -1;
     flush(c);
     float *dl = dev_of(c, f->logits);
     if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, c->d_pos, c->argmax_scratch, c->st) ||
@@ -844,6 +994,7 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
             CU_CHECK(cudaStreamSynchronize(c->st)))
             return -1;
     }
+    persist_ready(c, f);
     c->readback = 0;
     int rc = 0;
     if (!env_bool(ENV_CUDA_GRAPH)) {
@@ -880,9 +1031,11 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
     return c->h_token[0];
 }
 
+extern "C" int backend_cuda_persist_state(backend *be) { return CB(be)->persist; }
+
 /* ---- sampled decode: forward + the device sampler, one graph ------------------------------- */
 static int record_sample_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
-    if (forward(f, &id, 1, pos, 0) != 0) return -1;
+    if (record_forward_step(c, f, id, pos) != 0) return -1;
     flush(c);
     float *dl = dev_of(c, f->logits);
     if (!dl ||
@@ -925,6 +1078,7 @@ extern "C" int32_t backend_cuda_decode_sample(backend *be, fwd_state *f, int32_t
         up = 1;
     }
     if (up && CU_CHECK(cudaStreamSynchronize(c->st))) return -1;
+    persist_ready(c, f);
     c->readback = 0;
     int rc = 0;
     if (!env_bool(ENV_CUDA_GRAPH)) {

@@ -30,6 +30,7 @@ extern "C" {
 int cuda_device_count(void);
 /* One line describing device 0: name, compute capability, SMs, memory, L2. */
 int cuda_device_describe(char *out, size_t cap);
+int cuda_sm_count(void);   /* multiprocessors of device 0 (0: none) */
 /* How SwiGLU / attention compute expf on the GPU ("libm bits (FMA variant)", ...). */
 const char *cuda_expf_mode(void);
 /* Most experts the CUDA MoE router handles (cuda_internal.h's CUDA_MOE_MAX_X). */
@@ -100,6 +101,16 @@ int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row);
  * device memory). Returns the next token id, or -1 on error. STRATA_CUDA_GRAPH=0 runs the
  * same step eagerly. */
 int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t id, int pos);
+/* How the decode steps run: 1 the persistent kernel (persist.cu; every layer in one launch),
+ * 0 not decided yet (no step so far), -1 op by op (the model or STRATA_CUDA_PERSIST). */
+int backend_cuda_persist_state(backend *be);
+/* µs per grid-wide barrier of the persistent kernel over `grid` CTAs (best of 5 launches of n) */
+double cuda_persist_barrier_us(int grid, int n);
+/* stage timing of the persistent kernel (benchmarks): enable before the first step of a new
+ * session; read (and turn off): per stage A..E the summed work ns and barrier ns, then the
+ * launch count */
+int cuda_persist_trace_enable(int max_barriers);
+int cuda_persist_trace_read(unsigned long long out[11]);
 /* One sampled decode step (sample.cu): as backend_cuda_decode_greedy, but the token is drawn
  * on the device with src/sample's rules (temperature, top-k, top-p, min-p, repetition
  * penalty over history[0..pos) + id) from the RNG state rng, which is advanced as the CPU

@@ -17,6 +17,7 @@
 
 EXPF_DEVICE_STATE
 int cuda_ops_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
+#include "ops_dev.cuh"
 #include <float.h>
 
 /* programmatic dependent launch (cuda_common.cuh's klaunch): off until the backend turns it on */
@@ -287,16 +288,7 @@ int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n
     return CU_LAUNCHED();
 }
 
-/* ---- RoPE, cos/sin from the host table [pos][n_rot/2][2] ----------------------------------
- * Pairs (2i, 2i+1) (llama's GGUF layout) or, with neox, (i, i + n_rot/2). */
-static __device__ __forceinline__ void rope_pair(float *v, int i, int n_rot, int neox, float c, float s, float *oa, float *ob,
-                                                 int *ia_out, int *ib_out) {
-    int ia = neox ? i : 2 * i, ib = neox ? i + n_rot / 2 : 2 * i + 1;
-    float a = v[ia], b = v[ib];
-    *oa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-    *ob = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
-    *ia_out = ia; *ib_out = ib;
-}
+/* ---- RoPE (ops_dev.cuh's rope_pair) ------------------------------------------------------ */
 
 __global__ void rope_kernel(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
                             const float *cs) {
@@ -410,7 +402,7 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
  * memory), so a captured graph holds for every position. */
 #define ATT_CHUNK 64
 #define ATT_THREADS 128
-#define ATT_MAX_HD 256
+
 
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx) {
     int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
@@ -549,108 +541,20 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
 }
 
 /* ---- attention, the CPU's order (default): bit-identical to src/cpu/backend_cpu.c -----------
- * One CTA per (token, head). Scores in parallel over positions, each the dot over head_dim in
- * order (products rounded, then added), times scale; max; e_p = expf(s_p - max) (the host
- * libm's bits: expf_host.cuh); the sum of e_p in position order by one thread; then thread d
- * accumulates o[d] = o[d] + (e_p * inv) * v_p[d] in position order. The sequential parts
- * cost O(positions) per head, in parallel over heads and tokens. sc: [T][H][n_ctx] scratch. */
-/* 256 threads and 256-position tiles: one score chain per thread per tile (the chains over d
- * are the latency; more of them in flight, fewer tiles and barriers); the V phase uses
- * head_dim threads. Measured at 128 threads / 64-position tiles before (docs/BENCHMARKS.md). */
-#define ATTX_THREADS 256
-#define ATT_TILE 256
+ * One CTA per (token, head); the body is ops_dev.cuh's attn_exact_head (shared with the
+ * persistent kernel), then the head's output quantized for wo when asked. sc: [T][H][n_ctx]
+ * scratch when the scores do not fit in shared memory. */
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
                   int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
                   size_t act_row_bytes, int act_fmt, int use_smem) {
     PDL_WAIT();
-    __shared__ float qs[ATT_MAX_HD];
-    __shared__ float red[ATTX_THREADS / 32];
-    __shared__ float inv_s;
-    /* dynamic: a tile of ATT_TILE K or V rows (row stride head_dim + 2 halves: an odd number of
-     * words, so threads reading different rows at one column hit different banks), then the
-     * n_ctx scores when they fit (else the global scratch) */
     extern __shared__ uint32_t dyn[];
-    const int W = head_dim / 2, RS = W + 1;           /* words per row, row stride in words */
-    uint32_t *tile = dyn;
-    const uint16_t *tile_h = (const uint16_t *)tile;
-    float *sc_smem = (float *)(dyn + ((ATT_TILE * RS + 3) & ~3));
-    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    int h = blockIdx.x, t = blockIdx.y, warp = threadIdx.x >> 5;
     int last = (d_pos ? d_pos[0] : pos0) + t;
-    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
-    int n = last - first + 1;
-    float *sc = use_smem ? sc_smem : scratch + ((size_t)t * n_heads + h) * n_ctx;
-    const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
-    for (int d = tid; d < head_dim; d += ATTX_THREADS) qs[d] = qh[d];
-    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-    /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
-    float mx = -INFINITY;
-    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
-        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        __syncthreads();
-        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
-            int r = idx / W, w = idx % W;
-            tile[r * RS + w] = ((const uint32_t *)(kbase + (size_t)(p0 + r) * kv_dim))[w];
-        }
-        __syncthreads();
-        if (tid < nr) {
-            const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
-            float s = 0.0f;
-#pragma unroll 16
-            for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
-            s = __fmul_rn(s, scale);
-            sc[p0 + tid] = s;
-            mx = fmaxf(mx, s);
-        }
-    }
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
-    if (lane == 0) red[warp] = mx;
-    __syncthreads();
-    mx = red[0];
-    for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
-    for (int i = tid; i < n; i += ATTX_THREADS) sc[i] = expf_ref(__fsub_rn(sc[i], mx));
-    __syncthreads();
-    if (tid == 0) {
-        float sum = 0.0f;
-#pragma unroll 8
-        for (int i = 0; i < n; i++) sum = __fadd_rn(sum, sc[i]);
-        inv_s = __fdiv_rn(1.0f, sum);
-    }
-    __syncthreads();
-    float inv = inv_s;
-    /* o[d] = o[d] + (e_p * inv) * v_p[d] in position order, V tiles through shared memory */
-    float o[ATT_MAX_HD / ATTX_THREADS];
-#pragma unroll
-    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
-    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
-        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        __syncthreads();
-        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
-            int r = idx / W, w = idx % W;
-            tile[r * RS + w] = ((const uint32_t *)(vbase + (size_t)(p0 + r) * kv_dim))[w];
-        }
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
-            int d = tid + j * ATTX_THREADS;
-            if (d >= head_dim) break;
-            float acc = o[j];
-            /* loads of 16 positions issued ahead of their (ordered) adds */
-#pragma unroll 16
-            for (int i = 0; i < nr; i++)
-                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(sc[p0 + i], inv), h2f(tile_h[(size_t)i * 2 * RS + d])));
-            o[j] = acc;
-        }
-    }
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
-#pragma unroll
-    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
-        int d = tid + j * ATTX_THREADS;
-        if (d < head_dim) orow[d] = o[j];
-    }
+    attn_exact_head(q + ((size_t)t * n_heads + h) * head_dim, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window,
+                    use_smem ? NULL : scratch + ((size_t)t * n_heads + h) * n_ctx, orow, dyn, NULL, NULL);
     if (act) {
         __syncthreads();
         int B = act_fmt == ACT_Q8_2 ? 64 : 32;
@@ -675,7 +579,7 @@ int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc,
     }
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)n_heads, (unsigned)T);
-    size_t tile_words = ((size_t)ATT_TILE * (head_dim / 2 + 1) + 3) & ~(size_t)3;
+    size_t tile_words = attn_tile_words(head_dim);
     size_t sc_bytes = (size_t)n_ctx * sizeof(float);
     int use_smem = sc_bytes <= 96 * 1024;
     size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);

@@ -1,0 +1,148 @@
+/* Device bodies shared by the op kernels (ops.cu) and the persistent decode kernel
+ * (persist.cu), so that both give the same bits by construction: the RoPE pair and one
+ * (token, head) of the exact attention. Include after EXPF_DEVICE_STATE (expf_ref). */
+#ifndef STRATA_OPS_DEV_CUH
+#define STRATA_OPS_DEV_CUH
+#include "cuda_common.cuh"
+
+/* RoPE, cos/sin from the host table [pos][n_rot/2][2]: pairs (2i, 2i+1) (llama's GGUF
+ * layout) or, with neox, (i, i + n_rot/2). */
+static __device__ __forceinline__ void rope_pair(const float *v, int i, int n_rot, int neox, float c, float s, float *oa,
+                                                 float *ob, int *ia_out, int *ib_out) {
+    int ia = neox ? i : 2 * i, ib = neox ? i + n_rot / 2 : 2 * i + 1;
+    float a = v[ia], b = v[ib];
+    *oa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+    *ob = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+    *ia_out = ia; *ib_out = ib;
+}
+
+/* ---- attention, the CPU's order: bit-identical to src/cpu/backend_cpu.c --------------------
+ * One (token, head) per CTA of ATTX_THREADS threads. Scores in parallel over positions, each
+ * the dot over head_dim in order (products rounded, then added), times scale; max;
+ * e_p = expf(s_p - max) (the host libm's bits: expf_host.cuh); the sum of e_p in position
+ * order by one thread; then thread d accumulates o[d] = o[d] + (e_p * inv) * v_p[d] in
+ * position order. The sequential parts cost O(positions) per head.
+ * 256 threads and 256-position tiles: one score chain per thread per tile (the chains over d
+ * are the latency; more of them in flight, fewer tiles and barriers); the V phase uses
+ * head_dim threads. Measured at 128 threads / 64-position tiles before (docs/BENCHMARKS.md).
+ * Tiles are filled with cp.async (all of a thread's copies in flight, then one wait): a plain
+ * load-then-store loop waited for each load in turn. */
+#define ATTX_THREADS 256
+#define ATT_TILE 256
+#ifndef ATT_MAX_HD
+#define ATT_MAX_HD 256
+#endif
+/* Dynamic shared memory (dyn): a tile of ATT_TILE K or V rows (row stride head_dim + 2
+ * halves: an odd number of words, so threads reading different rows at one column hit
+ * different banks), then the scores when sc is NULL (else sc: positions floats of scratch).
+ * Positions [first, last] of the cache; k_last / v_last: NULL, or the f16 rows of position
+ * `last` (as words) to use instead of the cache's (the persistent kernel stores them in the
+ * same launch). Writes o to orow (head_dim floats). */
+/* 4-byte global -> shared copy without a register round trip (sm_80+: cp.async), so that a
+ * thread's 32 loads of a tile are all in flight at once; the plain copy before sm_80 */
+static __device__ __forceinline__ void cp_async4(uint32_t *dst_smem, const uint32_t *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src) : "memory");
+#else
+    *dst_smem = *src;
+#endif
+}
+static __device__ __forceinline__ void cp_async_wait_all(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+static __host__ __device__ __forceinline__ size_t attn_tile_words(int head_dim) {
+    return ((size_t)ATT_TILE * (head_dim / 2 + 1) + 3) & ~(size_t)3;
+}
+static __device__ __forceinline__ void attn_exact_head(const float *qh, const uint16_t *kc, const uint16_t *vc, int h,
+                                                       int n_heads, int n_kv_heads, int head_dim, int last, float scale,
+                                                       int window, float *sc, float *orow, uint32_t *dyn,
+                                                       const uint32_t *k_last, const uint32_t *v_last) {
+    __shared__ float qs[ATT_MAX_HD];
+    __shared__ float red[ATTX_THREADS / 32];
+    __shared__ float inv_s;
+    const int W = head_dim / 2, RS = W + 1;           /* words per row, row stride in words */
+    uint32_t *tile = dyn;
+    const uint16_t *tile_h = (const uint16_t *)tile;
+    if (!sc) sc = (float *)(dyn + attn_tile_words(head_dim));
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    int n = last - first + 1;
+    for (int d = tid; d < head_dim; d += ATTX_THREADS) qs[d] = qh[d];
+    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
+    float mx = -INFINITY;
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        __syncthreads();
+        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
+            int r = idx / W, w = idx % W;
+            if (k_last && p0 + r == n - 1) tile[r * RS + w] = k_last[w];
+            else cp_async4(&tile[r * RS + w], (const uint32_t *)(kbase + (size_t)(p0 + r) * kv_dim) + w);
+        }
+        cp_async_wait_all();
+        __syncthreads();
+        if (tid < nr) {
+            const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
+            float s = 0.0f;
+#pragma unroll 16
+            for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
+            s = __fmul_rn(s, scale);
+            sc[p0 + tid] = s;
+            mx = fmaxf(mx, s);
+        }
+    }
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+    if (lane == 0) red[warp] = mx;
+    __syncthreads();
+    mx = red[0];
+    for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
+    for (int i = tid; i < n; i += ATTX_THREADS) sc[i] = expf_ref(__fsub_rn(sc[i], mx));
+    __syncthreads();
+    if (tid == 0) {
+        float sum = 0.0f;
+#pragma unroll 8
+        for (int i = 0; i < n; i++) sum = __fadd_rn(sum, sc[i]);
+        inv_s = __fdiv_rn(1.0f, sum);
+    }
+    __syncthreads();
+    float inv = inv_s;
+    /* o[d] = o[d] + (e_p * inv) * v_p[d] in position order, V tiles through shared memory */
+    float o[ATT_MAX_HD / ATTX_THREADS];
+#pragma unroll
+    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        __syncthreads();
+        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
+            int r = idx / W, w = idx % W;
+            if (v_last && p0 + r == n - 1) tile[r * RS + w] = v_last[w];
+            else cp_async4(&tile[r * RS + w], (const uint32_t *)(vbase + (size_t)(p0 + r) * kv_dim) + w);
+        }
+        cp_async_wait_all();
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
+            int d = tid + j * ATTX_THREADS;
+            if (d >= head_dim) break;
+            float acc = o[j];
+            /* loads of 16 positions issued ahead of their (ordered) adds */
+#pragma unroll 16
+            for (int i = 0; i < nr; i++)
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(sc[p0 + i], inv), h2f(tile_h[(size_t)i * 2 * RS + d])));
+            o[j] = acc;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
+        int d = tid + j * ATTX_THREADS;
+        if (d < head_dim) orow[d] = o[j];
+    }
+}
+#endif
