@@ -219,8 +219,8 @@ typedef struct {
     void *samp_scratch;         /* device: cuda_sample_scratch_bytes(n_vocab) */
     cuda_sample_params sparams; /* what d_sparams holds (sparams_known) */
     int sparams_known, hist_len;       /* d_hist holds history[0..hist_len) */
-    cudaGraphExec_t sgraph;
-    int sgraph_ok;
+    cudaGraphExec_t sgraph[2];  /* [0] temperature 0 (penalty + argmax: no sort), [1] sampling */
+    int sgraph_ok[2];
     mirror mirrors[MAX_MIRRORS];
     int n_mirrors;
     const float *logits_host;   /* fwd.logits: matvec into it is read back (eager) */
@@ -734,7 +734,8 @@ extern "C" void backend_cuda_free(backend *be) {
     if (c) {
         if (c->st) cudaStreamSynchronize(c->st);
         if (c->graph_ok) cudaGraphExecDestroy(c->graph);
-        if (c->sgraph_ok) cudaGraphExecDestroy(c->sgraph);
+        for (int i = 0; i < 2; i++)
+            if (c->sgraph_ok[i]) cudaGraphExecDestroy(c->sgraph[i]);
         for (int l = 0; c->kc && l < c->hp.n_layers; l++) cuda_dev_free(c->kc[l]);
         for (int l = 0; c->vc && l < c->hp.n_layers; l++) cuda_dev_free(c->vc[l]);
         st_free(c->kc); st_free(c->vc);
@@ -1034,12 +1035,13 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
 extern "C" int backend_cuda_persist_state(backend *be) { return CB(be)->persist; }
 
 /* ---- sampled decode: forward + the device sampler, one graph ------------------------------- */
-static int record_sample_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
+static int record_sample_step(cuda_be *c, fwd_state *f, int32_t id, int pos, int sort) {
     if (record_forward_step(c, f, id, pos) != 0) return -1;
     flush(c);
     float *dl = dev_of(c, f->logits);
     if (!dl ||
-        cuda_sample(dl, f->hp->n_vocab, c->d_sparams, c->d_hist, 0, c->d_ids, c->d_pos, c->d_sio, c->samp_scratch, c->st) ||
+        cuda_sample(dl, f->hp->n_vocab, c->d_sparams, c->d_hist, 0, c->d_ids, c->d_pos, c->d_sio, c->samp_scratch, sort,
+                    c->st) ||
         CU_CHECK(cudaMemcpyAsync(c->h_sio, c->d_sio, sizeof(cuda_sample_io), cudaMemcpyDeviceToHost, c->st)))
         return -1;
     return c->failed ? -1 : 0;
@@ -1079,32 +1081,34 @@ extern "C" int32_t backend_cuda_decode_sample(backend *be, fwd_state *f, int32_t
     }
     if (up && CU_CHECK(cudaStreamSynchronize(c->st))) return -1;
     persist_ready(c, f);
+    /* temperature 0 (greedy with a repetition penalty): the graph without the candidate sort */
+    const int gi = dp.temperature > 0.0f;
     c->readback = 0;
     int rc = 0;
     if (!env_bool(ENV_CUDA_GRAPH)) {
         c->capturing = 1;
-        rc = record_sample_step(c, f, id, pos);
+        rc = record_sample_step(c, f, id, pos, gi);
         c->capturing = 0;
     } else {
-        if (!c->sgraph_ok) {
+        if (!c->sgraph_ok[gi]) {
             cudaGraph_t g;
             c->capturing = 1;
             if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
             else {
-                int r1 = record_sample_step(c, f, id, pos);
+                int r1 = record_sample_step(c, f, id, pos, gi);
                 int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
                 rc = r1 || r2 ? -1 : 0;
                 if (!rc) {
-                    rc = CU_CHECK(cudaGraphInstantiate(&c->sgraph, g, 0));
+                    rc = CU_CHECK(cudaGraphInstantiate(&c->sgraph[gi], g, 0));
                     cudaGraphDestroy(g);
-                    if (!rc) c->sgraph_ok = 1;
+                    if (!rc) c->sgraph_ok[gi] = 1;
                 }
             }
             c->capturing = 0;
             memset(&c->pend, 0, sizeof c->pend);
             act_invalidate(c);
         }
-        if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->sgraph, c->st));
+        if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->sgraph[gi], c->st));
     }
     c->readback = 1;
     if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "sampled decode step"); return -1; }

@@ -1,5 +1,6 @@
 /* The sampler on the GPU: src/sample/sample.c's sampler_sample in four launches (graph-capturable,
- * sizes fixed by the vocabulary): prep (one CTA), keys (grid), CUB's radix sort, draw (one CTA).
+ * sizes fixed by the vocabulary): prep (one CTA), keys (grid), CUB's radix sort, draw (one CTA);
+ * two (prep, draw) when the caller knows the temperature is 0 (greedy + repetition penalty).
  *
  * Same steps, same operation order as the CPU (docs/KERNELS.md, "Sampling"):
  *   1. repetition penalty on a copy of the logits (each distinct token of the window once:
@@ -243,7 +244,7 @@ size_t cuda_sample_scratch_bytes(int n_vocab) {
 }
 
 int cuda_sample(const float *logits, int n_vocab, const cuda_sample_params *d_params, int32_t *hist, int n_hist,
-                int32_t *ids, int *d_pos, cuda_sample_io *io, void *scratch, cudaStream_t st) {
+                int32_t *ids, int *d_pos, cuda_sample_io *io, void *scratch, int sort, cudaStream_t st) {
     if (n_vocab <= 0 || !scratch || !io || !d_params) return -1;
     size_t tb = sort_temp_bytes(n_vocab);
     if (!tb) return -1;
@@ -256,10 +257,12 @@ int cuda_sample(const float *logits, int n_vocab, const cuda_sample_params *d_pa
     void *temp = (char *)pr + align256((size_t)n_vocab * 4);
     sample_prep_kernel<<<1, SAMPLE_THREADS, 0, st>>>(logits, n_vocab, d_params, hist, n_hist, ids, d_pos, work, S);
     if (CU_LAUNCHED()) return -1;
-    sample_keys_kernel<<<(n_vocab + 255) / 256, 256, 0, st>>>(logits, work, n_vocab, d_params, S, kin);
-    if (CU_LAUNCHED()) return -1;
-    /* 3b. sort descending: logit, then id ascending (the keys are unique); not-candidates (0) last */
-    if (CU_CHECK(cub::DeviceRadixSort::SortKeysDescending(temp, tb, kin, kout, n_vocab, 0, 64, st))) return -1;
+    if (sort) {   /* 0: the caller knows the temperature is <= 0 (the draw reads no keys) */
+        sample_keys_kernel<<<(n_vocab + 255) / 256, 256, 0, st>>>(logits, work, n_vocab, d_params, S, kin);
+        if (CU_LAUNCHED()) return -1;
+        /* 3b. sort descending: logit, then id ascending (the keys are unique); not-candidates (0) last */
+        if (CU_CHECK(cub::DeviceRadixSort::SortKeysDescending(temp, tb, kin, kout, n_vocab, 0, 64, st))) return -1;
+    }
     sample_draw_kernel<<<1, SAMPLE_THREADS, 0, st>>>(logits, work, d_params, S, kout, pr, ids, d_pos, io);
     return CU_LAUNCHED();
 }
@@ -293,7 +296,7 @@ extern "C" int32_t cuda_sample_logits(const float *d_logits, int n_vocab, const 
         CU_CHECK(cudaMemcpy(dio, &io, sizeof io, cudaMemcpyHostToDevice)) ||
         (n_hist > 0 && CU_CHECK(cudaMemcpy(dh, hist, (size_t)n_hist * sizeof(int32_t), cudaMemcpyHostToDevice))))
         goto done;
-    if (cuda_sample(d_logits, n_vocab, dp, hist ? dh : NULL, n_hist, NULL, NULL, dio, scratch, 0) ||
+    if (cuda_sample(d_logits, n_vocab, dp, hist ? dh : NULL, n_hist, NULL, NULL, dio, scratch, sp->temperature > 0.0f, 0) ||
         CU_CHECK(cudaMemcpy(&io, dio, sizeof io, cudaMemcpyDeviceToHost)))
         goto done;
     memcpy(rng, io.rng, sizeof io.rng);

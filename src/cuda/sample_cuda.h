@@ -31,7 +31,9 @@ size_t cuda_sample_scratch_bytes(int n_vocab);
  * d_pos NULL: the history is hist[0 .. n_hist). d_pos set (graph decode): the token being
  * evaluated, ids[0], is first stored at hist[*d_pos], the history is hist[0 .. *d_pos + 1),
  * and after the draw ids[0] = token and *d_pos += 1. io->token gets the token; io->rng is
- * advanced by one draw when temperature > 0 (as the CPU's). One launch. 0 / -1. */
+ * advanced by one draw when temperature > 0 (as the CPU's). sort = 0 leaves out the candidate
+ * sort: only for parameters with temperature <= 0 (the draw then takes the argmax and reads no
+ * keys). 0 / -1. */
 int cuda_sample(const float *logits, int n_vocab, const cuda_sample_params *d_params, int32_t *hist, int n_hist,
-                int32_t *ids, int *d_pos, cuda_sample_io *io, void *scratch, cudaStream_t st);
+                int32_t *ids, int *d_pos, cuda_sample_io *io, void *scratch, int sort, cudaStream_t st);
 #endif
