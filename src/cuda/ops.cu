@@ -403,7 +403,6 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
 #define ATT_CHUNK 64
 #define ATT_THREADS 128
 
-
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx) {
     int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
     size_t split = (size_t)T * n_heads * splits * (head_dim + 2), exact = (size_t)T * n_heads * n_ctx;

@@ -30,8 +30,9 @@
  * own q, k, v, attention-output, h and x buffers (x_l versions), and the KV row of the current
  * position is not read back from the cache. The barrier is a counter + generation pair in
  * device memory (arrive with atomicAdd after __threadfence, the last arriver resets the count
- * and bumps the generation); the kernel is launched as a cooperative kernel so that all CTAs
- * are resident (else the launch fails and the backend keeps the graph path). */
+ * and bumps the generation); the kernel is launched as a cooperative kernel, so the runtime
+ * refuses a grid whose CTAs cannot all be resident (an error, never a hang); the grid is
+ * sized from the occupancy query (cuda_persist_occupancy). */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "act_quant.cuh"
