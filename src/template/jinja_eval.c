@@ -556,30 +556,10 @@ static jv jeval_node(jctx *c, const jnode *e, jscope *sc) {
 }
 
 /* ---- statements ------------------------------------------------------------------------ */
-/* Items a for loop walks: lists/tuples, dict keys, string characters; undefined is empty. */
-static jv iterable_items(jctx *c, jv v) {
-    switch (v.t) {
-    case JV_LIST: return v;
-    case JV_UNDEF: return jv_list_new(c, 0);
-    case JV_DICT: {
-        jv l = jv_list_new(c, v.u.d->n);
-        for (size_t i = 0; i < v.u.d->n; i++) jlist_push(c, l.u.l, v.u.d->k[i]);
-        return l;
-    }
-    case JV_STR: {
-        jv l = jv_list_new(c, v.n);
-        size_t pos = 0;
-        while (pos < v.n) { size_t st = pos; jutf8_decode(v.u.s, v.n, &pos); jlist_push(c, l.u.l, jv_str_ref(v.u.s + st, pos - st)); }
-        return l;
-    }
-    default: jfail(c, "'%s' object is not iterable", jv_type_name(v));
-    }
-}
-
 static void assign(jctx *c, const jnode *target, jv v, jscope *sc) {
     if (target->kind == E_NAME) { jscope_set(c, sc, target->name, v); return; }
     if (target->kind == E_TUPLE) {
-        jv items = iterable_items(c, v);
+        jv items = jv_iter_items(c, v);
         size_t n = items.u.l->n, want = (size_t)target->n_items;
         if (n > want) jfail(c, "too many values to unpack (expected %zu)", want);
         if (n < want) jfail(c, "not enough values to unpack (expected %zu, got %zu)", want, n);
@@ -608,7 +588,7 @@ static jv render_to_string(jctx *c, const jnode *body, jscope *sc) {
 }
 
 static void render_for(jctx *c, const jnode *n, jscope *sc) {
-    jv items = iterable_items(c, jeval(c, n->b, sc));
+    jv items = jv_iter_items(c, jeval(c, n->b, sc));
     jlist *src = items.u.l;
     if (n->c) { /* loop filter: `for x in y if cond` filters before loop.* are computed */
         jv kept = jv_list_new(c, src->n);

@@ -307,24 +307,6 @@ static jv do_format(jctx *c, jv s, jv *args, int nargs, const char **kw, jv *kwv
 }
 
 /* ---- sequences ------------------------------------------------------------------------- */
-static jv as_list(jctx *c, jv v) {
-    switch (v.t) {
-    case JV_LIST: return v;
-    case JV_UNDEF: return jv_list_new(c, 0);
-    case JV_DICT: {
-        jv l = jv_list_new(c, v.u.d->n);
-        for (size_t i = 0; i < v.u.d->n; i++) jlist_push(c, l.u.l, v.u.d->k[i]);
-        return l;
-    }
-    case JV_STR: {
-        jv l = jv_list_new(c, v.n);
-        size_t pos = 0;
-        while (pos < v.n) { size_t st = pos; jutf8_decode(v.u.s, v.n, &pos); jlist_push(c, l.u.l, jv_str_ref(v.u.s + st, pos - st)); }
-        return l;
-    }
-    default: jfail(c, "'%s' object is not iterable", jv_type_name(v));
-    }
-}
 static jv items_of(jctx *c, jv d) {
     jv l = jv_list_new(c, d.u.d->n);
     for (size_t i = 0; i < d.u.d->n; i++) {
@@ -643,7 +625,7 @@ static jv filter_float(jctx *c, jv v, jv dflt) {
 
 /* select/reject/selectattr/rejectattr: apply a test (or truthiness) to each item */
 static jv filter_select(jctx *c, jv v, jv *args, int nargs, int by_attr, int keep) {
-    jv seq = as_list(c, v);
+    jv seq = jv_iter_items(c, v);
     jv out = jv_list_new(c, seq.u.l->n);
     int k = 0;
     jv attr = jv_none();
@@ -695,7 +677,7 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
     if (!strcmp(f, "join")) {
         static const char *const n[] = { "d", "attribute", NULL };
         bind(c, "join", n, p, 2, args, nargs, kw, kwv, nkw);
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         jv sep = given(p[0]) ? str_of(c, p[0]) : jv_str_ref("", 0);
         jbuf b = {0};
         for (size_t i = 0; i < seq.u.l->n; i++) {
@@ -737,12 +719,12 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
         return out;
     }
     if (!strcmp(f, "first") || !strcmp(f, "last")) {
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         if (!seq.u.l->n) return jv_undef(f[0] == 'f' ? "No first item, sequence was empty." : "No last item, sequence was empty.");
         return seq.u.l->v[f[0] == 'f' ? 0 : seq.u.l->n - 1];
     }
     if (!strcmp(f, "list")) {
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         if (seq.t == JV_LIST && v.t == JV_LIST) { /* copy: a tuple becomes a list */
             jv out = jv_list_new(c, seq.u.l->n);
             for (size_t i = 0; i < seq.u.l->n; i++) jlist_push(c, out.u.l, seq.u.l->v[i]);
@@ -762,7 +744,7 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
     }
     if (!strcmp(f, "indent")) return filter_indent(c, v, args, nargs, kw, kwv, nkw);
     if (!strcmp(f, "map")) {
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         jv out = jv_list_new(c, seq.u.l->n);
         jv attr = jv_undef(NULL), dflt = jv_undef(NULL);
         int has_attr = 0, has_default = 0;
@@ -799,7 +781,7 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
         bind(c, f, is_sort ? ns : nu, p, is_sort ? 3 : 2, args, nargs, kw, kwv, nkw);
         jv cs = is_sort ? p[1] : p[0], attr = is_sort ? p[2] : p[1];
         int case_sensitive = given(cs) && jv_truthy(cs);
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         size_t n2 = seq.u.l->n;
         kvpair *a = ja_alloc(c, (n2 + 1) * sizeof(kvpair));
         for (size_t i = 0; i < n2; i++) {
@@ -839,7 +821,7 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
     if (!strcmp(f, "sum")) {
         static const char *const n[] = { "attribute", "start", NULL };
         bind(c, "sum", n, p, 2, args, nargs, kw, kwv, nkw);
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         jv acc = given(p[1]) ? p[1] : jv_int(0);
         for (size_t i = 0; i < seq.u.l->n; i++) {
             jv x = given(p[0]) ? attr_path(c, seq.u.l->v[i], p[0]) : seq.u.l->v[i];
@@ -885,12 +867,12 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
     }
     if (!strcmp(f, "reverse")) {
         if (v.t == JV_STR) {
-            jv chars = as_list(c, v);
+            jv chars = jv_iter_items(c, v);
             jbuf b = {0};
             for (size_t i = chars.u.l->n; i-- > 0;) jbuf_put(c, &b, chars.u.l->v[i].u.s, chars.u.l->v[i].n);
             return mkstr(&b);
         }
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         jv out = jv_list_new(c, seq.u.l->n);
         for (size_t i = seq.u.l->n; i-- > 0;) jlist_push(c, out.u.l, seq.u.l->v[i]);
         return out;
@@ -922,7 +904,7 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
         bind(c, "batch", n, p, 2, args, nargs, kw, kwv, nkw);
         int64_t k = to_int_arg(c, p[0], "batch");
         if (k <= 0) jfail(c, "batch size must be positive");
-        jv seq = as_list(c, v);
+        jv seq = jv_iter_items(c, v);
         jv out = jv_list_new(c, 0), cur = jv_list_new(c, 0);
         for (size_t i = 0; i < seq.u.l->n; i++) {
             jlist_push(c, cur.u.l, seq.u.l->v[i]);
@@ -1061,7 +1043,7 @@ jv jmethod_call(jctx *c, jv self, const char *m, jv *args, int nargs, const char
         if (!strcmp(m, "format")) return do_format(c, s, args, nargs, kw, kwv, nkw);
         if (!strcmp(m, "join")) {
             if (nargs != 1 || nkw) jfail(c, "join() takes exactly one argument");
-            jv seq = as_list(c, args[0]);
+            jv seq = jv_iter_items(c, args[0]);
             jbuf b = {0};
             for (size_t i = 0; i < seq.u.l->n; i++) {
                 if (seq.u.l->v[i].t != JV_STR)

@@ -181,6 +181,8 @@ jv jv_from_json_text(jctx *c, const char *json, const char *what);
 
 /* semantics */
 const char *jv_type_name(jv v);         /* Python type name: 'str', 'dict', 'NoneType', ... */
+jv   jv_iter_items(jctx *c, jv v);      /* what iterating v yields, as a list: list items, dict keys,
+                                           string characters; undefined: empty; else TypeError */
 int  jv_truthy(jv v);
 int  jv_equal(jv a, jv b);
 int  jv_compare(jctx *c, jv a, jv b, const char *opname); /* <0, 0, >0; TypeError when unorderable */

@@ -243,6 +243,27 @@ int jis_py_space(uint32_t cp) {
 }
 
 /* ---- semantics ------------------------------------------------------------------------- */
+/* Items a for loop (and the sequence filters) walk: lists/tuples, dict keys, string
+ * characters; undefined is empty. */
+jv jv_iter_items(jctx *c, jv v) {
+    switch (v.t) {
+    case JV_LIST: return v;
+    case JV_UNDEF: return jv_list_new(c, 0);
+    case JV_DICT: {
+        jv l = jv_list_new(c, v.u.d->n);
+        for (size_t i = 0; i < v.u.d->n; i++) jlist_push(c, l.u.l, v.u.d->k[i]);
+        return l;
+    }
+    case JV_STR: {
+        jv l = jv_list_new(c, v.n);
+        size_t pos = 0;
+        while (pos < v.n) { size_t st = pos; jutf8_decode(v.u.s, v.n, &pos); jlist_push(c, l.u.l, jv_str_ref(v.u.s + st, pos - st)); }
+        return l;
+    }
+    default: jfail(c, "'%s' object is not iterable", jv_type_name(v));
+    }
+}
+
 const char *jv_type_name(jv v) {
     switch (v.t) {
     case JV_UNDEF: return "Undefined";
