@@ -26,6 +26,10 @@ typedef struct {
     int *kv_cap;            /* per layer: n_ctx, or a ring of window + KV_RING_SLACK positions */
     float *scores;          /* per thread: [n_ctx] */
     float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
+    float *kv_f32;          /* passes of T >= 2: the layer's K and V rows of the pass's positions,
+                               converted to f32 once ([2][kv_f32_rows][kv_dim]), not per (token, head) */
+    size_t kv_f32_rows;
+    int kv_pass;            /* STRATA_CPU_KV_PASS: use kv_f32 for passes of T >= 2 */
     f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
     q8_row_fn q8_row;       /* int8 KV row -> f32 (AVX2 or scalar: same values) */
     int attn_avx2;          /* scores and V sums eight at a time (src/cpu/attn_avx2.c, same bits) */
@@ -105,6 +109,8 @@ static void cpu_rope(backend *be, float *x, int T, int n_heads, int head_dim, in
 /* ---- attention ---------------------------------------------------------------------- */
 typedef struct {
     cpu_be *c; int layer; const float *q; int T, pos0, window; float scale; float *out;
+    const float *kf, *vf;   /* NULL, or the f32 rows of positions pf.. (kv_convert_worker) */
+    int pf, pl;
 } attn_job;
 
 
@@ -119,6 +125,34 @@ static inline const float *kv_row(const cpu_be *c, const void *cache, size_t slo
     }
     c->f16_row((const uint16_t *)cache + slot * c->kv_dim + (size_t)kvh * n, tmp, n);
     return tmp;
+}
+
+/* Row of head kvh at position p: from the pass's f32 copy when there is one (the same values:
+ * the conversion is exact and elementwise), else kv_row. */
+static inline const float *kv_at(const attn_job *j, const float *f32, const void *cache, int p, int cap, int kvh, int n,
+                                 float *tmp) {
+    if (f32) return f32 + (size_t)(p - j->pf) * j->c->kv_dim + (size_t)kvh * n;
+    return kv_row(j->c, cache, (size_t)(p % cap), kvh, n, tmp);
+}
+
+/* Positions pf..pl of the layer's K and V cache into kf / vf as f32 (threads over positions). */
+static void kv_convert_worker(void *ctx, int ith, int nth) {
+    attn_job *j = ctx;
+    cpu_be *c = j->c;
+    const int cap = c->kv_cap[j->layer];
+    long lo, hi;
+    threadpool_split((long)(j->pl - j->pf + 1), ith, nth, 1, &lo, &hi);
+    for (long i = lo; i < hi; i++) {
+        size_t slot = (size_t)((j->pf + (int)i) % cap);
+        float *kd = (float *)j->kf + (size_t)i * c->kv_dim, *vd = (float *)j->vf + (size_t)i * c->kv_dim;
+        if (c->kv_int8) {
+            c->q8_row((const act_q8_0 *)((const uint8_t *)c->k_cache[j->layer] + slot * c->kv_row_bytes), kd, (int)c->kv_dim);
+            c->q8_row((const act_q8_0 *)((const uint8_t *)c->v_cache[j->layer] + slot * c->kv_row_bytes), vd, (int)c->kv_dim);
+        } else {
+            c->f16_row((const uint16_t *)c->k_cache[j->layer] + slot * c->kv_dim, kd, (int)c->kv_dim);
+            c->f16_row((const uint16_t *)c->v_cache[j->layer] + slot * c->kv_dim, vd, (int)c->kv_dim);
+        }
+    }
 }
 
 static void attn_worker(void *ctx, int ith, int nth) {
@@ -141,13 +175,13 @@ static void attn_worker(void *ctx, int ith, int nth) {
         if (c->attn_avx2) {   /* eight positions' chains side by side (the same per-position bits) */
             const float *rows[8];
             for (; p0 + 7 <= last; p0 += 8) {
-                for (int i = 0; i < 8; i++) rows[i] = kv_row(c, K, (size_t)((p0 + i) % cap), kvh, HD, row + (size_t)i * HD);
+                for (int i = 0; i < 8; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
                 attn_scores8_avx2(q, rows, HD, j->scale, sc + p0);
                 for (int i = 0; i < 8; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
             }
         }
         for (int p = p0; p <= last; p++) {
-            const float *kr = kv_row(c, K, (size_t)(p % cap), kvh, HD, row);
+            const float *kr = kv_at(j, j->kf, K, p, cap, kvh, HD, row);
             float s = 0;
             for (int d = 0; d < HD; d++) s += q[d] * kr[d];
             s *= j->scale;
@@ -166,14 +200,14 @@ static void attn_worker(void *ctx, int ith, int nth) {
             for (; pv + 7 <= last; pv += 8) {
                 for (int i = 0; i < 8; i++) {
                     w8[i] = sc[pv + i] * inv;
-                    rows[i] = kv_row(c, V, (size_t)((pv + i) % cap), kvh, HD, row + (size_t)i * HD);
+                    rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
                 }
                 attn_vacc_avx2(o, rows, w8, 8, HD);
             }
         }
         for (int p = pv; p <= last; p++) {
             float wgt = sc[p] * inv;
-            const float *vr = kv_row(c, V, (size_t)(p % cap), kvh, HD, row);
+            const float *vr = kv_at(j, j->vf, V, p, cap, kvh, HD, row);
             for (int d = 0; d < HD; d++) o[d] += wgt * vr[d];
         }
     }
@@ -196,7 +230,26 @@ static void cpu_attention(backend *be, int layer, const float *q, const float *k
             for (size_t i = 0; i < c->kv_dim; i++) { kd[i] = f32_to_fp16(kt[i]); vd[i] = f32_to_fp16(vt[i]); }
         }
     }
-    attn_job j = { c, layer, q, T, pos0, window, scale, out };
+    attn_job j = { c, layer, q, T, pos0, window, scale, out, NULL, NULL, 0, 0 };
+    /* T >= 2: every (token, head) task reads the same rows, so they are converted to f32 once
+     * for the pass (T * n_heads / n_kv_heads times each before); decode keeps the per-task
+     * conversion, whose rows stay in L1. The f32 copy is bounded (64 MiB), grown by doubling. */
+    if (!c->exact && T >= 2 && c->kv_pass) {
+        int pl = pos0 + T - 1, pf = window > 0 && pos0 - window + 1 > 0 ? pos0 - window + 1 : 0;
+        size_t rows = (size_t)(pl - pf + 1);
+        if (rows * c->kv_dim * 2 * sizeof(float) <= ((size_t)64 << 20)) {
+            if (rows > c->kv_f32_rows) {
+                size_t want = c->kv_f32_rows * 2 > rows ? c->kv_f32_rows * 2 : rows < 256 ? 256 : rows;
+                if (want * c->kv_dim * 2 * sizeof(float) > ((size_t)64 << 20)) want = rows;
+                float *nb = st_malloc(want * c->kv_dim * 2 * sizeof(float));
+                if (nb) { st_free(c->kv_f32); c->kv_f32 = nb; c->kv_f32_rows = want; }
+            }
+            if (rows <= c->kv_f32_rows) {
+                j.kf = c->kv_f32; j.vf = c->kv_f32 + c->kv_f32_rows * c->kv_dim; j.pf = pf; j.pl = pl;
+                threadpool_run(c->tp, kv_convert_worker, &j);
+            }
+        }
+    }
     threadpool_run(c->tp, attn_worker, &j);
 }
 
@@ -262,6 +315,7 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int 
     c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 8 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
+    c->kv_pass = env_bool(ENV_CPU_KV_PASS);
     c->attn_avx2 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
     c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
@@ -293,6 +347,7 @@ void backend_cpu_free(backend *be) {
         for (int l = 0; c->k_cache && l < c->hp.n_layers; l++) st_free(c->k_cache[l]);
         for (int l = 0; c->v_cache && l < c->hp.n_layers; l++) st_free(c->v_cache[l]);
         st_free(c->k_cache); st_free(c->v_cache); st_free(c->kv_cap); st_free(c->scores); st_free(c->kv_tmp);
+        st_free(c->kv_f32);
         st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
         st_free(c);
     }
