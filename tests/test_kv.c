@@ -215,6 +215,36 @@ static void test_attn_variants(strata_model *m) {
     unsetenv("STRATA_CPU_ATTN"); env_reset_cache();
 }
 
+/* STRATA_CPU_KV_PASS: K/V rows converted once per pass (default) or per (token, head) task:
+ * the same logits bit for bit, for a prompt (8-token passes) and then token by token */
+static void test_kv_pass(strata_model *m) {
+    const int V = strata_n_vocab(m);
+    int32_t ids[96];
+    int n = tokenize(m, "The quick brown fox jumps over the lazy dog, and then it runs far away into the woods "
+                        "where nobody can find it again.", ids, 96);
+    CHECK(n > 20);
+    for (int kv = STRATA_KV_F16; kv <= STRATA_KV_INT8; kv++) {
+        setenv("STRATA_CPU_KV_PASS", "0", 1); env_reset_cache();
+        strata_session *a = new_session(m, kv, 0);
+        unsetenv("STRATA_CPU_KV_PASS"); env_reset_cache();
+        strata_session *b = new_session(m, kv, 0);
+        CHECK(a && b);
+        int same = 0, steps = 0;
+        if (a && b && strata_session_eval(a, ids, n - 12) == 0 && strata_session_eval(b, ids, n - 12) == 0) {
+            same += !memcmp(strata_session_logits(a), strata_session_logits(b), sizeof(float) * (size_t)V);
+            steps++;
+            for (int i = n - 12; i < n; i++) {   /* decode steps: passes of one token */
+                if (strata_session_eval(a, &ids[i], 1) || strata_session_eval(b, &ids[i], 1)) break;
+                same += !memcmp(strata_session_logits(a), strata_session_logits(b), sizeof(float) * (size_t)V);
+                steps++;
+            }
+        }
+        CHECKF(steps == 13 && same == steps, "kv %d: per-pass vs per-task K/V conversion: %d of %d logits equal", kv, same,
+               steps);
+        strata_session_free(a); strata_session_free(b);
+    }
+}
+
 static void test_refusals(const char *path) {
     strata_model_params mp = strata_model_default_params();
     mp.path = path; mp.device = STRATA_DEVICE_CPU; mp.exact = 1;
@@ -249,6 +279,7 @@ int main(void) {
     RUN_ARG(test_invariance, m);
     RUN_ARG(test_quality, m);
     RUN_ARG(test_attn_variants, m);
+    RUN_ARG(test_kv_pass, m);
     strata_model_free(m);
     RUN_ARG(test_refusals, path);
     const char *gemma = getenv("STRATA_GEMMA_MODEL");

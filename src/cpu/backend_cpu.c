@@ -26,10 +26,10 @@ typedef struct {
     int *kv_cap;            /* per layer: n_ctx, or a ring of window + KV_RING_SLACK positions */
     float *scores;          /* per thread: [n_ctx] */
     float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
-    float *kv_f32;          /* passes of T >= 2: the layer's K and V rows of the pass's positions,
-                               converted to f32 once ([2][kv_f32_rows][kv_dim]), not per (token, head) */
+    float *kv_f32;          /* the layer's K and V rows of the pass's positions, converted to f32
+                               once per pass ([2][kv_f32_rows][kv_dim]), not per (token, head) */
     size_t kv_f32_rows;
-    int kv_pass;            /* STRATA_CPU_KV_PASS: use kv_f32 for passes of T >= 2 */
+    int kv_pass;            /* STRATA_CPU_KV_PASS: use kv_f32 (0: convert per task) */
     f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
     q8_row_fn q8_row;       /* int8 KV row -> f32 (AVX2 or scalar: same values) */
     int attn_avx2;          /* scores and V sums eight at a time (src/cpu/attn_avx2.c, same bits) */
@@ -231,10 +231,10 @@ static void cpu_attention(backend *be, int layer, const float *q, const float *k
         }
     }
     attn_job j = { c, layer, q, T, pos0, window, scale, out, NULL, NULL, 0, 0 };
-    /* T >= 2: every (token, head) task reads the same rows, so they are converted to f32 once
-     * for the pass (T * n_heads / n_kv_heads times each before); decode keeps the per-task
-     * conversion, whose rows stay in L1. The f32 copy is bounded (64 MiB), grown by doubling. */
-    if (!c->exact && T >= 2 && c->kv_pass) {
+    /* Every (token, head) task of the pass reads the same rows, so they are converted to f32
+     * once for the pass (before: T * n_heads / n_kv_heads times each, into an L1-sized buffer
+     * per task). The f32 copy is bounded (64 MiB, else the per-task path), grown by doubling. */
+    if (!c->exact && c->kv_pass) {
         int pl = pos0 + T - 1, pf = window > 0 && pos0 - window + 1 > 0 ? pos0 - window + 1 : 0;
         size_t rows = (size_t)(pl - pf + 1);
         if (rows * c->kv_dim * 2 * sizeof(float) <= ((size_t)64 << 20)) {
