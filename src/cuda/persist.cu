@@ -106,8 +106,9 @@ static __device__ __forceinline__ void grid_sync(unsigned *bar, ptrace_ctx *tc =
     __syncthreads();
 }
 
-/* L2 prefetch of rows r0, r0 + stride, ... below R (rb bytes each): lanes take 128-byte lines. Fire and forget: the weights of the later stages stream in while the grid
- * works and waits. */
+/* L2 prefetch of rows r0, r0 + stride, ... below R (rb bytes each): lanes take 128-byte
+ * lines. Fire and forget: the weights of the later stages stream in while the grid works and
+ * waits. */
 static __device__ __forceinline__ void prefetch_rows(const uint8_t *W, size_t rb, int r0, int R, int stride) {
     const int lane = threadIdx.x & 31;
     for (int r = r0; r < R; r += stride) {
