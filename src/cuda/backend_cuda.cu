@@ -208,6 +208,7 @@ typedef struct {
     float *rope_global, *rope_local;   /* device: [n_ctx][n_rot/2][cos, sin] */
     float *att_partial;         /* device scratch of the split-KV attention */
     void *act;                  /* device: FWD_MAX_T quantized activation rows */
+    void *act2;                 /* device: the same size; the fused gate/up writes h's rows here, then the two swap */
     size_t act_cap;
     int32_t *d_ids;             /* device: token ids of the pass [FWD_MAX_T] */
     int *d_pos;                 /* device: position of token 0 (graph mode) */
@@ -254,6 +255,12 @@ typedef struct {
     pending_norm pnorm;         /* a q norm waiting for its k norm (one launch) */
     int pnorm_on;
     int moe_pend_on;
+    int res_pending;            /* the pending group is a T = 1 matvec + residual add, waiting to
+                                   see whether the next op normalizes its x (norm epilogue) */
+    float *moe_res_add;         /* non-NULL: the pending combine (T = 1) adds into this x, likewise */
+    unsigned *mv_counter;       /* device: the norm epilogue's last-CTA counter (zeroed, left zeroed) */
+    int norm_fold;              /* STRATA_CUDA_NORM_FOLD: the epilogue's threads per CTA; 0 = off */
+    long n_norm_fold;           /* norm epilogues launched (tests check the switch took effect) */
     /* the persistent decode step (persist.cu): 0 not tried yet, 1 ready, -1 not for this model */
     int persist;
     persist_args pa;
@@ -285,6 +292,7 @@ static float *dev_of(cuda_be *c, const void *host) {
 /* ---- pending matvec group ------------------------------------------------------------------ */
 /* launch the pending matvec group */
 static void flush_mv(cuda_be *c) {
+    c->res_pending = 0;
     if (!c->pend.n) return;
     if (cuda_matvec_group(c->pend_type, &c->pend, c->pend_n_in, c->act, c->pend_T, c->st)) be_fail(c, "matvec launch");
     memset(&c->pend, 0, sizeof c->pend);
@@ -294,7 +302,9 @@ static void flush_ropes(cuda_be *c);
 static void flush_moe(cuda_be *c) {
     if (!c->moe_pend_on) return;
     c->moe_pend_on = 0;
-    if (cuda_moe_combine(&c->moe_pend, NULL, c->st)) be_fail(c, "moe combine");
+    float *add = c->moe_res_add;
+    c->moe_res_add = NULL;
+    if (cuda_moe_combine(&c->moe_pend, add, c->st)) be_fail(c, "moe combine");
 }
 static void flush_norm(cuda_be *c) {
     if (!c->pnorm_on) return;
@@ -358,6 +368,42 @@ static void op_rmsnorm(backend *be, const float *x, const weight *w, float *y, i
     cuda_be *c = CB(be);
     float *dx = dev_of(c, x), *dy = dev_of(c, y);
     if (!dx || !dy) return;
+    if (c->moe_pend_on && c->moe_res_add == dx && rows == 1 && (int64_t)n == c->moe_pend.E && !c->pend.n &&
+        !ranges_overlap(dy, (size_t)n, dx, (size_t)n)) {
+        /* the pending MoE combine + residual add's last CTA normalizes x (as below) */
+        const int af = act_fmt_after_norm(c, w);
+        const int aligned = (uintptr_t)dx % 16 == 0 && (uintptr_t)dy % 16 == 0;
+        if (af >= 0 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) <= c->act_cap && n % 32 == 0 &&
+            n <= NORM_FOLD_MAX && (af != ACT_Q8_K || aligned)) {
+            c->moe_pend_on = 0;
+            c->moe_res_add = NULL;
+            flush(c);
+            if (cuda_moe_combine_norm(&c->moe_pend, dx, (const float *)w->dev, dy, c->act, af, eps, c->mv_counter,
+                                      c->norm_fold, c->st))
+                be_fail(c, "moe combine + norm");
+            c->n_norm_fold++;
+            c->act_src = dy; c->act_n = n; c->act_T = 1; c->act_fmt = af;
+            return;
+        }
+    }
+    if (c->res_pending && c->pend.n == 1 && c->pend.add_to[0] == dx && rows == 1 && (int64_t)n == c->pend.n_out[0] &&
+        !ranges_overlap(dy, (size_t)n, dx, (size_t)n)) {
+        /* the pending matvec + residual add's last CTA normalizes x and quantizes it for the
+         * next matvec (matvec.cu, NORM epilogue): one launch less */
+        const int af = act_fmt_after_norm(c, w);
+        /* act_q8_K: the sum order of rmsnorm_q256_kernel, which op_rmsnorm picks for aligned rows */
+        const int aligned = (uintptr_t)dx % 16 == 0 && (uintptr_t)dy % 16 == 0;
+        if (af >= 0 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) <= c->act_cap && n % 32 == 0 &&
+            n <= NORM_FOLD_MAX && (af != ACT_Q8_K || aligned)) {
+            mv_group *g = &c->pend;
+            g->norm_w = (const float *)w->dev; g->norm_y = dy; g->norm_act = (uint8_t *)c->act; g->norm_fmt = af;
+            g->norm_eps = eps; g->counter = c->mv_counter; g->norm_threads = c->norm_fold;
+            flush(c);
+            c->n_norm_fold++;
+            c->act_src = dy; c->act_n = n; c->act_T = 1; c->act_fmt = af;
+            return;
+        }
+    }
     pending_norm *pn = &c->pnorm;
     if (c->pnorm_on && pn->n == n && pn->eps == eps && !ranges_overlap(dx, (size_t)rows * n, pn->y, (size_t)pn->rows * n) &&
         !ranges_overlap(dy, (size_t)rows * n, pn->x, (size_t)pn->rows * n) && !c->pend.n && !c->n_ropes && !c->moe_pend_on) {
@@ -454,9 +500,14 @@ static void op_attention(backend *be, int layer, const float *q, const float *k,
     const int *dp = c->capturing ? c->d_pos : NULL;
     const hparams *hp = &c->hp;
     pending_rope *rq = &c->ropes[0], *rk = &c->ropes[1];
+    cuda_rope_fold fold = { dk, dv, rq->table, rk->table, rq->n_rot, hp->rope_neox };
+    int folded = 0;
     if (c->n_ropes == 2 && rq->x == dq && rk->x == dk && rq->T == T && rk->T == T && rq->pos0 == pos0 &&
         rk->pos0 == pos0 && rq->n_heads == hp->n_heads && rk->n_heads == hp->n_kv_heads && rq->n_rot == rk->n_rot) {
-        if (cuda_rope_qk_store(dq, dk, dv, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim,
+        /* T = 1 with the exact attention: RoPE and the KV store inside the attention kernel */
+        folded = c->fuse && T == 1 && !c->attn_split;
+        if (!folded &&
+            cuda_rope_qk_store(dq, dk, dv, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim,
                                rq->n_rot, hp->rope_neox, pos0, dp, rq->table, rk->table, c->st))
             be_fail(c, "rope + kv store");
         c->n_ropes = 0;
@@ -475,9 +526,21 @@ static void op_attention(backend *be, int layer, const float *q, const float *k,
         ? cuda_attention(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp, scale,
                          window, c->n_ctx, c->att_partial, c->att_counters, dout, af >= 0 ? c->act : NULL, af, c->st)
         : cuda_attention_exact(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp,
-                               scale, window, c->n_ctx, c->att_partial, dout, af >= 0 ? c->act : NULL, af, c->st);
+                               scale, window, c->n_ctx, c->att_partial, dout, af >= 0 ? c->act : NULL, af,
+                               folded ? &fold : NULL, c->st);
     if (rc) be_fail(c, "attention");
     if (af >= 0) { c->act_src = dout; c->act_n = (int64_t)hp->n_heads * hp->head_dim; c->act_T = T; c->act_fmt = af; }
+}
+
+/* the activation format of the down projection that reads the output of gate weight gw */
+static int down_act_fmt(cuda_be *c, const void *gw) {
+    int af = -1;
+    for (int l = 0; c->w->layers && l < c->hp.n_layers; l++)
+        if (c->w->layers[l].gate.dev == gw && c->w->layers[l].down.data) {
+            if (cuda_type_info(c->w->layers[l].down.type, NULL, &af, NULL)) af = -1;
+            break;
+        }
+    return af;
 }
 
 static void op_swiglu(backend *be, const float *gate, const float *up, float *out, int n) {
@@ -488,6 +551,20 @@ static void op_swiglu(backend *be, const float *gate, const float *up, float *ou
     if (c->fuse && g->n == 2 && g->y[0] == dg && g->y[1] == du && g->n_out[0] == g->n_out[1] &&
         (int64_t)n == c->pend_T * g->n_out[0]) {
         g->swiglu = 1; g->swiglu_out = dout;
+        const int afd = c->pend_T == 1 ? down_act_fmt(c, g->W[0]) : -1;
+        if (afd >= 0 && cuda_matvec_swiglu_q32_ok(c->pend_type, afd, g->n_out[0]) &&
+            cuda_act_row_bytes(afd, g->n_out[0]) <= c->act_cap) {
+            /* T = 1: h quantized for down in the same launch, into the second buffer, which
+             * then becomes the current one (down finds it in the act cache) */
+            flush_norm(c);
+            if (cuda_matvec_swiglu_q32(c->pend_type, g, c->pend_n_in, c->act, c->act2, afd, c->st)) be_fail(c, "gate/up");
+            const int64_t F = g->n_out[0];
+            memset(&c->pend, 0, sizeof c->pend);
+            flush(c);
+            void *t = c->act; c->act = c->act2; c->act2 = t;
+            c->act_src = dout; c->act_n = F; c->act_T = 1; c->act_fmt = afd;
+            return;
+        }
         flush(c);
         act_invalidate(c);
         return;
@@ -500,6 +577,14 @@ static void op_add(backend *be, float *x, const float *y, int n) {
     cuda_be *c = CB(be);
     float *dx = dev_of(c, x), *dy = dev_of(c, y);
     if (!dx || !dy) return;
+    if (c->moe_pend_on && c->moe_pend.out == dy && (int64_t)n == c->moe_pend.T * c->moe_pend.E && dx != dy &&
+        !c->moe_res_add && c->moe_pend.T == 1 && c->mv_counter && c->norm_fold) {
+        /* T = 1: the combine + residual stays pending one op longer (an RMSNorm of x next
+         * becomes its epilogue; any other op launches it as it is: flush_moe) */
+        c->moe_res_add = dx;
+        act_invalidate(c);
+        return;
+    }
     if (c->moe_pend_on && c->moe_pend.out == dy && (int64_t)n == c->moe_pend.T * c->moe_pend.E && dx != dy) {
         /* the MoE combine with the residual add as its epilogue */
         c->moe_pend_on = 0;
@@ -512,8 +597,10 @@ static void op_add(backend *be, float *x, const float *y, int n) {
     if (c->fuse && g->n == 1 && !g->swiglu && g->y[0] == dy && (int64_t)n == c->pend_T * g->n_out[0] &&
         !ranges_overlap(dx, (size_t)n, c->pend_x, (size_t)c->pend_T * c->pend_n_in)) {
         g->add_to[0] = dx;
-        flush(c);
         act_invalidate(c);
+        /* T = 1: left pending one op longer; an RMSNorm of x next becomes its epilogue */
+        if (c->pend_T == 1 && c->mv_counter && c->norm_fold) { c->res_pending = 1; return; }
+        flush(c);
         return;
     }
     flush(c); act_invalidate(c);
@@ -632,6 +719,8 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         c->attn_split = var.attn_split;
         cuda_matvec_set_coop(var.matvec_coop);
         cuda_set_pdl(var.pdl);
+        const int nft = atoi(env_str(ENV_CUDA_NORM_FOLD));
+        c->norm_fold = nft == 128 || nft == 256 || nft == 512 || nft == 1024 ? nft : 0;
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     c->kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
@@ -657,6 +746,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         size_t att = cuda_attention_scratch_floats(FWD_MAX_T, hp->n_heads, hp->head_dim, n_ctx);
         /* every allocation names itself when it does not fit (dev_alloc.cu; issue 9's test walks them) */
         if (cuda_dev_alloc_named(&c->act, c->act_cap, "the quantized activation buffer", err, errlen) ||
+            cuda_dev_alloc_named(&c->act2, c->act_cap, "the second quantized activation buffer", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ids, FWD_MAX_T * sizeof(int32_t), "the token ids", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_pos, sizeof(int), "the decode position", err, errlen) ||
@@ -664,6 +754,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                                  "the attention counters", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->mv_counter, sizeof(unsigned), "the matvec epilogue counter", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
                                  errlen) ||
             cuda_dev_alloc_named((void **)&c->d_sparams, sizeof(cuda_sample_params), "the sampler parameters", err, errlen) ||
@@ -679,6 +770,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         memset(c->h_sio, 0, sizeof *c->h_sio);
         if (CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
+            CU_CHECK(cudaMemset(c->mv_counter, 0, sizeof(unsigned))) ||
             CU_CHECK(cudaMemset(c->d_sio, 0, sizeof(cuda_sample_io))))
             goto cuda_fail;
         /* an embedding format without a device dequantizer: one f32 copy, dequantized here with
@@ -740,8 +832,9 @@ extern "C" void backend_cuda_free(backend *be) {
         for (int l = 0; c->vc && l < c->hp.n_layers; l++) cuda_dev_free(c->vc[l]);
         st_free(c->kc); st_free(c->vc);
         cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->act);
+        cuda_dev_free(c->act2);
         cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
-        cuda_dev_free(c->argmax_scratch);
+        cuda_dev_free(c->argmax_scratch); cuda_dev_free(c->mv_counter);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
         cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio);
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
@@ -838,27 +931,13 @@ extern "C" int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row) {
 }
 
 /* ---- the persistent decode step (persist.cu) ------------------------------------------------ */
-/* The weight's kernel choice of matvec.cu's launch_fmt: 8 lanes per super-block for the
- * formats that have that kernel (16-byte aligned rows for Q4_K / Q5_K), else one lane per
- * block. Speed only: both give the same bits. */
-static int persist_coop(const weight *W, size_t row_bytes) {
-    switch (W->type) {
-    case TYPE_Q2_K: case TYPE_Q3_K: case TYPE_Q4_K: case TYPE_Q5_K: case TYPE_Q6_K: case TYPE_IQ2_XXS: case TYPE_IQ2_XS:
-    case TYPE_IQ2_S: case TYPE_IQ3_XXS: case TYPE_IQ3_S: case TYPE_IQ1_S: case TYPE_IQ1_M: case TYPE_IQ4_XS: break;
-    default: return 0;
-    }
-    int set = cuda_matvec_coop_setting();
-    if (set == 0) return 0;
-    if ((W->type == TYPE_Q4_K || W->type == TYPE_Q5_K) && (row_bytes % 16 || (uintptr_t)W->dev % 16)) return 0;
-    return 8;
-}
-
 /* one matvec's fields; -1 when the persistent kernel has no row kernel for it */
 static int persist_mv(const weight *W, int64_t n_in, int *t, int *co, int *af, int *blk, size_t *rb) {
     int b, a, bs;
     if (!W->dev || W->n_in != n_in || !cuda_persist_type_ok(W->type) || cuda_type_info(W->type, &b, &a, &bs) || n_in % b)
         return -1;
-    *t = W->type; *af = a; *blk = b; *rb = (size_t)(n_in / b) * (size_t)bs; *co = persist_coop(W, *rb);
+    *t = W->type; *af = a; *blk = b; *rb = (size_t)(n_in / b) * (size_t)bs;
+    *co = cuda_matvec_coop_for(W->type, W->dev, *rb);   /* the per-op kernels' choice (speed only) */
     return 0;
 }
 
@@ -1020,7 +1099,9 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
             }
             c->capturing = 0;
             memset(&c->pend, 0, sizeof c->pend);
+            c->res_pending = 0;
             c->moe_pend_on = 0;
+            c->moe_res_add = NULL;
             c->pnorm_on = 0;
             act_invalidate(c);
         }
@@ -1033,6 +1114,7 @@ extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t
 }
 
 extern "C" int backend_cuda_persist_state(backend *be) { return CB(be)->persist; }
+extern "C" long backend_cuda_norm_folds(backend *be) { return CB(be)->n_norm_fold; }
 
 /* ---- sampled decode: forward + the device sampler, one graph ------------------------------- */
 static int record_sample_step(cuda_be *c, fwd_state *f, int32_t id, int pos, int sort) {
@@ -1106,6 +1188,7 @@ extern "C" int32_t backend_cuda_decode_sample(backend *be, fwd_state *f, int32_t
             }
             c->capturing = 0;
             memset(&c->pend, 0, sizeof c->pend);
+            c->res_pending = 0;
             act_invalidate(c);
         }
         if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->sgraph[gi], c->st));

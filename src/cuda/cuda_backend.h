@@ -104,6 +104,8 @@ int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t id, int po
 /* How the decode steps run: 1 the persistent kernel (persist.cu; every layer in one launch),
  * 0 not decided yet (no step so far), -1 op by op (the model or STRATA_CUDA_PERSIST). */
 int backend_cuda_persist_state(backend *be);
+/* how many RMSNorm epilogues (STRATA_CUDA_NORM_FOLD) this backend has launched or captured */
+long backend_cuda_norm_folds(backend *be);
 /* µs per grid-wide barrier of the persistent kernel over `grid` CTAs (best of 5 launches of n) */
 double cuda_persist_barrier_us(int grid, int n);
 /* stage timing of the persistent kernel (benchmarks): enable before the first step of a new

@@ -27,13 +27,35 @@ typedef struct mv_group {
     size_t row_bytes;
     int swiglu;
     float *swiglu_out;               /* [T][n_out[0]] */
+    /* T = 1, one weight with a residual add (add_to[0] = x): when norm_w is set, the launch's
+     * last CTA then normalizes the updated x (n_out[0] values) into norm_y and its activation
+     * blocks norm_act (format norm_fmt), the bits of the fused norm kernels (ops_dev.cuh,
+     * norm_quant_cta); counter: a zeroed int the last CTA resets; norm_threads: threads per
+     * CTA of that launch (128, 256, 512 or 1024) */
+    const float *norm_w;
+    float *norm_y;
+    uint8_t *norm_act;
+    int norm_fmt;
+    float norm_eps;
+    unsigned *counter;
+    int norm_threads;
 } mv_group;
+/* the longest x the norm epilogues (matvec, MoE combine) take: x and w staged in shared memory */
+#define NORM_FOLD_MAX 4096
 
 /* matvec.cu */
 int    cuda_type_info(int type, int *blck, int *act_fmt, int *bsize);
 size_t cuda_act_row_bytes(int act, int64_t n);
 int    cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
 int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
+/* a gate/up + SwiGLU group at T = 1 that also writes h quantized into act_h (32-value blocks:
+ * the formats ..._ok accepts); act_h must not be act */
+int    cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out);
+int    cuda_matvec_swiglu_q32(int type, const mv_group *g, int64_t n_in, const void *act, void *act_h, int act_h_fmt,
+                              cudaStream_t st);
+/* the T = 1 matvec kernel for one weight of `type` at W with rows of row_bytes: 8 (8 lanes
+ * per super-block) or 0 (one lane per block): the choice cuda_matvec_group makes */
+int    cuda_matvec_coop_for(int type, const void *W, size_t row_bytes);
 /* what cuda_matvec_set_coop asked for: 0 (one lane per super-block), 8, or -1 (defaults) */
 int    cuda_matvec_coop_setting(void);
 
@@ -65,6 +87,9 @@ typedef struct cuda_moe {
 int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* (router +) route .. down */
 static inline int cuda_moe_router_fusable(int router_type, int64_t E) { return router_type == TYPE_F32 && (E == 2048 || E == 1024); }
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st);   /* out (+ residual) */
+/* T = 1: out, the residual add, then RMSNorm + quantization of the updated x (last CTA) */
+int cuda_moe_combine_norm(const cuda_moe *m, float *add_to, const float *nw, float *ny, void *nact, int nfmt, float eps,
+                          unsigned *counter, int threads, cudaStream_t st);
 int cuda_moe_tables_init(void);
 
 /* persist.cu: the persistent decode step, every layer of a dense llama-style model at T = 1
@@ -120,10 +145,15 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
 int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
                    int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
                    int *counters, float *out, void *act, int act_fmt, cudaStream_t st);
-/* the CPU's summation order (bit-identical); scratch: T * n_heads * n_ctx floats */
-int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+/* RoPE and the KV store folded into the exact attention (T = 1): q and k un-rotated, v, and
+ * the tables of q and k; each CTA rotates its head's q and its KV head's k itself (ops_dev.cuh,
+ * rope_head_kv) and the group's first head stores the position's K/V rows */
+typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neox; } cuda_rope_fold;
+/* the CPU's summation order (bit-identical); scratch: T * n_heads * n_ctx floats; rf: NULL, or
+ * (T = 1) the RoPE + KV store to fold in (kc / vc are then written) */
+int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                         float *out, void *act, int act_fmt, cudaStream_t st);
+                         float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st);
 /* expf with the host libm's bits (expf_host.cuh): set once per process */
 struct expf_table;
 int cuda_ops_expf_init(const struct expf_table *t, int mode);

@@ -7,7 +7,8 @@
  * sums use __dp4a (exact). Codebooks are copied once into device memory (iq_tables_upload)
  * from the generated host tables (src/quant/iq_tables.c).
  * Every .cu that includes this header has its own copy of the tables (static __device__):
- * each fills its copy once with iq_tables_upload (matvec.cu: cuda_tables_init; moe.cu). */
+ * each fills its copy once through a function IQ_TABLES_INIT_FN defines (matvec.cu:
+ * cuda_tables_init; moe.cu, persist.cu). */
 #ifndef STRATA_IQ_BLOCKS_CUH
 #define STRATA_IQ_BLOCKS_CUH
 #include "cuda_common.cuh"
@@ -32,6 +33,20 @@ static inline int iq_tables_upload(void) {
            cudaMemcpyToSymbol(d_ksigns, ksigns_iq2xs, sizeof d_ksigns) != cudaSuccess ||
            cudaMemcpyToSymbol(d_kvalues_iq4nl, kvalues_iq4nl, sizeof d_kvalues_iq4nl) != cudaSuccess ? -1 : 0;
 }
+
+/* int NAME(void): this translation unit's codebooks filled once (0), or -1 with the error
+ * recorded as "IQ codebook upload (WHAT)" */
+#define IQ_TABLES_INIT_FN(NAME, WHAT)                                                               \
+    int NAME(void) {                                                                                \
+        static int done = 0;                                                                        \
+        if (done) return 0;                                                                         \
+        if (iq_tables_upload()) {                                                                   \
+            cuda_record_error("IQ codebook upload (" WHAT ")", cudaGetLastError(), __FILE__, __LINE__); \
+            return -1;                                                                              \
+        }                                                                                           \
+        done = 1;                                                                                   \
+        return 0;                                                                                   \
+    }
 
 /* bytes 0xFF where sign bit set (bits 0..3 of s -> bytes 0..3) */
 static __device__ __forceinline__ uint32_t sign_mask4(uint32_t s) { return spread4(s & 15) * 0xFFu; }

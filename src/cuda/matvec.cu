@@ -28,6 +28,7 @@
 
 EXPF_DEVICE_STATE
 int cuda_matvec_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
+#include "ops_dev.cuh"
 
 /* ---- activation quantization ------------------------------------------------------------ */
 
@@ -120,6 +121,77 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
     if (lane == 0) store_row<TM>(g, wi, r, T, acc);
 }
 
+/* T = 1, one weight with its residual add (add_to[0] = x), then the launch's last CTA
+ * normalizes the updated x into norm_y and its activation blocks (ops_dev.cuh,
+ * norm_quant_cta: the fused norm kernels' bits). Rows per CTA = warps per CTA (blockDim /
+ * 32, g.norm_threads: STRATA_CUDA_NORM_FOLD): the tail runs on one CTA after every other,
+ * so its thread count sets its latency (ops_dev.cuh: last_cta_arrived). */
+template <int FMT, int COOP>
+__global__ void __launch_bounds__(1024)
+matvec_norm_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act) {
+    PDL_WAIT();
+    __shared__ float xs[NORM_FOLD_MAX], ws[NORM_FOLD_MAX];
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row < g.row_start[1]) {
+        float acc[1];
+        row_dot<FMT, 1, COOP>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, acc);
+        if (lane == 0) store_row<1>(g, 0, row, 1, acc);
+    }
+    if (!last_cta_arrived(g.counter)) return;
+    norm_quant_cta(g.add_to[0], g.norm_w, (int)g.n_out[0], g.norm_eps, g.norm_fmt, g.norm_y, g.norm_act, xs, ws);
+    if (threadIdx.x == 0) *g.counter = 0;
+}
+
+/* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that
+ * read 32-value blocks (act_q8_0 / act_q8_1): 32 warps per CTA, warp w takes row
+ * 32 * blockIdx.x + w (store_swiglu's values), then warp 0 quantizes the CTA's 32 h values as
+ * one block (act_quant_block_regs: act_quantize_kernel's bits). One launch instead of two. */
+template <int FMT>
+__global__ void __launch_bounds__(1024)
+matvec_swiglu_q32_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, uint8_t *__restrict__ act_h,
+                         int fmt_h) {
+    PDL_WAIT();
+    __shared__ float hs[32];
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, row = blockIdx.x * 32 + w;
+    float ga[1], ua[1];
+    row_dot<FMT, 1, 0>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ga);
+    row_dot<FMT, 1, 0>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ua);
+    if (lane == 0) {
+        store_swiglu<1>(g, row, 1, ga, ua);
+        hs[w] = __fmul_rn(__fdiv_rn(ga[0], __fadd_rn(1.0f, expf_ref(-ga[0]))), ua[0]);   /* store_swiglu's h */
+    }
+    __syncthreads();
+    if (w == 0) {
+        float v = hs[lane];
+        act_quant_block_regs<32>(&v, act_h + (size_t)blockIdx.x * act_block_bytes_dev(fmt_h), fmt_h);
+    }
+}
+
+int cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out) {
+    return (type == TYPE_Q4_0 || type == TYPE_Q4_1 || type == TYPE_Q5_0 || type == TYPE_Q5_1 || type == TYPE_Q8_0) &&
+           (act_h_fmt == ACT_Q8_0 || act_h_fmt == ACT_Q8_1) && n_out % 32 == 0 && n_out > 0;
+}
+
+int cuda_matvec_swiglu_q32(int type, const mv_group *g, int64_t n_in, const void *act, void *act_h, int act_h_fmt,
+                           cudaStream_t st) {
+    int blck, af, bs;
+    if (!g->swiglu || !cuda_matvec_swiglu_q32_ok(type, act_h_fmt, g->n_out[0]) || cuda_type_info(type, &blck, &af, &bs) ||
+        n_in % blck)
+        return -1;
+    const int nb = (int)(n_in / blck);
+    const unsigned blocks = (unsigned)(g->n_out[0] / 32);
+    const uint8_t *a = (const uint8_t *)act;
+    uint8_t *ah = (uint8_t *)act_h;
+    switch (type) {
+    case TYPE_Q4_0: klaunch(matvec_swiglu_q32_kernel<TYPE_Q4_0>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
+    case TYPE_Q4_1: klaunch(matvec_swiglu_q32_kernel<TYPE_Q4_1>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
+    case TYPE_Q5_0: klaunch(matvec_swiglu_q32_kernel<TYPE_Q5_0>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
+    case TYPE_Q5_1: klaunch(matvec_swiglu_q32_kernel<TYPE_Q5_1>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
+    default:        klaunch(matvec_swiglu_q32_kernel<TYPE_Q8_0>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
+    }
+    return CU_LAUNCHED();
+}
+
 /* Kernel of the 256-weight formats: 8 (8 lanes per super-block), 0 (the first kernel, one
  * lane per super-block: kept for comparison in tests and benchmarks), or -1: each format's
  * default (coop_default). Q4_K /
@@ -128,14 +200,44 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
 static int mv_coop = -1;
 extern "C" void cuda_matvec_set_coop(int v) { mv_coop = v == 0 || v == 8 ? v : -1; }
 int cuda_matvec_coop_setting(void) { return mv_coop; }
+
 static int coop_default(int fmt, int T) {
     (void)fmt; (void)T;
     return 8;
 }
 
+/* the kernel for weights W[0..n) of format FMT with rows of row_bytes: 8 (8 lanes per
+ * super-block) or 0 (one lane per block) */
+template <int FMT>
+static int coop_choice(const uint8_t *const *W, int n, size_t row_bytes, int T) {
+    if (!coop_fmt<FMT>::ok) return 0;
+    int coop = mv_coop >= 0 ? mv_coop : coop_default(FMT, T);
+    if (coop && (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K)) {
+        if (row_bytes % 16) coop = 0;
+        for (int i = 0; i < n; i++)
+            if ((uintptr_t)W[i] % 16) coop = 0;
+    }
+    return coop;
+}
+
+int cuda_matvec_coop_for(int type, const void *W, size_t row_bytes) {
+    const uint8_t *w = (const uint8_t *)W;
+    switch (type) {
+#define COOP_FOR(F) case F: return coop_choice<F>(&w, 1, row_bytes, 1);
+    COOP_FOR(TYPE_Q2_K) COOP_FOR(TYPE_Q3_K) COOP_FOR(TYPE_Q4_K) COOP_FOR(TYPE_Q5_K) COOP_FOR(TYPE_Q6_K)
+    COOP_FOR(TYPE_IQ2_XXS) COOP_FOR(TYPE_IQ2_XS) COOP_FOR(TYPE_IQ2_S) COOP_FOR(TYPE_IQ3_XXS) COOP_FOR(TYPE_IQ3_S)
+    COOP_FOR(TYPE_IQ1_S) COOP_FOR(TYPE_IQ1_M) COOP_FOR(TYPE_IQ4_XS)
+#undef COOP_FOR
+    default: return 0;
+    }
+}
+
 template <int FMT, int COOP>
 static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
-    if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    if (T == 1 && g->norm_w) {
+        const int nt = g->norm_threads, rows = g->row_start[1];
+        klaunch(matvec_norm_kernel<FMT, COOP>, (unsigned)((rows + nt / 32 - 1) / (nt / 32)), nt, 0, st, *g, n_in, nb, a);
+    } else if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T == 2) klaunch(matvec_kernel<FMT, 2, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T <= 4) klaunch(matvec_kernel<FMT, 4, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else klaunch(matvec_kernel<FMT, 8, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
@@ -146,12 +248,7 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     int rows = g->swiglu ? (int)g->n_out[0] : g->row_start[g->n];
     unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
     const uint8_t *a = (const uint8_t *)act;
-    int coop = !coop_fmt<FMT>::ok ? 0 : mv_coop >= 0 ? mv_coop : coop_default(FMT, T);
-    if (coop && (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K)) {
-        if (g->row_bytes % 16) coop = 0;
-        for (int i = 0; i < (g->swiglu ? 2 : g->n); i++)
-            if ((uintptr_t)g->W[i] % 16) coop = 0;
-    }
+    const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
     if (coop_fmt<FMT>::ok && coop == 8) launch_tm<FMT, coop_fmt<FMT>::ok * 8>(g, n_in, nb, a, as, T, blocks, st);
     else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
     return CU_LAUNCHED();
@@ -258,16 +355,7 @@ extern "C" int cuda_matvec(const void *W, int type, int64_t n_in, int64_t n_out,
 }
 
 /* ---- IQ codebooks into device memory (once per process) ---------------------------------- */
-int cuda_tables_init(void) {
-    static int done = 0;
-    if (done) return 0;
-    if (iq_tables_upload()) {
-        cuda_record_error("IQ codebook upload", cudaGetLastError(), __FILE__, __LINE__);
-        return -1;
-    }
-    done = 1;
-    return 0;
-}
+IQ_TABLES_INIT_FN(cuda_tables_init, "matvec")
 
 extern "C" int cuda_type_act(int type) {
     int af;

@@ -32,17 +32,9 @@
 
 EXPF_DEVICE_STATE
 int cuda_moe_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
+#include "ops_dev.cuh"
 
-int cuda_moe_tables_init(void) {
-    static int done = 0;
-    if (done) return 0;
-    if (iq_tables_upload()) {
-        cuda_record_error("IQ codebook upload (moe)", cudaGetLastError(), __FILE__, __LINE__);
-        return -1;
-    }
-    done = 1;
-    return 0;
-}
+IQ_TABLES_INIT_FN(cuda_moe_tables_init, "moe")
 
 #define ROUTE_THREADS 512
 #define DOWN_R 2   /* rows per warp of the cooperative down kernel */
@@ -182,7 +174,6 @@ moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x
                         int *__restrict__ pair_of, float *__restrict__ wts) {
     PDL_WAIT();
     extern __shared__ float s_p[];
-    __shared__ int s_last;
     const int E = NPL * 32, lane = threadIdx.x & 31;
     const int row = blockIdx.x * ROUTER_WARPS + (threadIdx.x >> 5);
     if (row < X) {
@@ -201,12 +192,7 @@ moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x
             if (lane == 0) logits[(size_t)t * X + row] = acc;
         }
     }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(counter, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
+    if (!last_cta_arrived(counter)) return;
     moe_route_body(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
 }
@@ -400,6 +386,36 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     if (CU_LAUNCHED() || moe_dispatch(m->type_gu, m, 0, st)) return -1;
     if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
     return moe_dispatch(m->type_down, m, 1, st);
+}
+
+/* T = 1: the combine with its residual add, then the launch's last CTA normalizes the updated
+ * x into ny and its activation blocks (ops_dev.cuh, norm_quant_cta: the fused norm kernel's
+ * bits); counter: a zeroed int the last CTA resets; threads: the CTA size (the tail's). One
+ * launch instead of two. */
+__global__ void __launch_bounds__(1024) moe_combine_norm_kernel(const float *__restrict__ y, const int *__restrict__ pair_of,
+                                        const float *__restrict__ wts, int k, int E, float *__restrict__ out,
+                                        float *add_to, const float *nw, float *ny, uint8_t *nact, int nfmt, float eps,
+                                        unsigned *counter) {
+    PDL_WAIT();
+    __shared__ float xs[NORM_FOLD_MAX], ws[NORM_FOLD_MAX];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < E) {
+        float o = 0.0f;
+        for (int r = 0; r < k; r++) o = __fadd_rn(o, __fmul_rn(wts[r], y[(size_t)pair_of[r] * E + i]));
+        out[i] = o;
+        add_to[i] = __fadd_rn(add_to[i], o);
+    }
+    if (!last_cta_arrived(counter)) return;
+    norm_quant_cta(add_to, nw, E, eps, nfmt, ny, nact, xs, ws);
+    if (threadIdx.x == 0) *counter = 0;
+}
+
+int cuda_moe_combine_norm(const cuda_moe *m, float *add_to, const float *nw, float *ny, void *nact, int nfmt, float eps,
+                          unsigned *counter, int threads, cudaStream_t st) {
+    if (m->T != 1 || !add_to || !counter || threads < 128 || threads > 1024 || threads % 32) return -1;
+    klaunch(moe_combine_norm_kernel, (unsigned)((m->E + threads - 1) / threads), threads, 0, st, m->y, m->pair_of, m->wts, m->k, (int)m->E,
+            m->out, add_to, nw, ny, (uint8_t *)nact, nfmt, eps, counter);
+    return CU_LAUNCHED();
 }
 
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {

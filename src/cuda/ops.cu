@@ -152,11 +152,7 @@ static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr,
     for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0;
-        for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += part[i];
-        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
-    }
+    if (threadIdx.x == 0) inv_s = rms_inv_parts(part, (int)(blockDim.x >> 5), n, eps);
     __syncthreads();
     float inv = inv_s;
     for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], inv), w[i]);
@@ -215,11 +211,7 @@ rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, flo
     for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
     if ((tid & 31) == 0) part[tid >> 5] = ss;
     __syncthreads();
-    if (tid == 0) {
-        double t = 0;
-        for (int i = 0; i < 32; i++) t += part[i];
-        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
-    }
+    if (tid == 0) inv_s = rms_inv_parts(part, 32, n, eps);
     __syncthreads();
     float inv = inv_s;
     uint8_t *arow = act + (size_t)r * act_row_bytes;
@@ -256,11 +248,7 @@ rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, fl
     for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
     if ((tid & 31) == 0) part[tid >> 5] = ss;
     __syncthreads();
-    if (tid == 0) {
-        double t = 0;
-        for (int i = 0; i < nw; i++) t += part[i];
-        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
-    }
+    if (tid == 0) inv_s = rms_inv_parts(part, nw, n, eps);
     __syncthreads();
     const float inv = inv_s;
     const float *wr = w + (size_t)tid * 8;
@@ -541,19 +529,32 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
 
 /* ---- attention, the CPU's order (default): bit-identical to src/cpu/backend_cpu.c -----------
  * One CTA per (token, head); the body is ops_dev.cuh's attn_exact_head (shared with the
- * persistent kernel), then the head's output quantized for wo when asked. sc: [T][H][n_ctx]
+ * persistent kernel), then the head's output quantized for wo when asked. At T = 1 the RoPE
+ * and KV store can be folded in (rf: each CTA rotates its own q and k; one launch less). sc: [T][H][n_ctx]
  * scratch when the scores do not fit in shared memory. */
 __global__ void __launch_bounds__(ATTX_THREADS)
-attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
+attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
                   int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
-                  size_t act_row_bytes, int act_fmt, int use_smem) {
+                  size_t act_row_bytes, int act_fmt, int use_smem, cuda_rope_fold rf) {
     PDL_WAIT();
     extern __shared__ uint32_t dyn[];
+    __shared__ float qr[ATT_MAX_HD];
+    __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
     int h = blockIdx.x, t = blockIdx.y, warp = threadIdx.x >> 5;
     int last = (d_pos ? d_pos[0] : pos0) + t;
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
-    attn_exact_head(q + ((size_t)t * n_heads + h) * head_dim, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window,
-                    use_smem ? NULL : scratch + ((size_t)t * n_heads + h) * n_ctx, orow, dyn, NULL, NULL);
+    const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
+    const uint32_t *k_last = NULL, *v_last = NULL;
+    if (rf.k) {   /* T = 1: this head's RoPE, its KV head's rows of the position (ops_dev.cuh) */
+        const int grp = n_heads / n_kv_heads, kvh = h / grp, half = rf.n_rot / 2;
+        const size_t off = (size_t)last * n_kv_heads * head_dim + (size_t)kvh * head_dim;
+        rope_head_kv(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
+                     rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
+                     h % grp == 0 ? kc + off : NULL, vc + off);
+        qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
+    }
+    attn_exact_head(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window,
+                    use_smem ? NULL : scratch + ((size_t)t * n_heads + h) * n_ctx, orow, dyn, k_last, v_last);
     if (act) {
         __syncthreads();
         int B = act_fmt == ACT_Q8_2 ? 64 : 32;
@@ -566,10 +567,11 @@ attn_exact_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_
     }
 }
 
-int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                         float *out, void *act, int act_fmt, cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD || head_dim % 2) return -1;
+                         float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st) {
+    if (head_dim > ATT_MAX_HD || head_dim % 2 || (rf && T != 1)) return -1;
+    cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once) */
         if (CU_CHECK(cudaFuncSetAttribute(attn_exact_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
@@ -583,7 +585,7 @@ int cuda_attention_exact(const float *q, const uint16_t *kc, const uint16_t *vc,
     int use_smem = sc_bytes <= 96 * 1024;
     size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);
     klaunch(attn_exact_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
-                                                   n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem);
+                                                   n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem, rf ? *rf : no_fold);
     return CU_LAUNCHED();
 }
 

@@ -4,6 +4,8 @@
 #ifndef STRATA_OPS_DEV_CUH
 #define STRATA_OPS_DEV_CUH
 #include "cuda_common.cuh"
+#include "act_quant.cuh"
+#include "cuda_internal.h"   /* NORM_FOLD_MAX */
 
 /* RoPE, cos/sin from the host table [pos][n_rot/2][2]: pairs (2i, 2i+1) (llama's GGUF
  * layout) or, with neox, (i, i + n_rot/2). */
@@ -14,6 +16,118 @@ static __device__ __forceinline__ void rope_pair(const float *v, int i, int n_ro
     *oa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
     *ob = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
     *ia_out = ia; *ib_out = ib;
+}
+
+/* Thread 0 of a norm: 1 / sqrt(mean square + eps) from the CTA's per-warp partial sums,
+ * added in slot order (the order every norm kernel here uses). */
+static __device__ __forceinline__ float rms_inv_parts(const double *part, int nparts, int n, float eps) {
+    double t = 0;
+    for (int i = 0; i < nparts; i++) t += part[i];
+    return (float)(1.0 / sqrt(t / n + (double)eps));
+}
+
+/* Called by every thread of every CTA of a launch after its global stores: nonzero in the
+ * launch's last CTA to arrive, which then sees every CTA's stores (a zeroed counter it must
+ * reset). Only thread 0 fences: the CTA barrier orders the CTA's stores before that fence,
+ * and release is cumulative. */
+static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
+    __shared__ int s_last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (s_last) __threadfence();
+    return s_last;
+}
+
+/* RMSNorm of x[0..n) into y and its activation blocks act (format fmt: act_q8_0/1/2 or _K), by
+ * the calling CTA (128..1024 threads, a multiple of 32), with the double sum of squares in
+ * the order of the fused norm kernel ops.cu launches for that format: rmsnorm_q256_kernel's
+ * n/8 threads of 8 consecutive values for act_q8_K (n <= 8192), else 1024 threads strided
+ * (rmsnorm_q32_kernel, rmsnorm_kernel); a thread plays virtual threads v, v + blockDim, ...
+ * with the same lanes, so every warp tree and partial slot is the kernel's. x is read once,
+ * through L2 (__ldcg: other CTAs of the same launch wrote it), into xs, and w into ws (shared,
+ * n <= NORM_FOLD_MAX floats each) with all loads in flight; the virtual threads' sums are built
+ * side by side (up to 8 per thread) so their shuffle trees overlap: this runs as the tail of
+ * a launch, after every other CTA, so its latency is the whole cost. Ends synchronized. */
+static __device__ __forceinline__ void norm_quant_cta(const float *x, const float *w, int n, float eps, int fmt, float *y,
+                                                      uint8_t *act, float *xs, float *ws) {
+    __shared__ double part[32];
+    __shared__ float inv_s;
+    const int nt = blockDim.x, tid = threadIdx.x, lane = tid & 31;
+#pragma unroll 4
+    for (int i = tid; i < n; i += nt) { xs[i] = __ldcg(x + i); ws[i] = w[i]; }
+    __syncthreads();
+    const int k256 = fmt == ACT_Q8_K && n <= 8192;
+    const int VT = k256 ? n / 8 : 1024, nparts = VT / 32;
+    for (int v00 = 0; v00 < VT; v00 += 8 * nt) {
+        double ss[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int v = v00 + j * nt + tid;
+            ss[j] = 0;
+            if (v00 + j * nt + (tid & ~31) >= VT) continue;   /* whole warps: VT % 32 == 0 */
+            if (k256) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) { double d = xs[8 * v + k]; ss[j] += d * d; }
+            } else {
+                for (int i = v; i < n; i += 1024) { double d = xs[i]; ss[j] += d * d; }
+            }
+        }
+#pragma unroll
+        for (int s = 16; s >= 1; s >>= 1)
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (v00 + j * nt < VT) ss[j] += __shfl_xor_sync(FULL_MASK, ss[j], s);   /* same for the whole CTA */
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int v = v00 + j * nt + tid;
+            if (lane == 0 && v00 + j * nt + (tid & ~31) < VT) part[v >> 5] = ss[j];
+        }
+    }
+    __syncthreads();
+    if (tid == 0) inv_s = rms_inv_parts(part, nparts, n, eps);
+    __syncthreads();
+    const float inv = inv_s;
+    for (int i = tid; i < n; i += nt) {
+        const float yv = __fmul_rn(__fmul_rn(xs[i], inv), ws[i]);
+        y[i] = yv;
+        xs[i] = yv;
+    }
+    __syncthreads();
+    act_quant_row_cta(xs, n, act, fmt);
+    __syncthreads();
+}
+
+/* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
+ * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the f16 words the
+ * cache holds into kl / vl (all shared memory), then, when kc_row / vc_row are given (one CTA
+ * per KV group), stored there. The caller passes kl / vl to attn_exact_head as the row of
+ * that position, so no CTA reads back a row another CTA of the same launch writes. csq / csk:
+ * the position's [n_rot/2][cos, sin] of q's and k's tables. Ends with the CTA synchronized. */
+static __device__ __forceinline__ void rope_head_kv(const float *qs, const float *ks, const float *vs, const float *csq,
+                                                    const float *csk, int n_rot, int neox, int head_dim, float *qr,
+                                                    uint16_t *kl, uint16_t *vl, uint16_t *kc_row, uint16_t *vc_row) {
+    const int half = n_rot / 2;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float o1, o2;
+        int ia, ib;
+        rope_pair(qs, i, n_rot, neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
+        qr[ia] = o1; qr[ib] = o2;
+        rope_pair(ks, i, n_rot, neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
+        kl[ia] = __half_as_ushort(__float2half_rn(o1));
+        kl[ib] = __half_as_ushort(__float2half_rn(o2));
+    }
+    for (int j = n_rot + threadIdx.x; j < head_dim; j += blockDim.x) {
+        qr[j] = qs[j];
+        kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
+    }
+    for (int j = threadIdx.x; j < head_dim; j += blockDim.x) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
+    __syncthreads();
+    if (kc_row)
+        for (int j = threadIdx.x; j < head_dim; j += blockDim.x) { kc_row[j] = kl[j]; vc_row[j] = vl[j]; }
 }
 
 /* ---- attention, the CPU's order: bit-identical to src/cpu/backend_cpu.c --------------------
@@ -57,6 +171,22 @@ static __device__ __forceinline__ void cp_async_wait_all(void) {
 static __host__ __device__ __forceinline__ size_t attn_tile_words(int head_dim) {
     return ((size_t)ATT_TILE * (head_dim / 2 + 1) + 3) & ~(size_t)3;
 }
+/* rows p0 .. p0 + nr - 1 of one head's K or V cache (base: row 0 of the range; rows kv_dim
+ * halves apart) into the tile, W words per row at stride RS, by cp.async; the range's last
+ * row (n - 1) from last_row instead when given (a row this launch made). Between barriers:
+ * the previous tile's readers are done before, the new tile is complete after. */
+static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint16_t *base, int p0, int nr, int n, int W,
+                                                      int RS, int kv_dim, const uint32_t *last_row) {
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < nr * W; idx += ATTX_THREADS) {
+        int r = idx / W, w = idx % W;
+        if (last_row && p0 + r == n - 1) tile[r * RS + w] = last_row[w];
+        else cp_async4(&tile[r * RS + w], (const uint32_t *)(base + (size_t)(p0 + r) * kv_dim) + w);
+    }
+    cp_async_wait_all();
+    __syncthreads();
+}
+
 static __device__ __forceinline__ void attn_exact_head(const float *qh, const uint16_t *kc, const uint16_t *vc, int h,
                                                        int n_heads, int n_kv_heads, int head_dim, int last, float scale,
                                                        int window, float *sc, float *orow, uint32_t *dyn,
@@ -79,14 +209,7 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const ui
     float mx = -INFINITY;
     for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        __syncthreads();
-        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
-            int r = idx / W, w = idx % W;
-            if (k_last && p0 + r == n - 1) tile[r * RS + w] = k_last[w];
-            else cp_async4(&tile[r * RS + w], (const uint32_t *)(kbase + (size_t)(p0 + r) * kv_dim) + w);
-        }
-        cp_async_wait_all();
-        __syncthreads();
+        attn_tile_load(tile, kbase, p0, nr, n, W, RS, kv_dim, k_last);
         if (tid < nr) {
             const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
             float s = 0.0f;
@@ -119,14 +242,7 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const ui
     for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
     for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        __syncthreads();
-        for (int idx = tid; idx < nr * W; idx += ATTX_THREADS) {
-            int r = idx / W, w = idx % W;
-            if (v_last && p0 + r == n - 1) tile[r * RS + w] = v_last[w];
-            else cp_async4(&tile[r * RS + w], (const uint32_t *)(vbase + (size_t)(p0 + r) * kv_dim) + w);
-        }
-        cp_async_wait_all();
-        __syncthreads();
+        attn_tile_load(tile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
 #pragma unroll
         for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
             int d = tid + j * ATTX_THREADS;

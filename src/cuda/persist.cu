@@ -42,16 +42,7 @@
 EXPF_DEVICE_STATE
 int cuda_persist_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 /* this file's copy of the IQ codebooks (iq_blocks.cuh: one per .cu), filled once */
-int cuda_persist_tables_init(void) {
-    static int done = 0;
-    if (done) return 0;
-    if (iq_tables_upload()) {
-        cuda_record_error("IQ codebook upload (persist)", cudaGetLastError(), __FILE__, __LINE__);
-        return -1;
-    }
-    done = 1;
-    return 0;
-}
+IQ_TABLES_INIT_FN(cuda_persist_tables_init, "persist")
 #include "ops_dev.cuh"
 
 #define PT PERSIST_THREADS
@@ -190,11 +181,7 @@ static __device__ __forceinline__ void norm_smem(const float *x, const float *w,
         if (lane == 0) part[v >> 5] = ss;
     }
     __syncthreads();
-    if (tid == 0) {
-        double t = 0;
-        for (int i = 0; i < nparts; i++) t += part[i];
-        inv_s = (float)(1.0 / sqrt(t / n + (double)eps));
-    }
+    if (tid == 0) inv_s = rms_inv_parts(part, nparts, n, eps);
     __syncthreads();
     float inv = inv_s;
     for (int i = tid; i < n; i += PT) y_s[i] = __fmul_rn(__fmul_rn(x[i], inv), w[i]);
@@ -267,26 +254,9 @@ __global__ void __launch_bounds__(PT) persist_kernel(persist_args a) {
         /* B: RoPE, KV rows, attention, one head per CTA */
         for (int h = blockIdx.x; h < H; h += gridDim.x) {
             const int kvh = h / grp;
-            const float *qs = P->q + (size_t)h * HD, *ks = P->k + (size_t)kvh * HD, *vs = P->v + (size_t)kvh * HD;
-            for (int i = tid; i < half; i += PT) {
-                float c = cs[2 * i], s = cs[2 * i + 1], o1, o2;
-                int ia, ib;
-                rope_pair(qs, i, a.n_rot, a.neox, c, s, &o1, &o2, &ia, &ib);
-                qr[ia] = o1; qr[ib] = o2;
-                rope_pair(ks, i, a.n_rot, a.neox, c, s, &o1, &o2, &ia, &ib);
-                kl[ia] = __half_as_ushort(__float2half_rn(o1));
-                kl[ib] = __half_as_ushort(__float2half_rn(o2));
-            }
-            for (int j = a.n_rot + tid; j < HD; j += PT) {
-                qr[j] = qs[j];
-                kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
-            }
-            for (int j = tid; j < HD; j += PT) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
-            __syncthreads();
-            if (h % grp == 0) {
-                size_t off = (size_t)pos * KV + (size_t)kvh * HD;
-                for (int j = tid; j < HD; j += PT) { P->kc[off + j] = kl[j]; P->vc[off + j] = vl[j]; }
-            }
+            const size_t off = (size_t)pos * KV + (size_t)kvh * HD;
+            rope_head_kv(P->q + (size_t)h * HD, P->k + (size_t)kvh * HD, P->v + (size_t)kvh * HD, cs, cs, a.n_rot, a.neox,
+                         HD, qr, kl, vl, h % grp == 0 ? P->kc + off : NULL, P->vc + off);
             attn_exact_head(qr, P->kc, P->vc, h, H, KVH, HD, pos, a.scale, 0, NULL, P->att + (size_t)h * HD, psm,
                             (const uint32_t *)kl, (const uint32_t *)vl);
             __syncthreads();

@@ -60,6 +60,7 @@ static int argmax(const float *x, int n) { int b = 0; for (int i = 1; i < n; i++
 static void set_env(const char *name, const char *v) { setenv(name, v, 1); env_reset_cache(); }
 
 static void persist_check(const char *label, strata_model *mc, strata_model *mg, int np, int n);
+static void fold_check(const char *label, strata_model *mg, int np, int n);
 
 static void run_model(const char *label, const char *path, int n_gen, int n_persist) {
     t_current = label;
@@ -163,6 +164,7 @@ static void run_model(const char *label, const char *path, int n_gen, int n_pers
         free(ref);
     }
     persist_check(label, mc, mg, plen[1], n_persist);
+    fold_check(label, mg, plen[1], 40);
     strata_model_free(mc);
     strata_model_free(mg);
 }
@@ -223,6 +225,40 @@ static void persist_check(const char *label, strata_model *mc, strata_model *mg,
     if (!strncmp(cuda_expf_mode(), "libm", 4))
         CHECKF(same_cpu == n, "%s: persistent step vs CPU: %d of %d steps bit-identical", label, same_cpu, n);
     CHECKF(ids_equal == n, "%s: persistent step ids vs CPU argmax: %d of %d", label, ids_equal, n);
+out:
+    free(ia); free(ib); free(la); free(lb);
+}
+
+/* The opt-in RMSNorm epilogue (STRATA_CUDA_NORM_FOLD, read when a session makes its backend)
+ * against the default separate norm kernels: n graph decode steps, logits bit for bit, and
+ * the epilogue must have run (its launch count) */
+static void fold_check(const char *label, strata_model *mg, int np, int n) {
+    static const char *threads[2] = { "128", "1024" };
+    int V = strata_n_vocab(mg);
+    int32_t prompt[64], *ia = malloc(sizeof(int32_t) * n), *ib = malloc(sizeof(int32_t) * n);
+    float *la = malloc(sizeof(float) * (size_t)V * n), *lb = malloc(sizeof(float) * (size_t)V * n);
+    prompt_ids(1, V, prompt, np);
+    int sb = 0;
+    CHECK(ia && ib && la && lb);
+    if (!ia || !ib || !la || !lb) goto out;
+    CHECKF(gpu_steps(mg, "off", prompt, np, n, ib, lb, &sb) == 0, "%s: graph steps failed", label);
+    for (int t = 0; t < 2; t++) {
+        set_env("STRATA_CUDA_NORM_FOLD", threads[t]);   /* read when a session makes its backend */
+        strata_session *s = session(mg);   /* the epilogue count of a prompt + one step */
+        int32_t one = prompt[0];
+        CHECK(s && strata_session_eval(s, prompt, np) == 0 && strata_session_eval(s, &one, 1) == 0);
+        long folds = s ? backend_cuda_norm_folds(s->be) : 0;
+        strata_session_free(s);
+        int sa = 0, same = 0;
+        CHECKF(gpu_steps(mg, "off", prompt, np, n, ia, la, &sa) == 0, "%s: norm-epilogue steps failed", label);
+        set_env("STRATA_CUDA_NORM_FOLD", "off");
+        for (int i = 0; i < n; i++)
+            same += ia[i] == ib[i] && !memcmp(la + (size_t)i * V, lb + (size_t)i * V, sizeof(float) * (size_t)V);
+        printf("%-28s norm epilogue (%s threads): %ld launched in one T = 1 step, logits == default at %d of %d steps\n",
+               label, threads[t], folds, same, n);
+        CHECKF(folds > 0, "%s: STRATA_CUDA_NORM_FOLD=%s launched no epilogue", label, threads[t]);
+        CHECKF(same == n, "%s: norm epilogue %s vs separate norm: %d of %d steps bit-identical", label, threads[t], same, n);
+    }
 out:
     free(ia); free(ib); free(la); free(lb);
 }

@@ -14,6 +14,7 @@
 #include "model/synth.h"
 #include "quant/quant.h"
 #include "cuda/cuda_backend.h"
+#include "core/env.h"
 
 static uint64_t rs = 99;
 static float rnd(void) {
@@ -21,6 +22,7 @@ static float rnd(void) {
     return (float)(rs >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
 }
 
+static const char *g_fold = "off";   /* STRATA_CUDA_NORM_FOLD of model_parity's CUDA model */
 static int g_dim = 256;   /* model width of the next make_moe (2048 / 1024: the fused F32 router) */
 static int make_moe(const char *path, int layers, int type_experts, int type_attn, int type_out, int vocab) {
     synth_params p;
@@ -119,6 +121,8 @@ static void kernel_parity(int type) {
 done:
     strata_session_free(sc); strata_session_free(sg);
     strata_model_free(mc); strata_model_free(mg);
+    setenv("STRATA_CUDA_NORM_FOLD", "off", 1);
+    env_reset_cache();
     unlink(path);
 }
 
@@ -130,6 +134,8 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     snprintf(path, sizeof path, "/tmp/strata-gpu-moe-model-%d.gguf", te);
     if (make_moe(path, layers, te, ta, to, 3000)) { CHECKF(0, "%s: synth", label); return; }
     strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
+    setenv("STRATA_CUDA_NORM_FOLD", g_fold, 1);   /* read when a session makes its backend */
+    env_reset_cache();
     CHECKF(mc && mg, "%s: load", label);
     if (mc && mg) {
         strata_model_info info;
@@ -151,6 +157,10 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
             if (strata_session_eval(sc, &a, 1) || strata_session_eval(sg, &a, 1)) same = 0;
         }
         CHECKF(same && steps == 16, "%s: teacher-forced logits GPU != CPU (after %d steps)", label, steps);
+        /* the norm epilogues (after wo + residual and the combine + residual) ran, or not */
+        const long folds = sg ? backend_cuda_norm_folds(sg->be) : -1;
+        if (strcmp(g_fold, "off")) CHECKF(folds > 0, "%s: no norm epilogue launched", label);
+        else CHECKF(folds == 0, "%s: %ld norm epilogues with the switch off", label, folds);
         strata_session_free(sc); strata_session_free(sg);
         /* free-running greedy (GPU: the captured graph, MoE inside) */
         sc = session(mc); sg = session(mg);
@@ -166,6 +176,8 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
         strata_session_free(sc); strata_session_free(sg);
     }
     strata_model_free(mc); strata_model_free(mg);
+    setenv("STRATA_CUDA_NORM_FOLD", "off", 1);
+    env_reset_cache();
     unlink(path);
 }
 
@@ -195,5 +207,10 @@ int main(void) {
     model_parity("qwen3moe IQ2_XXS / Q4_K / Q6_K", 2, TYPE_IQ2_XXS, TYPE_Q4_K, TYPE_Q6_K);
     g_dim = 2048;
     model_parity("qwen3moe dim 2048 IQ3_XXS / Q4_K / Q6_K", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
+    g_fold = "256";   /* the opt-in RMSNorm epilogues (STRATA_CUDA_NORM_FOLD) */
+    model_parity("dim 2048, norm epilogue 256 thr", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
+    g_dim = 256; g_fold = "1024";
+    model_parity("Q2_0 / Q8_0, norm epilogue 1024 thr", 2, TYPE_Q2_0, TYPE_Q8_0, TYPE_Q8_0);
+    g_fold = "off";
     TEST_DONE();
 }
