@@ -392,10 +392,10 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
  * x into ny and its activation blocks (ops_dev.cuh, norm_quant_cta: the fused norm kernel's
  * bits); counter: a zeroed int the last CTA resets; threads: the CTA size (the tail's). One
  * launch instead of two. */
-__global__ void __launch_bounds__(1024) moe_combine_norm_kernel(const float *__restrict__ y, const int *__restrict__ pair_of,
-                                        const float *__restrict__ wts, int k, int E, float *__restrict__ out,
-                                        float *add_to, const float *nw, float *ny, uint8_t *nact, int nfmt, float eps,
-                                        unsigned *counter) {
+__global__ void __launch_bounds__(1024)
+moe_combine_norm_kernel(const float *__restrict__ y, const int *__restrict__ pair_of, const float *__restrict__ wts, int k,
+                        int E, float *__restrict__ out, float *add_to, const float *nw, float *ny, uint8_t *nact, int nfmt,
+                        float eps, unsigned *counter) {
     PDL_WAIT();
     __shared__ float xs[NORM_FOLD_MAX], ws[NORM_FOLD_MAX];
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -413,8 +413,8 @@ __global__ void __launch_bounds__(1024) moe_combine_norm_kernel(const float *__r
 int cuda_moe_combine_norm(const cuda_moe *m, float *add_to, const float *nw, float *ny, void *nact, int nfmt, float eps,
                           unsigned *counter, int threads, cudaStream_t st) {
     if (m->T != 1 || !add_to || !counter || threads < 128 || threads > 1024 || threads % 32) return -1;
-    klaunch(moe_combine_norm_kernel, (unsigned)((m->E + threads - 1) / threads), threads, 0, st, m->y, m->pair_of, m->wts, m->k, (int)m->E,
-            m->out, add_to, nw, ny, (uint8_t *)nact, nfmt, eps, counter);
+    klaunch(moe_combine_norm_kernel, (unsigned)((m->E + threads - 1) / threads), threads, 0, st, m->y, m->pair_of, m->wts,
+            m->k, (int)m->E, m->out, add_to, nw, ny, (uint8_t *)nact, nfmt, eps, counter);
     return CU_LAUNCHED();
 }
 
