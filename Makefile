@@ -132,7 +132,7 @@ $(BUILD)/tests/gpu/%: tests/gpu/%.c $(LIB_CORE) tests/test.h $(wildcard tests/gp
 	$(CC) $(CFLAGS) -Itests -Itests/gpu -o $@ $< $(LIB_CORE) $(LDFLAGS_DEPS) $(LDLIBS_CORE) $(CUDA_LIBS)
 test-gpu:
 	@if [ -z "$(strip $(NVCC))" ]; then echo "test-gpu: nvcc not found (the CUDA backend is not built)"; exit 1; fi
-	@$(MAKE) --no-print-directory $(GPU_TEST_BINS) $(BUILD)/tests/gpu/bench_gpu
+	@$(MAKE) --no-print-directory $(GPU_TEST_BINS) $(BUILD)/tests/gpu/bench_gpu $(BUILD)/tests/gpu/bench_e2e
 	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BINS)
 bench-gpu:
 	@if [ -z "$(strip $(NVCC))" ]; then echo "bench-gpu: nvcc not found"; exit 1; fi

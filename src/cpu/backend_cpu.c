@@ -1,10 +1,11 @@
-/* CPU backend: the reference implementation of backend_ops, multithreaded over rows/heads.
+/* CPU backend: the reference implementation of the backend blocks, multithreaded over rows/heads.
  * Each op's result for a token is independent of T and of the thread count (batch
  * invariance): work is split across threads, never the order of a sum. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "model/backend.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/matvec.h"
 #include "cpu/moe.h"
 #include "cpu/threadpool.h"
@@ -14,17 +15,27 @@
 #include "core/util.h"
 #include "core/env.h"
 
-typedef struct {
-    hparams hp;
-    int n_ctx;
-    int exact;              /* f32 KV cache + exact matvec */
-    int kv_int8;            /* KV rows as act_q8_0 blocks (int8 + f32 scale per 32 values) */
-    threadpool *tp;
+/* A KV cache: per layer [kv_cap[l]][kv_row_bytes] rows of K and of V. */
+typedef struct cpu_kv {
+    int n_layers, n_ctx, window;
+    int exact, kv_int8;
     size_t kv_dim;          /* n_kv_heads * head_dim */
     size_t kv_row_bytes;    /* bytes of one position's K (or V): kv_dim * 2 (f16), * 4 (f32), / 32 * 36 (int8) */
-    void **k_cache, **v_cache;   /* per layer: [kv_cap[l]][kv_row_bytes] */
+    void **k_cache, **v_cache;
     int *kv_cap;            /* per layer: n_ctx, or a ring of window + KV_RING_SLACK positions */
-    float *scores;          /* per thread: [n_ctx] */
+} cpu_kv;
+
+typedef struct {
+    hparams hp;
+    const model_weights *w;
+    int n_ctx;
+    int exact;              /* f32 KV cache + exact matvec */
+    threadpool *tp;
+    cpu_kv kv;              /* this backend's own cache (backend.kv points here) */
+    fwd_sizes sz;
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;   /* FWD_MAX_T columns each */
+    float *scores;          /* per thread: [scores_n] */
+    int scores_n;           /* n_ctx, or more once a pass reached a longer cache (another session's) */
     float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
     float *kv_f32;          /* the layer's K and V rows of the pass's positions, converted to f32
                                once per pass ([2][kv_f32_rows][kv_dim]), not per (token, head) */
@@ -38,18 +49,18 @@ typedef struct {
 } cpu_be;
 
 static inline cpu_be *CB(backend *be) { return (cpu_be *)be->impl; }
-
 /* Sliding-window layers keep a ring of window + KV_RING_SLACK positions (position p in slot
  * p % cap), so their KV memory is bounded by the window. The slack covers a pass of
  * FWD_MAX_T tokens (writes before reads: cap >= window + T - 1) and lets a session rewind
  * up to cap - window + 1 positions (speculative rollback) without losing needed rows. */
 #define KV_RING_SLACK (FWD_MAX_T + 1)
 
+/* ==== the primitives (src/cpu/backend_cpu.h): what the blocks below are made of ========== */
+
 /* ---- embed ------------------------------------------------------------------------ */
-static void cpu_embed(backend *be, const weight *te, const int32_t *ids, int T, float *x, float scale) {
+void cpu_embed(const weight *te, const int32_t *ids, int T, float *x, float scale) {
     const quant_traits *qt = quant_traits_get(te->type);
     size_t row_bytes = quant_row_bytes(te->type, te->n_in);
-    (void)be;
     for (int t = 0; t < T; t++) {
         float *dst = x + (size_t)t * te->n_in;
         qt->dequant_row((const uint8_t *)te->data + (size_t)ids[t] * row_bytes, dst, te->n_in);
@@ -59,9 +70,7 @@ static void cpu_embed(backend *be, const weight *te, const int32_t *ids, int T, 
 }
 
 /* ---- rmsnorm: sum of squares in double, sequential (fixed order) ----------------------- */
-static void cpu_rmsnorm(backend *be, const float *x, const weight *w, float *y, int rows, int n, float eps) {
-    (void)be;
-    const float *g = (const float *)w->data;   /* norms are F32 (checked at bind) */
+void cpu_rmsnorm(const float *x, const float *g, float *y, int rows, int n, float eps) {
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * n;
         float *yr = y + (size_t)r * n;
@@ -72,24 +81,12 @@ static void cpu_rmsnorm(backend *be, const float *x, const weight *w, float *y, 
     }
 }
 
-/* ---- matvec ------------------------------------------------------------------------- */
-static void cpu_matvec(backend *be, const weight *W, const float *x, int T, float *y) {
-    matvec(CB(be)->tp, W->data, W->type, W->n_in, W->n_out, x, T, y,
-           CB(be)->exact ? MATVEC_EXACT : MATVEC_DEFAULT);
-}
-
 /* ---- rope: pair i of a head is (2i, 2i+1) in llama's GGUF layout, (i, i + n_rot/2) in the
  * NEOX layout (hparams.rope_neox: qwen3moe, gemma3); both rotate by angle pos * base^(-2i/n_rot) -- */
-static void cpu_rope(backend *be, float *x, int T, int n_heads, int head_dim, int n_rot, int pos0, float base,
-                     float scale) {
-    cpu_be *c = CB(be);
-    const float *inv = base == c->hp.rope_base ? c->rope_inv_freq : c->rope_inv_freq_local;
-    float local[512];
-    if (base != c->hp.rope_base && base != c->hp.rope_base_local) {
-        for (int i = 0; i < n_rot / 2 && i < 512; i++) local[i] = (float)(1.0 / pow((double)base, (2.0 * i) / n_rot));
-        inv = local;
-    }
-    const int neox = c->hp.rope_neox;
+void cpu_rope_inv_freq(float base, int n_rot, float *inv) {
+    for (int i = 0; i < n_rot / 2; i++) inv[i] = (float)(1.0 / pow((double)base, (2.0 * i) / n_rot));
+}
+void cpu_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const float *inv, float scale) {
     for (int t = 0; t < T; t++) {
         float p = (float)(pos0 + t) / scale;
         for (int i = 0; i < n_rot / 2; i++) {
@@ -106,24 +103,45 @@ static void cpu_rope(backend *be, float *x, int T, int n_heads, int head_dim, in
     }
 }
 
+/* ---- elementwise ---------------------------------------------------------------------- */
+void cpu_swiglu(const float *gate, const float *up, float *out, int n) {
+    for (int i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = (g / (1.0f + expf(-g))) * up[i];
+    }
+}
+
+/* gelu with the tanh approximation, as Gemma's hidden_activation "gelu_pytorch_tanh" */
+void cpu_geglu(const float *gate, const float *up, float *out, int n) {
+    for (int i = 0; i < n; i++) {
+        float g = gate[i];
+        float t = tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g));
+        out[i] = (0.5f * g * (1.0f + t)) * up[i];
+    }
+}
+
+void cpu_add(float *x, const float *y, int n) {
+    for (int i = 0; i < n; i++) x[i] += y[i];
+}
+
 /* ---- attention ---------------------------------------------------------------------- */
 typedef struct {
-    cpu_be *c; int layer; const float *q; int T, pos0, window; float scale; float *out;
+    cpu_be *c; const cpu_kv *kv; int layer; const float *q; int T, pos0, window; float scale; float *out;
     const float *kf, *vf;   /* NULL, or the f32 rows of positions pf.. (kv_convert_worker) */
     int pf, pl;
 } attn_job;
 
-
 /* Head kvh's row of head_dim K or V values at cache slot `slot`, as f32: a pointer into the
  * f32 cache in exact mode; else converted into tmp (f16: exact conversion, 8 at a time; int8:
  * d * q, one rounded product per value — the same values on every path). */
-static inline const float *kv_row(const cpu_be *c, const void *cache, size_t slot, int kvh, int n, float *tmp) {
-    if (c->exact) return (const float *)cache + slot * c->kv_dim + (size_t)kvh * n;
-    if (c->kv_int8) {
-        c->q8_row((const act_q8_0 *)((const uint8_t *)cache + slot * c->kv_row_bytes) + (size_t)kvh * (n / 32), tmp, n);
+static inline const float *kv_row(const cpu_be *c, const cpu_kv *kv, const void *cache, size_t slot, int kvh, int n,
+                                  float *tmp) {
+    if (kv->exact) return (const float *)cache + slot * kv->kv_dim + (size_t)kvh * n;
+    if (kv->kv_int8) {
+        c->q8_row((const act_q8_0 *)((const uint8_t *)cache + slot * kv->kv_row_bytes) + (size_t)kvh * (n / 32), tmp, n);
         return tmp;
     }
-    c->f16_row((const uint16_t *)cache + slot * c->kv_dim + (size_t)kvh * n, tmp, n);
+    c->f16_row((const uint16_t *)cache + slot * kv->kv_dim + (size_t)kvh * n, tmp, n);
     return tmp;
 }
 
@@ -131,26 +149,27 @@ static inline const float *kv_row(const cpu_be *c, const void *cache, size_t slo
  * the conversion is exact and elementwise), else kv_row. */
 static inline const float *kv_at(const attn_job *j, const float *f32, const void *cache, int p, int cap, int kvh, int n,
                                  float *tmp) {
-    if (f32) return f32 + (size_t)(p - j->pf) * j->c->kv_dim + (size_t)kvh * n;
-    return kv_row(j->c, cache, (size_t)(p % cap), kvh, n, tmp);
+    if (f32) return f32 + (size_t)(p - j->pf) * j->kv->kv_dim + (size_t)kvh * n;
+    return kv_row(j->c, j->kv, cache, (size_t)(p % cap), kvh, n, tmp);
 }
 
 /* Positions pf..pl of the layer's K and V cache into kf / vf as f32 (threads over positions). */
 static void kv_convert_worker(void *ctx, int ith, int nth) {
     attn_job *j = ctx;
     cpu_be *c = j->c;
-    const int cap = c->kv_cap[j->layer];
+    const cpu_kv *kv = j->kv;
+    const int cap = kv->kv_cap[j->layer];
     long lo, hi;
     threadpool_split((long)(j->pl - j->pf + 1), ith, nth, 1, &lo, &hi);
     for (long i = lo; i < hi; i++) {
         size_t slot = (size_t)((j->pf + (int)i) % cap);
-        float *kd = (float *)j->kf + (size_t)i * c->kv_dim, *vd = (float *)j->vf + (size_t)i * c->kv_dim;
-        if (c->kv_int8) {
-            c->q8_row((const act_q8_0 *)((const uint8_t *)c->k_cache[j->layer] + slot * c->kv_row_bytes), kd, (int)c->kv_dim);
-            c->q8_row((const act_q8_0 *)((const uint8_t *)c->v_cache[j->layer] + slot * c->kv_row_bytes), vd, (int)c->kv_dim);
+        float *kd = (float *)j->kf + (size_t)i * kv->kv_dim, *vd = (float *)j->vf + (size_t)i * kv->kv_dim;
+        if (kv->kv_int8) {
+            c->q8_row((const act_q8_0 *)((const uint8_t *)kv->k_cache[j->layer] + slot * kv->kv_row_bytes), kd, (int)kv->kv_dim);
+            c->q8_row((const act_q8_0 *)((const uint8_t *)kv->v_cache[j->layer] + slot * kv->kv_row_bytes), vd, (int)kv->kv_dim);
         } else {
-            c->f16_row((const uint16_t *)c->k_cache[j->layer] + slot * c->kv_dim, kd, (int)c->kv_dim);
-            c->f16_row((const uint16_t *)c->v_cache[j->layer] + slot * c->kv_dim, vd, (int)c->kv_dim);
+            c->f16_row((const uint16_t *)kv->k_cache[j->layer] + slot * kv->kv_dim, kd, (int)kv->kv_dim);
+            c->f16_row((const uint16_t *)kv->v_cache[j->layer] + slot * kv->kv_dim, vd, (int)kv->kv_dim);
         }
     }
 }
@@ -159,7 +178,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
     attn_job *j = ctx;
     cpu_be *c = j->c;
     const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
-    float *sc = c->scores + (size_t)ith * c->n_ctx;
+    float *sc = c->scores + (size_t)ith * c->scores_n;
     float *row = c->kv_tmp + (size_t)ith * 8 * HD;
     long lo, hi;
     threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
@@ -168,8 +187,8 @@ static void attn_worker(void *ctx, int ith, int nth) {
         int last = j->pos0 + t;
         int first = j->window > 0 && last - j->window + 1 > 0 ? last - j->window + 1 : 0;
         const float *q = j->q + ((size_t)t * H + h) * HD;
-        const void *K = c->k_cache[j->layer], *V = c->v_cache[j->layer];
-        const int cap = c->kv_cap[j->layer];
+        const void *K = j->kv->k_cache[j->layer], *V = j->kv->v_cache[j->layer];
+        const int cap = j->kv->kv_cap[j->layer];
         float mx = -INFINITY;
         int p0 = first;
         if (c->attn_avx2) {   /* eight positions' chains side by side (the same per-position bits) */
@@ -213,39 +232,52 @@ static void attn_worker(void *ctx, int ith, int nth) {
     }
 }
 
-static void cpu_attention(backend *be, int layer, const float *q, const float *k, const float *v, int T, int pos0,
-                          float scale, int window, float *out) {
+/* Store k, v of the T tokens at positions pos0.. into the cache kv (the backend's own, or
+ * another session's), then for each token t and head h: out[t][h] = softmax(q[t][h] .
+ * K[0..pos0+t] * scale) V, over the window if window > 0. */
+void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, const float *k, const float *v, int T,
+                           int pos0, float scale, int window, float *out) {
     cpu_be *c = CB(be);
+    cpu_kv *kv = kvp;
+    const size_t kd_n = kv->kv_dim;
+    if (kv->n_ctx > c->scores_n) {   /* another session's longer cache: scores for all of it */
+        float *ns = st_malloc((size_t)threadpool_size(c->tp) * (size_t)kv->n_ctx * sizeof(float));
+        if (!ns) {
+            for (size_t i = 0; i < (size_t)T * c->hp.n_heads * c->hp.head_dim; i++) out[i] = NAN;   /* never silent */
+            return;
+        }
+        st_free(c->scores); c->scores = ns; c->scores_n = kv->n_ctx;
+    }
     for (int t = 0; t < T; t++) {
-        size_t slot = (size_t)((pos0 + t) % c->kv_cap[layer]), off = slot * c->kv_dim;
-        const float *kt = k + (size_t)t * c->kv_dim, *vt = v + (size_t)t * c->kv_dim;
-        if (c->exact) {
-            memcpy((float *)c->k_cache[layer] + off, kt, c->kv_dim * sizeof(float));
-            memcpy((float *)c->v_cache[layer] + off, vt, c->kv_dim * sizeof(float));
-        } else if (c->kv_int8) {   /* blocks of 32 never straddle heads: head_dim % 32 == 0 */
-            act_quantize_row(ACT_Q8_0, kt, (uint8_t *)c->k_cache[layer] + slot * c->kv_row_bytes, (int64_t)c->kv_dim);
-            act_quantize_row(ACT_Q8_0, vt, (uint8_t *)c->v_cache[layer] + slot * c->kv_row_bytes, (int64_t)c->kv_dim);
+        size_t slot = (size_t)((pos0 + t) % kv->kv_cap[layer]), off = slot * kd_n;
+        const float *kt = k + (size_t)t * kd_n, *vt = v + (size_t)t * kd_n;
+        if (kv->exact) {
+            memcpy((float *)kv->k_cache[layer] + off, kt, kd_n * sizeof(float));
+            memcpy((float *)kv->v_cache[layer] + off, vt, kd_n * sizeof(float));
+        } else if (kv->kv_int8) {   /* blocks of 32 never straddle heads: head_dim % 32 == 0 */
+            act_quantize_row(ACT_Q8_0, kt, (uint8_t *)kv->k_cache[layer] + slot * kv->kv_row_bytes, (int64_t)kd_n);
+            act_quantize_row(ACT_Q8_0, vt, (uint8_t *)kv->v_cache[layer] + slot * kv->kv_row_bytes, (int64_t)kd_n);
         } else {
-            uint16_t *kd = (uint16_t *)c->k_cache[layer] + off, *vd = (uint16_t *)c->v_cache[layer] + off;
-            for (size_t i = 0; i < c->kv_dim; i++) { kd[i] = f32_to_fp16(kt[i]); vd[i] = f32_to_fp16(vt[i]); }
+            uint16_t *kd = (uint16_t *)kv->k_cache[layer] + off, *vd = (uint16_t *)kv->v_cache[layer] + off;
+            for (size_t i = 0; i < kd_n; i++) { kd[i] = f32_to_fp16(kt[i]); vd[i] = f32_to_fp16(vt[i]); }
         }
     }
-    attn_job j = { c, layer, q, T, pos0, window, scale, out, NULL, NULL, 0, 0 };
+    attn_job j = { c, kv, layer, q, T, pos0, window, scale, out, NULL, NULL, 0, 0 };
     /* Every (token, head) task of the pass reads the same rows, so they are converted to f32
      * once for the pass (before: T * n_heads / n_kv_heads times each, into an L1-sized buffer
      * per task). The f32 copy is bounded (64 MiB, else the per-task path), grown by doubling. */
-    if (!c->exact && c->kv_pass) {
+    if (!kv->exact && c->kv_pass) {
         int pl = pos0 + T - 1, pf = window > 0 && pos0 - window + 1 > 0 ? pos0 - window + 1 : 0;
         size_t rows = (size_t)(pl - pf + 1);
-        if (rows * c->kv_dim * 2 * sizeof(float) <= ((size_t)64 << 20)) {
+        if (rows * kd_n * 2 * sizeof(float) <= ((size_t)64 << 20)) {
             if (rows > c->kv_f32_rows) {
                 size_t want = c->kv_f32_rows * 2 > rows ? c->kv_f32_rows * 2 : rows < 256 ? 256 : rows;
-                if (want * c->kv_dim * 2 * sizeof(float) > ((size_t)64 << 20)) want = rows;
-                float *nb = st_malloc(want * c->kv_dim * 2 * sizeof(float));
+                if (want * kd_n * 2 * sizeof(float) > ((size_t)64 << 20)) want = rows;
+                float *nb = st_malloc(want * kd_n * 2 * sizeof(float));
                 if (nb) { st_free(c->kv_f32); c->kv_f32 = nb; c->kv_f32_rows = want; }
             }
             if (rows <= c->kv_f32_rows) {
-                j.kf = c->kv_f32; j.vf = c->kv_f32 + c->kv_f32_rows * c->kv_dim; j.pf = pf; j.pl = pl;
+                j.kf = c->kv_f32; j.vf = c->kv_f32 + c->kv_f32_rows * kd_n; j.pf = pf; j.pl = pl;
                 threadpool_run(c->tp, kv_convert_worker, &j);
             }
         }
@@ -253,45 +285,97 @@ static void cpu_attention(backend *be, int layer, const float *q, const float *k
     threadpool_run(c->tp, attn_worker, &j);
 }
 
-/* ---- elementwise ---------------------------------------------------------------------- */
-static void cpu_swiglu(backend *be, const float *gate, const float *up, float *out, int n) {
-    (void)be;
-    for (int i = 0; i < n; i++) {
-        float g = gate[i];
-        out[i] = (g / (1.0f + expf(-g))) * up[i];
-    }
+/* ==== the blocks: the model, op by op, in its order ======================================== */
+
+static void mv(cpu_be *c, const weight *W, const float *x, int T, float *y) {
+    matvec(c->tp, W->data, W->type, W->n_in, W->n_out, x, T, y, c->exact ? MATVEC_EXACT : MATVEC_DEFAULT);
+}
+static void norm(cpu_be *c, const float *x, const weight *w, float *y, int rows, int n) {
+    cpu_rmsnorm(x, (const float *)w->data, y, rows, n, c->hp.rms_eps);   /* norms are F32 (checked at bind) */
 }
 
-/* gelu with the tanh approximation, as Gemma's hidden_activation "gelu_pytorch_tanh" */
-static void cpu_geglu(backend *be, const float *gate, const float *up, float *out, int n) {
-    (void)be;
-    for (int i = 0; i < n; i++) {
-        float g = gate[i];
-        float t = tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g));
-        out[i] = (0.5f * g * (1.0f + t)) * up[i];
-    }
-}
-
-static void cpu_add(backend *be, float *x, const float *y, int n) {
-    (void)be;
-    for (int i = 0; i < n; i++) x[i] += y[i];
-}
-
-/* ---- Mixture-of-Experts FFN: router + grouped expert kernels (src/cpu/moe.c) ---------------- */
-static void cpu_moe_ffn(backend *be, const layer_weights *L, int k, const float *x, int T, float *out) {
+static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cpu_be *c = CB(be);
-    if (moe_ffn(c->tp, L, k, x, T, out, c->exact ? MATVEC_EXACT : MATVEC_DEFAULT, MATVEC_KERNEL_AUTO, MOE_AUTO,
-                NULL, NULL) != 0)
-        for (size_t i = 0; i < (size_t)T * (size_t)L->gate_inp.n_in; i++) out[i] = NAN;   /* visible, never silent */
+    cpu_embed(&c->w->tok_embd, ids, b->T, c->x, c->hp.embd_scale);
 }
+
+static void blk_attn(backend *be, int l, const fwd_batch *b) {
+    cpu_be *c = CB(be);
+    const hparams *hp = &c->hp;
+    const layer_weights *L = &c->w->layers[l];
+    const int T = b->T, E = hp->n_embd, H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
+    norm(c, c->x, &L->attn_norm, c->xb, T, E);
+    mv(c, &L->wq, c->xb, T, c->q);                         /* q[T][H*HD]   */
+    mv(c, &L->wk, c->xb, T, c->k);                         /* k[T][KVH*HD] */
+    mv(c, &L->wv, c->xb, T, c->v);                         /* v[T][KVH*HD] */
+    if (L->q_norm.data) norm(c, c->q, &L->q_norm, c->q, T * H, HD);
+    if (L->k_norm.data) norm(c, c->k, &L->k_norm, c->k, T * KVH, HD);
+    const float *inv = L->sliding ? c->rope_inv_freq_local : c->rope_inv_freq;
+    /* positions and KV caches are per sequence */
+    for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) {
+        const fwd_seq *S = &b->seq[s];
+        size_t qo = (size_t)t0 * H * HD, ko = (size_t)t0 * KVH * HD;
+        cpu_rope(c->q + qo, S->n, H, HD, hp->n_rot, hp->rope_neox, S->pos0, inv, hp->rope_scale);
+        cpu_rope(c->k + ko, S->n, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, inv, hp->rope_scale);
+        backend_cpu_attention(be, S->kv, l, c->q + qo, c->k + ko, c->v + ko, S->n, S->pos0, hp->attn_scale,
+                              L->sliding ? hp->sliding_window : 0, c->att + qo);
+    }
+    mv(c, &L->wo, c->att, T, c->xb);                       /* xb[T][E] */
+    if (L->post_attn_norm.data) norm(c, c->xb, &L->post_attn_norm, c->xb, T, E);
+    cpu_add(c->x, c->xb, T * E);
+}
+
+static void blk_ffn(backend *be, int l, const fwd_batch *b) {
+    cpu_be *c = CB(be);
+    const hparams *hp = &c->hp;
+    const layer_weights *L = &c->w->layers[l];
+    const int T = b->T, E = hp->n_embd;
+    norm(c, c->x, &L->ffn_norm, c->xb, T, E);
+    float *out = c->xb;                                    /* [T][E] */
+    if (L->gate_inp.data) {                                /* Mixture-of-Experts: router + k experts */
+        if (moe_ffn(c->tp, L, hp->n_experts_used, c->xb, T, c->moe_out, c->exact ? MATVEC_EXACT : MATVEC_DEFAULT,
+                    MATVEC_KERNEL_AUTO, MOE_AUTO, NULL, NULL) != 0)
+            for (size_t i = 0; i < (size_t)T * E; i++) c->moe_out[i] = NAN;   /* visible, never silent */
+        out = c->moe_out;
+    } else {
+        mv(c, &L->gate, c->xb, T, c->hb);                  /* hb[T][F]  */
+        mv(c, &L->up, c->xb, T, c->hb2);                   /* hb2[T][F] */
+        if (hp->ffn_gelu) cpu_geglu(c->hb, c->hb2, c->hb, T * hp->n_ff);
+        else cpu_swiglu(c->hb, c->hb2, c->hb, T * hp->n_ff);
+        mv(c, &L->down, c->hb, T, c->xb);                  /* xb[T][E]  */
+    }
+    if (L->post_ffn_norm.data) norm(c, out, &L->post_ffn_norm, out, T, E);
+    cpu_add(c->x, out, T * E);
+}
+
+static int blk_head(backend *be, const fwd_batch *b, int from) {
+    cpu_be *c = CB(be);
+    const int E = c->hp.n_embd, n = b->T - from;
+    norm(c, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E);
+    mv(c, &c->w->output, c->xb, n, c->logits);
+    return 0;
+}
+
+static const float *cpu_logits(backend *be) { return CB(be)->logits; }
+
+static int cpu_max_rewind(const backend *be) {
+    const cpu_be *c = (const cpu_be *)be->impl;
+    int m = 1 << 30;
+    for (int l = 0; l < c->hp.n_layers; l++)
+        if (c->kv.kv_cap[l] < c->n_ctx && c->kv.kv_cap[l] - c->hp.sliding_window + 1 < m)
+            m = c->kv.kv_cap[l] - c->hp.sliding_window + 1;
+    return m;
+}
+
+static void cpu_free(backend *be);
 
 static const backend_ops cpu_ops = {
-    .name = "cpu", .embed = cpu_embed, .rmsnorm = cpu_rmsnorm, .matvec = cpu_matvec, .rope = cpu_rope,
-    .attention = cpu_attention, .swiglu = cpu_swiglu, .add = cpu_add, .geglu = cpu_geglu,
-    .moe_ffn = cpu_moe_ffn,
+    .name = "cpu", .embed = blk_embed, .attn_block = blk_attn, .ffn_block = blk_ffn, .head = blk_head,
+    .logits = cpu_logits, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
 };
 
-backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int kv_int8, char *err, size_t errlen) {
+backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *tp, int exact, int kv_int8,
+                         char *err, size_t errlen) {
     if (kv_int8 && exact) {
         snprintf(err, errlen, "the int8 KV cache is not used in reference mode (--exact keeps an f32 cache)");
         return NULL;
@@ -303,67 +387,80 @@ backend *backend_cpu_new(const hparams *hp, int n_ctx, void *tp, int exact, int 
     backend *be = st_calloc(1, sizeof *be);
     cpu_be *c = st_calloc(1, sizeof *c);
     if (!be || !c) goto oom;
-    be->ops = &cpu_ops; be->impl = c;
-    c->hp = *hp; c->n_ctx = n_ctx; c->exact = exact; c->kv_int8 = kv_int8; c->tp = tp;
-    c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
-    c->kv_row_bytes = exact ? c->kv_dim * sizeof(float) : kv_int8 ? act_row_bytes(ACT_Q8_0, (int64_t)c->kv_dim)
-                                                                : c->kv_dim * sizeof(uint16_t);
-    c->k_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
-    c->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
-    c->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
+    be->ops = &cpu_ops; be->impl = c; be->kv = &c->kv;
+    c->hp = *hp; c->w = w; c->n_ctx = n_ctx; c->exact = exact; c->tp = tp;
+    cpu_kv *kv = &c->kv;
+    kv->n_layers = hp->n_layers; kv->n_ctx = n_ctx; kv->window = hp->sliding_window;
+    kv->exact = exact; kv->kv_int8 = kv_int8;
+    kv->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
+    kv->kv_row_bytes = exact ? kv->kv_dim * sizeof(float) : kv_int8 ? act_row_bytes(ACT_Q8_0, (int64_t)kv->kv_dim)
+                                                                  : kv->kv_dim * sizeof(uint16_t);
+    kv->k_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
+    kv->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
+    kv->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
+    c->scores_n = n_ctx;
     c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 8 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
     c->kv_pass = env_bool(ENV_CPU_KV_PASS);
     c->attn_avx2 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
-    c->rope_inv_freq = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
-    c->rope_inv_freq_local = st_malloc((size_t)hp->n_rot / 2 * sizeof(float));
-    if (!c->k_cache || !c->v_cache || !c->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq || !c->rope_inv_freq_local) goto oom;
+    c->rope_inv_freq = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
+    c->rope_inv_freq_local = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
+    if (!kv->k_cache || !kv->v_cache || !kv->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq ||
+        !c->rope_inv_freq_local)
+        goto oom;
     for (int l = 0; l < hp->n_layers; l++) {
         int ring = hp->sliding_window + KV_RING_SLACK;
-        c->kv_cap[l] = hparams_layer_sliding(hp, l) && ring < n_ctx ? ring : n_ctx;
-        c->k_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_row_bytes);
-        c->v_cache[l] = st_malloc((size_t)c->kv_cap[l] * c->kv_row_bytes);
-        if (!c->k_cache[l] || !c->v_cache[l]) goto oom;
+        kv->kv_cap[l] = hparams_layer_sliding(hp, l) && ring < n_ctx ? ring : n_ctx;
+        kv->k_cache[l] = st_malloc((size_t)kv->kv_cap[l] * kv->kv_row_bytes);
+        kv->v_cache[l] = st_malloc((size_t)kv->kv_cap[l] * kv->kv_row_bytes);
+        if (!kv->k_cache[l] || !kv->v_cache[l]) goto oom;
     }
-    for (int i = 0; i < hp->n_rot / 2; i++) {
-        c->rope_inv_freq[i] = (float)(1.0 / pow((double)hp->rope_base, (2.0 * i) / hp->n_rot));
-        c->rope_inv_freq_local[i] = (float)(1.0 / pow((double)hp->rope_base_local, (2.0 * i) / hp->n_rot));
-    }
+    cpu_rope_inv_freq(hp->rope_base, hp->n_rot, c->rope_inv_freq);
+    cpu_rope_inv_freq(hp->rope_base_local, hp->n_rot, c->rope_inv_freq_local);
+    /* activation buffers for FWD_MAX_T columns (fwd_buffer_sizes: the one formula) */
+    fwd_buffer_sizes(hp, FWD_MAX_T, &c->sz);
+    float **bufs[] = { &c->x, &c->xb, &c->q, &c->k, &c->v, &c->att, &c->hb, &c->hb2, &c->moe_out, &c->logits };
+    size_t ns[] = { c->sz.x, c->sz.xb, c->sz.q, c->sz.k, c->sz.v, c->sz.att, c->sz.hb, c->sz.hb2, c->sz.moe_out,
+                    c->sz.logits };
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        if (ns[i] && !(*bufs[i] = st_malloc(ns[i] * sizeof(float)))) {
+            snprintf(err, errlen, "out of memory allocating activations");
+            cpu_free(be);
+            return NULL;
+        }
     return be;
 oom:
     snprintf(err, errlen, "out of memory allocating the KV cache for %d positions (%.1f MiB): use a smaller --ctx",
              n_ctx, 2.0 * hp->n_layers * n_ctx * (double)hp->n_kv_heads * hp->head_dim *
                         (exact ? 4.0 : kv_int8 ? 36.0 / 32.0 : 2.0) / 1048576.0);
-    if (be) { be->impl = c; backend_cpu_free(be); }
+    if (be) { be->impl = c; cpu_free(be); }
+    else st_free(c);
     return NULL;
 }
 
-void backend_cpu_free(backend *be) {
+static void cpu_free(backend *be) {
     if (!be) return;
     cpu_be *c = CB(be);
     if (c) {
-        for (int l = 0; c->k_cache && l < c->hp.n_layers; l++) st_free(c->k_cache[l]);
-        for (int l = 0; c->v_cache && l < c->hp.n_layers; l++) st_free(c->v_cache[l]);
-        st_free(c->k_cache); st_free(c->v_cache); st_free(c->kv_cap); st_free(c->scores); st_free(c->kv_tmp);
+        cpu_kv *kv = &c->kv;
+        for (int l = 0; kv->k_cache && l < c->hp.n_layers; l++) st_free(kv->k_cache[l]);
+        for (int l = 0; kv->v_cache && l < c->hp.n_layers; l++) st_free(kv->v_cache[l]);
+        st_free(kv->k_cache); st_free(kv->v_cache); st_free(kv->kv_cap); st_free(c->scores); st_free(c->kv_tmp);
         st_free(c->kv_f32);
         st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
+        st_free(c->x); st_free(c->xb); st_free(c->q); st_free(c->k); st_free(c->v); st_free(c->att);
+        st_free(c->hb); st_free(c->hb2); st_free(c->moe_out); st_free(c->logits);
         st_free(c);
     }
     st_free(be);
 }
 
-int backend_cpu_max_rewind(const backend *be) {
-    const cpu_be *c = (const cpu_be *)be->impl;
-    int m = 1 << 30;
-    for (int l = 0; l < c->hp.n_layers; l++)
-        if (c->kv_cap[l] < c->n_ctx && c->kv_cap[l] - c->hp.sliding_window + 1 < m) m = c->kv_cap[l] - c->hp.sliding_window + 1;
-    return m;
-}
+float *backend_cpu_x(backend *be) { return CB(be)->x; }
 
 const void *backend_cpu_kv_layer(const backend *be, int layer, int which, size_t *bytes_per_pos) {
     const cpu_be *c = (const cpu_be *)be->impl;
-    *bytes_per_pos = c->kv_row_bytes;
-    return which ? c->v_cache[layer] : c->k_cache[layer];
+    *bytes_per_pos = c->kv.kv_row_bytes;
+    return which ? c->kv.v_cache[layer] : c->kv.k_cache[layer];
 }

@@ -1,23 +1,31 @@
-/* The CUDA backend: backend_ops on the GPU, weight upload, greedy decode as a CUDA graph.
+/* The CUDA backend: the blocks of src/model/backend.h as launch sequences, weight upload, and
+ * the decode step as a CUDA graph.
  *
- * Pointers: forward() passes fwd_state's host buffers; each op maps a host pointer inside a
- * registered range (backend_cuda_mirror / backend_cuda_bind_fwd) to the same offset of its
- * device mirror. Only token ids go in and logits (or one token id) come out.
+ * Every buffer a pass touches lives in device memory and belongs to the backend: the
+ * activations (fwd_buffer_sizes, FWD_MAX_T columns), the quantized activation rows, the KV
+ * cache, the logits; only token ids go in and logits (into pinned host memory) or one token id
+ * come out.
  *
- * Fusion without touching forward(): ops are deferred just enough to merge neighbours that
- * the forward pass always issues together, and every merged form computes the same bits
- * as the separate ops (STRATA_CUDA_FUSE=0 runs them one by one; the e2e test compares):
- *   rmsnorm + activation quantization   the norm of a layer input knows (from the weight
- *                                       it normalizes with) which matvec format comes next
+ * Each block is written out as the kernels it launches, the fused ones chosen where they
+ * apply; every fused form computes the bits of the separate ops (STRATA_CUDA_FUSE=0 launches
+ * the separate ops instead; the e2e test compares both with the CPU):
+ *   RMSNorm + activation quantization   a layer input is normalized and quantized for the
+ *                                       matvec that reads it in one launch
  *   q, k, v matvecs                     one launch over the concatenated rows (same input)
- *   gate, up matvecs + SwiGLU           one launch; the warp of row r computes both dots
- *   matvec + residual add               the add becomes the matvec's epilogue
- * A pending matvec group is flushed by any op that cannot join it.
+ *   q norm + k norm                     one launch
+ *   RoPE + KV store (+ attention)       one launch; at T = 1 inside the exact attention
+ *   attention + quantization for wo     the attention writes wo's activation rows
+ *   gate, up matvecs + SwiGLU           one launch (the warp of row r computes both dots); at
+ *                                       T = 1 it also writes h quantized for down
+ *   matvec + residual add               the add is the matvec's epilogue (wo, down)
+ *   MoE combine + residual add          likewise
+ * Within a block, `act_state` says what the quantized activation buffer holds, so a second
+ * matvec of the same input and format reuses it.
  *
- * Graph decode: backend_cuda_decode_greedy captures forward(T = 1) + argmax once; in that
- * capture every kernel reads the position (d_pos) and the token (d_ids) from device memory,
- * the attention grid spans n_ctx, and the argmax writes the next token into d_ids and
- * advances d_pos, so replaying the graph is the whole step. */
+ * Graph decode (decode_step): forward(T = 1) + argmax (or the device sampler) is captured
+ * once; in that capture every kernel reads the position (d_pos) and the token (d_ids) from
+ * device memory, the attention grid spans n_ctx, and the draw writes the next token into
+ * d_ids and advances d_pos, so replaying the graph is the whole step. */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "expf_host.cuh"
@@ -28,6 +36,7 @@
 extern "C" {
 #include "core/env.h"
 #include "core/util.h"
+#include "model/forward.h"
 }
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -45,9 +54,7 @@ static int expf_init(void) {
     expf_table t;
     expf_table_make(&t);
     int mode = expf_host_select(&t);
-    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode) || cuda_moe_expf_init(&t, mode) ||
-        cuda_persist_expf_init(&t, mode))
-        return -1;
+    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode) || cuda_moe_expf_init(&t, mode)) return -1;
     g_expf_mode = mode;
     if (mode < 0)
         fprintf(stderr, "strata: CUDA backend: this host's expf is not the algorithm the GPU reproduces; SwiGLU and "
@@ -192,11 +199,10 @@ extern "C" void cuda_weights_free(const hparams *hp, model_weights *w) {
 }
 
 /* ---- the backend state ---------------------------------------------------------------------- */
-#define MAX_MIRRORS 16
-typedef struct { char *host; size_t bytes; char *dev; } mirror;
-
-typedef struct { float *x; int T, n_heads, head_dim, n_rot, pos0; const float *table; } pending_rope;
-typedef struct { const float *x; const float *w; float *y; int rows, n; float eps; } pending_norm;
+typedef struct cuda_kv {
+    uint16_t **kc, **vc;        /* per layer, device: [n_ctx][kv_dim] f16 */
+    int n_ctx;
+} cuda_kv;
 
 typedef struct {
     hparams hp;
@@ -204,70 +210,41 @@ typedef struct {
     int n_ctx;
     cudaStream_t st;
     size_t kv_dim;
-    uint16_t **kc, **vc;        /* per layer, device: [n_ctx][kv_dim] f16 */
+    cuda_kv kv;                 /* this backend's own cache (backend.kv points here) */
     float *rope_global, *rope_local;   /* device: [n_ctx][n_rot/2][cos, sin] */
-    float *att_partial;         /* device scratch of the split-KV attention */
+    /* activations, device: FWD_MAX_T columns each (fwd_buffer_sizes) */
+    fwd_sizes sz;
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;
+    float *h_logits;            /* pinned host: the rows head() read back */
     void *act;                  /* device: FWD_MAX_T quantized activation rows */
-    void *act2;                 /* device: the same size; the fused gate/up writes h's rows here, then the two swap */
+    void *act2;                 /* the same size; the T = 1 gate/up writes h's rows here, then the two swap */
     size_t act_cap;
+    float *att_partial;         /* device scratch of the attention */
+    int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
+    int *argmax_scratch;        /* device: partials + counter of the argmax */
+    float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
     int32_t *d_ids;             /* device: token ids of the pass [FWD_MAX_T] */
     int *d_pos;                 /* device: position of token 0 (graph mode) */
-    int32_t *h_token;           /* pinned host: the token id the graph returns */
-    /* the device sampler (sample.cu): sampled decode steps as one graph */
+    int32_t *h_token;           /* pinned host: the token id the greedy graph returns */
+    /* the device sampler (sample.cu) */
     int32_t *d_hist;            /* device: token history [n_ctx] (repetition penalty) */
     cuda_sample_params *d_sparams;
     cuda_sample_io *d_sio, *h_sio;   /* device / pinned host: token + RNG state of the last draw */
     void *samp_scratch;         /* device: cuda_sample_scratch_bytes(n_vocab) */
     cuda_sample_params sparams; /* what d_sparams holds (sparams_known) */
     int sparams_known, hist_len;       /* d_hist holds history[0..hist_len) */
-    cudaGraphExec_t sgraph[2];  /* [0] temperature 0 (penalty + argmax: no sort), [1] sampling */
-    int sgraph_ok[2];
-    mirror mirrors[MAX_MIRRORS];
-    int n_mirrors;
-    const float *logits_host;   /* fwd.logits: matvec into it is read back (eager) */
-    size_t logits_bytes;
-    int readback;               /* 0 while decoding greedily on the device */
-    int capturing;              /* ops read d_pos / d_ids */
-    int fuse;
-    /* act cache: what the act buffer holds (source device pointer, n, T, format) */
-    const float *act_src; int64_t act_n; int act_T; int act_fmt;
-    /* pending matvec group */
-    mv_group pend;
-    int pend_type, pend_T;
-    int64_t pend_n_in;
-    const float *pend_x;
-    /* graph */
-    cudaGraphExec_t graph;
-    int graph_ok;
-    int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
-    pending_rope ropes[2];      /* deferred q and k ropes */
-    int n_ropes;
-    int attn_split;             /* STRATA_CUDA_ATTN=split: the split-KV variant (not bit-exact) */
-    int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
-    int *argmax_scratch;        /* device: partials + counter of the argmax */
-    float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
-    /* Mixture-of-Experts (moe.cu): device scratch, and the combine deferred to fuse the
-     * residual add that forward() issues next */
+    /* Mixture-of-Experts scratch (moe.cu) */
     float *moe_logits;          /* [FWD_MAX_T][X] */
     void *moe_act_r;            /* router activations when the router weight is quantized */
     cuda_moe moe_bufs;          /* act_pairs, groups, pair_of, wts, h, act_h, y */
-    cuda_moe moe_pend;          /* the pending combine (moe_pend_on) */
-    pending_norm pnorm;         /* a q norm waiting for its k norm (one launch) */
-    int pnorm_on;
-    int moe_pend_on;
-    int res_pending;            /* the pending group is a T = 1 matvec + residual add, waiting to
-                                   see whether the next op normalizes its x (norm epilogue) */
-    float *moe_res_add;         /* non-NULL: the pending combine (T = 1) adds into this x, likewise */
-    unsigned *mv_counter;       /* device: the norm epilogue's last-CTA counter (zeroed, left zeroed) */
-    int norm_fold;              /* STRATA_CUDA_NORM_FOLD: the epilogue's threads per CTA; 0 = off */
-    long n_norm_fold;           /* norm epilogues launched (tests check the switch took effect) */
-    /* the persistent decode step (persist.cu): 0 not tried yet, 1 ready, -1 not for this model */
-    int persist;
-    persist_args pa;
-    int p_grid;
-    persist_layer *p_layers;    /* device: the layer table */
-    float *p_scratch;           /* device: every layer's own activations */
-    unsigned *p_bar;            /* device: the grid barrier */
+    /* graphs: [0] greedy (argmax), [1] sampler at temperature 0 (penalty + argmax: no sort),
+     * [2] sampler */
+    cudaGraphExec_t graph[3];
+    int graph_ok[3];
+    int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
+    int capturing;              /* the kernels read d_pos / d_ids */
+    int fuse;                   /* STRATA_CUDA_FUSE */
+    int attn_split;             /* STRATA_CUDA_ATTN=split: the split-KV variant (not bit-exact) */
     int failed;
 } cuda_be;
 
@@ -278,405 +255,386 @@ static void be_fail(cuda_be *c, const char *what) {
     c->failed = 1;
 }
 
-/* host pointer -> device pointer of its mirror */
-static float *dev_of(cuda_be *c, const void *host) {
-    const char *h = (const char *)host;
-    for (int i = 0; i < c->n_mirrors; i++) {
-        mirror *m = &c->mirrors[i];
-        if (h >= m->host && h < m->host + m->bytes) return (float *)(m->dev + (h - m->host));
-    }
-    be_fail(c, "an op got a host pointer that no mirror covers");
-    return NULL;
-}
+/* ---- matvec launches ------------------------------------------------------------------------- */
+/* What the quantized activation buffer c->act holds (rows of src, n values, T rows, format fmt),
+ * known within one block. */
+typedef struct { const float *src; int64_t n; int T, fmt; } act_state;
+static const act_state ACT_NONE = { NULL, 0, 0, -1 };
 
-/* ---- pending matvec group ------------------------------------------------------------------ */
-/* launch the pending matvec group */
-static void flush_mv(cuda_be *c) {
-    c->res_pending = 0;
-    if (!c->pend.n) return;
-    if (cuda_matvec_group(c->pend_type, &c->pend, c->pend_n_in, c->act, c->pend_T, c->st)) be_fail(c, "matvec launch");
-    memset(&c->pend, 0, sizeof c->pend);
-}
-static void flush_ropes(cuda_be *c);
-/* launch everything deferred (an op that reads or writes anything calls this first) */
-static void flush_moe(cuda_be *c) {
-    if (!c->moe_pend_on) return;
-    c->moe_pend_on = 0;
-    float *add = c->moe_res_add;
-    c->moe_res_add = NULL;
-    if (cuda_moe_combine(&c->moe_pend, add, c->st)) be_fail(c, "moe combine");
-}
-static void flush_norm(cuda_be *c) {
-    if (!c->pnorm_on) return;
-    c->pnorm_on = 0;
-    if (cuda_rmsnorm(c->pnorm.x, c->pnorm.w, c->pnorm.y, c->pnorm.rows, c->pnorm.n, c->pnorm.eps, c->st)) be_fail(c, "rmsnorm");
-}
-static void flush(cuda_be *c) {
-    flush_norm(c);
-    flush_mv(c);
-    if (c->n_ropes) flush_ropes(c);
-    flush_moe(c);
-}
-
-static void act_invalidate(cuda_be *c) { c->act_src = NULL; }
-
-/* Norm weight -> activation format of the matvec that reads its output (layer inputs). */
-static int act_fmt_after_norm(cuda_be *c, const weight *nw) {
-    const model_weights *w = c->w;
+static int act_fmt_of(const weight *W) {
     int af = -1;
-    const weight *next = NULL;
-    if (nw->data && nw->data == w->output_norm.data) next = &w->output;
-    for (int l = 0; w->layers && l < c->hp.n_layers && !next; l++) {
-        const layer_weights *L = &w->layers[l];
-        if (nw->data == L->attn_norm.data) next = &L->wq;
-        else if (nw->data == L->ffn_norm.data && L->gate.data) next = &L->gate;
-        else if (nw->data == L->ffn_norm.data && L->gate_exps.data) next = &L->gate_exps;
-    }
-    if (next && cuda_type_info(next->type, NULL, &af, NULL) == 0 && af != ACT_F32) return af;
-    return -1;
+    if (!W->data || cuda_type_info(W->type, NULL, &af, NULL)) return -1;
+    return af;
 }
 
-/* ---- ops ------------------------------------------------------------------------------------ */
-static void op_embed(backend *be, const weight *te, const int32_t *ids, int T, float *x, float scale) {
+/* c->act := x (T rows of n) in format af, unless it holds that already */
+static int ensure_act(cuda_be *c, act_state *as, const float *x, int64_t n, int T, int af) {
+    if (as->src == x && as->n == n && as->T == T && as->fmt == af) return 0;
+    if (cuda_act_row_bytes(af, n) * T > c->act_cap) { be_fail(c, "matvec: activation buffer too small"); return -1; }
+    if (cuda_act_quantize(af, x, n, T, c->act, c->st)) { be_fail(c, "activation quantization"); return -1; }
+    as->src = x; as->n = n; as->T = T; as->fmt = af;
+    return 0;
+}
+
+/* The mv_group of n weights of one format and n_in that read x: y[i] = W[i] x (+= into add[i]). */
+static int mv_group_make(cuda_be *c, mv_group *g, const weight *const *W, float *const *y, float *const *add, int n) {
+    int blck, af, bs;
+    memset(g, 0, sizeof *g);
+    if (cuda_type_info(W[0]->type, &blck, &af, &bs)) { be_fail(c, "matvec: weight type without a CUDA kernel"); return -1; }
+    g->row_bytes = (size_t)(W[0]->n_in / blck) * (size_t)bs;
+    for (int i = 0; i < n; i++) {
+        if (!W[i]->dev) { be_fail(c, "matvec: weight not on the device"); return -1; }
+        g->W[i] = (const uint8_t *)W[i]->dev; g->y[i] = y[i]; g->add_to[i] = add ? add[i] : NULL;
+        g->n_out[i] = W[i]->n_out;
+        g->row_start[i + 1] = g->row_start[i] + (int)W[i]->n_out;
+    }
+    g->n = n;
+    return af;
+}
+
+/* One launch: the n weights (same format and n_in) over x's T rows. */
+static void mv_launch(cuda_be *c, act_state *as, const weight *const *W, float *const *y, float *const *add, int n,
+                      const float *x, int T) {
+    mv_group g;
+    int af = mv_group_make(c, &g, W, y, add, n);
+    if (af < 0 || ensure_act(c, as, x, W[0]->n_in, T, af)) return;
+    if (cuda_matvec_group(W[0]->type, &g, W[0]->n_in, c->act, T, c->st)) be_fail(c, "matvec launch");
+}
+
+/* y = W x (+ into add when add is set); one weight */
+static void mv1(cuda_be *c, act_state *as, const weight *W, const float *x, int T, float *y, float *add) {
+    mv_launch(c, as, &W, &y, add ? &add : NULL, 1, x, T);
+}
+
+/* Weights that read the same x, in order: consecutive ones of one format share a launch (up to
+ * three; STRATA_CUDA_FUSE=0: one each). */
+static void mv_many(cuda_be *c, act_state *as, const weight *const *W, float *const *y, int n, const float *x, int T) {
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (c->fuse && j < n && j - i < 3 && W[j]->type == W[i]->type && W[j]->n_in == W[i]->n_in) j++;
+        mv_launch(c, as, W + i, y + i, NULL, j - i, x, T);
+        i = j;
+    }
+}
+
+/* y = rmsnorm(x) * w over rows of n; with `next` (the matvec that reads y) quantized for it in
+ * the same launch when its format has int8 activations. */
+static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w, float *y, int rows, int n,
+                     const weight *next) {
+    *as = ACT_NONE;
+    int af = c->fuse && next ? act_fmt_of(next) : -1;
+    if (af >= 0 && af != ACT_F32 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
+        if (cuda_rmsnorm_quant(x, (const float *)w->dev, y, rows, n, c->hp.rms_eps, c->act, af, c->st))
+            be_fail(c, "rmsnorm");
+        as->src = y; as->n = n; as->T = rows; as->fmt = af;
+        return;
+    }
+    if (cuda_rmsnorm(x, (const float *)w->dev, y, rows, n, c->hp.rms_eps, c->st)) be_fail(c, "rmsnorm");
+}
+
+/* ---- the blocks ------------------------------------------------------------------------------ */
+static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
-    flush(c); act_invalidate(c);
-    float *dx = dev_of(c, x);
-    if (!dx) return;
+    const weight *te = &c->w->tok_embd;
     if (!c->capturing) {
-        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, ids, (size_t)T * sizeof(int32_t), cudaMemcpyHostToDevice, c->st))) { be_fail(c, "ids"); return; }
+        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, ids, (size_t)b->T * sizeof(int32_t), cudaMemcpyHostToDevice, c->st))) {
+            be_fail(c, "ids");
+            return;
+        }
         c->dev_pos_known = 0;
     }
     /* formats without a device dequantizer use the f32 copy made at creation */
     const void *table = te->dev;
     int type = te->type;
     if (!cuda_embed_supported(type)) { table = c->embd_f32; type = TYPE_F32; }
-    if (!table || cuda_embed(table, type, te->n_in, c->d_ids, T, dx, scale, c->st)) be_fail(c, "embed");
+    if (!table || cuda_embed(table, type, te->n_in, c->d_ids, b->T, c->x, c->hp.embd_scale, c->st)) be_fail(c, "embed");
 }
 
-static int ranges_overlap(const float *a, size_t na, const float *b, size_t nb) {
-    return a < b + nb && b < a + na;
-}
-
-/* Is w a per-head q norm (qwen3, gemma3)? Its k norm follows at once: the two share a launch. */
-static int is_q_norm(cuda_be *c, const weight *w) {
-    for (int l = 0; c->w->layers && l < c->hp.n_layers; l++)
-        if (w->data && w->data == c->w->layers[l].q_norm.data) return 1;
-    return 0;
-}
-
-static void op_rmsnorm(backend *be, const float *x, const weight *w, float *y, int rows, int n, float eps) {
-    cuda_be *c = CB(be);
-    float *dx = dev_of(c, x), *dy = dev_of(c, y);
-    if (!dx || !dy) return;
-    if (c->moe_pend_on && c->moe_res_add == dx && rows == 1 && (int64_t)n == c->moe_pend.E && !c->pend.n &&
-        !ranges_overlap(dy, (size_t)n, dx, (size_t)n)) {
-        /* the pending MoE combine + residual add's last CTA normalizes x (as below) */
-        const int af = act_fmt_after_norm(c, w);
-        const int aligned = (uintptr_t)dx % 16 == 0 && (uintptr_t)dy % 16 == 0;
-        if (af >= 0 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) <= c->act_cap && n % 32 == 0 &&
-            n <= NORM_FOLD_MAX && (af != ACT_Q8_K || aligned)) {
-            c->moe_pend_on = 0;
-            c->moe_res_add = NULL;
-            flush(c);
-            if (cuda_moe_combine_norm(&c->moe_pend, dx, (const float *)w->dev, dy, c->act, af, eps, c->mv_counter,
-                                      c->norm_fold, c->st))
-                be_fail(c, "moe combine + norm");
-            c->n_norm_fold++;
-            c->act_src = dy; c->act_n = n; c->act_T = 1; c->act_fmt = af;
-            return;
-        }
-    }
-    if (c->res_pending && c->pend.n == 1 && c->pend.add_to[0] == dx && rows == 1 && (int64_t)n == c->pend.n_out[0] &&
-        !ranges_overlap(dy, (size_t)n, dx, (size_t)n)) {
-        /* the pending matvec + residual add's last CTA normalizes x and quantizes it for the
-         * next matvec (matvec.cu, NORM epilogue): one launch less */
-        const int af = act_fmt_after_norm(c, w);
-        /* act_q8_K: the sum order of rmsnorm_q256_kernel, which op_rmsnorm picks for aligned rows */
-        const int aligned = (uintptr_t)dx % 16 == 0 && (uintptr_t)dy % 16 == 0;
-        if (af >= 0 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) <= c->act_cap && n % 32 == 0 &&
-            n <= NORM_FOLD_MAX && (af != ACT_Q8_K || aligned)) {
-            mv_group *g = &c->pend;
-            g->norm_w = (const float *)w->dev; g->norm_y = dy; g->norm_act = (uint8_t *)c->act; g->norm_fmt = af;
-            g->norm_eps = eps; g->counter = c->mv_counter; g->norm_threads = c->norm_fold;
-            flush(c);
-            c->n_norm_fold++;
-            c->act_src = dy; c->act_n = n; c->act_T = 1; c->act_fmt = af;
-            return;
-        }
-    }
-    pending_norm *pn = &c->pnorm;
-    if (c->pnorm_on && pn->n == n && pn->eps == eps && !ranges_overlap(dx, (size_t)rows * n, pn->y, (size_t)pn->rows * n) &&
-        !ranges_overlap(dy, (size_t)rows * n, pn->x, (size_t)pn->rows * n) && !c->pend.n && !c->n_ropes && !c->moe_pend_on) {
-        c->pnorm_on = 0;
-        if (cuda_rmsnorm2(pn->x, pn->w, pn->y, pn->rows, dx, (const float *)w->dev, dy, rows, n, eps, c->st)) be_fail(c, "rmsnorm");
-        act_invalidate(c);
-        return;
-    }
-    flush(c); act_invalidate(c);
-    if (c->fuse && is_q_norm(c, w)) {
-        pending_norm q = { dx, (const float *)w->dev, dy, rows, n, eps };
-        c->pnorm = q;
-        c->pnorm_on = 1;
-        return;
-    }
-    int af = c->fuse && rows <= FWD_MAX_T ? act_fmt_after_norm(c, w) : -1;
-    if (af >= 0 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
-        if (cuda_rmsnorm_quant(dx, (const float *)w->dev, dy, rows, n, eps, c->act, af, c->st)) be_fail(c, "rmsnorm");
-        c->act_src = dy; c->act_n = n; c->act_T = rows; c->act_fmt = af;
-        return;
-    }
-    if (cuda_rmsnorm(dx, (const float *)w->dev, dy, rows, n, eps, c->st)) be_fail(c, "rmsnorm");
-}
-
-static void op_matvec(backend *be, const weight *W, const float *x, int T, float *y) {
-    cuda_be *c = CB(be);
-    float *dx = dev_of(c, x), *dy = dev_of(c, y);
-    if (!dx || !dy) return;
-    int blck, af, bs;
-    if (cuda_type_info(W->type, &blck, &af, &bs) || !W->dev) { be_fail(c, "matvec: weight type without a CUDA kernel"); return; }
-    int64_t n_in = W->n_in, n_out = W->n_out;
-    /* can it join the pending group? (same input, format, shape class; output not an input) */
-    int join = c->fuse && c->pend.n > 0 && c->pend.n < 3 && c->pend_type == W->type && c->pend_n_in == n_in &&
-               c->pend_T == T && c->pend_x == dx && !ranges_overlap(dy, (size_t)T * n_out, dx, (size_t)T * n_in);
-    if (!join) flush(c);
-    if (!(c->act_src == dx && c->act_n == n_in && c->act_T == T && c->act_fmt == af)) {
-        if (cuda_act_row_bytes(af, n_in) * T > c->act_cap) { be_fail(c, "matvec: activation buffer too small"); return; }
-        if (cuda_act_quantize(af, dx, n_in, T, c->act, c->st)) { be_fail(c, "activation quantization"); return; }
-        c->act_src = dx; c->act_n = n_in; c->act_T = T; c->act_fmt = af;
-    }
-    mv_group *g = &c->pend;
-    if (!g->n) {
-        c->pend_type = W->type; c->pend_n_in = n_in; c->pend_T = T; c->pend_x = dx;
-        g->row_bytes = (size_t)(n_in / blck) * (size_t)bs;
-        g->row_start[0] = 0;
-    }
-    int i = g->n++;
-    g->W[i] = (const uint8_t *)W->dev; g->y[i] = dy; g->add_to[i] = NULL; g->n_out[i] = n_out;
-    g->row_start[i + 1] = g->row_start[i] + (int)n_out;
-    /* the output overwrote the cached activations' source? */
-    if (c->act_src && ranges_overlap(dy, (size_t)T * n_out, c->act_src, (size_t)c->act_T * c->act_n))
-        act_invalidate(c);
-    if (!c->fuse) flush(c);
-    /* logits: read back in eager mode */
-    if (c->readback && c->logits_host && (const char *)y >= (const char *)c->logits_host &&
-        (const char *)y < (const char *)c->logits_host + c->logits_bytes && !c->capturing) {
-        flush(c);
-        if (CU_CHECK(cudaMemcpyAsync(y, dy, (size_t)T * n_out * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
-            CU_CHECK(cudaStreamSynchronize(c->st)))
-            be_fail(c, "logits read-back");
-    }
-}
-
-static float *rope_table(cuda_be *c, float base) { return base == c->hp.rope_base ? c->rope_global : c->rope_local; }
-
-static void rope_launch(cuda_be *c, const pending_rope *r) {
-    if (cuda_rope(r->x, r->T, r->n_heads, r->head_dim, r->n_rot, c->hp.rope_neox, r->pos0, c->capturing ? c->d_pos : NULL,
-                  r->table, c->st))
-        be_fail(c, "rope");
-}
-static void flush_ropes(cuda_be *c) {
-    for (int i = 0; i < c->n_ropes; i++) rope_launch(c, &c->ropes[i]);
-    c->n_ropes = 0;
-}
-
-/* Deferred (fused with the KV store at attention when it is q's and k's rope). */
-static void op_rope(backend *be, float *x, int T, int n_heads, int head_dim, int n_rot, int pos0, float base, float scale) {
-    cuda_be *c = CB(be);
-    (void)scale;   /* the tables are built with hp.rope_scale, the value forward() passes */
-    flush_norm(c); flush_mv(c); act_invalidate(c);
-    float *dx = dev_of(c, x);
-    if (!dx) return;
-    pending_rope r = { dx, T, n_heads, head_dim, n_rot, pos0, rope_table(c, base) };
-    if (!c->fuse || c->n_ropes == 2) { flush_ropes(c); rope_launch(c, &r); return; }
-    c->ropes[c->n_ropes++] = r;
-}
-
-static void op_attention(backend *be, int layer, const float *q, const float *k, const float *v, int T, int pos0,
-                         float scale, int window, float *out) {
-    cuda_be *c = CB(be);
-    flush_norm(c); flush_mv(c); act_invalidate(c);
-    float *dq = dev_of(c, q), *dk = dev_of(c, k), *dv = dev_of(c, v), *dout = dev_of(c, out);
-    if (!dq || !dk || !dv || !dout) return;
-    const int *dp = c->capturing ? c->d_pos : NULL;
+/* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
+static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const hparams *hp = &c->hp;
-    pending_rope *rq = &c->ropes[0], *rk = &c->ropes[1];
-    cuda_rope_fold fold = { dk, dv, rq->table, rk->table, rq->n_rot, hp->rope_neox };
-    int folded = 0;
-    if (c->n_ropes == 2 && rq->x == dq && rk->x == dk && rq->T == T && rk->T == T && rq->pos0 == pos0 &&
-        rk->pos0 == pos0 && rq->n_heads == hp->n_heads && rk->n_heads == hp->n_kv_heads && rq->n_rot == rk->n_rot) {
-        /* T = 1 with the exact attention: RoPE and the KV store inside the attention kernel */
-        folded = c->fuse && T == 1 && !c->attn_split;
-        if (!folded &&
-            cuda_rope_qk_store(dq, dk, dv, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim,
-                               rq->n_rot, hp->rope_neox, pos0, dp, rq->table, rk->table, c->st))
-            be_fail(c, "rope + kv store");
-        c->n_ropes = 0;
-    } else {
-        flush_ropes(c);
-        if (cuda_kv_store(dk, dv, c->kc[layer], c->vc[layer], T, (int)c->kv_dim, pos0, dp, c->st)) be_fail(c, "kv store");
+    const layer_weights *L = &c->w->layers[l];
+    const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
+    cuda_kv *kv = (cuda_kv *)S->kv;
+    uint16_t *kc = kv->kc[l], *vc = kv->vc[l];
+    float *q = c->q + (size_t)t0 * H * HD, *k = c->k + (size_t)t0 * KVH * HD, *v = c->v + (size_t)t0 * KVH * HD;
+    float *out = c->att + (size_t)t0 * H * HD;
+    void *act = af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * cuda_act_row_bytes(af_o, (int64_t)H * HD) : NULL;
+    const int *dp = c->capturing ? c->d_pos : NULL;
+    const float *cs = L->sliding ? c->rope_local : c->rope_global;
+    const float scale = hp->attn_scale;
+    const int window = L->sliding ? hp->sliding_window : 0;
+    /* T = 1 with the exact attention: RoPE and the KV store inside the attention kernel */
+    const int folded = c->fuse && T == 1 && !c->attn_split;
+    cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
+    if (!folded) {
+        if (c->fuse) {
+            if (cuda_rope_qk_store(q, k, v, kc, vc, T, H, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, cs, c->st))
+                be_fail(c, "rope + kv store");
+        } else if (cuda_rope(q, T, H, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, c->st) ||
+                   cuda_rope(k, T, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, c->st) ||
+                   cuda_kv_store(k, v, kc, vc, T, (int)c->kv_dim, S->pos0, dp, c->st))
+            be_fail(c, "rope, kv store");
     }
-    /* quantize the output for wo inside the attention kernel when its blocks fit in a head */
-    int af = -1;
-    const weight *wo = c->w->layers ? &c->w->layers[layer].wo : NULL;
-    if (c->fuse && wo && wo->data && cuda_type_info(wo->type, NULL, &af, NULL) == 0 &&
-        (af == ACT_Q8_0 || af == ACT_Q8_1 || (af == ACT_Q8_2 && hp->head_dim % 64 == 0)) && hp->head_dim % 32 == 0 &&
-        cuda_act_row_bytes(af, (int64_t)hp->n_heads * hp->head_dim) * T <= c->act_cap) {
-    } else af = -1;
     int rc = c->attn_split
-        ? cuda_attention(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp, scale,
-                         window, c->n_ctx, c->att_partial, c->att_counters, dout, af >= 0 ? c->act : NULL, af, c->st)
-        : cuda_attention_exact(dq, c->kc[layer], c->vc[layer], T, hp->n_heads, hp->n_kv_heads, hp->head_dim, pos0, dp,
-                               scale, window, c->n_ctx, c->att_partial, dout, af >= 0 ? c->act : NULL, af,
-                               folded ? &fold : NULL, c->st);
+        ? cuda_attention(q, kc, vc, T, H, KVH, HD, S->pos0, dp, scale, window, kv->n_ctx, c->att_partial,
+                         c->att_counters, out, act, af_o, c->st)
+        : cuda_attention_exact(q, kc, vc, T, H, KVH, HD, S->pos0, dp, scale, window, kv->n_ctx, c->att_partial, out,
+                               act, af_o, folded ? &fold : NULL, c->st);
     if (rc) be_fail(c, "attention");
-    if (af >= 0) { c->act_src = dout; c->act_n = (int64_t)hp->n_heads * hp->head_dim; c->act_T = T; c->act_fmt = af; }
 }
 
-/* the activation format of the down projection that reads the output of gate weight gw */
-static int down_act_fmt(cuda_be *c, const void *gw) {
-    int af = -1;
-    for (int l = 0; c->w->layers && l < c->hp.n_layers; l++)
-        if (c->w->layers[l].gate.dev == gw && c->w->layers[l].down.data) {
-            if (cuda_type_info(c->w->layers[l].down.type, NULL, &af, NULL)) af = -1;
-            break;
-        }
-    return af;
-}
-
-static void op_swiglu(backend *be, const float *gate, const float *up, float *out, int n) {
+static void blk_attn(backend *be, int l, const fwd_batch *b) {
     cuda_be *c = CB(be);
-    float *dg = dev_of(c, gate), *du = dev_of(c, up), *dout = dev_of(c, out);
-    if (!dg || !du || !dout) return;
-    mv_group *g = &c->pend;
-    if (c->fuse && g->n == 2 && g->y[0] == dg && g->y[1] == du && g->n_out[0] == g->n_out[1] &&
-        (int64_t)n == c->pend_T * g->n_out[0]) {
-        g->swiglu = 1; g->swiglu_out = dout;
-        const int afd = c->pend_T == 1 ? down_act_fmt(c, g->W[0]) : -1;
-        if (afd >= 0 && cuda_matvec_swiglu_q32_ok(c->pend_type, afd, g->n_out[0]) &&
-            cuda_act_row_bytes(afd, g->n_out[0]) <= c->act_cap) {
-            /* T = 1: h quantized for down in the same launch, into the second buffer, which
-             * then becomes the current one (down finds it in the act cache) */
-            flush_norm(c);
-            if (cuda_matvec_swiglu_q32(c->pend_type, g, c->pend_n_in, c->act, c->act2, afd, c->st)) be_fail(c, "gate/up");
-            const int64_t F = g->n_out[0];
-            memset(&c->pend, 0, sizeof c->pend);
-            flush(c);
-            void *t = c->act; c->act = c->act2; c->act2 = t;
-            c->act_src = dout; c->act_n = F; c->act_T = 1; c->act_fmt = afd;
-            return;
-        }
-        flush(c);
-        act_invalidate(c);
-        return;
+    const hparams *hp = &c->hp;
+    const layer_weights *L = &c->w->layers[l];
+    const int T = b->T, E = hp->n_embd, H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
+    act_state as;
+    norm_for(c, &as, c->x, &L->attn_norm, c->xb, T, E, &L->wq);
+    const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
+    float *y[3] = { c->q, c->k, c->v };
+    mv_many(c, &as, qkv, y, 3, c->xb, T);
+    /* per-head q and k norms (qwen3, gemma3): one launch for both */
+    if (c->fuse && L->q_norm.data && L->k_norm.data) {
+        if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
+                          T * KVH, HD, hp->rms_eps, c->st))
+            be_fail(c, "q/k rmsnorm");
+    } else {
+        if (L->q_norm.data && cuda_rmsnorm(c->q, (const float *)L->q_norm.dev, c->q, T * H, HD, hp->rms_eps, c->st))
+            be_fail(c, "q rmsnorm");
+        if (L->k_norm.data && cuda_rmsnorm(c->k, (const float *)L->k_norm.dev, c->k, T * KVH, HD, hp->rms_eps, c->st))
+            be_fail(c, "k rmsnorm");
     }
-    flush(c); act_invalidate(c);
-    if (cuda_swiglu(dg, du, dout, n, c->st)) be_fail(c, "swiglu");
+    /* the attention writes wo's activation rows too when wo's blocks fit in a head */
+    int af_o = c->fuse ? act_fmt_of(&L->wo) : -1;
+    if (!((af_o == ACT_Q8_0 || af_o == ACT_Q8_1 || (af_o == ACT_Q8_2 && HD % 64 == 0)) && HD % 32 == 0 &&
+          cuda_act_row_bytes(af_o, (int64_t)H * HD) * T <= c->act_cap))
+        af_o = -1;
+    for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
+    as = ACT_NONE;
+    if (af_o >= 0) { as.src = c->att; as.n = (int64_t)H * HD; as.T = T; as.fmt = af_o; }
+    if (L->post_attn_norm.data || !c->fuse) {                   /* (gemma3) xb = norm(wo att); x += xb */
+        mv1(c, &as, &L->wo, c->att, T, c->xb, NULL);
+        if (L->post_attn_norm.data &&
+            cuda_rmsnorm(c->xb, (const float *)L->post_attn_norm.dev, c->xb, T, E, hp->rms_eps, c->st))
+            be_fail(c, "post-attention rmsnorm");
+        if (cuda_add(c->x, c->xb, T * E, c->st)) be_fail(c, "add");
+    } else
+        mv1(c, &as, &L->wo, c->att, T, c->xb, c->x);               /* x += wo att: the add as the epilogue */
 }
 
-static void op_add(backend *be, float *x, const float *y, int n) {
-    cuda_be *c = CB(be);
-    float *dx = dev_of(c, x), *dy = dev_of(c, y);
-    if (!dx || !dy) return;
-    if (c->moe_pend_on && c->moe_pend.out == dy && (int64_t)n == c->moe_pend.T * c->moe_pend.E && dx != dy &&
-        !c->moe_res_add && c->moe_pend.T == 1 && c->mv_counter && c->norm_fold) {
-        /* T = 1: the combine + residual stays pending one op longer (an RMSNorm of x next
-         * becomes its epilogue; any other op launches it as it is: flush_moe) */
-        c->moe_res_add = dx;
-        act_invalidate(c);
-        return;
-    }
-    if (c->moe_pend_on && c->moe_pend.out == dy && (int64_t)n == c->moe_pend.T * c->moe_pend.E && dx != dy) {
-        /* the MoE combine with the residual add as its epilogue */
-        c->moe_pend_on = 0;
-        flush(c);
-        if (cuda_moe_combine(&c->moe_pend, dx, c->st)) be_fail(c, "moe combine");
-        act_invalidate(c);
-        return;
-    }
-    mv_group *g = &c->pend;
-    if (c->fuse && g->n == 1 && !g->swiglu && g->y[0] == dy && (int64_t)n == c->pend_T * g->n_out[0] &&
-        !ranges_overlap(dx, (size_t)n, c->pend_x, (size_t)c->pend_T * c->pend_n_in)) {
-        g->add_to[0] = dx;
-        act_invalidate(c);
-        /* T = 1: left pending one op longer; an RMSNorm of x next becomes its epilogue */
-        if (c->pend_T == 1 && c->mv_counter && c->norm_fold) { c->res_pending = 1; return; }
-        flush(c);
-        return;
-    }
-    flush(c); act_invalidate(c);
-    if (cuda_add(dx, dy, n, c->st)) be_fail(c, "add");
-}
-
-static void op_geglu(backend *be, const float *gate, const float *up, float *out, int n) {
-    cuda_be *c = CB(be);
-    flush(c); act_invalidate(c);
-    float *dg = dev_of(c, gate), *du = dev_of(c, up), *dout = dev_of(c, out);
-    if (!dg || !du || !dout) return;
-    if (cuda_geglu(dg, du, dout, n, c->st)) be_fail(c, "geglu");
-}
-
-/* Mixture-of-Experts FFN: the router matvec (the matvec kernels), then moe.cu's routing and
- * grouped expert kernels, all from device memory (graph-capturable); the combine waits for
- * the residual add that follows it (op_add). */
-static void op_moe_ffn(backend *be, const layer_weights *L, int k, const float *x, int T, float *out) {
-    cuda_be *c = CB(be);
-    flush(c);
-    float *dx = dev_of(c, x), *dout = dev_of(c, out);
-    if (!dx || !dout) return;
+/* Mixture-of-Experts FFN of xb (normed, in as) into moe_out: the router matvec (or the routing
+ * kernel's fused F32 router), then moe.cu's routing, grouped gate/up and down; the combine
+ * (with the residual add into add_to when set) follows. */
+static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to) {
     const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
-    const int X = (int)R->n_out;
+    const int X = (int)R->n_out, k = c->hp.n_experts_used;
     const int64_t E = G->n_in, F = G->n_out;
     int rb, raf, rbs, gaf;
     if (!c->moe_logits || !R->dev || !G->dev || !U->dev || !D->dev || G->type != U->type || X != c->hp.n_experts ||
-        k > c->hp.n_experts_used || T > FWD_MAX_T || cuda_type_info(R->type, &rb, &raf, &rbs) ||
-        cuda_type_info(G->type, NULL, &gaf, NULL) || !cuda_type_supported(D->type) || R->n_in != E || E % rb) {
+        T > FWD_MAX_T || cuda_type_info(R->type, &rb, &raf, &rbs) || cuda_type_info(G->type, NULL, &gaf, NULL) ||
+        !cuda_type_supported(D->type) || R->n_in != E || E % rb) {
         be_fail(c, "moe: unsupported expert layout or types (gate and up must share a format)");
         return;
     }
     /* router logits [T][X]: an F32 router of a supported width runs inside the routing kernel
      * (STRATA_CUDA_FUSE=0: its own matvec) */
-    int fused_router = c->fuse && cuda_moe_router_fusable(R->type, E);
-    const void *ract = dx;                       /* F32 / F16 / BF16 routers read the f32 rows */
-    if (!fused_router && raf != ACT_F32) {
-        if (c->act_src == dx && c->act_n == E && c->act_T == T && c->act_fmt == raf) ract = c->act;
-        else if (cuda_act_quantize(raf, dx, E, T, c->moe_act_r, c->st)) { be_fail(c, "moe router activations"); return; }
-        else ract = c->moe_act_r;
-    }
-    mv_group g;
-    memset(&g, 0, sizeof g);
-    g.n = 1; g.W[0] = (const uint8_t *)R->dev; g.y[0] = c->moe_logits; g.n_out[0] = X;
-    g.row_start[1] = X; g.row_bytes = (size_t)(E / rb) * (size_t)rbs;
-    if (!fused_router && cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router"); return; }
-    /* x in the experts' activation format (usually already there: the ffn norm quantized it) */
-    if (!(c->act_src == dx && c->act_n == E && c->act_T == T && c->act_fmt == gaf)) {
-        if (cuda_act_row_bytes(gaf, E) * T > c->act_cap || cuda_act_quantize(gaf, dx, E, T, c->act, c->st)) {
-            be_fail(c, "moe activations");
-            return;
+    const int fused_router = c->fuse && cuda_moe_router_fusable(R->type, E);
+    if (!fused_router) {
+        const void *ract = c->xb;                    /* F32 / F16 / BF16 routers read the f32 rows */
+        if (raf != ACT_F32) {
+            if (as->src == c->xb && as->n == E && as->T == T && as->fmt == raf) ract = c->act;
+            else if (cuda_act_quantize(raf, c->xb, E, T, c->moe_act_r, c->st)) { be_fail(c, "moe router activations"); return; }
+            else ract = c->moe_act_r;
         }
-        c->act_src = dx; c->act_n = E; c->act_T = T; c->act_fmt = gaf;
+        mv_group g;
+        float *ly = c->moe_logits;
+        if (mv_group_make(c, &g, &R, &ly, NULL, 1) < 0) return;
+        if (cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router"); return; }
     }
+    /* x in the experts' activation format (usually already there: the ffn norm quantized it) */
+    if (ensure_act(c, as, c->xb, E, T, gaf)) return;
     cuda_moe m = c->moe_bufs;
     m.X = X; m.k = k; m.T = T; m.E = E; m.F = F;
     m.type_gu = G->type; m.type_down = D->type;
     m.gate = G->dev; m.up = U->dev; m.down = D->dev;
-    m.logits = c->moe_logits; m.act_x = c->act; m.out = dout;
+    m.logits = c->moe_logits; m.act_x = c->act; m.out = c->moe_out;
     m.router_f32 = fused_router ? (const float *)R->dev : NULL;
-    m.x_f32 = dx;
+    m.x_f32 = c->xb;
     if (cuda_moe_experts(&m, c->st)) { be_fail(c, "moe experts"); return; }
-    c->moe_pend = m;
-    c->moe_pend_on = 1;
-    if (!c->fuse) flush(c);
+    if (cuda_moe_combine(&m, add_to, c->st)) be_fail(c, "moe combine");
 }
 
-/* Filled at first use; ops this backend lacks stay NULL, and forward() refuses models that
- * need them. */
-static backend_ops cuda_ops;
-static void cuda_ops_init(void) {
-    cuda_ops.name = "cuda";
-    cuda_ops.embed = op_embed; cuda_ops.rmsnorm = op_rmsnorm; cuda_ops.matvec = op_matvec;
-    cuda_ops.rope = op_rope; cuda_ops.attention = op_attention; cuda_ops.swiglu = op_swiglu;
-    cuda_ops.add = op_add; cuda_ops.geglu = op_geglu; cuda_ops.moe_ffn = op_moe_ffn;
+static void blk_ffn(backend *be, int l, const fwd_batch *b) {
+    cuda_be *c = CB(be);
+    const hparams *hp = &c->hp;
+    const layer_weights *L = &c->w->layers[l];
+    const int T = b->T, E = hp->n_embd;
+    act_state as;
+    const int post = L->post_ffn_norm.data != NULL;
+    if (L->gate_inp.data) {                                      /* Mixture-of-Experts */
+        norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate_exps);
+        const int add_here = c->fuse && !post;                   /* the combine adds into x itself */
+        moe_run(c, &as, L, T, add_here ? c->x : NULL);
+        if (!add_here) {
+            if (post && cuda_rmsnorm(c->moe_out, (const float *)L->post_ffn_norm.dev, c->moe_out, T, E, hp->rms_eps, c->st))
+                be_fail(c, "post-ffn rmsnorm");
+            if (cuda_add(c->x, c->moe_out, T * E, c->st)) be_fail(c, "add");
+        }
+        return;
+    }
+    const int F = hp->n_ff;
+    norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate);
+    const weight *gu[2] = { &L->gate, &L->up };
+    float *y[2] = { c->hb, c->hb2 };
+    const int pair = c->fuse && L->gate.type == L->up.type && L->gate.n_in == L->up.n_in && L->gate.n_out == L->up.n_out;
+    if (!hp->ffn_gelu && pair) {
+        /* gate, up and SwiGLU in one launch into hb */
+        mv_group g;
+        int af = mv_group_make(c, &g, gu, y, NULL, 2);
+        if (af < 0 || ensure_act(c, &as, c->xb, E, T, af)) return;
+        g.swiglu = 1; g.swiglu_out = c->hb;
+        const int afd = T == 1 ? act_fmt_of(&L->down) : -1;
+        if (afd >= 0 && cuda_matvec_swiglu_q32_ok(L->gate.type, afd, F) && cuda_act_row_bytes(afd, F) <= c->act_cap) {
+            /* T = 1: h quantized for down in the same launch, into the second buffer, which then
+             * becomes the current one */
+            if (cuda_matvec_swiglu_q32(L->gate.type, &g, E, c->act, c->act2, afd, c->st)) be_fail(c, "gate/up");
+            void *t = c->act; c->act = c->act2; c->act2 = t;
+            as.src = c->hb; as.n = F; as.T = 1; as.fmt = afd;
+        } else {
+            if (cuda_matvec_group(L->gate.type, &g, E, c->act, T, c->st)) be_fail(c, "gate/up");
+            as = ACT_NONE;
+        }
+    } else {
+        mv_many(c, &as, gu, y, 2, c->xb, T);
+        int rc = hp->ffn_gelu ? cuda_geglu(c->hb, c->hb2, c->hb, T * F, c->st) : cuda_swiglu(c->hb, c->hb2, c->hb, T * F, c->st);
+        if (rc) be_fail(c, "gated activation");
+    }
+    if (post || !c->fuse) {                                      /* (gemma3) xb = norm(down h); x += xb */
+        mv1(c, &as, &L->down, c->hb, T, c->xb, NULL);
+        if (post && cuda_rmsnorm(c->xb, (const float *)L->post_ffn_norm.dev, c->xb, T, E, hp->rms_eps, c->st))
+            be_fail(c, "post-ffn rmsnorm");
+        if (cuda_add(c->x, c->xb, T * E, c->st)) be_fail(c, "add");
+    } else
+        mv1(c, &as, &L->down, c->hb, T, c->xb, c->x);             /* x += down h: the add as the epilogue */
 }
+
+/* logits of columns from..T-1 into c->logits (device); read back into h_logits unless a graph
+ * is being captured */
+static int blk_head(backend *be, const fwd_batch *b, int from) {
+    cuda_be *c = CB(be);
+    const int E = c->hp.n_embd, n = b->T - from, V = c->hp.n_vocab;
+    act_state as;
+    norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
+    mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
+    if (c->capturing) return c->failed ? -1 : 0;
+    if (CU_CHECK(cudaMemcpyAsync(c->h_logits, c->logits, (size_t)n * V * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
+        CU_CHECK(cudaStreamSynchronize(c->st)))
+        be_fail(c, "logits read-back");
+    return c->failed ? -1 : 0;
+}
+
+static const float *cuda_logits_host(backend *be) { return CB(be)->h_logits; }
+static int cuda_max_rewind(const backend *be) { (void)be; return 1 << 30; }   /* every position is kept */
+
+/* ---- the decode step: forward(T = 1) and the draw, one graph ---------------------------------- */
+/* The step the graph holds: forward(T = 1) on d_ids / d_pos, then the draw writes the next id
+ * into d_ids and advances d_pos, and the id (greedy) or the sampler's io goes to pinned host
+ * memory. kind: 0 greedy, 1 sampler without the candidate sort (temperature 0), 2 sampler. */
+static int record_step(backend *be, int32_t id, int pos, int kind) {
+    cuda_be *c = CB(be);
+    if (forward(be, &c->hp, &id, 1, pos, 0) != 0) return -1;
+    int rc = kind == 0
+        ? cuda_argmax(c->logits, c->hp.n_vocab, c->d_ids, c->d_pos, c->argmax_scratch, c->st) ||
+              CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st))
+        : cuda_sample(c->logits, c->hp.n_vocab, c->d_sparams, c->d_hist, 0, c->d_ids, c->d_pos, c->d_sio,
+                      c->samp_scratch, kind == 2, c->st) ||
+              CU_CHECK(cudaMemcpyAsync(c->h_sio, c->d_sio, sizeof(cuda_sample_io), cudaMemcpyDeviceToHost, c->st));
+    return rc || c->failed ? -1 : 0;
+}
+
+/* Replay (capturing at first use) the step graph `kind`; STRATA_CUDA_GRAPH=0 launches the same
+ * kernels one by one (they still read d_pos / d_ids). */
+static int run_step(backend *be, int32_t id, int pos, int kind) {
+    cuda_be *c = CB(be);
+    int rc = 0;
+    c->capturing = 1;
+    if (!env_bool(ENV_CUDA_GRAPH)) rc = record_step(be, id, pos, kind);
+    else if (!c->graph_ok[kind]) {
+        cudaGraph_t g;
+        if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
+        else {
+            int r1 = record_step(be, id, pos, kind);
+            int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
+            rc = r1 || r2 ? -1 : 0;
+            if (!rc) {
+                rc = CU_CHECK(cudaGraphInstantiate(&c->graph[kind], g, 0));
+                cudaGraphDestroy(g);
+                if (!rc) c->graph_ok[kind] = 1;
+            }
+        }
+    }
+    c->capturing = 0;
+    if (!rc && env_bool(ENV_CUDA_GRAPH)) rc = CU_CHECK(cudaGraphLaunch(c->graph[kind], c->st));
+    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "decode step"); return -1; }
+    return 0;
+}
+
+static int32_t cuda_decode_step(backend *be, int32_t id, int pos, const backend_sampling *smp) {
+    cuda_be *c = CB(be);
+    if (pos < 0 || pos >= c->n_ctx || id < 0 || id >= c->hp.n_vocab || c->failed) return -1;
+    if (!smp) {
+        /* d_ids / d_pos must hold this step's token and position */
+        if (!(c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id)) {
+            int32_t hv[2] = { id, pos };
+            if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
+                CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
+                CU_CHECK(cudaStreamSynchronize(c->st)))
+                return -1;
+        }
+        if (run_step(be, id, pos, 0)) return -1;
+        c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_token[0];
+        return c->h_token[0];
+    }
+    if (!smp->p || !smp->rng || (pos && !smp->history)) return -1;
+    cuda_sample_params dp;
+    cuda_sample_params_set(&dp, smp->p);
+    /* the device must hold this step's token and position, history[0..pos), the parameters and
+     * the RNG state; after a sampled step it holds them already (one graph launch, no upload) */
+    int up = 0;
+    if (!(c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id && c->hist_len == pos)) {
+        int32_t hv[2] = { id, pos };
+        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
+            CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
+            (pos > 0 && CU_CHECK(cudaMemcpyAsync(c->d_hist, smp->history, (size_t)pos * sizeof(int32_t),
+                                                 cudaMemcpyHostToDevice, c->st))))
+            return -1;
+        up = 1;
+    }
+    if (!c->sparams_known || memcmp(&dp, &c->sparams, sizeof dp)) {
+        if (CU_CHECK(cudaMemcpyAsync(c->d_sparams, &dp, sizeof dp, cudaMemcpyHostToDevice, c->st))) return -1;
+        c->sparams = dp; c->sparams_known = 1; up = 1;
+    }
+    cuda_sample_io io;
+    if (memcmp(c->h_sio->rng, smp->rng, sizeof io.rng)) {
+        memset(&io, 0, sizeof io);
+        memcpy(io.rng, smp->rng, sizeof io.rng);
+        if (CU_CHECK(cudaMemcpyAsync(c->d_sio, &io, sizeof io, cudaMemcpyHostToDevice, c->st))) return -1;
+        up = 1;
+    }
+    if (up && CU_CHECK(cudaStreamSynchronize(c->st))) return -1;
+    /* temperature 0 (greedy with a repetition penalty): the graph without the candidate sort */
+    if (run_step(be, id, pos, dp.temperature > 0.0f ? 2 : 1)) return -1;
+    memcpy(smp->rng, c->h_sio->rng, sizeof io.rng);
+    c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_sio->token; c->hist_len = pos + 1;
+    return c->h_sio->token;
+}
+
+static void cuda_free_be(backend *be);
+
+static const backend_ops cuda_ops = {
+    "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, cuda_decode_step, cuda_max_rewind, cuda_free_be,
+};
 
 /* ---- creation ------------------------------------------------------------------------------ */
 static int rope_table_upload(const hparams *hp, int n_ctx, float base, float **out, const char *what, char *err,
@@ -709,9 +667,8 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     backend *be = (backend *)st_calloc(1, sizeof *be);
     cuda_be *c = (cuda_be *)st_calloc(1, sizeof *c);
     if (!be || !c) { st_free(be); st_free(c); snprintf(err, errlen, "out of memory"); return NULL; }
-    cuda_ops_init();
-    be->ops = &cuda_ops; be->impl = c;
-    c->hp = *hp; c->w = w; c->n_ctx = n_ctx; c->readback = 1;
+    be->ops = &cuda_ops; be->impl = c; be->kv = &c->kv;
+    c->hp = *hp; c->w = w; c->n_ctx = n_ctx;
     c->fuse = env_bool(ENV_CUDA_FUSE);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
@@ -719,25 +676,38 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         c->attn_split = var.attn_split;
         cuda_matvec_set_coop(var.matvec_coop);
         cuda_set_pdl(var.pdl);
-        const int nft = atoi(env_str(ENV_CUDA_NORM_FOLD));
-        c->norm_fold = nft == 128 || nft == 256 || nft == 512 || nft == 1024 ? nft : 0;
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
-    c->kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
-    c->vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
-    if (!c->kc || !c->vc) { snprintf(err, errlen, "out of memory"); backend_cuda_free(be); return NULL; }
+    c->kv.n_ctx = n_ctx;
+    c->kv.kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
+    c->kv.vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
+    if (!c->kv.kc || !c->kv.vc) { snprintf(err, errlen, "out of memory"); cuda_free_be(be); return NULL; }
     if (cuda_tables_init() || expf_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
     {
         size_t kv_bytes = (size_t)n_ctx * c->kv_dim * sizeof(uint16_t);
         for (int l = 0; l < hp->n_layers; l++)
-            if (cuda_dev_malloc((void **)&c->kc[l], kv_bytes) != cudaSuccess || cuda_dev_malloc((void **)&c->vc[l], kv_bytes) != cudaSuccess) {
+            if (cuda_dev_malloc((void **)&c->kv.kc[l], kv_bytes) != cudaSuccess ||
+                cuda_dev_malloc((void **)&c->kv.vc[l], kv_bytes) != cudaSuccess) {
                 size_t fr = 0, tot = 0;
                 cudaMemGetInfo(&fr, &tot);
                 snprintf(err, errlen, "not enough GPU memory for the KV cache of %d positions (%.1f MiB; %.1f MiB free): use a smaller --ctx",
                          n_ctx, 2.0 * hp->n_layers * kv_bytes / 1048576.0, fr / 1048576.0);
-                backend_cuda_free(be);
+                cuda_free_be(be);
                 return NULL;
             }
+        /* activations (fwd_buffer_sizes: the formula every backend uses) */
+        fwd_buffer_sizes(hp, FWD_MAX_T, &c->sz);
+        struct { float **p; size_t n; const char *what; } bufs[] = {
+            { &c->x, c->sz.x, "the activation buffers (x)" }, { &c->xb, c->sz.xb, "the activation buffers (xb)" },
+            { &c->q, c->sz.q, "the activation buffers (q)" }, { &c->k, c->sz.k, "the activation buffers (k)" },
+            { &c->v, c->sz.v, "the activation buffers (v)" }, { &c->att, c->sz.att, "the activation buffers (att)" },
+            { &c->hb, c->sz.hb, "the activation buffers (hb)" }, { &c->hb2, c->sz.hb2, "the activation buffers (hb2)" },
+            { &c->moe_out, c->sz.moe_out, "the activation buffers (moe_out)" },
+            { &c->logits, c->sz.logits, "the activation buffers (logits)" },
+        };
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i].n && cuda_dev_alloc_named((void **)bufs[i].p, bufs[i].n * sizeof(float), bufs[i].what, err, errlen))
+                goto fail;
         /* activation buffer: the largest n_in of any matvec, FWD_MAX_T rows, worst format */
         int64_t n_max = hp->n_embd;
         int64_t cand[] = { (int64_t)hp->n_heads * hp->head_dim, hp->n_ff, hp->n_ff_exp };
@@ -754,7 +724,6 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                                  "the attention counters", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
-            cuda_dev_alloc_named((void **)&c->mv_counter, sizeof(unsigned), "the matvec epilogue counter", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
                                  errlen) ||
             cuda_dev_alloc_named((void **)&c->d_sparams, sizeof(cuda_sample_params), "the sampler parameters", err, errlen) ||
@@ -763,14 +732,14 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                                  errlen))
             goto fail;
         if (cuda_pinned_malloc((void **)&c->h_token, sizeof(int32_t)) != cudaSuccess ||
-            cuda_pinned_malloc((void **)&c->h_sio, sizeof(cuda_sample_io)) != cudaSuccess) {
-            snprintf(err, errlen, "not enough pinned host memory for the token read-back buffers");
+            cuda_pinned_malloc((void **)&c->h_sio, sizeof(cuda_sample_io)) != cudaSuccess ||
+            cuda_pinned_malloc((void **)&c->h_logits, c->sz.logits * sizeof(float)) != cudaSuccess) {
+            snprintf(err, errlen, "not enough pinned host memory for the read-back buffers");
             goto fail;
         }
         memset(c->h_sio, 0, sizeof *c->h_sio);
         if (CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
-            CU_CHECK(cudaMemset(c->mv_counter, 0, sizeof(unsigned))) ||
             CU_CHECK(cudaMemset(c->d_sio, 0, sizeof(cuda_sample_io))))
             goto cuda_fail;
         /* an embedding format without a device dequantizer: one f32 copy, dequantized here with
@@ -816,386 +785,98 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
 cuda_fail:
     snprintf(err, errlen, "CUDA backend set-up failed: %s", cuda_last_error());
 fail:
-    backend_cuda_free(be);
+    cuda_free_be(be);
     return NULL;
 }
 
-extern "C" void backend_cuda_free(backend *be) {
+static void cuda_free_be(backend *be) {
     if (!be) return;
     cuda_be *c = CB(be);
     if (c) {
         if (c->st) cudaStreamSynchronize(c->st);
-        if (c->graph_ok) cudaGraphExecDestroy(c->graph);
-        for (int i = 0; i < 2; i++)
-            if (c->sgraph_ok[i]) cudaGraphExecDestroy(c->sgraph[i]);
-        for (int l = 0; c->kc && l < c->hp.n_layers; l++) cuda_dev_free(c->kc[l]);
-        for (int l = 0; c->vc && l < c->hp.n_layers; l++) cuda_dev_free(c->vc[l]);
-        st_free(c->kc); st_free(c->vc);
+        for (int i = 0; i < 3; i++)
+            if (c->graph_ok[i]) cudaGraphExecDestroy(c->graph[i]);
+        for (int l = 0; c->kv.kc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.kc[l]);
+        for (int l = 0; c->kv.vc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.vc[l]);
+        st_free(c->kv.kc); st_free(c->kv.vc);
+        float *bufs[] = { c->x, c->xb, c->q, c->k, c->v, c->att, c->hb, c->hb2, c->moe_out, c->logits };
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cuda_dev_free(bufs[i]);
         cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->act);
         cuda_dev_free(c->act2);
         cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
-        cuda_dev_free(c->argmax_scratch); cuda_dev_free(c->mv_counter);
+        cuda_dev_free(c->argmax_scratch);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
-        cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio);
+        cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio); cuda_pinned_free(c->h_logits);
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
         cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
         cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter);
-        cuda_dev_free(c->p_layers); cuda_dev_free(c->p_scratch); cuda_dev_free(c->p_bar);
-        for (int i = 0; i < c->n_mirrors; i++) cuda_dev_free(c->mirrors[i].dev);
         if (c->st) cudaStreamDestroy(c->st);
         st_free(c);
     }
     st_free(be);
 }
 
-extern "C" int backend_cuda_mirror(backend *be, void *host, size_t bytes) {
+/* ---- test access to the residual stream -------------------------------------------------- */
+extern "C" int backend_cuda_x_io(backend *be, float *host, int T, int to_device) {
     cuda_be *c = CB(be);
-    if (c->n_mirrors >= MAX_MIRRORS) return -1;
-    mirror *m = &c->mirrors[c->n_mirrors];
-    if (cuda_dev_malloc((void **)&m->dev, bytes) != cudaSuccess) return -1;
-    cudaMemset(m->dev, 0, bytes);
-    m->host = (char *)host; m->bytes = bytes;
-    c->n_mirrors++;
-    return 0;
+    size_t bytes = (size_t)T * c->hp.n_embd * sizeof(float);
+    if (T < 1 || T > FWD_MAX_T) return -1;
+    int rc = to_device ? CU_CHECK(cudaMemcpyAsync(c->x, host, bytes, cudaMemcpyHostToDevice, c->st))
+                       : CU_CHECK(cudaMemcpyAsync(host, c->x, bytes, cudaMemcpyDeviceToHost, c->st));
+    return rc || CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed ? -1 : 0;
 }
 
-extern "C" int backend_cuda_bind_fwd(backend *be, fwd_state *f, char *err, size_t errlen) {
-    const hparams *hp = f->hp;
-    size_t T = FWD_MAX_T, E = (size_t)hp->n_embd, Q = (size_t)hp->n_heads * hp->head_dim;
-    size_t KV = (size_t)hp->n_kv_heads * hp->head_dim;
-    size_t F = (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
-    if (!F) F = 1;
-    /* the sizes fwd_init allocates (src/model/forward.c) */
-    struct { void *p; size_t n; } b[] = {
-        { f->x, T * E }, { f->xb, T * (E > Q ? E : Q) }, { f->q, T * Q }, { f->k, T * KV }, { f->v, T * KV },
-        { f->att, T * Q }, { f->hb, T * F }, { f->hb2, T * F }, { f->logits, T * (size_t)hp->n_vocab },
-        { f->moe_out, T * E },
-    };
-    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
-        if (b[i].p && backend_cuda_mirror(be, b[i].p, b[i].n * sizeof(float))) {
-            snprintf(err, errlen, "not enough GPU memory for the activation buffers of the forward pass (buffer %d: %.2f MiB)",
-                     (int)i, b[i].n * sizeof(float) / 1048576.0);
-            return -1;
-        }
-    CB(be)->logits_host = f->logits;
-    CB(be)->logits_bytes = T * (size_t)hp->n_vocab * sizeof(float);
-    return 0;
+/* ---- the op kernels alone, on device pointers (tests/gpu/test_gpu_ops.c) ---------------------- */
+static int test_sync(int rc) { return rc || CU_CHECK(cudaDeviceSynchronize()) ? -1 : 0; }
+extern "C" int cuda_test_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps) {
+    return test_sync(cuda_rmsnorm(x, w, y, rows, n, eps, 0));
 }
-
-static mirror *find_mirror(cuda_be *c, const void *host, size_t bytes) {
-    for (int i = 0; i < c->n_mirrors; i++) {
-        mirror *m = &c->mirrors[i];
-        if ((const char *)host >= m->host && (const char *)host + bytes <= m->host + m->bytes) return m;
-    }
-    return NULL;
+extern "C" int cuda_test_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, float base,
+                              float scale) {
+    hparams hp;
+    memset(&hp, 0, sizeof hp);
+    hp.n_rot = n_rot; hp.rope_scale = scale;
+    float *cs = NULL;
+    char err[256];
+    if (rope_table_upload(&hp, pos0 + T, base, &cs, "a RoPE table", err, sizeof err)) return -1;
+    int rc = test_sync(cuda_rope(x, T, n_heads, head_dim, n_rot, neox, pos0, NULL, cs, 0));
+    cuda_dev_free(cs);
+    return rc;
 }
-
-extern "C" int backend_cuda_upload(backend *be, const void *host, size_t bytes) {
-    cuda_be *c = CB(be);
-    flush(c); act_invalidate(c);
-    mirror *m = find_mirror(c, host, bytes);
-    if (!m) return -1;
-    return CU_CHECK(cudaMemcpyAsync(m->dev + ((const char *)host - m->host), host, bytes, cudaMemcpyHostToDevice, c->st)) ||
-           CU_CHECK(cudaStreamSynchronize(c->st)) ? -1 : 0;
+extern "C" int cuda_test_add(float *x, const float *y, int n) { return test_sync(cuda_add(x, y, n, 0)); }
+extern "C" int cuda_test_swiglu(const float *g, const float *u, float *out, int n) {
+    return expf_init() ? -1 : test_sync(cuda_swiglu(g, u, out, n, 0));
 }
-
-extern "C" int backend_cuda_download(backend *be, void *host, size_t bytes) {
-    cuda_be *c = CB(be);
-    flush(c);
-    mirror *m = find_mirror(c, host, bytes);
-    if (!m) return -1;
-    return CU_CHECK(cudaMemcpyAsync(host, m->dev + ((const char *)host - m->host), bytes, cudaMemcpyDeviceToHost, c->st)) ||
-           CU_CHECK(cudaStreamSynchronize(c->st)) ? -1 : 0;
-}
-
-extern "C" int backend_cuda_sync(backend *be, char *err, size_t errlen) {
-    cuda_be *c = CB(be);
-    flush(c);
-    if (CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed) {
-        snprintf(err, errlen, "%s", cuda_last_error());
+extern "C" int cuda_test_geglu(const float *g, const float *u, float *out, int n) { return test_sync(cuda_geglu(g, u, out, n, 0)); }
+extern "C" int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
+                                   int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
+                                   int split, float *out) {
+    float *scratch = NULL;
+    int *counters = NULL;
+    if (expf_init() ||
+        cuda_dev_malloc((void **)&scratch, cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx) * sizeof(float)) ||
+        cuda_dev_malloc((void **)&counters, (size_t)T * n_heads * sizeof(int)) ||
+        CU_CHECK(cudaMemset(counters, 0, (size_t)T * n_heads * sizeof(int)))) {
+        cuda_dev_free(scratch); cuda_dev_free(counters);
         return -1;
     }
-    return 0;
+    int rc = cuda_kv_store(k, v, kc, vc, T, n_kv_heads * head_dim, pos0, NULL, 0) ||
+             (split ? cuda_attention(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, NULL, scale, window, n_ctx,
+                                     scratch, counters, out, NULL, -1, 0)
+                    : cuda_attention_exact(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, NULL, scale, window, n_ctx,
+                                           scratch, out, NULL, -1, NULL, 0));
+    rc = test_sync(rc);
+    cuda_dev_free(scratch); cuda_dev_free(counters);
+    return rc;
 }
-
-extern "C" int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row) {
-    cuda_be *c = CB(be);
-    flush(c);
-    float *dl = dev_of(c, f->logits + (size_t)row * f->hp->n_vocab);
-    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, NULL, c->argmax_scratch, c->st) ||
-        CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)) ||
-        CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed)
-        return -1;
-    c->dev_pos_known = 0;
-    return c->h_token[0];
-}
-
-/* ---- the persistent decode step (persist.cu) ------------------------------------------------ */
-/* one matvec's fields; -1 when the persistent kernel has no row kernel for it */
-static int persist_mv(const weight *W, int64_t n_in, int *t, int *co, int *af, int *blk, size_t *rb) {
-    int b, a, bs;
-    if (!W->dev || W->n_in != n_in || !cuda_persist_type_ok(W->type) || cuda_type_info(W->type, &b, &a, &bs) || n_in % b)
-        return -1;
-    *t = W->type; *af = a; *blk = b; *rb = (size_t)(n_in / b) * (size_t)bs;
-    *co = cuda_matvec_coop_for(W->type, W->dev, *rb);   /* the per-op kernels' choice (speed only) */
-    return 0;
-}
-
-/* Can this model's T = 1 step run as the persistent kernel? (Called before a graph capture:
- * it allocates and copies.) Dense llama-style layers only (no
- * MoE, per-head or sandwich norms, sliding windows, GELU), the exact attention and the fused
- * ops whose bits the kernel reproduces; the layer table and buffers are made at first use. */
-static int persist_ready(cuda_be *c, fwd_state *f) {
-    if (c->persist) return c->persist > 0;
-    c->persist = -1;
-    const char *sw = env_str(ENV_CUDA_PERSIST);
-    int per_sm = !strcmp(sw, "on") ? 2 : (sw[0] >= '1' && sw[0] <= '4' && !sw[1]) ? sw[0] - '0' : 0;
-    const hparams *hp = &c->hp;
-    const model_weights *w = c->w;
-    if (!per_sm || !c->fuse || c->attn_split || hp->n_experts > 0 || hp->ffn_gelu || !w->layers || hp->n_layers < 1 ||
-        hp->head_dim % 2 || hp->head_dim > 256 || hp->n_kv_heads < 1 || hp->n_heads % hp->n_kv_heads ||
-        hp->n_rot > hp->head_dim || hp->n_rot % 2)
-        return 0;
-    const int L = hp->n_layers, E = hp->n_embd, HD = hp->head_dim, Q = hp->n_heads * HD, KV = hp->n_kv_heads * HD;
-    const int F = hp->n_ff;
-    if (E % 32 || Q % 32 || F % 32 || F < 1) return 0;
-    persist_layer *pl = (persist_layer *)st_calloc((size_t)L, sizeof *pl);
-    if (!pl) return 0;
-    /* per layer: q, k, v, att, h, x_mid, x_out, each rounded up to 32 floats (own cache lines) */
-    size_t r32[7] = { (size_t)Q, (size_t)KV, (size_t)KV, (size_t)Q, (size_t)F, (size_t)E, (size_t)E };
-    size_t per_layer = 0;
-    for (int i = 0; i < 7; i++) { r32[i] = (r32[i] + 31) & ~(size_t)31; per_layer += r32[i]; }
-    int ok = 1;
-    for (int l = 0; l < L && ok; l++) {
-        const layer_weights *Lw = &w->layers[l];
-        persist_layer *P = &pl[l];
-        int t2, c2, a2, b2, t3, c3, a3, b3;
-        size_t r2, r3;
-        ok = !Lw->q_norm.data && !Lw->k_norm.data && !Lw->post_attn_norm.data && !Lw->post_ffn_norm.data &&
-             !Lw->sliding && !Lw->gate_inp.data && Lw->attn_norm.dev && Lw->attn_norm.type == TYPE_F32 &&
-             Lw->ffn_norm.dev && Lw->ffn_norm.type == TYPE_F32 && Lw->wq.n_out == Q && Lw->wk.n_out == KV &&
-             Lw->wv.n_out == KV && Lw->wo.n_out == E && Lw->gate.n_out == F && Lw->up.n_out == F && Lw->down.n_out == E &&
-             !persist_mv(&Lw->wq, E, &P->t_qkv, &P->c_qkv, &P->af_qkv, &P->blk_qkv, &P->rb_qkv) &&
-             !persist_mv(&Lw->wk, E, &t2, &c2, &a2, &b2, &r2) && !persist_mv(&Lw->wv, E, &t3, &c3, &a3, &b3, &r3) &&
-             t2 == P->t_qkv && t3 == P->t_qkv && c2 == P->c_qkv && c3 == P->c_qkv &&
-             !persist_mv(&Lw->wo, Q, &P->t_o, &P->c_o, &P->af_o, &P->blk_o, &P->rb_o) &&
-             !persist_mv(&Lw->gate, E, &P->t_gu, &P->c_gu, &P->af_gu, &P->blk_gu, &P->rb_gu) &&
-             !persist_mv(&Lw->up, E, &t2, &c2, &a2, &b2, &r2) && t2 == P->t_gu && c2 == P->c_gu &&
-             !persist_mv(&Lw->down, F, &P->t_down, &P->c_down, &P->af_down, &P->blk_down, &P->rb_down);
-        if (!ok) break;
-        P->attn_norm = (const float *)Lw->attn_norm.dev; P->ffn_norm = (const float *)Lw->ffn_norm.dev;
-        P->wq = (const uint8_t *)Lw->wq.dev; P->wk = (const uint8_t *)Lw->wk.dev; P->wv = (const uint8_t *)Lw->wv.dev;
-        P->wo = (const uint8_t *)Lw->wo.dev; P->gate = (const uint8_t *)Lw->gate.dev; P->up = (const uint8_t *)Lw->up.dev;
-        P->down = (const uint8_t *)Lw->down.dev;
-        P->kc = c->kc[l]; P->vc = c->vc[l];
-    }
-    int n_max = E > Q ? E : Q;
-    if (F > n_max) n_max = F;
-    size_t smem = cuda_persist_smem(n_max, HD, c->n_ctx);
-    int occ = ok && smem <= 200 * 1024 ? cuda_persist_occupancy(smem) : 0;
-    int sms = 0;
-    float *x_dev = dev_of(c, f->x);
-    if (occ < 1 || !x_dev || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess || sms < 1) {
-        cudaGetLastError();
-        st_free(pl);
-        return 0;
-    }
-    if (cuda_dev_malloc((void **)&c->p_scratch, per_layer * L * sizeof(float)) != cudaSuccess ||
-        cuda_dev_malloc((void **)&c->p_layers, (size_t)L * sizeof *pl) != cudaSuccess ||
-        cuda_dev_malloc((void **)&c->p_bar, 64 * sizeof(unsigned)) != cudaSuccess || cuda_persist_tables_init()) {
-        cuda_dev_free(c->p_scratch); cuda_dev_free(c->p_layers); cuda_dev_free(c->p_bar);
-        c->p_scratch = NULL; c->p_layers = NULL; c->p_bar = NULL;
-        st_free(pl);
-        return 0;
-    }
-    for (int l = 0; l < L; l++) {
-        float *b = c->p_scratch + per_layer * l;
-        persist_layer *P = &pl[l];
-        P->q = b; b += r32[0];
-        P->k = b; b += r32[1];
-        P->v = b; b += r32[2];
-        P->att = b; b += r32[3];
-        P->h = b; b += r32[4];
-        P->x_mid = b; b += r32[5];
-        P->x_out = l + 1 < L ? b : x_dev;   /* the last layer's output is forward()'s x */
-    }
-    int rc = CU_CHECK(cudaMemcpy(c->p_layers, pl, (size_t)L * sizeof *pl, cudaMemcpyHostToDevice)) ||
-             CU_CHECK(cudaMemset(c->p_bar, 0, 64 * sizeof(unsigned)));
-    st_free(pl);
-    if (rc) return 0;
-    persist_args *a = &c->pa;
-    memset(a, 0, sizeof *a);
-    a->layers = c->p_layers; a->n_layers = L; a->E = E; a->H = hp->n_heads; a->KVH = hp->n_kv_heads; a->HD = HD;
-    a->n_rot = hp->n_rot; a->neox = hp->rope_neox; a->F = F; a->n_max = n_max; a->eps = hp->rms_eps;
-    a->scale = hp->attn_scale; a->x0 = x_dev; a->d_pos = c->d_pos; a->rope_cs = c->rope_global; a->bar = c->p_bar;
-    a->smem = smem;
-    a->prefetch = env_bool(ENV_CUDA_PERSIST_PREFETCH);
-    c->p_grid = sms * (occ < per_sm ? occ : per_sm);
-    c->persist = 1;
-    return 1;
-}
-
-/* forward(T = 1) for the decode step: the persistent kernel between the embedding and the
- * output head when the model allows it (the same bits), else forward() op by op */
-static int record_forward_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
-    if (c->persist <= 0) return forward(f, &id, 1, pos, 0);   /* persist_ready ran before the capture */
-    backend *be = f->be;
-    const model_weights *w = c->w;
-    const hparams *hp = &c->hp;
-    cuda_ops.embed(be, &w->tok_embd, &id, 1, f->x, hp->embd_scale);
-    flush(c); act_invalidate(c);
-    if (cuda_persist_launch(&c->pa, c->p_grid, c->st)) { be_fail(c, "persistent decode kernel"); return -1; }
-    cuda_ops.rmsnorm(be, f->x, &w->output_norm, f->xb, 1, hp->n_embd, hp->rms_eps);
-    cuda_ops.matvec(be, &w->output, f->xb, 1, f->logits);
-    return c->failed ? -1 : 0;
-}
-
-/* The step that the graph holds: forward(T = 1) on d_ids/d_pos, argmax into d_ids, pos += 1,
- * the new id copied to pinned host memory. */
-static int record_step(cuda_be *c, fwd_state *f, int32_t id, int pos) {
-    if (record_forward_step(c, f, id, pos) != 0) return -1;
-    flush(c);
-    float *dl = dev_of(c, f->logits);
-    if (!dl || cuda_argmax(dl, f->hp->n_vocab, c->d_ids, c->d_pos, c->argmax_scratch, c->st) ||
-        CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)))
-        return -1;
-    return c->failed ? -1 : 0;
-}
-
-extern "C" int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t id, int pos) {
-    cuda_be *c = CB(be);
-    if (pos < 0 || pos >= c->n_ctx || id < 0 || id >= c->hp.n_vocab || c->failed) return -1;
-    flush(c); act_invalidate(c);
-    /* d_ids / d_pos must hold this step's token and position */
-    if (!(c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id)) {
-        int32_t hv[2] = { id, pos };
-        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
-            CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
-            CU_CHECK(cudaStreamSynchronize(c->st)))
-            return -1;
-    }
-    persist_ready(c, f);
-    c->readback = 0;
-    int rc = 0;
-    if (!env_bool(ENV_CUDA_GRAPH)) {
-        /* the same kernels, launched one by one (they still read d_pos / d_ids) */
-        c->capturing = 1;
-        rc = record_step(c, f, id, pos);
-        c->capturing = 0;
-    } else {
-        if (!c->graph_ok) {
-            cudaGraph_t g;
-            c->capturing = 1;
-            if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
-            else {
-                int r1 = record_step(c, f, id, pos);
-                int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
-                rc = r1 || r2 ? -1 : 0;
-                if (!rc) {
-                    rc = CU_CHECK(cudaGraphInstantiate(&c->graph, g, 0));
-                    cudaGraphDestroy(g);
-                    if (!rc) c->graph_ok = 1;
-                }
-            }
-            c->capturing = 0;
-            memset(&c->pend, 0, sizeof c->pend);
-            c->res_pending = 0;
-            c->moe_pend_on = 0;
-            c->moe_res_add = NULL;
-            c->pnorm_on = 0;
-            act_invalidate(c);
-        }
-        if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->graph, c->st));
-    }
-    c->readback = 1;
-    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "greedy decode step"); return -1; }
-    c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_token[0];
-    return c->h_token[0];
-}
-
-extern "C" int backend_cuda_persist_state(backend *be) { return CB(be)->persist; }
-extern "C" long backend_cuda_norm_folds(backend *be) { return CB(be)->n_norm_fold; }
-
-/* ---- sampled decode: forward + the device sampler, one graph ------------------------------- */
-static int record_sample_step(cuda_be *c, fwd_state *f, int32_t id, int pos, int sort) {
-    if (record_forward_step(c, f, id, pos) != 0) return -1;
-    flush(c);
-    float *dl = dev_of(c, f->logits);
-    if (!dl ||
-        cuda_sample(dl, f->hp->n_vocab, c->d_sparams, c->d_hist, 0, c->d_ids, c->d_pos, c->d_sio, c->samp_scratch, sort,
-                    c->st) ||
-        CU_CHECK(cudaMemcpyAsync(c->h_sio, c->d_sio, sizeof(cuda_sample_io), cudaMemcpyDeviceToHost, c->st)))
-        return -1;
-    return c->failed ? -1 : 0;
-}
-
-extern "C" int32_t backend_cuda_decode_sample(backend *be, fwd_state *f, int32_t id, int pos,
-                                              const struct strata_sampler_params *sp, uint64_t rng[4],
-                                              const int32_t *history) {
-    cuda_be *c = CB(be);
-    if (pos < 0 || pos >= c->n_ctx || id < 0 || id >= c->hp.n_vocab || c->failed || !sp || !rng || (pos && !history))
-        return -1;
-    flush(c); act_invalidate(c);
-    cuda_sample_params dp;
-    cuda_sample_params_set(&dp, sp);
-    /* the device must hold this step's token and position, history[0..pos), the parameters and
-     * the RNG state; after a sampled step it holds them already (one graph launch, no upload) */
-    int up = 0;
-    if (!(c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id && c->hist_len == pos)) {
-        int32_t hv[2] = { id, pos };
-        if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
-            CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
-            (pos > 0 &&
-             CU_CHECK(cudaMemcpyAsync(c->d_hist, history, (size_t)pos * sizeof(int32_t), cudaMemcpyHostToDevice, c->st))))
-            return -1;
-        up = 1;
-    }
-    if (!c->sparams_known || memcmp(&dp, &c->sparams, sizeof dp)) {
-        if (CU_CHECK(cudaMemcpyAsync(c->d_sparams, &dp, sizeof dp, cudaMemcpyHostToDevice, c->st))) return -1;
-        c->sparams = dp; c->sparams_known = 1; up = 1;
-    }
-    cuda_sample_io io;
-    if (memcmp(c->h_sio->rng, rng, sizeof io.rng)) {
-        memset(&io, 0, sizeof io);
-        memcpy(io.rng, rng, sizeof io.rng);
-        if (CU_CHECK(cudaMemcpyAsync(c->d_sio, &io, sizeof io, cudaMemcpyHostToDevice, c->st))) return -1;
-        up = 1;
-    }
-    if (up && CU_CHECK(cudaStreamSynchronize(c->st))) return -1;
-    persist_ready(c, f);
-    /* temperature 0 (greedy with a repetition penalty): the graph without the candidate sort */
-    const int gi = dp.temperature > 0.0f;
-    c->readback = 0;
-    int rc = 0;
-    if (!env_bool(ENV_CUDA_GRAPH)) {
-        c->capturing = 1;
-        rc = record_sample_step(c, f, id, pos, gi);
-        c->capturing = 0;
-    } else {
-        if (!c->sgraph_ok[gi]) {
-            cudaGraph_t g;
-            c->capturing = 1;
-            if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
-            else {
-                int r1 = record_sample_step(c, f, id, pos, gi);
-                int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
-                rc = r1 || r2 ? -1 : 0;
-                if (!rc) {
-                    rc = CU_CHECK(cudaGraphInstantiate(&c->sgraph[gi], g, 0));
-                    cudaGraphDestroy(g);
-                    if (!rc) c->sgraph_ok[gi] = 1;
-                }
-            }
-            c->capturing = 0;
-            memset(&c->pend, 0, sizeof c->pend);
-            c->res_pending = 0;
-            act_invalidate(c);
-        }
-        if (!rc) rc = CU_CHECK(cudaGraphLaunch(c->sgraph[gi], c->st));
-    }
-    c->readback = 1;
-    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "sampled decode step"); return -1; }
-    memcpy(rng, c->h_sio->rng, sizeof io.rng);
-    c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_sio->token; c->hist_len = pos + 1;
-    return c->h_sio->token;
+extern "C" int32_t cuda_test_argmax(const float *x, int n) {
+    int32_t *d = NULL, h = -1;
+    int *scratch = NULL;
+    if (cuda_dev_malloc((void **)&d, sizeof(int32_t)) ||
+        cuda_dev_malloc((void **)&scratch, cuda_argmax_scratch_ints() * sizeof(int)) ||
+        CU_CHECK(cudaMemset(scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
+        test_sync(cuda_argmax(x, n, d, NULL, scratch, 0)) || CU_CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost)))
+        h = -1;
+    cuda_dev_free(d); cuda_dev_free(scratch);
+    return h;
 }

@@ -1,11 +1,9 @@
 /* CUDA backend: the C interface to the .cu files of src/cuda (CUDA written in a C style).
  *
- * The forward pass (src/model/forward.c) stays written once against backend_ops; this
- * backend implements the same table on the GPU. fwd_state's activation buffers stay host
- * allocations: backend_cuda_bind_fwd registers them, and every op translates a host
- * pointer inside a registered range to the same offset in its device mirror. Data never
- * travels between host and device except token ids in, logits (eager mode) or one token id
- * (greedy graph decode) out.
+ * The forward pass (src/model/forward.c) is written once against the block interface of
+ * src/model/backend.h; this backend implements the blocks on the GPU with buffers it owns in
+ * device memory. Data never travels between host and device except token ids in, logits
+ * (eager passes) or one token id (the decode step's graph) out.
  *
  * Weights are uploaded once per model (cuda_weights_upload sets weight.dev); the KV cache
  * (f16, like the CPU's) lives in device memory, one per session/backend.
@@ -81,50 +79,28 @@ int  cuda_weights_upload(const hparams *hp, model_weights *w, void (*progress)(f
                          char *err, size_t errlen);
 void cuda_weights_free(const hparams *hp, model_weights *w);
 
-/* ---- backend ---------------------------------------------------------------------- */
+/* ---- backend (the blocks of src/model/backend.h on the GPU) ---------------------------- */
 backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, char *err, size_t errlen);
-void backend_cuda_free(backend *be);
-/* Register a host range whose device mirror the ops use; 0 / -1. */
-int  backend_cuda_mirror(backend *be, void *host, size_t bytes);
-/* Register all activation buffers of a forward state (sizes as fwd_init allocates them). */
-int  backend_cuda_bind_fwd(backend *be, fwd_state *f, char *err, size_t errlen);
-/* Copy a registered host range to / from its mirror (tests; synchronous). 0 / -1. */
-int  backend_cuda_upload(backend *be, const void *host, size_t bytes);
-int  backend_cuda_download(backend *be, void *host, size_t bytes);
-/* Wait for the device; returns -1 (with the message) if any CUDA call has failed. */
-int  backend_cuda_sync(backend *be, char *err, size_t errlen);
-/* Greedy argmax of logits row `row` (already computed on the device into f->logits);
- * only the id returns. -1 on error. */
-int32_t backend_cuda_argmax(backend *be, fwd_state *f, int row);
-/* One greedy decode step: token `id` at position `pos` through the whole model and the
- * argmax, replayed as one CUDA graph (captured at first use; position and token read from
- * device memory). Returns the next token id, or -1 on error. STRATA_CUDA_GRAPH=0 runs the
- * same step eagerly. */
-int32_t backend_cuda_decode_greedy(backend *be, fwd_state *f, int32_t id, int pos);
-/* How the decode steps run: 1 the persistent kernel (persist.cu; every layer in one launch),
- * 0 not decided yet (no step so far), -1 op by op (the model or STRATA_CUDA_PERSIST). */
-int backend_cuda_persist_state(backend *be);
-/* how many RMSNorm epilogues (STRATA_CUDA_NORM_FOLD) this backend has launched or captured */
-long backend_cuda_norm_folds(backend *be);
-/* µs per grid-wide barrier of the persistent kernel over `grid` CTAs (best of 5 launches of n) */
-double cuda_persist_barrier_us(int grid, int n);
-/* stage timing of the persistent kernel (benchmarks): enable before the first step of a new
- * session; read (and turn off): per stage A..E the summed work ns and barrier ns, then the
- * launch count */
-int cuda_persist_trace_enable(int max_barriers);
-int cuda_persist_trace_read(unsigned long long out[11]);
-/* One sampled decode step (sample.cu): as backend_cuda_decode_greedy, but the token is drawn
- * on the device with src/sample's rules (temperature, top-k, top-p, min-p, repetition
- * penalty over history[0..pos) + id) from the RNG state rng, which is advanced as the CPU
- * sampler's would be. The parameters, the history and the RNG state live in device memory
- * and are uploaded only when they differ from what the device holds. -1 on error. */
-struct strata_sampler_params;
-int32_t backend_cuda_decode_sample(backend *be, fwd_state *f, int32_t id, int pos, const struct strata_sampler_params *p,
-                                   uint64_t rng[4], const int32_t *history);
+/* The residual stream x of the pass, T rows (tests: set before a block, read after it);
+ * to_device 1 writes host into x, 0 reads x into host; synchronous. 0 / -1. */
+int backend_cuda_x_io(backend *be, float *host, int T, int to_device);
 /* The device sampler on device logits (tests): the token sampler_sample would pick for these
  * parameters, history and RNG state (rng is advanced the same way). -1 on error. */
 int32_t cuda_sample_logits(const float *d_logits, int n_vocab, const struct strata_sampler_params *p, uint64_t rng[4],
                            const int32_t *hist, int n_hist);
+
+/* ---- the op kernels alone, on device pointers, synchronous (tests/gpu/test_gpu_ops.c
+ * compares them with the CPU primitives of src/cpu/backend_cpu.h); 0 / -1 ----------------- */
+int cuda_test_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps);
+int cuda_test_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, float base, float scale);
+int cuda_test_add(float *x, const float *y, int n);
+int cuda_test_swiglu(const float *g, const float *u, float *out, int n);
+int cuda_test_geglu(const float *g, const float *u, float *out, int n);
+/* KV store of T tokens at pos0 into kc / vc (f16 [n_ctx][n_kv_heads * head_dim]), then the
+ * exact attention (split = 0, the CPU's order) or the split-KV variant (1) */
+int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+                        int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int split, float *out);
+int32_t cuda_test_argmax(const float *x, int n);   /* -1 on error */
 
 /* ---- kernels for tests and benchmarks (device pointers) ------------------------------ */
 /* y[c * n_out + r] = W[r] . x_c (c < T <= 8). W: n_out rows of `type`; x: T f32 columns of

@@ -92,38 +92,6 @@ int cuda_moe_combine_norm(const cuda_moe *m, float *add_to, const float *nw, flo
                           unsigned *counter, int threads, cudaStream_t st);
 int cuda_moe_tables_init(void);
 
-/* persist.cu: the persistent decode step, every layer of a dense llama-style model at T = 1
- * in one launch (see the file's comment). Pointers are device memory. */
-#define PERSIST_THREADS 256
-typedef struct persist_layer {
-    const float *attn_norm, *ffn_norm;
-    const uint8_t *wq, *wk, *wv, *wo, *gate, *up, *down;
-    int t_qkv, t_o, t_gu, t_down;             /* weight formats (q/k/v share one, gate/up one) */
-    int c_qkv, c_o, c_gu, c_down;             /* 8: the cooperative row kernel, 0: one lane per block */
-    int af_qkv, af_o, af_gu, af_down;         /* their activation formats */
-    int blk_qkv, blk_o, blk_gu, blk_down;     /* weights per block */
-    size_t rb_qkv, rb_o, rb_gu, rb_down;      /* row bytes */
-    uint16_t *kc, *vc;                        /* the layer's f16 KV cache [n_ctx][kv_dim] */
-    float *q, *k, *v, *att, *h, *x_mid, *x_out;   /* this layer's own activations */
-} persist_layer;
-typedef struct persist_args {
-    const persist_layer *layers;
-    int n_layers, E, H, KVH, HD, n_rot, neox, F, n_max;
-    float eps, scale;
-    const float *x0;                          /* the embedding output (layer 0's input) */
-    const int *d_pos;                         /* the position, read once per launch */
-    const float *rope_cs;                     /* [n_ctx][n_rot/2][cos, sin] */
-    unsigned *bar;                            /* barrier: count [0], generation [32] (zeroed once) */
-    int prefetch;                             /* L2 prefetch of the layer's later weights and K/V */
-    unsigned long long *trace;                /* NULL, or stage timing (cuda_persist_trace_enable) */
-    size_t smem;                              /* dynamic shared memory per CTA */
-} persist_args;
-int    cuda_persist_type_ok(int type);
-size_t cuda_persist_smem(int n_max, int head_dim, int n_ctx);
-int    cuda_persist_occupancy(size_t smem);   /* resident CTAs per SM, 0: cannot run */
-int    cuda_persist_launch(const persist_args *a, int grid, cudaStream_t st);
-int    cuda_persist_tables_init(void);        /* IQ codebooks for this file (once) */
-
 /* ops.cu: element-wise ops, norms, RoPE, attention, argmax, embedding */
 int cuda_embed(const void *W, int type, int64_t n_embd, const int32_t *d_ids, int T, float *x, float scale, cudaStream_t st);
 int cuda_embed_supported(int type);
@@ -159,7 +127,6 @@ struct expf_table;
 int cuda_ops_expf_init(const struct expf_table *t, int mode);
 int cuda_matvec_expf_init(const struct expf_table *t, int mode);
 int cuda_moe_expf_init(const struct expf_table *t, int mode);
-int cuda_persist_expf_init(const struct expf_table *t, int mode);
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);

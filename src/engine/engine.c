@@ -12,9 +12,6 @@
 #include "spec/suffix.h"
 #include "chat_builtin.h"
 #include "quant/quant.h"
-#ifdef STRATA_HAVE_CUDA
-#include "cuda/cuda_backend.h"
-#endif
 
 strata_model_params strata_model_default_params(void) {
     strata_model_params p;
@@ -52,73 +49,29 @@ static void prefault_weights(const gguf_file *f, const strata_model_params *p) {
     (void)sink;
 }
 
-/* ---- device selection (CUDA backend: src/cuda/cuda_backend.h) ----------------------------
- * auto: CUDA when this build has it, a GPU is present and the model can run there (every
- * matvec format has a CUDA kernel, MoE gate/up of one format, not exact mode); else the CPU.
- * cuda: the same conditions, but a failing one is an error that says which. The weights are
- * uploaded once here (progress through p->progress); out of GPU memory names the tensor. */
+/* ---- device selection (src/model/devices.c) ---------------------------------------------
+ * auto: the GPU when this build has one, a GPU is present and the model can run there; else
+ * the CPU. cuda: the same conditions, but a failing one is an error that says which. The
+ * weights are uploaded once there (progress through p->progress); out of GPU memory names the
+ * tensor. */
 static int select_device(const strata_model_params *p, strata_model *m, char *err, size_t errlen) {
-    m->device = STRATA_DEVICE_CPU;
-    if (p->device == STRATA_DEVICE_CPU) return 0;
-#ifdef STRATA_HAVE_CUDA
-    const char *why = NULL;
-    char whybuf[256];
-    const cuda_device_class *dc = cuda_device_class_get();
-    if (cuda_device_count() <= 0 || !dc) why = "no CUDA GPU was found";
-    else if (!dc->supported) {
-        snprintf(whybuf, sizeof whybuf, "the GPU (%s, sm_%d%d) has no code in this build (%s)", dc->name, dc->major,
-                 dc->minor, dc->why);
-        why = whybuf;
-    }
-    else if (m->exact) why = "exact mode (--exact) runs on the CPU only";
-    else {
-        const layer_weights *L = m->w.layers;
-        for (int l = 0; l < m->hp.n_layers && !why; l++) {
-            const weight *ws[] = { &L[l].wq, &L[l].wk, &L[l].wv, &L[l].wo, &L[l].gate, &L[l].up, &L[l].down,
-                                   &L[l].gate_inp, &L[l].gate_exps, &L[l].up_exps, &L[l].down_exps };
-            for (size_t i = 0; i < sizeof ws / sizeof ws[0] && !why; i++)
-                if (ws[i]->data && !cuda_type_supported(ws[i]->type)) {
-                    snprintf(whybuf, sizeof whybuf, "weight type %s has no CUDA kernel", quant_type_name(ws[i]->type));
-                    why = whybuf;
-                }
-        }
-        for (int l = 0; l < m->hp.n_layers && !why; l++)
-            if (L[l].gate_exps.data && L[l].gate_exps.type != L[l].up_exps.type)
-                why = "mixture-of-experts gate and up weights of different formats have no CUDA kernel";
-        if (!why && (m->hp.n_experts > (int)CUDA_MOE_MAX_EXPERTS || m->hp.n_experts_used > (int)CUDA_MOE_MAX_EXPERTS_USED))
-            why = "more experts (or experts per token) than the CUDA router handles";
-        if (!why && !cuda_type_supported(m->w.output.type)) {
-            snprintf(whybuf, sizeof whybuf, "output weight type %s has no CUDA kernel", quant_type_name(m->w.output.type));
-            why = whybuf;
-        }
-    }
-    if (why) {
-        if (p->device == STRATA_DEVICE_CUDA) { snprintf(err, errlen, "%s: --device cuda: %s", p->path, why); return -1; }
-        return 0;
-    }
-    char up_err[512];
-    if (cuda_weights_upload(&m->hp, &m->w, p->progress, p->progress_user, up_err, sizeof up_err) != 0) {
-        snprintf(err, errlen, "%s: %s", p->path, up_err);
-        return -1;
-    }
-    m->device = STRATA_DEVICE_CUDA;
+    int req = p->device == STRATA_DEVICE_CPU ? BACKEND_DEVICE_CPU
+            : p->device == STRATA_DEVICE_CUDA ? BACKEND_DEVICE_CUDA : -1;
+    char e[512];
+    int d = backend_device_pick(req, &m->hp, &m->w, m->exact, p->progress, p->progress_user, e, sizeof e);
+    if (d < 0) { snprintf(err, errlen, "%s: %s", p->path, e); return -1; }
+    m->device = d == BACKEND_DEVICE_CUDA ? STRATA_DEVICE_CUDA : STRATA_DEVICE_CPU;
     return 0;
-#else
-    (void)err; (void)errlen;
-    return 0;
-#endif
 }
 
 int strata_model_load(const strata_model_params *p, strata_model **out, char *err, size_t errlen) {
     *out = NULL;
     double t0 = now_seconds();
     if (!p->path || !*p->path) { snprintf(err, errlen, "no model path given (use -m MODEL.gguf)"); return -1; }
-#ifndef STRATA_HAVE_CUDA
-    if (p->device == STRATA_DEVICE_CUDA) {
-        snprintf(err, errlen, "%s: --device cuda: this build has no CUDA backend (nvcc was not found when it was built)", p->path);
+    if (p->device == STRATA_DEVICE_CUDA && *backend_gpu_unbuilt()) {
+        snprintf(err, errlen, "%s: --device cuda: %s", p->path, backend_gpu_unbuilt());
         return -1;
     }
-#endif
     strata_model *m = st_calloc(1, sizeof *m);
     if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
     if (gguf_open(p->path, &m->gguf, err, errlen) != 0) goto fail;
@@ -165,9 +118,7 @@ fail:
 void strata_model_free(strata_model *m) {
     if (!m) return;
     threadpool_free(m->tp);
-#ifdef STRATA_HAVE_CUDA
-    if (m->device == STRATA_DEVICE_CUDA) cuda_weights_free(&m->hp, &m->w);
-#endif
+    if (m->device == STRATA_DEVICE_CUDA) backend_device_release(BACKEND_DEVICE_CUDA, &m->hp, &m->w);
     model_weights_free(&m->w);
     tokenizer_free(m->tok);
     gguf_close(m->gguf);
@@ -323,7 +274,7 @@ int strata_session_rewind(strata_session *s, int pos) {
     if (pos < 0 || pos > s->pos) return -1;
     /* sliding-window layers keep only a ring of recent rows: a deeper rollback would need
      * rows that were overwritten; the caller must start over (strata_session_reset) */
-    if (s->m->device == STRATA_DEVICE_CPU && s->pos - pos > backend_cpu_max_rewind(s->be)) return -1;
+    if (s->pos - pos > s->be->ops->max_rewind(s->be)) return -1;
     if (pos < s->pos) s->have_logits = 0;
     if (pos < s->sfx_n) s->sfx_n = -1;   /* the drafter holds tokens that are gone */
     s->pos = pos;   /* cache rows >= pos are overwritten before they are read again */
@@ -338,20 +289,9 @@ strata_session *strata_session_new(strata_model *m, const strata_session_params 
     s->p = *p;
     s->n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     if (p->kv_type != STRATA_KV_F16 && p->kv_type != STRATA_KV_INT8) { snprintf(err, errlen, "unknown KV cache type %d", p->kv_type); goto fail; }
-#ifdef STRATA_HAVE_CUDA
-    if (m->device == STRATA_DEVICE_CUDA && p->kv_type == STRATA_KV_INT8) {
-        snprintf(err, errlen, "the int8 KV cache is implemented on the CPU backend only (use --device cpu or --kv f16)");
-        goto fail;
-    }
-    if (m->device == STRATA_DEVICE_CUDA) s->be = backend_cuda_new(&m->hp, &m->w, s->n_ctx, err, errlen);
-    else
-#endif
-    s->be = backend_cpu_new(&m->hp, s->n_ctx, m->tp, m->exact, p->kv_type == STRATA_KV_INT8, err, errlen);
+    s->be = backend_new(m->device == STRATA_DEVICE_CUDA ? BACKEND_DEVICE_CUDA : BACKEND_DEVICE_CPU, &m->hp, &m->w,
+                        s->n_ctx, m->tp, m->exact, p->kv_type == STRATA_KV_INT8, err, errlen);
     if (!s->be) goto fail;
-    if (fwd_init(&s->fwd, &m->hp, &m->w, s->be, s->n_ctx, err, errlen) != 0) goto fail;
-#ifdef STRATA_HAVE_CUDA
-    if (m->device == STRATA_DEVICE_CUDA && backend_cuda_bind_fwd(s->be, &s->fwd, err, errlen) != 0) goto fail;
-#endif
     if (sampler_init(&s->smp, &p->sampler, m->hp.n_vocab) != 0) { snprintf(err, errlen, "out of memory"); goto fail; }
     s->history = st_malloc((size_t)s->n_ctx * sizeof(int32_t));
     s->last_logits = st_malloc((size_t)m->hp.n_vocab * sizeof(float));
@@ -375,12 +315,7 @@ fail:
 
 void strata_session_free(strata_session *s) {
     if (!s) return;
-    fwd_free(&s->fwd);
-#ifdef STRATA_HAVE_CUDA
-    if (s->m->device == STRATA_DEVICE_CUDA) backend_cuda_free(s->be);
-    else
-#endif
-    backend_cpu_free(s->be);
+    if (s->be) s->be->ops->free(s->be);
     sampler_free(&s->smp);
     st_free(s->history);
     st_free(s->last_logits);
@@ -408,14 +343,16 @@ void strata_session_set_sampler(strata_session *s, const strata_sampler_params *
     sampler_set_params(&s->smp, p);
 }
 
+const float *session_logits(strata_session *s) { return s->be->ops->logits(s->be); }
+
 int session_forward(strata_session *s, const int32_t *ids, int T, int logits_from) {
     if (s->pos + T > s->n_ctx) return -1;
-    if (forward(&s->fwd, ids, T, s->pos, logits_from) != 0) return -1;
+    if (forward(s->be, &s->m->hp, ids, T, s->pos, logits_from) != 0) return -1;
     memcpy(s->history + s->pos, ids, (size_t)T * sizeof(int32_t));
     s->pos += T;
     if (env_bool(ENV_LOGITS_HASH) && T > logits_from)
         fprintf(stderr, "[logits pos %d fnv %016llx]\n", s->pos - 1,
-                (unsigned long long)fnv1a64(s->fwd.logits + (size_t)(T - 1 - logits_from) * s->m->hp.n_vocab,
+                (unsigned long long)fnv1a64(session_logits(s) + (size_t)(T - 1 - logits_from) * s->m->hp.n_vocab,
                                             (size_t)s->m->hp.n_vocab * sizeof(float)));
     return 0;
 }
@@ -430,7 +367,7 @@ int strata_session_eval(strata_session *s, const int32_t *ids, int n) {
         int last_chunk = i + T == n;
         if (session_forward(s, ids + i, T, last_chunk ? T - 1 : T) != 0) return -1;
     }
-    memcpy(s->last_logits, s->fwd.logits, (size_t)s->m->hp.n_vocab * sizeof(float));
+    memcpy(s->last_logits, session_logits(s), (size_t)s->m->hp.n_vocab * sizeof(float));
     s->have_logits = 1;
     return 0;
 }
@@ -466,16 +403,42 @@ static int spec_draft_after(strata_session *s, int32_t id, int k, int32_t *out) 
     return suffix_drafter_draft(s->sfx, s->p.spec_min_match, k, out);
 }
 
+/* How many drafts this step may propose: the adaptive length (grows by one after a fully
+ * accepted window, shrinks to what was accepted + 1 otherwise), the caller's cap and the
+ * context; 0 while a pause after rejected windows runs (1, 3, 7, ... steps: open text pays
+ * almost nothing for speculation), which this call counts down. */
+static int spec_budget(strata_session *s, int cap) {
+    int k = s->spec_cur_k < cap ? s->spec_cur_k : cap;
+    if (k > STRATA_MAX_DRAFT) k = STRATA_MAX_DRAFT;
+    if (k > s->n_ctx - s->pos - 2) k = s->n_ctx - s->pos - 2;
+    if (s->spec_pause > 0) { s->spec_pause--; return 0; }
+    return k > 0 ? k : 0;
+}
+
 /* The session's window win[0..T) was just evaluated at pos0..; its logits rows are `rows`.
- * Keep win[0] and the longest run of drafts the sampler agrees with (greedy), drop the rest,
- * leave the logits after the last kept token as the session's, update the adaptive length. */
-static int spec_verify(strata_session *s, const int32_t *win, int T, int pos0, const float *rows) {
+ * Keep win[0] and the longest run of drafts the sampler accepts (greedy: equal to the choice
+ * at that row; sampling: the speculative-sampling rule), drop the rest, leave the logits after
+ * the last kept token as the session's, update the statistics and the adaptive length.
+ * Returns the number of drafts kept; *next gets the token that replaces the first rejected
+ * draft, or -1 when every draft was kept (the next token is then sampled from the session's
+ * logits). The one verification of the CLI's loop and the server's steps. */
+static int spec_verify(strata_session *s, const int32_t *win, int T, int pos0, const float *rows, int32_t *next) {
     const int V = s->m->hp.n_vocab, nd = T - 1;
+    const int greedy = s->smp.p.temperature <= 0;
     int j = 0;
+    int32_t rep = -1;
     for (; j < nd; j++) {
         const float *lg = rows + (size_t)j * V;
-        int32_t t = s->smp.p.repeat_penalty == 1.0f ? sample_argmax(lg, V) : choose_token(s, lg, pos0 + 1 + j);
-        if (t != win[1 + j]) break;
+        const int hist = pos0 + 1 + j;   /* the history the repetition penalty sees at this row */
+        if (greedy) {
+            int32_t t = s->smp.p.repeat_penalty == 1.0f ? sample_argmax(lg, V) : choose_token(s, lg, hist);
+            if (t != win[1 + j]) { rep = t; break; }
+        } else {
+            sampler_dist(&s->smp, lg, s->history, hist, s->probs);
+            double u1 = sampler_uniform(&s->smp), u2 = sampler_uniform(&s->smp);
+            if (!spec_accept_sampled(s->probs, NULL, V, win[1 + j], u1, u2, &rep)) break;
+            rep = -1;
+        }
     }
     if (nd > 0) {
         s->st.n_drafted += nd;
@@ -488,6 +451,7 @@ static int spec_verify(strata_session *s, const int32_t *win, int T, int pos0, c
     }
     memcpy(s->last_logits, rows + (size_t)j * V, (size_t)V * sizeof(float));
     s->have_logits = 1;
+    if (next) *next = rep;
     return j;
 }
 
@@ -516,12 +480,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         if (next) next[i] = -1;
         int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 ? max_draft[i] : 0;
         if (k <= 0) continue;
-        if (s->spec_pause > 0) { s->spec_pause--; continue; }
-        if (k > s->spec_cur_k) k = s->spec_cur_k;
-        if (k > STRATA_MAX_DRAFT) k = STRATA_MAX_DRAFT;
-        if (k > s->n_ctx - s->pos - 2) k = s->n_ctx - s->pos - 2;
-        if (k > spare) k = spare;
-        if (k <= 0) continue;
+        if ((k = spec_budget(s, k < spare ? k : spare)) <= 0) continue;
         int nd = spec_draft_after(s, ids[i], k, win_buf);
         memcpy(&win[i][1], win_buf, (size_t)nd * sizeof(int32_t));
         T[i] += nd;
@@ -532,21 +491,19 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         for (int i = 0; i < n && !rc; i++) {
             strata_session *s = ss[i];
             int pos0 = s->pos;
-#ifdef STRATA_HAVE_CUDA
-            /* greedy without drafts: forward + argmax as one graph replay, only the id returns
-             * (the bits of the eager step: the same kernels; STRATA_CUDA_GRAPH=0 runs it eagerly) */
-            if (next && T[i] == 1 && m->device == STRATA_DEVICE_CUDA && s->smp.p.temperature <= 0 &&
+            /* greedy without drafts: the backend's decode step (on the GPU forward + argmax as one
+             * graph replay, only the id returns; the bits of the eager step: the same kernels) */
+            if (next && T[i] == 1 && s->be->ops->decode_step && s->smp.p.temperature <= 0 &&
                 s->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0)) {
-                int32_t nx = backend_cuda_decode_greedy(s->be, &s->fwd, win[i][0], pos0);
+                int32_t nx = s->be->ops->decode_step(s->be, win[i][0], pos0, NULL);
                 if (nx < 0) { rc = -1; break; }
                 s->history[s->pos++] = win[i][0];
                 s->have_logits = 0;
                 next[i] = nx;
                 continue;
             }
-#endif
             if (session_forward(s, win[i], T[i], 0) != 0) { rc = -1; break; }
-            int j = spec_verify(s, win[i], T[i], pos0, s->fwd.logits);
+            int j = spec_verify(s, win[i], T[i], pos0, session_logits(s), NULL);
             if (accepted) memcpy(accepted + (size_t)i * STRATA_MAX_DRAFT, &win[i][1], (size_t)j * sizeof(int32_t));
             if (n_accepted) n_accepted[i] = j;
         }
@@ -554,23 +511,27 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         /* passes of up to FWD_MAX_T columns; a window that would overflow the pass keeps only the
          * drafts that fit (the passes are the ones the undrafted tokens need anyway) */
         for (int i0 = 0; i0 < n && !rc;) {
-            fwd_group g[FWD_MAX_T];
+            fwd_seq g[FWD_MAX_T];
             int32_t cols[FWD_MAX_T];
             int ng = 0, used = 0, i1 = i0;
             for (; i1 < n && used < FWD_MAX_T; i1++) {
                 if (T[i1] > FWD_MAX_T - used) T[i1] = FWD_MAX_T - used;
                 memcpy(cols + used, win[i1], (size_t)T[i1] * sizeof(int32_t));
-                g[ng++] = (fwd_group){ ss[i1]->be, ss[i1]->pos, T[i1] };
+                g[ng++] = (fwd_seq){ ss[i1]->be->kv, ss[i1]->pos, T[i1] };
                 used += T[i1];
             }
-            fwd_state *fs = &ss[i0]->fwd;   /* any session's activation buffers will do */
-            if (forward_groups(fs, cols, g, ng, 0) != 0) { rc = -1; break; }
+            /* the pass runs on the first session's backend (its activation buffers); each
+             * sequence's attention reads and writes its own session's KV cache */
+            backend *pb = ss[i0]->be;
+            fwd_batch fb = { used, ng, g };
+            if (forward_batch(pb, &m->hp, cols, &fb, 0) != 0) { rc = -1; break; }
+            const float *lg = pb->ops->logits(pb);
             for (int i = i0, row = 0; i < i1; row += T[i], i++) {
                 strata_session *s = ss[i];
                 int pos0 = s->pos;
                 memcpy(s->history + pos0, win[i], (size_t)T[i] * sizeof(int32_t));
                 s->pos += T[i];
-                int j = spec_verify(s, win[i], T[i], pos0, fs->logits + (size_t)row * V);
+                int j = spec_verify(s, win[i], T[i], pos0, lg + (size_t)row * V, NULL);
                 if (accepted) memcpy(accepted + (size_t)i * STRATA_MAX_DRAFT, &win[i][1], (size_t)j * sizeof(int32_t));
                 if (n_accepted) n_accepted[i] = j;
             }
@@ -634,6 +595,9 @@ static int32_t choose_token(strata_session *s, const float *logits, int hist_len
     return sampler_sample(&s->smp, logits, s->history, hist_len);
 }
 
+/* The CLI's loop: the prompt, then one step per window (a single column when speculation is
+ * off or paused): drafts, one pass, verification; the same spec_budget / spec_draft_after /
+ * spec_verify as the server's steps. */
 int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int max_tokens,
                     strata_token_cb on_token, void *user) {
     double t0 = now_seconds();
@@ -641,17 +605,16 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
     double t1 = now_seconds();
     s->st.n_prompt += n_prompt;
     s->st.t_prompt += t1 - t0;
-    const int V = s->m->hp.n_vocab;
     const int spec = s->p.spec_draft;
     const int greedy = s->smp.p.temperature <= 0;
     if (s->sfx) {   /* the drafter sees the whole context: prompt and history */
         suffix_drafter_reset(s->sfx);
         for (int i = 0; i < s->pos; i++) suffix_drafter_push(s->sfx, s->history[i]);
+        s->sfx_n = s->pos;
     }
-    /* adaptive draft length: grows by one after a fully accepted window, shrinks to what was
-     * accepted (+1) otherwise; windows that accept nothing back off exponentially (no drafts
-     * for 1, 3, 7, ... steps), so open chat pays almost nothing for speculation */
-    int n = 0, cur_k = spec, stop = 0, misses = 0, pause = 0;
+    s->spec_cur_k = spec;
+    s->spec_misses = s->spec_pause = 0;
+    int n = 0, stop = 0;
     int32_t id = strata_session_sample(s);
     while (!stop && id >= 0) {
         /* emit id (sampled, not yet in the cache) */
@@ -660,74 +623,30 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         if ((on_token && on_token(id, user)) || strata_token_is_eog(s->m, id) || n >= max_tokens ||
             s->pos >= s->n_ctx - 1)
             break;
-        if (s->sfx) suffix_drafter_push(s->sfx, id);
-#ifdef STRATA_HAVE_CUDA
-        /* CUDA greedy decode: the whole step (forward + argmax) is one graph on the device and
-         * only the next id comes back; the host logits are not updated */
-        /* with a sampler (or a repetition penalty) the draw happens in the step's graph too
-         * (src/cuda/sample.cu, src/sample's rules and RNG stream); STRATA_CUDA_SAMPLE=0 reads
+        /* a backend with a decode step (CUDA): the whole step (forward + argmax, or the
+         * sampler's draw with src/sample's rules and RNG stream) runs on the device and only
+         * the next id comes back; the host logits are not updated. STRATA_CUDA_SAMPLE=0 reads
          * the logits back and samples on the host instead */
         int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
-        if (s->m->device == STRATA_DEVICE_CUDA && !spec && (plain_greedy || env_bool(ENV_CUDA_SAMPLE))) {
-            int32_t nx = plain_greedy ? backend_cuda_decode_greedy(s->be, &s->fwd, id, s->pos)
-                                      : backend_cuda_decode_sample(s->be, &s->fwd, id, s->pos, &s->smp.p, s->smp.rng,
-                                                                   s->history);
+        if (s->be->ops->decode_step && !spec && (plain_greedy || env_bool(ENV_CUDA_SAMPLE))) {
+            backend_sampling bs = { &s->smp.p, s->smp.rng, s->history };
+            int32_t nx = s->be->ops->decode_step(s->be, id, s->pos, plain_greedy ? NULL : &bs);
             if (nx < 0) break;
             s->history[s->pos++] = id;
             s->have_logits = 0;
             id = nx;
             continue;
         }
-#endif
-
-        /* draft up to k tokens after id */
+        /* draft up to k tokens after id, evaluate the window in one pass, verify */
         int32_t win[FWD_MAX_T];
         win[0] = id;
-        int k = cur_k;
-        if (k > max_tokens - n - 1) k = max_tokens - n - 1;
-        if (k > s->n_ctx - s->pos - 2) k = s->n_ctx - s->pos - 2;
-        int nd = 0;
-        if (pause > 0) { pause--; k = 0; }
-        if (spec && k > 0) {
-            if (s->draft) {
-                s->history[s->pos] = id;   /* draft context = history + id */
-                nd = draft_model_propose(s->draft, s->history, s->pos + 1, k, win + 1);
-            } else
-                nd = suffix_drafter_draft(s->sfx, s->p.spec_min_match, k, win + 1);
-        }
+        int k = spec ? spec_budget(s, max_tokens - n - 1) : 0;
+        int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
         int T = 1 + nd, pos0 = s->pos;
         if (session_forward(s, win, T, 0) != 0) break;
-
-        /* verify: row j's logits predict the token after win[j] */
-        int j = 0;
         int32_t next = -1;
-        for (; j < nd; j++) {
-            const float *lg = s->fwd.logits + (size_t)j * V;
-            int hist = pos0 + 1 + j;
-            if (greedy && s->smp.p.repeat_penalty == 1.0f) {
-                int32_t t = sample_argmax(lg, V);
-                if (t != win[1 + j]) { next = t; break; }
-            } else if (greedy) {
-                int32_t t = choose_token(s, lg, hist);
-                if (t != win[1 + j]) { next = t; break; }
-            } else {
-                sampler_dist(&s->smp, lg, s->history, hist, s->probs);
-                int32_t rep;
-                double u1 = sampler_uniform(&s->smp), u2 = sampler_uniform(&s->smp);
-                if (!spec_accept_sampled(s->probs, NULL, V, win[1 + j], u1, u2, &rep)) { next = rep; break; }
-            }
-        }
-        if (next < 0) next = choose_token(s, s->fwd.logits + (size_t)nd * V, pos0 + 1 + nd);
-        if (spec && nd > 0) {
-            s->st.n_drafted += nd;
-            s->st.n_accepted += j;
-            s->st.n_windows++;
-            cur_k = j == nd ? (cur_k + 1 < spec ? cur_k + 1 : spec) : j + 1;
-            if (j == 0) { misses = misses < 6 ? misses + 1 : 6; pause = (1 << misses) - 1; }
-            else misses = 0;
-        }
-        /* keep win[0..j] in the cache (id and the accepted drafts), drop the rest */
-        strata_session_rewind(s, pos0 + 1 + j);
+        int j = spec_verify(s, win, T, pos0, session_logits(s), &next);
+        /* win[0..j] stay in the cache (id and the accepted drafts): emit the drafts */
         for (int a = 0; a < j; a++) {
             int32_t t = win[1 + a];
             n++;
@@ -737,14 +656,9 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
                 stop = 1;
                 break;
             }
-            if (s->sfx) suffix_drafter_push(s->sfx, t);
         }
-        /* logits of the last kept row become the session's current logits */
-        if (!stop) {
-            memcpy(s->last_logits, s->fwd.logits + (size_t)j * V, (size_t)V * sizeof(float));
-            s->have_logits = 1;
-        }
-        id = next;
+        if (stop) break;
+        id = next >= 0 ? next : strata_session_sample(s);
     }
     s->st.t_gen += now_seconds() - t1;
     return n;
@@ -759,14 +673,7 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
 
 void strata_env_print(void *file) { env_print((FILE *)file); }
 
-int strata_cuda_describe(char *out, size_t cap) {
-#ifdef STRATA_HAVE_CUDA
-    return cuda_device_class_describe(out, cap);
-#else
-    snprintf(out, cap, "this build has no CUDA backend (nvcc was not found when it was built)");
-    return -1;
-#endif
-}
+int strata_cuda_describe(char *out, size_t cap) { return backend_gpu_describe(out, cap); }
 
 /* ---- streaming decode: the tokenizer's detok over the public state layout ---------------- */
 _Static_assert(sizeof(strata_detok) == sizeof(detok_state), "strata_detok mirrors detok_state");

@@ -28,8 +28,7 @@ struct strata_model {
 
 struct strata_session {
     strata_model *m;
-    backend *be;
-    fwd_state fwd;
+    backend *be;             /* the session's backend: its KV cache, activations and logits */
     sampler smp;
     strata_session_params p;
     int n_ctx;
@@ -47,6 +46,7 @@ struct strata_session {
     int sfx_n, spec_cur_k, spec_misses, spec_pause;
 };
 
-/* Evaluate T <= FWD_MAX_T tokens; logits of tokens logits_from.. are left in fwd.logits. */
+/* Evaluate T <= FWD_MAX_T tokens; logits of tokens logits_from.. are left in session_logits(s). */
 int session_forward(strata_session *s, const int32_t *ids, int T, int logits_from);
+const float *session_logits(strata_session *s);
 #endif

@@ -1,9 +1,20 @@
-/* The backend interface the forward pass is written against. A backend owns activation
- * buffers and the KV cache and implements each op; the CPU backend (src/cpu/backend_cpu.c)
- * is the reference, CUDA implements the same table. Shapes are given per op; T is the
- * number of token columns in the pass (1..8), rows of activations are contiguous per token. */
+/* The backend interface: the units of the forward pass that a device runs, at block level.
+ *
+ * forward() (src/model/forward.c) is embed -> per layer attn_block, ffn_block -> head. Each
+ * block takes a batch descriptor: T token columns, grouped into sequences; sequence s owns
+ * columns [t0, t0 + n) at positions pos0 .. pos0 + n - 1 of its own KV cache. A backend owns
+ * everything a pass touches besides the weights: the activation buffers (sized once by
+ * fwd_buffer_sizes for FWD_MAX_T columns), its KV cache, and the logits. A session has one
+ * backend; a pass over several sessions runs on one of them and reaches the others' KV caches
+ * through their handles (fwd_seq.kv).
+ *
+ * The CPU backend (src/cpu/backend_cpu.c) is the reference: each block is written there with
+ * the plain primitives (RMSNorm, matvec, RoPE, attention, SwiGLU, add) in the model's order.
+ * The CUDA backend (src/cuda/backend_cuda.cu) writes each block as its launch sequence, with
+ * its fused kernels chosen in the open; both give the same bits (docs/KERNELS.md). */
 #ifndef STRATA_BACKEND_H
 #define STRATA_BACKEND_H
+#include <stddef.h>
 #include <stdint.h>
 #include "model.h"
 
@@ -11,44 +22,83 @@
 
 typedef struct backend backend;
 
+/* One sequence of a pass: its KV cache (backend_kv() of the session that owns it), its n
+ * columns at positions pos0 .. pos0 + n - 1. */
+typedef struct fwd_seq { void *kv; int pos0, n; } fwd_seq;
+typedef struct fwd_batch {
+    int T;                  /* columns, 1..FWD_MAX_T; the sequences' n sum to T */
+    int n_seq;
+    const fwd_seq *seq;
+} fwd_batch;
+
+/* A draw on the device (decode_step): NULL for greedy argmax, else the sampler's parameters,
+ * its RNG state (advanced as the CPU sampler advances it) and the token history [0, pos). */
+struct strata_sampler_params;
+typedef struct backend_sampling {
+    const struct strata_sampler_params *p;
+    uint64_t *rng;
+    const int32_t *history;
+} backend_sampling;
+
 typedef struct backend_ops {
     const char *name;
-    /* x[t][n_embd] = tok_embd[ids[t]] * scale */
-    void (*embed)(backend *be, const weight *tok_embd, const int32_t *ids, int T, float *x, float scale);
-    /* y[t][n] = x[t][n] / rms(x[t]) * w   (rows of n; T*rows_per_t rows in all; w has n values) */
-    void (*rmsnorm)(backend *be, const float *x, const weight *w, float *y, int rows, int n, float eps);
-    /* y[t][n_out] = W x[t] for t < T (weights read once for all columns) */
-    void (*matvec)(backend *be, const weight *W, const float *x, int T, float *y);
-    /* rotate adjacent pairs of the first n_rot dims of each head; position of token t = pos0 + t */
-    void (*rope)(backend *be, float *x, int T, int n_heads, int head_dim, int n_rot, int pos0, float base, float scale);
-    /* Store k, v of the T tokens at positions pos0.. into layer's cache, then for each token t and
-     * head h: out[t][h] = softmax(q[t][h] . K[0..pos0+t] * scale) V, over the window if window > 0. */
-    void (*attention)(backend *be, int layer, const float *q, const float *k, const float *v, int T, int pos0,
-                      float scale, int window, float *out);
-    /* out[i] = silu(gate[i]) * up[i] for T*n values */
-    void (*swiglu)(backend *be, const float *gate, const float *up, float *out, int n);
-    /* x[i] += y[i] */
-    void (*add)(backend *be, float *x, const float *y, int n);
-    /* out[i] = gelu_tanh(gate[i]) * up[i] for T*n values (gemma's gated FFN) */
-    void (*geglu)(backend *be, const float *gate, const float *up, float *out, int n);
-    /* Mixture-of-Experts FFN (qwen3moe): out[t][n_embd] = sum over the k experts the router
-     * picks for x[t] (softmax, top-k, renormalized) of weight * down(silu(gate x) * up x),
-     * summed in rank order. x: normed input [T][n_embd]; out must not alias x. NULL: the
-     * backend has no MoE (forward refuses MoE models). src/cpu/moe.h has the formulas. */
-    void (*moe_ffn)(backend *be, const layer_weights *L, int k, const float *x, int T, float *out);
+    /* x[t] = tok_embd[ids[t]] * embd_scale */
+    void (*embed)(backend *be, const int32_t *ids, const fwd_batch *b);
+    /* x[t] += wo attention(rope(q), rope(k), v) of rmsnorm(x[t]) (q/k norms, post-norm when the
+     * layer has them); k and v of every column are stored into its sequence's KV cache first */
+    void (*attn_block)(backend *be, int layer, const fwd_batch *b);
+    /* x[t] += down(act(gate xn) * up xn), xn = rmsnorm(x[t]); or the layer's MoE FFN */
+    void (*ffn_block)(backend *be, int layer, const fwd_batch *b);
+    /* logits of columns from .. T-1 = output(rmsnorm(x[t])), readable through logits();
+     * 0, or -1 when the device failed (the message went to stderr) */
+    int (*head)(backend *be, const fwd_batch *b, int from);
+    /* the last head's rows, n_vocab floats each, in host memory */
+    const float *(*logits)(backend *be);
+    /* Optional (NULL: the caller runs forward() and samples on the host). One decode step on
+     * the device: token id at position pos of the backend's own KV cache through the model,
+     * then the next token drawn there (argmax, or the sampler); only the id returns. -1 on
+     * error. The step's logits are not readable afterwards. */
+    int32_t (*decode_step)(backend *be, int32_t id, int pos, const backend_sampling *smp);
+    /* How many positions a session may roll back and still find every row it needs
+     * (sliding-window layers keep a ring); 1 << 30 when unbounded. */
+    int (*max_rewind)(const backend *be);
+    void (*free)(backend *be);
 } backend_ops;
 
 struct backend {
     const backend_ops *ops;
     void *impl;
+    void *kv;                   /* this backend's own KV cache: the handle fwd_seq.kv takes */
 };
+
+/* The activation buffers every backend allocates for T columns, in floats, from one formula. */
+typedef struct fwd_sizes {
+    size_t x, xb, q, k, v, att, hb, hb2, moe_out, logits;
+} fwd_sizes;
+void fwd_buffer_sizes(const hparams *hp, int T, fwd_sizes *s);
 
 /* CPU backend: KV cache of n_ctx positions (f16, or f32 in exact mode; int8 rows with a
  * scale per 32 values when kv_int8 is set: src/cpu/backend_cpu.c). */
-backend *backend_cpu_new(const hparams *hp, int n_ctx, void *threadpool, int exact, int kv_int8, char *err, size_t errlen);
-void backend_cpu_free(backend *be);
-/* How many positions a session may roll back and still find every row it needs: sliding
- * layers keep a ring of window + slack positions; unbounded (1 << 30) without them. */
-int backend_cpu_max_rewind(const backend *be);
+backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *threadpool, int exact, int kv_int8,
+                         char *err, size_t errlen);
+/* The K (which = 0) or V (1) cache of a layer, and the bytes of one position's row (tests). */
 const void *backend_cpu_kv_layer(const backend *be, int layer, int which, size_t *bytes_per_pos);
+
+/* ---- devices (src/model/devices.c: the one place that knows which backends were built) ---- */
+enum { BACKEND_DEVICE_CPU = 0, BACKEND_DEVICE_CUDA = 1 };
+/* Choose the device for a model: requested is -1 auto, else BACKEND_DEVICE_* (strata_device's
+ * values). On a GPU
+ * the weights are uploaded here (progress callback). Returns BACKEND_DEVICE_*, or -1 with a
+ * message (a --device cuda that cannot be honoured, out of GPU memory). */
+int  backend_device_pick(int requested, const hparams *hp, model_weights *w, int exact,
+                         void (*progress)(float, void *), void *user, char *err, size_t errlen);
+/* Could this build run on a GPU at all ("" when yes; else why not, for --device cuda errors)? */
+const char *backend_gpu_unbuilt(void);
+/* Release what backend_device_pick put on the device (the weights' device copies). */
+void backend_device_release(int device, const hparams *hp, model_weights *w);
+/* A session's backend on that device. */
+backend *backend_new(int device, const hparams *hp, const model_weights *w, int n_ctx, void *threadpool, int exact,
+                     int kv_int8, char *err, size_t errlen);
+/* One line describing the GPU and the kernel variants chosen for it; -1 when there is none. */
+int  backend_gpu_describe(char *out, size_t cap);
 #endif

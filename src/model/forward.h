@@ -1,34 +1,15 @@
-/* The forward pass: T = 1..8 tokens at consecutive positions through every layer. */
+/* The forward pass: T = 1..FWD_MAX_T token columns through every layer, written against the
+ * block-level backend interface (src/model/backend.h). */
 #ifndef STRATA_FORWARD_H
 #define STRATA_FORWARD_H
 #include "model.h"
 #include "backend.h"
 
-typedef struct fwd_state {
-    const hparams *hp;
-    const model_weights *w;
-    backend *be;
-    int n_ctx;
-    /* activations, FWD_MAX_T token rows each */
-    float *x;        /* [T][n_embd]    residual stream */
-    float *xb;       /* [T][n_embd]    normed input / block output */
-    float *q;        /* [T][n_heads * head_dim] */
-    float *k, *v;    /* [T][n_kv_heads * head_dim] */
-    float *att;      /* [T][n_heads * head_dim] attention output */
-    float *hb, *hb2; /* [T][n_ff] */
-    float *moe_out;  /* [T][n_embd] Mixture-of-Experts FFN output (MoE models only) */
-    float *logits;   /* [T][n_vocab] */
-} fwd_state;
-
-int  fwd_init(fwd_state *s, const hparams *hp, const model_weights *w, backend *be, int n_ctx, char *err, size_t errlen);
-void fwd_free(fwd_state *s);
-/* Run T tokens at positions pos0..pos0+T-1. Logits are computed for tokens
- * logits_from..T-1 into s->logits rows 0..T-1-logits_from. 0, or -1 on bad arguments. */
-int  forward(fwd_state *s, const int32_t *ids, int T, int pos0, int logits_from);
-
-/* Several sessions in one pass: group g's n tokens sit at positions pos0.. of its own
- * backend's KV cache; the token columns of all groups share every matvec (weights read
- * once). Batch invariance makes each column's result identical to a solo pass. */
-typedef struct fwd_group { backend *be; int pos0, n; } fwd_group;
-int  forward_groups(fwd_state *s, const int32_t *ids, const fwd_group *groups, int n_groups, int logits_from);
+/* Run the batch's columns (ids[t], t < b->T) through the model on backend be; logits of
+ * columns logits_from .. T-1 are left in be->ops->logits(be), rows 0 .. T-1-logits_from.
+ * 0, or -1 on bad arguments or a device failure. Batch invariance: a column's logits do not
+ * depend on T, on the other sequences, or on how a prompt is chunked. */
+int forward_batch(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int logits_from);
+/* One sequence: T tokens at positions pos0.. of be's own KV cache. */
+int forward(backend *be, const hparams *hp, const int32_t *ids, int T, int pos0, int logits_from);
 #endif

@@ -155,7 +155,7 @@ static double decode_tps(strata_model *m, int n, uint64_t *checksum) {
     for (int i = 0; i < n + 8; i++) {
         if (i == 8) t0 = now_seconds();   /* first steps: graph capture, warm-up */
         int32_t nx;
-        if (m->device == STRATA_DEVICE_CUDA) nx = backend_cuda_decode_greedy(s->be, &s->fwd, id, pos);
+        if (s->be->ops->decode_step) nx = s->be->ops->decode_step(s->be, id, pos, NULL);
         else { strata_session_eval(s, &id, 1); nx = strata_session_sample(s); }
         if (nx < 0) { printf("decode failed at step %d\n", i); strata_session_free(s); return 0; }
         h = h * 31 + (uint64_t)nx;
@@ -182,12 +182,9 @@ static void bench_decode_model(const char *label, synth_params *p, int with_cpu)
     double wb = (double)info.weight_bytes;
     printf("\n%s: %d layers, dim %d, ffn %d, vocab %d, %.1f MB read per token (synth %.1f s)\n", label, info.n_layers,
            info.n_embd, info.n_ff, info.n_vocab, wb / 1e6, tsyn);
-    uint64_t h1 = 0, h2 = 0, h3 = 0;
+    uint64_t h2 = 0, h3 = 0;
     int n = 512;
     uint64_t h0 = 0;
-    set_env("STRATA_CUDA_PERSIST", "on");    /* the persistent kernel where the model allows it */
-    double g = decode_tps(m, n, &h1);
-    set_env("STRATA_CUDA_PERSIST", "off");   /* the graph of per-op kernels, same minutes */
     double gp = decode_tps(m, n, &h0);
     set_env("STRATA_CUDA_GRAPH", "0");
     double e = decode_tps(m, n, &h2);
@@ -198,10 +195,7 @@ static void bench_decode_model(const char *label, synth_params *p, int with_cpu)
     strata_model_free(m);
     set_env("STRATA_CUDA_FUSE", "1");
     set_env("STRATA_CUDA_GRAPH", "1");
-    set_env("STRATA_CUDA_PERSIST", "off");
-    printf("  cuda persistent (STRATA_CUDA_PERSIST=on; dense only) %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", g, g * wb / 1e9,
-           (unsigned long long)h1);
-    printf("  cuda graph, per-op kernels (STRATA_CUDA_PERSIST=off) %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", gp, gp * wb / 1e9, (unsigned long long)h0);
+    printf("  cuda graph      %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", gp, gp * wb / 1e9, (unsigned long long)h0);
     printf("  cuda eager      %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", e, e * wb / 1e9, (unsigned long long)h2);
     printf("  eager unfused   %8.0f tok/s  %6.0f GB/s (ids hash %016llx)\n", u, u * wb / 1e9, (unsigned long long)h3);
     if (with_cpu) {
@@ -271,58 +265,6 @@ static void bench_moe(int layers, const char *list) {
     }
 }
 
-/* The persistent decode step (src/cuda/persist.cu): the grid barrier alone, then decode tok/s
- * of the two dense shapes with CTAs per SM 1 / 2, prefetch on / off, and the per-op graph */
-static void bench_persist(void) {
-    int sms = cuda_sm_count();
-    for (int per = 1; per <= 2; per++)
-        printf("grid barrier, %d CTAs (%d per SM): %.2f us\n", sms * per, per, cuda_persist_barrier_us(sms * per, 2000));
-    synth_params p[2];
-    synth_default_params(&p[0], ARCH_LLAMA);
-    p[0].type_attn = TYPE_Q4_1; p[0].type_ffn = TYPE_Q4_1; p[0].type_output = TYPE_Q8_0; p[0].type_embd = TYPE_Q8_0;
-    synth_default_params(&p[1], ARCH_LLAMA);
-    p[1].n_layers = 16; p[1].n_embd = 2048; p[1].n_ff = 8192; p[1].n_heads = 32; p[1].n_kv_heads = 8; p[1].head_dim = 64;
-    p[1].n_vocab = 128256; p[1].type_attn = TYPE_Q4_0; p[1].type_ffn = TYPE_Q4_0; p[1].type_output = TYPE_Q8_0;
-    p[1].type_embd = TYPE_Q8_0;
-    static const char *label[2] = { "SmolLM2-135M shape Q4_1", "Llama-3.2-1B shape Q4_0" };
-    for (int i = 0; i < 2; i++) {
-        p[i].tokenizer_path = "builtin"; p[i].n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-        char path[64], err[512];
-        snprintf(path, sizeof path, "/tmp/strata-persist-%d.gguf", i);
-        if (synth_write(&p[i], path, err, sizeof err) != 0) { printf("synth: %s\n", err); return; }
-        strata_model_params mp = strata_model_default_params();
-        mp.path = path; mp.device = STRATA_DEVICE_CUDA;
-        strata_model *m = NULL;
-        if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); return; }
-        static const char *var[][2] = { { "off", "1" }, { "1", "1" }, { "2", "1" }, { "2", "0" }, { "off", "1" }, { "2", "1" } };
-        for (int v = 0; v < 6; v++) {
-            set_env("STRATA_CUDA_PERSIST", var[v][0]);
-            set_env("STRATA_CUDA_PERSIST_PREFETCH", var[v][1]);
-            uint64_t h = 0;
-            double t = decode_tps(m, 512, &h);
-            printf("%s: STRATA_CUDA_PERSIST=%-3s PREFETCH=%s  %7.0f tok/s (ids hash %016llx)\n", label[i], var[v][0], var[v][1],
-                   t, (unsigned long long)h);
-        }
-        set_env("STRATA_CUDA_PERSIST", "off");
-        set_env("STRATA_CUDA_PERSIST_PREFETCH", "1");
-        /* where the persistent step's time goes: per stage, work (to the last CTA's arrival)
-         * and barrier (from there to CTA 0's exit), µs per layer */
-        unsigned long long tr[11];
-        if (cuda_persist_trace_enable(4096) == 0) {
-            decode_tps(m, 256, NULL);
-            if (cuda_persist_trace_read(tr) == 0 && tr[10] > 0) {
-                static const char *st[5] = { "A norm+qkv", "B rope+attn", "C wo+res", "D norm+gate/up", "E down+res" };
-                double per = (double)tr[10] * p[i].n_layers;
-                for (int k = 0; k < 5; k++)
-                    printf("  stage %-15s work %6.2f us  barrier %5.2f us per layer\n", st[k], tr[2 * k] / per / 1e3,
-                           tr[2 * k + 1] / per / 1e3);
-            }
-        }
-        strata_model_free(m);
-        unlink(path);
-    }
-}
-
 int main(int argc, char **argv) {
     int do_mv = 1, do_dec = 1, big = 0;
     for (int i = 1; i < argc; i++) {
@@ -337,7 +279,6 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(argv[i], "prof")) { profile_steps(); return 0; }
-        if (!strcmp(argv[i], "persist")) { bench_persist(); return 0; }
         if (!strcmp(argv[i], "prof_moe")) {   /* eager MoE decode steps (2 reference-shape layers) for ncu */
             synth_params p;
             synth_default_params(&p, ARCH_QWEN3MOE);

@@ -3,8 +3,9 @@
  * prompts, the prompt's last logits agree (relative error <= 1e-3, same argmax), and on the
  * GPU itself the logits of a token do not depend on how it was evaluated (one 8-token pass,
  * token by token, graph or no graph, fused or unfused ops: the same bits).
- * The persistent decode step (src/cuda/persist.cu, every layer in one kernel) is checked step
- * by step: its device logits equal the CPU's and the op-by-op graph step's bit for bit.
+ * The decode step's graph (the backend's decode_step: forward + argmax on the device, only the
+ * id returns) is checked step by step past 256 positions: each id is the CPU's argmax after the
+ * same tokens.
  * Models: the SmolLM2-135M shape with the real file's formats (Q4_1 blocks, Q8_0
  * embeddings/output), and two small ones that cover K-quant, IQ and other legacy formats. */
 #include "test.h"
@@ -59,10 +60,9 @@ static int argmax(const float *x, int n) { int b = 0; for (int i = 1; i < n; i++
 
 static void set_env(const char *name, const char *v) { setenv(name, v, 1); env_reset_cache(); }
 
-static void persist_check(const char *label, strata_model *mc, strata_model *mg, int np, int n);
-static void fold_check(const char *label, strata_model *mg, int np, int n);
+static void graph_check(const char *label, strata_model *mc, strata_model *mg, int np, int n);
 
-static void run_model(const char *label, const char *path, int n_gen, int n_persist) {
+static void run_model(const char *label, const char *path, int n_gen, int n_steps) {
     t_current = label;
     strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
     CHECK(mc && mg);
@@ -163,104 +163,36 @@ static void run_model(const char *label, const char *path, int n_gen, int n_pers
         CHECKF(a.n == b.n && !memcmp(a.ids, b.ids, sizeof(int32_t) * (size_t)a.n), "%s: graph vs eager ids differ", label);
         free(ref);
     }
-    persist_check(label, mc, mg, plen[1], n_persist);
-    fold_check(label, mg, plen[1], 40);
+    graph_check(label, mc, mg, plen[1], n_steps);
     strata_model_free(mc);
     strata_model_free(mg);
 }
 
-/* n greedy steps through backend_cuda_decode_greedy after a prompt, STRATA_CUDA_PERSIST=v:
- * the ids, the device logits after every step, and how the steps ran */
-static int gpu_steps(strata_model *mg, const char *v, const int32_t *prompt, int np, int n, int32_t *ids, float *logits,
-                     int *state) {
+/* n greedy decode steps on the GPU (the backend's decode_step, one graph replay each) after a
+ * prompt of np tokens, against the CPU teacher-forced on the same tokens: each step's id must
+ * be the CPU's argmax (past 256 positions: a second attention tile) */
+static void graph_check(const char *label, strata_model *mc, strata_model *mg, int np, int n) {
     int V = strata_n_vocab(mg);
-    set_env("STRATA_CUDA_PERSIST", v);
-    strata_session *s = session(mg);
-    if (!s || strata_session_eval(s, prompt, np)) { strata_session_free(s); set_env("STRATA_CUDA_PERSIST", "off"); return -1; }
-    const float *l0 = strata_session_logits(s);
-    int32_t id = argmax(l0, V);
-    int pos = np, rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        int32_t nx = backend_cuda_decode_greedy(s->be, &s->fwd, id, pos);
-        if (nx < 0 || backend_cuda_download(s->be, s->fwd.logits, sizeof(float) * (size_t)V)) { rc = -1; break; }
-        memcpy(logits + (size_t)i * V, s->fwd.logits, sizeof(float) * (size_t)V);
-        ids[i] = id;   /* the token evaluated at this step */
-        id = nx; pos++;
-    }
-    *state = backend_cuda_persist_state(s->be);   /* decided at the first step */
-    strata_session_free(s);
-    set_env("STRATA_CUDA_PERSIST", "off");
-    return rc;
-}
-
-/* The persistent step against the graph of per-op kernels and against the CPU, step by step,
- * bit for bit; n steps from a prompt of np tokens (past 256 positions: a second attention
- * tile, whose last row comes from the kernel's own copy) */
-static void persist_check(const char *label, strata_model *mc, strata_model *mg, int np, int n) {
-    int V = strata_n_vocab(mg);
-    int32_t prompt[64], *ia = malloc(sizeof(int32_t) * n), *ib = malloc(sizeof(int32_t) * n);
-    float *la = malloc(sizeof(float) * (size_t)V * n), *lb = malloc(sizeof(float) * (size_t)V * n);
+    int32_t prompt[64], *ids = malloc(sizeof(int32_t) * (size_t)(n + 1));
     prompt_ids(1, V, prompt, np);
-    int sa = 0, sb = 0;
-    CHECK(ia && ib && la && lb);
-    if (!ia || !ib || !la || !lb) goto out;
-    CHECKF(gpu_steps(mg, "on", prompt, np, n, ia, la, &sa) == 0, "%s: persistent steps failed", label);
-    CHECKF(gpu_steps(mg, "off", prompt, np, n, ib, lb, &sb) == 0, "%s: graph steps failed", label);
-    CHECKF(sa == 1, "%s: the persistent kernel did not run (state %d)", label, sa);
-    CHECKF(sb == -1, "%s: STRATA_CUDA_PERSIST=off still ran it (state %d)", label, sb);
-    int same_graph = 0, same_cpu = 0, ids_equal = 0;
-    strata_session *sc = session(mc);
-    CHECK(sc && strata_session_eval(sc, prompt, np) == 0);
-    for (int i = 0; i < n && sc; i++) {
-        same_graph += ia[i] == ib[i] && !memcmp(la + (size_t)i * V, lb + (size_t)i * V, sizeof(float) * (size_t)V);
-        if (strata_session_eval(sc, &ia[i], 1)) break;
-        const float *lc = strata_session_logits(sc);
-        same_cpu += !memcmp(lc, la + (size_t)i * V, sizeof(float) * (size_t)V);
-        ids_equal += i + 1 < n ? argmax(lc, V) == ia[i + 1] : 1;
+    strata_session *sg = session(mg), *sc = session(mc);
+    CHECK(ids && sg && sc && sg->be->ops->decode_step);
+    if (!ids || !sg || !sc || !sg->be->ops->decode_step) goto out;
+    CHECK(strata_session_eval(sg, prompt, np) == 0 && strata_session_eval(sc, prompt, np) == 0);
+    ids[0] = argmax(strata_session_logits(sg), V);
+    int steps = 0, equal = 0;
+    for (int i = 0; i < n; i++) {
+        int32_t nx = sg->be->ops->decode_step(sg->be, ids[i], np + i, NULL);
+        if (nx < 0 || strata_session_eval(sc, &ids[i], 1)) break;
+        steps++;
+        equal += argmax(strata_session_logits(sc), V) == nx;
+        ids[i + 1] = nx;
     }
-    strata_session_free(sc);
-    printf("%-28s persistent step: logits == graph step at %d of %d steps, == CPU at %d, next ids equal %d\n", label,
-           same_graph, n, same_cpu, ids_equal);
-    CHECKF(same_graph == n, "%s: persistent vs graph step: %d of %d steps bit-identical", label, same_graph, n);
-    if (!strncmp(cuda_expf_mode(), "libm", 4))
-        CHECKF(same_cpu == n, "%s: persistent step vs CPU: %d of %d steps bit-identical", label, same_cpu, n);
-    CHECKF(ids_equal == n, "%s: persistent step ids vs CPU argmax: %d of %d", label, ids_equal, n);
+    printf("%-28s graph decode steps: %d of %d, ids == CPU argmax at %d\n", label, steps, n, equal);
+    CHECKF(steps == n && equal == n, "%s: graph steps vs CPU: %d of %d steps, %d ids equal", label, steps, n, equal);
 out:
-    free(ia); free(ib); free(la); free(lb);
-}
-
-/* The opt-in RMSNorm epilogue (STRATA_CUDA_NORM_FOLD, read when a session makes its backend)
- * against the default separate norm kernels: n graph decode steps, logits bit for bit, and
- * the epilogue must have run (its launch count) */
-static void fold_check(const char *label, strata_model *mg, int np, int n) {
-    static const char *threads[2] = { "128", "1024" };
-    int V = strata_n_vocab(mg);
-    int32_t prompt[64], *ia = malloc(sizeof(int32_t) * n), *ib = malloc(sizeof(int32_t) * n);
-    float *la = malloc(sizeof(float) * (size_t)V * n), *lb = malloc(sizeof(float) * (size_t)V * n);
-    prompt_ids(1, V, prompt, np);
-    int sb = 0;
-    CHECK(ia && ib && la && lb);
-    if (!ia || !ib || !la || !lb) goto out;
-    CHECKF(gpu_steps(mg, "off", prompt, np, n, ib, lb, &sb) == 0, "%s: graph steps failed", label);
-    for (int t = 0; t < 2; t++) {
-        set_env("STRATA_CUDA_NORM_FOLD", threads[t]);   /* read when a session makes its backend */
-        strata_session *s = session(mg);   /* the epilogue count of a prompt + one step */
-        int32_t one = prompt[0];
-        CHECK(s && strata_session_eval(s, prompt, np) == 0 && strata_session_eval(s, &one, 1) == 0);
-        long folds = s ? backend_cuda_norm_folds(s->be) : 0;
-        strata_session_free(s);
-        int sa = 0, same = 0;
-        CHECKF(gpu_steps(mg, "off", prompt, np, n, ia, la, &sa) == 0, "%s: norm-epilogue steps failed", label);
-        set_env("STRATA_CUDA_NORM_FOLD", "off");
-        for (int i = 0; i < n; i++)
-            same += ia[i] == ib[i] && !memcmp(la + (size_t)i * V, lb + (size_t)i * V, sizeof(float) * (size_t)V);
-        printf("%-28s norm epilogue (%s threads): %ld launched in one T = 1 step, logits == default at %d of %d steps\n",
-               label, threads[t], folds, same, n);
-        CHECKF(folds > 0, "%s: STRATA_CUDA_NORM_FOLD=%s launched no epilogue", label, threads[t]);
-        CHECKF(same == n, "%s: norm epilogue %s vs separate norm: %d of %d steps bit-identical", label, threads[t], same, n);
-    }
-out:
-    free(ia); free(ib); free(la); free(lb);
+    strata_session_free(sg); strata_session_free(sc);
+    free(ids);
 }
 
 static int make_model(const char *path, int layers, int dim, int ffn, int heads, int kvh, int vocab, int ta, int tf,

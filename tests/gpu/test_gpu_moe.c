@@ -1,5 +1,6 @@
 /* The CUDA Mixture-of-Experts FFN (src/cuda/moe.cu) against the CPU's (src/cpu/moe.c), bit for
- * bit, through each backend's moe_ffn op on the same layer of a synthetic qwen3moe model made
+ * bit, through each backend's FFN block (RMSNorm, the MoE FFN, the residual add) on the same
+ * layer of a synthetic qwen3moe model made
  * here (src/model/synth.h: same parameters, same bytes as on any machine), for every expert
  * format with a CUDA kernel and T = 1..8 tokens:
  *   random inputs (distinct routes), all tokens equal (every expert shared by all T tokens:
@@ -14,6 +15,7 @@
 #include "model/synth.h"
 #include "quant/quant.h"
 #include "cuda/cuda_backend.h"
+#include "cpu/backend_cpu.h"
 #include "core/env.h"
 
 static uint64_t rs = 99;
@@ -22,7 +24,6 @@ static float rnd(void) {
     return (float)(rs >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
 }
 
-static const char *g_fold = "off";   /* STRATA_CUDA_NORM_FOLD of model_parity's CUDA model */
 static int g_dim = 256;   /* model width of the next make_moe (2048 / 1024: the fused F32 router) */
 static int make_moe(const char *path, int layers, int type_experts, int type_attn, int type_out, int vocab) {
     synth_params p;
@@ -54,20 +55,24 @@ static strata_session *session(strata_model *m) {
     return s;
 }
 
-/* out = moe_ffn(x) on the GPU session (its fwd buffers are mirrored) */
-static int gpu_moe(strata_session *sg, const layer_weights *L, int k, const float *x, int T, float *out) {
-    int64_t E = sg->m->hp.n_embd;
-    char err[256];
-    memcpy(sg->fwd.xb, x, sizeof(float) * (size_t)(T * E));
-    if (backend_cuda_upload(sg->be, sg->fwd.xb, sizeof(float) * (size_t)(T * E))) return -1;
-    sg->be->ops->moe_ffn(sg->be, L, k, sg->fwd.xb, T, sg->fwd.moe_out);
-    if (backend_cuda_sync(sg->be, err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
-    if (backend_cuda_download(sg->be, sg->fwd.moe_out, sizeof(float) * (size_t)(T * E))) return -1;
-    memcpy(out, sg->fwd.moe_out, sizeof(float) * (size_t)(T * E));
-    return 0;
+/* out = x + ffn_block(x) of layer 0 on a session's backend (the residual stream set and read
+ * through backend_cpu_x / backend_cuda_x_io) */
+static int ffn_gpu(strata_session *sg, const float *x, int T, float *out) {
+    backend *be = sg->be;
+    fwd_seq q = { be->kv, 0, T };
+    fwd_batch b = { T, 1, &q };
+    if (backend_cuda_x_io(be, (float *)x, T, 1)) return -1;
+    be->ops->ffn_block(be, 0, &b);
+    return backend_cuda_x_io(be, out, T, 0);
 }
-static void cpu_moe(strata_session *sc, const layer_weights *L, int k, const float *x, int T, float *out) {
-    sc->be->ops->moe_ffn(sc->be, L, k, x, T, out);
+static void ffn_cpu(strata_session *sc, const float *x, int T, float *out) {
+    backend *be = sc->be;
+    fwd_seq q = { be->kv, 0, T };
+    fwd_batch b = { T, 1, &q };
+    float *bx = backend_cpu_x(be);
+    memcpy(bx, x, sizeof(float) * (size_t)T * sc->m->hp.n_embd);
+    be->ops->ffn_block(be, 0, &b);
+    memcpy(out, bx, sizeof(float) * (size_t)T * sc->m->hp.n_embd);
 }
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h) {
@@ -86,30 +91,29 @@ static void kernel_parity(int type) {
     CHECKF(sc && sg, "%s: sessions", quant_type_name(type));
     if (!sc || !sg) goto done;
     {
-        const layer_weights *Lc = &mc->w.layers[0], *Lg = &mg->w.layers[0];
-        const int E = mc->hp.n_embd, k = mc->hp.n_experts_used;
+        const int E = mc->hp.n_embd;
         static float x[8 * 2048], oc[8 * 2048], og[8 * 2048], o1[2048];
         int ok_rand = 1, ok_same = 1, ok_zero = 1, ok_inv = 1;
         uint64_t h = 14695981039346656037ull;
         for (int T = 1; T <= 8; T++) {
             for (int i = 0; i < T * E; i++) x[i] = rnd() * 2.0f;
-            cpu_moe(sc, Lc, k, x, T, oc);
-            if (gpu_moe(sg, Lg, k, x, T, og)) { ok_rand = 0; break; }
+            ffn_cpu(sc, x, T, oc);
+            if (ffn_gpu(sg, x, T, og)) { ok_rand = 0; break; }
             if (memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_rand = 0;
             h = fnv(og, sizeof(float) * (size_t)(T * E), h);
             /* batch invariance on the GPU: each token alone */
             for (int t = 0; t < T; t++) {
-                if (gpu_moe(sg, Lg, k, x + (size_t)t * E, 1, o1)) { ok_inv = 0; break; }
+                if (ffn_gpu(sg, x + (size_t)t * E, 1, o1)) { ok_inv = 0; break; }
                 if (memcmp(o1, og + (size_t)t * E, sizeof(float) * (size_t)E)) ok_inv = 0;
             }
             /* every token the same: one group of T columns per expert */
             for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
-            cpu_moe(sc, Lc, k, x, T, oc);
-            if (gpu_moe(sg, Lg, k, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_same = 0;
+            ffn_cpu(sc, x, T, oc);
+            if (ffn_gpu(sg, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_same = 0;
             /* zero input: equal logits, experts 0..k-1 by the tie rule */
             memset(x, 0, sizeof(float) * (size_t)(T * E));
-            cpu_moe(sc, Lc, k, x, T, oc);
-            if (gpu_moe(sg, Lg, k, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_zero = 0;
+            ffn_cpu(sc, x, T, oc);
+            if (ffn_gpu(sg, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_zero = 0;
         }
         CHECKF(ok_rand, "%s: GPU MoE != CPU MoE (random inputs, T = 1..8)", quant_type_name(type));
         CHECKF(ok_same, "%s: GPU MoE != CPU MoE (shared experts)", quant_type_name(type));
@@ -121,8 +125,6 @@ static void kernel_parity(int type) {
 done:
     strata_session_free(sc); strata_session_free(sg);
     strata_model_free(mc); strata_model_free(mg);
-    setenv("STRATA_CUDA_NORM_FOLD", "off", 1);
-    env_reset_cache();
     unlink(path);
 }
 
@@ -134,8 +136,6 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     snprintf(path, sizeof path, "/tmp/strata-gpu-moe-model-%d.gguf", te);
     if (make_moe(path, layers, te, ta, to, 3000)) { CHECKF(0, "%s: synth", label); return; }
     strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
-    setenv("STRATA_CUDA_NORM_FOLD", g_fold, 1);   /* read when a session makes its backend */
-    env_reset_cache();
     CHECKF(mc && mg, "%s: load", label);
     if (mc && mg) {
         strata_model_info info;
@@ -157,10 +157,6 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
             if (strata_session_eval(sc, &a, 1) || strata_session_eval(sg, &a, 1)) same = 0;
         }
         CHECKF(same && steps == 16, "%s: teacher-forced logits GPU != CPU (after %d steps)", label, steps);
-        /* the norm epilogues (after wo + residual and the combine + residual) ran, or not */
-        const long folds = sg ? backend_cuda_norm_folds(sg->be) : -1;
-        if (strcmp(g_fold, "off")) CHECKF(folds > 0, "%s: no norm epilogue launched", label);
-        else CHECKF(folds == 0, "%s: %ld norm epilogues with the switch off", label, folds);
         strata_session_free(sc); strata_session_free(sg);
         /* free-running greedy (GPU: the captured graph, MoE inside) */
         sc = session(mc); sg = session(mg);
@@ -176,8 +172,6 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
         strata_session_free(sc); strata_session_free(sg);
     }
     strata_model_free(mc); strata_model_free(mg);
-    setenv("STRATA_CUDA_NORM_FOLD", "off", 1);
-    env_reset_cache();
     unlink(path);
 }
 
@@ -207,10 +201,6 @@ int main(void) {
     model_parity("qwen3moe IQ2_XXS / Q4_K / Q6_K", 2, TYPE_IQ2_XXS, TYPE_Q4_K, TYPE_Q6_K);
     g_dim = 2048;
     model_parity("qwen3moe dim 2048 IQ3_XXS / Q4_K / Q6_K", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
-    g_fold = "256";   /* the opt-in RMSNorm epilogues (STRATA_CUDA_NORM_FOLD) */
-    model_parity("dim 2048, norm epilogue 256 thr", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
-    g_dim = 256; g_fold = "1024";
-    model_parity("Q2_0 / Q8_0, norm epilogue 1024 thr", 2, TYPE_Q2_0, TYPE_Q8_0, TYPE_Q8_0);
-    g_fold = "off";
+    g_dim = 256;
     TEST_DONE();
 }

@@ -1,0 +1,75 @@
+/* What a user of `strata run` gets, through the public API only (include/strata.h), so the same
+ * source builds against any tree's library (before/after comparisons in one device call):
+ *   bench_e2e SHAPE [reps]   SHAPE: smollm2 | 1b | moe48 (synthetic, src/model/synth.h; the file
+ *                            /tmp/strata-e2e-SHAPE.gguf is written once and reused)
+ * prints prompt tok/s (a 512-token prompt, strata_session_eval: passes of FWD_MAX_T columns),
+ * decode tok/s (strata_generate, greedy, 128 tokens after a 16-token prompt: on the GPU the
+ * decode step's graph), medians of reps, and the hash of the generated ids. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <time.h>
+#include "strata.h"
+#include "model/synth.h"
+#include "quant/quant.h"
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static int cmpd(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+
+typedef struct { uint64_t h; int n; } ids_hash;
+static int on_tok(int32_t id, void *u) { ids_hash *x = u; x->h = x->h * 31 + (uint64_t)id; x->n++; return 0; }
+
+int main(int argc, char **argv) {
+    const char *shape = argc > 1 ? argv[1] : "smollm2";
+    int reps = argc > 2 ? atoi(argv[2]) : 3;
+    if (reps < 1 || reps > 15) reps = 3;
+    synth_params p;
+    if (!strcmp(shape, "moe48")) synth_default_params(&p, ARCH_QWEN3MOE);   /* Qwen3-30B-A3B shape, IQ3_XXS experts */
+    else {
+        synth_default_params(&p, ARCH_LLAMA);    /* SmolLM2-135M shape */
+        p.type_attn = TYPE_Q4_1; p.type_ffn = TYPE_Q4_1; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
+        if (!strcmp(shape, "1b")) {              /* 16 x 2048, ffn 8192, vocab 128256: the 1.5B shape of the issues */
+            p.n_layers = 16; p.n_embd = 2048; p.n_ff = 8192; p.n_heads = 32; p.n_kv_heads = 8; p.head_dim = 64;
+            p.n_vocab = 128256; p.type_attn = TYPE_Q4_K; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q6_K;
+        } else if (strcmp(shape, "smollm2")) { fprintf(stderr, "unknown shape %s\n", shape); return 2; }
+    }
+    p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char path[256], err[512];
+    snprintf(path, sizeof path, "/tmp/strata-e2e-%s.gguf", shape);
+    if (access(path, R_OK) != 0 && synth_write(&p, path, err, sizeof err) != 0) { fprintf(stderr, "synth: %s\n", err); return 1; }
+    strata_model_params mp = strata_model_default_params();
+    mp.path = path;
+    mp.device = getenv("BENCH_CPU") ? STRATA_DEVICE_CPU : STRATA_DEVICE_CUDA;
+    strata_model *m = NULL;
+    if (strata_model_load(&mp, &m, err, sizeof err) != 0) { fprintf(stderr, "load: %s\n", err); return 1; }
+    const int V = strata_n_vocab(m);
+    int32_t prompt[512];
+    uint64_t x = 12345;
+    for (int i = 0; i < 512; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; prompt[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(V - 3)); }
+    double pp[16], tg[16];
+    ids_hash last = { 0, 0 };
+    for (int r = 0; r < reps; r++) {
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 1024;
+        strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+        if (!s) { fprintf(stderr, "session: %s\n", err); return 1; }
+        double t0 = now();
+        if (strata_session_eval(s, prompt, 512)) { fprintf(stderr, "eval failed\n"); return 1; }
+        pp[r] = 512 / (now() - t0);
+        strata_session_reset(s);
+        ids_hash h = { 1469598103934665603ull, 0 };
+        strata_generate(s, prompt, 16, 129, on_tok, &h);
+        strata_stats st;
+        strata_session_get_stats(s, &st);
+        tg[r] = st.gen_tps;
+        last = h;
+        strata_session_free(s);
+    }
+    qsort(pp, (size_t)reps, sizeof pp[0], cmpd);
+    qsort(tg, (size_t)reps, sizeof tg[0], cmpd);
+    printf("%-8s prompt 512: %8.0f tok/s (min %.0f max %.0f)  decode 128: %7.0f tok/s (min %.0f max %.0f)  ids %d hash %016llx\n",
+           shape, pp[reps / 2], pp[0], pp[reps - 1], tg[reps / 2], tg[0], tg[reps - 1], last.n, (unsigned long long)last.h);
+    strata_model_free(m);
+    return 0;
+}
