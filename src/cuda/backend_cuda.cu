@@ -222,6 +222,13 @@ typedef struct {
     float *att_partial;         /* device scratch of the attention */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
+    /* the column table of a pass over several sequences (cuda_cols): per column its position,
+     * per layer and column its sequence's K/V cache; uploaded by the embed block */
+    int *d_cpos;                /* device [FWD_MAX_T] */
+    uint16_t **d_ckv;           /* device [n_layers][2][FWD_MAX_T]: K then V pointers */
+    uint16_t **h_ckv;           /* host staging of the same */
+    int h_cpos[FWD_MAX_T];
+    int cols_on;                /* the pass in flight uses the table */
     float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
     int32_t *d_ids;             /* device: token ids of the pass [FWD_MAX_T] */
     int *d_pos;                 /* device: position of token 0 (graph mode) */
@@ -336,6 +343,29 @@ static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w,
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
     const weight *te = &c->w->tok_embd;
+    /* several sequences: one column table for the pass, so each layer's RoPE + KV store and
+     * attention are one launch each for all of them */
+    c->cols_on = 0;
+    if (b->n_seq > 1 && !c->capturing && c->fuse && !c->attn_split) {
+        const int L = c->hp.n_layers;
+        for (int s = 0, t = 0; s < b->n_seq; s++) {
+            const cuda_kv *kv = (const cuda_kv *)b->seq[s].kv;
+            for (int i = 0; i < b->seq[s].n; i++, t++) {
+                c->h_cpos[t] = b->seq[s].pos0 + i;
+                for (int l = 0; l < L; l++) {
+                    c->h_ckv[((size_t)l * 2) * FWD_MAX_T + t] = kv->kc[l];
+                    c->h_ckv[((size_t)l * 2 + 1) * FWD_MAX_T + t] = kv->vc[l];
+                }
+            }
+        }
+        if (CU_CHECK(cudaMemcpyAsync(c->d_cpos, c->h_cpos, sizeof c->h_cpos, cudaMemcpyHostToDevice, c->st)) ||
+            CU_CHECK(cudaMemcpyAsync(c->d_ckv, c->h_ckv, (size_t)L * 2 * FWD_MAX_T * sizeof(uint16_t *),
+                                     cudaMemcpyHostToDevice, c->st))) {
+            be_fail(c, "column table");
+            return;
+        }
+        c->cols_on = 1;
+    }
     if (!c->capturing) {
         if (CU_CHECK(cudaMemcpyAsync(c->d_ids, ids, (size_t)b->T * sizeof(int32_t), cudaMemcpyHostToDevice, c->st))) {
             be_fail(c, "ids");
@@ -356,6 +386,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const layer_weights *L = &c->w->layers[l];
     const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
     cuda_kv *kv = (cuda_kv *)S->kv;
+    if (kv->n_ctx > c->n_ctx) { be_fail(c, "a sequence's KV cache is longer than the pass backend's scratch"); return; }
     uint16_t *kc = kv->kc[l], *vc = kv->vc[l];
     float *q = c->q + (size_t)t0 * H * HD, *k = c->k + (size_t)t0 * KVH * HD, *v = c->v + (size_t)t0 * KVH * HD;
     float *out = c->att + (size_t)t0 * H * HD;
@@ -410,7 +441,21 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     if (!((af_o == ACT_Q8_0 || af_o == ACT_Q8_1 || (af_o == ACT_Q8_2 && HD % 64 == 0)) && HD % 32 == 0 &&
           cuda_act_row_bytes(af_o, (int64_t)H * HD) * T <= c->act_cap))
         af_o = -1;
-    for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
+    if (c->cols_on && b->n_seq > 1) {
+        /* several sequences, one launch each: the column table gives every column its position
+         * and its sequence's cache (the same kernels, so the same bits as a pass per sequence) */
+        for (int s = 0; s < b->n_seq; s++)
+            if (((const cuda_kv *)b->seq[s].kv)->n_ctx > c->n_ctx) { be_fail(c, "a sequence's KV cache is longer than the pass backend's scratch"); return; }
+        cuda_cols cols = { c->d_cpos, c->d_ckv + (size_t)l * 2 * FWD_MAX_T, c->d_ckv + ((size_t)l * 2 + 1) * FWD_MAX_T };
+        const float *cs = L->sliding ? c->rope_local : c->rope_global;
+        if (cuda_rope_qk_store_cols(c->q, c->k, c->v, NULL, NULL, T, H, KVH, HD, hp->n_rot, hp->rope_neox, 0, NULL, cs, cs,
+                                    &cols, c->st) ||
+            cuda_attention_exact_cols(c->q, NULL, NULL, T, H, KVH, HD, 0, NULL, hp->attn_scale,
+                                      L->sliding ? hp->sliding_window : 0, c->n_ctx, c->att_partial, c->att,
+                                      af_o >= 0 ? c->act : NULL, af_o, NULL, &cols, c->st))
+            be_fail(c, "rope + kv store + attention (several sequences)");
+    } else
+        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
     as = ACT_NONE;
     if (af_o >= 0) { as.src = c->att; as.n = (int64_t)H * HD; as.T = T; as.fmt = af_o; }
     if (L->post_attn_norm.data || !c->fuse) {                   /* (gemma3) xb = norm(wo att); x += xb */
@@ -724,6 +769,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                                  "the attention counters", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_cpos, FWD_MAX_T * sizeof(int), "the column positions", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_ckv, (size_t)hp->n_layers * 2 * FWD_MAX_T * sizeof(uint16_t *),
+                                 "the column KV table", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
                                  errlen) ||
             cuda_dev_alloc_named((void **)&c->d_sparams, sizeof(cuda_sample_params), "the sampler parameters", err, errlen) ||
@@ -738,6 +786,10 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         }
         memset(c->h_sio, 0, sizeof *c->h_sio);
+        if (!(c->h_ckv = (uint16_t **)st_calloc((size_t)hp->n_layers * 2 * FWD_MAX_T, sizeof(uint16_t *)))) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
         if (CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->d_sio, 0, sizeof(cuda_sample_io))))
@@ -805,6 +857,7 @@ static void cuda_free_be(backend *be) {
         cuda_dev_free(c->act2);
         cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
         cuda_dev_free(c->argmax_scratch);
+        cuda_dev_free(c->d_cpos); cuda_dev_free(c->d_ckv); st_free(c->h_ckv);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
         cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio); cuda_pinned_free(c->h_logits);
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);

@@ -105,6 +105,13 @@ int cuda_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, i
               const float *cos_sin, cudaStream_t st);
 int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
                   const int *d_pos, cudaStream_t st);
+/* Several sequences in one launch: column t's position pos[t] and its sequence's K/V cache of
+ * the layer kc[t] / vc[t] (device arrays of T entries); the kernels take it by value, all NULL
+ * for one sequence at pos0 + t of kc / vc. */
+typedef struct cuda_cols { const int *pos; uint16_t *const *kc; uint16_t *const *vc; } cuda_cols;
+int cuda_rope_qk_store_cols(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+                            int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q,
+                            const float *cs_k, const cuda_cols *cols, cudaStream_t st);
 int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                        int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q, const float *cs_k,
                        cudaStream_t st);
@@ -122,6 +129,10 @@ typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neo
 int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
                          float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st);
+int cuda_attention_exact_cols(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                              int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
+                              float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols,
+                              cudaStream_t st);
 /* expf with the host libm's bits (expf_host.cuh): set once per process */
 struct expf_table;
 int cuda_ops_expf_init(const struct expf_table *t, int mode);

@@ -322,9 +322,15 @@ int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, in
 
 /* Fused: RoPE of q (in place) and k (in place and into the f16 cache), v into the cache.
  * The same operations as rope_kernel + kv_store_kernel, one launch. */
+/* Column t's position and KV cache: pos0 + t in the one cache (a single sequence), or the
+ * column table's entries (several sequences in one launch: cuda_cols). */
+__device__ __forceinline__ int col_pos(const cuda_cols &c, int p0, int t) { return c.pos ? c.pos[t] : p0 + t; }
+__device__ __forceinline__ uint16_t *col_k(const cuda_cols &c, uint16_t *kc, int t) { return c.kc ? c.kc[t] : kc; }
+__device__ __forceinline__ uint16_t *col_v(const cuda_cols &c, uint16_t *vc, int t) { return c.vc ? c.vc[t] : vc; }
+
 __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
                                      int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
-                                     const float *cs_q, const float *cs_k) {
+                                     const float *cs_q, const float *cs_k, cuda_cols cols) {
     PDL_WAIT();
     int half = n_rot / 2, kv_dim = n_kv_heads * head_dim;
     int nq = T * n_heads * half, nk = T * n_kv_heads * half, nv = T * kv_dim;
@@ -332,7 +338,7 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
     int p0 = d_pos ? d_pos[0] : pos0;
     if (idx < nq) {
         int i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
-        const float *cs = cs_q + ((size_t)(p0 + t) * half + i) * 2;
+        const float *cs = cs_q + ((size_t)col_pos(cols, p0, t) * half + i) * 2;
         float *vv = q + ((size_t)t * n_heads + h) * head_dim;
         float a, b; int ia, ib;
         rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
@@ -342,12 +348,13 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
     idx -= nq;
     if (idx < nk) {
         int i = idx % half, h = (idx / half) % n_kv_heads, t = idx / (half * n_kv_heads);
-        const float *cs = cs_k + ((size_t)(p0 + t) * half + i) * 2;
+        const int pt = col_pos(cols, p0, t);
+        const float *cs = cs_k + ((size_t)pt * half + i) * 2;
         float *vv = k + ((size_t)t * n_kv_heads + h) * head_dim;
         float a, b; int ia, ib;
         rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
         vv[ia] = a; vv[ib] = b;
-        uint16_t *kr = kc + (size_t)(p0 + t) * kv_dim + (size_t)h * head_dim;
+        uint16_t *kr = col_k(cols, kc, t) + (size_t)pt * kv_dim + (size_t)h * head_dim;
         kr[ia] = __half_as_ushort(__float2half_rn(a));
         kr[ib] = __half_as_ushort(__float2half_rn(b));
         return;
@@ -355,7 +362,7 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
     idx -= nk;
     if (idx < nv) {
         int t = idx / kv_dim, i = idx % kv_dim;
-        vc[(size_t)(p0 + t) * kv_dim + i] = __half_as_ushort(__float2half_rn(v[idx]));
+        col_v(cols, vc, t)[(size_t)col_pos(cols, p0, t) * kv_dim + i] = __half_as_ushort(__float2half_rn(v[idx]));
         return;
     }
     /* k dims past n_rot are not rotated: stored as they are */
@@ -363,18 +370,26 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
     int rest = head_dim - n_rot;
     if (rest > 0 && idx < T * n_kv_heads * rest) {
         int j = n_rot + idx % rest, h = (idx / rest) % n_kv_heads, t = idx / (rest * n_kv_heads);
-        kc[(size_t)(p0 + t) * kv_dim + (size_t)h * head_dim + j] = __half_as_ushort(__float2half_rn(k[((size_t)t * n_kv_heads + h) * head_dim + j]));
+        col_k(cols, kc, t)[(size_t)col_pos(cols, p0, t) * kv_dim + (size_t)h * head_dim + j] =
+            __half_as_ushort(__float2half_rn(k[((size_t)t * n_kv_heads + h) * head_dim + j]));
     }
 }
 
+int cuda_rope_qk_store_cols(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+                            int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q,
+                            const float *cs_k, const cuda_cols *cols, cudaStream_t st) {
+    int half = n_rot / 2;
+    int n = T * n_heads * half + T * n_kv_heads * half + T * n_kv_heads * head_dim + T * n_kv_heads * (head_dim - n_rot);
+    cuda_cols none = { NULL, NULL, NULL };
+    klaunch(rope_qk_store_kernel, (n + 255) / 256, 256, 0, st, q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox,
+                                                          pos0, d_pos, cs_q, cs_k, cols ? *cols : none);
+    return CU_LAUNCHED();
+}
 int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                        int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q, const float *cs_k,
                        cudaStream_t st) {
-    int half = n_rot / 2;
-    int n = T * n_heads * half + T * n_kv_heads * half + T * n_kv_heads * head_dim + T * n_kv_heads * (head_dim - n_rot);
-    klaunch(rope_qk_store_kernel, (n + 255) / 256, 256, 0, st, q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox,
-                                                          pos0, d_pos, cs_q, cs_k);
-    return CU_LAUNCHED();
+    return cuda_rope_qk_store_cols(q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox, pos0, d_pos, cs_q, cs_k,
+                                   NULL, st);
 }
 
 /* ---- attention decode, split over KV ranges --------------------------------------------
@@ -535,13 +550,14 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
                   int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
-                  size_t act_row_bytes, int act_fmt, int use_smem, cuda_rope_fold rf) {
+                  size_t act_row_bytes, int act_fmt, int use_smem, cuda_rope_fold rf, cuda_cols cols) {
     PDL_WAIT();
     extern __shared__ uint32_t dyn[];
     __shared__ float qr[ATT_MAX_HD];
     __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
     int h = blockIdx.x, t = blockIdx.y, warp = threadIdx.x >> 5;
-    int last = (d_pos ? d_pos[0] : pos0) + t;
+    int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
+    kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
     const uint32_t *k_last = NULL, *v_last = NULL;
@@ -570,7 +586,15 @@ attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n
 int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
                          float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD || head_dim % 2 || (rf && T != 1)) return -1;
+    return cuda_attention_exact_cols(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, scratch,
+                                     out, act, act_fmt, rf, NULL, st);
+}
+int cuda_attention_exact_cols(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                              int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
+                              float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols,
+                              cudaStream_t st) {
+    if (head_dim > ATT_MAX_HD || head_dim % 2 || (rf && T != 1) || (rf && cols)) return -1;
+    cuda_cols none = { NULL, NULL, NULL };
     cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once) */
@@ -585,7 +609,8 @@ int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int 
     int use_smem = sc_bytes <= 96 * 1024;
     size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);
     klaunch(attn_exact_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
-                                                   n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem, rf ? *rf : no_fold);
+                                                   n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem, rf ? *rf : no_fold,
+                                                   cols ? *cols : none);
     return CU_LAUNCHED();
 }
 

@@ -464,9 +464,9 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         for (int j = 0; j < i; j++)
             if (ss[j] == ss[i]) return -1;
     }
-    const int V = m->hp.n_vocab, cpu = m->device == STRATA_DEVICE_CPU;
-    /* drafts fill the columns the passes have spare (CPU); the GPU runs a pass per session */
-    int spare = cpu ? (n + FWD_MAX_T - 1) / FWD_MAX_T * FWD_MAX_T - n : n * (FWD_MAX_T - 1);
+    const int V = m->hp.n_vocab;
+    /* drafts fill the columns the passes have spare */
+    int spare = (n + FWD_MAX_T - 1) / FWD_MAX_T * FWD_MAX_T - n;
     int32_t win_buf[FWD_MAX_T];
     /* windows: session i's tokens are win[i][0..T[i]) (one heap block: n can be large) */
     int32_t (*win)[FWD_MAX_T] = st_malloc((size_t)n * sizeof *win);
@@ -487,25 +487,17 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         spare -= nd;
     }
     int rc = 0;
-    if (!cpu) {   /* one pass (a graph or an eager window) per session on the GPU */
-        for (int i = 0; i < n && !rc; i++) {
-            strata_session *s = ss[i];
-            int pos0 = s->pos;
-            /* greedy without drafts: the backend's decode step (on the GPU forward + argmax as one
-             * graph replay, only the id returns; the bits of the eager step: the same kernels) */
-            if (next && T[i] == 1 && s->be->ops->decode_step && s->smp.p.temperature <= 0 &&
-                s->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0)) {
-                int32_t nx = s->be->ops->decode_step(s->be, win[i][0], pos0, NULL);
-                if (nx < 0) { rc = -1; break; }
-                s->history[s->pos++] = win[i][0];
-                s->have_logits = 0;
-                next[i] = nx;
-                continue;
-            }
-            if (session_forward(s, win[i], T[i], 0) != 0) { rc = -1; break; }
-            int j = spec_verify(s, win[i], T[i], pos0, session_logits(s), NULL);
-            if (accepted) memcpy(accepted + (size_t)i * STRATA_MAX_DRAFT, &win[i][1], (size_t)j * sizeof(int32_t));
-            if (n_accepted) n_accepted[i] = j;
+    strata_session *s0 = ss[0];
+    if (n == 1 && next && T[0] == 1 && s0->be->ops->decode_step && s0->smp.p.temperature <= 0 &&
+        s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0)) {
+        /* one session, greedy, no drafts: the backend's decode step (on the GPU forward + argmax
+         * as one graph replay, only the id returns; the bits of the eager pass: same kernels) */
+        int32_t nx = s0->be->ops->decode_step(s0->be, win[0][0], s0->pos, NULL);
+        if (nx < 0) rc = -1;
+        else {
+            s0->history[s0->pos++] = win[0][0];
+            s0->have_logits = 0;
+            next[0] = nx;
         }
     } else {
         /* passes of up to FWD_MAX_T columns; a window that would overflow the pass keeps only the
@@ -520,9 +512,13 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
                 g[ng++] = (fwd_seq){ ss[i1]->be->kv, ss[i1]->pos, T[i1] };
                 used += T[i1];
             }
-            /* the pass runs on the first session's backend (its activation buffers); each
-             * sequence's attention reads and writes its own session's KV cache */
+            /* the pass runs on one session's backend (its activation buffers; the longest
+             * context's, so its scratch covers every sequence); each sequence's attention reads
+             * and writes its own session's KV cache. Every pass ends with the head's read-back,
+             * so the other sessions' backends never see a pass in flight. */
             backend *pb = ss[i0]->be;
+            for (int i = i0 + 1, best = ss[i0]->n_ctx; i < i1; i++)
+                if (ss[i]->n_ctx > best) { best = ss[i]->n_ctx; pb = ss[i]->be; }
             fwd_batch fb = { used, ng, g };
             if (forward_batch(pb, &m->hp, cols, &fb, 0) != 0) { rc = -1; break; }
             const float *lg = pb->ops->logits(pb);

@@ -1,10 +1,13 @@
 /* What a user of `strata run` gets, through the public API only (include/strata.h), so the same
  * source builds against any tree's library (before/after comparisons in one device call):
- *   bench_e2e SHAPE [reps]   SHAPE: smollm2 | 1b | moe48 (synthetic, src/model/synth.h; the file
- *                            /tmp/strata-e2e-SHAPE.gguf is written once and reused)
+ *   bench_e2e SHAPE [reps] [batch]   SHAPE: smollm2 | 1b | moe48 (synthetic, src/model/synth.h;
+ *                            the file /tmp/strata-e2e-SHAPE.gguf is written once and reused)
  * prints prompt tok/s (a 512-token prompt, strata_session_eval: passes of FWD_MAX_T columns),
  * decode tok/s (strata_generate, greedy, 128 tokens after a 16-token prompt: on the GPU the
- * decode step's graph), medians of reps, and the hash of the generated ids. */
+ * decode step's graph), medians of reps, and the hash of the generated ids. With "batch": the
+ * aggregate decode tok/s of N = 1, 4, 16, 64 sessions stepped together (strata_sessions_step,
+ * what the server's decode thread calls; 64 steps after 16-token prompts), and the hash of
+ * all sessions' ids (the same whatever N shares the pass: batch invariance). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +73,38 @@ int main(int argc, char **argv) {
     qsort(tg, (size_t)reps, sizeof tg[0], cmpd);
     printf("%-8s prompt 512: %8.0f tok/s (min %.0f max %.0f)  decode 128: %7.0f tok/s (min %.0f max %.0f)  ids %d hash %016llx\n",
            shape, pp[reps / 2], pp[0], pp[reps - 1], tg[reps / 2], tg[0], tg[reps - 1], last.n, (unsigned long long)last.h);
+    if (argc > 3 && !strcmp(argv[3], "batch")) {
+        static const int ns[4] = { 1, 4, 16, 64 };
+        for (int k = 0; k < 4; k++) {
+            int n = ns[k];
+            strata_session **ss = calloc((size_t)n, sizeof *ss);
+            int32_t *next = calloc((size_t)n, sizeof *next);
+            uint64_t h = 1469598103934665603ull;
+            for (int i = 0; i < n; i++) {
+                strata_session_params sp = strata_session_default_params();
+                sp.n_ctx = 256;
+                ss[i] = strata_session_new(m, &sp, err, sizeof err);
+                if (!ss[i] || strata_session_eval(ss[i], prompt + (i % 32) * 16, 16)) { fprintf(stderr, "session %d\n", i); return 1; }
+            }
+            double dt = 0;   /* the steps only (not the host argmax between them) */
+            for (int step = 0; step < 72; step++) {
+                for (int i = 0; i < n; i++) {
+                    const float *l = strata_session_logits(ss[i]);
+                    int32_t b = 0;
+                    for (int v = 1; v < V; v++) if (l[v] > l[b]) b = v;
+                    next[i] = b;
+                    if (i == 0 || n == 1) h = h * 31 + (uint64_t)b;
+                }
+                double t0 = now();
+                if (strata_sessions_step(ss, next, n)) { fprintf(stderr, "step failed\n"); return 1; }
+                if (step >= 8) dt += now() - t0;   /* warm-up steps first */
+            }
+            printf("%-8s batch %2d sessions: %8.0f tok/s aggregate (%.2f ms per step), session 0 ids hash %016llx\n", shape, n,
+                   64.0 * n / dt, dt / 64 * 1e3, (unsigned long long)h);
+            for (int i = 0; i < n; i++) strata_session_free(ss[i]);
+            free(ss); free(next);
+        }
+    }
     strata_model_free(m);
     return 0;
 }

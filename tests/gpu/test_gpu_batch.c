@@ -1,0 +1,135 @@
+/* Several sessions in one GPU pass (strata_sessions_step: a batch of sequences, each with its
+ * own KV cache, through the CUDA blocks): every session's logits are the bits of the same
+ * session stepped alone on the GPU and of the CPU's, whatever the other sessions in the pass
+ * and however many passes the step needs (12 sessions: a pass of 8 and a pass of 4), for
+ * several steps at different positions; then the speculative step with suffix drafts gives the
+ * ids of plain greedy steps. Model: synthetic (src/model/synth.h), made here. */
+#include "test.h"
+#include <stdint.h>
+#include <unistd.h>
+#include "strata.h"
+#include "model/synth.h"
+#include "quant/quant.h"
+#include "cuda/cuda_backend.h"
+
+#define NS 12
+
+static strata_model *load(const char *path, strata_device dev) {
+    strata_model_params mp = strata_model_default_params();
+    mp.path = path; mp.device = dev;
+    strata_model *m = NULL;
+    char err[512];
+    if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "load: %s\n", err); return NULL; }
+    return m;
+}
+static strata_session *session(strata_model *m, int spec) {
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 256; sp.spec_draft = spec;
+    char err[512];
+    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+    if (!s) fprintf(stderr, "session: %s\n", err);
+    return s;
+}
+static int32_t argmax(const float *x, int n) { int32_t b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
+
+int main(void) {
+    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    const char *path = "/tmp/strata-gpu-batch.gguf";
+    synth_params p;
+    synth_default_params(&p, ARCH_LLAMA);
+    p.n_layers = 6; p.n_vocab = 8000; p.n_embd = 512; p.n_heads = 8; p.n_kv_heads = 2; p.head_dim = 64;
+    p.type_attn = TYPE_Q4_1; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
+    p.tokenizer_path = "builtin"; p.seed = 5; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char err[512];
+    CHECKF(synth_write(&p, path, err, sizeof err) == 0, "synth: %s", err);
+    strata_model *mg = load(path, STRATA_DEVICE_CUDA), *mc = load(path, STRATA_DEVICE_CPU);
+    CHECK(mg && mc);
+    if (!mg || !mc) TEST_DONE();
+    const int V = strata_n_vocab(mg);
+    strata_session *bat[NS], *solo[NS], *cpu[NS];
+    int ok = 1;
+    for (int i = 0; i < NS && ok; i++) {
+        bat[i] = session(mg, 0); solo[i] = session(mg, 0); cpu[i] = session(mc, 0);
+        ok = bat[i] && solo[i] && cpu[i];
+        if (!ok) break;
+        int32_t pr[24];
+        int len = 3 + (i * 5) % 20;   /* different positions per session */
+        for (int t = 0; t < len; t++) pr[t] = (int32_t)(3 + (i * 977 + t * 131) % (V - 3));
+        ok = !strata_session_eval(bat[i], pr, len) && !strata_session_eval(solo[i], pr, len) &&
+             !strata_session_eval(cpu[i], pr, len);
+    }
+    CHECK(ok);
+    if (!ok) TEST_DONE();
+    int same_solo = 1, same_cpu = 1, steps = 0;
+    for (int step = 0; step < 12; step++) {
+        /* a different subset each step: all 12, then fewer (passes of 8 + 4, 8, 5, ...) */
+        int n = step < 4 ? NS : NS - step;
+        strata_session *sub[NS];
+        int32_t next[NS];
+        for (int i = 0; i < n; i++) {
+            sub[i] = bat[i];
+            next[i] = argmax(strata_session_logits(solo[i]), V);
+            strata_session_eval(solo[i], &next[i], 1);
+            strata_session_eval(cpu[i], &next[i], 1);
+        }
+        if (strata_sessions_step(sub, next, n)) { CHECK(0); break; }
+        steps++;
+        for (int i = 0; i < n; i++) {
+            const float *lb = strata_session_logits(bat[i]);
+            if (!lb || memcmp(lb, strata_session_logits(solo[i]), sizeof(float) * (size_t)V)) same_solo = 0;
+            if (!lb || memcmp(lb, strata_session_logits(cpu[i]), sizeof(float) * (size_t)V)) same_cpu = 0;
+        }
+    }
+    printf("%d steps of up to %d sessions in shared GPU passes: logits == alone on the GPU: %s, == CPU: %s\n", steps, NS,
+           same_solo ? "yes" : "NO", same_cpu ? "yes" : "NO");
+    CHECKF(steps == 12 && same_solo, "batched GPU logits differ from the same sessions alone");
+    if (!strncmp(cuda_expf_mode(), "libm", 4)) CHECKF(same_cpu, "batched GPU logits differ from the CPU's");
+    for (int i = 0; i < NS; i++) { strata_session_free(bat[i]); strata_session_free(solo[i]); strata_session_free(cpu[i]); }
+
+    /* the speculative step (greedy, suffix drafts in the spare columns) on prompts that repeat,
+     * 3 sessions: ids equal to plain greedy steps */
+    strata_session *sp[3], *pl[3];
+    int32_t cur[3], cur_pl[3];
+    ok = 1;
+    for (int i = 0; i < 3 && ok; i++) {
+        sp[i] = session(mg, 4); pl[i] = session(mg, 0);
+        ok = sp[i] && pl[i];
+        if (!ok) break;
+        int32_t pr[40];
+        for (int t = 0; t < 40; t++) pr[t] = (int32_t)(3 + ((t % 10) * 37 + i * 11) % (V - 3));
+        ok = !strata_session_eval(sp[i], pr, 40) && !strata_session_eval(pl[i], pr, 40);
+        cur[i] = argmax(strata_session_logits(sp[i]), V);
+        cur_pl[i] = argmax(strata_session_logits(pl[i]), V);
+    }
+    CHECK(ok);
+    int32_t out_sp[3][96], out_pl[3][96];
+    int n_sp[3] = { 0, 0, 0 }, drafted = 0;
+    for (int i = 0; i < 3; i++) {   /* plain: 64 greedy tokens each */
+        for (int t = 0; t < 64 && ok; t++) {
+            out_pl[i][t] = cur_pl[i];
+            ok = !strata_session_eval(pl[i], &cur_pl[i], 1);
+            cur_pl[i] = argmax(strata_session_logits(pl[i]), V);
+        }
+    }
+    for (int guard = 0; guard < 64 && ok; guard++) {
+        int maxd[3] = { 4, 4, 4 }, nacc[3];
+        int32_t acc[3 * STRATA_MAX_DRAFT], nx[3];
+        for (int i = 0; i < 3; i++) if (n_sp[i] < 96) out_sp[i][n_sp[i]++] = cur[i];
+        if (strata_sessions_step_spec(sp, cur, maxd, 3, acc, nacc, nx)) { ok = 0; break; }
+        for (int i = 0; i < 3; i++) {
+            drafted += nacc[i];
+            for (int a = 0; a < nacc[i]; a++) if (n_sp[i] < 96) out_sp[i][n_sp[i]++] = acc[i * STRATA_MAX_DRAFT + a];
+            cur[i] = argmax(strata_session_logits(sp[i]), V);
+        }
+        if (n_sp[0] >= 64 && n_sp[1] >= 64 && n_sp[2] >= 64) break;
+    }
+    int equal = ok;
+    for (int i = 0; i < 3 && equal; i++) equal = n_sp[i] >= 64 && !memcmp(out_sp[i], out_pl[i], 64 * sizeof(int32_t));
+    printf("speculative step, 3 sessions on the GPU: %d drafts accepted, ids == plain greedy: %s\n", drafted,
+           equal ? "yes" : "NO");
+    CHECKF(equal, "speculative GPU steps changed the ids");
+    for (int i = 0; i < 3; i++) { strata_session_free(sp[i]); strata_session_free(pl[i]); }
+    strata_model_free(mg); strata_model_free(mc);
+    unlink(path);
+    TEST_DONE();
+}
