@@ -371,7 +371,7 @@ static void cpu_free(backend *be);
 
 static const backend_ops cpu_ops = {
     .name = "cpu", .embed = blk_embed, .attn_block = blk_attn, .ffn_block = blk_ffn, .head = blk_head,
-    .logits = cpu_logits, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
+    .logits = cpu_logits, .head_argmax = NULL, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
 };
 
 backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *tp, int exact, int kv_int8,

@@ -233,6 +233,7 @@ typedef struct {
     int32_t *d_ids;             /* device: token ids of the pass [FWD_MAX_T] */
     int *d_pos;                 /* device: position of token 0 (graph mode) */
     int32_t *h_token;           /* pinned host: the token id the greedy graph returns */
+    int32_t *d_picks, *h_picks; /* device / pinned host [FWD_MAX_T]: head_argmax's ids */
     /* the device sampler (sample.cu) */
     int32_t *d_hist;            /* device: token history [n_ctx] (repetition penalty) */
     cuda_sample_params *d_sparams;
@@ -579,6 +580,25 @@ static int blk_head(backend *be, const fwd_batch *b, int from) {
     return c->failed ? -1 : 0;
 }
 
+/* the head, then each row's argmax on the device; only the ids come back */
+static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *ids) {
+    cuda_be *c = CB(be);
+    const int E = c->hp.n_embd, n = b->T - from, V = c->hp.n_vocab;
+    act_state as;
+    norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
+    mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
+    for (int r = 0; r < n && !c->failed; r++)
+        if (cuda_argmax(c->logits + (size_t)r * V, V, c->d_picks + r, NULL, c->argmax_scratch, c->st)) be_fail(c, "argmax");
+    if (c->failed ||
+        CU_CHECK(cudaMemcpyAsync(c->h_picks, c->d_picks, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)) ||
+        CU_CHECK(cudaStreamSynchronize(c->st))) {
+        be_fail(c, "argmax read-back");
+        return -1;
+    }
+    memcpy(ids, c->h_picks, (size_t)n * sizeof(int32_t));
+    return 0;
+}
+
 static const float *cuda_logits_host(backend *be) { return CB(be)->h_logits; }
 static int cuda_max_rewind(const backend *be) { (void)be; return 1 << 30; }   /* every position is kept */
 
@@ -678,7 +698,8 @@ static int32_t cuda_decode_step(backend *be, int32_t id, int pos, const backend_
 static void cuda_free_be(backend *be);
 
 static const backend_ops cuda_ops = {
-    "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, cuda_decode_step, cuda_max_rewind, cuda_free_be,
+    "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, blk_head_argmax, cuda_decode_step, cuda_max_rewind,
+    cuda_free_be,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
@@ -770,6 +791,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_cpos, FWD_MAX_T * sizeof(int), "the column positions", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_picks, FWD_MAX_T * sizeof(int32_t), "the picked ids", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ckv, (size_t)hp->n_layers * 2 * FWD_MAX_T * sizeof(uint16_t *),
                                  "the column KV table", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
@@ -781,7 +803,8 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         if (cuda_pinned_malloc((void **)&c->h_token, sizeof(int32_t)) != cudaSuccess ||
             cuda_pinned_malloc((void **)&c->h_sio, sizeof(cuda_sample_io)) != cudaSuccess ||
-            cuda_pinned_malloc((void **)&c->h_logits, c->sz.logits * sizeof(float)) != cudaSuccess) {
+            cuda_pinned_malloc((void **)&c->h_logits, c->sz.logits * sizeof(float)) != cudaSuccess ||
+            cuda_pinned_malloc((void **)&c->h_picks, FWD_MAX_T * sizeof(int32_t)) != cudaSuccess) {
             snprintf(err, errlen, "not enough pinned host memory for the read-back buffers");
             goto fail;
         }
@@ -860,6 +883,7 @@ static void cuda_free_be(backend *be) {
         cuda_dev_free(c->d_cpos); cuda_dev_free(c->d_ckv); st_free(c->h_ckv);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
         cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio); cuda_pinned_free(c->h_logits);
+        cuda_pinned_free(c->h_picks); cuda_dev_free(c->d_picks);
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
         cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
         cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter);

@@ -415,6 +415,31 @@ static int spec_budget(strata_session *s, int cap) {
     return k > 0 ? k : 0;
 }
 
+/* A window of nd drafts at pos0 kept j of them: the statistics, the adaptive length, and the
+ * rejected rows dropped from the cache. */
+static void spec_commit(strata_session *s, int nd, int j, int pos0) {
+    if (nd <= 0) return;
+    s->st.n_drafted += nd;
+    s->st.n_accepted += j;
+    s->st.n_windows++;
+    s->spec_cur_k = j == nd ? (s->spec_cur_k + 1 < s->p.spec_draft ? s->spec_cur_k + 1 : s->p.spec_draft) : j + 1;
+    if (j == 0) { s->spec_misses = s->spec_misses < 6 ? s->spec_misses + 1 : 6; s->spec_pause = (1 << s->spec_misses) - 1; }
+    else s->spec_misses = 0;
+    strata_session_rewind(s, pos0 + 1 + j);   /* within the window: the drafter keeps its tokens */
+}
+
+/* spec_verify for a plain greedy session whose rows' argmax the backend picked (picks[r]); the
+ * logits stay on the device, so the session has none afterwards. Returns the drafts kept;
+ * *next = the token after them. */
+static int spec_verify_picks(strata_session *s, const int32_t *win, int T, int pos0, const int32_t *picks, int32_t *next) {
+    int j = 0;
+    while (j < T - 1 && picks[j] == win[1 + j]) j++;
+    spec_commit(s, T - 1, j, pos0);
+    s->have_logits = 0;
+    *next = picks[j];
+    return j;
+}
+
 /* The session's window win[0..T) was just evaluated at pos0..; its logits rows are `rows`.
  * Keep win[0] and the longest run of drafts the sampler accepts (greedy: equal to the choice
  * at that row; sampling: the speculative-sampling rule), drop the rest, leave the logits after
@@ -440,15 +465,7 @@ static int spec_verify(strata_session *s, const int32_t *win, int T, int pos0, c
             rep = -1;
         }
     }
-    if (nd > 0) {
-        s->st.n_drafted += nd;
-        s->st.n_accepted += j;
-        s->st.n_windows++;
-        s->spec_cur_k = j == nd ? (s->spec_cur_k + 1 < s->p.spec_draft ? s->spec_cur_k + 1 : s->p.spec_draft) : j + 1;
-        if (j == 0) { s->spec_misses = s->spec_misses < 6 ? s->spec_misses + 1 : 6; s->spec_pause = (1 << s->spec_misses) - 1; }
-        else s->spec_misses = 0;
-        strata_session_rewind(s, pos0 + 1 + j);   /* within the window: the drafter keeps its tokens */
-    }
+    spec_commit(s, nd, j, pos0);
     memcpy(s->last_logits, rows + (size_t)j * V, (size_t)V * sizeof(float));
     s->have_logits = 1;
     if (next) *next = rep;
@@ -520,14 +537,25 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
             for (int i = i0 + 1, best = ss[i0]->n_ctx; i < i1; i++)
                 if (ss[i]->n_ctx > best) { best = ss[i]->n_ctx; pb = ss[i]->be; }
             fwd_batch fb = { used, ng, g };
-            if (forward_batch(pb, &m->hp, cols, &fb, 0) != 0) { rc = -1; break; }
-            const float *lg = pb->ops->logits(pb);
+            /* every session of the pass plain greedy, none needing its logits on the host: the
+             * backend picks each row's argmax (on the GPU only the ids come back) */
+            int use_picks = next && pb->ops->head_argmax;
+            for (int i = i0; i < i1 && use_picks; i++)
+                if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0)))
+                    use_picks = 0;
+            int32_t picks[FWD_MAX_T];
+            if ((use_picks ? forward_batch_picks(pb, &m->hp, cols, &fb, picks) : forward_batch(pb, &m->hp, cols, &fb, 0)) != 0) {
+                rc = -1;
+                break;
+            }
+            const float *lg = use_picks ? NULL : pb->ops->logits(pb);
             for (int i = i0, row = 0; i < i1; row += T[i], i++) {
                 strata_session *s = ss[i];
                 int pos0 = s->pos;
                 memcpy(s->history + pos0, win[i], (size_t)T[i] * sizeof(int32_t));
                 s->pos += T[i];
-                int j = spec_verify(s, win[i], T[i], pos0, lg + (size_t)row * V, NULL);
+                int j = use_picks ? spec_verify_picks(s, win[i], T[i], pos0, picks + row, &next[i])
+                                  : spec_verify(s, win[i], T[i], pos0, lg + (size_t)row * V, NULL);
                 if (accepted) memcpy(accepted + (size_t)i * STRATA_MAX_DRAFT, &win[i][1], (size_t)j * sizeof(int32_t));
                 if (n_accepted) n_accepted[i] = j;
             }

@@ -54,6 +54,10 @@ typedef struct backend_ops {
     int (*head)(backend *be, const fwd_batch *b, int from);
     /* the last head's rows, n_vocab floats each, in host memory */
     const float *(*logits)(backend *be);
+    /* Optional (NULL: head + logits, argmax on the host): the head of columns from .. T-1 with
+     * only each row's argmax (lowest index among equal maxima, as sample_argmax) coming back
+     * into ids; the logits stay on the device. 0 / -1. */
+    int (*head_argmax)(backend *be, const fwd_batch *b, int from, int32_t *ids);
     /* Optional (NULL: the caller runs forward() and samples on the host). One decode step on
      * the device: token id at position pos of the backend's own KV cache through the model,
      * then the next token drawn there (argmax, or the sampler); only the id returns. -1 on

@@ -21,7 +21,8 @@ void fwd_buffer_sizes(const hparams *hp, int T, fwd_sizes *s) {
     s->logits = t * (size_t)hp->n_vocab;
 }
 
-int forward_batch(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int logits_from) {
+static int forward_run(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int logits_from,
+                       int32_t *picks) {
     const backend_ops *op = be->ops;
     int T = 0;
     if (b->n_seq < 1) return -1;
@@ -38,8 +39,18 @@ int forward_batch(backend *be, const hparams *hp, const int32_t *ids, const fwd_
         op->attn_block(be, l, b);           /* x += attention(norm(x)) */
         op->ffn_block(be, l, b);            /* x += ffn(norm(x)), dense or Mixture-of-Experts */
     }
+    if (picks) return op->head_argmax(be, b, 0, picks);        /* next = argmax output(norm(x)) */
     if (logits_from < T) return op->head(be, b, logits_from);   /* logits = output(norm(x)) */
     return 0;
+}
+
+int forward_batch(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int logits_from) {
+    return forward_run(be, hp, ids, b, logits_from, NULL);
+}
+
+int forward_batch_picks(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int32_t *picks) {
+    if (!be->ops->head_argmax || !picks) return -1;
+    return forward_run(be, hp, ids, b, 0, picks);
 }
 
 int forward(backend *be, const hparams *hp, const int32_t *ids, int T, int pos0, int logits_from) {

@@ -10,6 +10,9 @@
  * 0, or -1 on bad arguments or a device failure. Batch invariance: a column's logits do not
  * depend on T, on the other sequences, or on how a prompt is chunked. */
 int forward_batch(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int logits_from);
+/* As forward_batch, but every column's next token is the argmax of its logits, picked by the
+ * backend (head_argmax: on the GPU only the ids come back) into picks[0..T). */
+int forward_batch_picks(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int32_t *picks);
 /* One sequence: T tokens at positions pos0.. of be's own KV cache. */
 int forward(backend *be, const hparams *hp, const int32_t *ids, int T, int pos0, int logits_from);
 #endif

@@ -3,7 +3,7 @@
  * session stepped alone on the GPU and of the CPU's, whatever the other sessions in the pass
  * and however many passes the step needs (12 sessions: a pass of 8 and a pass of 4), for
  * several steps at different positions; then the speculative step with suffix drafts gives the
- * ids of plain greedy steps. Model: synthetic (src/model/synth.h), made here. */
+ * ids of plain greedy steps (the next ids picked on the device: head_argmax). Model: synthetic (src/model/synth.h), made here. */
 #include "test.h"
 #include <stdint.h>
 #include <unistd.h>
@@ -103,7 +103,7 @@ int main(void) {
     }
     CHECK(ok);
     int32_t out_sp[3][96], out_pl[3][96];
-    int n_sp[3] = { 0, 0, 0 }, drafted = 0;
+    int n_sp[3] = { 0, 0, 0 }, drafted = 0, picked_on_device = 0;
     for (int i = 0; i < 3; i++) {   /* plain: 64 greedy tokens each */
         for (int t = 0; t < 64 && ok; t++) {
             out_pl[i][t] = cur_pl[i];
@@ -119,15 +119,18 @@ int main(void) {
         for (int i = 0; i < 3; i++) {
             drafted += nacc[i];
             for (int a = 0; a < nacc[i]; a++) if (n_sp[i] < 96) out_sp[i][n_sp[i]++] = acc[i * STRATA_MAX_DRAFT + a];
-            cur[i] = argmax(strata_session_logits(sp[i]), V);
+            /* plain greedy sessions: the engine picked the next id on the device (no host logits) */
+            cur[i] = nx[i] >= 0 ? nx[i] : argmax(strata_session_logits(sp[i]), V);
+            picked_on_device += nx[i] >= 0 && !strata_session_logits(sp[i]);
         }
         if (n_sp[0] >= 64 && n_sp[1] >= 64 && n_sp[2] >= 64) break;
     }
     int equal = ok;
     for (int i = 0; i < 3 && equal; i++) equal = n_sp[i] >= 64 && !memcmp(out_sp[i], out_pl[i], 64 * sizeof(int32_t));
-    printf("speculative step, 3 sessions on the GPU: %d drafts accepted, ids == plain greedy: %s\n", drafted,
-           equal ? "yes" : "NO");
+    printf("speculative step, 3 sessions on the GPU: %d drafts accepted, %d ids picked on the device, ids == plain "
+           "greedy: %s\n", drafted, picked_on_device, equal ? "yes" : "NO");
     CHECKF(equal, "speculative GPU steps changed the ids");
+    CHECKF(picked_on_device > 0, "the greedy sessions' ids were not picked on the device");
     for (int i = 0; i < 3; i++) { strata_session_free(sp[i]); strata_session_free(pl[i]); }
     strata_model_free(mg); strata_model_free(mc);
     unlink(path);
