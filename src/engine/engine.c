@@ -647,12 +647,19 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         if ((on_token && on_token(id, user)) || strata_token_is_eog(s->m, id) || n >= max_tokens ||
             s->pos >= s->n_ctx - 1)
             break;
-        /* a backend with a decode step (CUDA): the whole step (forward + argmax, or the
-         * sampler's draw with src/sample's rules and RNG stream) runs on the device and only
-         * the next id comes back; the host logits are not updated. STRATA_CUDA_SAMPLE=0 reads
-         * the logits back and samples on the host instead */
+        /* draft up to k tokens after id (none while the adaptive length pauses speculation) */
+        int32_t win[FWD_MAX_T];
+        win[0] = id;
+        int k = spec ? spec_budget(s, max_tokens - n - 1) : 0;
+        int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
+        /* a step without drafts on a backend with a decode step (CUDA): the whole step
+         * (forward + argmax, or the sampler's draw with src/sample's rules and RNG stream) runs
+         * on the device and only the next id comes back; the host logits are not updated.
+         * Plain greedy with or without speculation (so the steps speculation pauses cost a plain
+         * step, not an eager pass); a sampler when speculation is off (STRATA_CUDA_SAMPLE=0:
+         * logits to the host, the CPU sampler). */
         int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
-        if (s->be->ops->decode_step && !spec && (plain_greedy || env_bool(ENV_CUDA_SAMPLE))) {
+        if (nd == 0 && s->be->ops->decode_step && (plain_greedy || (!spec && env_bool(ENV_CUDA_SAMPLE)))) {
             backend_sampling bs = { &s->smp.p, s->smp.rng, s->history };
             int32_t nx = s->be->ops->decode_step(s->be, id, s->pos, plain_greedy ? NULL : &bs);
             if (nx < 0) break;
@@ -661,11 +668,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             id = nx;
             continue;
         }
-        /* draft up to k tokens after id, evaluate the window in one pass, verify */
-        int32_t win[FWD_MAX_T];
-        win[0] = id;
-        int k = spec ? spec_budget(s, max_tokens - n - 1) : 0;
-        int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
+        /* evaluate the window in one pass, verify */
         int T = 1 + nd, pos0 = s->pos;
         if (session_forward(s, win, T, 0) != 0) break;
         int32_t next = -1;
