@@ -1,6 +1,6 @@
 /* Server unit tests that need no model: request validation (exact OpenAI-style 400 messages),
  * SSE framing and chunk bytes, UTF-8 holdback, stop-string holdback (also split across tokens),
- * ChatML formatting, Prometheus text. The end-to-end tests with the real openai client are in
+ * Prometheus text. The end-to-end tests with the real openai client are in
  * tests/server/test_openai.py (make test-server). */
 #include "test.h"
 #include "core/util.h"
@@ -415,13 +415,6 @@ static void test_stop_filter(void) {
     st_free(r);
 }
 
-static void test_chatml(void) {
-    strata_chat_msg msgs[] = { { "developer", "Be brief." }, { "user", "Hi" } };
-    char *s = chatml_format(msgs, 2);
-    CHECK_STR(s, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-    st_free(s);
-}
-
 static void test_metrics(void) {
     srv_metrics m;
     memset(&m, 0, sizeof m);
@@ -470,7 +463,6 @@ int main(void) {
     RUN(test_logprobs_shape);
     RUN(test_utf8);
     RUN(test_stop_filter);
-    RUN(test_chatml);
     RUN(test_metrics);
     TEST_DONE();
 }

@@ -275,12 +275,17 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
         return 0;
     }
     if (r->kind == GEN_CHAT) {
-        text = srv_chat_prompt(s->model, r->msgs, r->n_msgs, err, sizeof err);
-        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "chat template: %s", err);
-    } else {
-        text = st_strdup(r->prompt);
-        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        /* the template's markers are special tokens; message content is always text */
+        int got = strata_chat_tokenize(s->model, r->msgs, r->n_msgs, 1, NULL, ids, NULL, err, sizeof err);
+        if (got < 0) {
+            if (!strcmp(err, "out of memory")) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            return api_error_set(e, 400, "invalid_request_error", "messages", "invalid_value", "chat template: %s", err);
+        }
+        *n = got;
+        return 0;
     }
+    text = st_strdup(r->prompt);
+    if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     size_t len = strlen(text);
     int cap = (int)(len < 1000000 ? len : 1000000) + 8;
     *ids = st_malloc((size_t)cap * sizeof(int32_t));

@@ -146,10 +146,5 @@ typedef struct srv_metrics {
 } srv_metrics;
 void metrics_render(sbuf *out, const srv_metrics *m);
 
-/* ---- chat formatting: the model's template, ChatML when it has none ---------------------------- */
-char *srv_chat_prompt(const strata_model *m, const strata_chat_msg *msgs, int n, char *err, size_t errlen);
-/* ChatML, "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then "<|im_start|>assistant\n". */
-char *chatml_format(const strata_chat_msg *msgs, int n);
-
 extern const char srv_webui_html[];
 #endif
