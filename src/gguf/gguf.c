@@ -761,6 +761,9 @@ int gguf_open(const char *path, gguf_file **out, char *err, size_t errlen) {
         if (err) snprintf(err, errlen, "%s: cannot allocate %llu bytes: %s", path, (unsigned long long)size, strerror(e));
         return -1;
     }
+#ifdef MADV_HUGEPAGE
+    madvise(m, (size_t)size, MADV_HUGEPAGE);   /* 2 MB pages: far fewer faults while reading */
+#endif
     uint64_t got = 0;
     while (got < size) {
         size_t want = size - got < (64u << 20) ? (size_t)(size - got) : (64u << 20);

@@ -388,9 +388,9 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     size_t bytes = request_text_bytes(&r);
     if (bytes > s->max_prompt_bytes) {
         api_error_set(&e, 400, "invalid_request_error", what, "context_length_exceeded",
-                      "This model's maximum context length is %d tokens. However, your %s has %zu bytes of text, "
+                      "This model's maximum context length is %d tokens. However, your %s %zu bytes of text, "
                       "more than %d tokens can hold (%zu bytes: no token is longer than %d bytes). "
-                      "Please reduce the length of the %s.", s->sched.n_ctx, what, bytes, s->sched.n_ctx,
+                      "Please reduce the length of the %s.", s->sched.n_ctx, kind == GEN_CHAT ? "messages have" : "prompt has", bytes, s->sched.n_ctx,
                       s->max_prompt_bytes, s->max_token_len, what);
         gen_request_free(&r);
         return send_error(s, c, cc->ep, &e);
