@@ -271,6 +271,26 @@ def test_floods(s, header_timeout, figures):
     figures["trickle"] = cut
 
 
+def test_past_fd_setsize(binary, model, figures):
+    """With the caps raised, 1,100 connections are all held (poll(): no FD_SETSIZE ceiling) and
+    /health still answers from another address."""
+    s = Server(binary, model, "--max-conn", "1500", "--header-timeout", "5")
+    try:
+        n = 1100
+        socks = open_partial(s.port, ["127.0.2.%d" % (1 + i % 20) for i in range(n)])
+        closed = count_closed(socks, settle=0.5)
+        ok, dt = health_ok(s, "127.0.0.6")
+        check(closed == 0, "1,100 connections held with --max-conn 1500 (closed %d)" % closed)
+        check(ok and dt < 1.0, "/health answers beside 1,100 open connections (%.3f s)" % dt)
+        m = s.metrics(source="127.0.0.7")
+        check(m.get("strata_connections_open", 0) >= n, "connections_open counts them: %r" % m.get("strata_connections_open"))
+        figures["past_fd_setsize"] = (n, n - closed, dt)
+        for c in socks:
+            c.close()
+    finally:
+        check(s.stop() == 0, "server with 1,100 connections exits 0")
+
+
 # ---- 3. prompt floods -----------------------------------------------------------------------------
 def test_prompt_flood(s, n_ctx):
     # far more text than n_ctx tokens can hold: refused before tokenizing, quickly
@@ -454,6 +474,7 @@ def main():
             run("429", test_429_message, s)
         finally:
             check(s.stop() == 0, "server exits 0")
+        run("fd_setsize", test_past_fd_setsize, a.bin, a.model, figures)
         run("shutdown", test_shutdown, a.bin, a.model, figures)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
