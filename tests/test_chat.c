@@ -135,9 +135,11 @@ static void test_breaks(const strata_model *m) {
     CHECK(nb > 0 && nc == 1);
     CHECK_EQ_INT(na, nb + 1);
     CHECK(na == nb + 1 && !memcmp(a, b, (size_t)nb * sizeof *a) && a[nb] == c[0]);
-    /* a break at the token's first byte does not cut it */
-    size_t br0[] = { 1 };
-    CHECK_EQ_INT(tokenizer_encode_breaks(m->tok, t, strlen(t), 0, 1, br0, 1, a, 64), 4);
+    /* a break at the token's first byte covers it too; one just after it does not */
+    size_t br0[] = { 1 }, br1[] = { 11 };
+    CHECK_EQ_INT(tokenizer_encode_breaks(m->tok, t, strlen(t), 0, 1, br0, 1, b, 64), na);
+    CHECK(!memcmp(a, b, (size_t)na * sizeof *a));
+    CHECK_EQ_INT(tokenizer_encode_breaks(m->tok, t, strlen(t), 0, 1, br1, 1, a, 64), 4);
     CHECK(tokenizer_encode_breaks(m->tok, t, strlen(t), 0, 1, NULL, 1, a, 64) < 0);
     CHECK_EQ_INT(tokenizer_special_len(m->tok, "<|im_start|>user", 16), 12);
     CHECK_EQ_INT(tokenizer_special_len(m->tok, "<|im_start", 10), 0);

@@ -224,11 +224,12 @@ static char *messages_to_json(const strata_chat_msg *msgs, int n) {
 /* Message content is text: the text of a control token inside it ("<|im_end|>") must not
  * become that token, or a client could forge turns of other roles. Before rendering, a marker
  * (a Unicode noncharacter U+FDD0..U+FDEF that occurs nowhere in the messages, the template or
- * the extra variables) is put after the first byte of every control token's text in the
- * content; after rendering the markers are taken out and their offsets become breaks that the
- * tokenizer respects (tokenizer_encode_breaks): those tokens are encoded as plain text, in
- * context, and only the template's own markers are special. The marker sits inside the
- * token's text, so what templates do to content (trim, split on a tag) is unchanged. */
+ * the extra variables) is put before every control token's text in the content; after
+ * rendering the markers are taken out and their offsets become breaks that the tokenizer
+ * respects (tokenizer_encode_breaks: no control token may cover one): those tokens are
+ * encoded as plain text, in context, and only the template's own markers are special. The
+ * marker is not whitespace and sits next to the token's text, so what templates do to
+ * content (trim, split on a tag) is unchanged, and it never splits a UTF-8 character. */
 #define CHAT_MARKER_LEN 3
 static int chat_pick_marker(const strata_model *m, const strata_chat_msg *msgs, int n, const char *extra_json,
                             char mk[CHAT_MARKER_LEN + 1]) {
@@ -248,8 +249,8 @@ static char *chat_mark_content(const strata_model *m, const char *c, const char 
     if (!o) return NULL;
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
-        o[w++] = c[i];
         if (tokenizer_special_len(m->tok, c + i, n - i)) { memcpy(o + w, mk, CHAT_MARKER_LEN); w += CHAT_MARKER_LEN; }
+        o[w++] = c[i];
     }
     o[w] = 0;
     return o;

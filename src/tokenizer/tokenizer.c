@@ -469,11 +469,11 @@ int tokenizer_encode_breaks(const tokenizer *t, const char *text, size_t len, in
     const uint8_t *s = (const uint8_t *)text;
     if (add_bos && t->bos >= 0) tok_ids_push(&out, t->bos);
     size_t seg = 0;
-    int b = 0;   /* breaks[b] is the first break > i */
+    int b = 0;   /* breaks[b] is the first break >= i */
     for (size_t i = 0; i < len;) {
-        while (b < n_breaks && breaks[b] <= i) b++;
+        while (b < n_breaks && breaks[b] < i) b++;
         int32_t id = t->n_added ? match_added(t, s + i, len - i, parse_special) : -1;
-        /* a control token that a break cuts (its text came from message content) is text here;
+        /* a control token that covers a break (its text came from message content) is text here;
          * USER_DEFINED tokens match as they do in plain text */
         if (id >= 0 && b < n_breaks && breaks[b] < i + t->len[id] && t->added_kind[id] != 1)
             id = match_added(t, s + i, len - i, 0);

@@ -36,9 +36,9 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
                      int32_t *ids, int cap);
 
 /* The same, where no CONTROL token may cover a break: breaks (ascending byte offsets, n_breaks
- * of them) mark text that came from outside the template (message content), so a token that
- * a break cuts is encoded as plain text, in context. A token [i, i + len) is cut by a break b
- * with i < b < i + len. */
+ * of them) mark text that came from outside the template (message content), so such a token
+ * is encoded as plain text, in context. A token [i, i + len) covers a break b when
+ * i <= b < i + len. */
 int tokenizer_encode_breaks(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                             const size_t *breaks, int n_breaks, int32_t *ids, int cap);
 /* Length of the CONTROL token whose text starts at s[0..n) (leftmost-longest), 0 if none. */
