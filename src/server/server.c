@@ -689,7 +689,9 @@ static enum MHD_Result scan_framing(void *cls, enum MHD_ValueKind kind, const ch
 
 /* An error after which the connection closes (its framing cannot be trusted). */
 static enum MHD_Result send_error_close(srv *s, struct MHD_Connection *c, srv_endpoint ep, const api_error *e) {
-    char *txt = oai_dump(api_error_json(e));
+    json_t *j = api_error_json(e);
+    char *txt = j ? oai_dump(j) : NULL;
+    json_decref(j);
     if (!txt) return MHD_NO;
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_COPY);
     free(txt);

@@ -113,7 +113,7 @@ def raw_exchange(port, data, timeout=10):
 # ---- 1. the model file changes under the running server -----------------------------------------
 def test_model_file(binary, tmp):
     path = os.path.join(tmp, "synth.gguf")
-    p = subprocess.run([binary, "synth", path, "--layers", "2", "--dim", "256", "--ffn", "512", "--heads", "4",
+    p = subprocess.run([binary, "synth", path, "--arch", "llama", "--layers", "2", "--dim", "256", "--ffn", "512", "--heads", "4",
                         "--kv-heads", "2", "--head-dim", "64", "--vocab", "4096", "--ctx", "512", "--tokenizer", "builtin"],
                        capture_output=True, text=True, timeout=120)
     if not check(p.returncode == 0, "strata synth: %s" % p.stderr[-500:]):
@@ -240,6 +240,9 @@ def test_floods(s, header_timeout, figures):
         time.sleep(0.1)
     check(recovered is not None and recovered <= header_timeout + 2.0,
           "/health answers again within the header time-out + 2 s of a full flood: %r" % recovered)
+    t1 = time.time()
+    while time.time() - t1 < header_timeout + 3 and not all(closed_by_server(c) for c in socks):
+        time.sleep(0.05)
     for c in socks:
         c.close()
     m = s.metrics(source="127.0.0.5")
