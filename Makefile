@@ -107,7 +107,7 @@ run: setup-sys model
 
 test: setup
 	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_webui.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_webui.sh tests/server/run_hardening.sh
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
@@ -148,6 +148,7 @@ test-server: setup
 	@$(PY) -c "import openai" 2>/dev/null || $(PY) -m pip install -q openai
 	STRATA_MODEL="$(MODEL)" $(PY) tests/server/test_openai.py --bin $(BIN) --model "$(MODEL)"
 	$(PY) tests/server/test_webui_chromium.py --bin $(BIN) --model "$(MODEL)"
+	$(PY) tests/server/test_hardening.py --bin $(BIN) --model "$(MODEL)"
 
 # ---- fuzzing (fuzz/, docs/RELIABILITY.md): libFuzzer targets built with clang ------------
 # `make fuzz` builds the library again with clang (-fsanitize=fuzzer-no-link + ASan + UBSan,

@@ -83,6 +83,13 @@ typedef struct strata_chat_msg { const char *role; const char *content; } strata
  * variables, or NULL. */
 char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
                          const char *extra_json, char *err, size_t errlen);
+/* Render and tokenize in one: the template's own markers become special tokens, while text
+ * inside message content is always tokenized as text (content cannot forge "<|im_start|>"
+ * turns). BOS as strata_tokenize(add_bos = 1) adds it. Returns the token count with *ids
+ * (free with strata_free) and, when text is not NULL, the rendered prompt in *text (free with
+ * strata_free); -1 with err on failure. */
+int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, int32_t **ids, char **text, char *err, size_t errlen);
 void strata_free(void *p);
 
 /* ---- sampling ------------------------------------------------------------------------- */

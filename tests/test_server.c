@@ -1,6 +1,6 @@
 /* Server unit tests that need no model: request validation (exact OpenAI-style 400 messages),
  * SSE framing and chunk bytes, UTF-8 holdback, stop-string holdback (also split across tokens),
- * ChatML formatting, Prometheus text. The end-to-end tests with the real openai client are in
+ * Prometheus text. The end-to-end tests with the real openai client are in
  * tests/server/test_openai.py (make test-server). */
 #include "test.h"
 #include "core/util.h"
@@ -415,11 +415,48 @@ static void test_stop_filter(void) {
     st_free(r);
 }
 
-static void test_chatml(void) {
-    strata_chat_msg msgs[] = { { "developer", "Be brief." }, { "user", "Hi" } };
-    char *s = chatml_format(msgs, 2);
-    CHECK_STR(s, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-    st_free(s);
+/* Admission counts (issue 21): jobs in the ring that idle slots will take at the decode
+ * thread's next iteration are starting, not waiting. No decode thread here: the ring is seen
+ * before it would move them. */
+static void test_submit_counts(void) {
+    srv_sched sc;
+    memset(&sc, 0, sizeof sc);
+    sc.n_slots = 2; sc.q_cap = 1; sc.q_alloc = 3;
+    srv_slot slots[2];
+    memset(slots, 0, sizeof slots);
+    srv_job *queue[3] = { 0 };
+    sc.slots = slots; sc.queue = queue;
+    pthread_mutex_init(&sc.mu, NULL);
+    pthread_cond_init(&sc.wake, NULL);
+    gen_request r;
+    memset(&r, 0, sizeof r);
+    int32_t tok = 1;
+    srv_job *j[4];
+    for (int i = 0; i < 4; i++) j[i] = job_new(&r, &tok, 1);
+    int running = -1, waiting = -1;
+    CHECK_EQ_INT(sched_submit(&sc, j[0], &running, &waiting), 0);
+    CHECK_EQ_INT(sched_submit(&sc, j[1], &running, &waiting), 0);
+    CHECK_EQ_INT(sched_submit(&sc, j[2], &running, &waiting), 0);
+    /* two idle slots, three admitted: two are starting, one waits */
+    CHECK_EQ_INT(sched_submit(&sc, j[3], &running, &waiting), -1);
+    CHECK_EQ_INT(running, 2);
+    CHECK_EQ_INT(waiting, 1);
+    CHECK_EQ_INT(sc.counters.rejected, 1);
+    /* one slot generating (its job out of the ring), two in the ring: one starts, one waits */
+    sc.q_head = 1; sc.q_len = 2;
+    slots[0].job = j[0];
+    CHECK_EQ_INT(sched_submit(&sc, j[3], &running, &waiting), -1);
+    CHECK_EQ_INT(running, 2);
+    CHECK_EQ_INT(waiting, 1);
+    slots[0].job = NULL;
+    sc.q_head = 0; sc.q_len = 3;
+    sched_stop(&sc);   /* ends the ring's jobs with the shutdown error */
+    CHECK_EQ_INT(sc.q_len, 0);
+    CHECK(j[0]->state == JOB_DONE && j[0]->finish == NULL && strstr(j[0]->error, "shutting down"));
+    CHECK_EQ_INT(sched_submit(&sc, j[3], &running, &waiting), -2);
+    for (int i = 0; i < 4; i++) job_release(&sc, j[i]);
+    pthread_mutex_destroy(&sc.mu);
+    pthread_cond_destroy(&sc.wake);
 }
 
 static void test_metrics(void) {
@@ -431,9 +468,12 @@ static void test_metrics(void) {
     m.c.generated_tokens = 100;
     m.c.busy_seconds = 4.0;
     m.c.decode_steps = 40; m.c.spec_drafted = 50; m.c.spec_accepted = 30;
+    m.h.refused_per_ip = 7; m.h.tok_peak = 2;
     sbuf o; sbuf_init(&o);
     metrics_render(&o, &m);
     CHECK(strstr(o.p, "strata_spec_drafted_tokens_total 50\n") != NULL);
+    CHECK(strstr(o.p, "strata_connections_refused_total{reason=\"per_ip\"} 7\n") != NULL);
+    CHECK(strstr(o.p, "strata_tokenizer_busy_peak 2\n") != NULL);
     CHECK(strstr(o.p, "strata_spec_accepted_tokens_total 30\n") != NULL);
     CHECK(strstr(o.p, "strata_decode_passes_total 40\n") != NULL);
     CHECK(strstr(o.p, "strata_spec_acceptance_rate 0.600000\n") != NULL);
@@ -462,6 +502,7 @@ static void test_metrics(void) {
 }
 
 int main(void) {
+    RUN(test_submit_counts);
     RUN(test_chat_request_ok);
     RUN(test_chat_request_errors);
     RUN(test_completion_request);
@@ -470,7 +511,6 @@ int main(void) {
     RUN(test_logprobs_shape);
     RUN(test_utf8);
     RUN(test_stop_filter);
-    RUN(test_chatml);
     RUN(test_metrics);
     TEST_DONE();
 }

@@ -125,7 +125,8 @@ static strata_session *open_session(strata_model *m, const cli_opts *o, strata_m
     return s;
 }
 
-/* Tokenize with special tokens parsed (chat markup) or not (plain prompts). */
+/* Tokenize a plain prompt (special tokens parsed or not); chat prompts go through
+ * strata_chat_tokenize. */
 static int32_t *tokenize_alloc(const strata_model *m, const char *text, int add_bos, int special, int *n) {
     size_t len = strlen(text);
     int cap = (int)len + 16;
@@ -150,17 +151,17 @@ int cmd_run(int argc, char **argv) {
     strata_model *m = cli_load_model(&o);
     if (!m) { st_free(file_prompt); return 1; }
     char err[512];
-    char *text = NULL;
+    int n_ids = 0;
+    int32_t *ids = NULL;
     if (o.chat) {
         strata_chat_msg msgs[2];
         int n = 0;
         if (o.system) msgs[n++] = (strata_chat_msg){ "system", o.system };
         msgs[n++] = (strata_chat_msg){ "user", o.prompt };
-        text = strata_chat_format(m, msgs, n, 1, NULL, err, sizeof err);
-        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); return 1; }
-    }
-    int n_ids;
-    int32_t *ids = tokenize_alloc(m, text ? text : o.prompt, 1, o.chat, &n_ids);
+        /* the template's markers are special tokens, the user's text is text */
+        n_ids = strata_chat_tokenize(m, msgs, n, 1, NULL, &ids, NULL, err, sizeof err);
+        if (n_ids < 0) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); return 1; }
+    } else ids = tokenize_alloc(m, o.prompt, 1, 0, &n_ids);
     strata_model *draft = NULL;
     strata_session *s = ids ? open_session(m, &o, &draft) : NULL;
     rc = 1;
@@ -183,7 +184,7 @@ int cmd_run(int argc, char **argv) {
     }
     strata_session_free(s);
     strata_model_free(draft);
-    st_free(ids); st_free(text); st_free(file_prompt);
+    st_free(ids); st_free(file_prompt);
     strata_model_free(m);
     return rc;
 }
@@ -225,11 +226,9 @@ int cmd_chat(int argc, char **argv) {
         if (!L) continue;
         if (n_msgs + 2 > MAX_MSGS) { fprintf(stderr, "strata: conversation too long\n"); break; }
         msgs[n_msgs++] = (strata_chat_msg){ "user", st_strdup(line) };
-        char *text = strata_chat_format(m, msgs, n_msgs, 1, NULL, err, sizeof err);
-        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); break; }
-        int n_ids;
-        int32_t *ids = tokenize_alloc(m, text, 1, 1, &n_ids);
-        st_free(text);
+        int32_t *ids = NULL;
+        int n_ids = strata_chat_tokenize(m, msgs, n_msgs, 1, NULL, &ids, NULL, err, sizeof err);
+        if (n_ids < 0) { fprintf(stderr, "strata: chat template: %s\n", err); break; }
         if (!ids || n_ids + 2 > strata_session_n_ctx(s)) {
             fprintf(stderr, "strata: the conversation no longer fits the context (%d tokens)\n", strata_session_n_ctx(s));
             st_free(ids);

@@ -20,6 +20,9 @@ static void serve_usage(FILE *f) {
         "      --api-key KEY    require 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'\n"
         "      --cors ORIGIN    send Access-Control-Allow-Origin: ORIGIN (e.g. '*')\n"
         "      --max-body N     largest request body in bytes (default 8388608)\n"
+        "      --max-conn N     open connections at most; more are closed at once (default 512)\n"
+        "      --max-conn-per-ip N  open connections from one address at most (default 64; 0: no cap)\n"
+        "      --header-timeout S  seconds a connection has to send a request's headers (default 10)\n"
         "  -t, --threads N      worker threads (default: STRATA_THREADS or all cores)\n"
         "      --device D       cpu, cuda or auto (default auto: CUDA when the build and the GPU allow)\n"
         "      --spec N         speculative decoding for greedy requests: up to N (<= 7) drafted tokens\n"
@@ -67,6 +70,9 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--api-key")) { NEEDS_VALUE(); if (!*v) { fprintf(stderr, "strata serve: --api-key is empty\n"); return 2; } o.api_key = v; }
         else if (!strcmp(a, "--cors")) { NEEDS_VALUE(); o.cors = v; }
         else if (!strcmp(a, "--max-body")) { NEEDS_VALUE(); if (parse_int(a, v, 1024, 1L << 30, &x)) return 2; o.max_body = (size_t)x; }
+        else if (!strcmp(a, "--max-conn")) { NEEDS_VALUE(); if (parse_int(a, v, 1, 100000, &x)) return 2; o.max_conn = (int)x; }
+        else if (!strcmp(a, "--max-conn-per-ip")) { NEEDS_VALUE(); if (parse_int(a, v, 0, 100000, &x)) return 2; o.max_conn_per_ip = (int)x; }
+        else if (!strcmp(a, "--header-timeout")) { NEEDS_VALUE(); if (parse_int(a, v, 1, 3600, &x)) return 2; o.header_timeout = (int)x; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDS_VALUE(); if (parse_int(a, v, 0, 1024, &x)) return 2; o.n_threads = (int)x; }
         else if (!strcmp(a, "--spec")) { NEEDS_VALUE(); if (parse_int(a, v, 0, STRATA_MAX_DRAFT, &x)) return 2; o.spec = (int)x; }
         else if (!strcmp(a, "--kv")) {

@@ -221,37 +221,68 @@ static char *messages_to_json(const strata_chat_msg *msgs, int n) {
     return o;
 }
 
-/* Until a build carries the template interpreter, SmolLM2's ChatML template is reproduced
- * exactly (default system prompt included). */
-#pragma weak jinja_render_chat
-static char *chatml_format(const strata_chat_msg *msgs, int n, int add_generation_prompt) {
-    static const char *def_sys = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
-    size_t cap = strlen(def_sys) + 32;
-    for (int i = 0; i < n; i++) cap += strlen(msgs[i].role) + strlen(msgs[i].content) + 32;
-    char *o = st_malloc(cap);
+/* Message content is text: the text of a control token inside it ("<|im_end|>") must not
+ * become that token, or a client could forge turns of other roles. Before rendering, a marker
+ * (a Unicode noncharacter U+FDD0..U+FDEF that occurs nowhere in the messages, the template or
+ * the extra variables) is put before every control token's text in the content; after
+ * rendering the markers are taken out and their offsets become breaks that the tokenizer
+ * respects (tokenizer_encode_breaks: no control token may cover one): those tokens are
+ * encoded as plain text, in context, and only the template's own markers are special. The
+ * marker is not whitespace and sits next to the token's text, so what templates do to
+ * content (trim, split on a tag) is unchanged, and it never splits a UTF-8 character. */
+#define CHAT_MARKER_LEN 3
+static int chat_pick_marker(const strata_model *m, const strata_chat_msg *msgs, int n, const char *extra_json,
+                            char mk[CHAT_MARKER_LEN + 1]) {
+    for (int c = 0xFDD0; c <= 0xFDEF; c++) {
+        mk[0] = (char)0xEF; mk[1] = (char)(0xB7); mk[2] = (char)(0x80 | (c & 0x3F)); mk[3] = 0;
+        int used = strstr(m->chat_template, mk) || (extra_json && strstr(extra_json, mk));
+        for (int i = 0; i < n && !used; i++) used = strstr(msgs[i].content, mk) || strstr(msgs[i].role, mk);
+        if (!used) return 0;
+    }
+    return -1;
+}
+
+static char *chat_mark_content(const strata_model *m, const char *c, const char *mk) {
+    size_t n = strlen(c), extra = 0;
+    for (size_t i = 0; i < n; i++) if (tokenizer_special_len(m->tok, c + i, n - i)) extra += CHAT_MARKER_LEN;
+    char *o = st_malloc(n + extra + 1);
     if (!o) return NULL;
     size_t w = 0;
-    for (int i = 0; i < n; i++) {
-        if (i == 0 && strcmp(msgs[0].role, "system")) w += (size_t)snprintf(o + w, cap - w, "%s", def_sys);
-        w += (size_t)snprintf(o + w, cap - w, "<|im_start|>%s\n%s<|im_end|>\n", msgs[i].role, msgs[i].content);
+    for (size_t i = 0; i < n; i++) {
+        if (tokenizer_special_len(m->tok, c + i, n - i)) { memcpy(o + w, mk, CHAT_MARKER_LEN); w += CHAT_MARKER_LEN; }
+        o[w++] = c[i];
     }
-    if (add_generation_prompt) w += (size_t)snprintf(o + w, cap - w, "<|im_start|>assistant\n");
     o[w] = 0;
     return o;
 }
 
-char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
-                         const char *extra_json, char *err, size_t errlen) {
+/* Render msgs with the model's template; with mk, control-token text in content is marked. */
+static char *chat_render(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, const char *mk, char *err, size_t errlen) {
     if (!m->chat_template) {
-        snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template): use a plain prompt");
+        snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template) and strata has no built-in "
+                              "one for its architecture: use a plain prompt (completions)");
         return NULL;
     }
-    if (!jinja_render_chat) {
-        char *r = chatml_format(msgs, n, add_generation_prompt);
-        if (!r) snprintf(err, errlen, "out of memory");
-        return r;
+    strata_chat_msg *marked = NULL;
+    if (mk) {
+        marked = st_calloc((size_t)(n > 0 ? n : 1), sizeof *marked);
+        int ok = marked != NULL;
+        for (int i = 0; ok && i < n; i++) {
+            marked[i].role = msgs[i].role;
+            ok = (marked[i].content = chat_mark_content(m, msgs[i].content, mk)) != NULL;
+        }
+        if (!ok) {
+            for (int i = 0; marked && i < n; i++) st_free((char *)marked[i].content);
+            st_free(marked);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        msgs = marked;
     }
     char *mj = messages_to_json(msgs, n);
+    for (int i = 0; marked && i < n; i++) st_free((char *)marked[i].content);
+    st_free(marked);
     if (!mj) { snprintf(err, errlen, "out of memory"); return NULL; }
     size_t bl = 0, el = 0;
     int bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
@@ -263,6 +294,57 @@ char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int
     char *r = jinja_render_chat(m->chat_template, mj, NULL, add_generation_prompt, bos_s, eos_s, extra_json, err, errlen);
     st_free(mj);
     return r;
+}
+
+char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, char *err, size_t errlen) {
+    return chat_render(m, msgs, n, add_generation_prompt, extra_json, NULL, err, errlen);
+}
+
+int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, int32_t **ids, char **text, char *err, size_t errlen) {
+    *ids = NULL;
+    if (text) *text = NULL;
+    char mk[CHAT_MARKER_LEN + 1] = "";
+    if (m->chat_template && chat_pick_marker(m, msgs, n, extra_json, mk)) {
+        snprintf(err, errlen, "the messages use every Unicode noncharacter U+FDD0..U+FDEF");
+        return -1;
+    }
+    char *r = chat_render(m, msgs, n, add_generation_prompt, extra_json, mk, err, errlen);
+    if (!r) return -1;
+    /* take the markers out; each leaves a break at its offset */
+    size_t len = strlen(r), w = 0, nb = 0;
+    for (const char *p = strstr(r, mk); p; p = strstr(p + CHAT_MARKER_LEN, mk)) nb++;
+    size_t *breaks = st_malloc((nb ? nb : 1) * sizeof *breaks);
+    if (!breaks) { st_free(r); snprintf(err, errlen, "out of memory"); return -1; }
+    nb = 0;
+    for (size_t i = 0; i < len;) {
+        if (i + CHAT_MARKER_LEN <= len && !memcmp(r + i, mk, CHAT_MARKER_LEN)) { breaks[nb++] = w; i += CHAT_MARKER_LEN; continue; }
+        r[w++] = r[i++];
+    }
+    r[w] = 0;
+    len = w;
+    /* BOS as strata_tokenize adds it: not when the template wrote the BOS text itself */
+    int add_bos = tokenizer_add_bos(m->tok), bos = tokenizer_bos(m->tok);
+    if (add_bos && bos >= 0) {
+        size_t bl;
+        const char *bt = tokenizer_token_bytes(m->tok, bos, &bl);
+        if (bt && bl > 0 && len >= bl && !memcmp(r, bt, bl) && !(nb && breaks[0] < bl)) add_bos = 0;
+    }
+    int cap = (int)(len < 100000000 ? len : 100000000) + 8;
+    int32_t *v = st_malloc((size_t)cap * sizeof *v);
+    int got = v ? tokenizer_encode_breaks(m->tok, r, len, add_bos, 1, breaks, (int)nb, v, cap) : -1;
+    if (got > cap) {   /* more tokens than bytes + 8: not expected, but allowed */
+        int32_t *bigger = st_realloc(v, (size_t)got * sizeof *v);
+        if (bigger) { v = bigger; got = tokenizer_encode_breaks(m->tok, r, len, add_bos, 1, breaks, (int)nb, v, got); }
+        else got = -1;
+    }
+    st_free(breaks);
+    if (got < 0) { st_free(v); st_free(r); snprintf(err, errlen, "out of memory"); return -1; }
+    *ids = v;
+    if (text) *text = r;
+    else st_free(r);
+    return got;
 }
 
 /* ---- sessions ------------------------------------------------------------------------ */

@@ -385,36 +385,54 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     return 0;
 }
 
-void sched_free(srv_sched *s) {
+void sched_stop(srv_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
     if (s->thread_started) {
-        pthread_mutex_lock(&s->mu);
-        s->stop = 1;
-        pthread_cond_signal(&s->wake);
-        pthread_mutex_unlock(&s->mu);
         pthread_join(s->thread, NULL);
+        s->thread_started = 0;
     }
     pthread_mutex_lock(&s->mu);
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         srv_slot *sl = &s->slots[i];
-        if (sl->job) {
-            sl->job->state = JOB_DONE;
-            snprintf(sl->job->error, sizeof sl->job->error, "the server is shutting down");
-            pthread_cond_broadcast(&sl->job->cv);
-            stop_filter_free(&sl->filter);
-            job_unref_locked(sl->job);
-        }
-        json_decref(sl->staged_lp);
-        sbuf_free(&sl->staged_text);
-        if (sl->sess) strata_session_free(sl->sess);
+        if (!sl->job) continue;
+        srv_job *j = sl->job;
+        /* what the last step produced still reaches the client, then the error */
+        if (sl->staged_text.len) sbuf_append(&j->text, sl->staged_text.p, sl->staged_text.len);
+        sbuf_clear(&sl->staged_text);
+        j->state = JOB_DONE;
+        j->finish = NULL;
+        j->t_end = now_seconds();
+        snprintf(j->error, sizeof j->error, "the server is shutting down");
+        pthread_cond_broadcast(&j->cv);
+        stop_filter_free(&sl->filter);
+        sl->job = NULL;
+        sl->phase = SLOT_IDLE;
+        job_unref_locked(j);
     }
-    while (s->q_len) {
+    while (s->queue && s->q_len) {
         srv_job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % s->q_alloc;
         s->q_len--;
         j->state = JOB_DONE;
+        j->finish = NULL;
         snprintf(j->error, sizeof j->error, "the server is shutting down");
         pthread_cond_broadcast(&j->cv);
         job_unref_locked(j);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_free(srv_sched *s) {
+    sched_stop(s);
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; s->slots && i < s->n_slots; i++) {
+        srv_slot *sl = &s->slots[i];
+        json_decref(sl->staged_lp);
+        sbuf_free(&sl->staged_text);
+        if (sl->sess) strata_session_free(sl->sess);
     }
     pthread_mutex_unlock(&s->mu);
     st_free(s->slots);
@@ -423,16 +441,22 @@ void sched_free(srv_sched *s) {
     s->queue = NULL;
 }
 
-int sched_submit(srv_sched *s, srv_job *j) {
+int sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting) {
     pthread_mutex_lock(&s->mu);
     int busy = 0;
     for (int i = 0; i < s->n_slots; i++) busy += s->slots[i].job != NULL;
     /* a job waits in the ring until the decode thread moves it into a free slot, so admitted
      * work is running (busy) + waiting (q_len), bounded by slots + queue */
     if (s->stop || busy + s->q_len >= s->n_slots + s->q_cap) {
-        s->counters.rejected++;
+        int rc = s->stop ? -2 : -1;
+        if (!s->stop) s->counters.rejected++;
+        /* jobs in the ring that free slots will take at the decode thread's next iteration are
+         * starting, not waiting */
+        int starting = s->n_slots - busy < s->q_len ? s->n_slots - busy : s->q_len;
+        if (running) *running = busy + starting;
+        if (waiting) *waiting = s->q_len - starting;
         pthread_mutex_unlock(&s->mu);
-        return -1;
+        return rc;
     }
     j->refs++;
     j->state = JOB_QUEUED;

@@ -451,15 +451,32 @@ static void encode_text(const tokenizer *t, const uint8_t *s, size_t n, int at_s
     spm_encode_segment(t, s, n, out);
 }
 
+size_t tokenizer_special_len(const tokenizer *t, const char *s, size_t n) {
+    if (!t || !t->n_added || n == 0) return 0;
+    int32_t id = match_added(t, (const uint8_t *)s, n, 1);
+    return id >= 0 && t->added_kind[id] != 1 ? t->len[id] : 0;
+}
+
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t *ids, int cap) {
-    if (!t || (!text && len)) return -1;
+    return tokenizer_encode_breaks(t, text, len, add_bos, parse_special, NULL, 0, ids, cap);
+}
+
+int tokenizer_encode_breaks(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
+                            const size_t *breaks, int n_breaks, int32_t *ids, int cap) {
+    if (!t || (!text && len) || n_breaks < 0 || (n_breaks && !breaks)) return -1;
     tok_ids out = { 0 };
     const uint8_t *s = (const uint8_t *)text;
     if (add_bos && t->bos >= 0) tok_ids_push(&out, t->bos);
     size_t seg = 0;
+    int b = 0;   /* breaks[b] is the first break >= i */
     for (size_t i = 0; i < len;) {
+        while (b < n_breaks && breaks[b] < i) b++;
         int32_t id = t->n_added ? match_added(t, s + i, len - i, parse_special) : -1;
+        /* a control token that covers a break (its text came from message content) is text here;
+         * USER_DEFINED tokens match as they do in plain text */
+        if (id >= 0 && b < n_breaks && breaks[b] < i + t->len[id] && t->added_kind[id] != 1)
+            id = match_added(t, s + i, len - i, 0);
         if (id < 0) { i++; continue; }
         encode_text(t, s + seg, i - seg, seg == 0, &out);
         tok_ids_push(&out, id);
