@@ -1,0 +1,894 @@
+/* GBNF-like grammars: parser, pushdown matcher over code points, token masks (grammar.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grammar/grammar.h"
+#include "core/util.h"
+
+/* ---- compiled grammar -------------------------------------------------------------------
+ * Elements in one flat array; each alternative is a run of elements ended by G_END. */
+enum { G_END = 0, G_CHARS = 1, G_REF = 2 };
+typedef struct { int32_t kind, v; } gel;
+typedef struct { uint32_t *r; int n; int neg; } gcharset;   /* ranges lo, hi pairs (inclusive) */
+
+struct grammar {
+    gel *el; int n_el, cap_el;
+    gcharset *cs; int n_cs, cap_cs;
+    /* rule r: alternatives alt[ralt[r] .. ralt[r + 1]) hold element indices; rules are built
+     * one at a time (nested groups first), so they are kept as lists and flattened at the end */
+    int32_t *alt; int n_alt;
+    int32_t *ralt;                 /* n_rules + 1 */
+    char **names; int n_rules, cap_rules;
+    int32_t **ralts; int *nralts;  /* while parsing: per rule its alternative starts */
+    int root;
+};
+
+static void *grow(void *p, int *cap, int need, size_t elsz) {
+    if (need <= *cap) return p;
+    int c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    void *q = st_realloc(p, (size_t)c * elsz);
+    if (!q) return NULL;
+    *cap = c;
+    return q;
+}
+
+typedef struct {
+    grammar *g;
+    const char *s, *p;
+    char *err; size_t errlen;
+    int failed;
+    /* the elements of the sequences being parsed (nested groups stack on top) */
+    gel *tmp; int n_tmp, cap_tmp;
+} gparser;
+
+static int gp_fail(gparser *P, const char *msg) {
+    if (!P->failed) {
+        int line = 1;
+        for (const char *q = P->s; q < P->p && *q; q++) line += *q == '\n';
+        snprintf(P->err, P->errlen, "grammar line %d: %s", line, msg);
+    }
+    P->failed = 1;
+    return -1;
+}
+
+static int rule_id(gparser *P, const char *name, size_t n) {
+    grammar *g = P->g;
+    for (int i = 0; i < g->n_rules; i++)
+        if (strlen(g->names[i]) == n && !memcmp(g->names[i], name, n)) return i;
+    int cap = g->cap_rules;
+    char **nm = grow(g->names, &cap, g->n_rules + 1, sizeof *nm);
+    if (!nm) return gp_fail(P, "out of memory");
+    g->names = nm;
+    cap = g->cap_rules;
+    int32_t **ra = grow(g->ralts, &cap, g->n_rules + 1, sizeof *ra);
+    if (!ra) return gp_fail(P, "out of memory");
+    g->ralts = ra;
+    cap = g->cap_rules;
+    int *nr = grow(g->nralts, &cap, g->n_rules + 1, sizeof *nr);
+    if (!nr) return gp_fail(P, "out of memory");
+    g->nralts = nr;
+    g->cap_rules = cap;
+    char *c = st_malloc(n + 1);
+    if (!c) return gp_fail(P, "out of memory");
+    memcpy(c, name, n);
+    c[n] = 0;
+    g->names[g->n_rules] = c;
+    g->ralts[g->n_rules] = NULL;
+    g->nralts[g->n_rules] = -1;     /* -1: referenced, not defined yet */
+    return g->n_rules++;
+}
+
+static int new_rule(gparser *P) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "_%d", P->g->n_rules);
+    return rule_id(P, nm, strlen(nm));
+}
+
+/* Store a sequence (elements tmp[from..n_tmp)) as a new alternative of rule r. */
+static int add_alt(gparser *P, int r, int from) {
+    grammar *g = P->g;
+    int start = g->n_el, need = g->n_el + (P->n_tmp - from) + 1;
+    gel *e = grow(g->el, &g->cap_el, need, sizeof *e);
+    if (!e) return gp_fail(P, "out of memory");
+    g->el = e;
+    for (int i = from; i < P->n_tmp; i++) g->el[g->n_el++] = P->tmp[i];
+    g->el[g->n_el++] = (gel){ G_END, 0 };
+    int k = g->nralts[r] < 0 ? 0 : g->nralts[r];
+    int32_t *a = st_realloc(g->ralts[r], (size_t)(k + 1) * sizeof *a);
+    if (!a) return gp_fail(P, "out of memory");
+    a[k] = start;
+    g->ralts[r] = a;
+    g->nralts[r] = k + 1;
+    P->n_tmp = from;
+    return 0;
+}
+
+static int push_tmp(gparser *P, gel e) {
+    gel *t = grow(P->tmp, &P->cap_tmp, P->n_tmp + 1, sizeof *t);
+    if (!t) return gp_fail(P, "out of memory");
+    P->tmp = t;
+    P->tmp[P->n_tmp++] = e;
+    return 0;
+}
+
+static int new_charset(gparser *P, const uint32_t *r, int n, int neg) {
+    grammar *g = P->g;
+    gcharset *c = grow(g->cs, &g->cap_cs, g->n_cs + 1, sizeof *c);
+    if (!c) return gp_fail(P, "out of memory");
+    g->cs = c;
+    uint32_t *rr = st_malloc((size_t)(n ? n : 1) * 2 * sizeof *rr);
+    if (!rr) return gp_fail(P, "out of memory");
+    if (n) memcpy(rr, r, (size_t)n * 2 * sizeof *rr);
+    g->cs[g->n_cs] = (gcharset){ rr, n, neg };
+    return g->n_cs++;
+}
+
+static void skip_space(gparser *P, int newlines) {
+    for (;;) {
+        char c = *P->p;
+        if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) P->p++;
+        else if (c == '#') { while (*P->p && *P->p != '\n') P->p++; }
+        else break;
+    }
+}
+
+static int is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+static int hexv(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* One character of a literal or class: an escape or one UTF-8 character. -1 on error. */
+static int64_t parse_char(gparser *P) {
+    const unsigned char *p = (const unsigned char *)P->p;
+    if (!*p) return gp_fail(P, "unexpected end of grammar");
+    if (*p == '\\') {
+        p++;
+        int nhex = 0;
+        uint32_t v;
+        switch (*p) {
+        case 'n': v = '\n'; break;
+        case 't': v = '\t'; break;
+        case 'r': v = '\r'; break;
+        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'': v = *p; break;
+        case 'x': nhex = 2; break;
+        case 'u': nhex = 4; break;
+        case 'U': nhex = 8; break;
+        default: return gp_fail(P, "unknown escape");
+        }
+        p++;
+        if (nhex) {
+            v = 0;
+            for (int i = 0; i < nhex; i++, p++) {
+                int h = hexv((char)*p);
+                if (h < 0) return gp_fail(P, "bad hex escape");
+                v = v * 16 + (uint32_t)h;
+            }
+        }
+        P->p = (const char *)p;
+        return v;
+    }
+    int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+    if (!len) return gp_fail(P, "invalid UTF-8 in grammar");
+    uint32_t v = len == 1 ? *p : *p & (0x7f >> len);
+    for (int i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80) return gp_fail(P, "invalid UTF-8 in grammar");
+        v = v << 6 | (p[i] & 0x3f);
+    }
+    P->p += len;
+    return v;
+}
+
+static int parse_alternates(gparser *P, int rule, int nested);
+
+/* The element just pushed (tmp[n_tmp - 1]) repeated: * + ? {m,n} */
+static int apply_repeat(gparser *P, int min, int max /* -1: unbounded */) {
+    gel x = P->tmp[--P->n_tmp];
+    for (int i = 0; i < min; i++) if (push_tmp(P, x)) return -1;
+    if (max == min) return 0;
+    int base = P->n_tmp;
+    if (max < 0) {                      /* R ::= x R | (empty) */
+        int r = new_rule(P);
+        if (r < 0) return -1;
+        if (push_tmp(P, x) || push_tmp(P, (gel){ G_REF, r }) || add_alt(P, r, base) || add_alt(P, r, base)) return -1;
+        return push_tmp(P, (gel){ G_REF, r });
+    }
+    /* up to k more: R_k ::= x R_{k-1} | (empty), R_1 ::= x | (empty): no ambiguity */
+    int prev = -1;
+    for (int k = 1; k <= max - min; k++) {
+        int r = new_rule(P);
+        if (r < 0) return -1;
+        if (push_tmp(P, x)) return -1;
+        if (prev >= 0 && push_tmp(P, (gel){ G_REF, prev })) return -1;
+        if (add_alt(P, r, base) || add_alt(P, r, base)) return -1;
+        prev = r;
+    }
+    return push_tmp(P, (gel){ G_REF, prev });
+}
+
+static int parse_int(gparser *P) {
+    int v = 0, any = 0;
+    while (*P->p >= '0' && *P->p <= '9') { v = v * 10 + (*P->p++ - '0'); any = 1; if (v > 10000) return gp_fail(P, "repetition count too large"); }
+    return any ? v : -2;
+}
+
+/* A sequence of items up to '|', ')' or the end of the rule. */
+static int parse_sequence(gparser *P, int nested) {
+    int last_start = -1;
+    for (;;) {
+        skip_space(P, nested);
+        char c = *P->p;
+        int start = P->n_tmp;
+        if (c == '"') {
+            P->p++;
+            while (*P->p != '"') {
+                if (!*P->p) return gp_fail(P, "unterminated string literal");
+                int64_t ch = parse_char(P);
+                if (ch < 0) return -1;
+                uint32_t r[2] = { (uint32_t)ch, (uint32_t)ch };
+                int cs = new_charset(P, r, 1, 0);
+                if (cs < 0 || push_tmp(P, (gel){ G_CHARS, cs })) return -1;
+            }
+            P->p++;
+            if (P->n_tmp == start) { last_start = -1; continue; }   /* "" */
+            if (P->n_tmp - start > 1) {
+                /* a repeat applies to the whole literal: make it a rule */
+                const char *q = P->p;
+                while (*q == ' ' || *q == '\t') q++;
+                if (*q == '*' || *q == '+' || *q == '?' || *q == '{') {
+                    int r = new_rule(P);
+                    if (r < 0 || add_alt(P, r, start) || push_tmp(P, (gel){ G_REF, r })) return -1;
+                }
+            }
+        } else if (c == '[') {
+            P->p++;
+            int neg = 0;
+            if (*P->p == '^') { neg = 1; P->p++; }
+            uint32_t *r = NULL;
+            int nr = 0, cap = 0;
+            while (*P->p != ']') {
+                if (!*P->p) { st_free(r); return gp_fail(P, "unterminated character class"); }
+                int64_t lo = parse_char(P), hi = lo;
+                if (lo < 0) { st_free(r); return -1; }
+                if (*P->p == '-' && P->p[1] != ']') {
+                    P->p++;
+                    hi = parse_char(P);
+                    if (hi < 0) { st_free(r); return -1; }
+                    if (hi < lo) { st_free(r); return gp_fail(P, "character range out of order"); }
+                }
+                uint32_t *nrr = grow(r, &cap, 2 * nr + 2, sizeof *r);
+                if (!nrr) { st_free(r); return gp_fail(P, "out of memory"); }
+                r = nrr;
+                r[2 * nr] = (uint32_t)lo;
+                r[2 * nr + 1] = (uint32_t)hi;
+                nr++;
+            }
+            P->p++;
+            int cs = new_charset(P, r, nr, neg);
+            st_free(r);
+            if (cs < 0 || push_tmp(P, (gel){ G_CHARS, cs })) return -1;
+        } else if (c == '.') {
+            P->p++;
+            int cs = new_charset(P, NULL, 0, 1);
+            if (cs < 0 || push_tmp(P, (gel){ G_CHARS, cs })) return -1;
+        } else if (c == '(') {
+            P->p++;
+            int r = new_rule(P);
+            if (r < 0 || parse_alternates(P, r, 1)) return -1;
+            skip_space(P, 1);
+            if (*P->p != ')') return gp_fail(P, "expected ')'");
+            P->p++;
+            if (push_tmp(P, (gel){ G_REF, r })) return -1;
+        } else if (is_name_char(c)) {
+            const char *n0 = P->p;
+            while (is_name_char(*P->p)) P->p++;
+            /* a name followed by ::= starts the next rule */
+            const char *q = P->p;
+            while (*q == ' ' || *q == '\t') q++;
+            if (!strncmp(q, "::=", 3)) { P->p = n0; return 0; }
+            int r = rule_id(P, n0, (size_t)(P->p - n0));
+            if (r < 0 || push_tmp(P, (gel){ G_REF, r })) return -1;
+        } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+            if (last_start < 0 || P->n_tmp == 0) return gp_fail(P, "repetition without an item before it");
+            P->p++;
+            int mn = 0, mx = -1;
+            if (c == '+') mn = 1;
+            else if (c == '?') mx = 1;
+            else if (c == '{') {
+                skip_space(P, 0);
+                mn = parse_int(P);
+                if (mn < 0) return gp_fail(P, "expected a count after '{'");
+                skip_space(P, 0);
+                mx = mn;
+                if (*P->p == ',') {
+                    P->p++;
+                    skip_space(P, 0);
+                    mx = parse_int(P);
+                    if (mx == -2) mx = -1;
+                    else if (mx < mn) return gp_fail(P, "repetition {m,n} with n < m");
+                }
+                skip_space(P, 0);
+                if (*P->p != '}') return gp_fail(P, "expected '}'");
+                P->p++;
+            }
+            if (apply_repeat(P, mn, mx)) return -1;
+            last_start = -1;
+            continue;
+        } else {
+            return 0;   /* '|', ')', newline, end */
+        }
+        if (P->failed) return -1;
+        last_start = start;
+    }
+}
+
+static int parse_alternates(gparser *P, int rule, int nested) {
+    for (;;) {
+        int from = P->n_tmp;
+        if (parse_sequence(P, nested) || add_alt(P, rule, from)) return -1;
+        skip_space(P, nested);
+        if (*P->p == '|') { P->p++; skip_space(P, 1); continue; }
+        if (!nested && *P->p == '\n') {
+            /* a following line that starts with '|' continues the rule */
+            const char *save = P->p;
+            skip_space(P, 1);
+            if (*P->p == '|') { P->p++; skip_space(P, 1); continue; }
+            P->p = save;
+        }
+        return 0;
+    }
+}
+
+/* left recursion: a rule that can reach itself without consuming a character */
+static int nullable_fix(const grammar *g, uint8_t *nullable) {
+    int changed = 1;
+    memset(nullable, 0, (size_t)g->n_rules);
+    while (changed) {
+        changed = 0;
+        for (int r = 0; r < g->n_rules; r++) {
+            if (nullable[r]) continue;
+            for (int a = g->ralt[r]; a < g->ralt[r + 1] && !nullable[r]; a++) {
+                int ok = 1;
+                for (int e = g->alt[a]; g->el[e].kind != G_END && ok; e++)
+                    ok = g->el[e].kind == G_REF && nullable[g->el[e].v];
+                if (ok) { nullable[r] = 1; changed = 1; }
+            }
+        }
+    }
+    return 0;
+}
+
+static int left_recursive(const grammar *g, int r, const uint8_t *nullable, uint8_t *state) {
+    if (state[r] == 1) return 1;
+    if (state[r] == 2) return 0;
+    state[r] = 1;
+    for (int a = g->ralt[r]; a < g->ralt[r + 1]; a++)
+        for (int e = g->alt[a]; g->el[e].kind == G_REF; e++) {
+            if (left_recursive(g, g->el[e].v, nullable, state)) return 1;
+            if (!nullable[g->el[e].v]) break;
+        }
+    state[r] = 2;
+    return 0;
+}
+
+grammar *grammar_parse(const char *text, char *err, size_t errlen) {
+    gparser P = { 0 };
+    P.g = st_calloc(1, sizeof *P.g);
+    P.s = P.p = text ? text : "";
+    P.err = err; P.errlen = errlen;
+    if (!P.g) { snprintf(err, errlen, "out of memory"); return NULL; }
+    grammar *g = P.g;
+    for (;;) {
+        skip_space(&P, 1);
+        if (!*P.p) break;
+        const char *n0 = P.p;
+        while (is_name_char(*P.p)) P.p++;
+        if (P.p == n0) { gp_fail(&P, "expected a rule name"); break; }
+        size_t nl = (size_t)(P.p - n0);
+        skip_space(&P, 0);
+        if (strncmp(P.p, "::=", 3)) { gp_fail(&P, "expected '::='"); break; }
+        P.p += 3;
+        int r = rule_id(&P, n0, nl);
+        if (r < 0) break;
+        if (g->nralts[r] >= 0) { gp_fail(&P, "rule defined twice"); break; }
+        g->nralts[r] = 0;
+        skip_space(&P, 0);
+        if (parse_alternates(&P, r, 0)) break;
+        skip_space(&P, 0);
+        if (*P.p && *P.p != '\n') { gp_fail(&P, *P.p == ')' ? "unbalanced ')'" : "unexpected character"); break; }
+    }
+    st_free(P.tmp);
+    if (!P.failed) {
+        g->root = -1;
+        for (int i = 0; i < g->n_rules; i++) {
+            if (g->nralts[i] < 0) { snprintf(err, errlen, "grammar: rule '%s' is used but not defined", g->names[i]); P.failed = 1; break; }
+            if (!strcmp(g->names[i], "root")) g->root = i;
+        }
+        if (!P.failed && g->root < 0) { snprintf(err, errlen, "grammar: no 'root' rule"); P.failed = 1; }
+    }
+    if (!P.failed) {
+        int total = 0;
+        for (int i = 0; i < g->n_rules; i++) total += g->nralts[i];
+        g->alt = st_malloc((size_t)(total ? total : 1) * sizeof *g->alt);
+        g->ralt = st_malloc((size_t)(g->n_rules + 1) * sizeof *g->ralt);
+        uint8_t *nullable = st_malloc((size_t)g->n_rules), *state = st_calloc((size_t)g->n_rules, 1);
+        if (!g->alt || !g->ralt || !nullable || !state) { snprintf(err, errlen, "out of memory"); P.failed = 1; }
+        else {
+            int k = 0;
+            for (int i = 0; i < g->n_rules; i++) {
+                g->ralt[i] = k;
+                for (int a = 0; a < g->nralts[i]; a++) g->alt[k++] = g->ralts[i][a];
+            }
+            g->ralt[g->n_rules] = k;
+            g->n_alt = k;
+            nullable_fix(g, nullable);
+            for (int i = 0; i < g->n_rules && !P.failed; i++)
+                if (left_recursive(g, i, nullable, state)) {
+                    snprintf(err, errlen, "grammar: rule '%s' is left-recursive", g->names[i]);
+                    P.failed = 1;
+                }
+        }
+        st_free(nullable);
+        st_free(state);
+    }
+    for (int i = 0; i < g->n_rules; i++) st_free(g->ralts[i]);
+    st_free(g->ralts); st_free(g->nralts);
+    g->ralts = NULL; g->nralts = NULL;
+    if (P.failed) { grammar_free(g); return NULL; }
+    return g;
+}
+
+void grammar_free(grammar *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_cs; i++) st_free(g->cs[i].r);
+    for (int i = 0; i < g->n_rules; i++) st_free(g->names[i]);
+    if (g->ralts) for (int i = 0; i < g->n_rules; i++) st_free(g->ralts[i]);
+    st_free(g->ralts); st_free(g->nralts);
+    st_free(g->el); st_free(g->cs); st_free(g->alt); st_free(g->ralt); st_free(g->names);
+    st_free(g);
+}
+
+int grammar_n_rules(const grammar *g) { return g->n_rules; }
+
+static int cs_match(const gcharset *c, uint32_t cp) {
+    int in = 0;
+    for (int i = 0; i < c->n && !in; i++) in = cp >= c->r[2 * i] && cp <= c->r[2 * i + 1];
+    return in != c->neg;
+}
+
+/* Some code point in [lo, hi] matches (for a pending partial UTF-8 character). */
+static int cs_intersects(const gcharset *c, uint32_t lo, uint32_t hi) {
+    if (c->neg) {
+        /* the complement of the ranges meets [lo, hi] unless the ranges cover it */
+        uint32_t x = lo;
+        for (int guard = 0; guard <= c->n; guard++) {
+            int moved = 0;
+            for (int i = 0; i < c->n; i++)
+                if (x >= c->r[2 * i] && x <= c->r[2 * i + 1]) { if (c->r[2 * i + 1] >= hi) return 0; x = c->r[2 * i + 1] + 1; moved = 1; }
+            if (!moved) return 1;
+        }
+        return 1;
+    }
+    for (int i = 0; i < c->n; i++)
+        if (c->r[2 * i] <= hi && c->r[2 * i + 1] >= lo) return 1;
+    return 0;
+}
+
+/* ---- vocabulary trie ----------------------------------------------------------------------- */
+typedef struct { int32_t child, sibling, token; uint8_t byte; } tnode;
+struct grammar_vocab {
+    int n_vocab;
+    tnode *node; int n_node;
+    char **tok; uint32_t *tok_len;    /* bytes of each text token (NULL: not text) */
+    int32_t *same;                    /* next id with the same bytes as this one (the trie keeps one), -1 */
+    uint8_t *eog;
+    int max_len;
+};
+
+grammar_vocab *grammar_vocab_new(const grammar_vocab_src *src) {
+    grammar_vocab *v = st_calloc(1, sizeof *v);
+    if (!v) return NULL;
+    int n = src->n_vocab;
+    v->n_vocab = n;
+    v->tok = st_calloc((size_t)n, sizeof *v->tok);
+    v->tok_len = st_calloc((size_t)n, sizeof *v->tok_len);
+    v->eog = st_calloc((size_t)n, 1);
+    v->same = st_malloc((size_t)n * sizeof *v->same);
+    int cap = 1024;
+    v->node = st_malloc((size_t)cap * sizeof *v->node);
+    if (!v->tok || !v->tok_len || !v->eog || !v->same || !v->node) { grammar_vocab_free(v); return NULL; }
+    for (int i = 0; i < n; i++) v->same[i] = -1;
+    v->node[0] = (tnode){ -1, -1, -1, 0 };
+    v->n_node = 1;
+    for (int32_t id = 0; id < n; id++) {
+        v->eog[id] = src->is_eog && src->is_eog(src->user, id);
+        if (v->eog[id] || (src->is_text && !src->is_text(src->user, id))) continue;
+        size_t len = 0;
+        const char *b = src->bytes(src->user, id, &len);
+        if (!b || len == 0 || len > 4096) continue;
+        v->tok[id] = st_malloc(len);
+        if (!v->tok[id]) { grammar_vocab_free(v); return NULL; }
+        memcpy(v->tok[id], b, len);
+        v->tok_len[id] = (uint32_t)len;
+        if ((int)len > v->max_len) v->max_len = (int)len;
+        int cur = 0;
+        for (size_t i = 0; i < len; i++) {
+            uint8_t c = (uint8_t)b[i];
+            int k = v->node[cur].child, prev = -1;
+            while (k >= 0 && v->node[k].byte < c) { prev = k; k = v->node[k].sibling; }
+            if (k < 0 || v->node[k].byte != c) {
+                if (v->n_node == cap) {
+                    tnode *nn = st_realloc(v->node, (size_t)cap * 2 * sizeof *nn);
+                    if (!nn) { grammar_vocab_free(v); return NULL; }
+                    v->node = nn;
+                    cap *= 2;
+                }
+                int nk = v->n_node++;
+                v->node[nk] = (tnode){ -1, k, -1, c };
+                if (prev < 0) v->node[cur].child = nk; else v->node[prev].sibling = nk;
+                k = nk;
+            }
+            cur = k;
+        }
+        if (v->node[cur].token >= 0) v->same[id] = v->node[cur].token;   /* same bytes: chained */
+        v->node[cur].token = id;
+    }
+    return v;
+}
+
+void grammar_vocab_free(grammar_vocab *v) {
+    if (!v) return;
+    if (v->tok) for (int i = 0; i < v->n_vocab; i++) st_free(v->tok[i]);
+    st_free(v->tok); st_free(v->tok_len); st_free(v->eog); st_free(v->same); st_free(v->node);
+    st_free(v);
+}
+
+/* ---- matcher ------------------------------------------------------------------------------- */
+/* A state: a set of stack ids (each the interned node of its top position), whether the
+ * grammar may be complete here (the empty stack), and a pending partial UTF-8 character. */
+typedef struct { int32_t *ids; int n, cap; int accept; uint8_t part[4]; int npart, need; } gstate;
+
+typedef struct { uint64_t key; uint8_t *mask; int32_t *ids; int n, accept, npart; uint8_t part[4]; } mcache_entry;
+
+struct grammar_match {
+    const grammar *g;
+    const grammar_vocab *v;
+    /* interned stack nodes: (pos, parent) -> id */
+    int32_t *npos, *npar; int n_nodes, cap_nodes;
+    int32_t *hslot; uint32_t hmask;
+    gstate cur;
+    gstate *scratch; int n_scratch;   /* per trie depth while computing a mask */
+    mcache_entry *cache; uint32_t cmask; int n_cache;
+    long computed, cached;
+    int oom;
+    int depth;
+};
+
+static void gs_free(gstate *s) { st_free(s->ids); memset(s, 0, sizeof *s); }
+
+static int gs_add(grammar_match *m, gstate *s, int32_t id) {
+    for (int i = 0; i < s->n; i++) if (s->ids[i] == id) return 0;
+    if (s->n == s->cap) {
+        int c = s->cap ? s->cap * 2 : 8;
+        int32_t *p = st_realloc(s->ids, (size_t)c * sizeof *p);
+        if (!p) { m->oom = 1; return -1; }
+        s->ids = p;
+        s->cap = c;
+    }
+    s->ids[s->n++] = id;
+    return 0;
+}
+
+static int gs_copy(grammar_match *m, gstate *dst, const gstate *src) {
+    if (dst->cap < src->n) {
+        int32_t *p = st_realloc(dst->ids, (size_t)src->n * sizeof *p);
+        if (!p) { m->oom = 1; return -1; }
+        dst->ids = p;
+        dst->cap = src->n;
+    }
+    if (src->n) memcpy(dst->ids, src->ids, (size_t)src->n * sizeof *src->ids);
+    dst->n = src->n;
+    dst->accept = src->accept;
+    memcpy(dst->part, src->part, 4);
+    dst->npart = src->npart;
+    dst->need = src->need;
+    return 0;
+}
+
+static uint32_t node_hash(int32_t pos, int32_t par) {
+    uint64_t k = (uint64_t)(uint32_t)pos << 32 | (uint32_t)par;
+    return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+static int32_t intern(grammar_match *m, int32_t pos, int32_t par) {
+    uint32_t h = node_hash(pos, par) & m->hmask;
+    for (;;) {
+        int32_t s = m->hslot[h];
+        if (s < 0) break;
+        if (m->npos[s] == pos && m->npar[s] == par) return s;
+        h = (h + 1) & m->hmask;
+    }
+    if (m->n_nodes == m->cap_nodes) {
+        int c = m->cap_nodes * 2;
+        int32_t *a = st_realloc(m->npos, (size_t)c * sizeof *a);
+        if (!a) { m->oom = 1; return -1; }
+        m->npos = a;
+        int32_t *b = st_realloc(m->npar, (size_t)c * sizeof *b);
+        if (!b) { m->oom = 1; return -1; }
+        m->npar = b;
+        m->cap_nodes = c;
+    }
+    if ((uint32_t)m->n_nodes * 2 >= m->hmask) {   /* rehash at half load */
+        uint32_t nm = m->hmask * 2 + 1;
+        int32_t *hs = st_malloc(((size_t)nm + 1) * sizeof *hs);
+        if (!hs) { m->oom = 1; return -1; }
+        for (uint32_t i = 0; i <= nm; i++) hs[i] = -1;
+        for (int32_t i = 0; i < m->n_nodes; i++) {
+            uint32_t k = node_hash(m->npos[i], m->npar[i]) & nm;
+            while (hs[k] >= 0) k = (k + 1) & nm;
+            hs[k] = i;
+        }
+        st_free(m->hslot);
+        m->hslot = hs;
+        m->hmask = nm;
+        h = node_hash(pos, par) & m->hmask;
+        while (m->hslot[h] >= 0) h = (h + 1) & m->hmask;
+    }
+    int32_t id = m->n_nodes++;
+    m->npos[id] = pos;
+    m->npar[id] = par;
+    m->hslot[h] = id;
+    return id;
+}
+
+/* The stack "pos on top of par": an alternative's end pops to the parent (-1: empty stack). */
+static int32_t norm(grammar_match *m, int32_t pos, int32_t par) {
+    if (m->g->el[pos].kind == G_END) return par;
+    return intern(m, pos, par);
+}
+
+/* Add stack `id` to s with its top expanded down to character classes. */
+static void expand(grammar_match *m, gstate *s, int32_t id) {
+    if (id == -1) { s->accept = 1; return; }
+    if (id < -1 || m->oom) return;
+    const gel *e = &m->g->el[m->npos[id]];
+    if (e->kind == G_CHARS) { gs_add(m, s, id); return; }
+    /* G_REF: the continuation, then every alternative of the rule on top of it */
+    if (++m->depth > 2000) { m->depth--; return; }   /* cannot happen without left recursion */
+    int32_t cont = norm(m, m->npos[id] + 1, m->npar[id]);
+    if (cont < -1) { m->depth--; return; }
+    const grammar *g = m->g;
+    for (int a = g->ralt[e->v]; a < g->ralt[e->v + 1] && !m->oom; a++) {
+        int32_t n = norm(m, g->alt[a], cont);
+        if (n < -1) break;
+        expand(m, s, n);
+    }
+    m->depth--;
+}
+
+/* dst = src advanced by one code point. */
+static void advance_cp(grammar_match *m, const gstate *src, uint32_t cp, gstate *dst) {
+    dst->n = 0;
+    dst->accept = 0;
+    dst->npart = dst->need = 0;
+    for (int i = 0; i < src->n; i++) {
+        int32_t id = src->ids[i];
+        const gel *e = &m->g->el[m->npos[id]];
+        if (!cs_match(&m->g->cs[e->v], cp)) continue;
+        int32_t nx = norm(m, m->npos[id] + 1, m->npar[id]);
+        if (nx < -1) return;
+        expand(m, dst, nx);
+    }
+}
+
+static int utf8_len(uint8_t b) {
+    return b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+}
+
+/* A state with a partial character: can some top still match a completion of it? */
+static int partial_viable(const grammar_match *m, const gstate *s) {
+    uint32_t lo, hi;
+    int len = s->need;
+    uint32_t v = s->part[0] & (0x7f >> len);
+    for (int i = 1; i < s->npart; i++) v = v << 6 | (s->part[i] & 0x3f);
+    int rest = len - s->npart;
+    lo = v << (6 * rest);
+    hi = lo | ((1u << (6 * rest)) - 1);
+    for (int i = 0; i < s->n; i++)
+        if (cs_intersects(&m->g->cs[m->g->el[m->npos[s->ids[i]]].v], lo, hi)) return 1;
+    return 0;
+}
+
+static int gs_alive(const grammar_match *m, const gstate *s) {
+    if (s->npart) return partial_viable(m, s);
+    return s->n > 0 || s->accept;
+}
+
+/* dst = src advanced by one byte; returns whether dst is alive. */
+static int advance_byte(grammar_match *m, const gstate *src, uint8_t b, gstate *dst) {
+    if (src->npart == 0) {
+        int len = utf8_len(b);
+        if (len == 0) { dst->n = 0; dst->accept = 0; dst->npart = 0; return 0; }
+        if (len == 1) { advance_cp(m, src, b, dst); return gs_alive(m, dst); }
+        if (gs_copy(m, dst, src)) return 0;
+        dst->accept = 0;
+        dst->part[0] = b;
+        dst->npart = 1;
+        dst->need = len;
+        return gs_alive(m, dst);
+    }
+    if ((b & 0xc0) != 0x80) { dst->n = 0; dst->accept = 0; dst->npart = 0; return 0; }
+    if (src->npart + 1 < src->need) {
+        if (gs_copy(m, dst, src)) return 0;
+        dst->part[dst->npart++] = b;
+        return gs_alive(m, dst);
+    }
+    int len = src->need;
+    uint32_t cp = src->part[0] & (0x7f >> len);
+    for (int i = 1; i < src->npart; i++) cp = cp << 6 | (src->part[i] & 0x3f);
+    cp = cp << 6 | (b & 0x3f);
+    advance_cp(m, src, cp, dst);
+    return gs_alive(m, dst);
+}
+
+grammar_match *grammar_match_new(const grammar *g, const grammar_vocab *v) {
+    grammar_match *m = st_calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->g = g;
+    m->v = v;
+    m->cap_nodes = 256;
+    m->npos = st_malloc((size_t)m->cap_nodes * sizeof *m->npos);
+    m->npar = st_malloc((size_t)m->cap_nodes * sizeof *m->npar);
+    m->hmask = 1023;
+    m->hslot = st_malloc(((size_t)m->hmask + 1) * sizeof *m->hslot);
+    if (!m->npos || !m->npar || !m->hslot) { grammar_match_free(m); return NULL; }
+    for (uint32_t i = 0; i <= m->hmask; i++) m->hslot[i] = -1;
+    /* the start: root's alternatives on the empty stack */
+    for (int a = g->ralt[g->root]; a < g->ralt[g->root + 1]; a++) expand(m, &m->cur, norm(m, g->alt[a], -1));
+    if (m->oom) { grammar_match_free(m); return NULL; }
+    return m;
+}
+
+static void cache_clear(grammar_match *m) {
+    if (!m->cache) return;
+    for (uint32_t i = 0; i <= m->cmask; i++) { st_free(m->cache[i].mask); st_free(m->cache[i].ids); }
+    st_free(m->cache);
+    m->cache = NULL;
+    m->n_cache = 0;
+}
+
+void grammar_match_free(grammar_match *m) {
+    if (!m) return;
+    gs_free(&m->cur);
+    for (int i = 0; i < m->n_scratch; i++) gs_free(&m->scratch[i]);
+    st_free(m->scratch);
+    cache_clear(m);
+    st_free(m->npos); st_free(m->npar); st_free(m->hslot);
+    st_free(m);
+}
+
+static int advance_bytes(grammar_match *m, const uint8_t *s, size_t n) {
+    gstate a = { 0 }, b = { 0 };
+    if (gs_copy(m, &a, &m->cur)) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!advance_byte(m, &a, s[i], &b) || m->oom) { gs_free(&a); gs_free(&b); return -1; }
+        gstate t = a; a = b; b = t;
+    }
+    gs_free(&m->cur);
+    m->cur = a;
+    gs_free(&b);
+    return 0;
+}
+
+int grammar_match_bytes(grammar_match *m, const char *s, size_t n) { return advance_bytes(m, (const uint8_t *)s, n); }
+
+int grammar_match_token(grammar_match *m, int32_t id) {
+    const grammar_vocab *v = m->v;
+    if (id < 0 || id >= v->n_vocab) return -1;
+    if (v->eog[id]) return grammar_match_can_end(m) ? 0 : -1;
+    if (!v->tok[id]) return -1;
+    return advance_bytes(m, (const uint8_t *)v->tok[id], v->tok_len[id]);
+}
+
+int grammar_match_can_end(const grammar_match *m) { return m->cur.accept && m->cur.npart == 0; }
+int grammar_match_must_end(const grammar_match *m) { return grammar_match_can_end(m) && m->cur.n == 0; }
+
+/* ---- masks ------------------------------------------------------------------------------------ */
+static gstate *scratch_at(grammar_match *m, int d) {
+    if (d >= m->n_scratch) {
+        int n = d + 16;
+        gstate *s = st_realloc(m->scratch, (size_t)n * sizeof *s);
+        if (!s) { m->oom = 1; return NULL; }
+        memset(s + m->n_scratch, 0, (size_t)(n - m->n_scratch) * sizeof *s);
+        m->scratch = s;
+        m->n_scratch = n;
+    }
+    return &m->scratch[d];
+}
+
+/* Tokens below trie node t (whose bytes led to scratch[d]) that keep the grammar alive. The
+ * scratch states are sized for the longest token before the walk, so they never move. */
+static void mask_walk(grammar_match *m, int t, int d, uint8_t *mask) {
+    const grammar_vocab *v = m->v;
+    for (int k = v->node[t].child; k >= 0 && !m->oom; k = v->node[k].sibling) {
+        if (!advance_byte(m, &m->scratch[d], v->node[k].byte, &m->scratch[d + 1])) continue;
+        for (int32_t id = v->node[k].token; id >= 0; id = v->same[id]) mask[id >> 3] |= (uint8_t)(1u << (id & 7));
+        mask_walk(m, k, d + 1, mask);
+    }
+}
+
+static uint64_t state_key(const gstate *s, int32_t *sorted) {
+    memcpy(sorted, s->ids, (size_t)s->n * sizeof *sorted);
+    for (int i = 1; i < s->n; i++) {       /* insertion sort: sets are small */
+        int32_t x = sorted[i];
+        int j = i - 1;
+        while (j >= 0 && sorted[j] > x) { sorted[j + 1] = sorted[j]; j--; }
+        sorted[j + 1] = x;
+    }
+    uint64_t h = fnv1a64(sorted, (size_t)s->n * sizeof *sorted);
+    h ^= fnv1a64(s->part, (size_t)s->npart) * 31 + (uint64_t)s->accept * 7 + (uint64_t)s->need;
+    return h;
+}
+
+const uint8_t *grammar_match_mask(grammar_match *m) {
+    const grammar_vocab *v = m->v;
+    size_t bytes = ((size_t)v->n_vocab + 7) / 8;
+    int32_t *sorted = st_malloc((size_t)(m->cur.n ? m->cur.n : 1) * sizeof *sorted);
+    if (!sorted) return NULL;
+    uint64_t key = state_key(&m->cur, sorted);
+    if (!m->cache) {
+        m->cmask = 1023;
+        m->cache = st_calloc((size_t)m->cmask + 1, sizeof *m->cache);
+        if (!m->cache) { st_free(sorted); return NULL; }
+    }
+    uint32_t h = (uint32_t)key & m->cmask;
+    for (;;) {
+        mcache_entry *e = &m->cache[h];
+        if (!e->mask) break;
+        if (e->key == key && e->n == m->cur.n && e->accept == m->cur.accept && e->npart == m->cur.npart &&
+            !memcmp(e->part, m->cur.part, (size_t)m->cur.npart) && !memcmp(e->ids, sorted, (size_t)e->n * sizeof *sorted)) {
+            m->cached++;
+            st_free(sorted);
+            return e->mask;
+        }
+        h = (h + 1) & m->cmask;
+    }
+    /* a full cache starts over (bounded memory: 512 masks) */
+    if (m->n_cache >= 512) {
+        cache_clear(m);
+        st_free(sorted);
+        return grammar_match_mask(m);
+    }
+    uint8_t *mask = st_calloc(bytes, 1);
+    if (!mask) { st_free(sorted); return NULL; }
+    if (!scratch_at(m, v->max_len + 1) || gs_copy(m, &m->scratch[0], &m->cur)) { st_free(mask); st_free(sorted); return NULL; }
+    mask_walk(m, 0, 0, mask);
+    if (m->oom) { st_free(mask); st_free(sorted); return NULL; }
+    if (grammar_match_can_end(m))
+        for (int i = 0; i < v->n_vocab; i++) if (v->eog[i]) mask[i >> 3] |= (uint8_t)(1u << (i & 7));
+    m->computed++;
+    m->cache[h] = (mcache_entry){ key, mask, sorted, m->cur.n, m->cur.accept, m->cur.npart, { 0 } };
+    memcpy(m->cache[h].part, m->cur.part, 4);
+    m->n_cache++;
+    return mask;
+}
+
+int grammar_match_apply(grammar_match *m, float *logits) {
+    const uint8_t *mask = grammar_match_mask(m);
+    if (!mask) return -1;
+    for (int i = 0; i < m->v->n_vocab; i++)
+        if (!(mask[i >> 3] >> (i & 7) & 1)) logits[i] = -INFINITY;
+    return 0;
+}
+
+void grammar_match_stats(const grammar_match *m, long *computed, long *cached) {
+    if (computed) *computed = m->computed;
+    if (cached) *cached = m->cached;
+}
