@@ -348,7 +348,7 @@ static void test_mask_cache(void) {
         ok = ok && grammar_match_bytes(m, i == 0 ? "\"" : "a", 1) == 0;
     }
     long computed, cached;
-    grammar_match_stats(m, &computed, &cached);
+    grammar_match_stats(m, &computed, &cached, NULL);
     CHECK(ok);
     CHECKF(computed == 2 && cached == 198, "computed %ld cached %ld", computed, cached);
     grammar_match_free(m);

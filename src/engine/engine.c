@@ -495,7 +495,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         T[i] = 1;
         if (n_accepted) n_accepted[i] = 0;
         if (next) next[i] = -1;
-        int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 ? max_draft[i] : 0;
+        int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 && !s->smp.mask ? max_draft[i] : 0;
         if (k <= 0) continue;
         if ((k = spec_budget(s, k < spare ? k : spare)) <= 0) continue;
         int nd = spec_draft_after(s, ids[i], k, win_buf);
@@ -506,7 +506,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
     int rc = 0;
     strata_session *s0 = ss[0];
     if (n == 1 && next && T[0] == 1 && s0->be->ops->decode_step && s0->smp.p.temperature <= 0 &&
-        s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0)) {
+        s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0) && !s0->smp.mask) {
         /* one session, greedy, no drafts: the backend's decode step (on the GPU forward + argmax
          * as one graph replay, only the id returns; the bits of the eager pass: same kernels) */
         int32_t nx = s0->be->ops->decode_step(s0->be, win[0][0], s0->pos, NULL);
@@ -541,7 +541,8 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
              * backend picks each row's argmax (on the GPU only the ids come back) */
             int use_picks = next && pb->ops->head_argmax;
             for (int i = i0; i < i1 && use_picks; i++)
-                if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0)))
+                if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0) &&
+                      !ss[i]->smp.mask))
                     use_picks = 0;
             int32_t picks[FWD_MAX_T];
             if ((use_picks ? forward_batch_picks(pb, &m->hp, cols, &fb, picks) : forward_batch(pb, &m->hp, cols, &fb, 0)) != 0) {
@@ -652,7 +653,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
          * the next id comes back; the host logits are not updated. STRATA_CUDA_SAMPLE=0 reads
          * the logits back and samples on the host instead */
         int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
-        if (s->be->ops->decode_step && !spec && (plain_greedy || env_bool(ENV_CUDA_SAMPLE))) {
+        if (s->be->ops->decode_step && !spec && !s->smp.mask && (plain_greedy || env_bool(ENV_CUDA_SAMPLE))) {
             backend_sampling bs = { &s->smp.p, s->smp.rng, s->history };
             int32_t nx = s->be->ops->decode_step(s->be, id, s->pos, plain_greedy ? NULL : &bs);
             if (nx < 0) break;
@@ -664,7 +665,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         /* draft up to k tokens after id, evaluate the window in one pass, verify */
         int32_t win[FWD_MAX_T];
         win[0] = id;
-        int k = spec ? spec_budget(s, max_tokens - n - 1) : 0;
+        int k = spec && !s->smp.mask ? spec_budget(s, max_tokens - n - 1) : 0;
         int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
         int T = 1 + nd, pos0 = s->pos;
         if (session_forward(s, win, T, 0) != 0) break;
@@ -693,6 +694,16 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
     st->prompt_tps = st->t_prompt > 0 ? st->n_prompt / st->t_prompt : 0;
     /* the first generated token comes from the prompt's logits: decode rate counts passes */
     st->gen_tps = st->t_gen > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->t_gen : 0;
+}
+
+/* ---- constrained sampling (issue 22): the mask hook of src/sample ------------------------- */
+void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user) {
+    s->smp.mask = fn;
+    s->smp.mask_user = user;
+}
+
+int strata_token_is_control(const strata_model *m, int32_t id) {
+    return tokenizer_token_type(m->tok, id) == TOKEN_TYPE_CONTROL;
 }
 
 void strata_env_print(void *file) { env_print((FILE *)file); }

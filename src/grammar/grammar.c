@@ -550,12 +550,24 @@ void grammar_vocab_free(grammar_vocab *v) {
     st_free(v);
 }
 
-/* ---- matcher ------------------------------------------------------------------------------- */
-/* A state: a set of stack ids (each the interned node of its top position), whether the
- * grammar may be complete here (the empty stack), and a pending partial UTF-8 character. */
+/* ---- matcher -------------------------------------------------------------------------------
+ * A state: a set of stack ids (each the interned node of its top position), whether the
+ * grammar may be complete here (the empty stack), and a pending partial UTF-8 character.
+ * States are interned too, each with a lazily filled table of its 256 byte transitions and its
+ * token mask once computed: walking the vocabulary trie is then one table lookup per trie node,
+ * and a state met again (inside a string, after each array element) costs nothing. */
 typedef struct { int32_t *ids; int n, cap; int accept; uint8_t part[4]; int npart, need; } gstate;
 
-typedef struct { uint64_t key; uint8_t *mask; int32_t *ids; int n, accept, npart; uint8_t part[4]; } mcache_entry;
+typedef struct {
+    int32_t *ids; int n;
+    int accept, npart, need; uint8_t part[4];
+    uint64_t hash;
+    int32_t *next;                 /* [256]: -2 not computed, -1 dead, else a state */
+    uint8_t *mask;                 /* allowed tokens, or NULL until asked for */
+} gsrec;
+
+#define MASKS_MAX 1024             /* masks kept at once (n_vocab bits each); more start over */
+#define STATES_MAX 200000          /* interned states; past this the transition tables start over */
 
 struct grammar_match {
     const grammar *g;
@@ -563,10 +575,14 @@ struct grammar_match {
     /* interned stack nodes: (pos, parent) -> id */
     int32_t *npos, *npar; int n_nodes, cap_nodes;
     int32_t *hslot; uint32_t hmask;
-    gstate cur;
-    gstate *scratch; int n_scratch;   /* per trie depth while computing a mask */
-    mcache_entry *cache; uint32_t cmask; int n_cache;
+    /* interned states */
+    gsrec *st; int n_st, cap_st;
+    int32_t *sslot; uint32_t smask;
+    int32_t cur;
+    gstate tmp_a, tmp_b;
+    int n_masks;
     long computed, cached;
+    double t_mask;                 /* seconds spent computing masks */
     int oom;
     int depth;
 };
@@ -586,22 +602,6 @@ static int gs_add(grammar_match *m, gstate *s, int32_t id) {
     return 0;
 }
 
-static int gs_copy(grammar_match *m, gstate *dst, const gstate *src) {
-    if (dst->cap < src->n) {
-        int32_t *p = st_realloc(dst->ids, (size_t)src->n * sizeof *p);
-        if (!p) { m->oom = 1; return -1; }
-        dst->ids = p;
-        dst->cap = src->n;
-    }
-    if (src->n) memcpy(dst->ids, src->ids, (size_t)src->n * sizeof *src->ids);
-    dst->n = src->n;
-    dst->accept = src->accept;
-    memcpy(dst->part, src->part, 4);
-    dst->npart = src->npart;
-    dst->need = src->need;
-    return 0;
-}
-
 static uint32_t node_hash(int32_t pos, int32_t par) {
     uint64_t k = (uint64_t)(uint32_t)pos << 32 | (uint32_t)par;
     return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 32);
@@ -618,17 +618,17 @@ static int32_t intern(grammar_match *m, int32_t pos, int32_t par) {
     if (m->n_nodes == m->cap_nodes) {
         int c = m->cap_nodes * 2;
         int32_t *a = st_realloc(m->npos, (size_t)c * sizeof *a);
-        if (!a) { m->oom = 1; return -1; }
+        if (!a) { m->oom = 1; return -2; }
         m->npos = a;
         int32_t *b = st_realloc(m->npar, (size_t)c * sizeof *b);
-        if (!b) { m->oom = 1; return -1; }
+        if (!b) { m->oom = 1; return -2; }
         m->npar = b;
         m->cap_nodes = c;
     }
     if ((uint32_t)m->n_nodes * 2 >= m->hmask) {   /* rehash at half load */
         uint32_t nm = m->hmask * 2 + 1;
         int32_t *hs = st_malloc(((size_t)nm + 1) * sizeof *hs);
-        if (!hs) { m->oom = 1; return -1; }
+        if (!hs) { m->oom = 1; return -2; }
         for (uint32_t i = 0; i <= nm; i++) hs[i] = -1;
         for (int32_t i = 0; i < m->n_nodes; i++) {
             uint32_t k = node_hash(m->npos[i], m->npar[i]) & nm;
@@ -673,8 +673,8 @@ static void expand(grammar_match *m, gstate *s, int32_t id) {
     m->depth--;
 }
 
-/* dst = src advanced by one code point. */
-static void advance_cp(grammar_match *m, const gstate *src, uint32_t cp, gstate *dst) {
+/* dst = the stacks of src advanced by one code point. */
+static void advance_cp(grammar_match *m, const gsrec *src, uint32_t cp, gstate *dst) {
     dst->n = 0;
     dst->accept = 0;
     dst->npart = dst->need = 0;
@@ -694,13 +694,11 @@ static int utf8_len(uint8_t b) {
 
 /* A state with a partial character: can some top still match a completion of it? */
 static int partial_viable(const grammar_match *m, const gstate *s) {
-    uint32_t lo, hi;
     int len = s->need;
     uint32_t v = s->part[0] & (0x7f >> len);
     for (int i = 1; i < s->npart; i++) v = v << 6 | (s->part[i] & 0x3f);
     int rest = len - s->npart;
-    lo = v << (6 * rest);
-    hi = lo | ((1u << (6 * rest)) - 1);
+    uint32_t lo = v << (6 * rest), hi = lo | ((1u << (6 * rest)) - 1);
     for (int i = 0; i < s->n; i++)
         if (cs_intersects(&m->g->cs[m->g->el[m->npos[s->ids[i]]].v], lo, hi)) return 1;
     return 0;
@@ -711,31 +709,122 @@ static int gs_alive(const grammar_match *m, const gstate *s) {
     return s->n > 0 || s->accept;
 }
 
-/* dst = src advanced by one byte; returns whether dst is alive. */
-static int advance_byte(grammar_match *m, const gstate *src, uint8_t b, gstate *dst) {
-    if (src->npart == 0) {
+static uint64_t gs_hash(gstate *s) {
+    for (int i = 1; i < s->n; i++) {       /* sort: sets are small */
+        int32_t x = s->ids[i];
+        int j = i - 1;
+        while (j >= 0 && s->ids[j] > x) { s->ids[j + 1] = s->ids[j]; j--; }
+        s->ids[j + 1] = x;
+    }
+    uint64_t h = fnv1a64(s->ids, (size_t)s->n * sizeof *s->ids);
+    return h * 31 + fnv1a64(s->part, (size_t)s->npart) * 7 + (uint64_t)s->accept * 3 + (uint64_t)s->need;
+}
+
+static int gs_same(const gsrec *r, const gstate *s, uint64_t h) {
+    return r->hash == h && r->n == s->n && r->accept == s->accept && r->npart == s->npart && r->need == s->need &&
+           !memcmp(r->part, s->part, (size_t)s->npart) && !memcmp(r->ids, s->ids, (size_t)s->n * sizeof *s->ids);
+}
+
+/* The id of state s (sorted in place), interned when new; -2 out of memory. */
+static int32_t intern_state(grammar_match *m, gstate *s) {
+    uint64_t h = gs_hash(s);
+    uint32_t k = (uint32_t)h & m->smask;
+    for (;;) {
+        int32_t i = m->sslot[k];
+        if (i < 0) break;
+        if (gs_same(&m->st[i], s, h)) return i;
+        k = (k + 1) & m->smask;
+    }
+    if (m->n_st == m->cap_st) {
+        int c = m->cap_st ? m->cap_st * 2 : 64;
+        gsrec *r = st_realloc(m->st, (size_t)c * sizeof *r);
+        if (!r) { m->oom = 1; return -2; }
+        m->st = r;
+        m->cap_st = c;
+    }
+    if ((uint32_t)m->n_st * 2 >= m->smask) {
+        uint32_t nm = m->smask * 2 + 1;
+        int32_t *ss = st_malloc(((size_t)nm + 1) * sizeof *ss);
+        if (!ss) { m->oom = 1; return -2; }
+        for (uint32_t i = 0; i <= nm; i++) ss[i] = -1;
+        for (int32_t i = 0; i < m->n_st; i++) {
+            uint32_t q = (uint32_t)m->st[i].hash & nm;
+            while (ss[q] >= 0) q = (q + 1) & nm;
+            ss[q] = i;
+        }
+        st_free(m->sslot);
+        m->sslot = ss;
+        m->smask = nm;
+        k = (uint32_t)h & m->smask;
+        while (m->sslot[k] >= 0) k = (k + 1) & m->smask;
+    }
+    gsrec *r = &m->st[m->n_st];
+    memset(r, 0, sizeof *r);
+    r->ids = st_malloc((size_t)(s->n ? s->n : 1) * sizeof *r->ids);
+    if (!r->ids) { m->oom = 1; return -2; }
+    if (s->n) memcpy(r->ids, s->ids, (size_t)s->n * sizeof *s->ids);
+    r->n = s->n;
+    r->accept = s->accept;
+    r->npart = s->npart;
+    r->need = s->need;
+    memcpy(r->part, s->part, 4);
+    r->hash = h;
+    m->sslot[k] = m->n_st;
+    return m->n_st++;
+}
+
+/* The state after byte b from state sid: -1 dead, -2 out of memory. */
+static int32_t step(grammar_match *m, int32_t sid, uint8_t b) {
+    gsrec *r = &m->st[sid];
+    if (r->next && r->next[b] != -2) return r->next[b];
+    if (!r->next) {
+        r->next = st_malloc(256 * sizeof *r->next);
+        if (!r->next) { m->oom = 1; return -2; }
+        for (int i = 0; i < 256; i++) r->next[i] = -2;
+    }
+    gstate *d = &m->tmp_a;
+    d->n = 0; d->accept = 0; d->npart = 0; d->need = 0;
+    memset(d->part, 0, 4);
+    int ok;
+    if (r->npart == 0) {
         int len = utf8_len(b);
-        if (len == 0) { dst->n = 0; dst->accept = 0; dst->npart = 0; return 0; }
-        if (len == 1) { advance_cp(m, src, b, dst); return gs_alive(m, dst); }
-        if (gs_copy(m, dst, src)) return 0;
-        dst->accept = 0;
-        dst->part[0] = b;
-        dst->npart = 1;
-        dst->need = len;
-        return gs_alive(m, dst);
+        if (len == 0) ok = 0;
+        else if (len == 1) { advance_cp(m, r, b, d); ok = 1; }
+        else {
+            for (int i = 0; i < r->n; i++) if (gs_add(m, d, r->ids[i])) return -2;
+            d->part[0] = b;
+            d->npart = 1;
+            d->need = len;
+            ok = 1;
+        }
+    } else if ((b & 0xc0) != 0x80) ok = 0;
+    else if (r->npart + 1 < r->need) {
+        for (int i = 0; i < r->n; i++) if (gs_add(m, d, r->ids[i])) return -2;
+        memcpy(d->part, r->part, 4);
+        d->part[r->npart] = b;
+        d->npart = r->npart + 1;
+        d->need = r->need;
+        ok = 1;
+    } else {
+        int len = r->need;
+        uint32_t cp = r->part[0] & (0x7f >> len);
+        for (int i = 1; i < r->npart; i++) cp = cp << 6 | (r->part[i] & 0x3f);
+        cp = cp << 6 | (b & 0x3f);
+        advance_cp(m, r, cp, d);
+        ok = 1;
     }
-    if ((b & 0xc0) != 0x80) { dst->n = 0; dst->accept = 0; dst->npart = 0; return 0; }
-    if (src->npart + 1 < src->need) {
-        if (gs_copy(m, dst, src)) return 0;
-        dst->part[dst->npart++] = b;
-        return gs_alive(m, dst);
-    }
-    int len = src->need;
-    uint32_t cp = src->part[0] & (0x7f >> len);
-    for (int i = 1; i < src->npart; i++) cp = cp << 6 | (src->part[i] & 0x3f);
-    cp = cp << 6 | (b & 0x3f);
-    advance_cp(m, src, cp, dst);
-    return gs_alive(m, dst);
+    if (m->oom) return -2;
+    int32_t nx = ok && gs_alive(m, d) ? intern_state(m, d) : -1;
+    if (nx < -1) return -2;
+    m->st[sid].next[b] = nx;     /* m->st may have moved */
+    return nx;
+}
+
+static void free_states(grammar_match *m) {
+    for (int i = 0; i < m->n_st; i++) { st_free(m->st[i].ids); st_free(m->st[i].next); st_free(m->st[i].mask); }
+    m->n_st = 0;
+    m->n_masks = 0;
+    if (m->sslot) for (uint32_t i = 0; i <= m->smask; i++) m->sslot[i] = -1;
 }
 
 grammar_match *grammar_match_new(const grammar *g, const grammar_vocab *v) {
@@ -748,42 +837,52 @@ grammar_match *grammar_match_new(const grammar *g, const grammar_vocab *v) {
     m->npar = st_malloc((size_t)m->cap_nodes * sizeof *m->npar);
     m->hmask = 1023;
     m->hslot = st_malloc(((size_t)m->hmask + 1) * sizeof *m->hslot);
-    if (!m->npos || !m->npar || !m->hslot) { grammar_match_free(m); return NULL; }
+    m->smask = 255;
+    m->sslot = st_malloc(((size_t)m->smask + 1) * sizeof *m->sslot);
+    if (!m->npos || !m->npar || !m->hslot || !m->sslot) { grammar_match_free(m); return NULL; }
     for (uint32_t i = 0; i <= m->hmask; i++) m->hslot[i] = -1;
+    for (uint32_t i = 0; i <= m->smask; i++) m->sslot[i] = -1;
     /* the start: root's alternatives on the empty stack */
-    for (int a = g->ralt[g->root]; a < g->ralt[g->root + 1]; a++) expand(m, &m->cur, norm(m, g->alt[a], -1));
-    if (m->oom) { grammar_match_free(m); return NULL; }
+    gstate s0 = { 0 };
+    for (int a = g->ralt[g->root]; a < g->ralt[g->root + 1]; a++) expand(m, &s0, norm(m, g->alt[a], -1));
+    m->cur = m->oom ? -2 : intern_state(m, &s0);
+    gs_free(&s0);
+    if (m->cur < 0) { grammar_match_free(m); return NULL; }
     return m;
-}
-
-static void cache_clear(grammar_match *m) {
-    if (!m->cache) return;
-    for (uint32_t i = 0; i <= m->cmask; i++) { st_free(m->cache[i].mask); st_free(m->cache[i].ids); }
-    st_free(m->cache);
-    m->cache = NULL;
-    m->n_cache = 0;
 }
 
 void grammar_match_free(grammar_match *m) {
     if (!m) return;
-    gs_free(&m->cur);
-    for (int i = 0; i < m->n_scratch; i++) gs_free(&m->scratch[i]);
-    st_free(m->scratch);
-    cache_clear(m);
+    free_states(m);
+    st_free(m->st); st_free(m->sslot);
+    gs_free(&m->tmp_a); gs_free(&m->tmp_b);
     st_free(m->npos); st_free(m->npar); st_free(m->hslot);
     st_free(m);
 }
 
+/* Too many interned states (a very long generation through distinct states): keep only the
+ * current one. Node ids stay valid. */
+static int compact(grammar_match *m) {
+    if (m->n_st < STATES_MAX) return 0;
+    gsrec *r = &m->st[m->cur];
+    gstate s = { 0 };
+    for (int i = 0; i < r->n; i++) if (gs_add(m, &s, r->ids[i])) { gs_free(&s); return -1; }
+    s.accept = r->accept; s.npart = r->npart; s.need = r->need;
+    memcpy(s.part, r->part, 4);
+    free_states(m);
+    m->cur = intern_state(m, &s);
+    gs_free(&s);
+    return m->cur < 0 ? -1 : 0;
+}
+
 static int advance_bytes(grammar_match *m, const uint8_t *s, size_t n) {
-    gstate a = { 0 }, b = { 0 };
-    if (gs_copy(m, &a, &m->cur)) return -1;
+    if (compact(m)) return -1;
+    int32_t c = m->cur;
     for (size_t i = 0; i < n; i++) {
-        if (!advance_byte(m, &a, s[i], &b) || m->oom) { gs_free(&a); gs_free(&b); return -1; }
-        gstate t = a; a = b; b = t;
+        c = step(m, c, s[i]);
+        if (c < 0) return -1;
     }
-    gs_free(&m->cur);
-    m->cur = a;
-    gs_free(&b);
+    m->cur = c;
     return 0;
 }
 
@@ -797,86 +896,40 @@ int grammar_match_token(grammar_match *m, int32_t id) {
     return advance_bytes(m, (const uint8_t *)v->tok[id], v->tok_len[id]);
 }
 
-int grammar_match_can_end(const grammar_match *m) { return m->cur.accept && m->cur.npart == 0; }
-int grammar_match_must_end(const grammar_match *m) { return grammar_match_can_end(m) && m->cur.n == 0; }
+int grammar_match_can_end(const grammar_match *m) { return m->st[m->cur].accept && m->st[m->cur].npart == 0; }
+int grammar_match_must_end(const grammar_match *m) { return grammar_match_can_end(m) && m->st[m->cur].n == 0; }
 
 /* ---- masks ------------------------------------------------------------------------------------ */
-static gstate *scratch_at(grammar_match *m, int d) {
-    if (d >= m->n_scratch) {
-        int n = d + 16;
-        gstate *s = st_realloc(m->scratch, (size_t)n * sizeof *s);
-        if (!s) { m->oom = 1; return NULL; }
-        memset(s + m->n_scratch, 0, (size_t)(n - m->n_scratch) * sizeof *s);
-        m->scratch = s;
-        m->n_scratch = n;
-    }
-    return &m->scratch[d];
-}
-
-/* Tokens below trie node t (whose bytes led to scratch[d]) that keep the grammar alive. The
- * scratch states are sized for the longest token before the walk, so they never move. */
-static void mask_walk(grammar_match *m, int t, int d, uint8_t *mask) {
+/* Tokens below trie node t (whose bytes led to state sid) that keep the grammar alive. */
+static void mask_walk(grammar_match *m, int t, int32_t sid, uint8_t *mask) {
     const grammar_vocab *v = m->v;
     for (int k = v->node[t].child; k >= 0 && !m->oom; k = v->node[k].sibling) {
-        if (!advance_byte(m, &m->scratch[d], v->node[k].byte, &m->scratch[d + 1])) continue;
+        int32_t nx = step(m, sid, v->node[k].byte);
+        if (nx < 0) continue;
         for (int32_t id = v->node[k].token; id >= 0; id = v->same[id]) mask[id >> 3] |= (uint8_t)(1u << (id & 7));
-        mask_walk(m, k, d + 1, mask);
+        if (v->node[k].child >= 0) mask_walk(m, k, nx, mask);
     }
-}
-
-static uint64_t state_key(const gstate *s, int32_t *sorted) {
-    memcpy(sorted, s->ids, (size_t)s->n * sizeof *sorted);
-    for (int i = 1; i < s->n; i++) {       /* insertion sort: sets are small */
-        int32_t x = sorted[i];
-        int j = i - 1;
-        while (j >= 0 && sorted[j] > x) { sorted[j + 1] = sorted[j]; j--; }
-        sorted[j + 1] = x;
-    }
-    uint64_t h = fnv1a64(sorted, (size_t)s->n * sizeof *sorted);
-    h ^= fnv1a64(s->part, (size_t)s->npart) * 31 + (uint64_t)s->accept * 7 + (uint64_t)s->need;
-    return h;
 }
 
 const uint8_t *grammar_match_mask(grammar_match *m) {
     const grammar_vocab *v = m->v;
-    size_t bytes = ((size_t)v->n_vocab + 7) / 8;
-    int32_t *sorted = st_malloc((size_t)(m->cur.n ? m->cur.n : 1) * sizeof *sorted);
-    if (!sorted) return NULL;
-    uint64_t key = state_key(&m->cur, sorted);
-    if (!m->cache) {
-        m->cmask = 1023;
-        m->cache = st_calloc((size_t)m->cmask + 1, sizeof *m->cache);
-        if (!m->cache) { st_free(sorted); return NULL; }
+    if (m->st[m->cur].mask) { m->cached++; return m->st[m->cur].mask; }
+    if (m->n_masks >= MASKS_MAX) {    /* bounded memory: drop every mask and start over */
+        for (int i = 0; i < m->n_st; i++) { st_free(m->st[i].mask); m->st[i].mask = NULL; }
+        m->n_masks = 0;
     }
-    uint32_t h = (uint32_t)key & m->cmask;
-    for (;;) {
-        mcache_entry *e = &m->cache[h];
-        if (!e->mask) break;
-        if (e->key == key && e->n == m->cur.n && e->accept == m->cur.accept && e->npart == m->cur.npart &&
-            !memcmp(e->part, m->cur.part, (size_t)m->cur.npart) && !memcmp(e->ids, sorted, (size_t)e->n * sizeof *sorted)) {
-            m->cached++;
-            st_free(sorted);
-            return e->mask;
-        }
-        h = (h + 1) & m->cmask;
-    }
-    /* a full cache starts over (bounded memory: 512 masks) */
-    if (m->n_cache >= 512) {
-        cache_clear(m);
-        st_free(sorted);
-        return grammar_match_mask(m);
-    }
-    uint8_t *mask = st_calloc(bytes, 1);
-    if (!mask) { st_free(sorted); return NULL; }
-    if (!scratch_at(m, v->max_len + 1) || gs_copy(m, &m->scratch[0], &m->cur)) { st_free(mask); st_free(sorted); return NULL; }
-    mask_walk(m, 0, 0, mask);
-    if (m->oom) { st_free(mask); st_free(sorted); return NULL; }
+    uint8_t *mask = st_calloc(((size_t)v->n_vocab + 7) / 8, 1);
+    if (!mask) return NULL;
+    int32_t cur = m->cur;
+    double t0 = now_seconds();
+    mask_walk(m, 0, cur, mask);
+    m->t_mask += now_seconds() - t0;
+    if (m->oom) { st_free(mask); return NULL; }
     if (grammar_match_can_end(m))
         for (int i = 0; i < v->n_vocab; i++) if (v->eog[i]) mask[i >> 3] |= (uint8_t)(1u << (i & 7));
     m->computed++;
-    m->cache[h] = (mcache_entry){ key, mask, sorted, m->cur.n, m->cur.accept, m->cur.npart, { 0 } };
-    memcpy(m->cache[h].part, m->cur.part, 4);
-    m->n_cache++;
+    m->n_masks++;
+    m->st[cur].mask = mask;
     return mask;
 }
 
@@ -888,7 +941,8 @@ int grammar_match_apply(grammar_match *m, float *logits) {
     return 0;
 }
 
-void grammar_match_stats(const grammar_match *m, long *computed, long *cached) {
+void grammar_match_stats(const grammar_match *m, long *computed, long *cached, double *seconds) {
     if (computed) *computed = m->computed;
     if (cached) *cached = m->cached;
+    if (seconds) *seconds = m->t_mask;
 }

@@ -68,6 +68,6 @@ int grammar_match_must_end(const grammar_match *m);
 const uint8_t *grammar_match_mask(grammar_match *m);
 /* logits[i] = -inf for every token the grammar does not allow now. 0, -1 out of memory. */
 int grammar_match_apply(grammar_match *m, float *logits);
-/* counters: masks computed and served from the cache */
-void grammar_match_stats(const grammar_match *m, long *computed, long *cached);
+/* counters: masks computed, masks served from the cache, seconds spent computing */
+void grammar_match_stats(const grammar_match *m, long *computed, long *cached, double *seconds);
 #endif
