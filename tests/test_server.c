@@ -23,6 +23,30 @@ static void expect_400(gen_kind kind, const char *body, const char *message, con
     if (code) CHECK_STR(e.code, code); else CHECK(e.code == NULL);
 }
 
+/* response_format json_object / json_schema and the grammar extension compile a grammar */
+static void test_response_format_ok(void) {
+    static const char *const bodies[] = {
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"json_object\"}}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"json_schema\","
+        "\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+        "\"required\":[\"a\"],\"additionalProperties\":false}}}}",
+        "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]+\"}",
+    };
+    for (int i = 0; i < 3; i++) {
+        gen_request r;
+        api_error e;
+        int rc = gen_request_parse(bodies[i], strlen(bodies[i]), i == 2 ? GEN_COMPLETION : GEN_CHAT, &r, &e);
+        CHECKF(rc == 0 && r.grammar != NULL, "%s: %s", bodies[i], rc ? e.message : "no grammar");
+        if (rc == 0) gen_request_free(&r);
+    }
+    const char *text = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"text\"}}";
+    gen_request r;
+    api_error e;
+    CHECK_EQ_INT(gen_request_parse(text, strlen(text), GEN_CHAT, &r, &e), 0);
+    CHECK(r.grammar == NULL);
+    gen_request_free(&r);
+}
+
 static void test_chat_request_ok(void) {
     const char *body = "{\"model\":\"x\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
                        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hello \"},{\"type\":\"text\",\"text\":\"there\"}]}],"
@@ -125,8 +149,25 @@ static void test_chat_request_errors(void) {
     expect_400(GEN_CHAT, b, "Invalid 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.", "top_logprobs", "invalid_value");
     snprintf(b, sizeof b, "{%s,\"logprobs\":true,\"top_logprobs\":21}", m);
     expect_400(GEN_CHAT, b, NULL, "top_logprobs", "integer_above_max_value");
-    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_object\"}}", m);
-    expect_400(GEN_CHAT, b, NULL, "response_format.type", "unsupported_value");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"xml\"}}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema'.",
+               "response_format.type", "unsupported_value");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_schema\"}}", m);
+    expect_400(GEN_CHAT, b, "Invalid type for 'response_format.json_schema': expected an object, but got null instead.",
+               "response_format.json_schema", "invalid_type");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}}", m);
+    expect_400(GEN_CHAT, b, "Missing required parameter: 'response_format.json_schema.schema'.",
+               "response_format.json_schema.schema", "missing_required_parameter");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\","
+                          "\"schema\":{\"type\":\"string\",\"pattern\":\"a+\"}}}}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'response_format.json_schema.schema': json_schema: 'pattern' is not supported in a JSON schema here",
+               "response_format.json_schema.schema", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"grammar\":\"root ::= foo\"}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'grammar': grammar: rule 'foo' is used but not defined", "grammar", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"}}", m);
+    expect_400(GEN_CHAT, b, NULL, "grammar", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"grammar\":7}", m);
+    expect_400(GEN_CHAT, b, NULL, "grammar", "invalid_type");
     snprintf(b, sizeof b, "{%s,\"repeat_penalty\":0}", m);
     expect_400(GEN_CHAT, b, "Invalid 'repeat_penalty': decimal below minimum value. Expected a value >= 0.01, but got 0 instead.",
                "repeat_penalty", "decimal_below_min_value");
@@ -463,6 +504,7 @@ static void test_metrics(void) {
 
 int main(void) {
     RUN(test_chat_request_ok);
+    RUN(test_response_format_ok);
     RUN(test_chat_request_errors);
     RUN(test_completion_request);
     RUN(test_error_json);

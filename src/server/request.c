@@ -281,6 +281,8 @@ static int parse_stop(json_t *root, gen_request *r, api_error *e) {
     return 0;
 }
 
+static int parse_response_format(json_t *root, gen_request *r, api_error *e);
+
 static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *e) {
     json_t *v;
     if ((v = json_object_get(root, "model")) && !json_is_null(v)) {
@@ -356,13 +358,7 @@ static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *
     if (get_int(root, "seed", INT64_MIN, INT64_MAX, &seed, &r->has_seed, e)) return -1;
     if (r->has_seed) r->sampler.seed = (uint64_t)seed;
 
-    if ((v = json_object_get(root, "response_format")) && !json_is_null(v)) {
-        if (!json_is_object(v)) return type_error(e, "response_format", "an object", v);
-        json_t *t = json_object_get(v, "type");
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text"))
-            return bad_request(e, "response_format.type", "unsupported_value",
-                               "Invalid 'response_format.type': only 'text' is supported by this server.");
-    }
+    if (parse_response_format(root, r, e)) return -1;
 
     if (kind == GEN_CHAT) {
         if (get_bool(root, "logprobs", &r->logprobs, e)) return -1;
@@ -382,6 +378,54 @@ static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *
         r->top_logprobs = (int)lp;
     }
     return parse_stop(root, r, e);
+}
+
+/* response_format {"type": "text" | "json_object" | "json_schema", "json_schema": {"name", "schema",
+ * "strict"}} and the "grammar" extension (GBNF text): compiled into r->grammar. */
+static int parse_response_format(json_t *root, gen_request *r, api_error *e) {
+    json_t *v = json_object_get(root, "response_format"), *gr = json_object_get(root, "grammar");
+    char err[300] = "";
+    char *text = NULL;
+    const char *param = "response_format";
+    if (gr && !json_is_null(gr)) {
+        if (!json_is_string(gr)) return type_error(e, "grammar", "a string", gr);
+        param = "grammar";
+        text = dup_json_string(gr);
+        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    if (v && !json_is_null(v)) {
+        if (!json_is_object(v)) { st_free(text); return type_error(e, "response_format", "an object", v); }
+        json_t *t = json_object_get(v, "type");
+        const char *ts = json_is_string(t) ? json_string_value(t) : NULL;
+        if (!ts || (strcmp(ts, "text") && strcmp(ts, "json_object") && strcmp(ts, "json_schema"))) {
+            st_free(text);
+            return bad_request(e, "response_format.type", "unsupported_value",
+                               "Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema'.");
+        }
+        if (strcmp(ts, "text") && text) {
+            st_free(text);
+            return bad_request(e, "grammar", "invalid_value", "Invalid 'grammar': give either 'grammar' or a JSON 'response_format', not both.");
+        }
+        if (!strcmp(ts, "json_object")) text = json_schema_to_grammar(NULL, err, sizeof err);
+        else if (!strcmp(ts, "json_schema")) {
+            json_t *js = json_object_get(v, "json_schema");
+            if (!json_is_object(js)) return type_error(e, "response_format.json_schema", "an object", js ? js : json_null());
+            json_t *sc = json_object_get(js, "schema");
+            param = "response_format.json_schema.schema";
+            if (!sc) return bad_request(e, param, "missing_required_parameter",
+                                        "Missing required parameter: 'response_format.json_schema.schema'.");
+            char *sj = json_dumps(sc, JSON_COMPACT | JSON_ENCODE_ANY);
+            if (!sj) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            text = json_schema_to_grammar(sj, err, sizeof err);
+            free(sj);
+        }
+        if (!text && err[0]) return bad_request(e, param, "invalid_value", "Invalid '%s': %s", param, err);
+    }
+    if (!text) return 0;
+    r->grammar = grammar_parse(text, err, sizeof err);
+    st_free(text);
+    if (!r->grammar) return bad_request(e, param, "invalid_value", "Invalid '%s': %s", param, err);
+    return 0;
 }
 
 int gen_request_parse(const char *body, size_t len, gen_kind kind, gen_request *r, api_error *e) {
@@ -406,6 +450,7 @@ void gen_request_free(gen_request *r) {
     st_free(r->prompt);
     st_free(r->prompt_ids);
     for (int i = 0; i < r->n_stops; i++) st_free(r->stops[i]);
+    grammar_free(r->grammar);
     gen_kind kind = r->kind;
     memset(r, 0, sizeof *r);
     r->kind = kind;

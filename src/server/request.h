@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "strata.h"
+#include "grammar/grammar.h"
 
 typedef struct api_error {
     int status;                 /* HTTP status: 400, 401, 404, 413, 429, 500, 503 */
@@ -46,6 +47,9 @@ typedef struct gen_request {
     int n_stops;
     int logprobs;               /* 1: return logprobs of the chosen tokens */
     int top_logprobs;           /* alternatives per position (0..20) */
+    /* constrained output: response_format json_object / json_schema, or "grammar" (GBNF,
+     * extension), compiled; NULL: free text */
+    grammar *grammar;
 } gen_request;
 
 /* Parse and validate. 0 on success; -1 with e filled (status 400) on any client mistake. */

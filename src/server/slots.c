@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/util.h"
+#include "grammar/grammar_model.h"
 #include "server/openai.h"
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
@@ -33,6 +34,8 @@ srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt) {
     r->n_stops = 0;
     j->logprobs = r->logprobs;
     j->top_logprobs = r->top_logprobs;
+    j->grammar = r->grammar;
+    r->grammar = NULL;
     j->state = JOB_QUEUED;
     sbuf_init(&j->text);
     pthread_cond_init(&j->cv, NULL);
@@ -46,6 +49,7 @@ static void job_destroy(srv_job *j) {
     for (int i = 0; i < j->n_stops; i++) st_free(j->stops[i]);
     sbuf_free(&j->text);
     json_decref(j->lp);
+    grammar_free(j->grammar);
     pthread_cond_destroy(&j->cv);
     st_free(j);
 }
@@ -107,6 +111,11 @@ static json_t *logprob_entry(const strata_model *m, const float *logits, int n_v
  * requests without logprobs get). */
 static int slot_take(srv_sched *s, srv_slot *sl, int32_t tok, const float *logits) {
     srv_job *j = sl->job;
+    if (sl->gm && grammar_match_token(sl->gm, tok) != 0) {
+        snprintf(sl->error, sizeof sl->error, "the sampled token %d is outside the grammar", tok);
+        slot_end(sl, NULL);
+        return 1;
+    }
     if (strata_token_is_eog(s->model, tok)) { slot_end(sl, "stop"); return 1; }
     if (j->logprobs && logits) {
         json_t *e = logprob_entry(s->model, logits, strata_n_vocab(s->model), tok, j->top_logprobs);
@@ -141,7 +150,7 @@ static void slot_after_eval(srv_sched *s, srv_slot *sl) {
  * logits on the host (logprobs), so the engine must not pick its token on the device. */
 static int slot_max_draft(const srv_slot *sl) {
     const srv_job *j = sl->job;
-    if (j->logprobs) return -1;
+    if (j->logprobs || j->grammar) return -1;   /* grammar: every token through the host-side mask */
     if (!j->spec) return 0;
     int k = STRATA_MAX_DRAFT;
     if (j->max_tokens > 0 && j->max_tokens - sl->n_gen - 1 < k) k = j->max_tokens - sl->n_gen - 1;
@@ -236,6 +245,14 @@ static int slot_common_prefix(const srv_slot *sl, const srv_job *j) {
     return n;
 }
 
+/* The slot's grammar matcher goes, and with it the session's mask. */
+static void slot_grammar_reset(srv_slot *sl) {
+    if (!sl->gm) return;
+    strata_session_set_logits_mask(sl->sess, NULL, NULL);
+    grammar_match_free(sl->gm);
+    sl->gm = NULL;
+}
+
 static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     /* keep the common prefix: the contract of batch invariance makes its KV rows the same
      * bits a fresh prefill would compute, so output does not depend on what ran before */
@@ -254,9 +271,16 @@ static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     sl->base_accepted = st.n_accepted;
     /* speculation keeps outputs identical only for greedy requests; logprobs would need every
      * verified row's distribution, which accepted drafts do not carry */
-    j->spec = s->spec > 0 && j->sampler.temperature <= 0 && !j->logprobs;
+    j->spec = s->spec > 0 && j->sampler.temperature <= 0 && !j->logprobs && !j->grammar;
+    slot_grammar_reset(sl);
+    if (j->grammar) {
+        if (!s->gvocab) s->gvocab = grammar_vocab_for_model(s->model);
+        sl->gm = s->gvocab ? grammar_match_new(j->grammar, s->gvocab) : NULL;
+        if (!sl->gm) snprintf(sl->error, sizeof sl->error, "out of memory for the grammar");
+        else strata_session_set_logits_mask(sl->sess, grammar_logits_mask, sl->gm);
+    }
     sl->finish = NULL;
-    sl->error[0] = 0;
+    if (!j->grammar || sl->gm) sl->error[0] = 0;
     sbuf_clear(&sl->staged_text);
     strata_sampler_params sp = j->sampler;
     if (!j->has_seed) sp.seed = splitmix64(&s->seed_state);   /* the request had no seed */
@@ -306,6 +330,7 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
         else { s->counters.completed++; j->finish = sl->finish; }
         j->state = JOB_DONE;
         stop_filter_free(&sl->filter);
+        slot_grammar_reset(sl);
         sl->job = NULL;
         sl->phase = SLOT_IDLE;
         pthread_cond_broadcast(&j->cv);
@@ -403,10 +428,13 @@ void sched_free(srv_sched *s) {
             stop_filter_free(&sl->filter);
             job_unref_locked(sl->job);
         }
+        slot_grammar_reset(sl);
         json_decref(sl->staged_lp);
         sbuf_free(&sl->staged_text);
         if (sl->sess) strata_session_free(sl->sess);
     }
+    grammar_vocab_free(s->gvocab);
+    s->gvocab = NULL;
     while (s->q_len) {
         srv_job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % s->q_alloc;
