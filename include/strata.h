@@ -84,6 +84,12 @@ typedef struct strata_chat_msg { const char *role; const char *content; } strata
 char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
                          const char *extra_json, char *err, size_t errlen);
 void strata_free(void *p);
+/* The same from JSON: messages_json an array of message objects as transformers passes them
+ * (tool_calls, tool_call_id, ...), tools_json an array or NULL, template_src the template to use
+ * (NULL: the model's own). Returns a malloc'ed string (strata_free), NULL with err. */
+char *strata_chat_format_json(const strata_model *m, const char *template_src, const char *messages_json,
+                              const char *tools_json, int add_generation_prompt, const char *extra_json,
+                              char *err, size_t errlen);
 
 /* ---- sampling ------------------------------------------------------------------------- */
 typedef struct strata_sampler_params {

@@ -265,6 +265,22 @@ char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int
     return r;
 }
 
+char *strata_chat_format_json(const strata_model *m, const char *template_src, const char *messages_json,
+                              const char *tools_json, int add_generation_prompt, const char *extra_json,
+                              char *err, size_t errlen) {
+    const char *tmpl = template_src ? template_src : m->chat_template;
+    if (!tmpl) { snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template)"); return NULL; }
+    if (!jinja_render_chat) { snprintf(err, errlen, "this build has no template renderer"); return NULL; }
+    size_t bl = 0, el = 0;
+    int bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
+    const char *bt = bos >= 0 ? tokenizer_token_bytes(m->tok, bos, &bl) : NULL;
+    const char *et = eos >= 0 ? tokenizer_token_bytes(m->tok, eos, &el) : NULL;
+    char bos_s[256] = "", eos_s[256] = "";
+    if (bt && bl < sizeof bos_s) { memcpy(bos_s, bt, bl); bos_s[bl] = 0; }
+    if (et && el < sizeof eos_s) { memcpy(eos_s, et, el); eos_s[el] = 0; }
+    return jinja_render_chat(tmpl, messages_json, tools_json, add_generation_prompt, bos_s, eos_s, extra_json, err, errlen);
+}
+
 /* ---- sessions ------------------------------------------------------------------------ */
 int strata_session_pos(const strata_session *s) { return s->pos; }
 int strata_session_n_ctx(const strata_session *s) { return s->n_ctx; }

@@ -38,6 +38,11 @@ int grammar_n_rules(const grammar *g);
  * (ignored). Properties come in the order the schema lists them: required ones always,
  * optional ones may be left out. */
 char *json_schema_to_grammar(const char *schema_json, char *err, size_t errlen);
+/* The rules that every schema's rules use (ws, string, number, value, object, ...). */
+const char *json_grammar_common(void);
+/* Only the schema's own rules, named PREFIX...; its start rule is PREFIXroot. Several schemas
+ * (one per tool) then share one grammar with json_grammar_common() once. */
+char *json_schema_to_rules(const char *schema_json, const char *prefix, char *err, size_t errlen);
 
 /* The vocabulary: token i has bytes tok(i); allowed(i) = 0 for tokens that never appear in
  * constrained text (control tokens); eog(i) = 1 for end-of-generation tokens, allowed only

@@ -359,3 +359,42 @@ char *json_schema_to_grammar(const char *schema_json, char *err, size_t errlen) 
     }
     return c.out.p;
 }
+
+const char *json_grammar_common(void) { return JSON_RULES; }
+
+/* The schema's own rules (without the common JSON rules), with its rule names (rN, root)
+ * prefixed so several schemas can live in one grammar; the start rule is PREFIXroot. */
+char *json_schema_to_rules(const char *schema_json, const char *prefix, char *err, size_t errlen) {
+    char *full = json_schema_to_grammar(schema_json, err, errlen);
+    if (!full) return NULL;
+    const char *p = full + strlen(JSON_RULES);
+    gbuf b = { 0 };
+    size_t pl = strlen(prefix);
+    while (*p) {
+        char c = *p;
+        if (c == '"' || c == '[') {            /* a literal or a class: copied as is */
+            char close = c == '"' ? '"' : ']';
+            const char *q = p + 1;
+            while (*q && *q != close) q += *q == '\\' && q[1] ? 2 : 1;
+            if (*q) q++;
+            gb_add(&b, p, (size_t)(q - p));
+            p = q;
+            continue;
+        }
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+            const char *q = p;
+            while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_' || *q == '-') q++;
+            size_t n = (size_t)(q - p);
+            int own = (n == 4 && !memcmp(p, "root", 4)) || (p[0] == 'r' && n > 1 && strspn(p + 1, "0123456789") == n - 1);
+            if (own) gb_add(&b, prefix, pl);
+            gb_add(&b, p, n);
+            p = q;
+            continue;
+        }
+        gb_add(&b, p, 1);
+        p++;
+    }
+    st_free(full);
+    if (b.oom) { st_free(b.p); snprintf(err, errlen, "out of memory"); return NULL; }
+    return b.p;
+}

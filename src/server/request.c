@@ -283,6 +283,111 @@ static int parse_stop(json_t *root, gen_request *r, api_error *e) {
 
 static int parse_response_format(json_t *root, gen_request *r, api_error *e);
 
+/* Messages for the chat template with what tool use needs: assistant "tool_calls" (arguments
+ * given as JSON text become objects, as transformers' templates expect), tool results'
+ * "tool_call_id" and "name". Content parts were joined by parse_messages. */
+static int parse_tool_messages(json_t *root, gen_request *r, api_error *e) {
+    json_t *m = json_object_get(root, "messages"), *out = json_array();
+    if (!out) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    for (int i = 0; i < r->n_msgs; i++) {
+        json_t *msg = json_array_get(m, (size_t)i), *o = json_object();
+        json_object_set_new(o, "role", json_string(r->msgs[i].role));
+        json_t *c = json_object_get(msg, "content");
+        json_object_set_new(o, "content", c && json_is_null(c) ? json_null() : json_string(r->msgs[i].content));
+        json_t *tc = json_object_get(msg, "tool_calls");
+        char param[96];
+        if (tc && !json_is_null(tc)) {
+            snprintf(param, sizeof param, "messages[%d].tool_calls", i);
+            if (!json_is_array(tc)) { json_decref(o); json_decref(out); return type_error(e, param, "an array", tc); }
+            json_t *calls = json_array();
+            size_t k;
+            json_t *call;
+            json_array_foreach(tc, k, call) {
+                json_t *fn = json_object_get(call, "function");
+                json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
+                if (!json_is_string(name)) {
+                    json_decref(calls); json_decref(o); json_decref(out);
+                    snprintf(param, sizeof param, "messages[%d].tool_calls[%zu].function.name", i, k);
+                    return bad_request(e, param, "missing_required_parameter", "Missing required parameter: '%s'.", param);
+                }
+                json_t *a = NULL;
+                if (json_is_string(args)) a = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
+                if (!a) a = args ? json_incref(args) : json_object();
+                json_t *id = json_object_get(call, "id");
+                json_array_append_new(calls, json_pack("{s:O?, s:s, s:{s:O, s:o}}", "id", id, "type", "function",
+                                                       "function", "name", name, "arguments", a));
+            }
+            json_object_set_new(o, "tool_calls", calls);
+            r->has_tool_msgs = 1;
+        }
+        json_t *tid = json_object_get(msg, "tool_call_id"), *nm = json_object_get(msg, "name");
+        if (json_is_string(tid)) json_object_set(o, "tool_call_id", tid);
+        if (json_is_string(nm)) json_object_set(o, "name", nm);
+        if (!strcmp(r->msgs[i].role, "tool")) r->has_tool_msgs = 1;
+        json_array_append_new(out, o);
+    }
+    r->messages_json = json_dumps(out, JSON_COMPACT);
+    json_decref(out);
+    if (!r->messages_json) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    return 0;
+}
+
+/* tools, tool_choice, parallel_tool_calls */
+static int parse_tools(json_t *root, gen_request *r, api_error *e) {
+    json_t *tools = json_object_get(root, "tools"), *tc = json_object_get(root, "tool_choice");
+    r->parallel_tool_calls = 1;
+    if (get_bool(root, "parallel_tool_calls", &r->parallel_tool_calls, e)) return -1;
+    if (tools && !json_is_null(tools)) {
+        if (!json_is_array(tools)) return type_error(e, "tools", "an array", tools);
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t) {
+            char param[96];
+            snprintf(param, sizeof param, "tools[%zu].function.name", i);
+            json_t *type = json_object_get(t, "type");
+            if (!json_is_object(t) || !json_is_string(type) || strcmp(json_string_value(type), "function")) {
+                snprintf(param, sizeof param, "tools[%zu].type", i);
+                return bad_request(e, param, "invalid_value", "Invalid '%s': only 'function' tools are supported.", param);
+            }
+            if (!json_is_string(json_object_get(json_object_get(t, "function"), "name")))
+                return bad_request(e, param, "missing_required_parameter", "Missing required parameter: '%s'.", param);
+        }
+        if (json_array_size(tools) > 0) {
+            r->tools_json = json_dumps(tools, JSON_COMPACT);
+            if (!r->tools_json) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            r->tool_choice = TOOL_CHOICE_AUTO;
+        }
+    }
+    if (!tc || json_is_null(tc)) return 0;
+    if (json_is_string(tc)) {
+        const char *v = json_string_value(tc);
+        if (!strcmp(v, "none")) r->tool_choice = TOOL_CHOICE_NONE;
+        else if (!strcmp(v, "auto")) r->tool_choice = r->tools_json ? TOOL_CHOICE_AUTO : TOOL_CHOICE_NONE;
+        else if (!strcmp(v, "required")) r->tool_choice = TOOL_CHOICE_REQUIRED;
+        else return bad_request(e, "tool_choice", "invalid_value",
+                                "Invalid 'tool_choice': expected 'none', 'auto', 'required' or a function, but got '%.64s'.", v);
+    } else if (json_is_object(tc)) {
+        const char *name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+        if (!name) return bad_request(e, "tool_choice.function.name", "missing_required_parameter",
+                                      "Missing required parameter: 'tool_choice.function.name'.");
+        r->tool_choice = TOOL_CHOICE_NAMED;
+        if (!(r->tool_name = st_strdup(name))) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    } else return type_error(e, "tool_choice", "a string or an object", tc);
+    if ((r->tool_choice == TOOL_CHOICE_REQUIRED || r->tool_choice == TOOL_CHOICE_NAMED) && !r->tools_json)
+        return bad_request(e, "tool_choice", "invalid_value",
+                           "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.");
+    if (r->tool_choice == TOOL_CHOICE_NAMED) {
+        json_t *t;
+        size_t i;
+        int found = 0;
+        json_array_foreach(tools, i, t)
+            found |= !strcmp(json_string_value(json_object_get(json_object_get(t, "function"), "name")), r->tool_name);
+        if (!found) return bad_request(e, "tool_choice", "invalid_value",
+                                       "Invalid 'tool_choice': no function named '%.64s' in 'tools'.", r->tool_name);
+    }
+    return 0;
+}
+
 static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *e) {
     json_t *v;
     if ((v = json_object_get(root, "model")) && !json_is_null(v)) {
@@ -290,6 +395,7 @@ static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *
         if (!(r->model = dup_json_string(v))) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     }
     if (kind == GEN_CHAT ? parse_messages(root, r, e) : parse_prompt(root, r, e)) return -1;
+    if (kind == GEN_CHAT && (parse_tool_messages(root, r, e) || parse_tools(root, r, e))) return -1;
 
     long long n = 1;
     if (get_int(root, "n", 1, 128, &n, NULL, e)) return -1;
@@ -451,6 +557,9 @@ void gen_request_free(gen_request *r) {
     st_free(r->prompt_ids);
     for (int i = 0; i < r->n_stops; i++) st_free(r->stops[i]);
     grammar_free(r->grammar);
+    st_free(r->messages_json);
+    st_free(r->tools_json);
+    st_free(r->tool_name);
     gen_kind kind = r->kind;
     memset(r, 0, sizeof *r);
     r->kind = kind;

@@ -34,6 +34,7 @@ typedef struct srv_options {
     int spec;                   /* speculative drafts per step for greedy requests (0: off) */
     strata_device device;       /* auto / cpu / cuda */
     int kv_type;                /* STRATA_KV_F16 / STRATA_KV_INT8 (the slots' KV caches) */
+    const char *chat_template_file;   /* --chat-template FILE: a Jinja template instead of the model's */
 } srv_options;
 srv_options srv_default_options(void);
 /* Run until SIGINT/SIGTERM; returns the process exit code. */
