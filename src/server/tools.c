@@ -9,7 +9,9 @@
 
 tool_format tool_format_of(const char *t) {
     if (!t) return TOOLFMT_NONE;
-    if (strstr(t, "<tool_call>")) return TOOLFMT_HERMES;
+    /* JSON inside <tool_call> (Qwen 3 Coder's <function=...> and GLM's <arg_key> are other formats) */
+    if (strstr(t, "<tool_call>") && strstr(t, "\"name\"") && !strstr(t, "<function=") && !strstr(t, "<arg_key>"))
+        return TOOLFMT_HERMES;
     if (strstr(t, "[TOOL_CALLS]")) return TOOLFMT_MISTRAL;
     if (strstr(t, ">>>") && strstr(t, "tools")) return TOOLFMT_FUNCTIONARY;
     if (strstr(t, "<|start_header_id|>") && strstr(t, "tools") &&
