@@ -11,6 +11,7 @@
 #include "test.h"
 #include "core/util.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_model.h"
 
 /* ---- a synthetic vocabulary ---------------------------------------------------------------- */
 #define MAXV 512
@@ -110,6 +111,20 @@ static void test_accept(void) {
     CHECK(accepts("root ::= \"\xe4\xb8\xad\"", "\xe4\xb8", 0) == 1);                 /* partial character */
     CHECK(accepts("root ::= \"\xe4\xb8\xad\"", "\xe4\xb9", 0) == 0);
     CHECK(accepts("root ::= [a-z]", "\xff", 0) == 0);                                /* invalid UTF-8 */
+    /* overlong forms, surrogates and code points past U+10FFFF never match (a byte-level model
+     * could spell 'c' as C1 A3 or E0 81 A3, which decodes to U+FFFD, not 'c') */
+    CHECK(accepts("root ::= \"c\"", "\xc1\xa3", 0) == 0);
+    CHECK(accepts("root ::= \"c\"", "\xe0\x81\xa3", 0) == 0);
+    CHECK(accepts("root ::= .", "\xe0\x81", 0) == 0);
+    CHECK(accepts("root ::= .", "\xed\xa0\x80", 0) == 0);
+    CHECK(accepts("root ::= .", "\xf4\x90\x80\x80", 0) == 0);
+    CHECK(accepts("root ::= .", "\xf4\x8f\xbf\xbf", 1) == 1);
+    CHECK(accepts("root ::= .", "\xe0\xa0\x80", 1) == 1);
+    /* a lead byte alone is alive only if a character of its length can follow */
+    CHECK(accepts("root ::= \"{\"", "\xf0", 0) == 0);
+    CHECK(accepts("root ::= \"{\"", "\xe0", 0) == 0);
+    CHECK(accepts("root ::= [\\u0800-\\u0fff]", "\xe0", 0) == 1);
+    CHECK(accepts("root ::= [\\u0800-\\u0fff]", "\xf0", 0) == 0);
     /* long repetition runs in constant space: the same state again and again */
     char *big = malloc(200001);
     memset(big, 'a', 200000);
@@ -356,6 +371,73 @@ static void test_mask_cache(void) {
     grammar_vocab_free(v);
 }
 
+/* The real vocabulary (SmolLM2's byte-level BPE: single bytes, partial UTF-8 characters, long
+ * tokens): random walks through the mask must never find it empty before the grammar can end,
+ * every token the mask allows must be accepted, and every document that reaches the end must
+ * parse and validate. Caught a lead byte alone (F0) counted as viable before '{'. */
+static void test_real_vocab(const char *model) {
+    strata_model_params mp = strata_model_default_params();
+    mp.path = model;
+    mp.vocab_only = 1;
+    strata_model *m;
+    char err[512];
+    if (strata_model_load(&mp, &m, err, sizeof err)) { CHECKF(0, "%s", err); return; }
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
+                         "\"age\":{\"type\":\"integer\"},\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\\u00e9\"]},"
+                         "\"maxItems\":3},\"note\":{\"type\":[\"string\",\"null\"],\"maxLength\":8}},\"required\":[\"name\",\"age\"]}";
+    grammar *g = grammar_from_options(NULL, schema, 0, err, sizeof err);
+    grammar_vocab *v = grammar_vocab_for_model(m);
+    CHECK(g && v);
+    json_t *js = json_loads(schema, 0, NULL);
+    int nv = strata_n_vocab(m), empty = 0, rejected = 0, ended = 0, valid = 0;
+    uint32_t *allowed = malloc((size_t)nv * sizeof *allowed);
+    double t0 = now_seconds();
+    for (int run = 0; run < 60 && g && v; run++) {
+        grammar_match *gm = grammar_match_new(g, v);
+        char text[4096];
+        size_t tl = 0;
+        for (int step = 0; step < 300; step++) {
+            const uint8_t *mask = grammar_match_mask(gm);
+            int cnt = 0;
+            for (int i = 0; i < nv; i++) if (mask[i >> 3] >> (i & 7) & 1) allowed[cnt++] = (uint32_t)i;
+            if (cnt == 0) { empty++; break; }
+            /* random picks, leaning to the end (end-of-generation tokens and closers) after a while */
+            int id = (int)allowed[(int)(urand() * cnt)];
+            if (step > 40)
+                for (int k = 0; k < cnt; k++) {
+                    size_t l;
+                    const char *b = strata_token_text(m, (int32_t)allowed[k], &l);
+                    if (strata_token_is_eog(m, (int32_t)allowed[k]) || (l == 1 && strchr("\"]}", b[0]))) { id = (int)allowed[k]; break; }
+                }
+            if (strata_token_is_eog(m, id)) {
+                ended++;
+                text[tl] = 0;
+                json_t *x = json_loads(text, 0, NULL);
+                if (x && validate(x, js, js)) valid++;
+                else fprintf(stderr, "  real vocabulary: invalid document %s\n", text);
+                json_decref(x);
+                break;
+            }
+            if (grammar_match_token(gm, id)) { rejected++; break; }
+            size_t l;
+            const char *b = strata_token_text(m, id, &l);
+            if (tl + l < sizeof text) { memcpy(text + tl, b, l); tl += l; }
+        }
+        grammar_match_free(gm);
+    }
+    fprintf(stderr, "  real vocabulary: %d documents ended, %d valid, %d empty masks, %d rejected tokens (%.2f s)\n",
+            ended, valid, empty, rejected, now_seconds() - t0);
+    CHECK_EQ_INT(empty, 0);
+    CHECK_EQ_INT(rejected, 0);
+    CHECK(ended >= 50);
+    CHECK_EQ_INT(valid, ended);
+    free(allowed);
+    json_decref(js);
+    grammar_vocab_free(v);
+    grammar_free(g);
+    strata_model_free(m);
+}
+
 int main(void) {
     grammar_vocab *v = make_vocab();   /* fills g_tok for accepts() */
     grammar_vocab_free(v);
@@ -364,6 +446,9 @@ int main(void) {
     RUN(test_schema_errors);
     RUN(test_mask_cache);
     RUN(test_schemas);
+    const char *model = getenv("STRATA_MODEL");
+    if (model && *model) RUN_ARG(test_real_vocab, model);
+    else fprintf(stderr, "SKIP test_real_vocab: STRATA_MODEL is not set\n");
     for (int i = 0; i < g_nv; i++) free(g_tok[i]);
     TEST_DONE();
 }

@@ -699,6 +699,11 @@ static int partial_viable(const grammar_match *m, const gstate *s) {
     for (int i = 1; i < s->npart; i++) v = v << 6 | (s->part[i] & 0x3f);
     int rest = len - s->npart;
     uint32_t lo = v << (6 * rest), hi = lo | ((1u << (6 * rest)) - 1);
+    /* the shortest form only: a lead byte alone says nothing below these */
+    static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+    if (lo < min_cp[len]) lo = min_cp[len];
+    if (hi > 0x10FFFF) hi = 0x10FFFF;
+    if (lo > hi) return 0;
     for (int i = 0; i < s->n; i++)
         if (cs_intersects(&m->g->cs[m->g->el[m->npos[s->ids[i]]].v], lo, hi)) return 1;
     return 0;
@@ -788,7 +793,7 @@ static int32_t step(grammar_match *m, int32_t sid, uint8_t b) {
     int ok;
     if (r->npart == 0) {
         int len = utf8_len(b);
-        if (len == 0) ok = 0;
+        if (len == 0 || b == 0xC0 || b == 0xC1 || b > 0xF4) ok = 0;   /* overlong or beyond U+10FFFF */
         else if (len == 1) { advance_cp(m, r, b, d); ok = 1; }
         else {
             for (int i = 0; i < r->n; i++) if (gs_add(m, d, r->ids[i])) return -2;
@@ -798,6 +803,9 @@ static int32_t step(grammar_match *m, int32_t sid, uint8_t b) {
             ok = 1;
         }
     } else if ((b & 0xc0) != 0x80) ok = 0;
+    else if (r->npart == 1 && ((r->part[0] == 0xE0 && b < 0xA0) || (r->part[0] == 0xED && b > 0x9F) ||
+                               (r->part[0] == 0xF0 && b < 0x90) || (r->part[0] == 0xF4 && b > 0x8F)))
+        ok = 0;   /* overlong, a surrogate, or beyond U+10FFFF: what the detokenizer would turn into U+FFFD */
     else if (r->npart + 1 < r->need) {
         for (int i = 0; i < r->n; i++) if (gs_add(m, d, r->ids[i])) return -2;
         memcpy(d->part, r->part, 4);

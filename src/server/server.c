@@ -315,10 +315,10 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
         *n = r->n_prompt_ids;
         return 0;
     }
-    if (r->kind == GEN_CHAT && (s->tmpl || r->has_tool_msgs || (r->tools_json && r->tool_choice != TOOL_CHOICE_NONE))) {
-        /* the template sees the whole messages (tool calls, tool results) and the tools */
-        const char *tools = r->tool_choice != TOOL_CHOICE_NONE ? r->tools_json : NULL;
-        char *t = strata_chat_format_json(s->model, s->tmpl, r->messages_json, tools, 1, NULL, err, sizeof err);
+    if (r->kind == GEN_CHAT && (s->tmpl || r->has_tool_msgs || r->tools_json)) {
+        /* the template sees the whole messages (tool calls, tool results) and the tools (also with
+         * tool_choice "none": the model knows them, it is only not asked to call one) */
+        char *t = strata_chat_format_json(s->model, s->tmpl, r->messages_json, r->tools_json, 1, NULL, err, sizeof err);
         if (!t) return api_error_set(e, 400, "invalid_request_error", "messages", "invalid_value",
                                      "The chat template could not render these messages: %s", err);
         text = st_strdup(t);
