@@ -642,6 +642,45 @@ static void test_tool_grammar_and_parse(void) {
     }
 }
 
+/* streaming with tools: what may be sent as content at each length of the text */
+static void test_tool_window(void) {
+    static const struct { tool_format f; const char *text; size_t start, end; } w[] = {
+        { TOOLFMT_HERMES, "Hello there", 0, 11 },
+        { TOOLFMT_HERMES, "Hello <tool", 0, 6 },                      /* could become the marker */
+        { TOOLFMT_HERMES, "Hello <tool_call>\n{\"na", 0, 6 },
+        { TOOLFMT_HERMES, "a < b", 0, 5 },
+        { TOOLFMT_HERMES, "x<", 0, 1 },
+        { TOOLFMT_MISTRAL, "Sure [TOOL_CA", 0, 5 },
+        { TOOLFMT_MISTRAL, "Sure [TOOLS] x", 0, 14 },
+        { TOOLFMT_LLAMA3, "  ", 0, 0 },
+        { TOOLFMT_LLAMA3, " {\"name\"", 0, 0 },
+        { TOOLFMT_LLAMA3, "<|python", 0, 0 },
+        { TOOLFMT_LLAMA3, "<b>bold", 0, 7 },
+        { TOOLFMT_LLAMA3, "The answer", 0, 10 },
+        { TOOLFMT_FUNCTIONARY, "al", 0, 0 },
+        { TOOLFMT_FUNCTIONARY, "all\nHi >", 4, 7 },
+        { TOOLFMT_FUNCTIONARY, "all\nHi >>>get", 4, 7 },
+        { TOOLFMT_FUNCTIONARY, "get_weather\n{", 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        size_t a = 99, b = 99;
+        tool_text_window(w[i].f, w[i].text, strlen(w[i].text), &a, &b);
+        CHECKF(a == w[i].start && b == w[i].end, "\"%s\" (%s): [%zu, %zu), expected [%zu, %zu)", w[i].text,
+               tool_format_name(w[i].f), a, b, w[i].start, w[i].end);
+    }
+    /* the window only grows as text is appended (every prefix of a reply with a call) */
+    const char *reply = "Let me look. <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call> done";
+    size_t last = 0;
+    int monotone = 1;
+    for (size_t n = 0; n <= strlen(reply); n++) {
+        size_t a, b;
+        tool_text_window(TOOLFMT_HERMES, reply, n, &a, &b);
+        monotone &= b >= last && b <= 13;
+        last = b;
+    }
+    CHECK(monotone && last == 13);
+}
+
 static void test_tool_requests(void) {
     const char *m = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":null,"
                     "\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"x\\\":1}\"}}]},"
@@ -683,6 +722,7 @@ int main(void) {
     RUN(test_tool_formats);
     RUN(test_tool_grammar_and_parse);
     RUN(test_tool_requests);
+    RUN(test_tool_window);
     RUN(test_chat_request_ok);
     RUN(test_response_format_ok);
     RUN(test_chat_request_errors);

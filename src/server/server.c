@@ -160,7 +160,9 @@ typedef struct gen_ctx {
     int finished;               /* [DONE] is in out */
     size_t text_offset;         /* completions logprobs text_offset */
     tool_format tools;          /* tools active: the reply is parsed for calls (TOOLFMT_NONE: off) */
-    sbuf held;                  /* stream with tools: the text, held until the calls are known */
+    int tools_forced;           /* tool_choice required / named: the whole reply is calls */
+    sbuf held;                  /* stream with tools: all the text so far */
+    size_t streamed;            /* held[0..streamed) is settled: sent as content or skipped */
 } gen_ctx;
 
 /* The reply with tools active: tool calls parsed out of the text. */
@@ -223,19 +225,31 @@ static int stream_pull(gen_ctx *g) {
     int done = 0;
     take_output(s, j, &text, &lp, &done);
     json_t *lpj = lp ? oai_logprobs_shape(g->meta.kind, lp, &g->text_offset) : NULL;
-    if (g->tools) {            /* calls are known only at the end: hold the text */
+    if (g->tools) {
+        /* plain text is sent as soon as it cannot be the start of a call; from a call's marker
+         * on the text is held, and the calls go out when the reply is complete */
         if (text.len) sbuf_append(&g->held, text.p, text.len);
+        size_t ws = 0, we = 0;
+        if (!g->tools_forced) tool_text_window(g->tools, g->held.p ? g->held.p : "", g->held.len, &ws, &we);
+        if (g->streamed < ws) g->streamed = ws;
+        if (we > g->streamed) {
+            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->held.p + g->streamed, we - g->streamed, NULL, lpj));
+            g->streamed = we;
+            lpj = NULL;
+        }
         if (lpj) sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, "", 0, NULL, lpj));
     } else if (text.len || lpj)
         sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, text.p ? text.p : "", text.len, NULL, lpj));
     sbuf_free(&text);
     const char *finish = j->finish;
     if (done && g->tools && j->finish) {
+        /* the rest of the reply: calls, and any text outside them not sent yet */
+        const char *rest = g->held.p ? g->held.p + g->streamed : "";
+        size_t rl = g->held.len - g->streamed;
         char *content = NULL;
-        json_t *calls = tools_reply(g, g->held.p ? g->held.p : "", g->held.len, &content);
-        const char *ct = json_array_size(calls) ? content : g->held.p;
-        size_t cl = ct ? strlen(ct) : 0;
-        if (!json_array_size(calls)) cl = g->held.len;
+        json_t *calls = tools_reply(g, rest, rl, &content);
+        const char *ct = json_array_size(calls) ? content : rest;
+        size_t cl = json_array_size(calls) ? (content ? strlen(content) : 0) : rl;
         if (cl) sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, ct, cl, NULL, NULL));
         size_t i;
         json_t *call;
@@ -399,6 +413,7 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     gen_ctx *g = st_calloc(1, sizeof *g);
     srv_job *j = g ? job_new(&r, ids, n) : NULL;
     int stream = r.stream, include_usage = r.include_usage;
+    int forced = r.tool_choice == TOOL_CHOICE_REQUIRED || r.tool_choice == TOOL_CHOICE_NAMED;
     gen_request_free(&r);
     st_free(ids);
     if (!j) {
@@ -412,6 +427,7 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     g->fd = conn_fd(c);
     g->include_usage = include_usage;
     g->tools = tf;
+    g->tools_forced = forced;
     sbuf_init(&g->held);
     make_id(g->id, sizeof g->id, kind == GEN_CHAT ? "chatcmpl-" : "cmpl-");
     g->meta.id = g->id;

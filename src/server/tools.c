@@ -242,3 +242,45 @@ json_t *tool_calls_parse(tool_format f, const char *text, size_t len, unsigned l
     sbuf_free(&c);
     return calls;
 }
+
+/* text[0..len) ends in a proper prefix of marker: its length (0 if not) */
+static size_t marker_tail(const char *text, size_t len, const char *marker) {
+    size_t ml = strlen(marker);
+    for (size_t k = ml - 1; k > 0; k--)
+        if (k <= len && !memcmp(text + len - k, marker, k)) return k;
+    return 0;
+}
+
+static void window_before(const char *text, size_t len, size_t from, const char *marker, size_t *end) {
+    const char *m = find(text + from, text + len, marker);
+    if (m) *end = (size_t)(m - text);
+    else *end = len - marker_tail(text + from, len - from, marker);
+    if (*end < from) *end = from;
+}
+
+void tool_text_window(tool_format f, const char *text, size_t len, size_t *start, size_t *end) {
+    *start = *end = 0;
+    switch (f) {
+    case TOOLFMT_HERMES: window_before(text, len, 0, "<tool_call>", end); break;
+    case TOOLFMT_MISTRAL: window_before(text, len, 0, "[TOOL_CALLS]", end); break;
+    case TOOLFMT_LLAMA3: {
+        const char *p = skip_ws(text, text + len);
+        size_t rest = (size_t)(text + len - p);
+        if (!rest) return;                                     /* only whitespace so far */
+        if (*p == '{') return;                                 /* a call, or a JSON answer: held */
+        static const char tag[] = "<|python_tag|>";
+        if (!memcmp(p, tag, rest < sizeof tag - 1 ? rest : sizeof tag - 1)) return;
+        *end = len;
+        break;
+    }
+    case TOOLFMT_FUNCTIONARY:
+        if (len < 4) return;
+        if (memcmp(text, "all\n", 4)) return;                 /* a call first: held */
+        *start = 4;
+        window_before(text, len, 4, ">>>", end);
+        break;
+    default:
+        *end = len;
+        break;
+    }
+}

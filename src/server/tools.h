@@ -28,4 +28,11 @@ char *tool_call_grammar(tool_format f, json_t *tools, const char *only, int para
  * text holds none; *content (malloc'ed with st_malloc, or NULL when nothing else was said)
  * gets the text outside the calls, trimmed. */
 json_t *tool_calls_parse(tool_format f, const char *text, size_t len, unsigned long long id_seed, char **content);
+
+/* Streaming with tools ("auto"): the part of the text so far, [*start, *end), that is plain text
+ * for certain and may be sent as content now: everything before the family's call marker, less a
+ * tail that could still become the marker. The window only grows as text is appended; once a
+ * call may have begun, *end stays where it began. Llama 3 replies that open with '{' (or the
+ * python tag) and functionary replies that do not open with "all\n" are held whole. */
+void tool_text_window(tool_format f, const char *text, size_t len, size_t *start, size_t *end);
 #endif

@@ -185,6 +185,25 @@ def test_agent_loop(s):
               "auto: calls well-formed")
     else:
         check(ch.finish_reason in ("stop", "length") and ch.message.content is not None, "auto: text answer")
+    # 4b. the same streamed: the text deltas and the call deltas give the same reply
+    content, deltas, finish = "", {}, None
+    for chunk in c.chat.completions.create(model="x", messages=msgs[:2], tools=[WEATHER, TIME], temperature=0,
+                                           max_tokens=80, stream=True):
+        if not chunk.choices:
+            continue
+        d = chunk.choices[0].delta
+        finish = chunk.choices[0].finish_reason or finish
+        content += d.content or ""
+        for tc in d.tool_calls or []:
+            e = deltas.setdefault(tc.index, {"name": "", "arguments": ""})
+            if tc.function:
+                e["name"] += tc.function.name or ""
+                e["arguments"] += tc.function.arguments or ""
+    want = [(x.function.name, x.function.arguments) for x in ch.message.tool_calls or []]
+    got = [(deltas[i]["name"], deltas[i]["arguments"]) for i in sorted(deltas)]
+    check(finish == ch.finish_reason and got == want, "auto streamed = non-stream calls: %s / %s" % (got, want))
+    check(content.strip() == (ch.message.content or "").strip(), "auto streamed = non-stream text: %r / %r"
+          % (content, ch.message.content))
     # 5. tool_choice for an unknown function: 400
     try:
         c.chat.completions.create(model="x", messages=msgs[:2], tools=[WEATHER], max_tokens=5,
