@@ -79,6 +79,35 @@ static void test_parse_errors(void) {
         { "root ::= \"\\q\"", "unknown escape" },
         { "root := \"a\"", "expected '::='" },
     };
+    /* limits a grammar from a request must respect: nesting, size, reference chains */
+    char *deep = malloc(400000);
+    strcpy(deep, "root ::= ");
+    memset(deep + 9, '(', 50000);
+    strcpy(deep + 50009, "\"a\"");
+    char err[256] = "";
+    grammar *gd = grammar_parse(deep, err, sizeof err);
+    CHECKF(!gd && strstr(err, "groups nest too deeply"), "%s", err);
+    grammar_free(gd);
+    size_t o = (size_t)sprintf(deep, "root ::=");
+    for (int i = 0; i < 200; i++) o += (size_t)sprintf(deep + o, " [a]{0,10000}");
+    gd = grammar_parse(deep, err, sizeof err);
+    CHECKF(!gd && strstr(err, "grammar too large"), "%s", err);
+    grammar_free(gd);
+    o = (size_t)sprintf(deep, "root ::= r0 \"x\"\n");
+    for (int i = 0; i < 3000; i++) o += (size_t)sprintf(deep + o, "r%d ::= r%d\n", i, i + 1);
+    sprintf(deep + o, "r3000 ::= \"y\"\n");
+    gd = grammar_parse(deep, err, sizeof err);
+    CHECKF(!gd && strstr(err, "too deeply"), "%s", err);
+    grammar_free(gd);
+    /* many named rules parse quickly (names are hashed) */
+    o = (size_t)sprintf(deep, "root ::= r0\n");
+    for (int i = 0; i < 4000; i++) o += (size_t)sprintf(deep + o, "r%d ::= \"a\" r%d | \"b\"\n", i, i + 1);
+    sprintf(deep + o, "r4000 ::= \"c\"\n");
+    double t0 = now_seconds();
+    gd = grammar_parse(deep, err, sizeof err);
+    CHECKF(gd && grammar_n_rules(gd) == 4002 && now_seconds() - t0 < 0.5, "%s", gd ? "slow" : err);
+    grammar_free(gd);
+    free(deep);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[256] = "";
         grammar *g = grammar_parse(bad[i].text, err, sizeof err);

@@ -41,7 +41,14 @@ typedef struct {
     int failed;
     /* the elements of the sequences being parsed (nested groups stack on top) */
     gel *tmp; int n_tmp, cap_tmp;
+    int nest;                      /* open parentheses (bounded: the parser recurses) */
+    int32_t *names; uint32_t nmask; int n_named;   /* named rules: hash of their names -> id */
 } gparser;
+
+/* Limits: a grammar from a request must not take the server's stack or memory. */
+#define GRAMMAR_MAX_NEST 200       /* nested groups */
+#define GRAMMAR_MAX_ELEMENTS (1 << 20)   /* elements after {m,n} expansion */
+#define MATCH_MAX_STACKS 4096      /* live stacks in one state (a highly ambiguous grammar) */
 
 static int gp_fail(gparser *P, const char *msg) {
     if (!P->failed) {
@@ -53,10 +60,37 @@ static int gp_fail(gparser *P, const char *msg) {
     return -1;
 }
 
-static int rule_id(gparser *P, const char *name, size_t n) {
+static uint32_t name_hash(const char *s, size_t n) { return (uint32_t)fnv1a64(s, n); }
+
+/* The rule called name (created on first use); named: look it up (the generated rules of groups
+ * and repetitions are always new and never looked up). */
+static int rule_id_ex(gparser *P, const char *name, size_t n, int named) {
     grammar *g = P->g;
-    for (int i = 0; i < g->n_rules; i++)
-        if (strlen(g->names[i]) == n && !memcmp(g->names[i], name, n)) return i;
+    if (named) {
+        if ((uint32_t)P->n_named * 2 >= P->nmask) {    /* grow the name table */
+            uint32_t nm = P->nmask ? P->nmask * 2 + 1 : 255;
+            int32_t *t = st_malloc(((size_t)nm + 1) * sizeof *t);
+            if (!t) return gp_fail(P, "out of memory");
+            for (uint32_t i = 0; i <= nm; i++) t[i] = -1;
+            for (uint32_t i = 0; P->names && i <= P->nmask; i++) {
+                if (P->names[i] < 0) continue;
+                const char *q = g->names[P->names[i]];
+                uint32_t h = name_hash(q, strlen(q)) & nm;
+                while (t[h] >= 0) h = (h + 1) & nm;
+                t[h] = P->names[i];
+            }
+            st_free(P->names);
+            P->names = t;
+            P->nmask = nm;
+        }
+        uint32_t h = name_hash(name, n) & P->nmask;
+        for (; P->names[h] >= 0; h = (h + 1) & P->nmask) {
+            const char *q = g->names[P->names[h]];
+            if (strlen(q) == n && !memcmp(q, name, n)) return P->names[h];
+        }
+        P->names[h] = g->n_rules;      /* the id the rule gets below */
+        P->n_named++;
+    }
     int cap = g->cap_rules;
     char **nm = grow(g->names, &cap, g->n_rules + 1, sizeof *nm);
     if (!nm) return gp_fail(P, "out of memory");
@@ -80,15 +114,18 @@ static int rule_id(gparser *P, const char *name, size_t n) {
     return g->n_rules++;
 }
 
+static int rule_id(gparser *P, const char *name, size_t n) { return rule_id_ex(P, name, n, 1); }
+
 static int new_rule(gparser *P) {
     char nm[32];
-    snprintf(nm, sizeof nm, "_%d", P->g->n_rules);
-    return rule_id(P, nm, strlen(nm));
+    snprintf(nm, sizeof nm, "(group %d)", P->g->n_rules);
+    return rule_id_ex(P, nm, strlen(nm), 0);
 }
 
 /* Store a sequence (elements tmp[from..n_tmp)) as a new alternative of rule r. */
 static int add_alt(gparser *P, int r, int from) {
     grammar *g = P->g;
+    if (g->n_el + (P->n_tmp - from) + 1 > GRAMMAR_MAX_ELEMENTS) return gp_fail(P, "grammar too large");
     int start = g->n_el, need = g->n_el + (P->n_tmp - from) + 1;
     gel *e = grow(g->el, &g->cap_el, need, sizeof *e);
     if (!e) return gp_fail(P, "out of memory");
@@ -106,6 +143,7 @@ static int add_alt(gparser *P, int r, int from) {
 }
 
 static int push_tmp(gparser *P, gel e) {
+    if (P->n_tmp >= GRAMMAR_MAX_ELEMENTS) return gp_fail(P, "grammar too large");
     gel *t = grow(P->tmp, &P->cap_tmp, P->n_tmp + 1, sizeof *t);
     if (!t) return gp_fail(P, "out of memory");
     P->tmp = t;
@@ -280,8 +318,10 @@ static int parse_sequence(gparser *P, int nested) {
             if (cs < 0 || push_tmp(P, (gel){ G_CHARS, cs })) return -1;
         } else if (c == '(') {
             P->p++;
+            if (++P->nest > GRAMMAR_MAX_NEST) return gp_fail(P, "groups nest too deeply");
             int r = new_rule(P);
             if (r < 0 || parse_alternates(P, r, 1)) return -1;
+            P->nest--;
             skip_space(P, 1);
             if (*P->p != ')') return gp_fail(P, "expected ')'");
             P->p++;
@@ -365,13 +405,17 @@ static int nullable_fix(const grammar *g, uint8_t *nullable) {
     return 0;
 }
 
-static int left_recursive(const grammar *g, int r, const uint8_t *nullable, uint8_t *state) {
+/* 1: rule r can reach itself without consuming a character; 2: the chain of leading references
+ * is too deep to follow (refused too: the check recurses). */
+static int left_recursive(const grammar *g, int r, const uint8_t *nullable, uint8_t *state, int depth) {
     if (state[r] == 1) return 1;
     if (state[r] == 2) return 0;
+    if (depth > 2000) return 2;
     state[r] = 1;
     for (int a = g->ralt[r]; a < g->ralt[r + 1]; a++)
         for (int e = g->alt[a]; g->el[e].kind == G_REF; e++) {
-            if (left_recursive(g, g->el[e].v, nullable, state)) return 1;
+            int x = left_recursive(g, g->el[e].v, nullable, state, depth + 1);
+            if (x) return x;
             if (!nullable[g->el[e].v]) break;
         }
     state[r] = 2;
@@ -405,6 +449,7 @@ grammar *grammar_parse(const char *text, char *err, size_t errlen) {
         if (*P.p && *P.p != '\n') { gp_fail(&P, *P.p == ')' ? "unbalanced ')'" : "unexpected character"); break; }
     }
     st_free(P.tmp);
+    st_free(P.names);
     if (!P.failed) {
         g->root = -1;
         for (int i = 0; i < g->n_rules; i++) {
@@ -429,11 +474,14 @@ grammar *grammar_parse(const char *text, char *err, size_t errlen) {
             g->ralt[g->n_rules] = k;
             g->n_alt = k;
             nullable_fix(g, nullable);
-            for (int i = 0; i < g->n_rules && !P.failed; i++)
-                if (left_recursive(g, i, nullable, state)) {
-                    snprintf(err, errlen, "grammar: rule '%s' is left-recursive", g->names[i]);
+            for (int i = 0; i < g->n_rules && !P.failed; i++) {
+                int x = left_recursive(g, i, nullable, state, 0);
+                if (x) {
+                    if (x == 1) snprintf(err, errlen, "grammar: rule '%s' is left-recursive", g->names[i]);
+                    else snprintf(err, errlen, "grammar: rules refer to each other too deeply before a character");
                     P.failed = 1;
                 }
+            }
         }
         st_free(nullable);
         st_free(state);
@@ -591,6 +639,7 @@ static void gs_free(gstate *s) { st_free(s->ids); memset(s, 0, sizeof *s); }
 
 static int gs_add(grammar_match *m, gstate *s, int32_t id) {
     for (int i = 0; i < s->n; i++) if (s->ids[i] == id) return 0;
+    if (s->n >= MATCH_MAX_STACKS) { m->oom = 1; return -1; }   /* treated as out of memory */
     if (s->n == s->cap) {
         int c = s->cap ? s->cap * 2 : 8;
         int32_t *p = st_realloc(s->ids, (size_t)c * sizeof *p);
@@ -727,7 +776,7 @@ static uint64_t gs_hash(gstate *s) {
 
 static int gs_same(const gsrec *r, const gstate *s, uint64_t h) {
     return r->hash == h && r->n == s->n && r->accept == s->accept && r->npart == s->npart && r->need == s->need &&
-           !memcmp(r->part, s->part, (size_t)s->npart) && !memcmp(r->ids, s->ids, (size_t)s->n * sizeof *s->ids);
+           !memcmp(r->part, s->part, (size_t)s->npart) && (s->n == 0 || !memcmp(r->ids, s->ids, (size_t)s->n * sizeof *s->ids));
 }
 
 /* The id of state s (sorted in place), interned when new; -2 out of memory. */
