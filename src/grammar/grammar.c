@@ -599,20 +599,31 @@ void grammar_vocab_free(grammar_vocab *v) {
 }
 
 /* ---- matcher -------------------------------------------------------------------------------
- * A state: a set of stack ids (each the interned node of its top position), whether the
- * grammar may be complete here (the empty stack), and a pending partial UTF-8 character.
- * States are interned too, each with a lazily filled table of its 256 byte transitions and its
- * token mask once computed: walking the vocabulary trie is then one table lookup per trie node,
- * and a state met again (inside a string, after each array element) costs nothing. */
-typedef struct { int32_t *ids; int n, cap; int accept; uint8_t part[4]; int npart, need; } gstate;
+ * A state: a set of stack ids (each the interned node of its top position) and whether the
+ * grammar may be complete here (the empty stack). States are interned too, each with its
+ * transitions by code point filled in lazily (a table for ASCII, a small hash map above) and its
+ * token mask once computed: walking the vocabulary trie is then one lookup per character of a
+ * trie path, and a state met again (inside a string, after each array element) costs nothing.
+ * UTF-8 is assembled by the callers (the byte feed, the trie walk), so a character split over
+ * tokens or trie levels creates no states; a pending partial character is "alive" when some
+ * stack's class can still take a character of that prefix. */
+typedef struct { int32_t *ids; int n, cap; int accept; } gstate;
+
+typedef struct { uint64_t sig; int32_t next; } cpent;   /* signature (0 = empty slot) -> state */
 
 typedef struct {
     int32_t *ids; int n;
-    int accept, npart, need; uint8_t part[4];
+    int accept;
     uint64_t hash;
-    int32_t *next;                 /* [256]: -2 not computed, -1 dead, else a state */
+    int32_t *next;                 /* [128] ASCII: -2 not computed, -1 dead, else a state */
+    cpent *umap; uint32_t umask; int un;   /* above ASCII: by signature (cp_signature) */
     uint8_t *mask;                 /* allowed tokens, or NULL until asked for */
 } gsrec;
+
+/* A partial UTF-8 character: the bits so far, the bytes still to come, and what the next byte
+ * may be (the second byte of E0, ED, F0, F4 is restricted: no overlong forms, surrogates or code
+ * points past U+10FFFF). rem == 0: none pending. */
+typedef struct { uint32_t cp; int rem, len; uint8_t lo, hi; } upend;
 
 #define MASKS_MAX 1024             /* masks kept at once (n_vocab bits each); more start over */
 #define STATES_MAX 200000          /* interned states; past this the transition tables start over */
@@ -627,7 +638,9 @@ struct grammar_match {
     gsrec *st; int n_st, cap_st;
     int32_t *sslot; uint32_t smask;
     int32_t cur;
-    gstate tmp_a, tmp_b;
+    upend pend;                    /* a character the last token left unfinished */
+    uint8_t *pend_mask;            /* the mask computed with a character pending (not cached) */
+    gstate tmp_a;
     int n_masks;
     long computed, cached;
     double t_mask;                 /* seconds spent computing masks */
@@ -726,7 +739,6 @@ static void expand(grammar_match *m, gstate *s, int32_t id) {
 static void advance_cp(grammar_match *m, const gsrec *src, uint32_t cp, gstate *dst) {
     dst->n = 0;
     dst->accept = 0;
-    dst->npart = dst->need = 0;
     for (int i = 0; i < src->n; i++) {
         int32_t id = src->ids[i];
         const gel *e = &m->g->el[m->npos[id]];
@@ -737,32 +749,6 @@ static void advance_cp(grammar_match *m, const gsrec *src, uint32_t cp, gstate *
     }
 }
 
-static int utf8_len(uint8_t b) {
-    return b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-}
-
-/* A state with a partial character: can some top still match a completion of it? */
-static int partial_viable(const grammar_match *m, const gstate *s) {
-    int len = s->need;
-    uint32_t v = s->part[0] & (0x7f >> len);
-    for (int i = 1; i < s->npart; i++) v = v << 6 | (s->part[i] & 0x3f);
-    int rest = len - s->npart;
-    uint32_t lo = v << (6 * rest), hi = lo | ((1u << (6 * rest)) - 1);
-    /* the shortest form only: a lead byte alone says nothing below these */
-    static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-    if (lo < min_cp[len]) lo = min_cp[len];
-    if (hi > 0x10FFFF) hi = 0x10FFFF;
-    if (lo > hi) return 0;
-    for (int i = 0; i < s->n; i++)
-        if (cs_intersects(&m->g->cs[m->g->el[m->npos[s->ids[i]]].v], lo, hi)) return 1;
-    return 0;
-}
-
-static int gs_alive(const grammar_match *m, const gstate *s) {
-    if (s->npart) return partial_viable(m, s);
-    return s->n > 0 || s->accept;
-}
-
 static uint64_t gs_hash(gstate *s) {
     for (int i = 1; i < s->n; i++) {       /* sort: sets are small */
         int32_t x = s->ids[i];
@@ -770,13 +756,12 @@ static uint64_t gs_hash(gstate *s) {
         while (j >= 0 && s->ids[j] > x) { s->ids[j + 1] = s->ids[j]; j--; }
         s->ids[j + 1] = x;
     }
-    uint64_t h = fnv1a64(s->ids, (size_t)s->n * sizeof *s->ids);
-    return h * 31 + fnv1a64(s->part, (size_t)s->npart) * 7 + (uint64_t)s->accept * 3 + (uint64_t)s->need;
+    return fnv1a64(s->ids, (size_t)s->n * sizeof *s->ids) * 31 + (uint64_t)s->accept;
 }
 
 static int gs_same(const gsrec *r, const gstate *s, uint64_t h) {
-    return r->hash == h && r->n == s->n && r->accept == s->accept && r->npart == s->npart && r->need == s->need &&
-           !memcmp(r->part, s->part, (size_t)s->npart) && (s->n == 0 || !memcmp(r->ids, s->ids, (size_t)s->n * sizeof *s->ids));
+    return r->hash == h && r->n == s->n && r->accept == s->accept &&
+           (s->n == 0 || !memcmp(r->ids, s->ids, (size_t)s->n * sizeof *s->ids));
 }
 
 /* The id of state s (sorted in place), interned when new; -2 out of memory. */
@@ -819,66 +804,123 @@ static int32_t intern_state(grammar_match *m, gstate *s) {
     if (s->n) memcpy(r->ids, s->ids, (size_t)s->n * sizeof *s->ids);
     r->n = s->n;
     r->accept = s->accept;
-    r->npart = s->npart;
-    r->need = s->need;
-    memcpy(r->part, s->part, 4);
     r->hash = h;
     m->sslot[k] = m->n_st;
     return m->n_st++;
 }
 
-/* The state after byte b from state sid: -1 dead, -2 out of memory. */
-static int32_t step(grammar_match *m, int32_t sid, uint8_t b) {
+/* Which of sid's stacks take cp, as bits: code points with the same answer lead to the same
+ * state, so transitions above ASCII are cached by this signature, not per code point. */
+static uint64_t cp_signature(const grammar_match *m, const gsrec *r, uint32_t cp) {
+    uint64_t sig = 0;
+    for (int i = 0; i < r->n; i++)
+        if (cs_match(&m->g->cs[m->g->el[m->npos[r->ids[i]]].v], cp)) sig |= 1ull << i;
+    return sig;
+}
+
+static int32_t *sig_slot(grammar_match *m, int32_t sid, uint64_t sig) {
     gsrec *r = &m->st[sid];
-    if (r->next && r->next[b] != -2) return r->next[b];
-    if (!r->next) {
-        r->next = st_malloc(256 * sizeof *r->next);
-        if (!r->next) { m->oom = 1; return -2; }
-        for (int i = 0; i < 256; i++) r->next[i] = -2;
-    }
-    gstate *d = &m->tmp_a;
-    d->n = 0; d->accept = 0; d->npart = 0; d->need = 0;
-    memset(d->part, 0, 4);
-    int ok;
-    if (r->npart == 0) {
-        int len = utf8_len(b);
-        if (len == 0 || b == 0xC0 || b == 0xC1 || b > 0xF4) ok = 0;   /* overlong or beyond U+10FFFF */
-        else if (len == 1) { advance_cp(m, r, b, d); ok = 1; }
-        else {
-            for (int i = 0; i < r->n; i++) if (gs_add(m, d, r->ids[i])) return -2;
-            d->part[0] = b;
-            d->npart = 1;
-            d->need = len;
-            ok = 1;
+    if ((uint32_t)(r->un + 1) * 2 > r->umask) {   /* grow the map (also the first time) */
+        uint32_t nm = r->umask ? r->umask * 2 + 1 : 7;
+        cpent *t = st_calloc((size_t)nm + 1, sizeof *t);
+        if (!t) { m->oom = 1; return NULL; }
+        for (uint32_t i = 0; r->umap && i <= r->umask; i++) {
+            if (!r->umap[i].sig) continue;
+            uint32_t q = (uint32_t)((r->umap[i].sig * 0x9E3779B97F4A7C15ull) >> 40) & nm;
+            while (t[q].sig) q = (q + 1) & nm;
+            t[q] = r->umap[i];
         }
-    } else if ((b & 0xc0) != 0x80) ok = 0;
-    else if (r->npart == 1 && ((r->part[0] == 0xE0 && b < 0xA0) || (r->part[0] == 0xED && b > 0x9F) ||
-                               (r->part[0] == 0xF0 && b < 0x90) || (r->part[0] == 0xF4 && b > 0x8F)))
-        ok = 0;   /* overlong, a surrogate, or beyond U+10FFFF: what the detokenizer would turn into U+FFFD */
-    else if (r->npart + 1 < r->need) {
-        for (int i = 0; i < r->n; i++) if (gs_add(m, d, r->ids[i])) return -2;
-        memcpy(d->part, r->part, 4);
-        d->part[r->npart] = b;
-        d->npart = r->npart + 1;
-        d->need = r->need;
-        ok = 1;
-    } else {
-        int len = r->need;
-        uint32_t cp = r->part[0] & (0x7f >> len);
-        for (int i = 1; i < r->npart; i++) cp = cp << 6 | (r->part[i] & 0x3f);
-        cp = cp << 6 | (b & 0x3f);
-        advance_cp(m, r, cp, d);
-        ok = 1;
+        st_free(r->umap);
+        r->umap = t;
+        r->umask = nm;
     }
+    uint32_t q = (uint32_t)((sig * 0x9E3779B97F4A7C15ull) >> 40) & r->umask;
+    while (r->umap[q].sig && r->umap[q].sig != sig) q = (q + 1) & r->umask;
+    if (!r->umap[q].sig) { r->umap[q].sig = sig; r->umap[q].next = -2; r->un++; }
+    return &r->umap[q].next;
+}
+
+/* The state after code point cp from state sid: -1 dead, -2 out of memory. */
+static int32_t step_cp(grammar_match *m, int32_t sid, uint32_t cp) {
+    gsrec *r = &m->st[sid];
+    int32_t *slot = NULL;
+    uint64_t sig = 0;
+    if (cp < 128) {
+        if (!r->next) {
+            r->next = st_malloc(128 * sizeof *r->next);
+            if (!r->next) { m->oom = 1; return -2; }
+            for (int i = 0; i < 128; i++) r->next[i] = -2;
+        }
+        slot = &r->next[cp];
+    } else if (r->n <= 64) {
+        sig = cp_signature(m, r, cp);
+        if (!sig) return -1;                         /* no stack takes it */
+        slot = sig_slot(m, sid, sig);
+        if (!slot) return -2;
+    }
+    if (slot && *slot != -2) return *slot;
+    gstate *d = &m->tmp_a;
+    advance_cp(m, &m->st[sid], cp, d);
     if (m->oom) return -2;
-    int32_t nx = ok && gs_alive(m, d) ? intern_state(m, d) : -1;
+    int32_t nx = d->n > 0 || d->accept ? intern_state(m, d) : -1;
     if (nx < -1) return -2;
-    m->st[sid].next[b] = nx;     /* m->st may have moved */
+    /* m->st (and its tables) may have moved */
+    if (cp < 128) m->st[sid].next[cp] = nx;
+    else if (sig) *sig_slot(m, sid, sig) = nx;
     return nx;
 }
 
+/* Can some stack of sid take a character in [lo, hi]? (a pending partial character) */
+static int viable_range(const grammar_match *m, int32_t sid, uint32_t lo, uint32_t hi) {
+    const gsrec *r = &m->st[sid];
+    for (int i = 0; i < r->n; i++)
+        if (cs_intersects(&m->g->cs[m->g->el[m->npos[r->ids[i]]].v], lo, hi)) return 1;
+    return 0;
+}
+
+static int pend_viable(const grammar_match *m, int32_t sid, const upend *p) {
+    uint32_t lo = p->cp << (6 * p->rem), hi = lo | ((1u << (6 * p->rem)) - 1);
+    static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+    if (lo < min_cp[p->len]) lo = min_cp[p->len];
+    if (hi > 0x10FFFF) hi = 0x10FFFF;
+    return lo <= hi && viable_range(m, sid, lo, hi);
+}
+
+/* One byte: *sid / *p advance. Returns 1 alive, 0 dead, -1 out of memory. */
+static int feed_byte(grammar_match *m, int32_t *sid, upend *p, uint8_t b) {
+    if (p->rem == 0) {
+        if (b < 0x80) {
+            int32_t nx = step_cp(m, *sid, b);
+            if (nx < -1) return -1;
+            if (nx < 0) return 0;
+            *sid = nx;
+            return 1;
+        }
+        int len = (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+        if (!len || b < 0xC2 || b > 0xF4) return 0;
+        p->len = len;
+        p->rem = len - 1;
+        p->cp = b & (0x7f >> len);
+        p->lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+        p->hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+        return pend_viable(m, *sid, p);
+    }
+    if (b < p->lo || b > p->hi) return 0;
+    p->cp = p->cp << 6 | (b & 0x3f);
+    p->lo = 0x80;
+    p->hi = 0xBF;
+    if (--p->rem > 0) return pend_viable(m, *sid, p);
+    int32_t nx = step_cp(m, *sid, p->cp);
+    if (nx < -1) return -1;
+    if (nx < 0) return 0;
+    *sid = nx;
+    return 1;
+}
+
 static void free_states(grammar_match *m) {
-    for (int i = 0; i < m->n_st; i++) { st_free(m->st[i].ids); st_free(m->st[i].next); st_free(m->st[i].mask); }
+    for (int i = 0; i < m->n_st; i++) {
+        st_free(m->st[i].ids); st_free(m->st[i].next); st_free(m->st[i].umap); st_free(m->st[i].mask);
+    }
     m->n_st = 0;
     m->n_masks = 0;
     if (m->sslot) for (uint32_t i = 0; i <= m->smask; i++) m->sslot[i] = -1;
@@ -912,7 +954,8 @@ void grammar_match_free(grammar_match *m) {
     if (!m) return;
     free_states(m);
     st_free(m->st); st_free(m->sslot);
-    gs_free(&m->tmp_a); gs_free(&m->tmp_b);
+    gs_free(&m->tmp_a);
+    st_free(m->pend_mask);
     st_free(m->npos); st_free(m->npar); st_free(m->hslot);
     st_free(m);
 }
@@ -924,8 +967,7 @@ static int compact(grammar_match *m) {
     gsrec *r = &m->st[m->cur];
     gstate s = { 0 };
     for (int i = 0; i < r->n; i++) if (gs_add(m, &s, r->ids[i])) { gs_free(&s); return -1; }
-    s.accept = r->accept; s.npart = r->npart; s.need = r->need;
-    memcpy(s.part, r->part, 4);
+    s.accept = r->accept;
     free_states(m);
     m->cur = intern_state(m, &s);
     gs_free(&s);
@@ -935,11 +977,11 @@ static int compact(grammar_match *m) {
 static int advance_bytes(grammar_match *m, const uint8_t *s, size_t n) {
     if (compact(m)) return -1;
     int32_t c = m->cur;
-    for (size_t i = 0; i < n; i++) {
-        c = step(m, c, s[i]);
-        if (c < 0) return -1;
-    }
+    upend p = m->pend;
+    for (size_t i = 0; i < n; i++)
+        if (feed_byte(m, &c, &p, s[i]) != 1) return -1;
     m->cur = c;
+    m->pend = p;
     return 0;
 }
 
@@ -953,24 +995,27 @@ int grammar_match_token(grammar_match *m, int32_t id) {
     return advance_bytes(m, (const uint8_t *)v->tok[id], v->tok_len[id]);
 }
 
-int grammar_match_can_end(const grammar_match *m) { return m->st[m->cur].accept && m->st[m->cur].npart == 0; }
+int grammar_match_can_end(const grammar_match *m) { return m->st[m->cur].accept && m->pend.rem == 0; }
 int grammar_match_must_end(const grammar_match *m) { return grammar_match_can_end(m) && m->st[m->cur].n == 0; }
 
 /* ---- masks ------------------------------------------------------------------------------------ */
-/* Tokens below trie node t (whose bytes led to state sid) that keep the grammar alive. */
-static void mask_walk(grammar_match *m, int t, int32_t sid, uint8_t *mask) {
+/* Tokens below trie node t (whose bytes led to state sid with p pending) that keep the grammar
+ * alive. */
+static void mask_walk(grammar_match *m, int t, int32_t sid, upend p, uint8_t *mask) {
     const grammar_vocab *v = m->v;
     for (int k = v->node[t].child; k >= 0 && !m->oom; k = v->node[k].sibling) {
-        int32_t nx = step(m, sid, v->node[k].byte);
-        if (nx < 0) continue;
+        int32_t nsid = sid;
+        upend np = p;
+        if (feed_byte(m, &nsid, &np, v->node[k].byte) != 1) continue;
         for (int32_t id = v->node[k].token; id >= 0; id = v->same[id]) mask[id >> 3] |= (uint8_t)(1u << (id & 7));
-        if (v->node[k].child >= 0) mask_walk(m, k, nx, mask);
+        if (v->node[k].child >= 0) mask_walk(m, k, nsid, np, mask);
     }
 }
 
 const uint8_t *grammar_match_mask(grammar_match *m) {
     const grammar_vocab *v = m->v;
-    if (m->st[m->cur].mask) { m->cached++; return m->st[m->cur].mask; }
+    int pending = m->pend.rem > 0;       /* the last token ended inside a character: not cached */
+    if (!pending && m->st[m->cur].mask) { m->cached++; return m->st[m->cur].mask; }
     if (m->n_masks >= MASKS_MAX) {    /* bounded memory: drop every mask and start over */
         for (int i = 0; i < m->n_st; i++) { st_free(m->st[i].mask); m->st[i].mask = NULL; }
         m->n_masks = 0;
@@ -979,12 +1024,17 @@ const uint8_t *grammar_match_mask(grammar_match *m) {
     if (!mask) return NULL;
     int32_t cur = m->cur;
     double t0 = now_seconds();
-    mask_walk(m, 0, cur, mask);
+    mask_walk(m, 0, cur, m->pend, mask);
     m->t_mask += now_seconds() - t0;
     if (m->oom) { st_free(mask); return NULL; }
     if (grammar_match_can_end(m))
         for (int i = 0; i < v->n_vocab; i++) if (v->eog[i]) mask[i >> 3] |= (uint8_t)(1u << (i & 7));
     m->computed++;
+    if (pending) {                    /* kept until the next call (owned by the matcher) */
+        st_free(m->pend_mask);
+        m->pend_mask = mask;
+        return mask;
+    }
     m->n_masks++;
     m->st[cur].mask = mask;
     return mask;
