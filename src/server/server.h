@@ -119,6 +119,7 @@ typedef struct srv_sched {
     srv_counters counters;
     uint64_t seed_state;        /* seeds for requests without "seed" */
     grammar_vocab *gvocab;      /* the vocabulary trie for grammars (built by the first grammar job) */
+    int overlap_masks;          /* grammar masks computed on a helper thread during the step (GPU) */
 } srv_sched;
 
 /* spec: speculative drafts per step (0..STRATA_MAX_DRAFT) for greedy requests without logprobs */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/util.h"
+#include "core/env.h"
 #include "grammar/grammar_model.h"
 #include "server/openai.h"
 
@@ -180,6 +181,16 @@ static void slot_prefill(srv_sched *s, srv_slot *sl) {
  * same matvecs, so the weights are read once for all of them, and each slot's logits are the bits
  * a solo step would give). Greedy slots of a server with --spec also carry drafts in the columns
  * the pass has spare; the drafts the model agrees with come out as extra tokens of this step. */
+/* Grammar slots: the next mask depends only on the token already taken, so it is computed on a
+ * helper thread while the step's forward pass runs (on the GPU the decode thread only waits;
+ * the engine does not sample, so nothing else touches the matchers meanwhile). */
+typedef struct { grammar_match **gm; int n; } mask_job;
+static void *mask_worker(void *arg) {
+    mask_job *mj = arg;
+    for (int i = 0; i < mj->n; i++) grammar_match_mask(mj->gm[i]);
+    return NULL;
+}
+
 static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     strata_session **batch = st_malloc((size_t)n_active * sizeof *batch);
     int32_t *toks = st_malloc((size_t)n_active * sizeof *toks);
@@ -206,7 +217,17 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         pos0[nb] = strata_session_pos(sl->sess);
         nb++;
     }
-    if (nb > 0 && strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked) != 0) {
+    mask_job mj = { NULL, 0 };
+    pthread_t helper;
+    int helper_on = 0;
+    if (s->overlap_masks && nb > 0 && (mj.gm = st_malloc((size_t)nb * sizeof *mj.gm))) {
+        for (int i = 0; i < nb; i++) if (bslot[i]->gm) mj.gm[mj.n++] = bslot[i]->gm;
+        helper_on = mj.n > 0 && pthread_create(&helper, NULL, mask_worker, &mj) == 0;
+    }
+    int step_rc = nb > 0 ? strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked) : 0;
+    if (helper_on) pthread_join(helper, NULL);
+    st_free(mj.gm);
+    if (nb > 0 && step_rc != 0) {
         /* refused (or a device pass failed midway): the sessions that did not move are stepped
          * one by one, so only a bad slot ends */
         for (int i = 0; i < nb; i++) {
@@ -384,6 +405,12 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
                size_t errlen) {
     memset(s, 0, sizeof *s);
     s->model = m;
+    {
+        const char *ov = env_str(ENV_GRAMMAR_OVERLAP);
+        strata_model_info mi;
+        strata_model_get_info(m, &mi);
+        s->overlap_masks = !strcmp(ov, "auto") ? !strcmp(mi.device, "cuda") : env_bool(ENV_GRAMMAR_OVERLAP);
+    }
     s->n_slots = n_slots;
     s->spec = spec;
     s->q_cap = queue_cap > 0 ? queue_cap : 0;

@@ -220,7 +220,13 @@ def main():
     a = ap.parse_args()
     t0 = time.time()
     plain = Server(a.bin, a.model, "--parallel", "2")
-    tools = Server(a.bin, a.model, "--chat-template", QWEN_TEMPLATE)
+    # the tool server computes its grammar masks on the helper thread that overlaps the step
+    # (the default only with CUDA), so that path runs here too
+    os.environ["STRATA_GRAMMAR_OVERLAP"] = "1"
+    try:
+        tools = Server(a.bin, a.model, "--chat-template", QWEN_TEMPLATE)
+    finally:
+        del os.environ["STRATA_GRAMMAR_OVERLAP"]
     try:
         for name, fn, srv in (("json_schema", test_json_schema, plain), ("no_tool_support", test_no_tool_support, plain),
                               ("agent_loop", test_agent_loop, tools)):
