@@ -94,7 +94,7 @@ setup-sys:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2, openai" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai
+	@$(PY) -c "import gguf, numpy, jinja2, openai, jsonschema" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai jsonschema
 model: $(MODEL)
 $(MODEL):
 	@sh tools/fetch_model.sh "$(CACHE)"
@@ -107,7 +107,7 @@ run: setup-sys model
 
 test: setup
 	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_webui.sh tests/server/run_hardening.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
@@ -147,6 +147,7 @@ test-server: setup
 	@$(MAKE) --no-print-directory $(BIN)
 	@$(PY) -c "import openai" 2>/dev/null || $(PY) -m pip install -q openai
 	STRATA_MODEL="$(MODEL)" $(PY) tests/server/test_openai.py --bin $(BIN) --model "$(MODEL)"
+	$(PY) tests/server/test_agents.py --bin $(BIN) --model "$(MODEL)"
 	$(PY) tests/server/test_webui_chromium.py --bin $(BIN) --model "$(MODEL)"
 	$(PY) tests/server/test_hardening.py --bin $(BIN) --model "$(MODEL)"
 

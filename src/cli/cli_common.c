@@ -53,6 +53,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
         else if (!strcmp(a, "--seed")) { if (NUM(0, 1.8e19)) return -1; o->sp.seed = (uint64_t)d; o->seed_set = 1; }
         else if (!strcmp(a, "--spec")) { if (NUM(0, 7)) return -1; o->spec = (int)d; }
         else if (!strcmp(a, "--draft-model")) { if (!v) goto missing; o->draft_model = v; i++; }
+        else if (!strcmp(a, "--grammar")) { if (!v) goto missing; o->grammar = v; i++; }
+        else if (!strcmp(a, "--json-schema")) { if (!v) goto missing; o->json_schema = v; i++; }
         else if (!strcmp(a, "--kv")) {
             if (!v) goto missing;
             if (!strcmp(v, "f16")) o->kv_type = STRATA_KV_F16;

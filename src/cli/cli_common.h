@@ -14,6 +14,8 @@ typedef struct cli_opts {
     int spec;                      /* --spec N: drafts per step (0: off) */
     const char *draft_model;       /* --draft-model PATH */
     int kv_type;                   /* --kv f16|int8 (STRATA_KV_*) */
+    const char *grammar;           /* --grammar GBNF (or @FILE): constrained output */
+    const char *json_schema;       /* --json-schema SCHEMA (or @FILE) */
 } cli_opts;
 
 /* Parse the common options; returns 0, 1 for --help (usage printed), -1 on error. */

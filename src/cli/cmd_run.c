@@ -7,18 +7,22 @@
 #include "cli.h"
 #include "cli_common.h"
 #include "core/util.h"
+#include "grammar/grammar_model.h"
 
 static const char *run_usage =
     "usage: strata run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [--chat] [--system TEXT]\n"
     "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]\n"
     "                  [--stop STR]... [-t THREADS] [-c CTX] [--exact] [--device cpu|cuda] [--no-stats]\n"
     "                  [--spec N] [--draft-model DRAFT.gguf] [--kv f16|int8]\n"
+    "                  [--grammar GBNF | --json-schema SCHEMA]\n"
     "  Answers one prompt. --chat formats it with the model's chat template; --temp 0 is greedy.\n"
     "  --exact is the reference mode (f32 activations, dequantized weights).\n"
     "  --spec N drafts up to N (<= 7) tokens per step from the context (suffix matching) or\n"
     "  from --draft-model, verified in one batched pass: greedy output is unchanged.\n"
     "  --kv int8 keeps the KV cache as int8 rows with a scale per 32 values (CPU; 0.56x the\n"
-    "  memory of f16, other bits than f16).\n";
+    "  memory of f16, other bits than f16).\n"
+    "  --grammar / --json-schema constrain the answer (GBNF text or a JSON schema; @FILE reads a\n"
+    "  file; --json-schema '{}' is any JSON value): tokens the grammar forbids are masked.\n";
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted++; }
@@ -30,6 +34,7 @@ typedef struct {
     const char **stops; int n_stops;
     char *text; size_t len, cap, printed;
     int stopped;
+    grammar_match *gm;             /* --grammar / --json-schema: advanced by every token */
 } streamer;
 
 static void stream_emit(streamer *s, const char *p, size_t n) {
@@ -72,6 +77,10 @@ static void stream_emit(streamer *s, const char *p, size_t n) {
 static int on_token(int32_t id, void *user) {
     streamer *s = user;
     if (interrupted) return 1;
+    if (s->gm && grammar_match_token(s->gm, id) != 0) {
+        fprintf(stderr, "strata: token %d left the grammar\n", id);
+        return 1;
+    }
     if (strata_token_is_eog(s->m, id)) return 0;
     char buf[4096];
     int n = strata_detok_push(s->m, &s->dt, id, buf, sizeof buf);
@@ -137,6 +146,37 @@ static int32_t *tokenize_alloc(const strata_model *m, const char *text, int add_
     return ids;
 }
 
+/* --grammar / --json-schema: the grammar, the model's vocabulary and the matcher whose mask
+ * the session applies before each draw. 0 (also when neither was given), -1 with a message. */
+typedef struct { grammar *g; grammar_vocab *v; grammar_match *match; char *text[2]; } cli_grammar;
+
+static int open_grammar(const strata_model *m, const cli_opts *o, strata_session *s, cli_grammar *gc) {
+    if (!o->grammar && !o->json_schema) return 0;
+    const char *src[2] = { o->grammar, o->json_schema };
+    for (int k = 0; k < 2; k++)
+        if (src[k] && src[k][0] == '@') {
+            gc->text[k] = cli_read_file(src[k] + 1, NULL);
+            if (!gc->text[k]) return -1;
+            src[k] = gc->text[k];
+        }
+    char err[512] = "";
+    gc->g = grammar_from_options(src[0], src[1], 0, err, sizeof err);
+    if (!gc->g) { fprintf(stderr, "strata: %s: %s\n", o->grammar ? "--grammar" : "--json-schema", err); return -1; }
+    gc->v = grammar_vocab_for_model(m);
+    gc->match = gc->v ? grammar_match_new(gc->g, gc->v) : NULL;
+    if (!gc->match) { fprintf(stderr, "strata: out of memory for the grammar\n"); return -1; }
+    strata_session_set_logits_mask(s, grammar_logits_mask, gc->match);
+    return 0;
+}
+
+static void close_grammar(cli_grammar *gc) {
+    grammar_match_free(gc->match);
+    grammar_vocab_free(gc->v);
+    grammar_free(gc->g);
+    st_free(gc->text[0]);
+    st_free(gc->text[1]);
+}
+
 int cmd_run(int argc, char **argv) {
     cli_opts o;
     int rc = cli_parse(argc, argv, &o, run_usage);
@@ -162,6 +202,7 @@ int cmd_run(int argc, char **argv) {
         n_ids = strata_chat_tokenize(m, msgs, n, 1, NULL, &ids, NULL, err, sizeof err);
         if (n_ids < 0) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); return 1; }
     } else ids = tokenize_alloc(m, o.prompt, 1, 0, &n_ids);
+    cli_grammar gc = { 0 };
     strata_model *draft = NULL;
     strata_session *s = ids ? open_session(m, &o, &draft) : NULL;
     rc = 1;
@@ -172,6 +213,8 @@ int cmd_run(int argc, char **argv) {
         signal(SIGINT, on_sigint);
         streamer st = { .m = m, .stops = o.stops, .n_stops = o.n_stops };
         strata_detok_init(&st.dt);
+        if (open_grammar(m, &o, s, &gc) != 0) goto done;
+        st.gm = gc.match;
         if (!o.chat) { fputs(o.prompt, stdout); fflush(stdout); }
         int max = o.n_predict;
         if (max > strata_session_n_ctx(s) - n_ids) max = strata_session_n_ctx(s) - n_ids;
@@ -181,7 +224,15 @@ int cmd_run(int argc, char **argv) {
         st_free(st.text);
         if (n >= 0) { rc = 0; if (o.show_stats) print_stats(s, m); }
         else fprintf(stderr, "strata: generation failed\n");
+        if (gc.match && o.show_stats) {
+            long computed, cached;
+            double secs;
+            grammar_match_stats(gc.match, &computed, &cached, &secs);
+            fprintf(stderr, "[grammar] masks computed %ld (%.1f ms), from the cache %ld\n", computed, secs * 1e3, cached);
+        }
     }
+done:
+    close_grammar(&gc);
     strata_session_free(s);
     strata_model_free(draft);
     st_free(ids); st_free(file_prompt);

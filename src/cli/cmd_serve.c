@@ -27,7 +27,9 @@ static void serve_usage(FILE *f) {
         "      --device D       cpu, cuda or auto (default auto: CUDA when the build and the GPU allow)\n"
         "      --spec N         speculative decoding for greedy requests: up to N (<= 7) drafted tokens\n"
         "                       per step from the context (suffix matching); 0 turns it off\n"
-        "      --kv T           KV cache: f16 (default) or int8 (CPU: 0.56x the memory, other bits)\n\n"
+        "      --kv T           KV cache: f16 (default) or int8 (CPU: 0.56x the memory, other bits)\n"
+        "      --chat-template FILE  a Jinja chat template to use instead of the model's own (e.g. one\n"
+        "                       that renders tools, for tool calls)\n\n"
         "Endpoints: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize;\n"
         "GET /v1/models, /health, /metrics, / (chat page). See docs/SERVER.md.\n");
 }
@@ -74,6 +76,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-conn-per-ip")) { NEEDS_VALUE(); if (parse_int(a, v, 0, 100000, &x)) return 2; o.max_conn_per_ip = (int)x; }
         else if (!strcmp(a, "--header-timeout")) { NEEDS_VALUE(); if (parse_int(a, v, 1, 3600, &x)) return 2; o.header_timeout = (int)x; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDS_VALUE(); if (parse_int(a, v, 0, 1024, &x)) return 2; o.n_threads = (int)x; }
+        else if (!strcmp(a, "--chat-template")) { NEEDS_VALUE(); o.chat_template_file = v; }
         else if (!strcmp(a, "--spec")) { NEEDS_VALUE(); if (parse_int(a, v, 0, STRATA_MAX_DRAFT, &x)) return 2; o.spec = (int)x; }
         else if (!strcmp(a, "--kv")) {
             NEEDS_VALUE();

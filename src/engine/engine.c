@@ -347,6 +347,21 @@ int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int
     return got;
 }
 
+char *strata_chat_format_json(const strata_model *m, const char *template_src, const char *messages_json,
+                              const char *tools_json, int add_generation_prompt, const char *extra_json,
+                              char *err, size_t errlen) {
+    const char *tmpl = template_src ? template_src : m->chat_template;
+    if (!tmpl) { snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template)"); return NULL; }
+    size_t bl = 0, el = 0;
+    int bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
+    const char *bt = bos >= 0 ? tokenizer_token_bytes(m->tok, bos, &bl) : NULL;
+    const char *et = eos >= 0 ? tokenizer_token_bytes(m->tok, eos, &el) : NULL;
+    char bos_s[256] = "", eos_s[256] = "";
+    if (bt && bl < sizeof bos_s) { memcpy(bos_s, bt, bl); bos_s[bl] = 0; }
+    if (et && el < sizeof eos_s) { memcpy(eos_s, et, el); eos_s[el] = 0; }
+    return jinja_render_chat(tmpl, messages_json, tools_json, add_generation_prompt, bos_s, eos_s, extra_json, err, errlen);
+}
+
 /* ---- sessions ------------------------------------------------------------------------ */
 int strata_session_pos(const strata_session *s) { return s->pos; }
 int strata_session_n_ctx(const strata_session *s) { return s->n_ctx; }
@@ -577,7 +592,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         T[i] = 1;
         if (n_accepted) n_accepted[i] = 0;
         if (next) next[i] = -1;
-        int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 ? max_draft[i] : 0;
+        int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 && !s->smp.mask ? max_draft[i] : 0;
         if (k <= 0) continue;
         if ((k = spec_budget(s, k < spare ? k : spare)) <= 0) continue;
         int nd = spec_draft_after(s, ids[i], k, win_buf);
@@ -588,7 +603,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
     int rc = 0;
     strata_session *s0 = ss[0];
     if (n == 1 && next && T[0] == 1 && s0->be->ops->decode_step && s0->smp.p.temperature <= 0 &&
-        s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0)) {
+        s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0) && !s0->smp.mask) {
         /* one session, greedy, no drafts: the backend's decode step (on the GPU forward + argmax
          * as one graph replay, only the id returns; the bits of the eager pass: same kernels) */
         int32_t nx = s0->be->ops->decode_step(s0->be, win[0][0], s0->pos, NULL);
@@ -623,7 +638,8 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
              * backend picks each row's argmax (on the GPU only the ids come back) */
             int use_picks = next && pb->ops->head_argmax;
             for (int i = i0; i < i1 && use_picks; i++)
-                if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0)))
+                if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0) &&
+                      !ss[i]->smp.mask))
                     use_picks = 0;
             int32_t picks[FWD_MAX_T];
             if ((use_picks ? forward_batch_picks(pb, &m->hp, cols, &fb, picks) : forward_batch(pb, &m->hp, cols, &fb, 0)) != 0) {
@@ -732,7 +748,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         /* draft up to k tokens after id (none while the adaptive length pauses speculation) */
         int32_t win[FWD_MAX_T];
         win[0] = id;
-        int k = spec ? spec_budget(s, max_tokens - n - 1) : 0;
+        int k = spec && !s->smp.mask ? spec_budget(s, max_tokens - n - 1) : 0;   /* a grammar: no drafts */
         int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
         /* a step without drafts on a backend with a decode step (CUDA): the whole step
          * (forward + argmax, or the sampler's draw with src/sample's rules and RNG stream) runs
@@ -741,7 +757,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
          * step, not an eager pass); a sampler when speculation is off (STRATA_CUDA_SAMPLE=0:
          * logits to the host, the CPU sampler). */
         int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
-        if (nd == 0 && s->be->ops->decode_step && (plain_greedy || (!spec && env_bool(ENV_CUDA_SAMPLE)))) {
+        if (nd == 0 && s->be->ops->decode_step && !s->smp.mask && (plain_greedy || (!spec && env_bool(ENV_CUDA_SAMPLE)))) {
             backend_sampling bs = { &s->smp.p, s->smp.rng, s->history };
             int32_t nx = s->be->ops->decode_step(s->be, id, s->pos, plain_greedy ? NULL : &bs);
             if (nx < 0) break;
@@ -778,6 +794,16 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
     st->prompt_tps = st->t_prompt > 0 ? st->n_prompt / st->t_prompt : 0;
     /* the first generated token comes from the prompt's logits: decode rate counts passes */
     st->gen_tps = st->t_gen > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->t_gen : 0;
+}
+
+/* ---- constrained sampling (issue 22): the mask hook of src/sample ------------------------- */
+void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user) {
+    s->smp.mask = fn;
+    s->smp.mask_user = user;
+}
+
+int strata_token_is_control(const strata_model *m, int32_t id) {
+    return tokenizer_token_type(m->tok, id) == TOKEN_TYPE_CONTROL;
 }
 
 void strata_env_print(void *file) { env_print((FILE *)file); }

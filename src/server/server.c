@@ -7,6 +7,8 @@
  * waits it polls its socket for a hang-up (POLLRDHUP) every WAIT_SLICE_MS, so a client that
  * goes away has its job cancelled within one decode step or so, and its slot freed. */
 #include "server/server.h"
+#include "server/tools.h"
+#include "grammar/grammar.h"
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -52,6 +54,7 @@ typedef struct srv {
     char model_id[256];
     long long t_loaded;
     srv_sched sched;
+    char *tmpl;                 /* --chat-template: the template text, or NULL (the model's) */
     pthread_mutex_t stats_mu;
     unsigned long long requests[EP_COUNT][METRIC_CODES];
     /* connections: caps on accept, header/body deadlines (conn_watchdog) */
@@ -188,7 +191,17 @@ typedef struct gen_ctx {
     size_t sent;
     int finished;               /* [DONE] is in out */
     size_t text_offset;         /* completions logprobs text_offset */
+    tool_format tools;          /* tools active: the reply is parsed for calls (TOOLFMT_NONE: off) */
+    int tools_forced;           /* tool_choice required / named: the whole reply is calls */
+    sbuf held;                  /* stream with tools: all the text so far */
+    size_t streamed;            /* held[0..streamed) is settled: sent as content or skipped */
 } gen_ctx;
+
+/* The reply with tools active: tool calls parsed out of the text. */
+static json_t *tools_reply(const gen_ctx *g, const char *text, size_t n, char **content) {
+    return tool_calls_parse(g->tools, text, n, (unsigned long long)g->meta.created ^ (unsigned long long)(uintptr_t)g,
+                            content);
+}
 
 static void make_id(char *id, size_t n, const char *prefix) {
     static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -244,14 +257,55 @@ static int stream_pull(gen_ctx *g) {
     int done = 0;
     take_output(s, j, &text, &lp, &done);
     json_t *lpj = lp ? oai_logprobs_shape(g->meta.kind, lp, &g->text_offset) : NULL;
-    if (text.len || lpj)
+    if (g->tools) {
+        /* plain text is sent as soon as it cannot be the start of a call; from a call's marker
+         * on the text is held, and the calls go out when the reply is complete */
+        if (text.len) sbuf_append(&g->held, text.p, text.len);
+        size_t ws = 0, we = 0;
+        if (!g->tools_forced) tool_text_window(g->tools, g->held.p ? g->held.p : "", g->held.len, &ws, &we);
+        if (g->streamed < ws) g->streamed = ws;
+        if (we > g->streamed) {
+            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->held.p + g->streamed, we - g->streamed, NULL, lpj));
+            g->streamed = we;
+            lpj = NULL;
+        }
+        if (lpj) sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, "", 0, NULL, lpj));
+    } else if (text.len || lpj)
         sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, text.p ? text.p : "", text.len, NULL, lpj));
     sbuf_free(&text);
+    const char *finish = j->finish;
+    if (done && g->tools && j->finish) {
+        /* the rest of the reply: calls, and any text outside them not sent yet */
+        const char *rest = g->held.p ? g->held.p + g->streamed : "";
+        size_t rl = g->held.len - g->streamed;
+        char *content = NULL;
+        json_t *calls = tools_reply(g, rest, rl, &content);
+        const char *ct = json_array_size(calls) ? content : rest;
+        size_t cl = json_array_size(calls) ? (content ? strlen(content) : 0) : rl;
+        if (cl) sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, ct, cl, NULL, NULL));
+        size_t i;
+        json_t *call;
+        json_array_foreach(calls, i, call) {
+            /* one delta per call: index, id, type, the name and the whole arguments */
+            json_t *ch = oai_stream_chunk(&g->meta, 0, NULL, 0, NULL, NULL);
+            json_t *delta = json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta");
+            json_object_del(delta, "content");
+            json_t *d = json_deep_copy(call);
+            json_object_set_new(d, "index", json_integer((json_int_t)i));
+            json_t *arr = json_array();
+            json_array_append_new(arr, d);
+            json_object_set_new(delta, "tool_calls", arr);
+            sse_append_json(&g->out, ch);
+        }
+        if (json_array_size(calls) && !strcmp(j->finish, "stop")) finish = "tool_calls";
+        json_decref(calls);
+        st_free(content);
+    }
     if (done) {
         if (!j->finish) {
             sse_append_json(&g->out, error_event(j->error[0] ? j->error : "generation failed"));
         } else {
-            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->meta.kind == GEN_CHAT ? NULL : "", 0, j->finish, NULL));
+            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->meta.kind == GEN_CHAT ? NULL : "", 0, finish, NULL));
             if (g->include_usage) sse_append_json(&g->out, oai_usage_chunk(&g->meta, j->n_prompt, j->n_gen, j->n_cached));
         }
         sse_append_done(&g->out);
@@ -287,6 +341,7 @@ static void gen_ctx_free(gen_ctx *g) {
         job_release(&g->s->sched, g->job);
     }
     sbuf_free(&g->out);
+    sbuf_free(&g->held);
     st_free(g);
 }
 static void stream_free(void *cls) { gen_ctx_free(cls); }
@@ -307,7 +362,16 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
         *n = r->n_prompt_ids;
         return 0;
     }
-    if (r->kind == GEN_CHAT) {
+    if (r->kind == GEN_CHAT && (s->tmpl || r->has_tool_msgs || r->tools_json)) {
+        /* the template sees the whole messages (tool calls, tool results) and the tools (also with
+         * tool_choice "none": the model knows them, it is only not asked to call one) */
+        char *t = strata_chat_format_json(s->model, s->tmpl, r->messages_json, r->tools_json, 1, NULL, err, sizeof err);
+        if (!t) return api_error_set(e, 400, "invalid_request_error", "messages", "invalid_value",
+                                     "The chat template could not render these messages: %s", err);
+        text = st_strdup(t);
+        strata_free(t);
+        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    } else if (r->kind == GEN_CHAT) {
         /* the template's markers are special tokens; message content is always text */
         int got = strata_chat_tokenize(s->model, r->msgs, r->n_msgs, 1, NULL, ids, NULL, err, sizeof err);
         if (got < 0) {
@@ -316,9 +380,10 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
         }
         *n = got;
         return 0;
+    } else {
+        text = st_strdup(r->prompt);
+        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     }
-    text = st_strdup(r->prompt);
-    if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     size_t len = strlen(text);
     int cap = (int)(len < 1000000 ? len : 1000000) + 8;
     *ids = st_malloc((size_t)cap * sizeof(int32_t));
@@ -376,10 +441,41 @@ static size_t request_text_bytes(const gen_request *r) {
     return n;
 }
 
+/* Tools given and not switched off: the template must have a tool format; "required" and a
+ * named function get a grammar that forces the call. */
+static int setup_tools(srv *s, gen_request *r, tool_format *tf, api_error *e) {
+    const char *tmpl = s->tmpl ? s->tmpl : strata_model_chat_template(s->model);
+    *tf = tool_format_of(tmpl);
+    if (*tf == TOOLFMT_NONE)
+        return api_error_set(e, 400, "invalid_request_error", "tools", "unsupported_value",
+                             "This model's chat template has no tool support (it renders no tools in a format this "
+                             "server parses: Hermes/Qwen <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], functionary). "
+                             "Start the server with --chat-template FILE to use one that does.");
+    if (r->tool_choice != TOOL_CHOICE_REQUIRED && r->tool_choice != TOOL_CHOICE_NAMED) return 0;
+    if (r->grammar)
+        return api_error_set(e, 400, "invalid_request_error", "tool_choice", "invalid_value",
+                             "Invalid 'tool_choice': a required tool call cannot be combined with 'response_format' or 'grammar'.");
+    json_t *tools = json_loads(r->tools_json, 0, NULL);
+    char err[300] = "";
+    char *text = tools ? tool_call_grammar(*tf, tools, r->tool_choice == TOOL_CHOICE_NAMED ? r->tool_name : NULL,
+                                           r->parallel_tool_calls, err, sizeof err) : NULL;
+    json_decref(tools);
+    if (text) { r->grammar = grammar_parse(text, err, sizeof err); st_free(text); }
+    if (!r->grammar)
+        return api_error_set(e, 400, "invalid_request_error", "tools", "invalid_value",
+                             "Invalid 'tools': the function parameters cannot be enforced: %s", err);
+    return 0;
+}
+
 static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ctx *cc, gen_kind kind) {
     api_error e;
     gen_request r;
     if (gen_request_parse(cc->body.p, cc->body.len, kind, &r, &e)) return send_error(s, c, cc->ep, &e);
+    tool_format tf = TOOLFMT_NONE;
+    if (kind == GEN_CHAT && r.tools_json && r.tool_choice != TOOL_CHOICE_NONE && setup_tools(s, &r, &tf, &e)) {
+        gen_request_free(&r);
+        return send_error(s, c, cc->ep, &e);
+    }
     int32_t *ids = NULL;
     int n = 0;
     const char *what = kind == GEN_CHAT ? "messages" : "prompt";
@@ -415,6 +511,7 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     if (g) { g->s = s; atomic_fetch_add(&s->open_replies, 1); }
     srv_job *j = g ? job_new(&r, ids, n) : NULL;
     int stream = r.stream, include_usage = r.include_usage;
+    int forced = r.tool_choice == TOOL_CHOICE_REQUIRED || r.tool_choice == TOOL_CHOICE_NAMED;
     gen_request_free(&r);
     st_free(ids);
     if (!j) {
@@ -427,6 +524,9 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     g->ep = cc->ep;
     g->fd = conn_fd(c);
     g->include_usage = include_usage;
+    g->tools = tf;
+    g->tools_forced = forced;
+    sbuf_init(&g->held);
     make_id(g->id, sizeof g->id, kind == GEN_CHAT ? "chatcmpl-" : "cmpl-");
     g->meta.id = g->id;
     g->meta.model = s->model_id;
@@ -475,8 +575,21 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
         oai_timings t = job_timings(j);
         json_t *lpj = lp ? oai_logprobs_shape(kind, lp, &g->text_offset) : NULL;
         if (!lpj && j->logprobs) lpj = oai_logprobs_shape(kind, json_array(), &g->text_offset);
-        ret = send_json(s, c, cc->ep, 200, oai_response(&g->meta, text.p ? text.p : "", text.len, j->finish, lpj,
-                                                           j->n_prompt, j->n_gen, j->n_cached, &t), 0);
+        json_t *resp = oai_response(&g->meta, text.p ? text.p : "", text.len, j->finish, lpj, j->n_prompt, j->n_gen,
+                                    j->n_cached, &t);
+        if (g->tools) {
+            char *content = NULL;
+            json_t *calls = tools_reply(g, text.p ? text.p : "", text.len, &content);
+            json_t *choice = json_array_get(json_object_get(resp, "choices"), 0);
+            json_t *msg = json_object_get(choice, "message");
+            if (json_array_size(calls)) {
+                json_object_set_new(msg, "content", content ? json_string(content) : json_null());
+                json_object_set_new(msg, "tool_calls", calls);
+                if (!strcmp(j->finish, "stop")) json_object_set_new(choice, "finish_reason", json_string("tool_calls"));
+            } else json_decref(calls);
+            st_free(content);
+        }
+        ret = send_json(s, c, cc->ep, 200, resp, 0);
     }
     sbuf_free(&text);
     gen_ctx_free(g);
@@ -951,6 +1064,20 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 /* ---- start-up -------------------------------------------------------------------------------------------- */
+/* A whole text file (st_malloc'ed), NULL with err. */
+static char *read_text_file(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return NULL; }
+    sbuf b; sbuf_init(&b);
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sbuf_append(&b, buf, n);
+    fclose(f);
+    sbuf_append(&b, "", 0);
+    if (b.oom) { sbuf_free(&b); snprintf(err, errlen, "out of memory"); return NULL; }
+    return b.p;
+}
+
 static void model_id_from_path(char *id, size_t n, const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -1055,6 +1182,11 @@ int srv_run(const srv_options *o) {
         goto out;
     }
     model_id_from_path(s->model_id, sizeof s->model_id, o->model_path);
+    if (o->chat_template_file && !(s->tmpl = read_text_file(o->chat_template_file, err, sizeof err))) {
+        fprintf(stderr, "strata serve: --chat-template: %s\n", err);
+        atomic_store(&s->state, SRV_FAILED);
+        goto out;
+    }
     s->t_loaded = (long long)time(NULL);
     if (sched_init(&s->sched, s->model, s->opt.parallel, s->opt.queue, o->n_ctx, o->spec, o->kv_type, err, sizeof err)) {
         fprintf(stderr, "strata serve: %s\n", err);
@@ -1104,6 +1236,7 @@ out:
     MHD_stop_daemon(s->daemon);
     if (s->sched.slots) sched_free(&s->sched);
     if (s->model) strata_model_free(s->model);
+    st_free(s->tmpl);
     pthread_mutex_destroy(&s->stats_mu);
     pthread_mutex_destroy(&s->conn_mu);
     pthread_cond_destroy(&s->conn_cv);

@@ -37,6 +37,7 @@ typedef struct srv_options {
     int max_conn;               /* open connections at most (512); more are closed on accept */
     int max_conn_per_ip;        /* open connections per client address (64; 0: no cap) */
     int header_timeout;         /* seconds to send a request's headers (10) */
+    const char *chat_template_file;   /* --chat-template FILE: a Jinja template instead of the model's */
 } srv_options;
 srv_options srv_default_options(void);
 /* Run until SIGINT/SIGTERM; returns the process exit code. */
@@ -57,6 +58,7 @@ typedef struct srv_job {
     char *stops[GEN_MAX_STOPS];
     int n_stops;
     int logprobs, top_logprobs;
+    grammar *grammar;           /* constrained output (owned), or NULL */
     /* output: guarded by srv_sched.mu; the HTTP thread takes text/lp as they arrive */
     job_state state;
     int cancelled;              /* the client went away: the decode thread drops the job */
@@ -90,6 +92,7 @@ typedef struct srv_slot {
     long base_drafted, base_accepted;     /* the session's draft counters when the job started */
     strata_detok detok;
     stop_filter filter;
+    grammar_match *gm;          /* the job's grammar matcher (its mask is the session's), or NULL */
     int n_gen;
     /* results of one step, published to the job under the lock */
     sbuf staged_text;
@@ -118,6 +121,8 @@ typedef struct srv_sched {
     int thread_started, stop;
     srv_counters counters;
     uint64_t seed_state;        /* seeds for requests without "seed" */
+    grammar_vocab *gvocab;      /* the vocabulary trie for grammars (built by the first grammar job) */
+    int overlap_masks;          /* grammar masks computed on a helper thread during the step (GPU) */
 } srv_sched;
 
 /* spec: speculative drafts per step (0..STRATA_MAX_DRAFT) for greedy requests without logprobs */
