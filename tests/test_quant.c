@@ -144,6 +144,17 @@ static void test_table(void) {
     CHECK_STR(quant_type_name(999), "?");
     CHECK_EQ_INT(act_row_bytes(ACT_Q8_K, 512), 2 * sizeof(act_q8_K));
     CHECK_EQ_INT(act_row_bytes(ACT_Q8_2, 96), 0);
+    /* the activation rows of src/quant/formats.h: values and bytes per block (the layouts of
+     * docs/KERNELS.md section 2) */
+    struct { act_format f; int blck, bytes; } act_want[] = {
+        { ACT_F32, 1, 4 }, { ACT_Q8_0, 32, 36 }, { ACT_Q8_1, 32, 40 }, { ACT_Q8_2, 64, 72 }, { ACT_Q8_K, 256, 292 },
+    };
+    for (size_t i = 0; i < sizeof act_want / sizeof act_want[0]; i++) {
+        CHECK_EQ_INT(act_blck(act_want[i].f), act_want[i].blck);
+        CHECK_EQ_INT(act_row_bytes(act_want[i].f, 3 * act_want[i].blck), 3 * act_want[i].bytes);
+    }
+    CHECK_EQ_INT(act_blck(ACT_COUNT), 0);
+    CHECK_EQ_INT(act_row_bytes(ACT_COUNT, 256), 0);
 }
 
 static void test_matvec_errors(void) {

@@ -6,10 +6,16 @@
 #ifndef STRATA_ACT_QUANT_CUH
 #define STRATA_ACT_QUANT_CUH
 #include "cuda_common.cuh"
+#include "formats.cuh"
 
-static __host__ __device__ __forceinline__ size_t act_block_bytes_dev(int fmt) {
-    return fmt == ACT_Q8_0 ? 36 : fmt == ACT_Q8_1 ? 40 : fmt == ACT_Q8_2 ? 72 : 292;
-}
+/* one code path serves the four layouts: d first; s (act_q8_1 / act_q8_2) then qs at the same
+ * offsets in both; qs of act_q8_0 and act_q8_K at the same offset */
+static_assert(offsetof_i(act_q8_0, d) == 0 && offsetof_i(act_q8_1, d) == 0 && offsetof_i(act_q8_2, d) == 0 &&
+              offsetof_i(act_q8_K, d) == 0, "act blocks: d first");
+static_assert(offsetof_i(act_q8_2, s) == offsetof_i(act_q8_1, s) &&
+                  offsetof_i(act_q8_2, qs) == offsetof_i(act_q8_1, qs),
+              "act_q8_1 / act_q8_2 layouts");
+static_assert(offsetof_i(act_q8_K, qs) == offsetof_i(act_q8_0, qs), "act_q8_0 / act_q8_K qs offsets");
 
 /* The block's values already in registers: lane l holds v[0..V) = values [l*V, l*V + V). */
 template <int B>
@@ -24,7 +30,7 @@ static __device__ __forceinline__ void act_quant_block_regs(const float *v, uint
     float d = __fdiv_rn(amax, 127.0f);
     float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
     int sum = 0;
-    size_t qoff = (fmt == ACT_Q8_1 || fmt == ACT_Q8_2) ? 8 : 4;
+    size_t qoff = (fmt == ACT_Q8_1 || fmt == ACT_Q8_2) ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
     int8_t *qs = (int8_t *)(blk + qoff);
 #pragma unroll
     for (int i = 0; i < V; i++) {
@@ -35,13 +41,14 @@ static __device__ __forceinline__ void act_quant_block_regs(const float *v, uint
     if (fmt == ACT_Q8_K) {
         /* bsums[j] = sum of q[16j .. 16j+15]: lanes 2j and 2j+1 hold those 16 (V = 8) */
         int other = __shfl_down_sync(FULL_MASK, sum, 1);
-        if ((lane & 1) == 0) ((int16_t *)(blk + 260))[lane >> 1] = (int16_t)(sum + other);
+        if ((lane & 1) == 0) ((int16_t *)(blk + offsetof_i(act_q8_K, bsums)))[lane >> 1] = (int16_t)(sum + other);
     }
 #pragma unroll
     for (int s = 16; s >= 1; s >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, s);
     if (lane == 0) {
         *(float *)blk = d;
-        if (fmt == ACT_Q8_1 || fmt == ACT_Q8_2) *(float *)(blk + 4) = __fmul_rn(d, __int2float_rn(sum));
+        if (fmt == ACT_Q8_1 || fmt == ACT_Q8_2)
+            *(float *)(blk + offsetof_i(act_q8_1, s)) = __fmul_rn(d, __int2float_rn(sum));
     }
 }
 
@@ -58,7 +65,8 @@ static __device__ __forceinline__ void act_quant_block(const float *__restrict__
 /* Quantize a whole row of n values (n % B == 0) with the warps of the calling CTA. */
 static __device__ __forceinline__ void act_quant_row_cta(const float *x, int64_t n, uint8_t *dst, int fmt) {
     int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    int B = fmt == ACT_Q8_2 ? 64 : fmt == ACT_Q8_K ? 256 : 32;
+    /* act_blck_q(fmt), written out (inlined early, as the literals were: the same code) */
+    int B = fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : fmt == ACT_Q8_K ? afmt<ACT_Q8_K>::blck : afmt<ACT_Q8_0>::blck;
     size_t bb = act_block_bytes_dev(fmt);
     for (int64_t bi = warp; bi < n / B; bi += nw) {
         if (B == 32) act_quant_block<32>(x + bi * 32, dst + bi * bb, fmt);

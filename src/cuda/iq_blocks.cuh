@@ -12,6 +12,7 @@
 #ifndef STRATA_IQ_BLOCKS_CUH
 #define STRATA_IQ_BLOCKS_CUH
 #include "cuda_common.cuh"
+#include "formats.cuh"
 
 static __device__ __align__(8) uint8_t d_iq2xxs_grid[256][8];
 static __device__ __align__(8) uint8_t d_iq2xs_grid[512][8];
@@ -67,21 +68,27 @@ static __device__ __forceinline__ void iq1_words(const int8_t *gr, int delta, ui
     *w1 = pack4(8 * gr[4] + delta, 8 * gr[5] + delta, 8 * gr[6] + delta, 8 * gr[7] + delta);
 }
 
-/* Format facts: block bytes, k (power of two), fp16 d. */
-template <int FMT> struct iq_fmt;
-template <> struct iq_fmt<TYPE_IQ2_XXS> { enum { bs = 66 }; static __device__ float k() { return 0.125f; } };
-template <> struct iq_fmt<TYPE_IQ2_XS>  { enum { bs = 74 }; static __device__ float k() { return 0.125f; } };
-template <> struct iq_fmt<TYPE_IQ2_S>   { enum { bs = 82 }; static __device__ float k() { return 0.125f; } };
-template <> struct iq_fmt<TYPE_IQ3_XXS> { enum { bs = 98 }; static __device__ float k() { return 0.25f; } };
-template <> struct iq_fmt<TYPE_IQ3_S>   { enum { bs = 110 }; static __device__ float k() { return 1.0f; } };
-template <> struct iq_fmt<TYPE_IQ1_S>   { enum { bs = 50 }; static __device__ float k() { return 0.125f; } };
-template <> struct iq_fmt<TYPE_IQ1_M>   { enum { bs = 56 }; static __device__ float k() { return 0.125f; } };
-template <> struct iq_fmt<TYPE_IQ4_XS>  { enum { bs = 136 }; static __device__ float k() { return 1.0f; } };
+/* The IQ formats with a block partial here (ok) and the reference's k (a power of two); block
+ * bytes are wfmt<FMT>::bsize (formats.cuh), field offsets those of src/quant/blocks.h. */
+template <int FMT> struct iq_fmt { enum { ok = 0 }; };
+template <> struct iq_fmt<TYPE_IQ2_XXS> { enum { ok = 1 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ2_XS>  { enum { ok = 1 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ2_S>   { enum { ok = 1 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ3_XXS> { enum { ok = 1 }; static __device__ float k() { return 0.25f; } };
+template <> struct iq_fmt<TYPE_IQ3_S>   { enum { ok = 1 }; static __device__ float k() { return 1.0f; } };
+template <> struct iq_fmt<TYPE_IQ1_S>   { enum { ok = 1 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ1_M>   { enum { ok = 1 }; static __device__ float k() { return 0.125f; } };
+template <> struct iq_fmt<TYPE_IQ4_XS>  { enum { ok = 1 }; static __device__ float k() { return 1.0f; } };
+static_assert(offsetof_i(block_iq2_xxs, d) == 0 && offsetof_i(block_iq2_xs, d) == 0 &&
+              offsetof_i(block_iq2_s, d) == 0 && offsetof_i(block_iq3_xxs, d) == 0 &&
+              offsetof_i(block_iq3_s, d) == 0 && offsetof_i(block_iq1_s, d) == 0 && offsetof_i(block_iq4_xs, d) == 0 &&
+              offsetof_i(block_iq4_nl, d) == 0, "fp16 d first (IQ1_M: in the scales)");
 
 /* ---- per format: d, multiplier of sub-block j (16 weights), group g (8 weights) ---------- */
 template <int FMT> static __device__ __forceinline__ float iq_d(const uint8_t *blk) {
     if (FMT == TYPE_IQ1_M) {
-        uint32_t s01 = ld_u32_a2(blk + 48), s23 = ld_u32_a2(blk + 52);
+        uint32_t s01 = ld_u32_a2(blk + offsetof_i(block_iq1_m, scales)),
+                 s23 = ld_u32_a2(blk + (offsetof_i(block_iq1_m, scales) + 4));
         uint32_t sc0 = s01 & 0xFFFF, sc1 = s01 >> 16, sc2 = s23 & 0xFFFF, sc3 = s23 >> 16;
         return h2f((uint16_t)((sc0 >> 12) | ((sc1 >> 8) & 0x00f0) | ((sc2 >> 4) & 0x0f00) | (sc3 & 0xf000)));
     }
@@ -90,16 +97,19 @@ template <int FMT> static __device__ __forceinline__ float iq_d(const uint8_t *b
 
 template <int FMT> static __device__ __forceinline__ int iq_mult(const uint8_t *blk, int j) {
     switch (FMT) {
-    case TYPE_IQ2_XXS: return 2 * (int)(ld_u32_a2(blk + 2 + 8 * (j / 2) + 4) >> 28) + 1;
-    case TYPE_IQ2_XS:  return 2 * ((blk[66 + j / 2] >> (4 * (j & 1))) & 15) + 1;
-    case TYPE_IQ2_S:   return 2 * ((blk[74 + j / 2] >> (4 * (j & 1))) & 15) + 1;
-    case TYPE_IQ3_XXS: return 2 * (int)(ld_u32_a2(blk + 2 + 64 + 4 * (j / 2)) >> 28) + 1;
-    case TYPE_IQ3_S:   return 2 * ((blk[106 + j / 4] >> (4 * ((j / 2) & 1))) & 15) + 1;
-    case TYPE_IQ1_S:   return 2 * ((ld_u16(blk + 34 + 2 * (j / 2)) >> 12) & 7) + 1;
-    case TYPE_IQ1_M:   return 2 * ((ld_u16(blk + 48 + 2 * (j / 4)) >> (3 * (j % 4))) & 7) + 1;
+    case TYPE_IQ2_XXS: return 2 * (int)(ld_u32_a2(blk + offsetof_i(block_iq2_xxs, qs) + 8 * (j / 2) + 4) >> 28) + 1;
+    case TYPE_IQ2_XS:  return 2 * ((blk[offsetof_i(block_iq2_xs, scales) + j / 2] >> (4 * (j & 1))) & 15) + 1;
+    case TYPE_IQ2_S:   return 2 * ((blk[offsetof_i(block_iq2_s, scales) + j / 2] >> (4 * (j & 1))) & 15) + 1;
+    case TYPE_IQ3_XXS:
+        return 2 * (int)(ld_u32_a2(blk + offsetof_i(block_iq3_xxs, qs) + QK_K / 4 + 4 * (j / 2)) >> 28) + 1;
+    case TYPE_IQ3_S:   return 2 * ((blk[offsetof_i(block_iq3_s, scales) + j / 4] >> (4 * ((j / 2) & 1))) & 15) + 1;
+    case TYPE_IQ1_S:   return 2 * ((ld_u16(blk + offsetof_i(block_iq1_s, qh) + 2 * (j / 2)) >> 12) & 7) + 1;
+    case TYPE_IQ1_M:
+        return 2 * ((ld_u16(blk + offsetof_i(block_iq1_m, scales) + 2 * (j / 4)) >> (3 * (j % 4))) & 7) + 1;
     case TYPE_IQ4_XS: {
         int ib = j / 2;
-        int ls = ((blk[4 + ib / 2] >> (4 * (ib & 1))) & 15) | ((ld_u16(blk + 2) >> (2 * ib)) & 3) << 4;
+        int ls = ((blk[offsetof_i(block_iq4_xs, scales_l) + ib / 2] >> (4 * (ib & 1))) & 15) |
+                 ((ld_u16(blk + offsetof_i(block_iq4_xs, scales_h)) >> (2 * ib)) & 3) << 4;
         return ls - 32;
     }
     }
@@ -110,37 +120,40 @@ template <int FMT> static __device__ __forceinline__ void iq_group8(const uint8_
     switch (FMT) {
     case TYPE_IQ2_XXS: {
         int ib = g / 4, l = g % 4;
-        uint32_t a0 = ld_u32_a2(blk + 2 + 8 * ib), a1 = ld_u32_a2(blk + 2 + 8 * ib + 4);
+        uint32_t a0 = ld_u32_a2(blk + offsetof_i(block_iq2_xxs, qs) + 8 * ib),
+                 a1 = ld_u32_a2(blk + offsetof_i(block_iq2_xxs, qs) + 8 * ib + 4);
         const uint8_t *row = d_iq2xxs_grid[(a0 >> 8 * l) & 255];
         uint32_t s = d_ksigns[(a1 >> 7 * l) & 127];
         *w0 = apply_signs4(grid8_lo(row), s); *w1 = apply_signs4(grid8_hi(row), s >> 4);
         return;
     }
     case TYPE_IQ2_XS: {
-        uint32_t v = ld_u16(blk + 2 + 2 * g);
+        uint32_t v = ld_u16(blk + offsetof_i(block_iq2_xs, qs) + 2 * g);
         const uint8_t *row = d_iq2xs_grid[v & 511];
         uint32_t s = d_ksigns[v >> 9];
         *w0 = apply_signs4(grid8_lo(row), s); *w1 = apply_signs4(grid8_hi(row), s >> 4);
         return;
     }
     case TYPE_IQ2_S: {
-        uint32_t idx = blk[2 + g] | (((uint32_t)blk[66 + g / 4] >> (2 * (g % 4))) & 3u) << 8;
+        uint32_t idx = blk[offsetof_i(block_iq2_s, qs) + g] |
+                       (((uint32_t)blk[offsetof_i(block_iq2_s, qh) + g / 4] >> (2 * (g % 4))) & 3u) << 8;
         const uint8_t *row = d_iq2s_grid[idx];
-        uint32_t s = blk[2 + 32 + g];
+        uint32_t s = blk[offsetof_i(block_iq2_s, qs) + QK_K / 8 + g];   /* signs: qs' second half */
         *w0 = apply_signs4(grid8_lo(row), s); *w1 = apply_signs4(grid8_hi(row), s >> 4);
         return;
     }
     case TYPE_IQ3_XXS: {
         int ib = g / 4, l = g % 4;
-        const uint8_t *qs = blk + 2;
-        uint32_t a = ld_u32_a2(qs + 64 + 4 * ib);
+        const uint8_t *qs = blk + offsetof_i(block_iq3_xxs, qs);
+        uint32_t a = ld_u32_a2(qs + QK_K / 4 + 4 * ib);
         uint32_t s = d_ksigns[(a >> 7 * l) & 127];
         *w0 = apply_signs4(ld_u32(d_iq3xxs_grid[qs[8 * ib + 2 * l]]), s);
         *w1 = apply_signs4(ld_u32(d_iq3xxs_grid[qs[8 * ib + 2 * l + 1]]), s >> 4);
         return;
     }
     case TYPE_IQ3_S: {
-        const uint8_t *qs = blk + 2, *qh = blk + 66, *signs = blk + 74;
+        const uint8_t *qs = blk + offsetof_i(block_iq3_s, qs), *qh = blk + offsetof_i(block_iq3_s, qh);
+        const uint8_t *signs = blk + offsetof_i(block_iq3_s, signs);
         int g0 = 2 * g, g1 = 2 * g + 1;
         uint32_t i0 = qs[g0] | (((uint32_t)qh[g0 / 8] >> (g0 % 8)) & 1u) << 8;
         uint32_t i1 = qs[g1] | (((uint32_t)qh[g1 / 8] >> (g1 % 8)) & 1u) << 8;
@@ -150,20 +163,21 @@ template <int FMT> static __device__ __forceinline__ void iq_group8(const uint8_
     }
     case TYPE_IQ1_S: {
         int ib = g / 4, l = g % 4;
-        uint32_t qh = ld_u16(blk + 34 + 2 * ib);
+        uint32_t qh = ld_u16(blk + offsetof_i(block_iq1_s, qh) + 2 * ib);
         int delta = (qh & 0x8000) ? -1 : 1;
-        iq1_words(d_iq1s_grid[blk[2 + 4 * ib + l] | ((qh >> 3 * l) & 7u) << 8], delta, w0, w1);
+        iq1_words(d_iq1s_grid[blk[offsetof_i(block_iq1_s, qs) + 4 * ib + l] | ((qh >> 3 * l) & 7u) << 8], delta,
+                  w0, w1);
         return;
     }
     case TYPE_IQ1_M: {
-        uint32_t nib = (blk[32 + g / 2] >> (4 * (g & 1))) & 15;
+        uint32_t nib = (blk[offsetof_i(block_iq1_m, qh) + g / 2] >> (4 * (g & 1))) & 15;
         int delta = (nib & 8) ? -1 : 1;
-        iq1_words(d_iq1s_grid[blk[g] | (nib & 7u) << 8], delta, w0, w1);
+        iq1_words(d_iq1s_grid[blk[offsetof_i(block_iq1_m, qs) + g] | (nib & 7u) << 8], delta, w0, w1);
         return;
     }
     case TYPE_IQ4_XS: {
         int ib = g / 4, l = g % 4;
-        const uint8_t *q = blk + 8 + 16 * ib + 8 * (l & 1);
+        const uint8_t *q = blk + offsetof_i(block_iq4_xs, qs) + 16 * ib + 8 * (l & 1);
         uint32_t a = ld_u32(q), c = ld_u32(q + 4);
         int sh = l >= 2 ? 4 : 0;
         *w0 = kv4((a >> sh) & 0x0F0F0F0Fu); *w1 = kv4((c >> sh) & 0x0F0F0F0Fu);
@@ -175,31 +189,31 @@ template <int FMT> static __device__ __forceinline__ void iq_group8(const uint8_
 
 /* IQ4_NL: 18 bytes = d | qs[16] against act_q8_0 (as Q4_0 with the kvalues table) */
 template <int TM> static __device__ __forceinline__ void bp_iq4_nl(BP_ARGS) {
-    const uint8_t *blk = wr + (size_t)b * 18;
+    const uint8_t *blk = wr + (size_t)b * sizeof_i(block_iq4_nl);
     float dw = h2f(ld_u16(blk));
     uint32_t lo[4], hi[4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        uint32_t q = ld_u32_a2(blk + 2 + 4 * i);
+        uint32_t q = ld_u32_a2(blk + offsetof_i(block_iq4_nl, qs) + 4 * i);
         lo[i] = kv4(q & 0x0F0F0F0Fu);
         hi[i] = kv4((q >> 4) & 0x0F0F0F0Fu);
     }
 #pragma unroll
     for (int t = 0; t < TM; t++) {
         if (t >= T) break;
-        const uint8_t *a = act + t * as + (size_t)b * A80;
+        const uint8_t *a = act + t * as + (size_t)b * sizeof_i(act_q8_0);
         int s = 0;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            s = __dp4a((int)lo[i], ld_i32(a + 4 + 4 * i), s);
-            s = __dp4a((int)hi[i], ld_i32(a + 20 + 4 * i), s);
+            s = __dp4a((int)lo[i], ld_i32(a + offsetof_i(act_q8_0, qs) + 4 * i), s);
+            s = __dp4a((int)hi[i], ld_i32(a + (offsetof_i(act_q8_0, qs) + QK4_NL / 2) + 4 * i), s);
         }
         p[t] = __fmul_rn(__int2float_rn(s), __fmul_rn(dw, ld_f32(a)));
     }
 }
 
 template <int FMT, int TM> static __device__ __forceinline__ void bp_iq_k(BP_ARGS) {
-    const uint8_t *blk = wr + (size_t)b * iq_fmt<FMT>::bs;
+    const uint8_t *blk = wr + (size_t)b * wfmt<FMT>::bsize;
     int S[TM];
 #pragma unroll
     for (int t = 0; t < TM; t++) S[t] = 0;
@@ -212,7 +226,7 @@ template <int FMT, int TM> static __device__ __forceinline__ void bp_iq_k(BP_ARG
 #pragma unroll
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;
-            const uint8_t *a = act + t * as + (size_t)b * A8K + 4 + 16 * j;
+            const uint8_t *a = act + t * as + (size_t)b * sizeof_i(act_q8_K) + offsetof_i(act_q8_K, qs) + 16 * j;
             int s = 0;
 #pragma unroll
             for (int i = 0; i < 4; i++) s = __dp4a((int)w[i], ld_i32(a + 4 * i), s);
@@ -223,7 +237,7 @@ template <int FMT, int TM> static __device__ __forceinline__ void bp_iq_k(BP_ARG
 #pragma unroll
     for (int t = 0; t < TM; t++) {
         if (t >= T) break;
-        const uint8_t *a = act + t * as + (size_t)b * A8K;
+        const uint8_t *a = act + t * as + (size_t)b * sizeof_i(act_q8_K);
         p[t] = __fmul_rn(__fmul_rn(__int2float_rn(S[t]), iq_fmt<FMT>::k()), __fmul_rn(dw, ld_f32(a)));
     }
 }
@@ -240,21 +254,4 @@ template <int FMT, int TM> static __device__ __forceinline__ void bp_iq(BP_ARGS)
     else if (FMT == TYPE_IQ4_XS) bp_iq_k<TYPE_IQ4_XS, TM>(wr, b, act, as, T, p);
 }
 
-static inline int iq_type_info(int type, int *blck, int *act, int *bsize) {
-    int s;
-    switch (type) {
-    case TYPE_IQ2_XXS: s = 66; break;
-    case TYPE_IQ2_XS:  s = 74; break;
-    case TYPE_IQ2_S:   s = 82; break;
-    case TYPE_IQ3_XXS: s = 98; break;
-    case TYPE_IQ3_S:   s = 110; break;
-    case TYPE_IQ1_S:   s = 50; break;
-    case TYPE_IQ1_M:   s = 56; break;
-    case TYPE_IQ4_XS:  s = 136; break;
-    case TYPE_IQ4_NL:  *blck = 32; *act = ACT_Q8_0; *bsize = 18; return 0;
-    default: return -1;
-    }
-    *blck = 256; *act = ACT_Q8_K; *bsize = s;
-    return 0;
-}
 #endif

@@ -23,22 +23,28 @@
  *              crumbs per byte; this part takes crumbs 2(k%2) and 2(k%2)+1, i.e. sub-blocks
  *              8 half + 2 crumb + r.
  *   IQ         16-weight sub-blocks 2k and 2k+1 (iq_group8 / iq_mult of iq_blocks.cuh).
- * Activation reads are 4-byte (act_q8_K blocks are 292 bytes: 4-aligned only). */
+ * Activation reads are 4-byte (act_q8_K blocks are 4-aligned only: sizeof_i(act_q8_K) % 16 != 0). */
 #ifndef STRATA_KQUANT_COOP_CUH
 #define STRATA_KQUANT_COOP_CUH
 #include "quant_blocks.cuh"
 #include "iq_blocks.cuh"
 
-template <int FMT> struct coop_fmt { enum { ok = 0, bs = 0, has_m = 0 }; };
-template <> struct coop_fmt<TYPE_Q2_K> { enum { ok = 1, bs = 84, has_m = 1 }; };
-template <> struct coop_fmt<TYPE_Q3_K> { enum { ok = 1, bs = 110, has_m = 0 }; };
-template <> struct coop_fmt<TYPE_Q4_K> { enum { ok = 1, bs = 144, has_m = 1 }; };
-template <> struct coop_fmt<TYPE_Q5_K> { enum { ok = 1, bs = 176, has_m = 1 }; };
-template <> struct coop_fmt<TYPE_Q6_K> { enum { ok = 1, bs = 210, has_m = 0 }; };
-#define COOP_IQ(F) template <> struct coop_fmt<F> { enum { ok = 1, bs = iq_fmt<F>::bs, has_m = 0 }; };
+/* ok: the format has a cooperative path; has_m: its partial has a min term (M). Block bytes
+ * are wfmt<FMT>::bsize (formats.cuh). */
+template <int FMT> struct coop_fmt { enum { ok = 0, has_m = 0 }; };
+template <> struct coop_fmt<TYPE_Q2_K> { enum { ok = 1, has_m = 1 }; };
+template <> struct coop_fmt<TYPE_Q3_K> { enum { ok = 1, has_m = 0 }; };
+template <> struct coop_fmt<TYPE_Q4_K> { enum { ok = 1, has_m = 1 }; };
+template <> struct coop_fmt<TYPE_Q5_K> { enum { ok = 1, has_m = 1 }; };
+template <> struct coop_fmt<TYPE_Q6_K> { enum { ok = 1, has_m = 0 }; };
+#define COOP_IQ(F) template <> struct coop_fmt<F> { enum { ok = 1, has_m = 0 }; };
 COOP_IQ(TYPE_IQ2_XXS) COOP_IQ(TYPE_IQ2_XS) COOP_IQ(TYPE_IQ2_S) COOP_IQ(TYPE_IQ3_XXS) COOP_IQ(TYPE_IQ3_S)
 COOP_IQ(TYPE_IQ1_S) COOP_IQ(TYPE_IQ1_M) COOP_IQ(TYPE_IQ4_XS)
 #undef COOP_IQ
+/* Q4_K / Q5_K: d | dmin | scales[12] are the block's first 16 bytes (one uint4 load) */
+static_assert(offsetof_i(block_q4_K, scales) == 4 && offsetof_i(block_q4_K, qs) == 16 &&
+              offsetof_i(block_q5_K, scales) == 4 &&
+              offsetof_i(block_q5_K, qh) == 16, "Q4_K / Q5_K header: 16 bytes");
 
 /* sum of dp4a of 4 weight words against 16 activation bytes at a (4-aligned) */
 static __device__ __forceinline__ int dot16(const uint32_t *w, const uint8_t *a) {
@@ -47,19 +53,24 @@ static __device__ __forceinline__ int dot16(const uint32_t *w, const uint8_t *a)
     for (int i = 0; i < 4; i++) s = __dp4a((int)w[i], ld_i32(a + 4 * i), s);
     return s;
 }
-static __device__ __forceinline__ int bsum16(const uint8_t *a, int i) { return (int)*(const int16_t *)(a + 260 + 2 * i); }
+static __device__ __forceinline__ int bsum16(const uint8_t *a, int i) {
+    return (int)*(const int16_t *)(a + offsetof_i(act_q8_K, bsums) + 2 * i);
+}
 
 /* Part k's integer shares S[t], M[t] of super-block blk against activation blocks a0 + t*as. */
 template <int FMT, int TM>
 static __device__ __forceinline__ void coop_part(const uint8_t *__restrict__ blk, int k, const uint8_t *__restrict__ a0,
                                                  size_t as, int T, int *S, int *M) {
     if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K) {
-        const int Q5 = FMT == TYPE_Q5_K, qoff = Q5 ? 48 : 16;
+        const int Q5 = FMT == TYPE_Q5_K, qoff = Q5 ? (int)offsetof_i(block_q5_K, qs) : (int)offsetof_i(block_q4_K, qs);
         int j = k >> 1, h = k & 1;
         uint4 qv = *(const uint4 *)(blk + qoff + 32 * j + 16 * h);
         uint32_t w[4] = { qv.x, qv.y, qv.z, qv.w }, lo[4], hi[4];
         uint32_t hb[4] = { 0, 0, 0, 0 };
-        if (Q5) { uint4 hv = *(const uint4 *)(blk + 16 + 16 * h); hb[0] = hv.x; hb[1] = hv.y; hb[2] = hv.z; hb[3] = hv.w; }
+        if (Q5) {
+            uint4 hv = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16 * h);
+            hb[0] = hv.x; hb[1] = hv.y; hb[2] = hv.z; hb[3] = hv.w;
+        }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             lo[i] = w[i] & 0x0F0F0F0Fu;
@@ -88,13 +99,15 @@ static __device__ __forceinline__ void coop_part(const uint8_t *__restrict__ blk
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;
             const uint8_t *a = a0 + t * as;
-            S[t] = scA * dot16(lo, a + 4 + 64 * j + 16 * h) + scB * dot16(hi, a + 36 + 64 * j + 16 * h);
+            S[t] = scA * dot16(lo, a + offsetof_i(act_q8_K, qs) + 64 * j + 16 * h) +
+                   scB * dot16(hi, a + (offsetof_i(act_q8_K, qs) + 32) + 64 * j + 16 * h);
             M[t] = mA * bsum16(a, 4 * j + h) + mB * bsum16(a, 4 * j + 2 + h);
         }
     } else if constexpr (FMT == TYPE_Q6_K) {
         int half = k >> 2, q = k & 3;
         int sA = 8 * half + q, sB = sA + 4, hs = 2 * (q >> 1);
-        const uint8_t *ql = blk + 64 * half + 16 * q, *qh = blk + 128 + 32 * half + 16 * (q & 1);
+        const uint8_t *ql = blk + offsetof_i(block_q6_K, ql) + 64 * half + 16 * q;
+        const uint8_t *qh = blk + offsetof_i(block_q6_K, qh) + 32 * half + 16 * (q & 1);
         uint32_t wa[4], wb[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -102,22 +115,24 @@ static __device__ __forceinline__ void coop_part(const uint8_t *__restrict__ blk
             wa[i] = __vsub4((l & 0x0F0F0F0Fu) | ((hh >> hs) & 0x03030303u) << 4, 0x20202020u);
             wb[i] = __vsub4(((l >> 4) & 0x0F0F0F0Fu) | ((hh >> (hs + 4)) & 0x03030303u) << 4, 0x20202020u);
         }
-        int scA = (int)(int8_t)blk[192 + sA], scB = (int)(int8_t)blk[192 + sB];
+        int scA = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sA],
+            scB = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sB];
 #pragma unroll
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;
             const uint8_t *a = a0 + t * as;
-            S[t] = scA * dot16(wa, a + 4 + 16 * sA) + scB * dot16(wb, a + 4 + 16 * sB);
+            S[t] = scA * dot16(wa, a + offsetof_i(act_q8_K, qs) + 16 * sA) +
+                   scB * dot16(wb, a + offsetof_i(act_q8_K, qs) + 16 * sB);
         }
     } else if constexpr (FMT == TYPE_Q2_K || FMT == TYPE_Q3_K) {
         const int Q3 = FMT == TYPE_Q3_K;
         int c = k >> 1, half = c >> 1, r = c & 1, cr0 = 2 * (k & 1);
-        const uint8_t *qs = blk + (Q3 ? 32 : 16) + 32 * half + 16 * r;
+        const uint8_t *qs = blk + (Q3 ? offsetof_i(block_q3_K, qs) : offsetof_i(block_q2_K, qs)) + 32 * half + 16 * r;
         uint32_t w[4], hm[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             w[i] = Q3 ? ld_u32_a2(qs + 4 * i) : ld_u32(qs + 4 * i);
-            hm[i] = Q3 ? ld_u32_a2(blk + 16 * r + 4 * i) : 0;
+            hm[i] = Q3 ? ld_u32_a2(blk + offsetof_i(block_q3_K, hmask) + 16 * r + 4 * i) : 0;
         }
         uint32_t wa[4], wb[4];
         int sA = 8 * half + 2 * cr0 + r, sB = sA + 2;
@@ -132,19 +147,21 @@ static __device__ __forceinline__ void coop_part(const uint8_t *__restrict__ blk
         }
         int scA, scB, mA = 0, mB = 0;
         if (Q3) {
-            const uint8_t *scb = blk + 96;
+            const uint8_t *scb = blk + offsetof_i(block_q3_K, scales);
             int loA = sA < 8 ? scb[sA] & 0x0F : scb[sA - 8] >> 4, hiA = (scb[8 + sA % 4] >> (2 * (sA / 4))) & 3;
             int loB = sB < 8 ? scb[sB] & 0x0F : scb[sB - 8] >> 4, hiB = (scb[8 + sB % 4] >> (2 * (sB / 4))) & 3;
             scA = (loA | hiA << 4) - 32; scB = (loB | hiB << 4) - 32;
         } else {
-            scA = blk[sA] & 15; mA = blk[sA] >> 4;
-            scB = blk[sB] & 15; mB = blk[sB] >> 4;
+            const uint8_t *sc2 = blk + offsetof_i(block_q2_K, scales);
+            scA = sc2[sA] & 15; mA = sc2[sA] >> 4;
+            scB = sc2[sB] & 15; mB = sc2[sB] >> 4;
         }
 #pragma unroll
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;
             const uint8_t *a = a0 + t * as;
-            S[t] = scA * dot16(wa, a + 4 + 16 * sA) + scB * dot16(wb, a + 4 + 16 * sB);
+            S[t] = scA * dot16(wa, a + offsetof_i(act_q8_K, qs) + 16 * sA) +
+                   scB * dot16(wb, a + offsetof_i(act_q8_K, qs) + 16 * sB);
             if (!Q3) M[t] = mA * bsum16(a, sA) + mB * bsum16(a, sB);
         }
     } else {
@@ -162,7 +179,8 @@ static __device__ __forceinline__ void coop_part(const uint8_t *__restrict__ blk
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;
             const uint8_t *a = a0 + t * as;
-            S[t] = m[0] * dot16(w[0], a + 4 + 32 * k) + m[1] * dot16(w[1], a + 20 + 32 * k);
+            S[t] = m[0] * dot16(w[0], a + offsetof_i(act_q8_K, qs) + 32 * k) +
+                   m[1] * dot16(w[1], a + (offsetof_i(act_q8_K, qs) + 16) + 32 * k);
         }
     }
 }
@@ -173,9 +191,12 @@ static __device__ __forceinline__ void coop_final(const uint8_t *__restrict__ bl
                                                   int T, const int *S, const int *M, float *p) {
     float dw, dmw = 0.0f;
     if (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K) { uint32_t dd = ld_u32(blk); dw = h2f((uint16_t)dd); dmw = h2f((uint16_t)(dd >> 16)); }
-    else if (FMT == TYPE_Q2_K) { uint32_t dd = ld_u32(blk + 80); dw = h2f((uint16_t)dd); dmw = h2f((uint16_t)(dd >> 16)); }
-    else if (FMT == TYPE_Q3_K) dw = h2f(ld_u16(blk + 108));
-    else if (FMT == TYPE_Q6_K) dw = h2f(ld_u16(blk + 208));
+    else if (FMT == TYPE_Q2_K) {
+        uint32_t dd = ld_u32(blk + offsetof_i(block_q2_K, d));
+        dw = h2f((uint16_t)dd); dmw = h2f((uint16_t)(dd >> 16));
+    }
+    else if (FMT == TYPE_Q3_K) dw = h2f(ld_u16(blk + offsetof_i(block_q3_K, d)));
+    else if (FMT == TYPE_Q6_K) dw = h2f(ld_u16(blk + offsetof_i(block_q6_K, d)));
     else dw = iq_d<FMT>(blk);
 #pragma unroll
     for (int t = 0; t < TM; t++) {
@@ -198,7 +219,7 @@ static __device__ __forceinline__ void coop_final(const uint8_t *__restrict__ bl
 template <int FMT, int TM, int TPB, int R>
 static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, int nb, const uint8_t *__restrict__ act,
                                                     size_t as, int T, float (*acc)[TM]) {
-    const int BS = coop_fmt<FMT>::bs, G = 32 / TPB, U = 8 / TPB;
+    const int BS = wfmt<FMT>::bsize, G = 32 / TPB, U = 8 / TPB;
     int lane = threadIdx.x & 31, g = lane / TPB, k = lane % TPB;
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -221,7 +242,8 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
                 int s2[TM], m2[TM];
 #pragma unroll
                 for (int t = 0; t < TM; t++) { s2[t] = 0; m2[t] = 0; }
-                coop_part<FMT, TM>(wr[r] + (size_t)b * BS, k + TPB * i, act + (size_t)b * A8K, as, T, s2, m2);
+                coop_part<FMT, TM>(wr[r] + (size_t)b * BS, k + TPB * i, act + (size_t)b * sizeof_i(act_q8_K), as, T, s2,
+                                   m2);
 #pragma unroll
                 for (int t = 0; t < TM; t++) { S[r][t] += s2[t]; M[r][t] += m2[t]; }
             }
@@ -239,7 +261,8 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
         }
         if (b < nb) {
 #pragma unroll
-            for (int r = 0; r < R; r++) coop_final<FMT, TM>(wr[r] + (size_t)b * BS, act + (size_t)b * A8K, as, T, S[r], M[r], p[r]);
+            for (int r = 0; r < R; r++)
+                coop_final<FMT, TM>(wr[r] + (size_t)b * BS, act + (size_t)b * sizeof_i(act_q8_K), as, T, S[r], M[r], p[r]);
         }
         /* block base + gs belongs to lane (base % 32) + gs: fetch it from group gs's first lane */
         int gs = lane - (base & 31);

@@ -46,20 +46,22 @@ __global__ void act_quantize_kernel(const float *__restrict__ x, int64_t n, int 
 }
 
 extern "C" int cuda_act_quantize(int act, const float *x, int64_t n, int T, void *dst, void *stream) {
-    int B = act == ACT_Q8_2 ? 64 : act == ACT_Q8_K ? 256 : 32;
     if (act == ACT_F32) {
         return CU_CHECK(cudaMemcpyAsync(dst, x, (size_t)n * T * sizeof(float), cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
     }
-    if (act < ACT_Q8_0 || act > ACT_Q8_K || n % B) return -1;
+    if (act < ACT_Q8_0 || act > ACT_Q8_K) return -1;
+    const int B = act_blck_q(act);
+    if (n % B) return -1;
     int64_t warps = n / B * T;
     int threads = 128;
     unsigned blocks = (unsigned)((warps * 32 + threads - 1) / threads);
     cudaStream_t st = (cudaStream_t)stream;
-    switch (B) {
-    case 32:  klaunch(act_quantize_kernel<32>, blocks, threads, 0, st, x, n, T, (uint8_t *)dst, act); break;
-    case 64:  klaunch(act_quantize_kernel<64>, blocks, threads, 0, st, x, n, T, (uint8_t *)dst, act); break;
-    default:  klaunch(act_quantize_kernel<256>, blocks, threads, 0, st, x, n, T, (uint8_t *)dst, act); break;
-    }
+    /* the kernel per block length: act_q8_0 / act_q8_1, act_q8_2, act_q8_K */
+#define AQ(A) klaunch(act_quantize_kernel<afmt<A>::blck>, blocks, threads, 0, st, x, n, T, (uint8_t *)dst, act)
+    if (B == afmt<ACT_Q8_0>::blck) AQ(ACT_Q8_0);
+    else if (B == afmt<ACT_Q8_2>::blck) AQ(ACT_Q8_2);
+    else AQ(ACT_Q8_K);
+#undef AQ
     return CU_LAUNCHED();
 }
 
@@ -167,9 +169,17 @@ matvec_swiglu_q32_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__rest
     }
 }
 
+/* the formats this kernel is built for (32-weight blocks) */
+#define SWIGLU_Q32_FORMATS(X) X(TYPE_Q4_0) X(TYPE_Q4_1) X(TYPE_Q5_0) X(TYPE_Q5_1) X(TYPE_Q8_0)
+
 int cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out) {
-    return (type == TYPE_Q4_0 || type == TYPE_Q4_1 || type == TYPE_Q5_0 || type == TYPE_Q5_1 || type == TYPE_Q8_0) &&
-           (act_h_fmt == ACT_Q8_0 || act_h_fmt == ACT_Q8_1) && n_out % 32 == 0 && n_out > 0;
+    int fmt_ok = 0;
+    switch (type) {
+#define SQ_OK(F) case F: static_assert(wfmt<F>::blck == 32, "32-weight blocks"); fmt_ok = 1; break;
+    SWIGLU_Q32_FORMATS(SQ_OK)
+#undef SQ_OK
+    }
+    return fmt_ok && (act_h_fmt == ACT_Q8_0 || act_h_fmt == ACT_Q8_1) && n_out % 32 == 0 && n_out > 0;
 }
 
 int cuda_matvec_swiglu_q32(int type, const mv_group *g, int64_t n_in, const void *act, void *act_h, int act_h_fmt,
@@ -183,11 +193,10 @@ int cuda_matvec_swiglu_q32(int type, const mv_group *g, int64_t n_in, const void
     const uint8_t *a = (const uint8_t *)act;
     uint8_t *ah = (uint8_t *)act_h;
     switch (type) {
-    case TYPE_Q4_0: klaunch(matvec_swiglu_q32_kernel<TYPE_Q4_0>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
-    case TYPE_Q4_1: klaunch(matvec_swiglu_q32_kernel<TYPE_Q4_1>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
-    case TYPE_Q5_0: klaunch(matvec_swiglu_q32_kernel<TYPE_Q5_0>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
-    case TYPE_Q5_1: klaunch(matvec_swiglu_q32_kernel<TYPE_Q5_1>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
-    default:        klaunch(matvec_swiglu_q32_kernel<TYPE_Q8_0>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
+#define SQ_LAUNCH(F) \
+    case F: klaunch(matvec_swiglu_q32_kernel<F>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
+    SWIGLU_Q32_FORMATS(SQ_LAUNCH)
+#undef SQ_LAUNCH
     }
     return CU_LAUNCHED();
 }
@@ -223,10 +232,8 @@ static int coop_choice(const uint8_t *const *W, int n, size_t row_bytes, int T) 
 int cuda_matvec_coop_for(int type, const void *W, size_t row_bytes) {
     const uint8_t *w = (const uint8_t *)W;
     switch (type) {
-#define COOP_FOR(F) case F: return coop_choice<F>(&w, 1, row_bytes, 1);
-    COOP_FOR(TYPE_Q2_K) COOP_FOR(TYPE_Q3_K) COOP_FOR(TYPE_Q4_K) COOP_FOR(TYPE_Q5_K) COOP_FOR(TYPE_Q6_K)
-    COOP_FOR(TYPE_IQ2_XXS) COOP_FOR(TYPE_IQ2_XS) COOP_FOR(TYPE_IQ2_S) COOP_FOR(TYPE_IQ3_XXS) COOP_FOR(TYPE_IQ3_S)
-    COOP_FOR(TYPE_IQ1_S) COOP_FOR(TYPE_IQ1_M) COOP_FOR(TYPE_IQ4_XS)
+#define COOP_FOR(NAME, F, fn, BLCK, BSIZE, ACT) case F: return coop_choice<F>(&w, 1, row_bytes, 1);
+    STRATA_WEIGHT_FORMATS(COOP_FOR)
 #undef COOP_FOR
     default: return 0;
     }
@@ -254,26 +261,14 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     return CU_LAUNCHED();
 }
 
+/* a row of src/quant/formats.h: every format there has CUDA kernels (block_partials) */
 int cuda_type_info(int type, int *blck, int *act_fmt, int *bsize) {
-    int b = 0, a = ACT_F32, s = 0;
+    int b, a, s;
     switch (type) {
-    case TYPE_F32:  b = 1; s = 4; a = ACT_F32; break;
-    case TYPE_F16:  b = 1; s = 2; a = ACT_F32; break;
-    case TYPE_BF16: b = 1; s = 2; a = ACT_F32; break;
-    case TYPE_Q4_0: b = 32; s = 18; a = ACT_Q8_0; break;
-    case TYPE_Q4_1: b = 32; s = 20; a = ACT_Q8_1; break;
-    case TYPE_Q5_0: b = 32; s = 22; a = ACT_Q8_0; break;
-    case TYPE_Q5_1: b = 32; s = 24; a = ACT_Q8_1; break;
-    case TYPE_Q8_0: b = 32; s = 34; a = ACT_Q8_0; break;
-    case TYPE_Q2_0: b = 64; s = 18; a = ACT_Q8_2; break;
-    case TYPE_MXFP4: b = 32; s = 17; a = ACT_Q8_0; break;
-    case TYPE_Q2_K: b = 256; s = 84; a = ACT_Q8_K; break;
-    case TYPE_Q3_K: b = 256; s = 110; a = ACT_Q8_K; break;
-    case TYPE_Q4_K: b = 256; s = 144; a = ACT_Q8_K; break;
-    case TYPE_Q5_K: b = 256; s = 176; a = ACT_Q8_K; break;
-    case TYPE_Q6_K: b = 256; s = 210; a = ACT_Q8_K; break;
-    default:
-        if (iq_type_info(type, &b, &a, &s) != 0) return -1;
+#define INFO(NAME, F, fn, BLCK, BSIZE, ACT) case F: b = BLCK; s = (int)(BSIZE); a = ACT; break;
+    STRATA_WEIGHT_FORMATS(INFO)
+#undef INFO
+    default: return -1;
     }
     if (blck) *blck = b;
     if (act_fmt) *act_fmt = a;
@@ -285,11 +280,9 @@ extern "C" int cuda_type_supported(int type) { return cuda_type_info(type, NULL,
 
 size_t cuda_act_row_bytes(int act, int64_t n) {
     switch (act) {
-    case ACT_F32:  return (size_t)n * 4;
-    case ACT_Q8_0: return n % 32 ? 0 : (size_t)(n / 32) * 36;
-    case ACT_Q8_1: return n % 32 ? 0 : (size_t)(n / 32) * 40;
-    case ACT_Q8_2: return n % 64 ? 0 : (size_t)(n / 64) * 72;
-    case ACT_Q8_K: return n % 256 ? 0 : (size_t)(n / 256) * 292;
+#define ROW_BYTES(F, B, BYTES) case F: return n % (B) ? 0 : (size_t)(n / (B)) * (BYTES);
+    STRATA_ACT_FORMATS(ROW_BYTES)
+#undef ROW_BYTES
     }
     return 0;
 }
@@ -300,30 +293,9 @@ int cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act
     int nb = (int)(n_in / blck);
     size_t as = cuda_act_row_bytes(af, n_in);
     switch (type) {
-    case TYPE_F32:  return launch_fmt<TYPE_F32>(g, n_in, nb, act, as, T, st);
-    case TYPE_F16:  return launch_fmt<TYPE_F16>(g, n_in, nb, act, as, T, st);
-    case TYPE_BF16: return launch_fmt<TYPE_BF16>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q4_0: return launch_fmt<TYPE_Q4_0>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q4_1: return launch_fmt<TYPE_Q4_1>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q5_0: return launch_fmt<TYPE_Q5_0>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q5_1: return launch_fmt<TYPE_Q5_1>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q8_0: return launch_fmt<TYPE_Q8_0>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q2_0: return launch_fmt<TYPE_Q2_0>(g, n_in, nb, act, as, T, st);
-    case TYPE_MXFP4: return launch_fmt<TYPE_MXFP4>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q2_K: return launch_fmt<TYPE_Q2_K>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q3_K: return launch_fmt<TYPE_Q3_K>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q4_K: return launch_fmt<TYPE_Q4_K>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q5_K: return launch_fmt<TYPE_Q5_K>(g, n_in, nb, act, as, T, st);
-    case TYPE_Q6_K: return launch_fmt<TYPE_Q6_K>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ2_XXS: return launch_fmt<TYPE_IQ2_XXS>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ2_XS:  return launch_fmt<TYPE_IQ2_XS>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ2_S:   return launch_fmt<TYPE_IQ2_S>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ3_XXS: return launch_fmt<TYPE_IQ3_XXS>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ3_S:   return launch_fmt<TYPE_IQ3_S>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ1_S:   return launch_fmt<TYPE_IQ1_S>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ1_M:   return launch_fmt<TYPE_IQ1_M>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ4_NL:  return launch_fmt<TYPE_IQ4_NL>(g, n_in, nb, act, as, T, st);
-    case TYPE_IQ4_XS:  return launch_fmt<TYPE_IQ4_XS>(g, n_in, nb, act, as, T, st);
+#define LAUNCH(NAME, F, fn, BLCK, BSIZE, ACT) case F: return launch_fmt<F>(g, n_in, nb, act, as, T, st);
+    STRATA_WEIGHT_FORMATS(LAUNCH)
+#undef LAUNCH
     default: return -1;
     }
 }

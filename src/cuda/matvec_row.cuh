@@ -4,13 +4,25 @@
 #define STRATA_MATVEC_ROW_CUH
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
+#include "formats.cuh"
 #include "quant_blocks.cuh"
 #include "iq_blocks.cuh"
 #include "kquant_coop.cuh"
 
 #define MV_WARPS 4   /* rows per CTA */
 
+/* The block partial of weight format FMT (a row of src/quant/formats.h whose blocks hold more
+ * than one weight; F32 / F16 / BF16 take row_dot's per-element path). A row without one stops
+ * the build here: has_block_partial lists the formats of the chain below (and bp_iq's). */
+template <int FMT> struct has_block_partial {
+    enum { v = FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1 || FMT == TYPE_Q8_0 ||
+               FMT == TYPE_Q2_0 || FMT == TYPE_MXFP4 || FMT == TYPE_Q2_K || FMT == TYPE_Q3_K || FMT == TYPE_Q4_K ||
+               FMT == TYPE_Q5_K || FMT == TYPE_Q6_K || FMT == TYPE_IQ4_NL || iq_fmt<FMT>::ok };
+};
 template <int FMT, int TM> static __device__ __forceinline__ void block_partials(BP_ARGS) {
+    static_assert(!wfmt<FMT>::ok || wfmt<FMT>::blck == 1 || has_block_partial<FMT>::v,
+                  "a weight format of src/quant/formats.h without a CUDA block partial: add its bp_<fmt> "
+                  "(quant_blocks.cuh / iq_blocks.cuh) and its branch here");
     if (FMT == TYPE_Q4_0) bp_q4_0<TM>(wr, b, act, as, T, p);
     else if (FMT == TYPE_Q4_1) bp_q4_1<TM>(wr, b, act, as, T, p);
     else if (FMT == TYPE_Q5_0) bp_q5_0<TM>(wr, b, act, as, T, p);

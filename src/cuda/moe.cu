@@ -349,12 +349,9 @@ static int moe_matvecs(const cuda_moe *m, int down, cudaStream_t st) {
 }
 
 static int moe_dispatch(int type, const cuda_moe *m, int down, cudaStream_t st) {
-    switch (type) {
-#define F(T_) case T_: return moe_matvecs<T_>(m, down, st);
-    F(TYPE_F32) F(TYPE_F16) F(TYPE_BF16) F(TYPE_Q4_0) F(TYPE_Q4_1) F(TYPE_Q5_0) F(TYPE_Q5_1) F(TYPE_Q8_0)
-    F(TYPE_Q2_0) F(TYPE_MXFP4) F(TYPE_Q2_K) F(TYPE_Q3_K) F(TYPE_Q4_K) F(TYPE_Q5_K) F(TYPE_Q6_K)
-    F(TYPE_IQ2_XXS) F(TYPE_IQ2_XS) F(TYPE_IQ2_S) F(TYPE_IQ3_XXS) F(TYPE_IQ3_S) F(TYPE_IQ1_S) F(TYPE_IQ1_M)
-    F(TYPE_IQ4_NL) F(TYPE_IQ4_XS)
+    switch (type) {   /* every row of src/quant/formats.h */
+#define F(NAME, T_, fn, BLCK, BSIZE, ACT) case T_: return moe_matvecs<T_>(m, down, st);
+    STRATA_WEIGHT_FORMATS(F)
 #undef F
     default: return -1;
     }

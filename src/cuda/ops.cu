@@ -12,6 +12,7 @@
  *   add       bit-identical */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
+#include "formats.cuh"
 #include "act_quant.cuh"
 #include "expf_host.cuh"
 
@@ -32,76 +33,86 @@ static __device__ __forceinline__ float dq_elem(const uint8_t *row, int type, in
     case TYPE_F16: return h2f(((const uint16_t *)row)[j]);
     case TYPE_BF16: return bf2f(((const uint16_t *)row)[j]);
     case TYPE_Q4_0: {
-        const uint8_t *b = row + (j / 32) * 18; int k = (int)(j % 32);
-        int q = k < 16 ? (b[2 + k] & 15) : (b[2 + k - 16] >> 4);
+        const int qs = offsetof_i(block_q4_0, qs);
+        const uint8_t *b = row + (j / QK4_0) * sizeof_i(block_q4_0); int k = (int)(j % QK4_0);
+        int q = k < 16 ? (b[qs + k] & 15) : (b[qs + k - 16] >> 4);
         return __fmul_rn(h2f(ld_u16(b)), (float)(q - 8));
     }
     case TYPE_Q4_1: {
-        const uint8_t *b = row + (j / 32) * 20; int k = (int)(j % 32);
-        int q = k < 16 ? (b[4 + k] & 15) : (b[4 + k - 16] >> 4);
-        return __fadd_rn(__fmul_rn(h2f(ld_u16(b)), (float)q), h2f(ld_u16(b + 2)));
+        const int qs = offsetof_i(block_q4_1, qs);
+        const uint8_t *b = row + (j / QK4_1) * sizeof_i(block_q4_1); int k = (int)(j % QK4_1);
+        int q = k < 16 ? (b[qs + k] & 15) : (b[qs + k - 16] >> 4);
+        return __fadd_rn(__fmul_rn(h2f(ld_u16(b)), (float)q), h2f(ld_u16(b + offsetof_i(block_q4_1, m))));
     }
     case TYPE_Q5_0: {
-        const uint8_t *b = row + (j / 32) * 22; int k = (int)(j % 32);
-        uint32_t qh = ld_u32_a2(b + 2);
-        int q = (k < 16 ? (b[6 + k] & 15) : (b[6 + k - 16] >> 4)) | (int)((qh >> k) & 1) << 4;
+        const int qs = offsetof_i(block_q5_0, qs);
+        const uint8_t *b = row + (j / QK5_0) * sizeof_i(block_q5_0); int k = (int)(j % QK5_0);
+        uint32_t qh = ld_u32_a2(b + offsetof_i(block_q5_0, qh));
+        int q = (k < 16 ? (b[qs + k] & 15) : (b[qs + k - 16] >> 4)) | (int)((qh >> k) & 1) << 4;
         return __fmul_rn(h2f(ld_u16(b)), (float)(q - 16));
     }
     case TYPE_Q5_1: {
-        const uint8_t *b = row + (j / 32) * 24; int k = (int)(j % 32);
-        uint32_t qh = ld_u32(b + 4);
-        int q = (k < 16 ? (b[8 + k] & 15) : (b[8 + k - 16] >> 4)) | (int)((qh >> k) & 1) << 4;
-        return __fadd_rn(__fmul_rn(h2f(ld_u16(b)), (float)q), h2f(ld_u16(b + 2)));
+        const int qs = offsetof_i(block_q5_1, qs);
+        const uint8_t *b = row + (j / QK5_1) * sizeof_i(block_q5_1); int k = (int)(j % QK5_1);
+        uint32_t qh = ld_u32(b + offsetof_i(block_q5_1, qh));
+        int q = (k < 16 ? (b[qs + k] & 15) : (b[qs + k - 16] >> 4)) | (int)((qh >> k) & 1) << 4;
+        return __fadd_rn(__fmul_rn(h2f(ld_u16(b)), (float)q), h2f(ld_u16(b + offsetof_i(block_q5_1, m))));
     }
     case TYPE_Q8_0: {
-        const uint8_t *b = row + (j / 32) * 34;
-        return __fmul_rn((float)(int8_t)b[2 + j % 32], h2f(ld_u16(b)));
+        const uint8_t *b = row + (j / QK8_0) * sizeof_i(block_q8_0);
+        return __fmul_rn((float)(int8_t)b[offsetof_i(block_q8_0, qs) + j % QK8_0], h2f(ld_u16(b)));
     }
     case TYPE_Q2_0: {
-        const uint8_t *b = row + (j / 64) * 18; int k = (int)(j % 64);
-        int c = (b[2 + k / 4] >> (2 * (k % 4))) & 3;
+        const uint8_t *b = row + (j / QK2_0) * sizeof_i(block_q2_0); int k = (int)(j % QK2_0);
+        int c = (b[offsetof_i(block_q2_0, qs) + k / 4] >> (2 * (k % 4))) & 3;
         return __fmul_rn((float)(c - 1), h2f(ld_u16(b)));
     }
     case TYPE_Q2_K: {
-        const uint8_t *b = row + (j / 256) * 84; int k = (int)(j % 256);
-        int q = (b[16 + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
-        int sc = b[k / 16];
-        float dl = __fmul_rn(h2f(ld_u16(b + 80)), (float)(sc & 15)), ml = __fmul_rn(h2f(ld_u16(b + 82)), (float)(sc >> 4));
+        const uint8_t *b = row + (j / QK_K) * sizeof_i(block_q2_K); int k = (int)(j % QK_K);
+        int q = (b[offsetof_i(block_q2_K, qs) + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        int sc = b[offsetof_i(block_q2_K, scales) + k / 16];
+        float dl = __fmul_rn(h2f(ld_u16(b + offsetof_i(block_q2_K, d))), (float)(sc & 15)),
+              ml = __fmul_rn(h2f(ld_u16(b + offsetof_i(block_q2_K, dmin))), (float)(sc >> 4));
         return __fsub_rn(__fmul_rn(dl, (float)q), ml);
     }
     case TYPE_Q3_K: {
-        const uint8_t *b = row + (j / 256) * 110; int k = (int)(j % 256);
-        int lo = (b[32 + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
-        int hb = (b[k % 32] >> (k / 32)) & 1;
+        const uint8_t *b = row + (j / QK_K) * sizeof_i(block_q3_K); int k = (int)(j % QK_K);
+        int lo = (b[offsetof_i(block_q3_K, qs) + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        int hb = (b[offsetof_i(block_q3_K, hmask) + k % 32] >> (k / 32)) & 1;
         int q = lo - (hb ? 0 : 4), i = k / 16;
-        const uint8_t *s = b + 96;
+        const uint8_t *s = b + offsetof_i(block_q3_K, scales);
         int sl = i < 8 ? s[i] & 0x0F : s[i - 8] >> 4, sh = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
-        return __fmul_rn(__fmul_rn(h2f(ld_u16(b + 108)), (float)((sl | sh << 4) - 32)), (float)q);
+        return __fmul_rn(__fmul_rn(h2f(ld_u16(b + offsetof_i(block_q3_K, d))), (float)((sl | sh << 4) - 32)), (float)q);
     }
     case TYPE_Q4_K: case TYPE_Q5_K: {
         int q5 = type == TYPE_Q5_K;
-        const uint8_t *b = row + (j / 256) * (q5 ? 176 : 144); int k = (int)(j % 256);
-        const uint8_t *qs = b + (q5 ? 48 : 16);
+        const uint8_t *b = row + (j / QK_K) * (q5 ? sizeof_i(block_q5_K) : sizeof_i(block_q4_K));
+        int k = (int)(j % QK_K);
+        const uint8_t *qs = b + (q5 ? offsetof_i(block_q5_K, qs) : offsetof_i(block_q4_K, qs));
         int q = (qs[32 * (k / 64) + k % 32] >> (4 * ((k % 64) / 32))) & 15;
-        if (q5) q |= ((b[16 + k % 32] >> (k / 32)) & 1) << 4;
+        if (q5) q |= ((b[offsetof_i(block_q5_K, qh) + k % 32] >> (k / 32)) & 1) << 4;
         int s = k / 32, sc, m;
-        const uint8_t *p = b + 4;
+        const uint8_t *p = b + offsetof_i(block_q4_K, scales);   /* Q5_K's too (quant_blocks.cuh) */
         if (s < 4) { sc = p[s] & 63; m = p[s + 4] & 63; }
         else { sc = (p[s + 4] & 15) | (p[s - 4] >> 6) << 4; m = (p[s + 4] >> 4) | (p[s] >> 6) << 4; }
-        float ds = __fmul_rn(h2f(ld_u16(b)), (float)sc), dm = __fmul_rn(h2f(ld_u16(b + 2)), (float)m);
+        float ds = __fmul_rn(h2f(ld_u16(b)), (float)sc),
+              dm = __fmul_rn(h2f(ld_u16(b + offsetof_i(block_q4_K, dmin))), (float)m);
         return __fsub_rn(__fmul_rn(ds, (float)q), dm);
     }
     case TYPE_Q6_K: {
-        const uint8_t *b = row + (j / 256) * 210; int k = (int)(j % 256);
-        int lo = (b[64 * (k / 128) + k % 64] >> (4 * ((k % 128) / 64))) & 15;
-        int hi = (b[128 + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
-        return __fmul_rn(__fmul_rn(h2f(ld_u16(b + 208)), (float)(int8_t)b[192 + k / 16]), (float)((lo | hi << 4) - 32));
+        const uint8_t *b = row + (j / QK_K) * sizeof_i(block_q6_K); int k = (int)(j % QK_K);
+        int lo = (b[offsetof_i(block_q6_K, ql) + 64 * (k / 128) + k % 64] >> (4 * ((k % 128) / 64))) & 15;
+        int hi = (b[offsetof_i(block_q6_K, qh) + 32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        return __fmul_rn(__fmul_rn(h2f(ld_u16(b + offsetof_i(block_q6_K, d))),
+                                   (float)(int8_t)b[offsetof_i(block_q6_K, scales) + k / 16]),
+                         (float)((lo | hi << 4) - 32));
     }
     case TYPE_MXFP4: {
-        const uint8_t *b = row + (j / 32) * 17; int k = (int)(j % 32);
-        uint32_t c = k < 16 ? (b[1 + k] & 15) : (b[1 + k - 16] >> 4);
+        const int qs = offsetof_i(block_mxfp4, qs);
+        const uint8_t *b = row + (j / QK_MXFP4) * sizeof_i(block_mxfp4); int k = (int)(j % QK_MXFP4);
+        uint32_t c = k < 16 ? (b[qs + k] & 15) : (b[qs + k - 16] >> 4);
         int m = (int)(c & 7), v = m < 4 ? m : (m < 6 ? (m - 2) * 2 : (m - 4) * 4);
-        uint32_t e = b[0];
+        uint32_t e = b[offsetof_i(block_mxfp4, e)];
         float d = __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
         return __fmul_rn(d, (float)((c & 8) ? -v : v));
     }
@@ -257,7 +268,7 @@ rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, fl
     float4 *yr = (float4 *)(y + (size_t)r * n + (size_t)tid * 8);
     yr[0] = make_float4(v[0], v[1], v[2], v[3]);
     yr[1] = make_float4(v[4], v[5], v[6], v[7]);
-    act_quant_block_regs<256>(v, act + (size_t)r * act_row_bytes + (size_t)(tid >> 5) * 292, ACT_Q8_K);
+    act_quant_block_regs<256>(v, act + (size_t)r * act_row_bytes + (size_t)(tid >> 5) * sizeof_i(act_q8_K), ACT_Q8_K);
 }
 
 int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, cudaStream_t st) {
@@ -532,7 +543,7 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
     if (act) {
         /* this head's blocks of the activation row t (B divides head_dim: checked by the caller) */
         __syncthreads();
-        int B = act_fmt == ACT_Q8_2 ? 64 : 32;
+        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
         size_t bb = act_block_bytes_dev(act_fmt);
         for (int j = warp; j < head_dim / B; j += ATT_THREADS / 32) {
             size_t bi = ((size_t)h * head_dim) / B + j;
@@ -573,7 +584,7 @@ attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n
                     use_smem ? NULL : scratch + ((size_t)t * n_heads + h) * n_ctx, orow, dyn, k_last, v_last);
     if (act) {
         __syncthreads();
-        int B = act_fmt == ACT_Q8_2 ? 64 : 32;
+        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
         size_t bb = act_block_bytes_dev(act_fmt);
         for (int j = warp; j < head_dim / B; j += ATTX_THREADS / 32) {
             size_t bi = ((size_t)h * head_dim) / B + j;

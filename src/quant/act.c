@@ -15,25 +15,22 @@
 #include <math.h>
 #include <string.h>
 
+/* values and bytes per block: the rows of src/quant/formats.h */
 int act_blck(act_format f) {
     switch (f) {
-    case ACT_F32:  return 1;
-    case ACT_Q8_0: return 32;
-    case ACT_Q8_1: return 32;
-    case ACT_Q8_2: return 64;
-    case ACT_Q8_K: return QK_K;
-    default:       return 0;
+#define BLCK_OF(F, B, BYTES) case F: return B;
+    STRATA_ACT_FORMATS(BLCK_OF)
+#undef BLCK_OF
+    default: return 0;
     }
 }
 
 static size_t act_block_bytes(act_format f) {
     switch (f) {
-    case ACT_F32:  return sizeof(float);
-    case ACT_Q8_0: return sizeof(act_q8_0);
-    case ACT_Q8_1: return sizeof(act_q8_1);
-    case ACT_Q8_2: return sizeof(act_q8_2);
-    case ACT_Q8_K: return sizeof(act_q8_K);
-    default:       return 0;
+#define BYTES_OF(F, B, BYTES) case F: return BYTES;
+    STRATA_ACT_FORMATS(BYTES_OF)
+#undef BYTES_OF
+    default: return 0;
     }
 }
 

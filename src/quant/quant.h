@@ -6,9 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "blocks.h"
-
-/* Activation formats (int8 blocks with float scales); one per weight family. */
-typedef enum { ACT_F32 = 0, ACT_Q8_0, ACT_Q8_1, ACT_Q8_2, ACT_Q8_K, ACT_COUNT } act_format;
+#include "formats.h"   /* the per-format property table and act_format */
 
 typedef struct quant_traits {
     const char *name;          /* "Q4_K" as ggml/gguf name it */
