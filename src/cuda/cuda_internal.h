@@ -27,21 +27,7 @@ typedef struct mv_group {
     size_t row_bytes;
     int swiglu;
     float *swiglu_out;               /* [T][n_out[0]] */
-    /* T = 1, one weight with a residual add (add_to[0] = x): when norm_w is set, the launch's
-     * last CTA then normalizes the updated x (n_out[0] values) into norm_y and its activation
-     * blocks norm_act (format norm_fmt), the bits of the fused norm kernels (ops_dev.cuh,
-     * norm_quant_cta); counter: a zeroed int the last CTA resets; norm_threads: threads per
-     * CTA of that launch (128, 256, 512 or 1024) */
-    const float *norm_w;
-    float *norm_y;
-    uint8_t *norm_act;
-    int norm_fmt;
-    float norm_eps;
-    unsigned *counter;
-    int norm_threads;
 } mv_group;
-/* the longest x the norm epilogues (matvec, MoE combine) take: x and w staged in shared memory */
-#define NORM_FOLD_MAX 4096
 
 /* matvec.cu */
 int    cuda_type_info(int type, int *blck, int *act_fmt, int *bsize);
@@ -87,9 +73,6 @@ typedef struct cuda_moe {
 int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* (router +) route .. down */
 static inline int cuda_moe_router_fusable(int router_type, int64_t E) { return router_type == TYPE_F32 && (E == 2048 || E == 1024); }
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st);   /* out (+ residual) */
-/* T = 1: out, the residual add, then RMSNorm + quantization of the updated x (last CTA) */
-int cuda_moe_combine_norm(const cuda_moe *m, float *add_to, const float *nw, float *ny, void *nact, int nfmt, float eps,
-                          unsigned *counter, int threads, cudaStream_t st);
 int cuda_moe_tables_init(void);
 
 /* ops.cu: element-wise ops, norms, RoPE, attention, argmax, embedding */

@@ -123,27 +123,6 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
     if (lane == 0) store_row<TM>(g, wi, r, T, acc);
 }
 
-/* T = 1, one weight with its residual add (add_to[0] = x), then the launch's last CTA
- * normalizes the updated x into norm_y and its activation blocks (ops_dev.cuh,
- * norm_quant_cta: the fused norm kernels' bits). Rows per CTA = warps per CTA (blockDim /
- * 32, g.norm_threads: STRATA_CUDA_NORM_FOLD): the tail runs on one CTA after every other,
- * so its thread count sets its latency (ops_dev.cuh: last_cta_arrived). */
-template <int FMT, int COOP>
-__global__ void __launch_bounds__(1024)
-matvec_norm_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act) {
-    PDL_WAIT();
-    __shared__ float xs[NORM_FOLD_MAX], ws[NORM_FOLD_MAX];
-    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (row < g.row_start[1]) {
-        float acc[1];
-        row_dot<FMT, 1, COOP>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, acc);
-        if (lane == 0) store_row<1>(g, 0, row, 1, acc);
-    }
-    if (!last_cta_arrived(g.counter)) return;
-    norm_quant_cta(g.add_to[0], g.norm_w, (int)g.n_out[0], g.norm_eps, g.norm_fmt, g.norm_y, g.norm_act, xs, ws);
-    if (threadIdx.x == 0) *g.counter = 0;
-}
-
 /* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that
  * read 32-value blocks (act_q8_0 / act_q8_1): 32 warps per CTA, warp w takes row
  * 32 * blockIdx.x + w (store_swiglu's values), then warp 0 quantizes the CTA's 32 h values as
@@ -241,10 +220,7 @@ int cuda_matvec_coop_for(int type, const void *W, size_t row_bytes) {
 
 template <int FMT, int COOP>
 static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
-    if (T == 1 && g->norm_w) {
-        const int nt = g->norm_threads, rows = g->row_start[1];
-        klaunch(matvec_norm_kernel<FMT, COOP>, (unsigned)((rows + nt / 32 - 1) / (nt / 32)), nt, 0, st, *g, n_in, nb, a);
-    } else if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T == 2) klaunch(matvec_kernel<FMT, 2, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T <= 4) klaunch(matvec_kernel<FMT, 4, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else klaunch(matvec_kernel<FMT, 8, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);

@@ -385,36 +385,6 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     return moe_dispatch(m->type_down, m, 1, st);
 }
 
-/* T = 1: the combine with its residual add, then the launch's last CTA normalizes the updated
- * x into ny and its activation blocks (ops_dev.cuh, norm_quant_cta: the fused norm kernel's
- * bits); counter: a zeroed int the last CTA resets; threads: the CTA size (the tail's). One
- * launch instead of two. */
-__global__ void __launch_bounds__(1024)
-moe_combine_norm_kernel(const float *__restrict__ y, const int *__restrict__ pair_of, const float *__restrict__ wts, int k,
-                        int E, float *__restrict__ out, float *add_to, const float *nw, float *ny, uint8_t *nact, int nfmt,
-                        float eps, unsigned *counter) {
-    PDL_WAIT();
-    __shared__ float xs[NORM_FOLD_MAX], ws[NORM_FOLD_MAX];
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < E) {
-        float o = 0.0f;
-        for (int r = 0; r < k; r++) o = __fadd_rn(o, __fmul_rn(wts[r], y[(size_t)pair_of[r] * E + i]));
-        out[i] = o;
-        add_to[i] = __fadd_rn(add_to[i], o);
-    }
-    if (!last_cta_arrived(counter)) return;
-    norm_quant_cta(add_to, nw, E, eps, nfmt, ny, nact, xs, ws);
-    if (threadIdx.x == 0) *counter = 0;
-}
-
-int cuda_moe_combine_norm(const cuda_moe *m, float *add_to, const float *nw, float *ny, void *nact, int nfmt, float eps,
-                          unsigned *counter, int threads, cudaStream_t st) {
-    if (m->T != 1 || !add_to || !counter || threads < 128 || threads > 1024 || threads % 32) return -1;
-    klaunch(moe_combine_norm_kernel, (unsigned)((m->E + threads - 1) / threads), threads, 0, st, m->y, m->pair_of, m->wts,
-            m->k, (int)m->E, m->out, add_to, nw, ny, (uint8_t *)nact, nfmt, eps, counter);
-    return CU_LAUNCHED();
-}
-
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {
     dim3 grid((unsigned)((m->E + 127) / 128), (unsigned)m->T);
     klaunch(moe_combine_kernel, grid, 128, 0, st, m->y, m->pair_of, m->wts, m->k, (int)m->E, m->out, add_to);

@@ -1,11 +1,11 @@
-/* Device bodies shared by the op kernels (ops.cu) and the persistent decode kernel
- * (persist.cu), so that both give the same bits by construction: the RoPE pair and one
- * (token, head) of the exact attention. Include after EXPF_DEVICE_STATE (expf_ref). */
+/* Device bodies of the op kernels (ops.cu, moe.cu): the RoPE pair, the norm's partial-sum
+ * order, the last-CTA handshake, and one (token, head) of the exact attention. Include after
+ * EXPF_DEVICE_STATE (expf_ref). */
 #ifndef STRATA_OPS_DEV_CUH
 #define STRATA_OPS_DEV_CUH
 #include "cuda_common.cuh"
 #include "act_quant.cuh"
-#include "cuda_internal.h"   /* NORM_FOLD_MAX */
+#include "cuda_internal.h"
 
 /* RoPE, cos/sin from the host table [pos][n_rot/2][2]: pairs (2i, 2i+1) (llama's GGUF
  * layout) or, with neox, (i, i + n_rot/2). */
@@ -40,65 +40,6 @@ static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
     __syncthreads();
     if (s_last) __threadfence();
     return s_last;
-}
-
-/* RMSNorm of x[0..n) into y and its activation blocks act (format fmt: act_q8_0/1/2 or _K), by
- * the calling CTA (128..1024 threads, a multiple of 32), with the double sum of squares in
- * the order of the fused norm kernel ops.cu launches for that format: rmsnorm_q256_kernel's
- * n/8 threads of 8 consecutive values for act_q8_K (n <= 8192), else 1024 threads strided
- * (rmsnorm_q32_kernel, rmsnorm_kernel); a thread plays virtual threads v, v + blockDim, ...
- * with the same lanes, so every warp tree and partial slot is the kernel's. x is read once,
- * through L2 (__ldcg: other CTAs of the same launch wrote it), into xs, and w into ws (shared,
- * n <= NORM_FOLD_MAX floats each) with all loads in flight; the virtual threads' sums are built
- * side by side (up to 8 per thread) so their shuffle trees overlap: this runs as the tail of
- * a launch, after every other CTA, so its latency is the whole cost. Ends synchronized. */
-static __device__ __forceinline__ void norm_quant_cta(const float *x, const float *w, int n, float eps, int fmt, float *y,
-                                                      uint8_t *act, float *xs, float *ws) {
-    __shared__ double part[32];
-    __shared__ float inv_s;
-    const int nt = blockDim.x, tid = threadIdx.x, lane = tid & 31;
-#pragma unroll 4
-    for (int i = tid; i < n; i += nt) { xs[i] = __ldcg(x + i); ws[i] = w[i]; }
-    __syncthreads();
-    const int k256 = fmt == ACT_Q8_K && n <= 8192;
-    const int VT = k256 ? n / 8 : 1024, nparts = VT / 32;
-    for (int v00 = 0; v00 < VT; v00 += 8 * nt) {
-        double ss[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const int v = v00 + j * nt + tid;
-            ss[j] = 0;
-            if (v00 + j * nt + (tid & ~31) >= VT) continue;   /* whole warps: VT % 32 == 0 */
-            if (k256) {
-#pragma unroll
-                for (int k = 0; k < 8; k++) { double d = xs[8 * v + k]; ss[j] += d * d; }
-            } else {
-                for (int i = v; i < n; i += 1024) { double d = xs[i]; ss[j] += d * d; }
-            }
-        }
-#pragma unroll
-        for (int s = 16; s >= 1; s >>= 1)
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                if (v00 + j * nt < VT) ss[j] += __shfl_xor_sync(FULL_MASK, ss[j], s);   /* same for the whole CTA */
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const int v = v00 + j * nt + tid;
-            if (lane == 0 && v00 + j * nt + (tid & ~31) < VT) part[v >> 5] = ss[j];
-        }
-    }
-    __syncthreads();
-    if (tid == 0) inv_s = rms_inv_parts(part, nparts, n, eps);
-    __syncthreads();
-    const float inv = inv_s;
-    for (int i = tid; i < n; i += nt) {
-        const float yv = __fmul_rn(__fmul_rn(xs[i], inv), ws[i]);
-        y[i] = yv;
-        xs[i] = yv;
-    }
-    __syncthreads();
-    act_quant_row_cta(xs, n, act, fmt);
-    __syncthreads();
 }
 
 /* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
