@@ -8,7 +8,7 @@
  * from the generated host tables (src/quant/iq_tables.c).
  * Every .cu that includes this header has its own copy of the tables (static __device__):
  * each fills its copy once through a function IQ_TABLES_INIT_FN defines (matvec.cu:
- * cuda_tables_init; moe.cu, persist.cu). */
+ * cuda_tables_init; moe.cu). */
 #ifndef STRATA_IQ_BLOCKS_CUH
 #define STRATA_IQ_BLOCKS_CUH
 #include "cuda_common.cuh"

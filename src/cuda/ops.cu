@@ -554,8 +554,8 @@ attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads,
 }
 
 /* ---- attention, the CPU's order (default): bit-identical to src/cpu/backend_cpu.c -----------
- * One CTA per (token, head); the body is ops_dev.cuh's attn_exact_head (shared with the
- * persistent kernel), then the head's output quantized for wo when asked. At T = 1 the RoPE
+ * One CTA per (token, head); the body is ops_dev.cuh's attn_exact_head, then the head's
+ * output quantized for wo when asked. At T = 1 the RoPE
  * and KV store can be folded in (rf: each CTA rotates its own q and k; one launch less). sc: [T][H][n_ctx]
  * scratch when the scores do not fit in shared memory. */
 __global__ void __launch_bounds__(ATTX_THREADS)
