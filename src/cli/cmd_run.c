@@ -8,17 +8,14 @@
 #include "cli_common.h"
 #include "core/util.h"
 
-static const char *run_usage =
-    "usage: strata run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [--chat] [--system TEXT]\n"
-    "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]\n"
-    "                  [--stop STR]... [-t THREADS] [-c CTX] [--exact] [--device cpu|cuda] [--no-stats]\n"
-    "                  [--spec N] [--draft-model DRAFT.gguf] [--kv f16|int8]\n"
-    "  Answers one prompt. --chat formats it with the model's chat template; --temp 0 is greedy.\n"
-    "  --exact is the reference mode (f32 activations, dequantized weights).\n"
-    "  --spec N drafts up to N (<= 7) tokens per step from the context (suffix matching) or\n"
-    "  from --draft-model, verified in one batched pass: greedy output is unchanged.\n"
-    "  --kv int8 keeps the KV cache as int8 rows with a scale per 32 values (CPU; 0.56x the\n"
-    "  memory of f16, other bits than f16).\n";
+static const cli_command run_cmd = {
+    CMD_RUN, "run", "[-m MODEL] [-p PROMPT | -f FILE] [options]",
+    "Answers one prompt, streaming the text to stdout and the stats to stderr. --chat formats it\n"
+    "with the model's chat template; --temp 0 is greedy. Ctrl-C stops (exit 130).\n", 0 };
+static const cli_command chat_cmd = {
+    CMD_CHAT, "chat", "[-m MODEL] [options]",
+    "Interactive chat with the model's chat template. Ctrl-C stops a reply; Ctrl-D (or a\n"
+    "second Ctrl-C) exits.\n", 0 };
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted++; }
@@ -69,6 +66,20 @@ static void stream_emit(streamer *s, const char *p, size_t n) {
     }
 }
 
+/* Evaluate all of the prompt but its last token in steps of a few tokens, so that Ctrl-C stops
+ * prompt processing within a step. Returns 0, 1 when interrupted, -1 on failure; *secs gets the
+ * time taken. The last token goes to strata_generate. */
+static int eval_prompt_interruptible(strata_session *s, const int32_t *ids, int n, double *secs) {
+    enum { STEP = 8 };
+    double t0 = now_seconds();
+    for (int i = 0; i < n; i += STEP) {
+        if (interrupted) { *secs = now_seconds() - t0; return 1; }
+        if (strata_session_eval(s, ids + i, n - i < STEP ? n - i : STEP) != 0) return -1;
+    }
+    *secs = now_seconds() - t0;
+    return 0;
+}
+
 static int on_token(int32_t id, void *user) {
     streamer *s = user;
     if (interrupted) return 1;
@@ -87,10 +98,14 @@ static void stream_finish(streamer *s) {
     fflush(stdout);
 }
 
-static void print_stats(const strata_session *sess, const strata_model *m) {
+/* pre: prompt tokens and seconds evaluated before strata_generate (eval_prompt_interruptible) */
+static void print_stats(const strata_session *sess, const strata_model *m, int pre_n, double pre_t) {
     strata_stats st;
     strata_model_info info;
     strata_session_get_stats(sess, &st);
+    st.n_prompt += pre_n;
+    st.t_prompt += pre_t;
+    st.prompt_tps = st.t_prompt > 0 ? st.n_prompt / st.t_prompt : 0;
     strata_model_get_info(m, &info);
     fprintf(stderr, "\n[%s, %d threads] load %.2f s | prompt %d tok, %.1f tok/s | decode %d tok, %.1f tok/s, %.1f GB/s of weights\n",
             info.device, info.n_threads, st.t_load, st.n_prompt, st.prompt_tps, st.n_gen, st.gen_tps,
@@ -138,17 +153,18 @@ static int32_t *tokenize_alloc(const strata_model *m, const char *text, int add_
 
 int cmd_run(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, &o, run_usage);
-    if (rc) return rc > 0 ? 0 : 1;
+    int rc = cli_parse(&run_cmd, argc, argv, &o);
+    if (rc >= 0) return rc;
     char *file_prompt = NULL;
     if (o.prompt_file) {
+        if (o.prompt) return cli_usage_error("run", "give either -p PROMPT or -f FILE, not both");
         file_prompt = cli_read_file(o.prompt_file, NULL);
-        if (!file_prompt) return 1;
+        if (!file_prompt) return CLI_ERR;
         o.prompt = file_prompt;
     }
     if (!o.prompt) o.prompt = "Tell me a short story about a robot who learns to paint.";
     strata_model *m = cli_load_model(&o);
-    if (!m) { st_free(file_prompt); return 1; }
+    if (!m) { st_free(file_prompt); return CLI_ERR; }
     char err[512];
     char *text = NULL;
     if (o.chat) {
@@ -157,29 +173,47 @@ int cmd_run(int argc, char **argv) {
         if (o.system) msgs[n++] = (strata_chat_msg){ "system", o.system };
         msgs[n++] = (strata_chat_msg){ "user", o.prompt };
         text = strata_chat_format(m, msgs, n, 1, NULL, err, sizeof err);
-        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); return 1; }
+        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); return CLI_ERR; }
     }
     int n_ids;
     int32_t *ids = tokenize_alloc(m, text ? text : o.prompt, 1, o.chat, &n_ids);
     strata_model *draft = NULL;
     strata_session *s = ids ? open_session(m, &o, &draft) : NULL;
-    rc = 1;
+    rc = CLI_ERR;
     if (!ids) fprintf(stderr, "strata: cannot tokenize the prompt\n");
     else if (!s) { /* reported */ }
+    else if (n_ids < 1) fprintf(stderr, "strata: the prompt is empty\n");
     else if (n_ids + 1 > strata_session_n_ctx(s)) fprintf(stderr, "strata: the prompt has %d tokens; the context holds %d (use -c)\n", n_ids, strata_session_n_ctx(s));
     else {
-        signal(SIGINT, on_sigint);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigint;
+        sigaction(SIGINT, &sa, NULL);
         streamer st = { .m = m, .stops = o.stops, .n_stops = o.n_stops };
         strata_detok_init(&st.dt);
         if (!o.chat) { fputs(o.prompt, stdout); fflush(stdout); }
         int max = o.n_predict;
-        if (max > strata_session_n_ctx(s) - n_ids) max = strata_session_n_ctx(s) - n_ids;
-        int n = strata_generate(s, ids, n_ids, max, on_token, &st);
-        stream_finish(&st);
+        if (max < 0 || max > strata_session_n_ctx(s) - n_ids) max = strata_session_n_ctx(s) - n_ids;
+        double pre_t = 0;
+        int n = 0;
+        if (max == 0) {   /* -n 0: the prompt is evaluated (its stats are printed), nothing generated */
+            double t0 = now_seconds();
+            n = eval_prompt_interruptible(s, ids, n_ids, &pre_t) < 0 ? -1 : 0;
+            pre_t = now_seconds() - t0;
+            if (n == 0) { rc = CLI_OK; if (o.show_stats && !interrupted) print_stats(s, m, n_ids, pre_t); }
+            else fprintf(stderr, "strata: prompt evaluation failed\n");
+        } else {
+            int e = eval_prompt_interruptible(s, ids, n_ids - 1, &pre_t);
+            n = e == 0 ? strata_generate(s, ids + n_ids - 1, 1, max, on_token, &st) : e > 0 ? 0 : -1;
+            stream_finish(&st);
+            if (n >= 0) { rc = CLI_OK; if (o.show_stats && !interrupted) print_stats(s, m, n_ids - 1, pre_t); }
+            else fprintf(stderr, "strata: generation failed\n");
+            if (n > 0 && n >= max && (o.n_predict < 0 || max < o.n_predict)) fprintf(stderr, "strata: stopped at the end of the context (%d tokens)\n", strata_session_n_ctx(s));
+        }
         fputc('\n', stdout);
+        fflush(stdout);
         st_free(st.text);
-        if (n >= 0) { rc = 0; if (o.show_stats) print_stats(s, m); }
-        else fprintf(stderr, "strata: generation failed\n");
+        if (interrupted) { fprintf(stderr, "strata: interrupted\n"); rc = CLI_INTERRUPTED; }
     }
     strata_session_free(s);
     strata_model_free(draft);
@@ -189,22 +223,16 @@ int cmd_run(int argc, char **argv) {
 }
 
 /* ---- interactive chat ------------------------------------------------------------------ */
-static const char *chat_usage =
-    "usage: strata chat [-m MODEL] [--system TEXT] [-n N] [--temp T] [--seed S] [-t THREADS] [-c CTX]\n"
-    "                   [--spec N] [--draft-model DRAFT.gguf] [--kv f16|int8]\n"
-    "  Interactive chat with the model's chat template. Ctrl-C stops a reply; a second Ctrl-C\n"
-    "  (or Ctrl-D at the prompt) exits.\n";
-
 int cmd_chat(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, &o, chat_usage);
-    if (rc) return rc > 0 ? 0 : 1;
+    int rc = cli_parse(&chat_cmd, argc, argv, &o);
+    if (rc >= 0) return rc;
     strata_model *m = cli_load_model(&o);
-    if (!m) return 1;
+    if (!m) return CLI_ERR;
     char err[512];
     strata_model *draft = NULL;
     strata_session *s = open_session(m, &o, &draft);
-    if (!s) { strata_model_free(draft); strata_model_free(m); return 1; }
+    if (!s) { strata_model_free(draft); strata_model_free(m); return CLI_ERR; }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;   /* no SA_RESTART: a Ctrl-C at the prompt ends fgets */
@@ -216,23 +244,28 @@ int cmd_chat(int argc, char **argv) {
     if (o.system) msgs[n_msgs++] = (strata_chat_msg){ "system", st_strdup(o.system) };
     char line[16384];
     fprintf(stderr, "strata chat: type a message; Ctrl-C stops a reply, Ctrl-D exits.\n");
+    rc = CLI_OK;
     for (;;) {
         interrupted = 0;
         fprintf(stderr, "> ");
-        if (!fgets(line, sizeof line, stdin)) break;    /* Ctrl-D, or Ctrl-C at the prompt */
+        if (!fgets(line, sizeof line, stdin)) {    /* Ctrl-D, or Ctrl-C at the prompt */
+            if (interrupted) rc = CLI_INTERRUPTED;
+            break;
+        }
         size_t L = strlen(line);
         while (L && (line[L - 1] == '\n' || line[L - 1] == '\r')) line[--L] = 0;
         if (!L) continue;
-        if (n_msgs + 2 > MAX_MSGS) { fprintf(stderr, "strata: conversation too long\n"); break; }
+        if (n_msgs + 2 > MAX_MSGS) { fprintf(stderr, "strata: conversation too long\n"); rc = CLI_ERR; break; }
         msgs[n_msgs++] = (strata_chat_msg){ "user", st_strdup(line) };
         char *text = strata_chat_format(m, msgs, n_msgs, 1, NULL, err, sizeof err);
-        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); break; }
+        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); rc = CLI_ERR; break; }
         int n_ids;
         int32_t *ids = tokenize_alloc(m, text, 1, 1, &n_ids);
         st_free(text);
         if (!ids || n_ids + 2 > strata_session_n_ctx(s)) {
             fprintf(stderr, "strata: the conversation no longer fits the context (%d tokens)\n", strata_session_n_ctx(s));
             st_free(ids);
+            rc = CLI_ERR;
             break;
         }
         /* reuse the KV cache for the common prefix with what the session already holds */
@@ -251,8 +284,8 @@ int cmd_chat(int argc, char **argv) {
         st_free(ids);
         msgs[n_msgs++] = (strata_chat_msg){ "assistant", st_strdup(st.text ? st.text : "") };
         st_free(st.text);
-        if (n < 0) { fprintf(stderr, "strata: generation failed\n"); break; }
-        if (interrupted > 1) break;
+        if (n < 0) { fprintf(stderr, "strata: generation failed\n"); rc = CLI_ERR; break; }
+        if (interrupted > 1) { rc = CLI_INTERRUPTED; break; }
         if (interrupted) fprintf(stderr, "[stopped]\n");
     }
     fputc('\n', stderr);
@@ -261,5 +294,5 @@ int cmd_chat(int argc, char **argv) {
     strata_session_free(s);
     strata_model_free(draft);
     strata_model_free(m);
-    return 0;
+    return rc;
 }

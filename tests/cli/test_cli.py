@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The command line's contract (src/cli/cli_common.c, the one option table):
+
+every subcommand's --help goes to stdout with exit 0; a bad flag, a missing value, an option of
+another command and an out-of-range number are one line on stderr with exit 2; runtime errors
+exit 1; Ctrl-C exits 130. With the model (STRATA_MODEL): llama.cpp spellings as aliases, -f -,
+-n 0, -s -1, the context warning, and Ctrl-C during a long prompt.
+
+usage: python3 tests/cli/test_cli.py --bin build/strata [--model PATH]
+Prints "N passed, N failed" last, like the C tests.
+"""
+import argparse, os, signal, subprocess, sys, tempfile, time
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, file=sys.stderr, flush=True)
+    return cond
+
+
+def run(args, stdin=None, timeout=120):
+    p = subprocess.run([BIN] + args, input=stdin, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+COMMANDS = [["run"], ["chat"], ["serve"], ["info"], ["tokenize"], ["template"], ["bench"], ["synth"],
+            ["env"], ["bench", "mmvq"], ["bench", "moe"]]
+
+
+def contract():
+    for c in COMMANDS:
+        name = " ".join(c)
+        for h in ("--help", "-h"):
+            rc, out, err = run(c + [h])
+            check(rc == 0 and out.startswith("usage: strata " + name) and err == "",
+                  "%s %s: rc %d, stdout %r..., stderr %r" % (name, h, rc, out[:40], err[:200]))
+        rc, out, err = run(c + ["--no-such-flag"])
+        check(rc == 2 and out == "" and err.count("\n") == 1 and "--no-such-flag" in err,
+              "%s --no-such-flag: rc %d, stdout %r, stderr %r" % (name, rc, out[:80], err[:300]))
+    # the top level
+    rc, out, err = run([])
+    check(rc == 2 and "usage: strata COMMAND" in err, "no command: rc %d" % rc)
+    rc, out, err = run(["--help"])
+    check(rc == 0 and "usage: strata COMMAND" in out and err == "", "strata --help: rc %d" % rc)
+    rc, out, err = run(["frobnicate"])
+    check(rc == 2 and err.count("\n") == 1 and "frobnicate" in err, "unknown command: rc %d %r" % (rc, err))
+    for args in (["--version"], ["run", "--version"], ["serve", "--version"]):
+        rc, out, err = run(args)
+        check(rc == 0 and out.startswith("strata 0.") and err == "", "%s: rc %d %r" % (args, rc, out))
+    # the table's checks, one stderr line each, exit 2, no model needed
+    bad = [
+        (["run", "-n"], "-n needs a value"),
+        (["run", "--port", "80"], "--port is not an option of run"),
+        (["serve", "--temp", "0"], "--temp is not an option of serve"),
+        (["run", "-c", "1"], "at least 16"),
+        (["run", "-c", "2000000000"], "0..16777216"),          # integers in full, no 1.67772e+07
+        (["serve", "--ctx-size", "99999999"], "0..16777216"),
+        (["run", "--temp", "abc"], "'abc' is not a number in 0..100"),
+        (["run", "--top-p", "1.5"], "0..1"),
+        (["run", "-s", "-2"], "-1..9"),
+        (["run", "--device", "tpu"], "cpu, cuda or auto"),
+        (["serve", "--log-format", "xml"], "text or json"),
+        (["run", "-p", "a", "-f", "/dev/null"], "not both"),
+        (["run", "extra-word"], "unexpected argument 'extra-word'"),
+        (["run", "--chat=1"], "takes no value"),
+        (["tokenize", "-f", "x", "word"], "not both"),
+        (["serve", "--port", "65536"], "0..65535"),
+        (["info", "a.gguf", "b.gguf"], "unexpected argument"),
+    ]
+    for args, want in bad:
+        rc, out, err = run(args)
+        check(rc == 2 and out == "" and err.count("\n") == 1 and want in err and "e+" not in err,
+              "%s: rc %d, stderr %r (want %r)" % (args, rc, err, want))
+    # a runtime error exits 1
+    rc, out, err = run(["run", "-m", "/nonexistent/model.gguf", "-p", "x"])
+    check(rc == 1 and "does not exist" in err, "missing model: rc %d %r" % (rc, err))
+    rc, out, err = run(["info", "/nonexistent/model.gguf"])
+    check(rc == 1, "info of a missing file: rc %d" % rc)
+    # help lists each spelling of the shared options
+    rc, out, _ = run(["run", "--help"])
+    for s in ("-c, --ctx-size, --ctx N", "-n, --n-predict, --max-tokens N", "-s, --seed S", "-f, --file FILE"):
+        check(s in out, "run --help lists %r" % s)
+    rc, out, _ = run(["serve", "--help"])
+    for s in ("-c, --ctx-size, --ctx N", "-np, --parallel N", "-v, --verbose", "--chat-template FILE|NAME"):
+        check(s in out, "serve --help lists %r" % s)
+
+
+def with_model(model):
+    g = ["-m", model, "--temp", "0", "--no-stats", "-t", "1"]
+    # -n 0 generates nothing: the prompt is echoed and that is all
+    rc, out, err = run(["run"] + g + ["-p", "The capital of France is", "-n", "0"])
+    check(rc == 0 and out == "The capital of France is\n", "-n 0: rc %d out %r" % (rc, out))
+    # -p and -f - (standard input) give the same greedy text; --ctx-size / -c / --ctx are one option
+    rc1, out1, _ = run(["run"] + g + ["-p", "The capital of France is", "-n", "8", "-c", "256"])
+    rc2, out2, _ = run(["run"] + g + ["-f", "-", "-n", "8", "--ctx-size", "256"], stdin="The capital of France is")
+    rc3, out3, _ = run(["run"] + g + ["--file=-", "--n-predict=8", "--ctx=256"], stdin="The capital of France is")
+    check(rc1 == rc2 == rc3 == 0 and len(out1) > len("The capital of France is") + 2 and out1 == out2 == out3,
+          "-p vs -f - vs --file=-: %r / %r / %r" % (out1, out2, out3))
+    # seeds: -s N repeats, -s -1 (random) is accepted
+    s = ["run", "-m", model, "--no-stats", "-t", "1", "-p", "Once upon a time", "-n", "12", "--temp", "1.2"]
+    a = run(s + ["-s", "7"]); b = run(s + ["--seed", "7"]); c = run(s + ["-s", "-1"])
+    check(a[0] == b[0] == c[0] == 0 and a[1] == b[1], "seeded runs: %r %r" % (a[1], b[1]))
+    # a context beyond the trained length is warned about (SmolLM2: 8192)
+    rc, out, err = run(["run"] + g + ["-p", "x", "-n", "0", "-c", "16384"])
+    check(rc == 0 and "exceeds the 8192" in err, "ctx warning: rc %d %r" % (rc, err))
+    rc, out, err = run(["run"] + g + ["-p", "x", "-n", "0", "-c", "4096"])
+    check(rc == 0 and "exceeds" not in err, "no ctx warning at 4096: %r" % err)
+    # tokenize and info take the same -m / -f spellings
+    rc, out, _ = run(["tokenize", "-m", model, "-f", "-"], stdin="Hello world")
+    rc2, out2, _ = run(["tokenize", "--model", model, "Hello", "world"])
+    check(rc == rc2 == 0 and out == out2 and len(out.split()) >= 2, "tokenize -f - vs TEXT: %r %r" % (out, out2))
+    rc, out, _ = run(["info", "-m", model, "-c", "1024"])
+    check(rc == 0 and "llama" in out, "info -m: rc %d" % rc)
+    # Ctrl-C during a long prompt: exit 130 within a step, not after the whole prompt
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(" ".join("word%d is a word of this rather long prompt." % i for i in range(300)))
+        path = f.name
+    p = subprocess.Popen([BIN, "run", "-m", model, "-t", "1", "-f", path, "-n", "16", "-c", "8192"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)    # loaded (0.1 s) and well into the prompt (about 3,000 tokens)
+    t0 = time.time()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    dt = time.time() - t0
+    os.unlink(path)
+    check(p.returncode == 130 and "interrupted" in err, "Ctrl-C: rc %d %r" % (p.returncode, err[-300:]))
+    check(dt < 1.5, "Ctrl-C during the prompt took %.2f s to exit" % dt)
+    print("Ctrl-C to exit during a 3k-token prompt: %.3f s" % dt)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build/strata")
+    ap.add_argument("--model", default=os.environ.get("STRATA_MODEL", ""))
+    a = ap.parse_args()
+    BIN = a.bin
+    contract()
+    if a.model and os.path.exists(a.model):
+        with_model(a.model)
+    else:
+        print("SKIP: the model-dependent checks (no STRATA_MODEL)", file=sys.stderr)
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
