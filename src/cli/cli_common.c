@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "cli_common.h"
 #include "core/env.h"
+#include "engine/chat_builtin.h"
 #include "core/util.h"
 
 /* ---- the option table --------------------------------------------------------------------- */
@@ -51,8 +52,8 @@ static const cli_option options[] = {
     { OPT_MAX_BODY, CMD_SERVE,    "--max-body",              "N",   'i', 1024, 1 << 30, "largest request body in bytes (default 8388608)" },
     { OPT_VERBOSE,  CMD_SERVE,    "-v,--verbose",            NULL,  0,  0, 0, "a log line per request on stderr" },
     { OPT_LOG_FORMAT, CMD_SERVE,  "--log-format",            "F",   's', 0, 0, "request log as text or json (json implies -v)" },
-    { OPT_CHAT_TEMPLATE, CMD_SERVE, "--chat-template",       "FILE|NAME", 's', 0, 0,
-      "chat template: a Jinja file, or the built-in one of an\narchitecture (llama, gemma3, ...)" },
+    { OPT_CHAT_TEMPLATE, CMD_SERVE | CMD_GEN, "--chat-template",       "FILE|NAME", 's', 0, 0,
+      "chat template instead of the model's: a Jinja file, or a\nbuilt-in one by name: " CHAT_BUILTIN_NAMES },
     { OPT_PP,       CMD_BENCH,    "--pp",                    "N",   'i', 1, 1 << 20, "prompt tokens (default 128)" },
     { OPT_TG,       CMD_BENCH,    "--tg",                    "N",   'i', 1, 1 << 20, "decoded tokens (default 64)" },
     { OPT_REPS,     CMD_BENCH,    "--reps",                  "R",   'i', 1, 32, "repetitions; the median is reported (default 3)" },
@@ -255,6 +256,16 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_opts *o) {
         if (rc >= 0) return rc;
     }
     if (!o->seed_set) o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    if (o->chat_template) {   /* a file when one exists by that name, else a built-in name */
+        const char *bt = chat_builtin_by_name(o->chat_template);
+        if (access(o->chat_template, F_OK) == 0 || !bt) {
+            if (access(o->chat_template, F_OK) != 0)
+                return cli_usage_error(c->name, "--chat-template '%s' is neither a file nor a built-in name (%s)",
+                                       o->chat_template, CHAT_BUILTIN_NAMES);
+            o->chat_template_text = cli_read_file(o->chat_template, NULL);
+            if (!o->chat_template_text) return CLI_ERR;
+        } else if (!(o->chat_template_text = st_strdup(bt))) return CLI_ERR;
+    }
     return -1;
 }
 
@@ -285,6 +296,7 @@ strata_model *cli_load_model(const cli_opts *o) {
     mp.n_threads = o->n_threads;
     mp.exact = o->exact;
     mp.device = o->device;
+    mp.chat_template = o->chat_template_text;
     int last = -1;
     if (isatty(2)) { mp.progress = progress_bar; mp.progress_user = &last; }
     strata_model *m;

@@ -55,7 +55,9 @@ typedef struct cli_opts {
     const char *draft_model;       /* --draft-model PATH */
     int kv_type;                   /* --kv f16|int8 (STRATA_KV_*) */
     /* serve */
-    const char *host, *api_key, *cors, *chat_template;
+    const char *host, *api_key, *cors;
+    const char *chat_template;     /* --chat-template as given; its text (file or built-in) below */
+    char *chat_template_text;
     int port, parallel, queue, verbose, log_json;
     long max_body;
     /* bench */

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_common.h"
 #include "core/env.h"
+#include "engine/chat_builtin.h"
 #include "gguf/gguf.h"
 #include "strata.h"
 #include "quant/blocks.h"
@@ -117,8 +118,11 @@ int cmd_info(int argc, char **argv) {
     printf(", tokenizer %s, pre-tokenizer %s\n", tok_model, tok_pre);
     if (gguf_get_str(f, "tokenizer.chat_template", &s) == 0)
         printf("%-15s present (%" PRIu64 " bytes)\n", "chat template:", s.len);
+    else if (chat_builtin_template(arch))
+        printf("%-15s none in the file; strata uses its built-in %s template\n",
+               "chat template:", arch);
     else
-        printf("%-15s none\n", "chat template:");
+        printf("%-15s none (chat requests fall back to ChatML in serve; --chat-template FILE|NAME sets one)\n", "chat template:");
 
     /* ---- hyperparameters ---- */
     uint32_t n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, k_len = 0, v_len = 0, rope_dim = 0;

@@ -30,5 +30,9 @@ int cmd_serve(int argc, char **argv) {
     o.spec = c.spec;
     o.device = c.device;
     o.kv_type = c.kv_type;
+    o.chat_template = c.chat_template_text;
+    o.chat_template_name = c.chat_template;
+    o.log_requests = c.verbose;
+    o.log_json = c.log_json;
     return srv_run(&o);
 }

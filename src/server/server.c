@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include "core/util.h"
 #include "server/openai.h"
+#include "engine/chat_builtin.h"
 
 #define WAIT_SLICE_MS 20
 
@@ -58,7 +59,28 @@ typedef struct conn_ctx {
     sbuf body;
     int too_big;
     srv_endpoint ep;
+    /* the request log (-v): filled as the request goes, printed when MHD completes it */
+    char method[16], path[160];
+    double t0;                  /* first callback */
+    int gen;                    /* a generation: the token counts below are set */
+    int n_prompt, n_cached, n_gen, stream;
+    double ttft_ms;             /* submit to the first token (queue wait + prompt) */
+    const char *finish;         /* "stop" / "length" / NULL (failed or cancelled) */
 } conn_ctx;
+
+/* Copy a finished (or abandoned) job's figures into the request log's record. Takes the lock. */
+static void log_job(srv_sched *sc, conn_ctx *cc, const srv_job *j, int stream) {
+    if (!cc) return;
+    pthread_mutex_lock(&sc->mu);
+    cc->gen = 1;
+    cc->stream = stream;
+    cc->n_prompt = j->n_prompt;
+    cc->n_cached = j->n_cached;
+    cc->n_gen = j->n_gen;
+    cc->ttft_ms = j->t_prompt_done > 0 ? (j->t_prompt_done - j->t_submit) * 1e3 : -1;
+    cc->finish = j->state == JOB_DONE ? j->finish : NULL;
+    pthread_mutex_unlock(&sc->mu);
+}
 
 static void count_status(srv *s, srv_endpoint ep, int status) {
     pthread_mutex_lock(&s->stats_mu);
@@ -156,6 +178,7 @@ typedef struct gen_ctx {
     size_t sent;
     int finished;               /* [DONE] is in out */
     size_t text_offset;         /* completions logprobs text_offset */
+    conn_ctx *cc;               /* the request log's record; NULL once the stream has ended */
 } gen_ctx;
 
 static void make_id(char *id, size_t n, const char *prefix) {
@@ -224,6 +247,8 @@ static int stream_pull(gen_ctx *g) {
         }
         sse_append_done(&g->out);
         g->finished = 1;
+        log_job(&s->sched, g->cc, j, 1);
+        g->cc = NULL;
     }
     return g->out.oom ? -1 : 0;
 }
@@ -236,6 +261,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         g->sent = 0;
         if (g->finished) return MHD_CONTENT_READER_END_OF_STREAM;
         if (stream_pull(g)) {
+            log_job(&g->s->sched, g->cc, g->job, 1);   /* the client went away */
+            g->cc = NULL;
             sched_cancel(&g->s->sched, g->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -330,6 +357,7 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     g->ep = cc->ep;
     g->fd = conn_fd(c);
     g->include_usage = include_usage;
+    g->cc = cc;
     make_id(g->id, sizeof g->id, kind == GEN_CHAT ? "chatcmpl-" : "cmpl-");
     g->meta.id = g->id;
     g->meta.model = s->model_id;
@@ -362,7 +390,12 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
         return ret;
     }
 
-    if (wait_job(s, j, g->fd, 1)) { gen_ctx_free(g); return MHD_NO; }   /* client gone: cancel, close */
+    if (wait_job(s, j, g->fd, 1)) {   /* client gone: cancel, close */
+        log_job(&s->sched, cc, j, 0);
+        gen_ctx_free(g);
+        return MHD_NO;
+    }
+    log_job(&s->sched, cc, j, 0);
     sbuf text; sbuf_init(&text);
     json_t *lp = NULL;
     int done;
@@ -576,6 +609,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!cc) return MHD_NO;
         sbuf_init(&cc->body);
         cc->ep = route(url);
+        cc->t0 = now_seconds();
+        snprintf(cc->method, sizeof cc->method, "%s", method);
+        snprintf(cc->path, sizeof cc->path, "%s", url);
         *con_cls = cc;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->opt.max_body) {
@@ -662,10 +698,58 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return send_error(s, c, ep, &e);
 }
 
+/* One line per request on stderr (-v), text or JSON (--log-format json). */
+static void log_request(srv *s, struct MHD_Connection *c, const conn_ctx *cc, enum MHD_RequestTerminationCode toe) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    int status = ci ? (int)ci->http_status : 0;
+    double total_ms = (now_seconds() - cc->t0) * 1e3;
+    const char *end = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "ok"
+                    : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT || toe == MHD_REQUEST_TERMINATED_READ_ERROR ? "client_gone"
+                    : toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout"
+                    : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown" : "error";
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char ts[32];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    sbuf path; sbuf_init(&path);   /* the URL as valid UTF-8, control bytes made visible */
+    utf8_append_sanitized(&path, cc->path, strlen(cc->path));
+    for (size_t i = 0; i < path.len; i++) if ((unsigned char)path.p[i] < 0x20) path.p[i] = '?';
+    const char *p = path.p ? path.p : "";
+    if (s->opt.log_json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:f, s:s}", "time", ts, "method", cc->method, "path", p,
+                              "status", status, "total_ms", total_ms, "end", end);
+        if (o && cc->gen) {
+            json_object_set_new(o, "prompt_tokens", json_integer(cc->n_prompt));
+            json_object_set_new(o, "cached_tokens", json_integer(cc->n_cached));
+            json_object_set_new(o, "completion_tokens", json_integer(cc->n_gen));
+            json_object_set_new(o, "ttft_ms", cc->ttft_ms >= 0 ? json_real(cc->ttft_ms) : json_null());
+            json_object_set_new(o, "stream", json_boolean(cc->stream));
+            json_object_set_new(o, "finish", cc->finish ? json_string(cc->finish) : json_null());
+        }
+        char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (txt) fprintf(stderr, "%s\n", txt);
+        free(txt);
+        json_decref(o);
+    } else if (cc->gen) {
+        char ttft[32] = "-";
+        if (cc->ttft_ms >= 0) snprintf(ttft, sizeof ttft, "%.1f", cc->ttft_ms);
+        fprintf(stderr, "%s %s %s %d prompt=%d cached=%d completion=%d ttft_ms=%s total_ms=%.1f%s finish=%s%s%s\n",
+                ts, cc->method, p, status, cc->n_prompt, cc->n_cached, cc->n_gen, ttft, total_ms,
+                cc->stream ? " stream" : "", cc->finish ? cc->finish : "none", strcmp(end, "ok") ? " end=" : "",
+                strcmp(end, "ok") ? end : "");
+    } else {
+        fprintf(stderr, "%s %s %s %d total_ms=%.1f%s%s\n", ts, cc->method, p, status, total_ms,
+                strcmp(end, "ok") ? " end=" : "", strcmp(end, "ok") ? end : "");
+    }
+    sbuf_free(&path);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls; (void)c; (void)toe;
+    srv *s = cls;
     conn_ctx *cc = *con_cls;
     if (!cc) return;
+    if (s->opt.log_requests) log_request(s, c, cc, toe);
     sbuf_free(&cc->body);
     st_free(cc);
     *con_cls = NULL;
@@ -679,6 +763,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     vsnprintf(line, sizeof line, fmt, ap);
     if (strstr(line, "application error generating response")) return;
     fprintf(stderr, "strata serve: http: %s", line);
+}
+
+static const char *mi_arch(const strata_model *m) {
+    strata_model_info mi;
+    strata_model_get_info(m, &mi);
+    return mi.arch;
 }
 
 /* ---- start-up -------------------------------------------------------------------------------------------- */
@@ -751,6 +841,7 @@ int srv_run(const srv_options *o) {
     mp.path = o->model_path;
     mp.n_threads = o->n_threads;
     mp.device = o->device;
+    mp.chat_template = o->chat_template;
     int rc = 1;
     if (strata_model_load(&mp, &s->model, err, sizeof err)) {
         fprintf(stderr, "strata serve: %s\n", err);
@@ -765,6 +856,14 @@ int srv_run(const srv_options *o) {
         goto out;
     }
     atomic_store(&s->state, SRV_READY);
+    {   /* which chat template the chat endpoint uses */
+        const char *t = strata_model_chat_template(s->model);
+        const char *bt = t ? chat_builtin_template(mi_arch(s->model)) : NULL;
+        if (o->chat_template) fprintf(stderr, "strata serve: chat template: %s (--chat-template)\n", o->chat_template_name ? o->chat_template_name : "given");
+        else if (bt && !strcmp(t, bt)) fprintf(stderr, "strata serve: chat template: built-in %s (the file has none)\n", mi_arch(s->model));
+        else if (t) fprintf(stderr, "strata serve: chat template: the model's (tokenizer.chat_template)\n");
+        else fprintf(stderr, "strata serve: chat template: ChatML (the model has none)\n");
+    }
     const char *h = o->host;
     int v6 = strchr(h, ':') != NULL;
     strata_model_info mi;

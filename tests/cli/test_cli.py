@@ -9,7 +9,7 @@ exit 1; Ctrl-C exits 130. With the model (STRATA_MODEL): llama.cpp spellings as 
 usage: python3 tests/cli/test_cli.py --bin build/strata [--model PATH]
 Prints "N passed, N failed" last, like the C tests.
 """
-import argparse, os, signal, subprocess, sys, tempfile, time
+import argparse, http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
 passed = failed = 0
 
@@ -134,6 +134,122 @@ def with_model(model):
     print("Ctrl-C to exit during a 3k-token prompt: %.3f s" % dt)
 
 
+class Serve:
+    """strata serve on a free port; stderr (the request log) goes to a file."""
+    def __init__(self, model, *args):
+        self.errf = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "-t", "1", *args],
+                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            self.proc.wait(10)
+            raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
+        self.port = int(m.group(1))
+
+    def req(self, method, path, body=None, raw=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        c.request(method, path, body=raw if raw is not None else (json.dumps(body) if body is not None else None),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+
+    def stderr(self):
+        self.errf.seek(0)
+        return self.errf.read()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(30)
+        time.sleep(0.05)
+        return self.stderr()
+
+
+def serve_log(model):
+    chat = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4, "temperature": 0}
+    # -v: one text line per request with method, path, status and, for generations, the counts
+    s = Serve(model, "-v")
+    st, body = s.req("POST", "/v1/chat/completions", chat)
+    u = json.loads(body)["usage"]
+    st2, _ = s.req("POST", "/v1/chat/completions", dict(chat, stream=True))
+    s.req("GET", "/health")
+    s.req("GET", "/no/such/page")
+    s.req("POST", "/v1/chat/completions", raw="{not json")
+    err = s.stop()
+    lines = [l for l in err.splitlines() if re.match(r"\d{4}-\d\d-\d\dT", l)]
+    check(len(lines) == 5, "-v: 5 request lines, got %d: %r" % (len(lines), err[-800:]))
+    want = "POST /v1/chat/completions 200 prompt=%d cached=0 completion=%d ttft_ms=" % (u["prompt_tokens"], u["completion_tokens"])
+    check(st == 200 and len(lines) > 0 and want in lines[0] and "finish=length" in lines[0],
+          "-v chat line %r wants %r" % (lines[:1], want))
+    # the second request reuses the cached prefix; the log says how much
+    m = re.search(r"200 prompt=(\d+) cached=(\d+) completion=(\d+) ttft_ms=[\d.]+ total_ms=[\d.]+ stream", lines[1] if len(lines) > 1 else "")
+    check(st2 == 200 and m and int(m.group(1)) == u["prompt_tokens"] and int(m.group(2)) > 0 and int(m.group(3)) == 4,
+          "-v stream line %r" % lines[1:2])
+    check(len(lines) == 5 and " GET /health 200 " in lines[2] and " GET /no/such/page 404 " in lines[3]
+          and " POST /v1/chat/completions 400 " in lines[4], "-v other lines %r" % lines[2:])
+    check("chat template: the model's (tokenizer.chat_template)" in err, "serve names the template: %r" % err[:300])
+    # --log-format json: one JSON object per line; a client that leaves mid-stream is logged as such
+    s = Serve(model, "--log-format", "json")
+    s.req("POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0})
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    c.request("POST", "/v1/completions", json.dumps({"prompt": "Count: 1, 2, 3,", "max_tokens": 400, "stream": True}),
+              {"Content-Type": "application/json"})
+    r = c.getresponse()
+    r.read(40)
+    c.close()   # gone mid-stream
+    time.sleep(1.5)
+    err = s.stop()
+    objs = []
+    for l in err.splitlines():
+        if l.startswith("{"):
+            try:
+                objs.append(json.loads(l))
+            except ValueError:
+                check(False, "json log line does not parse: %r" % l)
+    check(len(objs) == 2, "json: 2 request objects, got %r" % objs)
+    if len(objs) == 2:
+        a, b = objs
+        check(a["method"] == "POST" and a["path"] == "/v1/completions" and a["status"] == 200 and a["completion_tokens"] == 3
+              and a["prompt_tokens"] > 0 and a["cached_tokens"] == 0 and a["ttft_ms"] > 0 and a["total_ms"] >= a["ttft_ms"]
+              and a["finish"] == "length" and a["stream"] is False and a["end"] == "ok", "json line %r" % a)
+        check(b["stream"] is True and b["finish"] is None and b["completion_tokens"] < 400, "json line of the abandoned stream %r" % b)
+    # no -v: no request lines
+    s = Serve(model)
+    s.req("GET", "/health")
+    err = s.stop()
+    check(not re.search(r"GET /health", err), "without -v nothing is logged: %r" % err)
+    # --chat-template FILE replaces the model's: the prompt is exactly the file's rendering
+    with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
+        f.write("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}[assistant]")
+        tpath = f.name
+    s = Serve(model, "-v", "--chat-template", tpath)
+    st, body = s.req("POST", "/v1/chat/completions", chat)
+    pt = json.loads(body)["usage"]["prompt_tokens"]
+    st, tb = s.req("POST", "/tokenize", {"content": "[user] Say hi\n[assistant]", "add_special": True})
+    want = len(json.loads(tb)["tokens"])
+    err = s.stop()
+    os.unlink(tpath)
+    check(pt == want and pt != u["prompt_tokens"], "--chat-template FILE: prompt %d tokens, the file's text is %d" % (pt, want))
+    check("chat template: %s (--chat-template)" % tpath in err, "serve names the file: %r" % err[:400])
+    # --chat-template NAME: ChatML without SmolLM2's default system prompt
+    s = Serve(model, "--chat-template", "chatml")
+    st, body = s.req("POST", "/v1/chat/completions", chat)
+    pt = json.loads(body)["usage"]["prompt_tokens"]
+    st, tb = s.req("POST", "/tokenize", {"content": "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n",
+                                         "add_special": True, "parse_special": True})
+    s.stop()
+    check(pt == len(json.loads(tb)["tokens"]), "--chat-template chatml: %d tokens vs %r" % (pt, tb[:200]))
+    rc, out, err = run(["serve", "-m", model, "--chat-template", "no-such-template"])
+    check(rc == 2 and "neither a file nor a built-in name" in err, "bad --chat-template: rc %d %r" % (rc, err))
+
+
+def gemma_info(gemma):
+    rc, out, _ = run(["info", gemma])
+    check(rc == 0 and "built-in gemma3 template" in out, "info names Gemma's built-in template: %r" % out)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/strata")
@@ -143,7 +259,11 @@ if __name__ == "__main__":
     contract()
     if a.model and os.path.exists(a.model):
         with_model(a.model)
+        serve_log(a.model)
     else:
         print("SKIP: the model-dependent checks (no STRATA_MODEL)", file=sys.stderr)
+    gemma = os.environ.get("STRATA_GEMMA_MODEL", "")
+    if gemma and os.path.exists(gemma):
+        gemma_info(gemma)
     print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
