@@ -105,8 +105,9 @@ $(LIB): $(LIB_OBJS) $(CUDA_OBJS)
 $(LIB_CORE): $(CORE_OBJS) $(CUDA_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
-# the command line alone also links libedit (the chat's line editing): never the GPU programs
-CLI_LDLIBS = -ledit
+# the command line alone also links libedit (the chat's line editing) and libcurl (strata pull):
+# never the GPU programs
+CLI_LDLIBS = -ledit -lcurl
 $(BIN): $(CLI_OBJS) $(LIB)
 	@echo "link: $@"
 	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CLI_LDLIBS) $(CUDA_LIBS)
@@ -116,8 +117,8 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
-# libedit-dev: the chat's line editing and history (the strata binary only)
-APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev clang unzip chromium
+# libedit-dev, libcurl4-openssl-dev: the chat's line editing and `strata pull` (the strata binary only)
+APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev libcurl4-openssl-dev clang unzip chromium
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
@@ -142,7 +143,7 @@ run: setup-sys
 test: setup-sys
 	+@$(MAKE) setup-py model $(GEMMA) all
 	+@$(MAKE) test-bins
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/server/run_openai.sh tests/server/run_webui.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_webui.sh
 
 test-asan:
 	+@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \

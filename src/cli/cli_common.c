@@ -286,6 +286,11 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_opts *o) {
             if (!o->chat_template_text) return CLI_ERR;
         } else if (!(o->chat_template_text = st_strdup(bt))) return CLI_ERR;
     }
+    if (c->bit & (CMD_MODEL | CMD_TOKENIZE | CMD_INFO)) {   /* -m org/repo:QUANT */
+        const char *path = cli_resolve_model(o->model);
+        if (!path) return CLI_ERR;
+        o->model = path;
+    }
     return -1;
 }
 

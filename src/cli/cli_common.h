@@ -93,6 +93,9 @@ void cli_print_version(FILE *f);
  * returns CLI_USAGE. */
 int cli_usage_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* -m REF: a reference to the hub (org/repo:QUANT, hf://...) becomes its cached file, pulled on
+ * first use (cmd_pull.c); a path (or anything else) comes back as it is; NULL when a pull failed. */
+const char *cli_resolve_model(const char *model);
 /* Load with a progress bar on a terminal; prints the error and returns NULL on failure. Warns
  * when o->n_ctx exceeds the model's trained context length. */
 strata_model *cli_load_model(const cli_opts *o);

@@ -15,6 +15,9 @@
 #pragma weak cmd_template
 #pragma weak cmd_serve
 #pragma weak cmd_synth
+#pragma weak cmd_pull
+#pragma weak cmd_list
+#pragma weak cmd_rm
 
 typedef struct { const char *name; int (*fn)(int, char **); const char *help; } command;
 
@@ -31,6 +34,9 @@ int main(int argc, char **argv) {
         { "run",      cmd_run,      "answer one prompt, streaming text to stdout and stats to stderr" },
         { "chat",     cmd_chat,     "interactive chat (Ctrl-C stops a reply, Ctrl-D exits)" },
         { "serve",    cmd_serve,    "OpenAI-compatible HTTP server" },
+        { "pull",     cmd_pull,     "download a model from the Hugging Face hub (org/repo:QUANT)" },
+        { "list",     cmd_list,     "list the cached models" },
+        { "rm",       cmd_rm,       "remove a cached model" },
         { "info",     cmd_info,     "describe a GGUF model file" },
         { "tokenize", cmd_tokenize, "print token ids of a text" },
         { "template", cmd_template, "render a chat template" },
