@@ -117,8 +117,10 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
-# libedit-dev, libcurl4-openssl-dev: the chat's line editing and `strata pull` (the strata binary only)
-APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev libcurl4-openssl-dev clang unzip chromium
+# libedit-dev, libcurl4-openssl-dev: the chat's line editing and `strata pull` (the strata binary only);
+# libjs-marked, libjs-highlight.js: the chat page's Markdown and code highlighting (served from /static/)
+APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev libcurl4-openssl-dev \
+           libjs-marked libjs-highlight.js clang unzip chromium
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \

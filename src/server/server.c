@@ -598,6 +598,52 @@ static int authorized(srv *s, struct MHD_Connection *c) {
     return x && key_equal(x, strlen(x), s->opt.api_key);
 }
 
+/* The chat page's Markdown and highlighting scripts: Debian's libjs-marked and libjs-highlight.js,
+ * served from /usr/share/javascript (never a CDN). Only these names; read once, kept. */
+static const struct { const char *name, *path, *ctype; } static_files[] = {
+    { "marked.js", "/usr/share/javascript/marked/marked.min.js", "application/javascript; charset=utf-8" },
+    { "hljs.js", "/usr/share/javascript/highlight.js/highlight.min.js", "application/javascript; charset=utf-8" },
+    { "hljs-light.css", "/usr/share/javascript/highlight.js/styles/github.css", "text/css; charset=utf-8" },
+    { "hljs-dark.css", "/usr/share/javascript/highlight.js/styles/a11y-dark.css", "text/css; charset=utf-8" },
+};
+#define N_STATIC ((int)(sizeof static_files / sizeof static_files[0]))
+static struct { char *data; size_t len; int tried; } static_cache[N_STATIC];
+static pthread_mutex_t static_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static enum MHD_Result handle_static(srv *s, struct MHD_Connection *c, const char *name) {
+    for (int i = 0; i < N_STATIC; i++) {
+        if (strcmp(name, static_files[i].name)) continue;
+        pthread_mutex_lock(&static_mu);
+        if (!static_cache[i].tried) {
+            static_cache[i].tried = 1;
+            FILE *f = fopen(static_files[i].path, "rb");
+            if (f && !fseek(f, 0, SEEK_END)) {
+                long n = ftell(f);
+                char *d = n > 0 && n < (32L << 20) ? malloc((size_t)n) : NULL;
+                if (d && !fseek(f, 0, SEEK_SET) && fread(d, 1, (size_t)n, f) == (size_t)n) {
+                    static_cache[i].data = d;
+                    static_cache[i].len = (size_t)n;
+                } else free(d);
+            }
+            if (f) fclose(f);
+        }
+        const char *d = static_cache[i].data;
+        size_t len = static_cache[i].len;
+        pthread_mutex_unlock(&static_mu);
+        if (!d) break;   /* the package is not installed: the page falls back to plain text */
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)d, MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", static_files[i].ctype);
+        MHD_add_response_header(r, "Cache-Control", "max-age=3600");
+        add_cors(s, r);
+        enum MHD_Result ret = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        count_status(s, EP_WEBUI, 200);
+        return ret;
+    }
+    return send_bytes(s, c, EP_WEBUI, 404, "text/plain; charset=utf-8", "not found\n", 10, 0);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     (void)version;
@@ -653,6 +699,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (ep == EP_HEALTH) return handle_health(s, c, cc);
     if (ep == EP_WEBUI && !strcmp(method, "GET"))
         return send_bytes(s, c, ep, 200, "text/html; charset=utf-8", srv_webui_html, strlen(srv_webui_html), 0);
+    if (!strncmp(url, "/static/", 8) && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
+        return handle_static(s, c, url + 8);
     if (!authorized(s, c)) {
         api_error_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
                       "Incorrect API key provided. Send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'.");
