@@ -262,10 +262,10 @@ int cmd_chat(int argc, char **argv) {
     int rc = cli_parse(&chat_cmd, argc, argv, &o);
     if (rc >= 0) return rc;
     strata_model *m = cli_load_model(&o);
-    if (!m) return CLI_ERR;
+    if (!m) { st_free(o.chat_template_text); return CLI_ERR; }
     strata_model *draft = NULL;
     strata_session *s = open_session(m, &o, &draft);
-    if (!s) { strata_model_free(draft); strata_model_free(m); return CLI_ERR; }
+    if (!s) { strata_model_free(draft); strata_model_free(m); st_free(o.chat_template_text); return CLI_ERR; }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = cli_on_sigint;   /* no SA_RESTART: a Ctrl-C at the prompt ends the read */
@@ -304,6 +304,7 @@ int cmd_chat(int argc, char **argv) {
     for (int i = 0; i < c.n; i++) st_free((void *)c.msgs[i].content);
     st_free(c.msgs);
     st_free(c.system);
+    st_free(o.chat_template_text);
     strata_session_free(s);
     strata_model_free(draft);
     strata_model_free(m);

@@ -57,6 +57,7 @@ static int ref_parse(const char *s, hf_ref *r) {
     if (!strncmp(s, "hf://", 5)) { s += 5; explicit = 1; }
     else if (!strncmp(s, "hf.co/", 6)) { s += 6; explicit = 1; }
     else if (!strncmp(s, "huggingface.co/", 15)) { s += 15; explicit = 1; }
+    else if (s[0] == '.' || s[0] == '/' || s[0] == '~') return -1;   /* a path */
     const char *slash = strchr(s, '/');
     if (!slash || slash == s) return -1;
     const char *p = slash + 1;

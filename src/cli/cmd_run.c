@@ -26,7 +26,7 @@ int cmd_run(int argc, char **argv) {
     }
     if (!o.prompt) o.prompt = "Tell me a short story about a robot who learns to paint.";
     strata_model *m = cli_load_model(&o);
-    if (!m) { st_free(file_prompt); return CLI_ERR; }
+    if (!m) { st_free(file_prompt); st_free(o.chat_template_text); return CLI_ERR; }
     char err[512];
     char *text = NULL;
     if (o.chat) {
@@ -35,7 +35,7 @@ int cmd_run(int argc, char **argv) {
         if (o.system) msgs[n++] = (strata_chat_msg){ "system", o.system };
         msgs[n++] = (strata_chat_msg){ "user", o.prompt };
         text = strata_chat_format(m, msgs, n, 1, NULL, err, sizeof err);
-        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); return CLI_ERR; }
+        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); st_free(o.chat_template_text); return CLI_ERR; }
     }
     int n_ids;
     int32_t *ids = tokenize_alloc(m, text ? text : o.prompt, 1, o.chat, &n_ids);
@@ -79,7 +79,7 @@ int cmd_run(int argc, char **argv) {
     }
     strata_session_free(s);
     strata_model_free(draft);
-    st_free(ids); st_free(text); st_free(file_prompt);
+    st_free(ids); st_free(text); st_free(file_prompt); st_free(o.chat_template_text);
     strata_model_free(m);
     return rc;
 }

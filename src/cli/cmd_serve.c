@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_common.h"
 #include "core/env.h"
+#include "core/util.h"
 #include "server/server.h"
 
 static const cli_command serve_cmd = {
@@ -34,5 +35,7 @@ int cmd_serve(int argc, char **argv) {
     o.chat_template_name = c.chat_template;
     o.log_requests = c.verbose;
     o.log_json = c.log_json;
-    return srv_run(&o);
+    rc = srv_run(&o);
+    st_free(c.chat_template_text);
+    return rc;
 }

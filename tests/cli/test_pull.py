@@ -193,6 +193,8 @@ def main():
     calls = hub.api_calls
     rc, out, err = st("run", "-m", "org/Flaky-GGUF:Q8_0", *g)
     check(rc == 0 and out == want and hub.api_calls == calls, "-m REF from the cache: no hub call (%d -> %d)" % (calls, hub.api_calls))
+    rc, out, err = st("run", "-m", "./org/Missing", "-n", "1")
+    check(rc == 1 and "does not exist" in err and "pulling" not in err, "a missing ./path is not a reference: %r" % err)
     rc, out, err = st("tokenize", "-m", "hf://org/Tiny-GGUF/tiny-Q8_0.gguf", "hello")
     check(rc == 0 and len(out.split()) >= 1, "tokenize -m hf://...: rc %d %r" % (rc, err))
     hub.srv.shutdown()
