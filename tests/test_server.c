@@ -1,6 +1,6 @@
 /* Server unit tests that need no model: request validation (exact OpenAI-style 400 messages),
  * SSE framing and chunk bytes, UTF-8 holdback, stop-string holdback (also split across tokens),
- * ChatML formatting, Prometheus text. The end-to-end tests with the real openai client are in
+ * Prometheus text. The end-to-end tests with the real openai client are in
  * tests/server/test_openai.py (make test-server). */
 #include "test.h"
 #include "core/util.h"
@@ -8,6 +8,8 @@
 #include "server/request.h"
 #include "server/server.h"
 #include "server/stream.h"
+#include "server/tools.h"
+#include "grammar/grammar.h"
 
 /* Parse body as kind; expect a 400 whose message/param/code are exactly these. */
 static void expect_400(gen_kind kind, const char *body, const char *message, const char *param, const char *code) {
@@ -21,6 +23,30 @@ static void expect_400(gen_kind kind, const char *body, const char *message, con
     if (message) CHECK_STR(e.message, message);
     CHECK_STR(e.param, param ? param : "");
     if (code) CHECK_STR(e.code, code); else CHECK(e.code == NULL);
+}
+
+/* response_format json_object / json_schema and the grammar extension compile a grammar */
+static void test_response_format_ok(void) {
+    static const char *const bodies[] = {
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"json_object\"}}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"json_schema\","
+        "\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+        "\"required\":[\"a\"],\"additionalProperties\":false}}}}",
+        "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]+\"}",
+    };
+    for (int i = 0; i < 3; i++) {
+        gen_request r;
+        api_error e;
+        int rc = gen_request_parse(bodies[i], strlen(bodies[i]), i == 2 ? GEN_COMPLETION : GEN_CHAT, &r, &e);
+        CHECKF(rc == 0 && r.grammar != NULL, "%s: %s", bodies[i], rc ? e.message : "no grammar");
+        if (rc == 0) gen_request_free(&r);
+    }
+    const char *text = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"text\"}}";
+    gen_request r;
+    api_error e;
+    CHECK_EQ_INT(gen_request_parse(text, strlen(text), GEN_CHAT, &r, &e), 0);
+    CHECK(r.grammar == NULL);
+    gen_request_free(&r);
 }
 
 static void test_chat_request_ok(void) {
@@ -125,8 +151,25 @@ static void test_chat_request_errors(void) {
     expect_400(GEN_CHAT, b, "Invalid 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.", "top_logprobs", "invalid_value");
     snprintf(b, sizeof b, "{%s,\"logprobs\":true,\"top_logprobs\":21}", m);
     expect_400(GEN_CHAT, b, NULL, "top_logprobs", "integer_above_max_value");
-    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_object\"}}", m);
-    expect_400(GEN_CHAT, b, NULL, "response_format.type", "unsupported_value");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"xml\"}}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema'.",
+               "response_format.type", "unsupported_value");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_schema\"}}", m);
+    expect_400(GEN_CHAT, b, "Invalid type for 'response_format.json_schema': expected an object, but got null instead.",
+               "response_format.json_schema", "invalid_type");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}}", m);
+    expect_400(GEN_CHAT, b, "Missing required parameter: 'response_format.json_schema.schema'.",
+               "response_format.json_schema.schema", "missing_required_parameter");
+    snprintf(b, sizeof b, "{%s,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\","
+                          "\"schema\":{\"type\":\"string\",\"pattern\":\"a+\"}}}}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'response_format.json_schema.schema': json_schema: 'pattern' is not supported in a JSON schema here",
+               "response_format.json_schema.schema", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"grammar\":\"root ::= foo\"}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'grammar': grammar: rule 'foo' is used but not defined", "grammar", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"}}", m);
+    expect_400(GEN_CHAT, b, NULL, "grammar", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"grammar\":7}", m);
+    expect_400(GEN_CHAT, b, NULL, "grammar", "invalid_type");
     snprintf(b, sizeof b, "{%s,\"repeat_penalty\":0}", m);
     expect_400(GEN_CHAT, b, "Invalid 'repeat_penalty': decimal below minimum value. Expected a value >= 0.01, but got 0 instead.",
                "repeat_penalty", "decimal_below_min_value");
@@ -415,11 +458,48 @@ static void test_stop_filter(void) {
     st_free(r);
 }
 
-static void test_chatml(void) {
-    strata_chat_msg msgs[] = { { "developer", "Be brief." }, { "user", "Hi" } };
-    char *s = chatml_format(msgs, 2);
-    CHECK_STR(s, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-    st_free(s);
+/* Admission counts (issue 21): jobs in the ring that idle slots will take at the decode
+ * thread's next iteration are starting, not waiting. No decode thread here: the ring is seen
+ * before it would move them. */
+static void test_submit_counts(void) {
+    srv_sched sc;
+    memset(&sc, 0, sizeof sc);
+    sc.n_slots = 2; sc.q_cap = 1; sc.q_alloc = 3;
+    srv_slot slots[2];
+    memset(slots, 0, sizeof slots);
+    srv_job *queue[3] = { 0 };
+    sc.slots = slots; sc.queue = queue;
+    pthread_mutex_init(&sc.mu, NULL);
+    pthread_cond_init(&sc.wake, NULL);
+    gen_request r;
+    memset(&r, 0, sizeof r);
+    int32_t tok = 1;
+    srv_job *j[4];
+    for (int i = 0; i < 4; i++) j[i] = job_new(&r, &tok, 1);
+    int running = -1, waiting = -1;
+    CHECK_EQ_INT(sched_submit(&sc, j[0], &running, &waiting), 0);
+    CHECK_EQ_INT(sched_submit(&sc, j[1], &running, &waiting), 0);
+    CHECK_EQ_INT(sched_submit(&sc, j[2], &running, &waiting), 0);
+    /* two idle slots, three admitted: two are starting, one waits */
+    CHECK_EQ_INT(sched_submit(&sc, j[3], &running, &waiting), -1);
+    CHECK_EQ_INT(running, 2);
+    CHECK_EQ_INT(waiting, 1);
+    CHECK_EQ_INT(sc.counters.rejected, 1);
+    /* one slot generating (its job out of the ring), two in the ring: one starts, one waits */
+    sc.q_head = 1; sc.q_len = 2;
+    slots[0].job = j[0];
+    CHECK_EQ_INT(sched_submit(&sc, j[3], &running, &waiting), -1);
+    CHECK_EQ_INT(running, 2);
+    CHECK_EQ_INT(waiting, 1);
+    slots[0].job = NULL;
+    sc.q_head = 0; sc.q_len = 3;
+    sched_stop(&sc);   /* ends the ring's jobs with the shutdown error */
+    CHECK_EQ_INT(sc.q_len, 0);
+    CHECK(j[0]->state == JOB_DONE && j[0]->finish == NULL && strstr(j[0]->error, "shutting down"));
+    CHECK_EQ_INT(sched_submit(&sc, j[3], &running, &waiting), -2);
+    for (int i = 0; i < 4; i++) job_release(&sc, j[i]);
+    pthread_mutex_destroy(&sc.mu);
+    pthread_cond_destroy(&sc.wake);
 }
 
 static void test_metrics(void) {
@@ -431,9 +511,12 @@ static void test_metrics(void) {
     m.c.generated_tokens = 100;
     m.c.busy_seconds = 4.0;
     m.c.decode_steps = 40; m.c.spec_drafted = 50; m.c.spec_accepted = 30;
+    m.h.refused_per_ip = 7; m.h.tok_peak = 2;
     sbuf o; sbuf_init(&o);
     metrics_render(&o, &m);
     CHECK(strstr(o.p, "strata_spec_drafted_tokens_total 50\n") != NULL);
+    CHECK(strstr(o.p, "strata_connections_refused_total{reason=\"per_ip\"} 7\n") != NULL);
+    CHECK(strstr(o.p, "strata_tokenizer_busy_peak 2\n") != NULL);
     CHECK(strstr(o.p, "strata_spec_accepted_tokens_total 30\n") != NULL);
     CHECK(strstr(o.p, "strata_decode_passes_total 40\n") != NULL);
     CHECK(strstr(o.p, "strata_spec_acceptance_rate 0.600000\n") != NULL);
@@ -461,8 +544,228 @@ static void test_metrics(void) {
     sbuf_free(&o);
 }
 
+/* ---- tool calls --------------------------------------------------------------------------------- */
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = 0;
+    fclose(f);
+    return b;
+}
+
+static void test_tool_formats(void) {
+    static const struct { const char *file; tool_format f; } cases[] = {
+        { "Qwen-Qwen2.5-7B-Instruct", TOOLFMT_HERMES }, { "Qwen-Qwen3-0.6B", TOOLFMT_HERMES },
+        { "NousResearch-Hermes-3-Llama-3.1-8B-tool_use", TOOLFMT_HERMES },
+        { "meta-llama-Llama-3.1-8B-Instruct", TOOLFMT_LLAMA3 }, { "meta-llama-Llama-3.2-3B-Instruct", TOOLFMT_LLAMA3 },
+        { "mistralai-Mistral-Nemo-Instruct-2407", TOOLFMT_MISTRAL }, { "Mistral-Small-3.2-24B-Instruct-2506", TOOLFMT_MISTRAL },
+        { "unsloth-mistral-Devstral-Small-2507", TOOLFMT_MISTRAL }, { "meetkai-functionary-medium-v3.2", TOOLFMT_FUNCTIONARY },
+        /* no tools rendered, or another call syntax than these four */
+        { "smollm2", TOOLFMT_NONE }, { "gemma3", TOOLFMT_NONE }, { "google-gemma-2-2b-it", TOOLFMT_NONE },
+        { "Qwen3-Coder", TOOLFMT_NONE }, { "GLM-4.7-Flash", TOOLFMT_NONE },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/data/templates/%s.jinja", cases[i].file);
+        char *t = read_all(path);
+        CHECKF(t != NULL, "%s missing (run from the repository root)", path);
+        if (!t) continue;
+        tool_format f = tool_format_of(t);
+        CHECKF(f == cases[i].f, "%s: %s, expected %s", cases[i].file, tool_format_name(f), tool_format_name(cases[i].f));
+        free(t);
+    }
+    CHECK(tool_format_of(NULL) == TOOLFMT_NONE);
+}
+
+static const char *byte_tok(void *u, int32_t id, size_t *len) {
+    static char bytes[256];
+    (void)u;
+    bytes[id] = (char)id;
+    *len = 1;
+    return &bytes[id];
+}
+static int byte_text(void *u, int32_t id) { (void)u; return id > 0; }
+
+/* does grammar text g accept s completely? */
+static int grammar_accepts(const char *g, const char *s) {
+    char err[256];
+    grammar *gr = grammar_parse(g, err, sizeof err);
+    if (!gr) { fprintf(stderr, "  grammar: %s\n", err); return -1; }
+    grammar_vocab_src src = { 256, byte_tok, byte_text, NULL, NULL };
+    grammar_vocab *v = grammar_vocab_new(&src);
+    grammar_match *m = grammar_match_new(gr, v);
+    int ok = grammar_match_bytes(m, s, strlen(s)) == 0 && grammar_match_can_end(m);
+    grammar_match_free(m);
+    grammar_vocab_free(v);
+    grammar_free(gr);
+    return ok;
+}
+
+static void test_tool_grammar_and_parse(void) {
+    json_t *tools = json_loads("[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
+                               "\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"}},\"required\":[\"city\"]}}},"
+                               "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]", 0, NULL);
+    static const struct { tool_format f; const char *good, *bad, *two; } fam[] = {
+        { TOOLFMT_HERMES, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>",
+          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\": 2}}\n</tool_call>",
+          "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>" },
+        { TOOLFMT_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 2}}",
+          "{\"name\": \"get_weather\", \"parameters\": {\"city\": 7}}", NULL },
+        { TOOLFMT_MISTRAL, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}]",
+          "[TOOL_CALLS][{\"name\": \"get_wether\", \"arguments\": {\"city\": \"Paris\"}}]",
+          "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]" },
+        { TOOLFMT_FUNCTIONARY, "get_weather\n{\"city\": \"Paris\", \"days\": 2}", "get_weather\n{\"city\": \"Paris\", \"days\": \"2\"}",
+          "now\n{}>>>get_weather\n{\"city\": \"Rome\"}" },
+    };
+    char err[256];
+    for (size_t k = 0; k < sizeof fam / sizeof fam[0]; k++) {
+        char *g1 = tool_call_grammar(fam[k].f, tools, NULL, 0, err, sizeof err);
+        char *gp = tool_call_grammar(fam[k].f, tools, NULL, 1, err, sizeof err);
+        char *gn = tool_call_grammar(fam[k].f, tools, "now", 0, err, sizeof err);
+        CHECKF(g1 && gp && gn, "%s: %s", tool_format_name(fam[k].f), err);
+        if (!g1 || !gp || !gn) { st_free(g1); st_free(gp); st_free(gn); continue; }
+        CHECKF(grammar_accepts(g1, fam[k].good) == 1, "%s good", tool_format_name(fam[k].f));
+        CHECKF(grammar_accepts(g1, fam[k].bad) == 0, "%s bad", tool_format_name(fam[k].f));
+        CHECK(grammar_accepts(gn, fam[k].good) == 0);            /* only "now" allowed */
+        if (fam[k].two) {
+            CHECKF(grammar_accepts(gp, fam[k].two) == 1, "%s parallel", tool_format_name(fam[k].f));
+            CHECK(grammar_accepts(g1, fam[k].two) == 0);         /* one call unless parallel */
+        }
+        /* what the grammar forces, the parser reads back */
+        char *content = NULL;
+        json_t *calls = tool_calls_parse(fam[k].f, fam[k].good, strlen(fam[k].good), 1, &content);
+        CHECK_EQ_INT(json_array_size(calls), 1);
+        json_t *fn = json_object_get(json_array_get(calls, 0), "function");
+        CHECK_STR(json_string_value(json_object_get(fn, "name")), "get_weather");
+        CHECK_STR(json_string_value(json_object_get(fn, "arguments")), "{\"city\":\"Paris\",\"days\":2}");
+        const char *id = json_string_value(json_object_get(json_array_get(calls, 0), "id"));
+        CHECK(id && strlen(id) == 29 && !strncmp(id, "call_", 5));
+        CHECK(content == NULL);
+        json_decref(calls);
+        st_free(content);
+        if (fam[k].two) {
+            calls = tool_calls_parse(fam[k].f, fam[k].two, strlen(fam[k].two), 2, &content);
+            CHECK_EQ_INT(json_array_size(calls), 2);
+            CHECK_STR(json_string_value(json_object_get(json_object_get(json_array_get(calls, 0), "function"), "name")), "now");
+            json_decref(calls);
+            st_free(content);
+        }
+        st_free(g1); st_free(gp); st_free(gn);
+    }
+    CHECK(tool_call_grammar(TOOLFMT_HERMES, tools, "nope", 0, err, sizeof err) == NULL && strstr(err, "no function named 'nope'"));
+    json_decref(tools);
+    /* text around calls, malformed calls, plain answers */
+    static const struct { tool_format f; const char *text; int n; const char *content; } p[] = {
+        { TOOLFMT_HERMES, "Let me check.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>", 1, "Let me check." },
+        { TOOLFMT_HERMES, "<tool_call>\nnot json\n</tool_call>", 0, "<tool_call>\nnot json\n</tool_call>" },
+        { TOOLFMT_HERMES, "<tool_call>{\"name\": \"a\", \"arguments\": \"{\\\"x\\\": 1}\"}", 1, NULL },   /* unclosed, string args */
+        { TOOLFMT_HERMES, "  Just text.  ", 0, "Just text." },
+        { TOOLFMT_LLAMA3, "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}", 1, NULL },
+        { TOOLFMT_LLAMA3, "{\"answer\": 42}", 0, "{\"answer\": 42}" },
+        { TOOLFMT_MISTRAL, "Sure.[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {}}]", 2, "Sure." },
+        { TOOLFMT_MISTRAL, "[TOOL_CALLS][{\"arguments\": {}}]", 0, "[TOOL_CALLS][{\"arguments\": {}}]" },
+        { TOOLFMT_FUNCTIONARY, "all\nHello there", 0, "Hello there" },
+        { TOOLFMT_FUNCTIONARY, "all\nChecking.>>>a\n{\"x\": 1}", 1, "Checking." },
+    };
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        char *content = NULL;
+        json_t *calls = tool_calls_parse(p[i].f, p[i].text, strlen(p[i].text), 3, &content);
+        CHECKF((int)json_array_size(calls) == p[i].n, "case %zu: %zu calls", i, json_array_size(calls));
+        if (p[i].content) CHECK_STR(content, p[i].content); else CHECKF(content == NULL, "case %zu: content \"%s\"", i, content);
+        json_decref(calls);
+        st_free(content);
+    }
+}
+
+/* streaming with tools: what may be sent as content at each length of the text */
+static void test_tool_window(void) {
+    static const struct { tool_format f; const char *text; size_t start, end; } w[] = {
+        { TOOLFMT_HERMES, "Hello there", 0, 11 },
+        { TOOLFMT_HERMES, "Hello <tool", 0, 6 },                      /* could become the marker */
+        { TOOLFMT_HERMES, "Hello <tool_call>\n{\"na", 0, 6 },
+        { TOOLFMT_HERMES, "a < b", 0, 5 },
+        { TOOLFMT_HERMES, "x<", 0, 1 },
+        { TOOLFMT_MISTRAL, "Sure [TOOL_CA", 0, 5 },
+        { TOOLFMT_MISTRAL, "Sure [TOOLS] x", 0, 14 },
+        { TOOLFMT_LLAMA3, "  ", 0, 0 },
+        { TOOLFMT_LLAMA3, " {\"name\"", 0, 0 },
+        { TOOLFMT_LLAMA3, "<|python", 0, 0 },
+        { TOOLFMT_LLAMA3, "<b>bold", 0, 7 },
+        { TOOLFMT_LLAMA3, "The answer", 0, 10 },
+        { TOOLFMT_FUNCTIONARY, "al", 0, 0 },
+        { TOOLFMT_FUNCTIONARY, "all\nHi >", 4, 7 },
+        { TOOLFMT_FUNCTIONARY, "all\nHi >>>get", 4, 7 },
+        { TOOLFMT_FUNCTIONARY, "get_weather\n{", 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        size_t a = 99, b = 99;
+        tool_text_window(w[i].f, w[i].text, strlen(w[i].text), &a, &b);
+        CHECKF(a == w[i].start && b == w[i].end, "\"%s\" (%s): [%zu, %zu), expected [%zu, %zu)", w[i].text,
+               tool_format_name(w[i].f), a, b, w[i].start, w[i].end);
+    }
+    /* the window only grows as text is appended (every prefix of a reply with a call) */
+    const char *reply = "Let me look. <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call> done";
+    size_t last = 0;
+    int monotone = 1;
+    for (size_t n = 0; n <= strlen(reply); n++) {
+        size_t a, b;
+        tool_text_window(TOOLFMT_HERMES, reply, n, &a, &b);
+        monotone &= b >= last && b <= 13;
+        last = b;
+    }
+    CHECK(monotone && last == 13);
+}
+
+static void test_tool_requests(void) {
+    const char *m = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":null,"
+                    "\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"x\\\":1}\"}}]},"
+                    "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"42\"}]";
+    const char *tools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}]";
+    char b[2048];
+    snprintf(b, sizeof b, "{%s,%s,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}},\"parallel_tool_calls\":false}", m, tools);
+    gen_request r;
+    api_error e;
+    CHECK_EQ_INT(gen_request_parse(b, strlen(b), GEN_CHAT, &r, &e), 0);
+    CHECK(r.has_tool_msgs && r.tools_json && r.tool_choice == TOOL_CHOICE_NAMED && !r.parallel_tool_calls);
+    CHECK_STR(r.tool_name, "f");
+    /* arguments given as JSON text reach the template as an object; null content stays null */
+    CHECK_STR(r.messages_json, "[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":null,"
+              "\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":{\"x\":1}}}]},"
+              "{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":\"call_1\"}]");
+    gen_request_free(&r);
+    snprintf(b, sizeof b, "{%s,%s}", m, tools);
+    CHECK_EQ_INT(gen_request_parse(b, strlen(b), GEN_CHAT, &r, &e), 0);
+    CHECK(r.tool_choice == TOOL_CHOICE_AUTO && r.parallel_tool_calls == 1);
+    gen_request_free(&r);
+    snprintf(b, sizeof b, "{%s,%s,\"tool_choice\":\"sometimes\"}", m, tools);
+    expect_400(GEN_CHAT, b, "Invalid 'tool_choice': expected 'none', 'auto', 'required' or a function, but got 'sometimes'.",
+               "tool_choice", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"tool_choice\":\"required\"}", m);
+    expect_400(GEN_CHAT, b, "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+               "tool_choice", "invalid_value");
+    snprintf(b, sizeof b, "{%s,%s,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}}", m, tools);
+    expect_400(GEN_CHAT, b, "Invalid 'tool_choice': no function named 'g' in 'tools'.", "tool_choice", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"tools\":[{\"type\":\"retrieval\"}]}", m);
+    expect_400(GEN_CHAT, b, "Invalid 'tools[0].type': only 'function' tools are supported.", "tools[0].type", "invalid_value");
+    snprintf(b, sizeof b, "{%s,\"tools\":[{\"type\":\"function\",\"function\":{}}]}", m);
+    expect_400(GEN_CHAT, b, NULL, "tools[0].function.name", "missing_required_parameter");
+    snprintf(b, sizeof b, "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{}}]}]}");
+    expect_400(GEN_CHAT, b, NULL, "messages[0].tool_calls[0].function.name", "missing_required_parameter");
+}
+
 int main(void) {
+    RUN(test_submit_counts);
+    RUN(test_tool_formats);
+    RUN(test_tool_grammar_and_parse);
+    RUN(test_tool_requests);
+    RUN(test_tool_window);
     RUN(test_chat_request_ok);
+    RUN(test_response_format_ok);
     RUN(test_chat_request_errors);
     RUN(test_completion_request);
     RUN(test_error_json);
@@ -470,7 +773,6 @@ int main(void) {
     RUN(test_logprobs_shape);
     RUN(test_utf8);
     RUN(test_stop_filter);
-    RUN(test_chatml);
     RUN(test_metrics);
     TEST_DONE();
 }

@@ -13,6 +13,10 @@
  * here check what byte-level BPE promises instead: every byte maps to its byte token and
  * decode(encode(s)) == s byte for byte.
  *
+ * Independent oracles (test_oracles): the sentencepiece and tokenizers packages on small
+ * vocabularies trained by tools/gen_tokenizer_oracle.py (tests/data/oracle): SentencePiece
+ * merges by score and its add_space_prefix default, Llama 3's ignore_merges.
+ *
  * Needs STRATA_MODEL (set by `make test`); Gemma 3 cases need STRATA_GEMMA_MODEL or the
  * cached gemma-3-270m-q4_k_m.gguf (tools/fetch_gemma.sh) and are skipped without it. */
 #include <stdint.h>
@@ -686,6 +690,42 @@ static void test_cli(void) {
     unlink(path);
 }
 
+/* Independent oracles (tools/gen_tokenizer_oracle.py): vocabularies trained with the
+ * sentencepiece and tokenizers packages, written into vocabulary-only GGUFs, ids from those
+ * packages for 2050 strings each. spm: SentencePiece BPE whose ids do not follow its scores
+ * (merges go by score) and whose GGUF lacks add_space_prefix (true by default for SPM);
+ * spm_noprefix: add_space_prefix = false; llama3: byte-level BPE under Llama 3's regex with
+ * whole words in the vocabulary that no merge builds (ignore_merges). */
+static void test_oracles(void) {
+    static const char *const names[] = { "spm", "spm_noprefix", "llama3" };
+    for (int k = 0; k < 3; k++) {
+        char path[256], err[512];
+        snprintf(path, sizeof path, "tests/data/oracle/%s.gguf", names[k]);
+        gguf_file *f = NULL;
+        tokenizer *t = NULL;
+        if (gguf_open(path, &f, err, sizeof err) || tokenizer_load_gguf(f, &t, err, sizeof err)) {
+            CHECKF(0, "%s: %s", path, err);
+            gguf_close(f);
+            continue;
+        }
+        if (k == 0) {
+            /* the default itself: no key in the file, and "Hello" gets the space marker */
+            CHECK(gguf_get_kv(f, "tokenizer.ggml.add_space_prefix") == NULL);
+            int32_t ids[8];
+            int n = tokenizer_encode(t, "Hello", 5, 0, 0, ids, 8);
+            size_t l;
+            const char *p = n >= 1 ? tokenizer_token_bytes(t, ids[0], &l) : NULL;
+            CHECK(p && l >= 1 && p[0] == ' ');
+        }
+        if (k == 2) CHECK_STR(tokenizer_pre_name(t), "llama-bpe");
+        char tsv[256];
+        snprintf(tsv, sizeof tsv, "tests/data/oracle/%s.tsv", names[k]);
+        compare_golden(t, tsv, 2000);
+        tokenizer_free(t);
+        gguf_close(f);
+    }
+}
+
 /* Gemma 3: SentencePiece-style vocabulary (scores, <0xNN> byte fallback, U+2581 spaces). */
 static void test_gemma3(const char *path) {
     char err[512];
@@ -804,6 +844,7 @@ int main(void) {
     RUN(test_mutated_vocab);
     RUN(test_speed);
     RUN(test_cli);
+    RUN(test_oracles);
     /* Gemma 3: STRATA_GEMMA_MODEL, else gemma-3-270m-q4_k_m.gguf beside STRATA_MODEL (the cache
      * directory tools/fetch_gemma.sh fills) */
     char gemma[4096];

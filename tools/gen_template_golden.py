@@ -275,6 +275,14 @@ EXPR_CASES = [
     "{{ d['a'][1] }}|{{ d.a.1 }}|{{ d['missing'] is defined }}|{{ (d.missing or 'fb') }}|{{ none is not none }}|{{ l|length > 2 }}|{{ (l|length) > 2 and l[0] == 3 }}",
     "{{ 'Hello' ~ ' ' ~ 'World' | upper }}|{{ ('Hello' ~ ' world') | upper }}|{{ -1 | abs }}|{{ - 1 | abs }}|{{ not true == false }}",
     "{% set x %}{% for i in range(3) %}{{ i }}{% endfor %}{% endset %}{{ x|length }}|{% set y | upper %}abc{% endset %}{{ y }}",
+    # select / reject / selectattr / rejectattr / map on none (or any falsy value) yield nothing, as
+    # functionary's template relies on when no tools are given; iterating none itself is an error
+    "{{ none|selectattr('type', 'equalto', 'function')|list }}|{{ none|selectattr('x')|list|length }}|{{ none|rejectattr('x')|list }}|{{ none|select|list }}|{{ none|reject('none')|list }}",
+    "{{ none|map(attribute='x')|list }}|{{ none|map('upper')|list }}|{{ (none|selectattr('x')|list) == [] }}|[{{ none|selectattr('x')|first }}]|{{ undefined_var|selectattr('x')|list }}",
+    "{{ false|select|list }}|{{ 0|select|list }}|{{ ''|map('upper')|list }}|{% for t in none|selectattr('type') %}{{ t }}{% else %}no tools{% endfor %}|{% for x in undefined_var %}x{% else %}e{% endfor %}",
+    "{% for x in none %}{{ x }}{% else %}empty{% endfor %}",
+    "{{ none|list }}",
+    "{{ none|join(',') }}",
 ]
 
 

@@ -236,11 +236,18 @@ def main():
         raise SystemExit("usage: gen_tokenizer_golden.py smollm2|gemma3 [MODEL.gguf]")
 
 
+# 31 spaces is token 167, 9 spaces 145, 2 spaces 138 (all USER_DEFINED)
+GEMMA_OVERRIDES = {" " * 40 + "x": [167, 145, 236781], " " * 33 + "x": [167, 138, 236781]}
+
+
 def gemma3(model):
     """Gemma 3 (tokenizer.ggml.model "llama"): transformers' gemma_tokenizer rebuilds the merges
     from the vocabulary in file order (the file has none, and its scores do not follow the merge
     order), normalizes " " to U+2581 and has no pre-tokenizer split that survives the
-    normalizer, byte fallback on. We take its ids as they are."""
+    normalizer, byte fallback on. We take its ids as they are, except where it splits a run of
+    spaces longer than Gemma's longest USER_DEFINED space piece (31) by merges: SentencePiece
+    (and llama.cpp, and the added-token matching of Gemma's own tokenizer.json) takes the
+    longest user-defined piece first (GEMMA_OVERRIDES)."""
     extra = [
         (0, "\n\n\n\n"), (0, "\t\t\t"), (0, " " * 33 + "x"), (0, "\t" * 40), (0, "\u2581\u2581"), (0, "<0xFF>"),
         (0, "[multimodal]"), (0, "<start_of_image>"), (0, "x\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\ny"),
@@ -253,6 +260,10 @@ def gemma3(model):
     rows, notes = [], []
     for ps, s in cases:
         ids = encode(tok, s, ps)
+        if ps == 0 and s in GEMMA_OVERRIDES:
+            notes.append("sentencepiece rule, not the converter's: %s -> %s (converter: %s)"
+                         % (escape(s), GEMMA_OVERRIDES[s], ids))
+            ids = GEMMA_OVERRIDES[s]
         rows.append((ps, s, ids))
         if tok.decode(ids) != s:
             notes.append("no round trip: %s decodes to %s" % (escape(s), escape(tok.decode(ids))))

@@ -39,6 +39,8 @@ static const cli_option options[] = {
     { OPT_DRAFT,    CMD_GEN,      "-md,--model-draft,--draft-model", "PATH", 's', 0, 0, "draft model of the same vocabulary for --spec" },
     { OPT_KV,       CMD_MODEL,    "--kv",       "T",   's', 0, 0,
       "KV cache: f16 (default) or int8 (CPU: 0.56x the memory, other bits)" },
+    { OPT_GRAMMAR,  CMD_RUN,      "--grammar",               "GBNF", 's', 0, 0, "constrain the output to a GBNF grammar (@FILE: read it from FILE)" },
+    { OPT_JSON_SCHEMA, CMD_RUN,   "--json-schema",           "SCHEMA", 's', 0, 0, "constrain the output to JSON of a JSON Schema (@FILE: read it from FILE)" },
     { OPT_CHAT,     CMD_RUN,      "--chat",             NULL,  0,  0, 0, "format the prompt with the model's chat template" },
     { OPT_EXACT,    CMD_GEN | CMD_BENCH, "--exact",          NULL,  0,  0, 0, "reference mode: dequantized weights, f32 activations" },
     { OPT_NO_STATS, CMD_RUN,      "--no-stats",              NULL,  0,  0, 0, "no tok/s line on stderr" },
@@ -50,6 +52,9 @@ static const cli_option options[] = {
     { OPT_API_KEY,  CMD_SERVE,    "--api-key",               "KEY", 's', 0, 0, "require 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'" },
     { OPT_CORS,     CMD_SERVE,    "--cors",                  "ORIGIN", 's', 0, 0, "send Access-Control-Allow-Origin: ORIGIN (e.g. '*')" },
     { OPT_MAX_BODY, CMD_SERVE,    "--max-body",              "N",   'i', 1024, 1 << 30, "largest request body in bytes (default 8388608)" },
+    { OPT_MAX_CONN, CMD_SERVE,    "--max-conn",              "N",   'i', 1, 100000, "open connections at most; more are closed at once (default 512)" },
+    { OPT_MAX_CONN_PER_IP, CMD_SERVE, "--max-conn-per-ip",   "N",   'i', 0, 100000, "open connections from one address at most (default 64; 0: no cap)" },
+    { OPT_HEADER_TIMEOUT, CMD_SERVE, "--header-timeout",     "S",   'i', 1, 3600, "seconds a connection has to send a request's headers (default 10)" },
     { OPT_VERBOSE,  CMD_SERVE,    "-v,--verbose",            NULL,  0,  0, 0, "a log line per request on stderr" },
     { OPT_LOG_FORMAT, CMD_SERVE,  "--log-format",            "F",   's', 0, 0, "request log as text or json (json implies -v)" },
     { OPT_CHAT_TEMPLATE, CMD_SERVE | CMD_GEN, "--chat-template",       "FILE|NAME", 's', 0, 0,
@@ -137,6 +142,7 @@ static void opts_defaults(cli_opts *o) {
     o->sp.temperature = 0.8f; o->sp.top_k = 40; o->sp.top_p = 0.95f; o->sp.min_p = 0.05f;
     o->show_stats = 1;
     o->port = -1; o->queue = -1;
+    o->max_conn = -1; o->max_conn_per_ip = -1; o->header_timeout = -1;
     o->pp = 128; o->tg = 64; o->reps = 3;
 }
 
@@ -192,6 +198,11 @@ static int cli_apply(const cli_command *c, cli_opts *o, const cli_option *op, co
         o->api_key = v; break;
     case OPT_CORS: o->cors = v; break;
     case OPT_MAX_BODY: o->max_body = (long)d; break;
+    case OPT_MAX_CONN: o->max_conn = (int)d; break;
+    case OPT_MAX_CONN_PER_IP: o->max_conn_per_ip = (int)d; break;
+    case OPT_HEADER_TIMEOUT: o->header_timeout = (int)d; break;
+    case OPT_GRAMMAR: o->grammar = v; break;
+    case OPT_JSON_SCHEMA: o->json_schema = v; break;
     case OPT_VERBOSE: o->verbose = 1; break;
     case OPT_LOG_FORMAT:
         if (!strcmp(v, "json")) { o->log_json = 1; o->verbose = 1; }

@@ -30,7 +30,8 @@ typedef enum {
     OPT_REPEAT_LAST_N, OPT_SEED, OPT_STOP, OPT_SPEC, OPT_DRAFT, OPT_KV, OPT_CHAT, OPT_EXACT,
     OPT_NO_STATS, OPT_DEVICE, OPT_HOST, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_API_KEY, OPT_CORS,
     OPT_MAX_BODY, OPT_VERBOSE, OPT_LOG_FORMAT, OPT_CHAT_TEMPLATE, OPT_PP, OPT_TG, OPT_REPS,
-    OPT_PIECES, OPT_NO_BOS, OPT_NO_SPECIAL,
+    OPT_PIECES, OPT_NO_BOS, OPT_NO_SPECIAL, OPT_GRAMMAR, OPT_JSON_SCHEMA, OPT_MAX_CONN,
+    OPT_MAX_CONN_PER_IP, OPT_HEADER_TIMEOUT,
 } cli_opt_id;
 
 typedef struct cli_option {
@@ -54,11 +55,14 @@ typedef struct cli_opts {
     int spec;                      /* --spec N: drafts per step (0: off) */
     const char *draft_model;       /* --draft-model PATH */
     int kv_type;                   /* --kv f16|int8 (STRATA_KV_*) */
+    const char *grammar;           /* --grammar GBNF (or @FILE): constrained output */
+    const char *json_schema;       /* --json-schema SCHEMA (or @FILE) */
     /* serve */
     const char *host, *api_key, *cors;
     const char *chat_template;     /* --chat-template as given; its text (file or built-in) below */
     char *chat_template_text;
     int port, parallel, queue, verbose, log_json;
+    int max_conn, max_conn_per_ip, header_timeout;   /* -1: the server's default */
     long max_body;
     /* bench */
     int pp, tg, reps;

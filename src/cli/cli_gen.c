@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cli_gen.h"
 #include "core/util.h"
+#include "grammar/grammar_model.h"
 
 volatile sig_atomic_t cli_interrupted;
 void cli_on_sigint(int sig) { (void)sig; cli_interrupted++; }
@@ -65,6 +66,10 @@ int eval_prompt_interruptible(strata_session *s, const int32_t *ids, int n, doub
 int on_token(int32_t id, void *user) {
     streamer *s = user;
     if (cli_interrupted) return 1;
+    if (s->gm && grammar_match_token(s->gm, id) != 0) {
+        fprintf(stderr, "strata: token %d left the grammar\n", id);
+        return 1;
+    }
     if (strata_token_is_eog(s->m, id)) return 0;
     char buf[4096];
     int n = strata_detok_push(s->m, &s->dt, id, buf, sizeof buf);

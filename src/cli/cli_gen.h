@@ -16,6 +16,7 @@ typedef struct {
     const char **stops; int n_stops;
     char *text; size_t len, cap, printed;
     int stopped;
+    struct grammar_match *gm;      /* --grammar / --json-schema: advanced by every token, or NULL */
 } streamer;
 void stream_emit(streamer *s, const char *p, size_t n);
 /* strata_generate's callback: user is a streamer; stops on Ctrl-C. */
@@ -28,6 +29,7 @@ int eval_prompt_interruptible(strata_session *s, const int32_t *ids, int n, doub
 void print_stats(const strata_session *sess, const strata_model *m, int pre_n, double pre_t);
 /* A session with the run/chat options (speculation, draft model); NULL with the error printed. */
 strata_session *open_session(strata_model *m, const cli_opts *o, strata_model **draft);
-/* Tokenize with special tokens parsed (chat markup) or not (plain prompts); malloc'ed. */
+/* Tokenize a plain prompt (special tokens parsed or not); malloc'ed. Chat prompts go through
+ * strata_chat_tokenize (message content is text). */
 int32_t *tokenize_alloc(const strata_model *m, const char *text, int add_bos, int special, int *n);
 #endif

@@ -190,10 +190,10 @@ static int32_t *fit_conversation(chat *c, int *n_ids, int *room) {
     if (want < 1) want = 1;
     int dropped = 0, first = c->system ? 1 : 0;
     for (;;) {
-        char *text = strata_chat_format(c->m, c->msgs, c->n, 1, NULL, err, sizeof err);
-        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); return NULL; }
-        int32_t *ids = tokenize_alloc(c->m, text, 1, 1, n_ids);
-        st_free(text);
+        /* the template's markers are special tokens, message content is text */
+        int32_t *ids = NULL;
+        *n_ids = strata_chat_tokenize(c->m, c->msgs, c->n, 1, NULL, &ids, NULL, err, sizeof err);
+        if (*n_ids < 0) { fprintf(stderr, "strata: chat template: %s\n", err); return NULL; }
         if (!ids) { fprintf(stderr, "strata: cannot tokenize the conversation\n"); return NULL; }
         if (*n_ids + want <= n_ctx || c->n - first <= 1) {
             if (*n_ids + 2 > n_ctx) {

@@ -8,11 +8,46 @@
 #include "cli_common.h"
 #include "cli_gen.h"
 #include "core/util.h"
+#include "grammar/grammar_model.h"
 
 static const cli_command run_cmd = {
     CMD_RUN, "run", "[-m MODEL] [-p PROMPT | -f FILE] [options]",
     "Answers one prompt, streaming the text to stdout and the stats to stderr. --chat formats it\n"
-    "with the model's chat template; --temp 0 is greedy. Ctrl-C stops (exit 130).\n", 0 };
+    "with the model's chat template; --temp 0 is greedy. Ctrl-C stops (exit 130).\n"
+    "--grammar / --json-schema constrain the answer (GBNF text or a JSON schema; @FILE reads a\n"
+    "file; --json-schema '{}' is any JSON value): tokens the grammar forbids are masked.\n", 0 };
+
+/* --grammar / --json-schema: the grammar, the model's vocabulary and the matcher whose mask
+ * the session applies before each draw. 0 (also when neither was given), -1 with a message. */
+typedef struct { grammar *g; grammar_vocab *v; grammar_match *match; char *text[2]; } cli_grammar;
+
+static int open_grammar(const strata_model *m, const cli_opts *o, strata_session *s, cli_grammar *gc) {
+    if (!o->grammar && !o->json_schema) return 0;
+    const char *src[2] = { o->grammar, o->json_schema };
+    for (int k = 0; k < 2; k++)
+        if (src[k] && src[k][0] == '@') {
+            gc->text[k] = cli_read_file(src[k] + 1, NULL);
+            if (!gc->text[k]) return -1;
+            src[k] = gc->text[k];
+        }
+    char err[512] = "";
+    gc->g = grammar_from_options(src[0], src[1], 0, err, sizeof err);
+    if (!gc->g) { fprintf(stderr, "strata: %s: %s\n", o->grammar ? "--grammar" : "--json-schema", err); return -1; }
+    gc->v = grammar_vocab_for_model(m);
+    gc->match = gc->v ? grammar_match_new(gc->g, gc->v) : NULL;
+    if (!gc->match) { fprintf(stderr, "strata: out of memory for the grammar\n"); return -1; }
+    strata_session_set_logits_mask(s, grammar_logits_mask, gc->match);
+    return 0;
+}
+
+static void close_grammar(cli_grammar *gc) {
+    grammar_match_free(gc->match);
+    grammar_vocab_free(gc->v);
+    grammar_free(gc->g);
+    st_free(gc->text[0]);
+    st_free(gc->text[1]);
+}
+
 int cmd_run(int argc, char **argv) {
     cli_opts o;
     int rc = cli_parse(&run_cmd, argc, argv, &o);
@@ -28,17 +63,18 @@ int cmd_run(int argc, char **argv) {
     strata_model *m = cli_load_model(&o);
     if (!m) { st_free(file_prompt); st_free(o.chat_template_text); return CLI_ERR; }
     char err[512];
-    char *text = NULL;
+    int n_ids = 0;
+    int32_t *ids = NULL;
     if (o.chat) {
         strata_chat_msg msgs[2];
         int n = 0;
         if (o.system) msgs[n++] = (strata_chat_msg){ "system", o.system };
         msgs[n++] = (strata_chat_msg){ "user", o.prompt };
-        text = strata_chat_format(m, msgs, n, 1, NULL, err, sizeof err);
-        if (!text) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); st_free(o.chat_template_text); return CLI_ERR; }
-    }
-    int n_ids;
-    int32_t *ids = tokenize_alloc(m, text ? text : o.prompt, 1, o.chat, &n_ids);
+        /* the template's markers are special tokens, the user's text is text */
+        n_ids = strata_chat_tokenize(m, msgs, n, 1, NULL, &ids, NULL, err, sizeof err);
+        if (n_ids < 0) { fprintf(stderr, "strata: chat template: %s\n", err); strata_model_free(m); st_free(file_prompt); st_free(o.chat_template_text); return CLI_ERR; }
+    } else ids = tokenize_alloc(m, o.prompt, 1, 0, &n_ids);
+    cli_grammar gc = { 0 };
     strata_model *draft = NULL;
     strata_session *s = ids ? open_session(m, &o, &draft) : NULL;
     rc = CLI_ERR;
@@ -53,6 +89,8 @@ int cmd_run(int argc, char **argv) {
         sigaction(SIGINT, &sa, NULL);
         streamer st = { .m = m, .stops = o.stops, .n_stops = o.n_stops };
         strata_detok_init(&st.dt);
+        if (open_grammar(m, &o, s, &gc) != 0) goto done;
+        st.gm = gc.match;
         if (!o.chat) { fputs(o.prompt, stdout); fflush(stdout); }
         int max = o.n_predict;
         if (max < 0 || max > strata_session_n_ctx(s) - n_ids) max = strata_session_n_ctx(s) - n_ids;
@@ -75,11 +113,19 @@ int cmd_run(int argc, char **argv) {
         fputc('\n', stdout);
         fflush(stdout);
         st_free(st.text);
-        if (cli_interrupted) { fprintf(stderr, "strata: cli_interrupted\n"); rc = CLI_INTERRUPTED; }
+        if (gc.match && o.show_stats && !cli_interrupted) {
+            long computed, cached;
+            double secs;
+            grammar_match_stats(gc.match, &computed, &cached, &secs);
+            fprintf(stderr, "[grammar] masks computed %ld (%.1f ms), from the cache %ld\n", computed, secs * 1e3, cached);
+        }
+        if (cli_interrupted) { fprintf(stderr, "strata: interrupted\n"); rc = CLI_INTERRUPTED; }
     }
+done:
+    close_grammar(&gc);
     strata_session_free(s);
     strata_model_free(draft);
-    st_free(ids); st_free(text); st_free(file_prompt); st_free(o.chat_template_text);
+    st_free(ids); st_free(file_prompt); st_free(o.chat_template_text);
     strata_model_free(m);
     return rc;
 }

@@ -27,6 +27,9 @@ int cmd_serve(int argc, char **argv) {
     if (c.api_key) o.api_key = c.api_key;
     if (c.cors) o.cors = c.cors;
     if (c.max_body) o.max_body = (size_t)c.max_body;
+    if (c.max_conn >= 0) o.max_conn = c.max_conn;
+    if (c.max_conn_per_ip >= 0) o.max_conn_per_ip = c.max_conn_per_ip;
+    if (c.header_timeout >= 0) o.header_timeout = c.header_timeout;
     o.n_threads = c.n_threads;
     o.spec = c.spec;
     o.device = c.device;

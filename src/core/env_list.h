@@ -20,3 +20,5 @@ X(ENV_CPU_KV_PASS,   "STRATA_CPU_KV_PASS",   ENV_BOOL, "1",    "CPU attention: c
 X(ENV_CUDA_PDL,      "STRATA_CUDA_PDL",      ENV_STR,  "auto", "CUDA programmatic dependent launch (sm_90+): a kernel starts while its predecessor drains and waits for its results (griddepcontrol.wait); auto (the device table: on from Hopper), on, off; same bits")
 X(ENV_CUDA_MATVEC,   "STRATA_CUDA_MATVEC",   ENV_STR,  "auto", "CUDA matvec of the 256-weight formats (K-quants, IQ): auto (the device table), coop (8 lanes per super-block), lane (one lane per block); same bits")
 X(ENV_CUDA_SAMPLE,   "STRATA_CUDA_SAMPLE",   ENV_BOOL, "1",    "CUDA decode with a non-greedy sampler (or a repetition penalty): draw the token on the GPU in the step's graph (0: logits to the host, CPU sampler)")
+X(ENV_MMAP,          "STRATA_MMAP",          ENV_BOOL, "0",    "load GGUF files by mapping them (1) instead of reading them into memory (0): a mapped file changed in place kills the process with SIGBUS (docs/RELIABILITY.md)")
+X(ENV_GRAMMAR_OVERLAP, "STRATA_GRAMMAR_OVERLAP", ENV_STR, "auto", "server: compute grammar masks on a helper thread while the decode step runs: auto (on with CUDA), 1, 0")

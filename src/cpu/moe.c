@@ -77,13 +77,24 @@ static matvec_rows_fn pick_kernel(int type, matvec_kernel want) {
 
 /* ---- scratch: thread-local, grows, never shrinks (no allocation per token after warm-up) -- */
 typedef struct { void *p; size_t cap; } buf;
-static _Thread_local buf s_logits, s_sel, s_w, s_pairs, s_act_x, s_act_gu, s_gbuf, s_ubuf, s_act_h, s_ypair, s_rows;
+typedef struct { buf logits, sel, w, pairs, act_x, act_gu, gbuf, ubuf, act_h, ypair, rows; } moe_scratch;
+static _Thread_local moe_scratch s_scr;
+/* a thread-specific key frees a thread's scratch when it exits (the server's decode thread) */
+static pthread_key_t s_scr_key;
+static pthread_once_t s_scr_once = PTHREAD_ONCE_INIT;
+static void scratch_free(void *arg) {
+    buf *b = (buf *)arg;
+    for (size_t i = 0; i < sizeof(moe_scratch) / sizeof(buf); i++) { st_free(b[i].p); b[i].p = NULL; b[i].cap = 0; }
+}
+static void scratch_key_init(void) { pthread_key_create(&s_scr_key, scratch_free); }
 
 static void *buf_get(buf *b, size_t n) {
     if (n <= b->cap) return b->p;
     void *p = st_realloc(b->p, n);
     if (!p) return NULL;
     b->p = p; b->cap = n;
+    pthread_once(&s_scr_once, scratch_key_init);
+    pthread_setspecific(s_scr_key, &s_scr);
     return p;
 }
 
@@ -214,7 +225,7 @@ static void combine(const float *ypair, const int *pair_of, const float *w, int 
 
 static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
                        matvec_mode mode, matvec_kernel kernel, const int32_t *sel, const float *w, moe_timing *tm) {
-    moe_job *j = buf_get(&s_pairs, sizeof(moe_job));
+    moe_job *j = buf_get(&s_scr.pairs, sizeof(moe_job));
     if (!j) return -1;
     memset(j, 0, sizeof *j);
     const int64_t E = L->gate_exps.n_in, F = L->gate_exps.n_out;
@@ -250,15 +261,15 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         start = count[e] > start ? count[e] : start;
     }
 
-    float *gbuf = buf_get(&s_gbuf, (size_t)P * (size_t)F * sizeof(float));
-    float *ubuf = buf_get(&s_ubuf, (size_t)P * (size_t)F * sizeof(float));
-    float *ypair = buf_get(&s_ypair, (size_t)P * (size_t)E * sizeof(float));
+    float *gbuf = buf_get(&s_scr.gbuf, (size_t)P * (size_t)F * sizeof(float));
+    float *ubuf = buf_get(&s_scr.ubuf, (size_t)P * (size_t)F * sizeof(float));
+    float *ypair = buf_get(&s_scr.ypair, (size_t)P * (size_t)E * sizeof(float));
     if (!gbuf || !ubuf || !ypair) return -1;
     j->gbuf = gbuf; j->ubuf = ubuf; j->ypair = ypair; j->x = x;
     int nth = threadpool_size(tp);
     if (j->exact) {
         j->rowbuf_n = E > F ? E : F;
-        j->rowbuf = buf_get(&s_rows, (size_t)nth * (size_t)j->rowbuf_n * sizeof(float));
+        j->rowbuf = buf_get(&s_scr.rows, (size_t)nth * (size_t)j->rowbuf_n * sizeof(float));
         if (!j->rowbuf) return -1;
         for (int p = 0; p < P; p++) {
             j->xcols[p] = x + (size_t)j->pair_tok[p] * (size_t)E;
@@ -269,8 +280,8 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         act_format ag = j->gate.qt->act, au = j->up.qt->act;
         size_t sg = act_row_bytes(ag, E), su = act_row_bytes(au, E);
         if (!sg || !su) return -1;
-        char *ax = buf_get(&s_act_x, (size_t)T * (sg + su));
-        char *agu = buf_get(&s_act_gu, (size_t)P * (sg + su));
+        char *ax = buf_get(&s_scr.act_x, (size_t)T * (sg + su));
+        char *agu = buf_get(&s_scr.act_gu, (size_t)P * (sg + su));
         if (!ax || !agu) return -1;
         for (int t = 0; t < T; t++) {
             act_quantize_row(ag, x + (size_t)t * (size_t)E, ax + (size_t)t * sg, E);
@@ -298,7 +309,7 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         act_format ad = j->down.qt->act;
         size_t sd = act_row_bytes(ad, F);
         if (!sd) return -1;
-        char *ah = buf_get(&s_act_h, (size_t)P * sd);
+        char *ah = buf_get(&s_scr.act_h, (size_t)P * sd);
         if (!ah) return -1;
         for (int p = 0; p < P; p++) act_quantize_row(ad, gbuf + (size_t)p * (size_t)F, ah + (size_t)p * sd, F);
         j->act_h = ah; j->h_stride = sd;
@@ -324,9 +335,9 @@ static int moe_per_token(threadpool *tp, const layer_weights *L, int k, const fl
     size_t gb = quant_row_bytes(L->gate_exps.type, E) * (size_t)F, ub = quant_row_bytes(L->up_exps.type, E) * (size_t)F;
     size_t db = quant_row_bytes(L->down_exps.type, F) * (size_t)E;
     if (!gb || !ub || !db) return -1;
-    float *g = buf_get(&s_gbuf, (size_t)F * sizeof(float));
-    float *u = buf_get(&s_ubuf, (size_t)F * sizeof(float));
-    float *ypair = buf_get(&s_ypair, (size_t)P * (size_t)E * sizeof(float));
+    float *g = buf_get(&s_scr.gbuf, (size_t)F * sizeof(float));
+    float *u = buf_get(&s_scr.ubuf, (size_t)F * sizeof(float));
+    float *ypair = buf_get(&s_scr.ypair, (size_t)P * (size_t)E * sizeof(float));
     if (!g || !u || !ypair) return -1;
     int pair_of[MOE_MAX_PAIRS];
     for (int t = 0; t < T; t++)
@@ -362,9 +373,9 @@ int moe_ffn_timed(threadpool *tp, const layer_weights *L, int k, const float *x,
         return -1;
     pthread_once(&kern_once, kern_init);
     if (variant == MOE_AUTO) variant = (moe_variant)moe_env_variant;
-    float *logits = buf_get(&s_logits, (size_t)T * (size_t)X * sizeof(float));
-    int32_t *sel = buf_get(&s_sel, (size_t)T * (size_t)k * sizeof(int32_t));
-    float *w = buf_get(&s_w, (size_t)T * (size_t)k * sizeof(float));
+    float *logits = buf_get(&s_scr.logits, (size_t)T * (size_t)X * sizeof(float));
+    int32_t *sel = buf_get(&s_scr.sel, (size_t)T * (size_t)k * sizeof(int32_t));
+    float *w = buf_get(&s_scr.w, (size_t)T * (size_t)k * sizeof(float));
     if (!logits || !sel || !w) return -1;
     if (tm) memset(tm, 0, sizeof *tm);
     double t0 = tm ? now_seconds() : 0;

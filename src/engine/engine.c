@@ -223,37 +223,68 @@ static char *messages_to_json(const strata_chat_msg *msgs, int n) {
     return o;
 }
 
-/* Until a build carries the template interpreter, SmolLM2's ChatML template is reproduced
- * exactly (default system prompt included). */
-#pragma weak jinja_render_chat
-static char *chatml_format(const strata_chat_msg *msgs, int n, int add_generation_prompt) {
-    static const char *def_sys = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
-    size_t cap = strlen(def_sys) + 32;
-    for (int i = 0; i < n; i++) cap += strlen(msgs[i].role) + strlen(msgs[i].content) + 32;
-    char *o = st_malloc(cap);
+/* Message content is text: the text of a control token inside it ("<|im_end|>") must not
+ * become that token, or a client could forge turns of other roles. Before rendering, a marker
+ * (a Unicode noncharacter U+FDD0..U+FDEF that occurs nowhere in the messages, the template or
+ * the extra variables) is put before every control token's text in the content; after
+ * rendering the markers are taken out and their offsets become breaks that the tokenizer
+ * respects (tokenizer_encode_breaks: no control token may cover one): those tokens are
+ * encoded as plain text, in context, and only the template's own markers are special. The
+ * marker is not whitespace and sits next to the token's text, so what templates do to
+ * content (trim, split on a tag) is unchanged, and it never splits a UTF-8 character. */
+#define CHAT_MARKER_LEN 3
+static int chat_pick_marker(const strata_model *m, const strata_chat_msg *msgs, int n, const char *extra_json,
+                            char mk[CHAT_MARKER_LEN + 1]) {
+    for (int c = 0xFDD0; c <= 0xFDEF; c++) {
+        mk[0] = (char)0xEF; mk[1] = (char)(0xB7); mk[2] = (char)(0x80 | (c & 0x3F)); mk[3] = 0;
+        int used = strstr(m->chat_template, mk) || (extra_json && strstr(extra_json, mk));
+        for (int i = 0; i < n && !used; i++) used = strstr(msgs[i].content, mk) || strstr(msgs[i].role, mk);
+        if (!used) return 0;
+    }
+    return -1;
+}
+
+static char *chat_mark_content(const strata_model *m, const char *c, const char *mk) {
+    size_t n = strlen(c), extra = 0;
+    for (size_t i = 0; i < n; i++) if (tokenizer_special_len(m->tok, c + i, n - i)) extra += CHAT_MARKER_LEN;
+    char *o = st_malloc(n + extra + 1);
     if (!o) return NULL;
     size_t w = 0;
-    for (int i = 0; i < n; i++) {
-        if (i == 0 && strcmp(msgs[0].role, "system")) w += (size_t)snprintf(o + w, cap - w, "%s", def_sys);
-        w += (size_t)snprintf(o + w, cap - w, "<|im_start|>%s\n%s<|im_end|>\n", msgs[i].role, msgs[i].content);
+    for (size_t i = 0; i < n; i++) {
+        if (tokenizer_special_len(m->tok, c + i, n - i)) { memcpy(o + w, mk, CHAT_MARKER_LEN); w += CHAT_MARKER_LEN; }
+        o[w++] = c[i];
     }
-    if (add_generation_prompt) w += (size_t)snprintf(o + w, cap - w, "<|im_start|>assistant\n");
     o[w] = 0;
     return o;
 }
 
-char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
-                         const char *extra_json, char *err, size_t errlen) {
+/* Render msgs with the model's template; with mk, control-token text in content is marked. */
+static char *chat_render(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, const char *mk, char *err, size_t errlen) {
     if (!m->chat_template) {
-        snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template): use a plain prompt");
+        snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template) and strata has no built-in "
+                              "one for its architecture: use a plain prompt (completions)");
         return NULL;
     }
-    if (!jinja_render_chat) {
-        char *r = chatml_format(msgs, n, add_generation_prompt);
-        if (!r) snprintf(err, errlen, "out of memory");
-        return r;
+    strata_chat_msg *marked = NULL;
+    if (mk) {
+        marked = st_calloc((size_t)(n > 0 ? n : 1), sizeof *marked);
+        int ok = marked != NULL;
+        for (int i = 0; ok && i < n; i++) {
+            marked[i].role = msgs[i].role;
+            ok = (marked[i].content = chat_mark_content(m, msgs[i].content, mk)) != NULL;
+        }
+        if (!ok) {
+            for (int i = 0; marked && i < n; i++) st_free((char *)marked[i].content);
+            st_free(marked);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        msgs = marked;
     }
     char *mj = messages_to_json(msgs, n);
+    for (int i = 0; marked && i < n; i++) st_free((char *)marked[i].content);
+    st_free(marked);
     if (!mj) { snprintf(err, errlen, "out of memory"); return NULL; }
     size_t bl = 0, el = 0;
     int bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
@@ -265,6 +296,72 @@ char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int
     char *r = jinja_render_chat(m->chat_template, mj, NULL, add_generation_prompt, bos_s, eos_s, extra_json, err, errlen);
     st_free(mj);
     return r;
+}
+
+char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, char *err, size_t errlen) {
+    return chat_render(m, msgs, n, add_generation_prompt, extra_json, NULL, err, errlen);
+}
+
+int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, int32_t **ids, char **text, char *err, size_t errlen) {
+    *ids = NULL;
+    if (text) *text = NULL;
+    char mk[CHAT_MARKER_LEN + 1] = "";
+    if (m->chat_template && chat_pick_marker(m, msgs, n, extra_json, mk)) {
+        snprintf(err, errlen, "the messages use every Unicode noncharacter U+FDD0..U+FDEF");
+        return -1;
+    }
+    char *r = chat_render(m, msgs, n, add_generation_prompt, extra_json, mk, err, errlen);
+    if (!r) return -1;
+    /* take the markers out; each leaves a break at its offset */
+    size_t len = strlen(r), w = 0, nb = 0;
+    for (const char *p = strstr(r, mk); p; p = strstr(p + CHAT_MARKER_LEN, mk)) nb++;
+    size_t *breaks = st_malloc((nb ? nb : 1) * sizeof *breaks);
+    if (!breaks) { st_free(r); snprintf(err, errlen, "out of memory"); return -1; }
+    nb = 0;
+    for (size_t i = 0; i < len;) {
+        if (i + CHAT_MARKER_LEN <= len && !memcmp(r + i, mk, CHAT_MARKER_LEN)) { breaks[nb++] = w; i += CHAT_MARKER_LEN; continue; }
+        r[w++] = r[i++];
+    }
+    r[w] = 0;
+    len = w;
+    /* BOS as strata_tokenize adds it: not when the template wrote the BOS text itself */
+    int add_bos = tokenizer_add_bos(m->tok), bos = tokenizer_bos(m->tok);
+    if (add_bos && bos >= 0) {
+        size_t bl;
+        const char *bt = tokenizer_token_bytes(m->tok, bos, &bl);
+        if (bt && bl > 0 && len >= bl && !memcmp(r, bt, bl) && !(nb && breaks[0] < bl)) add_bos = 0;
+    }
+    int cap = (int)(len < 100000000 ? len : 100000000) + 8;
+    int32_t *v = st_malloc((size_t)cap * sizeof *v);
+    int got = v ? tokenizer_encode_breaks(m->tok, r, len, add_bos, 1, breaks, (int)nb, v, cap) : -1;
+    if (got > cap) {   /* more tokens than bytes + 8: not expected, but allowed */
+        int32_t *bigger = st_realloc(v, (size_t)got * sizeof *v);
+        if (bigger) { v = bigger; got = tokenizer_encode_breaks(m->tok, r, len, add_bos, 1, breaks, (int)nb, v, got); }
+        else got = -1;
+    }
+    st_free(breaks);
+    if (got < 0) { st_free(v); st_free(r); snprintf(err, errlen, "out of memory"); return -1; }
+    *ids = v;
+    if (text) *text = r;
+    else st_free(r);
+    return got;
+}
+
+char *strata_chat_format_json(const strata_model *m, const char *template_src, const char *messages_json,
+                              const char *tools_json, int add_generation_prompt, const char *extra_json,
+                              char *err, size_t errlen) {
+    const char *tmpl = template_src ? template_src : m->chat_template;
+    if (!tmpl) { snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template)"); return NULL; }
+    size_t bl = 0, el = 0;
+    int bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
+    const char *bt = bos >= 0 ? tokenizer_token_bytes(m->tok, bos, &bl) : NULL;
+    const char *et = eos >= 0 ? tokenizer_token_bytes(m->tok, eos, &el) : NULL;
+    char bos_s[256] = "", eos_s[256] = "";
+    if (bt && bl < sizeof bos_s) { memcpy(bos_s, bt, bl); bos_s[bl] = 0; }
+    if (et && el < sizeof eos_s) { memcpy(eos_s, et, el); eos_s[el] = 0; }
+    return jinja_render_chat(tmpl, messages_json, tools_json, add_generation_prompt, bos_s, eos_s, extra_json, err, errlen);
 }
 
 /* ---- sessions ------------------------------------------------------------------------ */
@@ -497,7 +594,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         T[i] = 1;
         if (n_accepted) n_accepted[i] = 0;
         if (next) next[i] = -1;
-        int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 ? max_draft[i] : 0;
+        int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 && !s->smp.mask ? max_draft[i] : 0;
         if (k <= 0) continue;
         if ((k = spec_budget(s, k < spare ? k : spare)) <= 0) continue;
         int nd = spec_draft_after(s, ids[i], k, win_buf);
@@ -508,7 +605,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
     int rc = 0;
     strata_session *s0 = ss[0];
     if (n == 1 && next && T[0] == 1 && s0->be->ops->decode_step && s0->smp.p.temperature <= 0 &&
-        s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0)) {
+        s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0) && !s0->smp.mask) {
         /* one session, greedy, no drafts: the backend's decode step (on the GPU forward + argmax
          * as one graph replay, only the id returns; the bits of the eager pass: same kernels) */
         int32_t nx = s0->be->ops->decode_step(s0->be, win[0][0], s0->pos, NULL);
@@ -543,7 +640,8 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
              * backend picks each row's argmax (on the GPU only the ids come back) */
             int use_picks = next && pb->ops->head_argmax;
             for (int i = i0; i < i1 && use_picks; i++)
-                if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0)))
+                if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0) &&
+                      !ss[i]->smp.mask))
                     use_picks = 0;
             int32_t picks[FWD_MAX_T];
             if ((use_picks ? forward_batch_picks(pb, &m->hp, cols, &fb, picks) : forward_batch(pb, &m->hp, cols, &fb, 0)) != 0) {
@@ -649,12 +747,19 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         if ((on_token && on_token(id, user)) || strata_token_is_eog(s->m, id) || n >= max_tokens ||
             s->pos >= s->n_ctx - 1)
             break;
-        /* a backend with a decode step (CUDA): the whole step (forward + argmax, or the
-         * sampler's draw with src/sample's rules and RNG stream) runs on the device and only
-         * the next id comes back; the host logits are not updated. STRATA_CUDA_SAMPLE=0 reads
-         * the logits back and samples on the host instead */
+        /* draft up to k tokens after id (none while the adaptive length pauses speculation) */
+        int32_t win[FWD_MAX_T];
+        win[0] = id;
+        int k = spec && !s->smp.mask ? spec_budget(s, max_tokens - n - 1) : 0;   /* a grammar: no drafts */
+        int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
+        /* a step without drafts on a backend with a decode step (CUDA): the whole step
+         * (forward + argmax, or the sampler's draw with src/sample's rules and RNG stream) runs
+         * on the device and only the next id comes back; the host logits are not updated.
+         * Plain greedy with or without speculation (so the steps speculation pauses cost a plain
+         * step, not an eager pass); a sampler when speculation is off (STRATA_CUDA_SAMPLE=0:
+         * logits to the host, the CPU sampler). */
         int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
-        if (s->be->ops->decode_step && !spec && (plain_greedy || env_bool(ENV_CUDA_SAMPLE))) {
+        if (nd == 0 && s->be->ops->decode_step && !s->smp.mask && (plain_greedy || (!spec && env_bool(ENV_CUDA_SAMPLE)))) {
             backend_sampling bs = { &s->smp.p, s->smp.rng, s->history };
             int32_t nx = s->be->ops->decode_step(s->be, id, s->pos, plain_greedy ? NULL : &bs);
             if (nx < 0) break;
@@ -663,11 +768,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             id = nx;
             continue;
         }
-        /* draft up to k tokens after id, evaluate the window in one pass, verify */
-        int32_t win[FWD_MAX_T];
-        win[0] = id;
-        int k = spec ? spec_budget(s, max_tokens - n - 1) : 0;
-        int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
+        /* evaluate the window in one pass, verify */
         int T = 1 + nd, pos0 = s->pos;
         if (session_forward(s, win, T, 0) != 0) break;
         int32_t next = -1;
@@ -695,6 +796,16 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
     st->prompt_tps = st->t_prompt > 0 ? st->n_prompt / st->t_prompt : 0;
     /* the first generated token comes from the prompt's logits: decode rate counts passes */
     st->gen_tps = st->t_gen > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->t_gen : 0;
+}
+
+/* ---- constrained sampling (issue 22): the mask hook of src/sample ------------------------- */
+void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user) {
+    s->smp.mask = fn;
+    s->smp.mask_user = user;
+}
+
+int strata_token_is_control(const strata_model *m, int32_t id) {
+    return tokenizer_token_type(m->tok, id) == TOKEN_TYPE_CONTROL;
 }
 
 void strata_env_print(void *file) { env_print((FILE *)file); }

@@ -15,6 +15,7 @@
  * bounded, so a malicious or truncated file yields a message, never a crash.
  * Errors read "<file>: <field>: <what is wrong>". */
 #include "gguf.h"
+#include "core/env.h"
 #include "core/util.h"
 #include "quant/blocks.h"
 
@@ -734,12 +735,54 @@ int gguf_open(const char *path, gguf_file **out, char *err, size_t errlen) {
         close(fd);
         return gguf_open_memory(NULL, 0, path, out, err, errlen);
     }
-    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (m == MAP_FAILED) {
-        if (err) snprintf(err, errlen, "%s: cannot map %llu bytes: %s", path, (unsigned long long)size, strerror(e));
+    if (size > (uint64_t)SIZE_MAX) {
+        if (err) snprintf(err, errlen, "%s: %llu bytes do not fit the address space", path, (unsigned long long)size);
+        close(fd);
         return -1;
     }
+    if (env_bool(ENV_MMAP)) {
+        /* the file's pages themselves: a file truncated or rewritten in place under a running
+         * process faults (SIGBUS) or changes the weights silently */
+        void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        int e = errno;
+        close(fd);
+        if (m == MAP_FAILED) {
+            if (err) snprintf(err, errlen, "%s: cannot map %llu bytes: %s", path, (unsigned long long)size, strerror(e));
+            return -1;
+        }
+        return open_common(m, size, 1, path, out, err, errlen);
+    }
+    /* default: read into anonymous memory, so the model no longer depends on the file (users
+     * update model files in place; docs/RELIABILITY.md has the load time and RSS of both) */
+    void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        if (err) snprintf(err, errlen, "%s: cannot allocate %llu bytes: %s", path, (unsigned long long)size, strerror(e));
+        return -1;
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(m, (size_t)size, MADV_HUGEPAGE);   /* 2 MB pages: far fewer faults while reading */
+#endif
+    uint64_t got = 0;
+    while (got < size) {
+        size_t want = size - got < (64u << 20) ? (size_t)(size - got) : (64u << 20);
+        ssize_t r = pread(fd, (uint8_t *)m + got, want, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            int e = errno;
+            if (err) {
+                if (r < 0) snprintf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+                else snprintf(err, errlen, "%s: the file shrank while it was read (%llu of %llu bytes)", path,
+                              (unsigned long long)got, (unsigned long long)size);
+            }
+            munmap(m, (size_t)size);
+            close(fd);
+            return -1;
+        }
+        got += (uint64_t)r;
+    }
+    close(fd);
+    mprotect(m, (size_t)size, PROT_READ);
     return open_common(m, size, 1, path, out, err, errlen);
 }

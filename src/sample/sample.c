@@ -74,6 +74,7 @@ int32_t sampler_dist(sampler *s, const float *logits, const int32_t *hist, int n
     int n = s->n_vocab;
     memcpy(s->logits, logits, (size_t)n * sizeof(float));
     apply_penalty(s, hist, n_hist);
+    if (s->mask) s->mask(s->logits, n, s->mask_user);
     int32_t top = sample_argmax(s->logits, n);
     memset(probs, 0, (size_t)n * sizeof(float));
     if (s->p.temperature <= 0) { probs[top] = 1.0f; return top; }
@@ -121,7 +122,7 @@ int32_t sampler_dist(sampler *s, const float *logits, const int32_t *hist, int n
 }
 
 int32_t sampler_sample(sampler *s, const float *logits, const int32_t *hist, int n_hist) {
-    if (s->p.temperature <= 0) {
+    if (s->p.temperature <= 0 && !s->mask) {
         if (s->p.repeat_penalty == 1.0f || !hist) return sample_argmax(logits, s->n_vocab);
     }
     float *probs = s->probs;

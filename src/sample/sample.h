@@ -4,8 +4,14 @@
 #include <stdint.h>
 #include "strata.h"
 
+/* Constrained sampling: called on the sampler's copy of the logits (after the repetition
+ * penalty, before anything else) to set -inf on tokens that are not allowed. */
+typedef void (*sampler_mask_fn)(float *logits, int n, void *user);
+
 typedef struct sampler {
     strata_sampler_params p;
+    sampler_mask_fn mask;     /* NULL: unconstrained */
+    void *mask_user;
     uint64_t rng[4];          /* xoshiro256** state */
     int n_vocab;
     float *logits;            /* [n_vocab] scratch */

@@ -65,6 +65,21 @@ void metrics_render(sbuf *o, const srv_metrics *m) {
     family(o, "strata_prompt_tokens_per_second", "gauge", "prompt tokens / prompt seconds since start");
     sbuf_printf(o, "strata_prompt_tokens_per_second %.3f\n",
                 m->c.prompt_seconds > 0 ? (double)m->c.prompt_tokens / m->c.prompt_seconds : 0.0);
+    family(o, "strata_connections_open", "gauge", "HTTP connections open now");
+    sbuf_printf(o, "strata_connections_open %d\n", m->h.conns_open);
+    family(o, "strata_connections_refused_total", "counter", "connections closed on accept: over --max-conn or --max-conn-per-ip");
+    sbuf_printf(o, "strata_connections_refused_total{reason=\"total\"} %llu\n", m->h.refused_total);
+    sbuf_printf(o, "strata_connections_refused_total{reason=\"per_ip\"} %llu\n", m->h.refused_per_ip);
+    family(o, "strata_connections_timed_out_total", "counter", "connections closed for not sending a request in time (--header-timeout)");
+    sbuf_printf(o, "strata_connections_timed_out_total %llu\n", m->h.timed_out);
+    family(o, "strata_tokenizer_pool", "gauge", "prompts that may be templated and tokenized at the same time");
+    sbuf_printf(o, "strata_tokenizer_pool %d\n", m->h.tok_pool);
+    family(o, "strata_tokenizer_busy", "gauge", "prompts being templated and tokenized now");
+    sbuf_printf(o, "strata_tokenizer_busy %d\n", m->h.tok_busy);
+    family(o, "strata_tokenizer_busy_peak", "gauge", "most prompts tokenized at the same time since start");
+    sbuf_printf(o, "strata_tokenizer_busy_peak %d\n", m->h.tok_peak);
+    family(o, "strata_tokenizer_waiting", "gauge", "requests waiting for the tokenizer pool");
+    sbuf_printf(o, "strata_tokenizer_waiting %d\n", m->h.tok_waiting);
     family(o, "strata_tokens_per_second", "gauge", "generated tokens / busy seconds since start (aggregate decode rate)");
     sbuf_printf(o, "strata_tokens_per_second %.3f\n",
                 m->c.busy_seconds > 0 ? (double)m->c.generated_tokens / m->c.busy_seconds : 0.0);

@@ -281,6 +281,113 @@ static int parse_stop(json_t *root, gen_request *r, api_error *e) {
     return 0;
 }
 
+static int parse_response_format(json_t *root, gen_request *r, api_error *e);
+
+/* Messages for the chat template with what tool use needs: assistant "tool_calls" (arguments
+ * given as JSON text become objects, as transformers' templates expect), tool results'
+ * "tool_call_id" and "name". Content parts were joined by parse_messages. */
+static int parse_tool_messages(json_t *root, gen_request *r, api_error *e) {
+    json_t *m = json_object_get(root, "messages"), *out = json_array();
+    if (!out) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    for (int i = 0; i < r->n_msgs; i++) {
+        json_t *msg = json_array_get(m, (size_t)i), *o = json_object();
+        json_object_set_new(o, "role", json_string(r->msgs[i].role));
+        json_t *c = json_object_get(msg, "content");
+        json_object_set_new(o, "content", c && json_is_null(c) ? json_null() : json_string(r->msgs[i].content));
+        json_t *tc = json_object_get(msg, "tool_calls");
+        char param[96];
+        if (tc && !json_is_null(tc)) {
+            snprintf(param, sizeof param, "messages[%d].tool_calls", i);
+            if (!json_is_array(tc)) { json_decref(o); json_decref(out); return type_error(e, param, "an array", tc); }
+            json_t *calls = json_array();
+            size_t k;
+            json_t *call;
+            json_array_foreach(tc, k, call) {
+                json_t *fn = json_object_get(call, "function");
+                json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
+                if (!json_is_string(name)) {
+                    json_decref(calls); json_decref(o); json_decref(out);
+                    snprintf(param, sizeof param, "messages[%d].tool_calls[%zu].function.name", i, k);
+                    return bad_request(e, param, "missing_required_parameter", "Missing required parameter: '%s'.", param);
+                }
+                json_t *a = NULL;
+                if (json_is_string(args)) a = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
+                if (!a) a = args ? json_incref(args) : json_object();
+                json_t *id = json_object_get(call, "id");
+                json_array_append_new(calls, json_pack("{s:O?, s:s, s:{s:O, s:o}}", "id", id, "type", "function",
+                                                       "function", "name", name, "arguments", a));
+            }
+            json_object_set_new(o, "tool_calls", calls);
+            r->has_tool_msgs = 1;
+        }
+        json_t *tid = json_object_get(msg, "tool_call_id"), *nm = json_object_get(msg, "name");
+        if (json_is_string(tid)) json_object_set(o, "tool_call_id", tid);
+        if (json_is_string(nm)) json_object_set(o, "name", nm);
+        if (!strcmp(r->msgs[i].role, "tool")) r->has_tool_msgs = 1;
+        json_array_append_new(out, o);
+    }
+    r->messages_json = json_dumps(out, JSON_COMPACT);
+    json_decref(out);
+    if (!r->messages_json) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    return 0;
+}
+
+/* tools, tool_choice, parallel_tool_calls */
+static int parse_tools(json_t *root, gen_request *r, api_error *e) {
+    json_t *tools = json_object_get(root, "tools"), *tc = json_object_get(root, "tool_choice");
+    r->parallel_tool_calls = 1;
+    if (get_bool(root, "parallel_tool_calls", &r->parallel_tool_calls, e)) return -1;
+    if (tools && !json_is_null(tools)) {
+        if (!json_is_array(tools)) return type_error(e, "tools", "an array", tools);
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t) {
+            char param[96];
+            snprintf(param, sizeof param, "tools[%zu].function.name", i);
+            json_t *type = json_object_get(t, "type");
+            if (!json_is_object(t) || !json_is_string(type) || strcmp(json_string_value(type), "function")) {
+                snprintf(param, sizeof param, "tools[%zu].type", i);
+                return bad_request(e, param, "invalid_value", "Invalid '%s': only 'function' tools are supported.", param);
+            }
+            if (!json_is_string(json_object_get(json_object_get(t, "function"), "name")))
+                return bad_request(e, param, "missing_required_parameter", "Missing required parameter: '%s'.", param);
+        }
+        if (json_array_size(tools) > 0) {
+            r->tools_json = json_dumps(tools, JSON_COMPACT);
+            if (!r->tools_json) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            r->tool_choice = TOOL_CHOICE_AUTO;
+        }
+    }
+    if (!tc || json_is_null(tc)) return 0;
+    if (json_is_string(tc)) {
+        const char *v = json_string_value(tc);
+        if (!strcmp(v, "none")) r->tool_choice = TOOL_CHOICE_NONE;
+        else if (!strcmp(v, "auto")) r->tool_choice = r->tools_json ? TOOL_CHOICE_AUTO : TOOL_CHOICE_NONE;
+        else if (!strcmp(v, "required")) r->tool_choice = TOOL_CHOICE_REQUIRED;
+        else return bad_request(e, "tool_choice", "invalid_value",
+                                "Invalid 'tool_choice': expected 'none', 'auto', 'required' or a function, but got '%.64s'.", v);
+    } else if (json_is_object(tc)) {
+        const char *name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+        if (!name) return bad_request(e, "tool_choice.function.name", "missing_required_parameter",
+                                      "Missing required parameter: 'tool_choice.function.name'.");
+        r->tool_choice = TOOL_CHOICE_NAMED;
+        if (!(r->tool_name = st_strdup(name))) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    } else return type_error(e, "tool_choice", "a string or an object", tc);
+    if ((r->tool_choice == TOOL_CHOICE_REQUIRED || r->tool_choice == TOOL_CHOICE_NAMED) && !r->tools_json)
+        return bad_request(e, "tool_choice", "invalid_value",
+                           "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.");
+    if (r->tool_choice == TOOL_CHOICE_NAMED) {
+        json_t *t;
+        size_t i;
+        int found = 0;
+        json_array_foreach(tools, i, t)
+            found |= !strcmp(json_string_value(json_object_get(json_object_get(t, "function"), "name")), r->tool_name);
+        if (!found) return bad_request(e, "tool_choice", "invalid_value",
+                                       "Invalid 'tool_choice': no function named '%.64s' in 'tools'.", r->tool_name);
+    }
+    return 0;
+}
+
 static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *e) {
     json_t *v;
     if ((v = json_object_get(root, "model")) && !json_is_null(v)) {
@@ -288,6 +395,7 @@ static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *
         if (!(r->model = dup_json_string(v))) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     }
     if (kind == GEN_CHAT ? parse_messages(root, r, e) : parse_prompt(root, r, e)) return -1;
+    if (kind == GEN_CHAT && (parse_tool_messages(root, r, e) || parse_tools(root, r, e))) return -1;
 
     long long n = 1;
     if (get_int(root, "n", 1, 128, &n, NULL, e)) return -1;
@@ -356,13 +464,7 @@ static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *
     if (get_int(root, "seed", INT64_MIN, INT64_MAX, &seed, &r->has_seed, e)) return -1;
     if (r->has_seed) r->sampler.seed = (uint64_t)seed;
 
-    if ((v = json_object_get(root, "response_format")) && !json_is_null(v)) {
-        if (!json_is_object(v)) return type_error(e, "response_format", "an object", v);
-        json_t *t = json_object_get(v, "type");
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text"))
-            return bad_request(e, "response_format.type", "unsupported_value",
-                               "Invalid 'response_format.type': only 'text' is supported by this server.");
-    }
+    if (parse_response_format(root, r, e)) return -1;
 
     if (kind == GEN_CHAT) {
         if (get_bool(root, "logprobs", &r->logprobs, e)) return -1;
@@ -382,6 +484,54 @@ static int parse_fields(json_t *root, gen_kind kind, gen_request *r, api_error *
         r->top_logprobs = (int)lp;
     }
     return parse_stop(root, r, e);
+}
+
+/* response_format {"type": "text" | "json_object" | "json_schema", "json_schema": {"name", "schema",
+ * "strict"}} and the "grammar" extension (GBNF text): compiled into r->grammar. */
+static int parse_response_format(json_t *root, gen_request *r, api_error *e) {
+    json_t *v = json_object_get(root, "response_format"), *gr = json_object_get(root, "grammar");
+    char err[300] = "";
+    char *text = NULL;
+    const char *param = "response_format";
+    if (gr && !json_is_null(gr)) {
+        if (!json_is_string(gr)) return type_error(e, "grammar", "a string", gr);
+        param = "grammar";
+        text = dup_json_string(gr);
+        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    if (v && !json_is_null(v)) {
+        if (!json_is_object(v)) { st_free(text); return type_error(e, "response_format", "an object", v); }
+        json_t *t = json_object_get(v, "type");
+        const char *ts = json_is_string(t) ? json_string_value(t) : NULL;
+        if (!ts || (strcmp(ts, "text") && strcmp(ts, "json_object") && strcmp(ts, "json_schema"))) {
+            st_free(text);
+            return bad_request(e, "response_format.type", "unsupported_value",
+                               "Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema'.");
+        }
+        if (strcmp(ts, "text") && text) {
+            st_free(text);
+            return bad_request(e, "grammar", "invalid_value", "Invalid 'grammar': give either 'grammar' or a JSON 'response_format', not both.");
+        }
+        if (!strcmp(ts, "json_object")) text = json_schema_to_grammar(NULL, err, sizeof err);
+        else if (!strcmp(ts, "json_schema")) {
+            json_t *js = json_object_get(v, "json_schema");
+            if (!json_is_object(js)) return type_error(e, "response_format.json_schema", "an object", js ? js : json_null());
+            json_t *sc = json_object_get(js, "schema");
+            param = "response_format.json_schema.schema";
+            if (!sc) return bad_request(e, param, "missing_required_parameter",
+                                        "Missing required parameter: 'response_format.json_schema.schema'.");
+            char *sj = json_dumps(sc, JSON_COMPACT | JSON_ENCODE_ANY);
+            if (!sj) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            text = json_schema_to_grammar(sj, err, sizeof err);
+            free(sj);
+        }
+        if (!text && err[0]) return bad_request(e, param, "invalid_value", "Invalid '%s': %s", param, err);
+    }
+    if (!text) return 0;
+    r->grammar = grammar_parse(text, err, sizeof err);
+    st_free(text);
+    if (!r->grammar) return bad_request(e, param, "invalid_value", "Invalid '%s': %s", param, err);
+    return 0;
 }
 
 int gen_request_parse(const char *body, size_t len, gen_kind kind, gen_request *r, api_error *e) {
@@ -406,6 +556,10 @@ void gen_request_free(gen_request *r) {
     st_free(r->prompt);
     st_free(r->prompt_ids);
     for (int i = 0; i < r->n_stops; i++) st_free(r->stops[i]);
+    grammar_free(r->grammar);
+    st_free(r->messages_json);
+    st_free(r->tools_json);
+    st_free(r->tool_name);
     gen_kind kind = r->kind;
     memset(r, 0, sizeof *r);
     r->kind = kind;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "strata.h"
+#include "grammar/grammar.h"
 
 typedef struct api_error {
     int status;                 /* HTTP status: 400, 401, 404, 413, 429, 500, 503 */
@@ -46,7 +47,19 @@ typedef struct gen_request {
     int n_stops;
     int logprobs;               /* 1: return logprobs of the chosen tokens */
     int top_logprobs;           /* alternatives per position (0..20) */
+    /* constrained output: response_format json_object / json_schema, or "grammar" (GBNF,
+     * extension), compiled; NULL: free text */
+    grammar *grammar;
+    /* tool calls (chat): the messages as the chat template sees them (assistant tool_calls with
+     * their arguments as objects, tool results with tool_call_id), the tools array, the choice */
+    char *messages_json;
+    int has_tool_msgs;          /* some message carries tool_calls or is a tool result */
+    char *tools_json;           /* compact JSON array, NULL when no tools were given */
+    int tool_choice;            /* TOOL_CHOICE_*; AUTO when tools are given and no choice */
+    char *tool_name;            /* TOOL_CHOICE_NAMED: the function */
+    int parallel_tool_calls;    /* default 1 */
 } gen_request;
+enum { TOOL_CHOICE_NONE = 0, TOOL_CHOICE_AUTO, TOOL_CHOICE_REQUIRED, TOOL_CHOICE_NAMED };
 
 /* Parse and validate. 0 on success; -1 with e filled (status 400) on any client mistake. */
 int  gen_request_parse(const char *body, size_t len, gen_kind kind, gen_request *r, api_error *e);

@@ -7,6 +7,8 @@
  * waits it polls its socket for a hang-up (POLLRDHUP) every WAIT_SLICE_MS, so a client that
  * goes away has its job cancelled within one decode step or so, and its slot freed. */
 #include "server/server.h"
+#include "server/tools.h"
+#include "grammar/grammar.h"
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -18,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include "core/util.h"
@@ -26,6 +30,19 @@
 #include "engine/chat_builtin.h"
 
 #define WAIT_SLICE_MS 20
+#define BODY_TIMEOUT_S 60           /* a request's body must arrive within this after its headers */
+#define SHUTDOWN_GRACE_S 5          /* open replies get this long to end on SIGTERM */
+#define TOKENIZE_WAIT_S 30          /* longest wait for the tokenizer pool before 429 */
+
+/* One open connection (MHD's socket context), for the caps and the deadlines. */
+typedef struct conn_track {
+    int fd;
+    int family;
+    unsigned char addr[16];
+    double deadline;            /* the request (headers, then body) must be in by then; 0: none */
+    int killed;
+    struct conn_track *prev, *next;
+} conn_track;
 
 enum { SRV_LOADING, SRV_READY, SRV_FAILED };
 
@@ -38,8 +55,23 @@ typedef struct srv {
     char model_id[256];
     long long t_loaded;
     srv_sched sched;
+    char *tmpl;                 /* --chat-template: the template text, or NULL (the model's) */
     pthread_mutex_t stats_mu;
     unsigned long long requests[EP_COUNT][METRIC_CODES];
+    /* connections: caps on accept, header/body deadlines (conn_watchdog) */
+    pthread_mutex_t conn_mu;
+    pthread_cond_t conn_cv;
+    conn_track *conns;
+    srv_http_counters http;     /* conns_open, refusals, time-outs, tokenizer pool (under conn_mu) */
+    double refusal_logged_at;
+    unsigned long long refusals_unlogged;
+    pthread_t watchdog;
+    int watchdog_started;
+    /* the tokenizer pool: prompts templated + tokenized at once (under conn_mu, tok_cv) */
+    pthread_cond_t tok_cv;
+    size_t max_prompt_bytes;    /* n_ctx x the longest token: more text cannot fit the context */
+    int max_token_len;
+    atomic_int open_replies;    /* generation replies not yet finished (shutdown waits for them) */
 } srv;
 
 srv_options srv_default_options(void) {
@@ -51,6 +83,9 @@ srv_options srv_default_options(void) {
     o.queue = 16;
     o.max_body = 8u << 20;
     o.device = STRATA_DEVICE_AUTO;
+    o.max_conn = 512;
+    o.max_conn_per_ip = 64;
+    o.header_timeout = 10;
     return o;
 }
 
@@ -66,6 +101,7 @@ typedef struct conn_ctx {
     int n_prompt, n_cached, n_gen, stream;
     double ttft_ms;             /* submit to the first token (queue wait + prompt) */
     const char *finish;         /* "stop" / "length" / NULL (failed or cancelled) */
+    struct gen_ctx *live;       /* the reply not yet logged (its gen_ctx), or NULL */
 } conn_ctx;
 
 /* Copy a finished (or abandoned) job's figures into the request log's record. Takes the lock. */
@@ -161,7 +197,7 @@ static int wait_job(srv *s, srv_job *j, int fd, int until_done) {
         }
         pthread_mutex_unlock(&sc->mu);
         if (ready) return 0;
-        if (atomic_load(&s->stopping) || peer_gone(fd)) return -1;
+        if (peer_gone(fd)) return -1;   /* on shutdown sched_stop ends the job: it is answered */
     }
 }
 
@@ -179,7 +215,17 @@ typedef struct gen_ctx {
     int finished;               /* [DONE] is in out */
     size_t text_offset;         /* completions logprobs text_offset */
     conn_ctx *cc;               /* the request log's record; NULL once the stream has ended */
+    tool_format tools;          /* tools active: the reply is parsed for calls (TOOLFMT_NONE: off) */
+    int tools_forced;           /* tool_choice required / named: the whole reply is calls */
+    sbuf held;                  /* stream with tools: all the text so far */
+    size_t streamed;            /* held[0..streamed) is settled: sent as content or skipped */
 } gen_ctx;
+
+/* The reply with tools active: tool calls parsed out of the text. */
+static json_t *tools_reply(const gen_ctx *g, const char *text, size_t n, char **content) {
+    return tool_calls_parse(g->tools, text, n, (unsigned long long)g->meta.created ^ (unsigned long long)(uintptr_t)g,
+                            content);
+}
 
 static void make_id(char *id, size_t n, const char *prefix) {
     static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -235,20 +281,60 @@ static int stream_pull(gen_ctx *g) {
     int done = 0;
     take_output(s, j, &text, &lp, &done);
     json_t *lpj = lp ? oai_logprobs_shape(g->meta.kind, lp, &g->text_offset) : NULL;
-    if (text.len || lpj)
+    if (g->tools) {
+        /* plain text is sent as soon as it cannot be the start of a call; from a call's marker
+         * on the text is held, and the calls go out when the reply is complete */
+        if (text.len) sbuf_append(&g->held, text.p, text.len);
+        size_t ws = 0, we = 0;
+        if (!g->tools_forced) tool_text_window(g->tools, g->held.p ? g->held.p : "", g->held.len, &ws, &we);
+        if (g->streamed < ws) g->streamed = ws;
+        if (we > g->streamed) {
+            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->held.p + g->streamed, we - g->streamed, NULL, lpj));
+            g->streamed = we;
+            lpj = NULL;
+        }
+        if (lpj) sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, "", 0, NULL, lpj));
+    } else if (text.len || lpj)
         sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, text.p ? text.p : "", text.len, NULL, lpj));
     sbuf_free(&text);
+    const char *finish = j->finish;
+    if (done && g->tools && j->finish) {
+        /* the rest of the reply: calls, and any text outside them not sent yet */
+        const char *rest = g->held.p ? g->held.p + g->streamed : "";
+        size_t rl = g->held.len - g->streamed;
+        char *content = NULL;
+        json_t *calls = tools_reply(g, rest, rl, &content);
+        const char *ct = json_array_size(calls) ? content : rest;
+        size_t cl = json_array_size(calls) ? (content ? strlen(content) : 0) : rl;
+        if (cl) sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, ct, cl, NULL, NULL));
+        size_t i;
+        json_t *call;
+        json_array_foreach(calls, i, call) {
+            /* one delta per call: index, id, type, the name and the whole arguments */
+            json_t *ch = oai_stream_chunk(&g->meta, 0, NULL, 0, NULL, NULL);
+            json_t *delta = json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta");
+            json_object_del(delta, "content");
+            json_t *d = json_deep_copy(call);
+            json_object_set_new(d, "index", json_integer((json_int_t)i));
+            json_t *arr = json_array();
+            json_array_append_new(arr, d);
+            json_object_set_new(delta, "tool_calls", arr);
+            sse_append_json(&g->out, ch);
+        }
+        if (json_array_size(calls) && !strcmp(j->finish, "stop")) finish = "tool_calls";
+        json_decref(calls);
+        st_free(content);
+    }
     if (done) {
         if (!j->finish) {
             sse_append_json(&g->out, error_event(j->error[0] ? j->error : "generation failed"));
         } else {
-            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->meta.kind == GEN_CHAT ? NULL : "", 0, j->finish, NULL));
+            sse_append_json(&g->out, oai_stream_chunk(&g->meta, 0, g->meta.kind == GEN_CHAT ? NULL : "", 0, finish, NULL));
             if (g->include_usage) sse_append_json(&g->out, oai_usage_chunk(&g->meta, j->n_prompt, j->n_gen, j->n_cached));
         }
         sse_append_done(&g->out);
         g->finished = 1;
-        log_job(&s->sched, g->cc, j, 1);
-        g->cc = NULL;
+        if (g->cc) { log_job(&s->sched, g->cc, j, 1); g->cc->live = NULL; g->cc = NULL; }
     }
     return g->out.oom ? -1 : 0;
 }
@@ -261,8 +347,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         g->sent = 0;
         if (g->finished) return MHD_CONTENT_READER_END_OF_STREAM;
         if (stream_pull(g)) {
-            log_job(&g->s->sched, g->cc, g->job, 1);   /* the client went away */
-            g->cc = NULL;
+            if (g->cc) { log_job(&g->s->sched, g->cc, g->job, 1); g->cc->live = NULL; g->cc = NULL; }   /* the client went away */
             sched_cancel(&g->s->sched, g->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -276,11 +361,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void gen_ctx_free(gen_ctx *g) {
     if (!g) return;
+    atomic_fetch_sub(&g->s->open_replies, 1);
+    if (g->cc) g->cc->live = NULL;
     if (g->job) {
         sched_cancel(&g->s->sched, g->job);   /* no-op once done */
         job_release(&g->s->sched, g->job);
     }
     sbuf_free(&g->out);
+    sbuf_free(&g->held);
     st_free(g);
 }
 static void stream_free(void *cls) { gen_ctx_free(cls); }
@@ -301,9 +389,26 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
         *n = r->n_prompt_ids;
         return 0;
     }
-    if (r->kind == GEN_CHAT) {
-        text = srv_chat_prompt(s->model, r->msgs, r->n_msgs, err, sizeof err);
-        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "chat template: %s", err);
+    /* --chat-template replaces the model's own (strata_model_params.chat_template) too, so plain
+     * chats render it through strata_chat_tokenize (content as text) like the model's */
+    if (r->kind == GEN_CHAT && (r->has_tool_msgs || r->tools_json)) {
+        /* the template sees the whole messages (tool calls, tool results) and the tools (also with
+         * tool_choice "none": the model knows them, it is only not asked to call one) */
+        char *t = strata_chat_format_json(s->model, s->tmpl, r->messages_json, r->tools_json, 1, NULL, err, sizeof err);
+        if (!t) return api_error_set(e, 400, "invalid_request_error", "messages", "invalid_value",
+                                     "The chat template could not render these messages: %s", err);
+        text = st_strdup(t);
+        strata_free(t);
+        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    } else if (r->kind == GEN_CHAT) {
+        /* the template's markers are special tokens; message content is always text */
+        int got = strata_chat_tokenize(s->model, r->msgs, r->n_msgs, 1, NULL, ids, NULL, err, sizeof err);
+        if (got < 0) {
+            if (!strcmp(err, "out of memory")) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            return api_error_set(e, 400, "invalid_request_error", "messages", "invalid_value", "chat template: %s", err);
+        }
+        *n = got;
+        return 0;
     } else {
         text = st_strdup(r->prompt);
         if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
@@ -323,13 +428,102 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
     return 0;
 }
 
+/* The tokenizer pool: at most http.tok_pool prompts are templated and tokenized at once, so a
+ * flood of large prompts cannot take every core from the decode thread and the other clients.
+ * 0: acquired; otherwise an error is set (429 after TOKENIZE_WAIT_S, 503 on shutdown). */
+static int tok_acquire(srv *s, api_error *e) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += TOKENIZE_WAIT_S;
+    int timed_out = 0;
+    pthread_mutex_lock(&s->conn_mu);
+    s->http.tok_waiting++;
+    while (s->http.tok_busy >= s->http.tok_pool && !atomic_load(&s->stopping) && !timed_out)
+        timed_out = pthread_cond_timedwait(&s->tok_cv, &s->conn_mu, &dl) == ETIMEDOUT &&
+                    s->http.tok_busy >= s->http.tok_pool;
+    s->http.tok_waiting--;
+    int ok = !timed_out && !atomic_load(&s->stopping);
+    if (ok && ++s->http.tok_busy > s->http.tok_peak) s->http.tok_peak = s->http.tok_busy;
+    int pool = s->http.tok_pool;
+    pthread_mutex_unlock(&s->conn_mu);
+    if (ok) return 0;
+    if (timed_out)
+        return api_error_set(e, 429, "requests", NULL, "rate_limit_exceeded",
+                             "The server is busy: %d prompts are being tokenized and this one waited %d seconds. "
+                             "Retry after 1 second.", pool, TOKENIZE_WAIT_S);
+    return api_error_set(e, 503, "server_error", NULL, "shutting_down", "The server is shutting down.");
+}
+
+static void tok_release(srv *s) {
+    pthread_mutex_lock(&s->conn_mu);
+    s->http.tok_busy--;
+    pthread_cond_signal(&s->tok_cv);
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+/* Bytes of text a request asks to tokenize (message content or prompt text). */
+static size_t request_text_bytes(const gen_request *r) {
+    size_t n = 0;
+    if (r->kind == GEN_CHAT) {
+        for (int i = 0; i < r->n_msgs; i++) n += r->msgs[i].content ? strlen(r->msgs[i].content) : 0;
+    } else if (r->prompt) n = strlen(r->prompt);
+    return n;
+}
+
+/* Tools given and not switched off: the template must have a tool format; "required" and a
+ * named function get a grammar that forces the call. */
+static int setup_tools(srv *s, gen_request *r, tool_format *tf, api_error *e) {
+    const char *tmpl = s->tmpl ? s->tmpl : strata_model_chat_template(s->model);
+    *tf = tool_format_of(tmpl);
+    if (*tf == TOOLFMT_NONE)
+        return api_error_set(e, 400, "invalid_request_error", "tools", "unsupported_value",
+                             "This model's chat template has no tool support (it renders no tools in a format this "
+                             "server parses: Hermes/Qwen <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], functionary). "
+                             "Start the server with --chat-template FILE to use one that does.");
+    if (r->tool_choice != TOOL_CHOICE_REQUIRED && r->tool_choice != TOOL_CHOICE_NAMED) return 0;
+    if (r->grammar)
+        return api_error_set(e, 400, "invalid_request_error", "tool_choice", "invalid_value",
+                             "Invalid 'tool_choice': a required tool call cannot be combined with 'response_format' or 'grammar'.");
+    json_t *tools = json_loads(r->tools_json, 0, NULL);
+    char err[300] = "";
+    char *text = tools ? tool_call_grammar(*tf, tools, r->tool_choice == TOOL_CHOICE_NAMED ? r->tool_name : NULL,
+                                           r->parallel_tool_calls, err, sizeof err) : NULL;
+    json_decref(tools);
+    if (text) { r->grammar = grammar_parse(text, err, sizeof err); st_free(text); }
+    if (!r->grammar)
+        return api_error_set(e, 400, "invalid_request_error", "tools", "invalid_value",
+                             "Invalid 'tools': the function parameters cannot be enforced: %s", err);
+    return 0;
+}
+
 static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ctx *cc, gen_kind kind) {
     api_error e;
     gen_request r;
     if (gen_request_parse(cc->body.p, cc->body.len, kind, &r, &e)) return send_error(s, c, cc->ep, &e);
+    tool_format tf = TOOLFMT_NONE;
+    if (kind == GEN_CHAT && r.tools_json && r.tool_choice != TOOL_CHOICE_NONE && setup_tools(s, &r, &tf, &e)) {
+        gen_request_free(&r);
+        return send_error(s, c, cc->ep, &e);
+    }
     int32_t *ids = NULL;
     int n = 0;
-    if (build_prompt(s, &r, &ids, &n, &e)) { gen_request_free(&r); return send_error(s, c, cc->ep, &e); }
+    const char *what = kind == GEN_CHAT ? "messages" : "prompt";
+    /* no token covers more than max_token_len bytes, so longer text cannot fit the context:
+     * refused before any templating or tokenizing */
+    size_t bytes = request_text_bytes(&r);
+    if (bytes > s->max_prompt_bytes) {
+        api_error_set(&e, 400, "invalid_request_error", what, "context_length_exceeded",
+                      "This model's maximum context length is %d tokens. However, your %s %zu bytes of text, "
+                      "more than %d tokens can hold (%zu bytes: no token is longer than %d bytes). "
+                      "Please reduce the length of the %s.", s->sched.n_ctx, kind == GEN_CHAT ? "messages have" : "prompt has", bytes, s->sched.n_ctx,
+                      s->max_prompt_bytes, s->max_token_len, what);
+        gen_request_free(&r);
+        return send_error(s, c, cc->ep, &e);
+    }
+    if (tok_acquire(s, &e)) { gen_request_free(&r); return send_error(s, c, cc->ep, &e); }
+    int bp = build_prompt(s, &r, &ids, &n, &e);
+    tok_release(s);
+    if (bp) { gen_request_free(&r); return send_error(s, c, cc->ep, &e); }
     int n_ctx = s->sched.n_ctx;
     if (n == 0) {
         api_error_set(&e, 400, "invalid_request_error", kind == GEN_CHAT ? "messages" : "prompt", "invalid_value",
@@ -343,12 +537,14 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     if (e.status) { st_free(ids); gen_request_free(&r); return send_error(s, c, cc->ep, &e); }
 
     gen_ctx *g = st_calloc(1, sizeof *g);
+    if (g) { g->s = s; atomic_fetch_add(&s->open_replies, 1); }
     srv_job *j = g ? job_new(&r, ids, n) : NULL;
     int stream = r.stream, include_usage = r.include_usage;
+    int forced = r.tool_choice == TOOL_CHOICE_REQUIRED || r.tool_choice == TOOL_CHOICE_NAMED;
     gen_request_free(&r);
     st_free(ids);
     if (!j) {
-        st_free(g);
+        gen_ctx_free(g);
         api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         return send_error(s, c, cc->ep, &e);
     }
@@ -358,6 +554,10 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     g->fd = conn_fd(c);
     g->include_usage = include_usage;
     g->cc = cc;
+    cc->live = g;
+    g->tools = tf;
+    g->tools_forced = forced;
+    sbuf_init(&g->held);
     make_id(g->id, sizeof g->id, kind == GEN_CHAT ? "chatcmpl-" : "cmpl-");
     g->meta.id = g->id;
     g->meta.model = s->model_id;
@@ -366,13 +566,14 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     g->meta.usage_null = stream && include_usage;
     sbuf_init(&g->out);
 
-    if (sched_submit(&s->sched, j)) {
-        int busy, queued;
-        sched_snapshot(&s->sched, &busy, &queued, NULL);
+    int running = 0, waiting = 0, sub = sched_submit(&s->sched, j, &running, &waiting);
+    if (sub) {
         gen_ctx_free(g);
-        api_error_set(&e, 429, "requests", NULL, "rate_limit_exceeded",
-                      "The server is busy: all %d slots are generating and %d requests are waiting (--queue %d). "
-                      "Retry after 1 second.", s->sched.n_slots, queued, s->sched.q_cap);
+        if (sub == -2) api_error_set(&e, 503, "server_error", NULL, "shutting_down", "The server is shutting down.");
+        else
+            api_error_set(&e, 429, "requests", NULL, "rate_limit_exceeded",
+                          "The server is busy: %d of %d slots are generating and %d requests are waiting for one "
+                          "(--queue %d). Retry after 1 second.", running, s->sched.n_slots, waiting, s->sched.q_cap);
         return send_error(s, c, cc->ep, &e);
     }
 
@@ -403,14 +604,28 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     enum MHD_Result ret;
     if (!j->finish) {
         json_decref(lp);
-        api_error_set(&e, 500, "server_error", NULL, NULL, "%s", j->error[0] ? j->error : "generation failed");
+        api_error_set(&e, atomic_load(&s->stopping) ? 503 : 500, "server_error", NULL, NULL, "%s",
+                      j->error[0] ? j->error : "generation failed");
         ret = send_error(s, c, cc->ep, &e);
     } else {
         oai_timings t = job_timings(j);
         json_t *lpj = lp ? oai_logprobs_shape(kind, lp, &g->text_offset) : NULL;
         if (!lpj && j->logprobs) lpj = oai_logprobs_shape(kind, json_array(), &g->text_offset);
-        ret = send_json(s, c, cc->ep, 200, oai_response(&g->meta, text.p ? text.p : "", text.len, j->finish, lpj,
-                                                           j->n_prompt, j->n_gen, j->n_cached, &t), 0);
+        json_t *resp = oai_response(&g->meta, text.p ? text.p : "", text.len, j->finish, lpj, j->n_prompt, j->n_gen,
+                                    j->n_cached, &t);
+        if (g->tools) {
+            char *content = NULL;
+            json_t *calls = tools_reply(g, text.p ? text.p : "", text.len, &content);
+            json_t *choice = json_array_get(json_object_get(resp, "choices"), 0);
+            json_t *msg = json_object_get(choice, "message");
+            if (json_array_size(calls)) {
+                json_object_set_new(msg, "content", content ? json_string(content) : json_null());
+                json_object_set_new(msg, "tool_calls", calls);
+                if (!strcmp(j->finish, "stop")) json_object_set_new(choice, "finish_reason", json_string("tool_calls"));
+            } else json_decref(calls);
+            st_free(content);
+        }
+        ret = send_json(s, c, cc->ep, 200, resp, 0);
     }
     sbuf_free(&text);
     gen_ctx_free(g);
@@ -436,6 +651,7 @@ static enum MHD_Result handle_tokenize(srv *s, struct MHD_Connection *c, conn_ct
     const char *text = json_string_value(content);
     size_t len = json_string_length(content);
     int bos = json_is_true(add_special), special = parse_special ? json_is_true(parse_special) : 1;
+    if (tok_acquire(s, &e)) { json_decref(root); return send_error(s, c, cc->ep, &e); }
     int cap = (int)(len < 4000000 ? len : 4000000) + 8;
     int32_t *ids = st_malloc((size_t)cap * sizeof(int32_t));
     int n = ids ? strata_tokenize(s->model, text, len, bos, special, ids, cap) : -1;
@@ -443,6 +659,7 @@ static enum MHD_Result handle_tokenize(srv *s, struct MHD_Connection *c, conn_ct
         int32_t *b = st_realloc(ids, (size_t)n * sizeof(int32_t));
         if (b) { ids = b; n = strata_tokenize(s->model, text, len, bos, special, ids, n); } else n = -1;
     }
+    tok_release(s);
     json_t *toks = json_array();
     for (int i = 0; i < n; i++) {
         if (json_is_true(with_pieces)) {
@@ -542,6 +759,9 @@ static enum MHD_Result handle_metrics(srv *s, struct MHD_Connection *c) {
         m.slots_total = s->sched.n_slots;
         m.queue_capacity = s->sched.q_cap;
     }
+    pthread_mutex_lock(&s->conn_mu);
+    m.h = s->http;
+    pthread_mutex_unlock(&s->conn_mu);
     pthread_mutex_lock(&s->stats_mu);
     s->requests[EP_METRICS][metrics_code_index(200)]++;   /* count this scrape in itself */
     memcpy(m.requests, s->requests, sizeof m.requests);
@@ -644,6 +864,150 @@ static enum MHD_Result handle_static(srv *s, struct MHD_Connection *c, const cha
     return send_bytes(s, c, EP_WEBUI, 404, "text/plain; charset=utf-8", "not found\n", 10, 0);
 }
 
+/* ---- HTTP framing ------------------------------------------------------------------------------------- */
+typedef struct framing { int n_cl, n_te, cl_bad; } framing;
+
+static enum MHD_Result scan_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    framing *f = cls;
+    if (!strcasecmp(key, "Content-Length")) {
+        f->n_cl++;
+        const char *v = value ? value : "";
+        while (*v == ' ' || *v == '\t') v++;
+        if (!*v) f->cl_bad = 1;
+        for (; *v && *v != ' ' && *v != '\t'; v++) if (*v < '0' || *v > '9') f->cl_bad = 1;
+        while (*v == ' ' || *v == '\t') v++;
+        if (*v) f->cl_bad = 1;
+    } else if (!strcasecmp(key, "Transfer-Encoding")) f->n_te++;
+    return MHD_YES;
+}
+
+/* An error after which the connection closes (its framing cannot be trusted). */
+static enum MHD_Result send_error_close(srv *s, struct MHD_Connection *c, srv_endpoint ep, const api_error *e) {
+    json_t *j = api_error_json(e);
+    char *txt = j ? oai_dump(j) : NULL;
+    json_decref(j);
+    if (!txt) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_COPY);
+    free(txt);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Connection", "close");
+    add_cors(s, r);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)e->status, r);
+    MHD_destroy_response(r);
+    count_status(s, ep, e->status);
+    return ret;
+}
+
+/* ---- connections: caps on accept, deadlines ------------------------------------------------------------
+ * MHD runs one thread per connection (poll(), so no FD_SETSIZE limit). Every open connection is
+ * in s->conns (MHD_OPTION_NOTIFY_CONNECTION). A new one is closed on accept when --max-conn are
+ * open, or --max-conn-per-ip from its address. A connection must send its request headers within
+ * --header-timeout seconds of opening (or 3x that after a reply, when kept alive) and the body
+ * within BODY_TIMEOUT_S after the headers, however slowly it trickles bytes: the watchdog thread
+ * shuts the socket of one that does not (its MHD thread then sees the end and closes it). Entries
+ * leave the list in NOTIFY_CLOSED, before MHD closes the descriptor, under conn_mu, so the
+ * watchdog never touches a reused descriptor. */
+static void addr_key(const struct sockaddr *sa, int *family, unsigned char key[16]) {
+    memset(key, 0, 16);
+    *family = sa ? sa->sa_family : 0;
+    if (*family == AF_INET) memcpy(key, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    else if (*family == AF_INET6) memcpy(key, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+}
+
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+    (void)addrlen;
+    srv *s = cls;
+    int fam;
+    unsigned char key[16];
+    addr_key(addr, &fam, key);
+    pthread_mutex_lock(&s->conn_mu);
+    int same = 0, refuse = 0;
+    if (s->http.conns_open >= s->opt.max_conn) { refuse = 1; s->http.refused_total++; }
+    else if (s->opt.max_conn_per_ip > 0) {
+        for (conn_track *t = s->conns; t && same < s->opt.max_conn_per_ip; t = t->next)
+            same += t->family == fam && !memcmp(t->addr, key, 16);
+        if (same >= s->opt.max_conn_per_ip) { refuse = 2; s->http.refused_per_ip++; }
+    }
+    if (refuse) {
+        /* one line per second at most: a flood must not flood the log too */
+        s->refusals_unlogged++;
+        double now = now_seconds();
+        if (now - s->refusal_logged_at >= 1.0) {
+            char host[64] = "?";
+            if (fam == AF_INET || fam == AF_INET6) inet_ntop(fam, key, host, sizeof host);
+            fprintf(stderr, "strata serve: refused %llu connection%s (latest from %s: %s)\n", s->refusals_unlogged,
+                    s->refusals_unlogged == 1 ? "" : "s", host,
+                    refuse == 1 ? "--max-conn connections are open" : "--max-conn-per-ip connections are open from that address");
+            s->refusal_logged_at = now;
+            s->refusals_unlogged = 0;
+        }
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+    return refuse ? MHD_NO : MHD_YES;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code) {
+    srv *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_track *t = calloc(1, sizeof *t);
+        if (!t) return;
+        const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        t->fd = fi ? fi->connect_fd : -1;
+        addr_key(ai ? ai->client_addr : NULL, &t->family, t->addr);
+        t->deadline = now_seconds() + s->opt.header_timeout;
+        pthread_mutex_lock(&s->conn_mu);
+        t->next = s->conns;
+        if (s->conns) s->conns->prev = t;
+        s->conns = t;
+        s->http.conns_open++;
+        pthread_mutex_unlock(&s->conn_mu);
+        *socket_context = t;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_track *t = *socket_context;
+        if (!t) return;
+        pthread_mutex_lock(&s->conn_mu);
+        if (t->prev) t->prev->next = t->next; else s->conns = t->next;
+        if (t->next) t->next->prev = t->prev;
+        s->http.conns_open--;
+        pthread_mutex_unlock(&s->conn_mu);
+        free(t);
+        *socket_context = NULL;
+    }
+}
+
+static void conn_set_deadline(srv *s, struct MHD_Connection *c, double deadline) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_track *t = ci ? ci->socket_context : NULL;
+    if (!t) return;
+    pthread_mutex_lock(&s->conn_mu);
+    t->deadline = deadline;
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+static void *conn_watchdog(void *arg) {
+    srv *s = arg;
+    pthread_mutex_lock(&s->conn_mu);
+    while (!atomic_load(&s->stopping)) {
+        double now = now_seconds();
+        for (conn_track *t = s->conns; t; t = t->next)
+            if (t->deadline > 0 && now > t->deadline && !t->killed && t->fd >= 0) {
+                shutdown(t->fd, SHUT_RDWR);
+                t->killed = 1;
+                s->http.timed_out++;
+            }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&s->conn_cv, &s->conn_mu, &ts);
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     (void)version;
@@ -659,6 +1023,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(cc->method, sizeof cc->method, "%s", method);
         snprintf(cc->path, sizeof cc->path, "%s", url);
         *con_cls = cc;
+        conn_set_deadline(s, c, now_seconds() + BODY_TIMEOUT_S);   /* headers are in; now the body */
+        /* request smuggling: a proxy and this server must not disagree on where the body ends */
+        framing fr = { 0 };
+        MHD_get_connection_values(c, MHD_HEADER_KIND, scan_framing, &fr);
+        if (fr.n_cl > 1 || (fr.n_cl && fr.n_te) || fr.cl_bad) {
+            api_error_set(&e, 400, "invalid_request_error", NULL, "invalid_framing",
+                          fr.cl_bad ? "Invalid Content-Length header."
+                          : fr.n_cl > 1 ? "Conflicting Content-Length headers: send exactly one."
+                                        : "Content-Length together with Transfer-Encoding is not allowed: send one of them.");
+            return send_error_close(s, c, cc->ep, &e);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->opt.max_body) {
             api_error_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
@@ -673,6 +1048,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    conn_set_deadline(s, c, 0);   /* the whole request is in */
     if (cc->too_big || cc->body.oom) {
         api_error_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
                       "The request body is larger than this server accepts (%zu bytes).", s->opt.max_body);
@@ -696,7 +1072,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
 
     srv_endpoint ep = cc->ep;
-    if (ep == EP_HEALTH) return handle_health(s, c, cc);
+    if (ep == EP_HEALTH) {   /* open (no key), GET or HEAD only */
+        if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) return handle_health(s, c, cc);
+        api_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed",
+                      "Method %.16s is not allowed for %.200s: use GET.", method, url);
+        return send_error(s, c, ep, &e);
+    }
     if (ep == EP_WEBUI && !strcmp(method, "GET"))
         return send_bytes(s, c, ep, 200, "text/html; charset=utf-8", srv_webui_html, strlen(srv_webui_html), 0);
     if (!strncmp(url, "/static/", 8) && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
@@ -795,8 +1176,18 @@ static void log_request(srv *s, struct MHD_Connection *c, const conn_ctx *cc, en
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
     srv *s = cls;
+    /* a kept-alive connection has the header time-out (three times, for the idle gap) to send
+     * its next request */
+    conn_set_deadline(s, c, now_seconds() + 3.0 * s->opt.header_timeout);
     conn_ctx *cc = *con_cls;
     if (!cc) return;
+    if (cc->live) {   /* MHD ended a stream (the client left, a write failed) before stream_read saw it:
+                       * MHD calls this before it frees the response, so the gen_ctx is still there */
+        gen_ctx *g = cc->live;
+        log_job(&s->sched, cc, g->job, 1);
+        g->cc = NULL;
+        cc->live = NULL;
+    }
     if (s->opt.log_requests) log_request(s, c, cc, toe);
     sbuf_free(&cc->body);
     st_free(cc);
@@ -838,8 +1229,31 @@ int srv_run(const srv_options *o) {
     if (s->opt.parallel < 1) s->opt.parallel = 1;
     if (s->opt.queue < 0) s->opt.queue = 0;
     if (!s->opt.max_body) s->opt.max_body = 8u << 20;
+    if (s->opt.max_conn < 1) s->opt.max_conn = 512;
+    if (s->opt.header_timeout < 1) s->opt.header_timeout = 10;
     pthread_mutex_init(&s->stats_mu, NULL);
+    pthread_mutex_init(&s->conn_mu, NULL);
+    pthread_cond_init(&s->conn_cv, NULL);
+    pthread_cond_init(&s->tok_cv, NULL);
+    int nc = cpu_count() / 4;
+    s->http.tok_pool = nc < 2 ? 2 : nc > 8 ? 8 : nc;
     atomic_store(&s->state, SRV_LOADING);
+
+    /* each connection is a descriptor: make room for --max-conn of them */
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+        rlim_t want = (rlim_t)s->opt.max_conn + 64;
+        if (rl.rlim_cur < want) {
+            rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur < want) {
+            int fit = rl.rlim_cur > 96 ? (int)rl.rlim_cur - 64 : 32;
+            fprintf(stderr, "strata serve: the descriptor limit (ulimit -n %llu) allows %d connections, not --max-conn %d\n",
+                    (unsigned long long)rl.rlim_cur, fit, s->opt.max_conn);
+            s->opt.max_conn = fit;
+        }
+    }
 
     /* signals: handled by sigwait in this thread; every other thread inherits the block */
     sigset_t sigs;
@@ -862,14 +1276,18 @@ int srv_run(const srv_options *o) {
         free(s);
         return 1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+    /* poll(), not select(): no FD_SETSIZE (1024) ceiling; ITC for MHD_quiesce_daemon */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+    s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, on_accept, s, on_request, s,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,   /* first, so it sees every message */
                                  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(3 * s->opt.header_timeout + 5),
+                                 /* a backstop above our own cap (on_accept refuses first) */
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->opt.max_conn + 16),
                                  MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
                                  MHD_OPTION_END);
     freeaddrinfo(ai);
@@ -879,6 +1297,7 @@ int srv_run(const srv_options *o) {
         free(s);
         return 1;
     }
+    if (pthread_create(&s->watchdog, NULL, conn_watchdog, s) == 0) s->watchdog_started = 1;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     int bound_port = di ? di->port : o->port;
 
@@ -897,12 +1316,24 @@ int srv_run(const srv_options *o) {
         goto out;
     }
     model_id_from_path(s->model_id, sizeof s->model_id, o->model_path);
+    if (o->chat_template && !(s->tmpl = st_strdup(o->chat_template))) {   /* the tools' template */
+        fprintf(stderr, "strata serve: --chat-template: out of memory\n");
+        atomic_store(&s->state, SRV_FAILED);
+        goto out;
+    }
     s->t_loaded = (long long)time(NULL);
     if (sched_init(&s->sched, s->model, s->opt.parallel, s->opt.queue, o->n_ctx, o->spec, o->kv_type, err, sizeof err)) {
         fprintf(stderr, "strata serve: %s\n", err);
         atomic_store(&s->state, SRV_FAILED);
         goto out;
     }
+    /* no token is longer than max_token_len bytes, so text longer than n_ctx of them cannot fit */
+    for (int i = 0, nv = strata_n_vocab(s->model); i < nv; i++) {
+        size_t l = 0;
+        if (strata_token_text(s->model, i, &l) && (int)l > s->max_token_len) s->max_token_len = (int)l;
+    }
+    if (s->max_token_len < 1) s->max_token_len = 1;
+    s->max_prompt_bytes = (size_t)s->sched.n_ctx * (size_t)s->max_token_len;
     atomic_store(&s->state, SRV_READY);
     {   /* which chat template the chat endpoint uses */
         const char *t = strata_model_chat_template(s->model);
@@ -928,17 +1359,30 @@ int srv_run(const srv_options *o) {
     fprintf(stderr, "strata serve: %s, shutting down\n", sig == SIGINT ? "interrupted" : "terminated");
     rc = 0;
 out:
+    /* shutdown: stop accepting, end every generation with an error event (streams get it and
+     * [DONE], waiting replies a 503), give the replies SHUTDOWN_GRACE_S to go out, then close */
     atomic_store(&s->stopping, 1);
-    /* wake waiting handlers first: they see `stopping` within one wait slice */
-    if (s->model && s->sched.slots) {
-        pthread_mutex_lock(&s->sched.mu);
-        for (int i = 0; i < s->sched.n_slots; i++) if (s->sched.slots[i].job) s->sched.slots[i].job->cancelled = 1;
-        pthread_mutex_unlock(&s->sched.mu);
+    pthread_mutex_lock(&s->conn_mu);
+    pthread_cond_broadcast(&s->tok_cv);
+    pthread_cond_broadcast(&s->conn_cv);
+    pthread_mutex_unlock(&s->conn_mu);
+    if (s->watchdog_started) pthread_join(s->watchdog, NULL);
+    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    if (s->sched.slots) sched_stop(&s->sched);
+    double t_stop = now_seconds();
+    while (atomic_load(&s->open_replies) > 0 && now_seconds() - t_stop < SHUTDOWN_GRACE_S) {
+        struct timespec ts = { 0, 10 * 1000000L };
+        nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(s->daemon);
     if (s->sched.slots) sched_free(&s->sched);
     if (s->model) strata_model_free(s->model);
+    st_free(s->tmpl);
     pthread_mutex_destroy(&s->stats_mu);
+    pthread_mutex_destroy(&s->conn_mu);
+    pthread_cond_destroy(&s->conn_cv);
+    pthread_cond_destroy(&s->tok_cv);
     free(s);
     return rc;
 }

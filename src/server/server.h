@@ -38,6 +38,9 @@ typedef struct srv_options {
     const char *chat_template_name; /* what --chat-template said (a file or a built-in name), for the log */
     int log_requests;           /* -v: one line per request on stderr */
     int log_json;               /* --log-format json: those lines as JSON objects */
+    int max_conn;               /* open connections at most (512); more are closed on accept */
+    int max_conn_per_ip;        /* open connections per client address (64; 0: no cap) */
+    int header_timeout;         /* seconds to send a request's headers (10) */
 } srv_options;
 srv_options srv_default_options(void);
 /* Run until SIGINT/SIGTERM; returns the process exit code. */
@@ -58,6 +61,7 @@ typedef struct srv_job {
     char *stops[GEN_MAX_STOPS];
     int n_stops;
     int logprobs, top_logprobs;
+    grammar *grammar;           /* constrained output (owned), or NULL */
     /* output: guarded by srv_sched.mu; the HTTP thread takes text/lp as they arrive */
     job_state state;
     int cancelled;              /* the client went away: the decode thread drops the job */
@@ -91,6 +95,7 @@ typedef struct srv_slot {
     long base_drafted, base_accepted;     /* the session's draft counters when the job started */
     strata_detok detok;
     stop_filter filter;
+    grammar_match *gm;          /* the job's grammar matcher (its mask is the session's), or NULL */
     int n_gen;
     /* results of one step, published to the job under the lock */
     sbuf staged_text;
@@ -119,6 +124,8 @@ typedef struct srv_sched {
     int thread_started, stop;
     srv_counters counters;
     uint64_t seed_state;        /* seeds for requests without "seed" */
+    grammar_vocab *gvocab;      /* the vocabulary trie for grammars (built by the first grammar job) */
+    int overlap_masks;          /* grammar masks computed on a helper thread during the step (GPU) */
 } srv_sched;
 
 /* spec: speculative drafts per step (0..STRATA_MAX_DRAFT) for greedy requests without logprobs */
@@ -128,8 +135,13 @@ void sched_free(srv_sched *s);
 /* A job built from a validated request (stops are moved out of r) and prompt tokens (copied). */
 srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt);
 void job_release(srv_sched *s, srv_job *j);
-/* Queue a job (the scheduler takes its own reference). -1: slots and queue are full (429). */
-int  sched_submit(srv_sched *s, srv_job *j);
+/* Queue a job (the scheduler takes its own reference). -1: slots and queue are full (429), or
+ * the scheduler stopped (-2); then *running (slots generating) and *waiting (jobs admitted
+ * that no free slot can take yet) say why. */
+int  sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting);
+/* Shutdown: stop the decode thread after its current step and end every running or queued job
+ * with the error "the server is shutting down" (their HTTP threads finish the replies). */
+void sched_stop(srv_sched *s);
 /* Cancel: a queued job leaves the queue now; a running one is dropped at the next step. */
 void sched_cancel(srv_sched *s, srv_job *j);
 /* Snapshot for /health and /metrics. */
@@ -143,17 +155,20 @@ int  metrics_code_index(int status);
 extern const int metrics_codes[METRIC_CODES];
 extern const char *const metrics_endpoint_names[EP_COUNT];
 
+/* the HTTP side's guards: connection caps and deadlines, the tokenizer pool */
+typedef struct srv_http_counters {
+    int conns_open;
+    unsigned long long refused_total, refused_per_ip, timed_out;
+    int tok_pool, tok_busy, tok_peak, tok_waiting;
+} srv_http_counters;
+
 typedef struct srv_metrics {
     int ready, slots_total, slots_busy, queue_depth, queue_capacity;
+    srv_http_counters h;
     unsigned long long requests[EP_COUNT][METRIC_CODES];
     srv_counters c;
 } srv_metrics;
 void metrics_render(sbuf *out, const srv_metrics *m);
-
-/* ---- chat formatting: the model's template, ChatML when it has none ---------------------------- */
-char *srv_chat_prompt(const strata_model *m, const strata_chat_msg *msgs, int n, char *err, size_t errlen);
-/* ChatML, "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then "<|im_start|>assistant\n". */
-char *chatml_format(const strata_chat_msg *msgs, int n);
 
 extern const char srv_webui_html[];
 #endif

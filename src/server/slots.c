@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include "core/util.h"
+#include "core/env.h"
+#include "grammar/grammar_model.h"
 #include "server/openai.h"
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
@@ -33,6 +35,8 @@ srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt) {
     r->n_stops = 0;
     j->logprobs = r->logprobs;
     j->top_logprobs = r->top_logprobs;
+    j->grammar = r->grammar;
+    r->grammar = NULL;
     j->state = JOB_QUEUED;
     sbuf_init(&j->text);
     pthread_cond_init(&j->cv, NULL);
@@ -46,6 +50,7 @@ static void job_destroy(srv_job *j) {
     for (int i = 0; i < j->n_stops; i++) st_free(j->stops[i]);
     sbuf_free(&j->text);
     json_decref(j->lp);
+    grammar_free(j->grammar);
     pthread_cond_destroy(&j->cv);
     st_free(j);
 }
@@ -107,6 +112,11 @@ static json_t *logprob_entry(const strata_model *m, const float *logits, int n_v
  * requests without logprobs get). */
 static int slot_take(srv_sched *s, srv_slot *sl, int32_t tok, const float *logits) {
     srv_job *j = sl->job;
+    if (sl->gm && grammar_match_token(sl->gm, tok) != 0) {
+        snprintf(sl->error, sizeof sl->error, "the sampled token %d is outside the grammar", tok);
+        slot_end(sl, NULL);
+        return 1;
+    }
     if (strata_token_is_eog(s->model, tok)) { slot_end(sl, "stop"); return 1; }
     if (j->logprobs && logits) {
         json_t *e = logprob_entry(s->model, logits, strata_n_vocab(s->model), tok, j->top_logprobs);
@@ -141,7 +151,7 @@ static void slot_after_eval(srv_sched *s, srv_slot *sl) {
  * logits on the host (logprobs), so the engine must not pick its token on the device. */
 static int slot_max_draft(const srv_slot *sl) {
     const srv_job *j = sl->job;
-    if (j->logprobs) return -1;
+    if (j->logprobs || j->grammar) return -1;   /* grammar: every token through the host-side mask */
     if (!j->spec) return 0;
     int k = STRATA_MAX_DRAFT;
     if (j->max_tokens > 0 && j->max_tokens - sl->n_gen - 1 < k) k = j->max_tokens - sl->n_gen - 1;
@@ -171,6 +181,16 @@ static void slot_prefill(srv_sched *s, srv_slot *sl) {
  * same matvecs, so the weights are read once for all of them, and each slot's logits are the bits
  * a solo step would give). Greedy slots of a server with --spec also carry drafts in the columns
  * the pass has spare; the drafts the model agrees with come out as extra tokens of this step. */
+/* Grammar slots: the next mask depends only on the token already taken, so it is computed on a
+ * helper thread while the step's forward pass runs (on the GPU the decode thread only waits;
+ * the engine does not sample, so nothing else touches the matchers meanwhile). */
+typedef struct { grammar_match **gm; int n; } mask_job;
+static void *mask_worker(void *arg) {
+    mask_job *mj = arg;
+    for (int i = 0; i < mj->n; i++) grammar_match_mask(mj->gm[i]);
+    return NULL;
+}
+
 static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     strata_session **batch = st_malloc((size_t)n_active * sizeof *batch);
     int32_t *toks = st_malloc((size_t)n_active * sizeof *toks);
@@ -197,7 +217,17 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         pos0[nb] = strata_session_pos(sl->sess);
         nb++;
     }
-    if (nb > 0 && strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked) != 0) {
+    mask_job mj = { NULL, 0 };
+    pthread_t helper;
+    int helper_on = 0;
+    if (s->overlap_masks && nb > 0 && (mj.gm = st_malloc((size_t)nb * sizeof *mj.gm))) {
+        for (int i = 0; i < nb; i++) if (bslot[i]->gm) mj.gm[mj.n++] = bslot[i]->gm;
+        helper_on = mj.n > 0 && pthread_create(&helper, NULL, mask_worker, &mj) == 0;
+    }
+    int step_rc = nb > 0 ? strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked) : 0;
+    if (helper_on) pthread_join(helper, NULL);
+    st_free(mj.gm);
+    if (nb > 0 && step_rc != 0) {
         /* refused (or a device pass failed midway): the sessions that did not move are stepped
          * one by one, so only a bad slot ends */
         for (int i = 0; i < nb; i++) {
@@ -236,6 +266,14 @@ static int slot_common_prefix(const srv_slot *sl, const srv_job *j) {
     return n;
 }
 
+/* The slot's grammar matcher goes, and with it the session's mask. */
+static void slot_grammar_reset(srv_slot *sl) {
+    if (!sl->gm) return;
+    strata_session_set_logits_mask(sl->sess, NULL, NULL);
+    grammar_match_free(sl->gm);
+    sl->gm = NULL;
+}
+
 static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     /* keep the common prefix: the contract of batch invariance makes its KV rows the same
      * bits a fresh prefill would compute, so output does not depend on what ran before */
@@ -254,9 +292,16 @@ static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     sl->base_accepted = st.n_accepted;
     /* speculation keeps outputs identical only for greedy requests; logprobs would need every
      * verified row's distribution, which accepted drafts do not carry */
-    j->spec = s->spec > 0 && j->sampler.temperature <= 0 && !j->logprobs;
+    j->spec = s->spec > 0 && j->sampler.temperature <= 0 && !j->logprobs && !j->grammar;
+    slot_grammar_reset(sl);
+    if (j->grammar) {
+        if (!s->gvocab) s->gvocab = grammar_vocab_for_model(s->model);
+        sl->gm = s->gvocab ? grammar_match_new(j->grammar, s->gvocab) : NULL;
+        if (!sl->gm) snprintf(sl->error, sizeof sl->error, "out of memory for the grammar");
+        else strata_session_set_logits_mask(sl->sess, grammar_logits_mask, sl->gm);
+    }
     sl->finish = NULL;
-    sl->error[0] = 0;
+    if (!j->grammar || sl->gm) sl->error[0] = 0;
     sbuf_clear(&sl->staged_text);
     strata_sampler_params sp = j->sampler;
     if (!j->has_seed) sp.seed = splitmix64(&s->seed_state);   /* the request had no seed */
@@ -306,6 +351,7 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
         else { s->counters.completed++; j->finish = sl->finish; }
         j->state = JOB_DONE;
         stop_filter_free(&sl->filter);
+        slot_grammar_reset(sl);
         sl->job = NULL;
         sl->phase = SLOT_IDLE;
         pthread_cond_broadcast(&j->cv);
@@ -359,6 +405,12 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
                size_t errlen) {
     memset(s, 0, sizeof *s);
     s->model = m;
+    {
+        const char *ov = env_str(ENV_GRAMMAR_OVERLAP);
+        strata_model_info mi;
+        strata_model_get_info(m, &mi);
+        s->overlap_masks = !strcmp(ov, "auto") ? !strcmp(mi.device, "cuda") : env_bool(ENV_GRAMMAR_OVERLAP);
+    }
     s->n_slots = n_slots;
     s->spec = spec;
     s->q_cap = queue_cap > 0 ? queue_cap : 0;
@@ -385,37 +437,59 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     return 0;
 }
 
-void sched_free(srv_sched *s) {
+void sched_stop(srv_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
     if (s->thread_started) {
-        pthread_mutex_lock(&s->mu);
-        s->stop = 1;
-        pthread_cond_signal(&s->wake);
-        pthread_mutex_unlock(&s->mu);
         pthread_join(s->thread, NULL);
+        s->thread_started = 0;
     }
     pthread_mutex_lock(&s->mu);
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         srv_slot *sl = &s->slots[i];
-        if (sl->job) {
-            sl->job->state = JOB_DONE;
-            snprintf(sl->job->error, sizeof sl->job->error, "the server is shutting down");
-            pthread_cond_broadcast(&sl->job->cv);
-            stop_filter_free(&sl->filter);
-            job_unref_locked(sl->job);
-        }
-        json_decref(sl->staged_lp);
-        sbuf_free(&sl->staged_text);
-        if (sl->sess) strata_session_free(sl->sess);
+        if (!sl->job) continue;
+        srv_job *j = sl->job;
+        /* what the last step produced still reaches the client, then the error */
+        if (sl->staged_text.len) sbuf_append(&j->text, sl->staged_text.p, sl->staged_text.len);
+        sbuf_clear(&sl->staged_text);
+        j->state = JOB_DONE;
+        j->finish = NULL;
+        j->t_end = now_seconds();
+        snprintf(j->error, sizeof j->error, "the server is shutting down");
+        pthread_cond_broadcast(&j->cv);
+        stop_filter_free(&sl->filter);
+        slot_grammar_reset(sl);
+        sl->job = NULL;
+        sl->phase = SLOT_IDLE;
+        job_unref_locked(j);
     }
-    while (s->q_len) {
+    while (s->queue && s->q_len) {
         srv_job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % s->q_alloc;
         s->q_len--;
         j->state = JOB_DONE;
+        j->finish = NULL;
         snprintf(j->error, sizeof j->error, "the server is shutting down");
         pthread_cond_broadcast(&j->cv);
         job_unref_locked(j);
     }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_free(srv_sched *s) {
+    sched_stop(s);
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; s->slots && i < s->n_slots; i++) {
+        srv_slot *sl = &s->slots[i];
+        slot_grammar_reset(sl);
+        json_decref(sl->staged_lp);
+        sbuf_free(&sl->staged_text);
+        if (sl->sess) strata_session_free(sl->sess);
+    }
+    grammar_vocab_free(s->gvocab);
+    s->gvocab = NULL;
     pthread_mutex_unlock(&s->mu);
     st_free(s->slots);
     st_free(s->queue);
@@ -423,16 +497,22 @@ void sched_free(srv_sched *s) {
     s->queue = NULL;
 }
 
-int sched_submit(srv_sched *s, srv_job *j) {
+int sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting) {
     pthread_mutex_lock(&s->mu);
     int busy = 0;
     for (int i = 0; i < s->n_slots; i++) busy += s->slots[i].job != NULL;
     /* a job waits in the ring until the decode thread moves it into a free slot, so admitted
      * work is running (busy) + waiting (q_len), bounded by slots + queue */
     if (s->stop || busy + s->q_len >= s->n_slots + s->q_cap) {
-        s->counters.rejected++;
+        int rc = s->stop ? -2 : -1;
+        if (!s->stop) s->counters.rejected++;
+        /* jobs in the ring that free slots will take at the decode thread's next iteration are
+         * starting, not waiting */
+        int starting = s->n_slots - busy < s->q_len ? s->n_slots - busy : s->q_len;
+        if (running) *running = busy + starting;
+        if (waiting) *waiting = s->q_len - starting;
         pthread_mutex_unlock(&s->mu);
-        return -1;
+        return rc;
     }
     j->refs++;
     j->state = JOB_QUEUED;

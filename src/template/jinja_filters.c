@@ -625,6 +625,8 @@ static jv filter_float(jctx *c, jv v, jv dflt) {
 
 /* select/reject/selectattr/rejectattr: apply a test (or truthiness) to each item */
 static jv filter_select(jctx *c, jv v, jv *args, int nargs, int by_attr, int keep) {
+    /* jinja2 yields nothing for a falsy value (none, undefined, false, 0, ''): `if value:` */
+    if (!jv_truthy(v)) return jv_list_new(c, 0);
     jv seq = jv_iter_items(c, v);
     jv out = jv_list_new(c, seq.u.l->n);
     int k = 0;
@@ -744,6 +746,7 @@ jv jfilter_apply(jctx *c, const char *f, jv v, jv *args, int nargs, const char *
     }
     if (!strcmp(f, "indent")) return filter_indent(c, v, args, nargs, kw, kwv, nkw);
     if (!strcmp(f, "map")) {
+        if (!jv_truthy(v)) return jv_list_new(c, 0);    /* as select: jinja2's `if value:` */
         jv seq = jv_iter_items(c, v);
         jv out = jv_list_new(c, seq.u.l->n);
         jv attr = jv_undef(NULL), dflt = jv_undef(NULL);

@@ -70,6 +70,10 @@ void bpe_encode_piece(const tokenizer *t, const uint8_t *p, size_t n, tok_ids *o
         if (t->byte_id[p[0]] >= 0) tok_ids_push(out, t->byte_id[p[0]]);
         return;
     }
+    if (t->ignore_merges) {           /* the piece is a token: taken whole, merges not consulted */
+        int32_t id = tok_lookup(t, p, n);
+        if (id >= 0) { tok_ids_push(out, id); return; }
+    }
     /* every merge removes one symbol and pushes at most two pairs: heap <= 3n */
     bpe_sym *sym = st_malloc(n * sizeof *sym);
     bpe_pair *heap = st_malloc(3 * n * sizeof *heap);

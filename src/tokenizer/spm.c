@@ -1,13 +1,15 @@
-/* SentencePiece-style BPE (tokenizer.ggml.model "llama", Gemma 3).
+/* SentencePiece BPE (tokenizer.ggml.model "llama": Llama 2, Mistral, Gemma 3).
  *
- * The reference (transformers' GGUF converter, which rebuilds the merges the file lacks)
- * treats the whole text between added tokens as one word: spaces are U+2581, which our raw
- * token bytes already hold as ' '. Start from one symbol per character (a character with no
- * token falls back to its <0xNN> byte tokens, which never merge), then repeatedly merge the
- * adjacent pair whose concatenation is a token, best first. "Best" is the reference's merge
- * order: the merged token's position in the vocabulary (earlier first), then the longer left
- * part; ties go to the leftmost pair. Gemma's scores do not follow that order, so they are
- * not used here (see tests/test_tokenizer.c for the cases where that matters).
+ * As SentencePiece's BPE model encodes (checked against the sentencepiece package on trained
+ * vocabularies, tests/data/oracle): the whole text between added tokens is one word; spaces
+ * are U+2581, which our raw token bytes already hold as ' '. Start from one symbol per
+ * character, except that a USER_DEFINED piece (Gemma's runs of spaces and tabs) is matched
+ * first, longest at each position, as one symbol that never merges; a character with no token
+ * falls back to its <0xNN> byte tokens, which never merge either. Then repeatedly merge the
+ * adjacent pair whose concatenation is a piece of the model (not control, unknown or unused),
+ * best first: the higher SCORE of the merged piece, ties to the leftmost pair. Scores and ids
+ * need not agree (Llama 2 keeps "\u2581\u2581" at id 259 with a very low score, so ' Hello' is
+ * [29871, 15043]); without scores in the file the lower id counts as the higher score.
  *
  * Symbols are byte ranges of the segment, so the concatenation of two neighbours is a
  * contiguous range and the pair lookup is one hash probe without copying. */
@@ -17,11 +19,11 @@
 #include "core/util.h"
 
 typedef struct { int32_t id; uint32_t start, end; int prev, next; int fixed; } spm_sym;
-typedef struct { int32_t result; uint32_t left_len; int left; int32_t left_id, right_id; } spm_pair;
+typedef struct { float score; int32_t result; uint32_t left_len; int left; int32_t left_id, right_id; } spm_pair;
 
+/* better pair first: higher score of the merged token, then (equal scores) the leftmost pair */
 static int spm_less(const spm_pair *a, const spm_pair *b) {
-    if (a->result != b->result) return a->result < b->result;
-    if (a->left_len != b->left_len) return a->left_len > b->left_len;
+    if (a->score != b->score) return a->score > b->score;
     return a->left < b->left;
 }
 
@@ -57,7 +59,11 @@ static void spm_try(const tokenizer *t, const uint8_t *s, const spm_sym *sym, in
     if (r < 0 || sym[l].fixed || sym[r].fixed) return;
     int32_t c = tok_lookup(t, s + sym[l].start, sym[r].end - sym[l].start);
     if (c < 0) return;
-    spm_push(h, nh, (spm_pair){ c, sym[l].end - sym[l].start, l, sym[l].id, sym[r].id });
+    /* only pieces of the model: SentencePiece never merges into control, unknown or unused */
+    int ty = t->type[c];
+    if (ty == TOKEN_TYPE_CONTROL || ty == TOKEN_TYPE_UNKNOWN || ty == TOKEN_TYPE_UNUSED) return;
+    float score = t->scores ? t->scores[c] : -(float)c;
+    spm_push(h, nh, (spm_pair){ score, c, sym[l].end - sym[l].start, l, sym[l].id, sym[r].id });
 }
 
 void spm_encode_segment(const tokenizer *t, const uint8_t *in, size_t n, tok_ids *out) {
@@ -75,6 +81,14 @@ void spm_encode_segment(const tokenizer *t, const uint8_t *in, size_t n, tok_ids
     n = m;
     int ns = 0;
     for (size_t i = 0; i < n;) {
+        int32_t u = tok_prefix_match(t, &t->spm_user, s + i, n - i, NULL, 0);
+        if (u >= 0) {               /* a user-defined piece: one symbol that never merges */
+            sym[ns] = (spm_sym){ u, (uint32_t)i, (uint32_t)(i + t->len[u]), ns - 1, -1, 1 };
+            if (ns > 0) sym[ns - 1].next = ns;
+            ns++;
+            i += t->len[u];
+            continue;
+        }
         int len;
         utf8_decode(s + i, n - i, &len);
         int32_t id = tok_lookup(t, s + i, (size_t)len);

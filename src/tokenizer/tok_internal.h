@@ -24,6 +24,15 @@ typedef struct { uint64_t key; int32_t rank; int32_t result; } bpe_merge;
 /* Token bytes -> id: open addressing, slot holds id + 1 (0 = empty). */
 typedef struct { int32_t *slots; uint32_t mask; } tok_hash;
 
+/* A set of tokens matched as prefixes of text: an index of their bytes, and per first byte b
+ * the distinct lengths, longest first: lens[bucket[b] .. bucket[b+1]). Matching at a position
+ * probes each length once. */
+typedef struct { tok_hash index; uint32_t *lens; int32_t bucket[257]; int n; } tok_prefix_set;
+/* Longest member of the set that s[0..n) starts with and that accept (may be NULL) takes;
+ * -1 if none. */
+int32_t tok_prefix_match(const struct tokenizer *t, const tok_prefix_set *ps, const uint8_t *s, size_t n,
+                         int (*accept)(const struct tokenizer *t, int32_t id, int arg), int arg);
+
 struct tokenizer {
     tokenizer_model model;
     pretok_kind pre;
@@ -39,17 +48,20 @@ struct tokenizer {
     bpe_merge *merges;         /* BPE only */
     uint32_t merge_mask;
     int n_merges;
-    /* added tokens matched in text before the model runs: an index of their bytes, and per
-     * first byte b the distinct lengths, longest first: added_lens[added_bucket[b] ..
-     * added_bucket[b+1]). Matching at a position probes each length once. */
-    tok_hash added_index;
+    /* added tokens matched in text before the model runs */
+    tok_prefix_set added;
     uint8_t *added_kind;       /* per id: 0 not added, 1 USER_DEFINED, 2 CONTROL (parse_special only) */
-    int n_added;
-    uint32_t *added_lens;
-    int32_t added_bucket[257];
+    /* SentencePiece: USER_DEFINED tokens, matched in the segment (spaces already the marker)
+     * as whole, unmergeable symbols before the merges run, as SentencePiece's prefix matcher
+     * does. Covers the ones spelled with real spaces (Gemma's runs of spaces and tabs), which
+     * the text-level added-token split cannot see after the space prefix is added. */
+    tok_prefix_set spm_user;
     uint8_t *eog;              /* per-id flag: ends generation */
     int bos, eos, eot, unk, pad;
     int add_bos, add_eos, add_space_prefix;
+    /* byte-level BPE: a piece that is itself a vocabulary entry is that token, before any
+     * merge (Llama 3's tokenizer.json "ignore_merges": true; llama.cpp's LLAMA3 pre type) */
+    int ignore_merges;
 };
 
 /* Growable id buffer used while encoding. */

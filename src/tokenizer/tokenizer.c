@@ -178,6 +178,39 @@ static int build_merges(tokenizer *t, const gguf_file *f, const char *path, char
     return 0;
 }
 
+/* The prefix set of the tokens i with member[i] != 0. 0 ok, -1 out of memory. */
+static int build_prefix_set(tokenizer *t, tok_prefix_set *ps, const uint8_t *member) {
+    int n = t->n_vocab, cnt = 0;
+    for (int i = 0; i < n; i++) cnt += member[i] != 0;
+    ps->n = cnt;
+    ps->index.mask = pow2_at_least((uint64_t)cnt * 2) - 1;
+    ps->index.slots = st_calloc((size_t)ps->index.mask + 1, sizeof *ps->index.slots);
+    /* (first byte, length) of every member, sorted by byte then length descending */
+    uint32_t *lens = st_malloc((size_t)(cnt ? cnt : 1) * sizeof *lens);
+    ps->lens = st_malloc((size_t)(cnt ? cnt : 1) * sizeof *ps->lens);
+    if (!ps->index.slots || !lens || !ps->lens) { st_free(lens); return -1; }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!member[i]) continue;
+        tok_hash_insert(t, &ps->index, i);
+        lens[k++] = (uint32_t)(uint8_t)t->blob[t->off[i]] << 24 | (t->len[i] > 0xffffff ? 0xffffff : t->len[i]);
+    }
+    qsort(lens, (size_t)k, sizeof *lens, cmp_key_desc_len);
+    int nl = 0;
+    for (int b = 0, j = 0; b < 256; b++) {
+        ps->bucket[b] = nl;
+        uint32_t last = 0;
+        for (; j < k && (lens[j] >> 24) == (uint32_t)b; j++) {
+            uint32_t l = lens[j] & 0xffffff;
+            if (l != last) ps->lens[nl++] = l;
+            last = l;
+        }
+    }
+    ps->bucket[256] = nl;
+    st_free(lens);
+    return 0;
+}
+
 int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t errlen) {
     const char *path = f && f->path ? f->path : "gguf";
     tokenizer *t = NULL;
@@ -336,6 +369,10 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
             memcpy(t->pre_name, nm, sizeof nm);
         }
         if (build_merges(t, f, path, err, errlen)) goto fail;
+        /* Llama 3's tokenizer.json sets ignore_merges (llama.cpp: the LLAMA3 pre type) */
+        static const char *const ignore_merges_pre[] = { "llama3", "llama-v3", "llama-bpe", "falcon3" };
+        for (size_t k = 0; k < sizeof ignore_merges_pre / sizeof ignore_merges_pre[0]; k++)
+            if (!strcmp(t->pre_name, ignore_merges_pre[k])) t->ignore_merges = 1;
     }
 
     /* special ids */
@@ -351,7 +388,7 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
         goto fail;
     if (get_flag(f, "tokenizer.ggml.add_bos_token", t->model == TOKENIZER_MODEL_SPM, &t->add_bos, err, errlen) ||
         get_flag(f, "tokenizer.ggml.add_eos_token", 0, &t->add_eos, err, errlen) ||
-        get_flag(f, "tokenizer.ggml.add_space_prefix", 0, &t->add_space_prefix, err, errlen))
+        get_flag(f, "tokenizer.ggml.add_space_prefix", t->model == TOKENIZER_MODEL_SPM, &t->add_space_prefix, err, errlen))
         goto fail;
 
     /* end of turn: the key, else the chat-format marker the vocabulary has */
@@ -373,37 +410,15 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
      * cannot find those in its vocabulary either) */
     t->added_kind = st_calloc((size_t)n, 1);
     if (!t->added_kind) TOK_ERR("%s: out of memory", path);
-    uint32_t *lens = NULL;
     for (int i = 0; i < n; i++)
-        if ((t->type[i] == TOKEN_TYPE_CONTROL || t->type[i] == TOKEN_TYPE_USER_DEFINED) && t->len[i] > 0 && !respelled[i]) {
+        if ((t->type[i] == TOKEN_TYPE_CONTROL || t->type[i] == TOKEN_TYPE_USER_DEFINED) && t->len[i] > 0 && !respelled[i])
             t->added_kind[i] = t->type[i] == TOKEN_TYPE_CONTROL ? 2 : 1;
-            t->n_added++;
-        }
-    t->added_index.mask = pow2_at_least((uint64_t)t->n_added * 2) - 1;
-    t->added_index.slots = st_calloc((size_t)t->added_index.mask + 1, sizeof *t->added_index.slots);
-    /* (first byte, length) of every added token, sorted by byte then length descending */
-    lens = st_malloc((size_t)(t->n_added ? t->n_added : 1) * sizeof *lens);
-    t->added_lens = st_malloc((size_t)(t->n_added ? t->n_added : 1) * sizeof *t->added_lens);
-    if (!t->added_index.slots || !lens || !t->added_lens) { st_free(lens); TOK_ERR("%s: out of memory", path); }
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        if (!t->added_kind[i]) continue;
-        tok_hash_insert(t, &t->added_index, i);
-        lens[k++] = (uint32_t)(uint8_t)t->blob[t->off[i]] << 24 | (t->len[i] > 0xffffff ? 0xffffff : t->len[i]);
+    if (build_prefix_set(t, &t->added, t->added_kind)) TOK_ERR("%s: out of memory", path);
+    if (t->model == TOKENIZER_MODEL_SPM) {
+        /* reuse respelled[] as the member flags: every USER_DEFINED token with bytes */
+        for (int i = 0; i < n; i++) respelled[i] = t->type[i] == TOKEN_TYPE_USER_DEFINED && t->len[i] > 0;
+        if (build_prefix_set(t, &t->spm_user, respelled)) TOK_ERR("%s: out of memory", path);
     }
-    qsort(lens, (size_t)k, sizeof *lens, cmp_key_desc_len);
-    int nl = 0;
-    for (int b = 0, j = 0; b < 256; b++) {
-        t->added_bucket[b] = nl;
-        uint32_t last = 0;
-        for (; j < k && (lens[j] >> 24) == (uint32_t)b; j++) {
-            uint32_t l = lens[j] & 0xffffff;
-            if (l != last) t->added_lens[nl++] = l;
-            last = l;
-        }
-    }
-    t->added_bucket[256] = nl;
-    st_free(lens);
     st_free(respelled);
     *out = t;
     return 0;
@@ -416,24 +431,35 @@ fail:
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     st_free(t->blob); st_free(t->off); st_free(t->len); st_free(t->type); st_free(t->scores);
-    st_free(t->vocab.slots); st_free(t->merges); st_free(t->added_index.slots); st_free(t->added_kind);
-    st_free(t->added_lens);
+    st_free(t->vocab.slots); st_free(t->merges); st_free(t->added_kind);
+    st_free(t->added.index.slots); st_free(t->added.lens);
+    st_free(t->spm_user.index.slots); st_free(t->spm_user.lens);
     st_free(t->eog);
     st_free(t);
 }
 
 /* ---- encode -------------------------------------------------------------------------- */
 
+int32_t tok_prefix_match(const tokenizer *t, const tok_prefix_set *ps, const uint8_t *s, size_t n,
+                         int (*accept)(const tokenizer *t, int32_t id, int arg), int arg) {
+    if (!ps->n || n == 0) return -1;
+    for (int k = ps->bucket[s[0]]; k < ps->bucket[s[0] + 1]; k++) {
+        uint32_t l = ps->lens[k];
+        if (l > n) continue;
+        int32_t id = tok_hash_find(t, &ps->index, s, l);
+        if (id >= 0 && (!accept || accept(t, id, arg))) return id;
+    }
+    return -1;
+}
+
+static int added_accept(const tokenizer *t, int32_t id, int parse_special) {
+    return parse_special || t->added_kind[id] == 1;
+}
+
 /* Longest added token starting at s[0..n) (leftmost-longest, as the reference matches added
  * tokens); -1 if none. */
 static int32_t match_added(const tokenizer *t, const uint8_t *s, size_t n, int parse_special) {
-    for (int k = t->added_bucket[s[0]]; k < t->added_bucket[s[0] + 1]; k++) {
-        uint32_t l = t->added_lens[k];
-        if (l > n) continue;
-        int32_t id = tok_hash_find(t, &t->added_index, s, l);
-        if (id >= 0 && (parse_special || t->added_kind[id] == 1)) return id;
-    }
-    return -1;
+    return tok_prefix_match(t, &t->added, s, n, added_accept, parse_special);
 }
 
 static void encode_text(const tokenizer *t, const uint8_t *s, size_t n, int at_start, tok_ids *out) {
@@ -451,15 +477,38 @@ static void encode_text(const tokenizer *t, const uint8_t *s, size_t n, int at_s
     spm_encode_segment(t, s, n, out);
 }
 
+size_t tokenizer_special_len(const tokenizer *t, const char *s, size_t n) {
+    if (!t || !t->added.n || n == 0) return 0;
+    int32_t id = match_added(t, (const uint8_t *)s, n, 1);
+    return id >= 0 && t->added_kind[id] != 1 ? t->len[id] : 0;
+}
+
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t *ids, int cap) {
-    if (!t || (!text && len)) return -1;
+    return tokenizer_encode_breaks(t, text, len, add_bos, parse_special, NULL, 0, ids, cap);
+}
+
+int tokenizer_encode_breaks(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
+                            const size_t *breaks, int n_breaks, int32_t *ids, int cap) {
+    if (!t || (!text && len) || n_breaks < 0 || (n_breaks && !breaks)) return -1;
     tok_ids out = { 0 };
     const uint8_t *s = (const uint8_t *)text;
     if (add_bos && t->bos >= 0) tok_ids_push(&out, t->bos);
     size_t seg = 0;
+    /* SentencePiece adds its space marker to the start of the text even when a user-defined
+     * piece comes first ("<tool>x" -> "\u2581", "<tool>", "x") */
+    if (t->model == TOKENIZER_MODEL_SPM && t->add_space_prefix && len > 0 && t->added.n) {
+        int32_t id = match_added(t, s, len, parse_special);
+        if (id >= 0 && t->added_kind[id] == 1) spm_encode_segment(t, (const uint8_t *)" ", 1, &out);
+    }
+    int b = 0;   /* breaks[b] is the first break >= i */
     for (size_t i = 0; i < len;) {
-        int32_t id = t->n_added ? match_added(t, s + i, len - i, parse_special) : -1;
+        while (b < n_breaks && breaks[b] < i) b++;
+        int32_t id = t->added.n ? match_added(t, s + i, len - i, parse_special) : -1;
+        /* a control token that covers a break (its text came from message content) is text here;
+         * USER_DEFINED tokens match as they do in plain text */
+        if (id >= 0 && b < n_breaks && breaks[b] < i + t->len[id] && t->added_kind[id] != 1)
+            id = match_added(t, s + i, len - i, 0);
         if (id < 0) { i++; continue; }
         encode_text(t, s + seg, i - seg, seg == 0, &out);
         tok_ids_push(&out, id);

@@ -35,6 +35,15 @@ void tokenizer_free(tokenizer *t);
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t *ids, int cap);
 
+/* The same, where no CONTROL token may cover a break: breaks (ascending byte offsets, n_breaks
+ * of them) mark text that came from outside the template (message content), so such a token
+ * is encoded as plain text, in context. A token [i, i + len) covers a break b when
+ * i <= b < i + len. */
+int tokenizer_encode_breaks(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
+                            const size_t *breaks, int n_breaks, int32_t *ids, int cap);
+/* Length of the CONTROL token whose text starts at s[0..n) (leftmost-longest), 0 if none. */
+size_t tokenizer_special_len(const tokenizer *t, const char *s, size_t n);
+
 /* Raw bytes of a token; NULL (and *len = 0) for an id outside the vocabulary. */
 const char *tokenizer_token_bytes(const tokenizer *t, int32_t id, size_t *len);
 /* Concatenated raw bytes of ids (invalid ids skipped). Returns the full length (may exceed
