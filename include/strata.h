@@ -27,6 +27,7 @@ typedef struct strata_model_params {
     int vocab_only;             /* load the tokenizer only (files without tensors work) */
     void (*progress)(float fraction, void *user);  /* load progress, 0..1 */
     void *progress_user;
+    const char *chat_template;  /* Jinja text used instead of the file's (NULL: the file's, else built-in) */
 } strata_model_params;
 
 strata_model_params strata_model_default_params(void);

@@ -11,4 +11,7 @@ int cmd_env(int argc, char **argv);       /* strata env: the STRATA_* registry *
 int cmd_template(int argc, char **argv);  /* strata template T.jinja|MODEL.gguf --messages C.json */
 int cmd_serve(int argc, char **argv);     /* strata serve: OpenAI-compatible HTTP server */
 int cmd_synth(int argc, char **argv);     /* strata synth OUT.gguf: synthetic models */
+int cmd_pull(int argc, char **argv);      /* strata pull REF: a model from the hub into the cache */
+int cmd_list(int argc, char **argv);      /* strata list: the cached models */
+int cmd_rm(int argc, char **argv);        /* strata rm REF: remove a cached model */
 #endif

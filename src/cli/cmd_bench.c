@@ -15,12 +15,12 @@ int bench_mmvq(int argc, char **argv);
 #pragma weak bench_moe
 int bench_moe(int argc, char **argv);
 
-static const char *bench_usage =
-    "usage: strata bench [-m MODEL] [-t THREADS] [--pp N] [--tg N] [--reps R] [--exact]\n"
-    "       strata bench mmvq TYPE N_IN N_OUT COLS [--variant V] [-t THREADS]\n"
-    "       strata bench moe [-m MODEL] [--type-experts T] [-t THREADS]   (MoE FFN, T = 1..8)\n"
-    "  Model benchmark: prompt processing of --pp tokens and --tg decoded tokens (greedy),\n"
-    "  median of --reps runs, next to the machine's measured memory read bandwidth.\n";
+static const cli_command bench_cmd = {
+    CMD_BENCH, "bench", "[-m MODEL] [options]\n       strata bench mmvq TYPE N_IN N_OUT COLS [--variant V] [-t THREADS]\n"
+    "       strata bench moe [-m MODEL] [--type-experts T] [-t THREADS]",
+    "Model benchmark: prompt processing of --pp tokens and --tg decoded tokens (greedy),\n"
+    "median of --reps runs, next to the machine's measured memory read bandwidth.\n"
+    "`bench mmvq` and `bench moe` are kernel microbenchmarks (their own --help).\n", 0 };
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -36,24 +36,12 @@ int cmd_bench(int argc, char **argv) {
         if (!bench_moe) { fprintf(stderr, "strata: bench moe is not part of this build\n"); return 2; }
         return bench_moe(argc - 1, argv + 1);
     }
-    int pp = 128, tg = 64, reps = 3;
-    /* pull out bench-only options, pass the rest to the common parser */
-    char *rest[64];
-    int nr = 0;
-    for (int i = 0; i < argc && nr < 63; i++) {
-        if ((!strcmp(argv[i], "--pp") || !strcmp(argv[i], "--tg") || !strcmp(argv[i], "--reps")) && i + 1 < argc) {
-            int v = atoi(argv[i + 1]);
-            if (v < 1) { fprintf(stderr, "strata: %s must be >= 1\n", argv[i]); return 1; }
-            if (!strcmp(argv[i], "--pp")) pp = v; else if (!strcmp(argv[i], "--tg")) tg = v; else reps = v;
-            i++;
-        } else rest[nr++] = argv[i];
-    }
-    if (reps > 32) reps = 32;
     cli_opts o;
-    int rc = cli_parse(nr, rest, &o, bench_usage);
-    if (rc) return rc > 0 ? 0 : 1;
+    int rc = cli_parse(&bench_cmd, argc, argv, &o);
+    if (rc >= 0) return rc;
+    int pp = o.pp, tg = o.tg, reps = o.reps;
     strata_model *m = cli_load_model(&o);
-    if (!m) return 1;
+    if (!m) return CLI_ERR;
     strata_model_info info;
     strata_model_get_info(m, &info);
     char err[512];

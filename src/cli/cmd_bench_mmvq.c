@@ -84,11 +84,11 @@ int bench_mmvq(int argc, char **argv) {
         else if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters_min = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-bw")) measure_bw = 0;
-        else if (argv[i][0] == '-') { fprintf(stderr, "strata bench mmvq: unknown option '%s'\n%s", argv[i], mmvq_usage); return 1; }
+        else if (argv[i][0] == '-') { fprintf(stderr, "strata bench mmvq: unknown option '%s' (strata bench mmvq --help)\n", argv[i]); return 2; }
         else if (npos < 4) pos[npos++] = argv[i];
-        else { fprintf(stderr, "strata bench mmvq: unexpected argument '%s'\n%s", argv[i], mmvq_usage); return 1; }
+        else { fprintf(stderr, "strata bench mmvq: unexpected argument '%s' (strata bench mmvq --help)\n", argv[i]); return 2; }
     }
-    if (npos != 4) { fputs(mmvq_usage, stderr); return 1; }
+    if (npos != 4) { fprintf(stderr, "strata bench mmvq: give TYPE N_IN N_OUT COLS (strata bench mmvq --help)\n"); return 2; }
     int type = quant_type_from_name(pos[0]);
     const quant_traits *qt = type >= 0 ? quant_traits_get(type) : NULL;
     if (!qt) { fprintf(stderr, "strata bench mmvq: '%s' is not a weight format of this build (try Q4_K, Q8_0, F16)\n", pos[0]); return 1; }

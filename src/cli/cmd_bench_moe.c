@@ -45,7 +45,7 @@ int bench_moe(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(moe_usage, stdout); return 0; }
-        if (i + 1 >= argc) { fprintf(stderr, "strata bench moe: %s needs a value\n%s", a, moe_usage); return 1; }
+        if (i + 1 >= argc) { fprintf(stderr, "strata bench moe: %s needs a value (strata bench moe --help)\n", a); return 2; }
         const char *v = argv[++i];
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "--layer")) layer = atoi(v);
@@ -57,11 +57,11 @@ int bench_moe(int argc, char **argv) {
                 fprintf(stderr, "strata bench moe: --type-experts '%s': not a weight format of this build\n", v);
                 return 1;
             }
-        } else { fprintf(stderr, "strata bench moe: unknown option '%s'\n%s", a, moe_usage); return 1; }
+        } else { fprintf(stderr, "strata bench moe: unknown option '%s' (strata bench moe --help)\n", a); return 2; }
     }
     if (nth < 1 || nth > 1024 || iters < 1 || iters > 100000 || layer < 0) {
         fprintf(stderr, "strata bench moe: -t, --iters must be positive, --layer >= 0\n");
-        return 1;
+        return 2;
     }
     char err[512], tmp[64] = "";
     if (!model) {

@@ -7,16 +7,18 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_common.h"
+#include "core/env.h"
+#include "engine/chat_builtin.h"
 #include "gguf/gguf.h"
 #include "strata.h"
 #include "quant/blocks.h"
 
-static void info_usage(FILE *o) {
-    fprintf(o, "usage: strata info MODEL.gguf [--ctx N]\n\n"
-               "Describes a GGUF model file: architecture, parameters, file and tensor types,\n"
-               "context length, tokenizer, chat template, bytes per tensor type, and the memory\n"
-               "of an f16 KV cache for a session of N tokens (default: the training context and 4096).\n");
-}
+static const cli_command info_cmd = {
+    CMD_INFO, "info", "[MODEL.gguf | -m MODEL.gguf] [-c N]",
+    "Describes a GGUF model file: architecture, parameters, file and tensor types, context\n"
+    "length, tokenizer, chat template, bytes per tensor type, and the memory of an f16 KV cache\n"
+    "for a session of N tokens (default: the training context and 4096).\n", 1 };
 
 static const char *mib(uint64_t bytes, char *buf, size_t cap) {
     if (bytes >= (1ull << 30)) snprintf(buf, cap, "%.2f GiB", (double)bytes / (1ull << 30));
@@ -47,34 +49,13 @@ static void print_str_key(const gguf_file *f, const char *label, const char *key
 }
 
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
-    long long ctx_arg = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { info_usage(stdout); return 0; }
-        if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
-            char *end = NULL;
-            if (i + 1 >= argc) { fprintf(stderr, "strata info: %s needs a number\n", a); return 1; }
-            ctx_arg = strtoll(argv[++i], &end, 10);
-            if (!end || *end || ctx_arg <= 0 || ctx_arg > (1ll << 32)) {
-                fprintf(stderr, "strata info: --ctx '%s': expected a positive number of tokens\n", argv[i]);
-                return 1;
-            }
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (i + 1 >= argc) { fprintf(stderr, "strata info: %s needs a file\n", a); return 1; }
-            path = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "strata info: unknown option '%s'\n", a);
-            info_usage(stderr);
-            return 1;
-        } else if (!path) {
-            path = a;
-        } else {
-            fprintf(stderr, "strata info: one model file at a time ('%s' and '%s')\n", path, a);
-            return 1;
-        }
-    }
-    if (!path) { info_usage(stderr); return 1; }
+    cli_opts o;
+    int rc = cli_parse(&info_cmd, argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (o.n_args && o.model != env_default_model_path())
+        return cli_usage_error("info", "one model file at a time ('%s' and '%s')", o.model, o.args[0]);
+    const char *path = o.n_args ? o.args[0] : o.model;
+    long long ctx_arg = o.n_ctx;
 
     char err[512];
     gguf_file *f = NULL;
@@ -137,8 +118,11 @@ int cmd_info(int argc, char **argv) {
     printf(", tokenizer %s, pre-tokenizer %s\n", tok_model, tok_pre);
     if (gguf_get_str(f, "tokenizer.chat_template", &s) == 0)
         printf("%-15s present (%" PRIu64 " bytes)\n", "chat template:", s.len);
+    else if (chat_builtin_template(arch))
+        printf("%-15s none in the file; strata uses its built-in %s template\n",
+               "chat template:", arch);
     else
-        printf("%-15s none\n", "chat template:");
+        printf("%-15s none (chat requests fall back to ChatML in serve; --chat-template FILE|NAME sets one)\n", "chat template:");
 
     /* ---- hyperparameters ---- */
     uint32_t n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, k_len = 0, v_len = 0, rope_dim = 0;

@@ -63,16 +63,16 @@ int cmd_synth(int argc, char **argv) {
     synth_params p;
     if (!strcmp(arch, "qwen3moe")) synth_default_params(&p, ARCH_QWEN3MOE);
     else if (!strcmp(arch, "llama")) synth_default_params(&p, ARCH_LLAMA);
-    else { fprintf(stderr, "strata synth: --arch '%s': expected llama or qwen3moe\n", arch); return 1; }
+    else { fprintf(stderr, "strata synth: --arch '%s': expected llama or qwen3moe\n", arch); return 2; }
     int tok_set = 0, all_type = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (a[0] != '-') {
-            if (out) { fprintf(stderr, "strata synth: two output files given ('%s', '%s')\n", out, a); return 1; }
+            if (out) { fprintf(stderr, "strata synth: two output files given ('%s', '%s')\n", out, a); return 2; }
             out = a;
             continue;
         }
-        if (i + 1 >= argc) { fprintf(stderr, "strata synth: %s needs a value\n", a); return 1; }
+        if (i + 1 >= argc) { fprintf(stderr, "strata synth: %s needs a value\n", a); return 2; }
         const char *v = argv[++i];
         int rc = 0;
         if (!strcmp(a, "--arch")) continue;
@@ -115,11 +115,11 @@ int cmd_synth(int argc, char **argv) {
             if (errno || *end || end == v) { fprintf(stderr, "strata synth: %s '%s': not a number\n", a, v); rc = -1; }
         } else {
             fprintf(stderr, "strata synth: unknown option '%s' (see strata synth --help)\n", a);
-            return 1;
+            return 2;
         }
-        if (rc) return 1;
+        if (rc) return 2;
     }
-    if (!out) { synth_usage(stderr); fprintf(stderr, "\nstrata synth: no output file given\n"); return 1; }
+    if (!out) { fprintf(stderr, "strata synth: no output file given (strata synth --help)\n"); return 2; }
     if (!tok_set) {
         const char *def = env_default_model_path();
         if (def && access(def, R_OK) == 0) p.tokenizer_path = def;

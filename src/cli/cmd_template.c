@@ -54,8 +54,8 @@ static char *gguf_token_text(const gguf_file *g, const char *id_key) {
     return out;
 }
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *f) {
+    fprintf(f,
         "usage: strata template TEMPLATE.jinja|MODEL.gguf --messages CONV.json [options]\n"
         "  --messages FILE            JSON array of {role, content, ...} messages, or an object\n"
         "                             {messages, tools, add_generation_prompt, vars}\n"
@@ -79,7 +79,7 @@ int cmd_template(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_next = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); rc = 0; goto done; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); rc = 0; goto done; }
         else if (!strcmp(a, "--messages") && has_next) msgs_path = argv[++i];
         else if (!strcmp(a, "--tools") && has_next) tools_path = argv[++i];
         else if (!strcmp(a, "--add-generation-prompt")) agp = 1;
@@ -87,11 +87,11 @@ int cmd_template(int argc, char **argv) {
         else if (!strcmp(a, "--eos") && has_next) eos_arg = argv[++i];
         else if (!strcmp(a, "--now") && has_next) {
             char *end; long long v = strtoll(argv[++i], &end, 10);
-            if (*end) { fprintf(stderr, "strata template: --now expects Unix seconds, got '%s'\n", argv[i]); goto done; }
+            if (*end) { fprintf(stderr, "strata template: --now expects Unix seconds, got '%s'\n", argv[i]); rc = 2; goto done; }
             now = v;
         } else if (!strcmp(a, "--var") && has_next) {
             const char *kv = argv[++i], *eq = strchr(kv, '=');
-            if (!eq || eq == kv) { fprintf(stderr, "strata template: --var expects KEY=VALUE, got '%s'\n", kv); goto done; }
+            if (!eq || eq == kv) { fprintf(stderr, "strata template: --var expects KEY=VALUE, got '%s'\n", kv); rc = 2; goto done; }
             char *key = st_strdup(kv);
             if (!key) goto done;
             key[eq - kv] = 0;
@@ -99,11 +99,15 @@ int cmd_template(int argc, char **argv) {
             if (!v) v = json_string(eq + 1);
             json_object_set_new(vars, key, v);
             st_free(key);
-        } else if (a[0] == '-' && a[1]) { fprintf(stderr, "strata template: unknown or incomplete option '%s'\n", a); usage(); goto done; }
+        } else if (a[0] == '-' && a[1]) { fprintf(stderr, "strata template: unknown or incomplete option '%s' (strata template --help lists the options)\n", a); rc = 2; goto done; }
         else if (!src_path) src_path = a;
-        else { fprintf(stderr, "strata template: unexpected argument '%s'\n", a); usage(); goto done; }
+        else { fprintf(stderr, "strata template: unexpected argument '%s' (strata template --help lists the options)\n", a); rc = 2; goto done; }
     }
-    if (!src_path || !msgs_path) { usage(); goto done; }
+    if (!src_path || !msgs_path) {
+        fprintf(stderr, "strata template: give TEMPLATE.jinja|MODEL.gguf and --messages CONV.json (strata template --help)\n");
+        rc = 2;
+        goto done;
+    }
     if (ends_with(src_path, ".gguf")) {
         if (gguf_open(src_path, &g, err, sizeof err) != 0) { fprintf(stderr, "strata template: %s\n", err); goto done; }
         gguf_str s;

@@ -7,19 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "cli_common.h"
 #include "core/env.h"
 #include "core/util.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
-static const char *usage_text =
-    "usage: strata tokenize [-m MODEL.gguf] [-f FILE | TEXT] [--pieces] [--no-bos] [--no-special]\n"
-    "  -m MODEL.gguf  model or vocabulary-only GGUF (default: %s)\n"
-    "  -f FILE        tokenize the bytes of FILE ('-': standard input); without -f and TEXT,\n"
-    "                 standard input is read\n"
-    "  --pieces       one token per line: id, tab, the token's text (\\n, \\t, \\xNN escaped)\n"
-    "  --no-bos       do not prepend BOS even when the model asks for it\n"
-    "  --no-special   \"<|im_start|>\" and the like in the text stay plain text\n";
+static const cli_command tokenize_cmd = {
+    CMD_TOKENIZE, "tokenize", "[-m MODEL.gguf] [-f FILE | TEXT...] [options]",
+    "Prints the token ids of a text on one line. The model may be a vocabulary-only GGUF.\n"
+    "Without -f and TEXT, standard input is read; several TEXT words join with spaces.\n", 64 };
 
 static char *read_stream(FILE *fp, size_t *len) {
     size_t cap = 1 << 16, n = 0;
@@ -54,50 +51,29 @@ static void print_piece(const char *p, size_t n) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *file = NULL;
-    int pieces = 0, no_bos = 0, no_special = 0;
+    cli_opts o;
+    int rc = cli_parse(&tokenize_cmd, argc, argv, &o);
+    if (rc >= 0) return rc;
+    const char *model = o.model, *file = o.prompt_file;
+    int pieces = o.pieces, no_bos = o.no_bos, no_special = o.no_special;
     char *text = NULL;
-    size_t text_len = 0, text_cap = 0;
-    int have_text = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(usage_text, env_default_model_path()); free(text); return 0; }
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-f") || !strcmp(a, "--file")) && i + 1 >= argc) {
-            fprintf(stderr, "strata tokenize: %s needs a value\n", a);
-            free(text);
-            return 2;
+    size_t text_len = 0;
+    int have_text = o.n_args > 0;
+    if (have_text) {   /* several words join with spaces, as the shell split them */
+        size_t need = 1;
+        for (int i = 0; i < o.n_args; i++) need += strlen(o.args[i]) + 1;
+        text = malloc(need);
+        if (!text) { fprintf(stderr, "strata tokenize: out of memory\n"); return 1; }
+        for (int i = 0; i < o.n_args; i++) {
+            if (i) text[text_len++] = ' ';
+            memcpy(text + text_len, o.args[i], strlen(o.args[i]));
+            text_len += strlen(o.args[i]);
         }
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = argv[++i];
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) file = argv[++i];
-        else if (!strcmp(a, "--pieces")) pieces = 1;
-        else if (!strcmp(a, "--no-bos")) no_bos = 1;
-        else if (!strcmp(a, "--no-special")) no_special = 1;
-        else if (a[0] == '-' && a[1] && strcmp(a, "--")) {
-            fprintf(stderr, "strata tokenize: unknown option '%s'\n\n", a);
-            fprintf(stderr, usage_text, env_default_model_path());
-            free(text);
-            return 2;
-        } else {
-            if (!strcmp(a, "--") && i + 1 < argc) a = argv[++i];
-            /* several words join with spaces, as the shell split them */
-            size_t l = strlen(a), need = text_len + l + 2;
-            if (need > text_cap) {
-                char *nt = realloc(text, need * 2);
-                if (!nt) { free(text); fprintf(stderr, "strata tokenize: out of memory\n"); return 1; }
-                text = nt;
-                text_cap = need * 2;
-            }
-            if (have_text) text[text_len++] = ' ';
-            memcpy(text + text_len, a, l);
-            text_len += l;
-            text[text_len] = 0;
-            have_text = 1;
-        }
+        text[text_len] = 0;
     }
     if (file && have_text) {
-        fprintf(stderr, "strata tokenize: give either -f FILE or TEXT, not both\n");
         free(text);
-        return 2;
+        return cli_usage_error("tokenize", "give either -f FILE or TEXT, not both");
     }
     if (!have_text) {
         FILE *fp = (!file || !strcmp(file, "-")) ? stdin : fopen(file, "rb");
@@ -106,7 +82,6 @@ int cmd_tokenize(int argc, char **argv) {
         if (fp != stdin) fclose(fp);
         if (!text) { fprintf(stderr, "strata tokenize: cannot read '%s'\n", file ? file : "(stdin)"); return 1; }
     }
-    if (!model) model = env_default_model_path();
 
     char err[512];
     gguf_file *g = NULL;

@@ -7,6 +7,8 @@ X(ENV_EXACT,        "STRATA_EXACT",        ENV_BOOL, "0",    "reference mode: de
 X(ENV_KERNEL,       "STRATA_KERNEL",       ENV_STR,  "auto", "CPU matvec kernel: auto (AVX2 when the CPU has it), avx2, ref")
 X(ENV_THREADS,      "STRATA_THREADS",      ENV_INT,  "0",    "default worker threads (0: all cores); -t overrides")
 X(ENV_CACHE_DIR,    "STRATA_CACHE_DIR",    ENV_STR,  "",     "where fetched models live (default: $XDG_CACHE_HOME/strata or ~/.cache/strata)")
+X(ENV_HF_ENDPOINT,  "STRATA_HF_ENDPOINT",  ENV_STR,  "https://huggingface.co", "the Hugging Face hub `strata pull` and `-m org/repo:QUANT` download from")
+X(ENV_HF_TOKEN,     "STRATA_HF_TOKEN",     ENV_STR,  "",     "bearer token sent to the hub (gated or private repositories)")
 X(ENV_LOGITS_HASH,  "STRATA_LOGITS_HASH",  ENV_BOOL, "0",    "print an FNV-1a hash of every step's logits to stderr (nondeterminism check)")
 X(ENV_CUDA_GRAPH,    "STRATA_CUDA_GRAPH",    ENV_BOOL, "1",    "CUDA greedy decode: replay the step as one CUDA graph (0: launch kernels one by one)")
 X(ENV_CUDA_FUSE,     "STRATA_CUDA_FUSE",     ENV_BOOL, "1",    "CUDA backend: fuse ops that share inputs (norm+quantize, q/k/v, gate/up+SwiGLU, matvec+residual); 0: one kernel per op")

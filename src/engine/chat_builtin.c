@@ -47,6 +47,23 @@ static const char gemma3_template[] =
     "    {{'<start_of_turn>model\\n'}}\n"
     "{%- endif -%}\n";
 
+/* ChatML ("<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message), the format of SmolLM2, Qwen and
+ * others: the same text as the server's chatml_format fallback. */
+static const char chatml_template[] =
+    "{%- for message in messages -%}\n"
+    "    {{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "    {{ '<|im_start|>assistant\\n' }}\n"
+    "{%- endif -%}\n";
+
+const char *chat_builtin_by_name(const char *name) {
+    if (!name) return NULL;
+    if (!strcmp(name, "chatml")) return chatml_template;
+    if (!strcmp(name, "gemma3") || !strcmp(name, "gemma")) return gemma3_template;
+    return NULL;
+}
+
 const char *chat_builtin_template(const char *arch) {
     if (arch && !strcmp(arch, "gemma3")) return gemma3_template;
     return NULL;

@@ -77,7 +77,9 @@ int strata_model_load(const strata_model_params *p, strata_model **out, char *er
     if (gguf_open(p->path, &m->gguf, err, errlen) != 0) goto fail;
     if (tokenizer_load_gguf(m->gguf, &m->tok, err, errlen) != 0) goto fail;
     gguf_str s;
-    if (gguf_get_str(m->gguf, "tokenizer.chat_template", &s) == 0) {
+    if (p->chat_template) {   /* --chat-template: replaces the file's and the built-in one */
+        if (!(m->chat_template = st_strdup(p->chat_template))) { snprintf(err, errlen, "out of memory"); goto fail; }
+    } else if (gguf_get_str(m->gguf, "tokenizer.chat_template", &s) == 0) {
         m->chat_template = st_malloc(s.len + 1);
         if (!m->chat_template) { snprintf(err, errlen, "out of memory"); goto fail; }
         gguf_str_copy(s, m->chat_template, s.len + 1);

@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include "core/util.h"
 #include "server/openai.h"
+#include "engine/chat_builtin.h"
 
 #define WAIT_SLICE_MS 20
 #define BODY_TIMEOUT_S 60           /* a request's body must arrive within this after its headers */
@@ -93,7 +94,29 @@ typedef struct conn_ctx {
     sbuf body;
     int too_big;
     srv_endpoint ep;
+    /* the request log (-v): filled as the request goes, printed when MHD completes it */
+    char method[16], path[160];
+    double t0;                  /* first callback */
+    int gen;                    /* a generation: the token counts below are set */
+    int n_prompt, n_cached, n_gen, stream;
+    double ttft_ms;             /* submit to the first token (queue wait + prompt) */
+    const char *finish;         /* "stop" / "length" / NULL (failed or cancelled) */
+    struct gen_ctx *live;       /* the reply not yet logged (its gen_ctx), or NULL */
 } conn_ctx;
+
+/* Copy a finished (or abandoned) job's figures into the request log's record. Takes the lock. */
+static void log_job(srv_sched *sc, conn_ctx *cc, const srv_job *j, int stream) {
+    if (!cc) return;
+    pthread_mutex_lock(&sc->mu);
+    cc->gen = 1;
+    cc->stream = stream;
+    cc->n_prompt = j->n_prompt;
+    cc->n_cached = j->n_cached;
+    cc->n_gen = j->n_gen;
+    cc->ttft_ms = j->t_prompt_done > 0 ? (j->t_prompt_done - j->t_submit) * 1e3 : -1;
+    cc->finish = j->state == JOB_DONE ? j->finish : NULL;
+    pthread_mutex_unlock(&sc->mu);
+}
 
 static void count_status(srv *s, srv_endpoint ep, int status) {
     pthread_mutex_lock(&s->stats_mu);
@@ -191,6 +214,7 @@ typedef struct gen_ctx {
     size_t sent;
     int finished;               /* [DONE] is in out */
     size_t text_offset;         /* completions logprobs text_offset */
+    conn_ctx *cc;               /* the request log's record; NULL once the stream has ended */
     tool_format tools;          /* tools active: the reply is parsed for calls (TOOLFMT_NONE: off) */
     int tools_forced;           /* tool_choice required / named: the whole reply is calls */
     sbuf held;                  /* stream with tools: all the text so far */
@@ -310,6 +334,7 @@ static int stream_pull(gen_ctx *g) {
         }
         sse_append_done(&g->out);
         g->finished = 1;
+        if (g->cc) { log_job(&s->sched, g->cc, j, 1); g->cc->live = NULL; g->cc = NULL; }
     }
     return g->out.oom ? -1 : 0;
 }
@@ -322,6 +347,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         g->sent = 0;
         if (g->finished) return MHD_CONTENT_READER_END_OF_STREAM;
         if (stream_pull(g)) {
+            if (g->cc) { log_job(&g->s->sched, g->cc, g->job, 1); g->cc->live = NULL; g->cc = NULL; }   /* the client went away */
             sched_cancel(&g->s->sched, g->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -336,6 +362,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void gen_ctx_free(gen_ctx *g) {
     if (!g) return;
     atomic_fetch_sub(&g->s->open_replies, 1);
+    if (g->cc) g->cc->live = NULL;
     if (g->job) {
         sched_cancel(&g->s->sched, g->job);   /* no-op once done */
         job_release(&g->s->sched, g->job);
@@ -362,7 +389,9 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
         *n = r->n_prompt_ids;
         return 0;
     }
-    if (r->kind == GEN_CHAT && (s->tmpl || r->has_tool_msgs || r->tools_json)) {
+    /* --chat-template replaces the model's own (strata_model_params.chat_template) too, so plain
+     * chats render it through strata_chat_tokenize (content as text) like the model's */
+    if (r->kind == GEN_CHAT && (r->has_tool_msgs || r->tools_json)) {
         /* the template sees the whole messages (tool calls, tool results) and the tools (also with
          * tool_choice "none": the model knows them, it is only not asked to call one) */
         char *t = strata_chat_format_json(s->model, s->tmpl, r->messages_json, r->tools_json, 1, NULL, err, sizeof err);
@@ -524,6 +553,8 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
     g->ep = cc->ep;
     g->fd = conn_fd(c);
     g->include_usage = include_usage;
+    g->cc = cc;
+    cc->live = g;
     g->tools = tf;
     g->tools_forced = forced;
     sbuf_init(&g->held);
@@ -560,7 +591,12 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
         return ret;
     }
 
-    if (wait_job(s, j, g->fd, 1)) { gen_ctx_free(g); return MHD_NO; }   /* client gone: cancel, close */
+    if (wait_job(s, j, g->fd, 1)) {   /* client gone: cancel, close */
+        log_job(&s->sched, cc, j, 0);
+        gen_ctx_free(g);
+        return MHD_NO;
+    }
+    log_job(&s->sched, cc, j, 0);
     sbuf text; sbuf_init(&text);
     json_t *lp = NULL;
     int done;
@@ -782,6 +818,52 @@ static int authorized(srv *s, struct MHD_Connection *c) {
     return x && key_equal(x, strlen(x), s->opt.api_key);
 }
 
+/* The chat page's Markdown and highlighting scripts: Debian's libjs-marked and libjs-highlight.js,
+ * served from /usr/share/javascript (never a CDN). Only these names; read once, kept. */
+static const struct { const char *name, *path, *ctype; } static_files[] = {
+    { "marked.js", "/usr/share/javascript/marked/marked.min.js", "application/javascript; charset=utf-8" },
+    { "hljs.js", "/usr/share/javascript/highlight.js/highlight.min.js", "application/javascript; charset=utf-8" },
+    { "hljs-light.css", "/usr/share/javascript/highlight.js/styles/github.css", "text/css; charset=utf-8" },
+    { "hljs-dark.css", "/usr/share/javascript/highlight.js/styles/a11y-dark.css", "text/css; charset=utf-8" },
+};
+#define N_STATIC ((int)(sizeof static_files / sizeof static_files[0]))
+static struct { char *data; size_t len; int tried; } static_cache[N_STATIC];
+static pthread_mutex_t static_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static enum MHD_Result handle_static(srv *s, struct MHD_Connection *c, const char *name) {
+    for (int i = 0; i < N_STATIC; i++) {
+        if (strcmp(name, static_files[i].name)) continue;
+        pthread_mutex_lock(&static_mu);
+        if (!static_cache[i].tried) {
+            static_cache[i].tried = 1;
+            FILE *f = fopen(static_files[i].path, "rb");
+            if (f && !fseek(f, 0, SEEK_END)) {
+                long n = ftell(f);
+                char *d = n > 0 && n < (32L << 20) ? malloc((size_t)n) : NULL;
+                if (d && !fseek(f, 0, SEEK_SET) && fread(d, 1, (size_t)n, f) == (size_t)n) {
+                    static_cache[i].data = d;
+                    static_cache[i].len = (size_t)n;
+                } else free(d);
+            }
+            if (f) fclose(f);
+        }
+        const char *d = static_cache[i].data;
+        size_t len = static_cache[i].len;
+        pthread_mutex_unlock(&static_mu);
+        if (!d) break;   /* the package is not installed: the page falls back to plain text */
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)d, MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", static_files[i].ctype);
+        MHD_add_response_header(r, "Cache-Control", "max-age=3600");
+        add_cors(s, r);
+        enum MHD_Result ret = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        count_status(s, EP_WEBUI, 200);
+        return ret;
+    }
+    return send_bytes(s, c, EP_WEBUI, 404, "text/plain; charset=utf-8", "not found\n", 10, 0);
+}
+
 /* ---- HTTP framing ------------------------------------------------------------------------------------- */
 typedef struct framing { int n_cl, n_te, cl_bad; } framing;
 
@@ -937,6 +1019,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!cc) return MHD_NO;
         sbuf_init(&cc->body);
         cc->ep = route(url);
+        cc->t0 = now_seconds();
+        snprintf(cc->method, sizeof cc->method, "%s", method);
+        snprintf(cc->path, sizeof cc->path, "%s", url);
         *con_cls = cc;
         conn_set_deadline(s, c, now_seconds() + BODY_TIMEOUT_S);   /* headers are in; now the body */
         /* request smuggling: a proxy and this server must not disagree on where the body ends */
@@ -995,6 +1080,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (ep == EP_WEBUI && !strcmp(method, "GET"))
         return send_bytes(s, c, ep, 200, "text/html; charset=utf-8", srv_webui_html, strlen(srv_webui_html), 0);
+    if (!strncmp(url, "/static/", 8) && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
+        return handle_static(s, c, url + 8);
     if (!authorized(s, c)) {
         api_error_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
                       "Incorrect API key provided. Send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'.");
@@ -1040,14 +1127,68 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return send_error(s, c, ep, &e);
 }
 
+/* One line per request on stderr (-v), text or JSON (--log-format json). */
+static void log_request(srv *s, struct MHD_Connection *c, const conn_ctx *cc, enum MHD_RequestTerminationCode toe) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    int status = ci ? (int)ci->http_status : 0;
+    double total_ms = (now_seconds() - cc->t0) * 1e3;
+    const char *end = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "ok"
+                    : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT || toe == MHD_REQUEST_TERMINATED_READ_ERROR ? "client_gone"
+                    : toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout"
+                    : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown" : "error";
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char ts[32];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    sbuf path; sbuf_init(&path);   /* the URL as valid UTF-8, control bytes made visible */
+    utf8_append_sanitized(&path, cc->path, strlen(cc->path));
+    for (size_t i = 0; i < path.len; i++) if ((unsigned char)path.p[i] < 0x20) path.p[i] = '?';
+    const char *p = path.p ? path.p : "";
+    if (s->opt.log_json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:f, s:s}", "time", ts, "method", cc->method, "path", p,
+                              "status", status, "total_ms", total_ms, "end", end);
+        if (o && cc->gen) {
+            json_object_set_new(o, "prompt_tokens", json_integer(cc->n_prompt));
+            json_object_set_new(o, "cached_tokens", json_integer(cc->n_cached));
+            json_object_set_new(o, "completion_tokens", json_integer(cc->n_gen));
+            json_object_set_new(o, "ttft_ms", cc->ttft_ms >= 0 ? json_real(cc->ttft_ms) : json_null());
+            json_object_set_new(o, "stream", json_boolean(cc->stream));
+            json_object_set_new(o, "finish", cc->finish ? json_string(cc->finish) : json_null());
+        }
+        char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (txt) fprintf(stderr, "%s\n", txt);
+        free(txt);
+        json_decref(o);
+    } else if (cc->gen) {
+        char ttft[32] = "-";
+        if (cc->ttft_ms >= 0) snprintf(ttft, sizeof ttft, "%.1f", cc->ttft_ms);
+        fprintf(stderr, "%s %s %s %d prompt=%d cached=%d completion=%d ttft_ms=%s total_ms=%.1f%s finish=%s%s%s\n",
+                ts, cc->method, p, status, cc->n_prompt, cc->n_cached, cc->n_gen, ttft, total_ms,
+                cc->stream ? " stream" : "", cc->finish ? cc->finish : "none", strcmp(end, "ok") ? " end=" : "",
+                strcmp(end, "ok") ? end : "");
+    } else {
+        fprintf(stderr, "%s %s %s %d total_ms=%.1f%s%s\n", ts, cc->method, p, status, total_ms,
+                strcmp(end, "ok") ? " end=" : "", strcmp(end, "ok") ? end : "");
+    }
+    sbuf_free(&path);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)toe;
     srv *s = cls;
     /* a kept-alive connection has the header time-out (three times, for the idle gap) to send
      * its next request */
     conn_set_deadline(s, c, now_seconds() + 3.0 * s->opt.header_timeout);
     conn_ctx *cc = *con_cls;
     if (!cc) return;
+    if (cc->live) {   /* MHD ended a stream (the client left, a write failed) before stream_read saw it:
+                       * MHD calls this before it frees the response, so the gen_ctx is still there */
+        gen_ctx *g = cc->live;
+        log_job(&s->sched, cc, g->job, 1);
+        g->cc = NULL;
+        cc->live = NULL;
+    }
+    if (s->opt.log_requests) log_request(s, c, cc, toe);
     sbuf_free(&cc->body);
     st_free(cc);
     *con_cls = NULL;
@@ -1063,21 +1204,13 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     fprintf(stderr, "strata serve: http: %s", line);
 }
 
-/* ---- start-up -------------------------------------------------------------------------------------------- */
-/* A whole text file (st_malloc'ed), NULL with err. */
-static char *read_text_file(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return NULL; }
-    sbuf b; sbuf_init(&b);
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sbuf_append(&b, buf, n);
-    fclose(f);
-    sbuf_append(&b, "", 0);
-    if (b.oom) { sbuf_free(&b); snprintf(err, errlen, "out of memory"); return NULL; }
-    return b.p;
+static const char *mi_arch(const strata_model *m) {
+    strata_model_info mi;
+    strata_model_get_info(m, &mi);
+    return mi.arch;
 }
 
+/* ---- start-up -------------------------------------------------------------------------------------------- */
 static void model_id_from_path(char *id, size_t n, const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -1175,6 +1308,7 @@ int srv_run(const srv_options *o) {
     mp.path = o->model_path;
     mp.n_threads = o->n_threads;
     mp.device = o->device;
+    mp.chat_template = o->chat_template;
     int rc = 1;
     if (strata_model_load(&mp, &s->model, err, sizeof err)) {
         fprintf(stderr, "strata serve: %s\n", err);
@@ -1182,8 +1316,8 @@ int srv_run(const srv_options *o) {
         goto out;
     }
     model_id_from_path(s->model_id, sizeof s->model_id, o->model_path);
-    if (o->chat_template_file && !(s->tmpl = read_text_file(o->chat_template_file, err, sizeof err))) {
-        fprintf(stderr, "strata serve: --chat-template: %s\n", err);
+    if (o->chat_template && !(s->tmpl = st_strdup(o->chat_template))) {   /* the tools' template */
+        fprintf(stderr, "strata serve: --chat-template: out of memory\n");
         atomic_store(&s->state, SRV_FAILED);
         goto out;
     }
@@ -1201,6 +1335,14 @@ int srv_run(const srv_options *o) {
     if (s->max_token_len < 1) s->max_token_len = 1;
     s->max_prompt_bytes = (size_t)s->sched.n_ctx * (size_t)s->max_token_len;
     atomic_store(&s->state, SRV_READY);
+    {   /* which chat template the chat endpoint uses */
+        const char *t = strata_model_chat_template(s->model);
+        const char *bt = t ? chat_builtin_template(mi_arch(s->model)) : NULL;
+        if (o->chat_template) fprintf(stderr, "strata serve: chat template: %s (--chat-template)\n", o->chat_template_name ? o->chat_template_name : "given");
+        else if (bt && !strcmp(t, bt)) fprintf(stderr, "strata serve: chat template: built-in %s (the file has none)\n", mi_arch(s->model));
+        else if (t) fprintf(stderr, "strata serve: chat template: the model's (tokenizer.chat_template)\n");
+        else fprintf(stderr, "strata serve: chat template: ChatML (the model has none)\n");
+    }
     const char *h = o->host;
     int v6 = strchr(h, ':') != NULL;
     strata_model_info mi;

@@ -34,10 +34,13 @@ typedef struct srv_options {
     int spec;                   /* speculative drafts per step for greedy requests (0: off) */
     strata_device device;       /* auto / cpu / cuda */
     int kv_type;                /* STRATA_KV_F16 / STRATA_KV_INT8 (the slots' KV caches) */
+    const char *chat_template;  /* Jinja text replacing the model's (--chat-template), or NULL */
+    const char *chat_template_name; /* what --chat-template said (a file or a built-in name), for the log */
+    int log_requests;           /* -v: one line per request on stderr */
+    int log_json;               /* --log-format json: those lines as JSON objects */
     int max_conn;               /* open connections at most (512); more are closed on accept */
     int max_conn_per_ip;        /* open connections per client address (64; 0: no cap) */
     int header_timeout;         /* seconds to send a request's headers (10) */
-    const char *chat_template_file;   /* --chat-template FILE: a Jinja template instead of the model's */
 } srv_options;
 srv_options srv_default_options(void);
 /* Run until SIGINT/SIGTERM; returns the process exit code. */

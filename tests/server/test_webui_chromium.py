@@ -46,7 +46,7 @@ class Server:
         self.port = int(m.group(1))
         self.base = "http://127.0.0.1:%d" % self.port
 
-    def chat(self, messages):
+    def chat(self, messages, finish=False):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         c.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"},
                   body=json.dumps({"messages": messages, "temperature": 0, "max_tokens": MAX_TOKENS}))
@@ -55,7 +55,8 @@ class Server:
         c.close()
         if r.status != 200:
             raise RuntimeError("API answered %d: %s" % (r.status, body))
-        return body["choices"][0]["message"]["content"]
+        ch = body["choices"][0]
+        return (ch["message"]["content"], ch["finish_reason"]) if finish else ch["message"]["content"]
 
     def stop(self):
         if self.proc.poll() is None:
@@ -251,7 +252,28 @@ class Page:
 
 
 DONE = "document.querySelectorAll('.stats').length>=%d && !document.getElementById('send').disabled"
-REPLIES = "[...document.querySelectorAll('.msg')].map(d=>[d.className,d.textContent])"
+# a reply's text as the API gave it (the page keeps it beside the rendered Markdown)
+REPLIES = "[...document.querySelectorAll('.msg')].map(d=>[d.className,d._raw!==undefined?d._raw:d.textContent])"
+SHOTS = None             # where the screenshots go (next to the binary)
+
+
+def shot(b, sess, name):
+    import base64
+    data = b.send("Page.captureScreenshot", {"format": "png"}, sess)["data"]
+    path = os.path.join(SHOTS, name)
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(data))
+    return path
+
+
+def click_button(p, scope, label, index=-1):
+    """Click (real mouse events) the button labelled `label` inside the elements matching scope."""
+    ok = p.js("(()=>{const bs=[...document.querySelectorAll(%s)].filter(b=>b.textContent===%s);"
+              "const b=bs.at(%d);if(!b)return false;document.querySelectorAll('#tclick').forEach(x=>x.removeAttribute('id'));"
+              "b.id='tclick';return true;})()" % (json.dumps(scope + " button"), json.dumps(label), index))
+    if ok:
+        p.click("#tclick")
+    return ok
 
 
 def run(server, exe):
@@ -289,7 +311,7 @@ def run(server, exe):
         msgs = p.js(REPLIES)
         check(p.js("document.getElementById('in').value") == "", "input cleared after sending")
         conv = [{"role": "user", "content": q1}]
-        want1 = server.chat(conv)
+        want1, fin1 = server.chat(conv, finish=True)
         got1 = msgs[1][1] if len(msgs) >= 2 else None
         check(len(msgs) == 2 and msgs[0] == ["msg user", q1] and msgs[1][0] == "msg assistant",
               "page shows the user message and one assistant reply: %r" % msgs)
@@ -302,13 +324,14 @@ def run(server, exe):
         check(p.wait(DONE % 2, 120), "second reply finishes streaming")
         msgs = p.js(REPLIES)
         conv += [{"role": "assistant", "content": got1 or ""}, {"role": "user", "content": q2}]
-        want2 = server.chat(conv)
+        want2, fin2 = server.chat(conv, finish=True)
         got2 = msgs[3][1] if len(msgs) >= 4 else None
         check(len(msgs) == 4 and msgs[2] == ["msg user", q2] and msgs[3][0] == "msg assistant",
               "second turn: user message and reply: %r" % msgs)
         check(bool(got2) and got2 == want2, "second reply (multi-turn) equals the API's: page %r, API %r" % (got2, want2))
         stats = p.js("document.querySelector('.stats').textContent")
-        check(re.match(r"first token \d+\.\d\d s, [\d.]+ chunks/s", stats or "") is not None, "stats line: %r" % stats)
+        check(re.match(r"\d+ tokens, [\d.]+ tok/s, first token \d+\.\d\d s$", stats or "") is not None, "stats line: %r" % stats)
+        features(p, b, sess, server, conv, [fin1, fin2])
 
         # what the page did on the network and in its scripts
         b.pump(0.3)
@@ -327,6 +350,73 @@ def run(server, exe):
         b.close()
 
 
+def features(p, b, sess, server, conv, finishes):
+    """Markdown and code, the max-tokens marker, saved conversations, regenerate / edit, the
+    system prompt, light and dark (screenshots of both)."""
+    # the max-tokens marker: shown under exactly the replies the API also ends with "length"
+    cuts = p.js("[...document.querySelectorAll('.msg.assistant')].map(d=>{let n=d.nextElementSibling;"
+                "while(n&&!n.classList.contains('msg')){if(n.classList.contains('cut'))return n.textContent;n=n.nextElementSibling;}return null;})")
+    check(len(cuts) == 2 and all((c is not None) == (f == "length") for c, f in zip(cuts, finishes))
+          and any(c and "max tokens limit (%d)" % MAX_TOKENS in c for c in cuts) == ("length" in finishes),
+          "max-tokens marker matches the API's finish_reason: %r %r" % (cuts, finishes))
+    shot(b, sess, "webui-light.png")
+    # Markdown and highlighted code, from a conversation stored in the browser and a reload
+    md_reply = ("## Plan\n\nUse **bold** text and a list:\n\n- one\n- two\n\n```python\ndef add(a, b):\n"
+                "    return a + b  # sum\n```\n\nRaw <img src=x onerror=\"window.pwned=1\"> stays text.")
+    p.js("(()=>{const c=JSON.parse(localStorage.getItem('strata.convs'));c.push({id:'md1',title:'markdown test',system:'',"
+         "t:Date.now()+1e6,messages:[{role:'user',content:'show code'},{role:'assistant',content:%s,stats:'5 tokens, 1.0 tok/s, first token 0.10 s',"
+         "finish:'length',max:7}]});localStorage.setItem('strata.convs',JSON.stringify(c));})()" % json.dumps(md_reply))
+    b.send("Page.reload", {}, sess)
+    check(p.wait("document.readyState==='complete' && document.querySelectorAll('.msg').length===2", 30), "reload opens the newest conversation")
+    r = p.js("(()=>{const m=document.querySelector('.msg.assistant');const code=m.querySelector('pre code');return {"
+             "h2:!!m.querySelector('h2'),strong:m.querySelector('strong')&&m.querySelector('strong').textContent,li:m.querySelectorAll('li').length,"
+             "code:code&&code.textContent,hl:code?code.className:'',spans:code?code.querySelectorAll('span[class^=hljs-]').length:0,"
+             "fence:m.textContent.includes('```'),img:m.querySelectorAll('img').length,rawimg:m.textContent.includes('<img src=x'),"
+             "pwned:!!window.pwned,cut:!!document.querySelector('.cut'),convs:document.querySelectorAll('#convs .conv').length,"
+             "color:getComputedStyle(code||m).color}})()")
+    check(r["h2"] and r["strong"] == "bold" and r["li"] == 2, "Markdown rendered (heading, bold, list): %r" % r)
+    check(r["code"] == "def add(a, b):\n    return a + b  # sum\n" and "hljs" in r["hl"] and r["spans"] >= 2 and not r["fence"],
+          "a ```python block is rendered as highlighted code: %r" % r)
+    check(r["img"] == 0 and r["rawimg"] and not r["pwned"], "raw HTML in a reply stays text: %r" % r)
+    check(r["cut"] and r["convs"] == 2, "saved conversations come back after a reload (2 listed), marker kept: %r" % r)
+    check(p.js("[document.getElementById('temp').value, document.getElementById('maxtok').value]") == ["0", str(MAX_TOKENS)],
+          "settings kept across the reload")
+    shot(b, sess, "webui-code-light.png")
+    # dark theme
+    bg0 = p.js("getComputedStyle(document.body).backgroundColor")
+    p.click("#theme")
+    d = p.js("[document.body.className, getComputedStyle(document.body).backgroundColor, document.getElementById('hl-dark').disabled,"
+             " document.getElementById('hl-light').disabled, localStorage.getItem('strata.theme')]")
+    check(d[0] == "dark" and d[1] != bg0 and d[2] is False and d[3] is True and d[4] == "dark", "dark theme: %r (light bg %s)" % (d, bg0))
+    shot(b, sess, "webui-code-dark.png")
+    p.click("#theme")
+    # back to the real conversation (the list's other entry): regenerate keeps the greedy reply
+    click_button(p, "#convs .conv:not(.on)", p.js("document.querySelector('#convs .conv:not(.on) button').textContent"), 0)
+    check(p.wait("document.querySelectorAll('.msg').length===4", 10), "the first conversation opens from the list")
+    before = p.js(REPLIES)
+    check(click_button(p, ".tools", "regenerate"), "a regenerate button under the last reply")
+    check(p.wait("document.getElementById('send').disabled", 10) or True, "regenerate starts")
+    check(p.wait(DONE % 2 + " && document.querySelectorAll('.msg').length===4", 120), "regenerated reply finishes")
+    check(p.js(REPLIES) == before, "regenerated greedy reply equals the first: %r" % p.js(REPLIES)[-1:])
+    # copy puts the raw text out (the button says so)
+    check(click_button(p, ".tools", "copy") and p.wait("[...document.querySelectorAll('.tools button')].some(b=>b.textContent==='copied')", 5),
+          "copy button answers")
+    # edit: the last user message goes back to the input, the turns after it leave
+    check(click_button(p, ".tools", "edit"), "an edit button under the user message")
+    check(p.wait("document.querySelectorAll('.msg').length===2", 5) and p.js("document.getElementById('in').value") == conv[2]["content"],
+          "edit puts the message back in the input and drops what followed")
+    # a system prompt in a new chat is sent first
+    p.click("#clear")
+    p.type_into("#system", "You answer in one word.")
+    p.type_into("#in", "Name a color.")
+    p.press_enter()
+    check(p.wait(DONE % 1 + " && document.querySelectorAll('.msg').length===2", 120), "reply with a system prompt finishes")
+    got = p.js(REPLIES)
+    want = server.chat([{"role": "system", "content": "You answer in one word."}, {"role": "user", "content": "Name a color."}])
+    check(len(got) == 2 and got[1][1] == want, "the system prompt is sent: page %r, API %r" % (got[-1:], want))
+    print("chromium: screenshots in %s" % SHOTS, file=sys.stderr)
+
+
 def find_chromium(given):
     for c in ([given] if given else []) + ["/usr/lib/chromium/chromium", "chromium", "chromium-browser"]:
         path = c if os.path.isabs(c) else shutil.which(c)
@@ -341,6 +431,9 @@ def main():
     ap.add_argument("--model", default=os.environ.get("STRATA_MODEL", os.path.expanduser("~/.cache/strata/SmolLM2-135M-Instruct.Q4_1.gguf")))
     ap.add_argument("--chromium", default=None)
     a = ap.parse_args()
+    global SHOTS
+    SHOTS = os.path.join(os.path.dirname(os.path.abspath(a.bin)), "webui-screenshots")
+    os.makedirs(SHOTS, exist_ok=True)
     if not os.path.exists(a.model):
         print("SKIP: no model at %s" % a.model, file=sys.stderr)
         print("0 passed, 0 failed")

@@ -14,14 +14,14 @@ const els = {};
 ['model', 'temp', 'maxtok', 'key', 'clear', 'log', 'f', 'in', 'send', 'stop'].forEach(id => els[id] = el(id));
 els.temp.value = '0'; els.maxtok.value = '12';
 els.f.requestSubmit = () => els.f.onsubmit({ preventDefault() {} });
-global.document = { getElementById: id => els[id], createElement: () => el('') };
+global.document = { getElementById: id => els[id] || (els[id] = el(id)), createElement: () => el('') };
 const realFetch = fetch;
 global.fetch = (url, opt) => realFetch(base + url, opt);   // the page uses relative URLs
 (async () => {
   const html = await (await realFetch(base + '/')).text();
-  const m = html.match(/<script>([\s\S]*)<\/script>/);
+  const m = html.match(/<script>([\s\S]*)<\/script>/);   // the inline script (the others have src=)
   if (!m) { console.error('no script in the page'); process.exit(1); }
-  if (/src=|href=\s*"http/.test(html)) { console.error('page loads external assets'); process.exit(1); }
+  if (/(src|href)=\s*"?(https?:)?\/\//.test(html)) { console.error('page loads external assets'); process.exit(1); }
   eval(m[1]);
   els.in.value = 'Say hello.';
   await els.f.onsubmit({ preventDefault() {} });
