@@ -87,7 +87,8 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
-APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev clang unzip chromium
+# nodejs: the server test runs the chat page's script in Node (tests/server/webui_node.js)
+APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev clang unzip chromium nodejs
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \

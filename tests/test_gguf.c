@@ -325,7 +325,7 @@ static void test_writer_errors(void) {
 /* ---- the Python gguf package as an independent reader -------------------------------- */
 static void test_python_reader(void) {
     if (system("python3 -c 'import gguf' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP python check: python3 with the gguf package not found\n");
+        SKIP("python-gguf", "python3 with the gguf package not found");
         return;
     }
     char path[64];
@@ -638,7 +638,7 @@ static void test_truncation_and_oom(void) {
 static const char *model_path;
 static void test_real_model(void) {
     if (!model_path || access(model_path, R_OK)) {
-        fprintf(stderr, "SKIP real-model check: STRATA_MODEL not set or unreadable\n");
+        SKIP("model", "real-model check: STRATA_MODEL not set or unreadable");
         return;
     }
     gguf_file *f = NULL;

@@ -91,7 +91,7 @@ static void test_grouped_vs_per_token(void) {
     float *ref = malloc(sizeof(float) * T * E), *grp = malloc(sizeof(float) * T * E), *one = malloc(sizeof(float) * E);
     for (int i = 0; i < T * E; i++) x[i] = synth_gauss(77, (uint64_t)i);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        if (!quant_traits_get(types[ti])) { fprintf(stderr, "skip %s: not in this build\n", quant_type_name(types[ti])); continue; }
+        if (!quant_traits_get(types[ti])) { SKIP("type-missing", "%s: not in this build", quant_type_name(types[ti])); continue; }
         synth_params p;
         tiny_moe(&p, 1, X, k, types[ti]);
         p.seed = 100 + ti;
@@ -321,7 +321,7 @@ int main(void) {
     snprintf(tmpdir_path, sizeof tmpdir_path, "/tmp/strata-test-moe-%d", (int)getpid());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", tmpdir_path);
-    if (system(cmd)) SKIP_ALL("cannot create %s", tmpdir_path);
+    if (system(cmd)) SKIP_ALL("tmpdir", "cannot create %s", tmpdir_path);
     RUN(test_router_hand_cases);
     RUN(test_grouped_vs_per_token);
     RUN(test_formula_direct);

@@ -164,7 +164,7 @@ typedef struct { int type; uint8_t *blocks; int64_t nbytes; float *mine; int64_t
 
 static void test_dequant_oracle(void) {
     const char *script = "tests/quant_oracle.py";
-    if (access(script, R_OK) != 0) { fprintf(stderr, "SKIP dequant oracle: %s not found (run from the repo root)\n", script); return; }
+    if (access(script, R_OK) != 0) { SKIP("oracle-script", "dequant oracle: %s not found (run from the repo root)", script); return; }
     const char *py = getenv("PY"); if (!py || !*py) py = "python3";
     oracle_case cs[N_OWNED]; int nc = 0;
     char cmd[8192]; int len = snprintf(cmd, sizeof cmd, "%s %s", py, script);
@@ -210,7 +210,7 @@ static void test_dequant_oracle(void) {
     int rc = system(cmd);
     if (rc != 0) {
         if (WIFEXITED(rc) && WEXITSTATUS(rc) == 2)
-            fprintf(stderr, "SKIP dequant oracle: python3 with gguf+numpy is not available\n");
+            SKIP("python-gguf", "dequant oracle: python3 with gguf+numpy is not available");
         else CHECKF(0, "oracle failed (status %d): %s", rc, cmd);
     } else {
         for (int i = 0; i < nc; i++) {
@@ -269,7 +269,7 @@ static void test_q2_0_words(void) {
     threadpool *tp = threadpool_create(3);
     for (int kern = 0; kern < 2; kern++) {
         if (kern == 1 && !matvec_rows_avx2(TYPE_Q2_0)) break;
-        if (kern == 1 && !cpu_has_avx2_fma()) { fprintf(stderr, "SKIP Q2_0 fast path: no AVX2\n"); break; }
+        if (kern == 1 && !cpu_has_avx2_fma()) { SKIP("q2_0-avx2", "Q2_0 fast path: no AVX2"); break; }
         int rc = matvec_with(tp, b, TYPE_Q2_0, n_in, n_out, x, T, y, MATVEC_DEFAULT,
                              kern ? MATVEC_KERNEL_AVX2 : MATVEC_KERNEL_REF);
         CHECK_EQ_INT(rc, 0);
@@ -315,7 +315,7 @@ static void test_act_quant(void) {
     for (int j = 0; j < 16; j++) { int s16 = 0; for (int k = 0; k < 16; k++) s16 += bk.qs[16 * j + k]; ok &= s16 == bk.bsums[j]; }
     CHECK(ok);
     /* AVX2 twin: same bytes for every format, on random, tie, zero, tiny, huge, inf, NaN blocks */
-    if (!cpu_has_avx2_fma()) { fprintf(stderr, "SKIP act_quantize_row_avx2: no AVX2\n"); return; }
+    if (!cpu_has_avx2_fma()) { SKIP("act-quant-avx2", "act_quantize_row_avx2: no AVX2"); return; }
     const int n = 4096;
     float *v = malloc(n * sizeof(float));
     uint8_t *r = malloc((size_t)n * 2), *f = malloc((size_t)n * 2);
@@ -482,7 +482,7 @@ static void parity_case(threadpool *tp, int type, int64_t n_in, int64_t n_out) {
 
 static void test_parity(void) {
     threadpool *tp = threadpool_create(3);
-    if (!cpu_has_avx2_fma()) fprintf(stderr, "SKIP AVX2 parity: CPU lacks AVX2+FMA+F16C (reference checks still run)\n");
+    if (!cpu_has_avx2_fma()) SKIP("avx2-parity", "AVX2 parity: CPU lacks AVX2+FMA+F16C (reference checks still run)");
     for (int i = 0; i < N_OWNED; i++) {
         int type = OWNED[i];
         const quant_traits *t = quant_traits_get(type);

@@ -106,7 +106,7 @@ static void test_determinism(void) {
 
 static void test_python_reader(void) {
     if (system("python3 -c 'import gguf, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP GGUFReader check: python3 with gguf and numpy not found\n");
+        SKIP("python-gguf", "GGUFReader check: python3 with gguf and numpy not found");
         return;
     }
     /* (Q2_0 is strata's own format, id 42: other readers refuse it by design) */
@@ -228,7 +228,7 @@ static void test_strata_loads(void) {
 
 /* --tokenizer: copied from the default model and padded to --vocab with UNUSED tokens */
 static void test_tokenizer_copy(void) {
-    if (!model_path || access(model_path, R_OK)) { fprintf(stderr, "SKIP tokenizer copy: no default model\n"); return; }
+    if (!model_path || access(model_path, R_OK)) { SKIP("model", "tokenizer copy: no default model"); return; }
     synth_params p;
     small_moe(&p);
     p.n_layers = 1;
@@ -305,7 +305,7 @@ static void test_cli(void) {
     const char *build = getenv("BUILD");
     char bin[512];
     snprintf(bin, sizeof bin, "%s/strata", build && *build ? build : "build");
-    if (access(bin, X_OK)) { fprintf(stderr, "SKIP CLI check: %s not built\n", bin); return; }
+    if (access(bin, X_OK)) { SKIP("cli", "CLI check: %s not built", bin); return; }
     const char *shape = "--arch qwen3moe --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 "
                         "--experts 8 --experts-used 2 --expert-ffn 256 --vocab 320 --ctx 128 --type-attn Q8_0 "
                         "--type-experts IQ3_XXS --type-output Q6_K --type-embd Q4_0 --tokenizer builtin";
@@ -339,7 +339,7 @@ int main(void) {
     snprintf(tmpdir_path, sizeof tmpdir_path, "/tmp/strata-test-synth-%d", (int)getpid());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", tmpdir_path);
-    if (system(cmd)) SKIP_ALL("cannot create %s", tmpdir_path);
+    if (system(cmd)) SKIP_ALL("tmpdir", "cannot create %s", tmpdir_path);
     RUN(test_gauss);
     RUN(test_determinism);
     RUN(test_python_reader);

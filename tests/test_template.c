@@ -226,7 +226,7 @@ static void test_model_and_cli(void) {
     snprintf(path, sizeof path, "%s/templates/smollm2.jinja", data_dir);
     char *want_src = slurp(path);
     CHECK(want_src != NULL);
-    if (!model || !want_src) { free(want_src); fprintf(stderr, "  (no STRATA_MODEL: GGUF template check skipped)\n"); return; }
+    if (!model || !want_src) { free(want_src); SKIP("model", "no STRATA_MODEL: GGUF template check"); return; }
     gguf_file *g = NULL;
     if (gguf_open(model, &g, err, sizeof err) != 0) { fprintf(stderr, "  %s\n", err); free(want_src); return; }
     gguf_str s;
@@ -237,7 +237,7 @@ static void test_model_and_cli(void) {
     char bin[1100];
     snprintf(bin, sizeof bin, "%s/strata", build ? build : "build");
     FILE *probe = fopen(bin, "rb");
-    if (!probe) { fprintf(stderr, "  (no %s: CLI check skipped)\n", bin); free(want_src); return; }
+    if (!probe) { SKIP("cli", "no %s: CLI check", bin); free(want_src); return; }
     fclose(probe);
     snprintf(path, sizeof path, "%s/template_cases/expected/smollm2.json", data_dir);
     json_t *exp = json_load_file(path, 0, NULL);
@@ -276,7 +276,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/template_cases/meta.json", data_dir);
     json_error_t je;
     json_t *meta = json_load_file(path, 0, &je);
-    if (!meta) SKIP_ALL("no golden data at %s (run tools/gen_template_golden.py)", path);
+    if (!meta) SKIP_ALL("golden", "no golden data at %s (run tools/gen_template_golden.py)", path);
     g_now = json_integer_value(json_object_get(meta, "now"));
     g_bos = json_string_value(json_object_get(meta, "bos_token"));
     g_eos = json_string_value(json_object_get(meta, "eos_token"));
