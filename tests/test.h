@@ -18,6 +18,11 @@ static const char *t_current = "";
 #define CHECKF(cond, ...) do { if (cond) t_passed++; else { t_failed++; \
     fprintf(stderr, "FAIL %s:%d [%s]: %s: ", __FILE__, __LINE__, t_current, #cond); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+/* A precondition of a comparison (a file loads, a call returns 0): a failure when false and
+ * no pass when true, so that the passes count what is compared (one check per compared output). */
+#define REQUIRE(cond, ...) do { if (!(cond)) { t_failed++; \
+    fprintf(stderr, "FAIL %s:%d [%s]: %s: ", __FILE__, __LINE__, t_current, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 #define CHECK_EQ_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
     CHECKF(_a == _b, "%lld != %lld", _a, _b); } while (0)
 #define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); \

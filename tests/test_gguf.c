@@ -249,7 +249,7 @@ static void test_round_trip(void) {
             gguf_writer *w2 = gguf_writer_new();
             if (aligns[a]) gguf_writer_set_alignment(w2, aligns[a]);
             for (uint64_t k = 0; k < f->n_kv; k++)
-                if (!gguf_str_eq(f->kv[k].key, "general.alignment")) CHECK(gguf_writer_copy_kv(w2, &f->kv[k]) == 0);
+                if (!gguf_str_eq(f->kv[k].key, "general.alignment")) REQUIRE(gguf_writer_copy_kv(w2, &f->kv[k]) == 0, "kv %llu", (unsigned long long)k);
             for (uint64_t k = 0; k < f->n_tensors; k++) {
                 const gguf_tensor *t = &f->tensors[k]; char nm[64];
                 CHECK(gguf_writer_add_tensor(w2, gguf_str_copy(t->name, nm, sizeof nm), t->type, t->n_dims, t->ne, t->data, t->nbytes) == 0);

@@ -118,14 +118,14 @@ static void test_grouped_vs_per_token(void) {
             CHECK(shared);
             /* batch invariance: every T and every token alone, single-threaded too */
             for (int t = 0; t < T; t++) {
-                CHECK(moe_ffn(t % 2 ? NULL : tp, L, k, x + (size_t)t * E, 1, one, (matvec_mode)mode, MATVEC_KERNEL_AUTO,
-                              MOE_GROUPED, NULL, NULL) == 0);
+                REQUIRE(moe_ffn(t % 2 ? NULL : tp, L, k, x + (size_t)t * E, 1, one, (matvec_mode)mode, MATVEC_KERNEL_AUTO,
+                                MOE_GROUPED, NULL, NULL) == 0, "token %d", t);
                 CHECKF(!memcmp(one, ref + (size_t)t * E, sizeof(float) * E), "%s mode %d token %d alone differs",
                        quant_type_name(types[ti]), mode, t);
             }
             for (int TT = 2; TT < T; TT++) {
-                CHECK(moe_ffn(tp, L, k, x + (size_t)(T - TT) * E, TT, grp, (matvec_mode)mode, MATVEC_KERNEL_AUTO,
-                              MOE_GROUPED, NULL, NULL) == 0);
+                REQUIRE(moe_ffn(tp, L, k, x + (size_t)(T - TT) * E, TT, grp, (matvec_mode)mode, MATVEC_KERNEL_AUTO,
+                                MOE_GROUPED, NULL, NULL) == 0, "T=%d", TT);
                 CHECKF(!memcmp(grp, ref + (size_t)(T - TT) * E, sizeof(float) * TT * E), "%s mode %d T=%d differs",
                        quant_type_name(types[ti]), mode, TT);
             }

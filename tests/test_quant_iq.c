@@ -455,9 +455,9 @@ static void test_framework(void) {
         for (int64_t r = 0; r < n_out; r++) qt->quant_row(w + r * n_in, W + r * rb, n_in);
         float yr[8 * 13], ya[8 * 13];
         for (int T = 1; T <= 8; T++) {
-            CHECK(matvec_with(tp, W, f->type, n_in, n_out, x, T, yr, MATVEC_DEFAULT, MATVEC_KERNEL_REF) == 0);
+            REQUIRE(matvec_with(tp, W, f->type, n_in, n_out, x, T, yr, MATVEC_DEFAULT, MATVEC_KERNEL_REF) == 0, "%s T=%d", f->name, T);
             if (cpu_has_avx2_fma()) {
-                CHECK(matvec_with(tp, W, f->type, n_in, n_out, x, T, ya, MATVEC_DEFAULT, MATVEC_KERNEL_AVX2) == 0);
+                REQUIRE(matvec_with(tp, W, f->type, n_in, n_out, x, T, ya, MATVEC_DEFAULT, MATVEC_KERNEL_AVX2) == 0, "%s T=%d", f->name, T);
                 CHECKF(!memcmp(yr, ya, sizeof(float) * T * n_out), "%s: matvec avx2 != ref at T=%d", f->name, T);
             }
         }

@@ -57,11 +57,11 @@ static void test_golden_templates(void) {
         snprintf(tname, sizeof tname, "%.*s", (int)(strlen(names[t]) - 5), names[t]);
         snprintf(path, sizeof path, "%s/templates/%s.jinja", data_dir, tname);
         char *src = slurp(path);
-        CHECKF(src != NULL, "missing template %s", path);
+        REQUIRE(src != NULL, "missing template %s", path);
         snprintf(path, sizeof path, "%s/template_cases/expected/%s", data_dir, names[t]);
         json_error_t je;
         json_t *exp = json_load_file(path, 0, &je);
-        CHECKF(exp != NULL, "%s: %s", path, je.text);
+        REQUIRE(exp != NULL, "%s: %s", path, je.text);
         if (!src || !exp) { free(src); json_decref(exp); continue; }
         ntmpl++;
         const char *conv_name; json_t *want;
@@ -69,7 +69,7 @@ static void test_golden_templates(void) {
         json_object_foreach(exp, conv_name, want) {
             snprintf(path, sizeof path, "%s/template_cases/conv/%s.json", data_dir, conv_name);
             json_t *conv = json_load_file(path, 0, &je);
-            CHECKF(conv != NULL, "%s: %s", path, je.text);
+            REQUIRE(conv != NULL, "%s: %s", path, je.text);
             if (!conv) continue;
             char *msgs = json_dumps(json_object_get(conv, "messages"), JSON_COMPACT | JSON_PRESERVE_ORDER);
             json_t *tj = json_object_get(conv, "tools");
