@@ -108,7 +108,7 @@ run: setup-sys model
 
 test: setup
 	@$(MAKE) --no-print-directory $(BIN) $(TEST_BINS)
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh tests/run_selftest.sh $(TEST_BINS) tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
