@@ -276,19 +276,23 @@ static void test_engine_batch_invariance(void) {
  *     --type-all F32 --std 0.05 --tokenizer builtin
  *   python3 tests/moe_hf_oracle.py /tmp/moe_hf.gguf --write tests/data/moe_hf_logits.bin 72,105,33,257,10,200,65
  * The file holds the model's FNV-1a hash: the model written here must be the one the oracle read. */
+static uint8_t *slurp(const char *path, size_t *n) {   /* whole file; NULL and *n = 0 if unreadable */
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(sz > 0 ? (size_t)sz : 1);
+    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
+    fclose(f);
+    return b;
+}
+
 static void test_hf_reference(void) {
     const char *gpath = "tests/data/moe_hf_logits.bin";
     size_t gn = 0;
-    uint8_t *g = NULL;
-    FILE *gf = fopen(gpath, "rb");
-    if (gf) {
-        fseek(gf, 0, SEEK_END);
-        long sz = ftell(gf);
-        fseek(gf, 0, SEEK_SET);
-        g = malloc(sz > 0 ? (size_t)sz : 1);
-        gn = g ? fread(g, 1, (size_t)sz, gf) : 0;
-        fclose(gf);
-    }
+    uint8_t *g = slurp(gpath, &gn);
     uint32_t n_ids = 0, n_vocab = 0;
     uint64_t want_hash = 0;
     if (gn >= 20 && !memcmp(g, "MOEH", 4)) { memcpy(&n_ids, g + 4, 4); memcpy(&n_vocab, g + 8, 4); memcpy(&want_hash, g + 12, 8); }
@@ -308,16 +312,7 @@ static void test_hf_reference(void) {
     const char *path = tmp_path("hf.gguf");
     CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
     size_t mn = 0;
-    uint8_t *mb = NULL;
-    FILE *mf = fopen(path, "rb");
-    if (mf) {
-        fseek(mf, 0, SEEK_END);
-        long sz = ftell(mf);
-        fseek(mf, 0, SEEK_SET);
-        mb = malloc(sz > 0 ? (size_t)sz : 1);
-        mn = mb ? fread(mb, 1, (size_t)sz, mf) : 0;
-        fclose(mf);
-    }
+    uint8_t *mb = slurp(path, &mn);
     uint64_t have_hash = mb ? fnv1a64(mb, mn) : 0;
     free(mb);
     CHECKF(have_hash == want_hash, "the synthetic model (%016llx) is not the one the golden logits were made from "
