@@ -4,8 +4,8 @@
 #
 # A binary ends with "N passed, N failed[, N skipped]" (tests/test.h); each part it did not run
 # is a line "SKIP key: reason" on its stdout. A skip is allowed only when tests/skips.allowed
-# names it ("binary/key" and why); any other skip counts as a failure too, so a comparison
-# cannot go quiet because something it needs is missing.
+# (or the file SKIPS_ALLOWED names) lists it ("binary/key" and why); any other skip counts as
+# a failure too, so a comparison cannot go quiet because something it needs is missing.
 # Each binary runs under a time limit (TEST_TIMEOUT seconds, default 1200): a hung test fails
 # instead of stalling CI. Full logs: $TEST_LOGS (default $BUILD/test-logs), NAME.out / NAME.err.
 here=$(dirname "$0")
