@@ -118,9 +118,10 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 # ---- set-up: what a fresh Debian 12 machine lacks ------------------------------------
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
 # libedit-dev, libcurl4-openssl-dev: the chat's line editing and `strata pull` (the strata binary only);
-# libjs-marked, libjs-highlight.js: the chat page's Markdown and code highlighting (served from /static/)
+# libjs-marked, libjs-highlight.js: the chat page's Markdown and code highlighting (served from /static/);
+# nodejs: the server test runs the chat page's script in Node (tests/server/webui_node.js)
 APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev libcurl4-openssl-dev \
-           libjs-marked libjs-highlight.js clang unzip chromium
+           libjs-marked libjs-highlight.js clang unzip chromium nodejs
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
@@ -145,7 +146,7 @@ run: setup-sys
 test: setup-sys
 	+@$(MAKE) setup-py model $(GEMMA) all
 	+@$(MAKE) test-bins
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh tests/run_selftest.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
 
 test-asan:
 	+@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \

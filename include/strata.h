@@ -105,8 +105,9 @@ typedef struct strata_sampler_params {
     int   top_k;                /* 0: off */
     float top_p;                /* 1: off */
     float min_p;                /* 0: off */
-    float repeat_penalty;       /* 1: off */
-    int   repeat_last_n;        /* window of recent tokens the penalty looks at */
+    float repeat_penalty;       /* 1: off; each distinct id of the window once: l > 0 ? l / p : l * p
+                                   (llama.cpp's definition; src/sample/sample.h has the chain) */
+    int   repeat_last_n;        /* window of recent tokens the penalty looks at (<= 0: all of them) */
     uint64_t seed;
 } strata_sampler_params;
 strata_sampler_params strata_sampler_default_params(void);  /* greedy */

@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
 """Reference logits of a qwen3moe GGUF from transformers' Qwen3MoeForCausalLM (float32).
 
-usage: moe_hf_oracle.py MODEL.gguf STRATA_LOGITS.bin ID,ID,...
+usage: moe_hf_oracle.py MODEL.gguf STRATA_LOGITS.bin ID,ID,...   compare with strata's logits
+       moe_hf_oracle.py MODEL.gguf --write GOLDEN.bin ID,ID,...  write the golden file
 
 Builds the HF model from the GGUF's metadata, loads its weights (dequantized with gguf's numpy
 dequantizers, GGUF names mapped to HF's; GGUF stores q/k of qwen3 in HF order, unpermuted),
-runs the ids as one sequence and compares with strata's logits (float32, [n_ids][n_vocab],
-one row per position). Prints "max_abs_diff D range R" (R: max - min of the reference logits).
+runs the ids as one sequence. Compare mode reads strata's logits (float32, [n_ids][n_vocab],
+one row per position) and prints "max_abs_diff D range R" (R: max - min of the reference).
+
+--write makes the golden file test_moe compares with (tests/data/moe_hf_logits.bin), so the
+comparison runs in every `make test` without torch (little-endian):
+  "MOEH", u32 n_ids, u32 n_vocab, u64 FNV-1a 64 of MODEL.gguf's bytes, i32 ids[n_ids],
+  f32 logits[n_ids][n_vocab]
+The model hash lets the test tell "strata changed" from "the synthetic model changed". The
+model is `strata synth` with the shape of test_moe's test_hf_reference (its comment has the
+command); needs torch, transformers and gguf (pip).
 """
+import struct
 import sys
 
 import numpy as np
@@ -23,8 +33,18 @@ def field(r, key):
     return v.tolist()[0] if hasattr(v, "tolist") else v
 
 
+def fnv1a64(path):
+    h = 0xcbf29ce484222325
+    with open(path, "rb") as f:
+        for b in f.read():
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
 def main():
-    path, lpath, ids = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split(",")]
+    write = len(sys.argv) == 5 and sys.argv[2] == "--write"
+    args = [sys.argv[1]] + sys.argv[3:] if write else sys.argv[1:]
+    path, lpath, ids = args[0], args[1], [int(x) for x in args[2].split(",")]
     r = GGUFReader(path)
     a = "qwen3moe"
     t = {x.name: x for x in r.tensors}
@@ -82,6 +102,14 @@ def main():
         sys.exit(1)
     with torch.no_grad():
         ref = model(torch.tensor([ids])).logits[0].float().numpy()
+    if write:
+        with open(lpath, "wb") as f:
+            f.write(b"MOEH" + struct.pack("<IIQ", len(ids), ref.shape[1], fnv1a64(path)))
+            f.write(np.asarray(ids, dtype="<i4").tobytes())
+            f.write(np.ascontiguousarray(ref, dtype="<f4").tobytes())
+        print(f"wrote {lpath}: {len(ids)} x {ref.shape[1]} logits, range {float(ref.max() - ref.min()):.6g}, "
+              f"torch {torch.__version__}, transformers {__import__('transformers').__version__}")
+        return
     got = np.fromfile(lpath, dtype=np.float32).reshape(len(ids), -1)[:, :ref.shape[1]]
     d = float(np.abs(ref - got).max())
     print(f"max_abs_diff {d:.6g} range {float(ref.max() - ref.min()):.6g}")

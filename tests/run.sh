@@ -1,24 +1,71 @@
 #!/bin/sh
-# Run every test binary given; print each one's closing line and the total.
-passed=0; failed=0; broken=""
+# Run every test binary given; print each one's closing line, every skip with its reason, and
+# the total "N passed, N failed, N skipped" that CI reads.
+#
+# A binary ends with "N passed, N failed[, N skipped]" (tests/test.h); each part it did not run
+# is a line "SKIP key: reason" on its stdout. A skip is allowed only when tests/skips.allowed
+# (or the file SKIPS_ALLOWED names) lists it ("binary/key" and why); any other skip counts as
+# a failure too, so a comparison cannot go quiet because something it needs is missing.
+# Each binary runs under a time limit (TEST_TIMEOUT seconds, default 1200): a hung test fails
+# instead of stalling CI. Full logs: $TEST_LOGS (default $BUILD/test-logs), NAME.out / NAME.err.
+here=$(dirname "$0")
+allow=${SKIPS_ALLOWED:-$here/skips.allowed}
+limit=${TEST_TIMEOUT:-1200}
+logs=${TEST_LOGS:-${BUILD:-build}/test-logs}
+mkdir -p "$logs" || { echo "cannot create $logs"; exit 1; }
+passed=0; failed=0; skipped=0; skips=""
+nl='
+'
+allowed() {   # 0 when "$1" (binary/key) is named in the allow-list
+  [ -r "$allow" ] && grep -v '^[[:space:]]*#' "$allow" | awk -v k="$1" '$1 == k { f = 1 } END { exit !f }'
+}
 for t in "$@"; do
   name=$(basename "$t")
-  "$t" >"/tmp/strata-test-$name.out" 2>"/tmp/strata-test-$name.err"; rc=$?   # full logs stay in /tmp
-  out=$(cat "/tmp/strata-test-$name.out")
-  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+  out="$logs/$name.out"; err="$logs/$name.err"
+  t0=$(date +%s)
+  timeout -k 10 "$limit" "$t" >"$out" 2>"$err"; rc=$?
+  secs=$(( $(date +%s) - t0 ))
+  if { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && [ "$secs" -ge "$limit" ]; then
+    failed=$((failed + 1))
+    echo "$name: TIMEOUT after ${limit} s (exit $rc)"; tail -n 20 "$err"
+    continue
+  fi
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out" | tail -n 1)
   if [ -z "$line" ]; then
-    broken="$broken $name"; failed=$((failed + 1))
-    echo "$name: no result line (exit $rc)"; tail -n 20 "/tmp/strata-test-$name.err"
+    failed=$((failed + 1))
+    echo "$name: no result line (exit $rc)"; tail -n 20 "$err"
     continue
   fi
   p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
   passed=$((passed + p)); failed=$((failed + f))
-  if [ "$f" -ne 0 ] || [ $rc -ne 0 ]; then
-    echo "$name: $line (exit $rc)"; tail -n 30 "/tmp/strata-test-$name.err"
-    [ "$f" -eq 0 ] && failed=$((failed + 1))
+  # the skips this binary reported, each checked against the allow-list
+  ns=0; bad=0
+  while IFS= read -r s; do
+    [ -n "$s" ] || continue
+    key=${s#SKIP }; key=${key%%:*}; why=${s#*: }
+    ns=$((ns + 1))
+    if allowed "$name/$key"; then
+      skips="$skips$nl  $name/$key: $why (allowed)"
+    else
+      bad=$((bad + 1))
+      skips="$skips$nl  $name/$key: $why (NOT ALLOWED: counted as a failure; tests/skips.allowed)"
+    fi
+  done <<EOF
+$(grep -E '^SKIP [A-Za-z0-9_.-]+: ' "$out")
+EOF
+  # the closing line's skip count must match the SKIP lines
+  s=0; case $line in *skipped) s=${line##*failed, }; s=${s%% skipped} ;; esac
+  if [ "$s" -ne "$ns" ]; then
+    bad=$((bad + 1)); skips="$skips$nl  $name: closing line says $s skipped, $ns SKIP lines (counted as a failure)"
+  fi
+  skipped=$((skipped + ns)); failed=$((failed + bad))
+  if [ "$f" -ne 0 ] || [ $rc -ne 0 ] || [ $bad -ne 0 ]; then
+    echo "$name: $line (exit $rc, ${secs} s)"; tail -n 30 "$err"
+    [ "$f" -eq 0 ] && [ $bad -eq 0 ] && failed=$((failed + 1))
   else
-    echo "$name: $line"
+    echo "$name: $line (${secs} s)"
   fi
 done
-echo "$passed passed, $failed failed"
+[ -n "$skips" ] && echo "skipped:$skips"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1,5 +1,8 @@
-/* Minimal test harness: CHECK counts, every binary ends with "N passed, N failed".
- * tests/run.sh runs every test binary and prints the total line CI reads. */
+/* Minimal test harness: CHECK counts, every binary ends with "N passed, N failed, N skipped".
+ * A check that does not run says so with SKIP(key, reason): a line "SKIP key: reason" on stdout,
+ * counted. tests/run.sh runs every test binary, lists every skip with its reason, fails the run
+ * on a skip that tests/skips.allowed does not name ("binary/key"), and prints the total line
+ * CI reads. Keys are one word: letters, digits, '_', '-', '.'. */
 #ifndef STRATA_TEST_H
 #define STRATA_TEST_H
 #include <stdio.h>
@@ -7,12 +10,17 @@
 #include <string.h>
 #include <math.h>
 
-static int t_passed, t_failed;
+static int t_passed, t_failed, t_skipped;
 static const char *t_current = "";
 
 #define CHECK(cond) do { if (cond) t_passed++; else { t_failed++; \
     fprintf(stderr, "FAIL %s:%d [%s]: %s\n", __FILE__, __LINE__, t_current, #cond); } } while (0)
 #define CHECKF(cond, ...) do { if (cond) t_passed++; else { t_failed++; \
+    fprintf(stderr, "FAIL %s:%d [%s]: %s: ", __FILE__, __LINE__, t_current, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+/* A precondition of a comparison (a file loads, a call returns 0): a failure when false and
+ * no pass when true, so that the passes count what is compared (one check per compared output). */
+#define REQUIRE(cond, ...) do { if (!(cond)) { t_failed++; \
     fprintf(stderr, "FAIL %s:%d [%s]: %s: ", __FILE__, __LINE__, t_current, #cond); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 #define CHECK_EQ_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
@@ -21,9 +29,12 @@ static const char *t_current = "";
     CHECKF(_a && _b && !strcmp(_a, _b), "\"%s\" != \"%s\"", _a ? _a : "(null)", _b ? _b : "(null)"); } while (0)
 #define RUN(fn) do { t_current = #fn; fn(); } while (0)
 #define RUN_ARG(fn, arg) do { t_current = #fn; fn(arg); } while (0)
-/* Skip a whole binary (missing optional input): prints why, counts nothing. */
-#define SKIP_ALL(...) do { fprintf(stderr, "SKIP: " __VA_ARGS__); fputc('\n', stderr); \
-    printf("0 passed, 0 failed\n"); exit(0); } while (0)
-#define TEST_DONE() do { printf("%d passed, %d failed\n", t_passed, t_failed); \
+/* A part that does not run: one counted skip with its reason (stdout, where tests/run.sh reads it). */
+#define SKIP(key, ...) do { t_skipped++; printf("SKIP %s: ", key); printf(__VA_ARGS__); putchar('\n'); \
+    fflush(stdout); } while (0)
+/* The rest of the binary does not run: the skip, then the closing line of what ran so far. */
+#define SKIP_ALL(key, ...) do { SKIP(key, __VA_ARGS__); \
+    printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped); exit(t_failed ? 1 : 0); } while (0)
+#define TEST_DONE() do { printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped); \
     return t_failed ? 1 : 0; } while (0)
 #endif

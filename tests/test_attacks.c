@@ -247,7 +247,7 @@ static void test_hostile_templates(void) {
 
 int main(void) {
     if (access(ATTACK_DIR "/expected.tsv", R_OK))
-        SKIP_ALL("%s not found: run from the repository root (make test)", ATTACK_DIR);
+        SKIP_ALL("attack-dir", "%s not found: run from the repository root (make test)", ATTACK_DIR);
     RUN(test_base_models_load);
     RUN(test_attack_corpus);
     RUN(test_every_prefix);

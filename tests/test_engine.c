@@ -194,7 +194,7 @@ static void test_spec_step(strata_model *m) {
 
 int main(void) {
     const char *path = getenv("STRATA_MODEL");
-    if (!path || access(path, R_OK)) SKIP_ALL("STRATA_MODEL not set or unreadable");
+    if (!path || access(path, R_OK)) SKIP_ALL("model", "STRATA_MODEL not set or unreadable");
     strata_model_params mp = strata_model_default_params();
     mp.path = path;
     strata_model *m;

@@ -448,9 +448,9 @@ static const char *data_path(const char *name, char *buf, size_t cap) {
 
 int main(void) {
     const char *model_path = getenv("STRATA_MODEL");
-    if (!model_path || !*model_path) SKIP_ALL("STRATA_MODEL is not set (make test sets it)");
+    if (!model_path || !*model_path) SKIP_ALL("model", "STRATA_MODEL is not set (make test sets it)");
     FILE *mf = fopen(model_path, "rb");
-    if (!mf) SKIP_ALL("%s: model file not found", model_path);
+    if (!mf) SKIP_ALL("model", "%s: model file not found", model_path);
     fclose(mf);
 
     char pbuf[1024];

@@ -276,7 +276,7 @@ int main(void) {
         snprintf(path, sizeof path, "%.*s/gemma-3-270m-q4_k_m.gguf", dl, slash ? model : ".");
     } else snprintf(path, sizeof path, "gemma-3-270m-q4_k_m.gguf");
     if (access(path, R_OK) != 0)
-        SKIP_ALL("%s not found: set STRATA_GEMMA_MODEL or run sh tools/fetch_gemma.sh (make setup does)", path);
+        SKIP_ALL("gemma-model", "%s not found: set STRATA_GEMMA_MODEL or run sh tools/fetch_gemma.sh (make setup does)", path);
     const char *fm = getenv("STRATA_GEMMA_FULL");
     full_mode = fm && *fm && strcmp(fm, "0");
     const char *sm = getenv("STRATA_GEMMA_STRICT");

@@ -249,7 +249,7 @@ static void test_round_trip(void) {
             gguf_writer *w2 = gguf_writer_new();
             if (aligns[a]) gguf_writer_set_alignment(w2, aligns[a]);
             for (uint64_t k = 0; k < f->n_kv; k++)
-                if (!gguf_str_eq(f->kv[k].key, "general.alignment")) CHECK(gguf_writer_copy_kv(w2, &f->kv[k]) == 0);
+                if (!gguf_str_eq(f->kv[k].key, "general.alignment")) REQUIRE(gguf_writer_copy_kv(w2, &f->kv[k]) == 0, "kv %llu", (unsigned long long)k);
             for (uint64_t k = 0; k < f->n_tensors; k++) {
                 const gguf_tensor *t = &f->tensors[k]; char nm[64];
                 CHECK(gguf_writer_add_tensor(w2, gguf_str_copy(t->name, nm, sizeof nm), t->type, t->n_dims, t->ne, t->data, t->nbytes) == 0);
@@ -325,7 +325,7 @@ static void test_writer_errors(void) {
 /* ---- the Python gguf package as an independent reader -------------------------------- */
 static void test_python_reader(void) {
     if (system("python3 -c 'import gguf' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP python check: python3 with the gguf package not found\n");
+        SKIP("python-gguf", "python3 with the gguf package not found");
         return;
     }
     char path[64];
@@ -638,7 +638,7 @@ static void test_truncation_and_oom(void) {
 static const char *model_path;
 static void test_real_model(void) {
     if (!model_path || access(model_path, R_OK)) {
-        fprintf(stderr, "SKIP real-model check: STRATA_MODEL not set or unreadable\n");
+        SKIP("model", "real-model check: STRATA_MODEL not set or unreadable");
         return;
     }
     gguf_file *f = NULL;

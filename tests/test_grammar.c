@@ -477,7 +477,7 @@ int main(void) {
     RUN(test_schemas);
     const char *model = getenv("STRATA_MODEL");
     if (model && *model) RUN_ARG(test_real_vocab, model);
-    else fprintf(stderr, "SKIP test_real_vocab: STRATA_MODEL is not set\n");
+    else SKIP("model", "test_real_vocab: STRATA_MODEL is not set");
     for (int i = 0; i < g_nv; i++) free(g_tok[i]);
     TEST_DONE();
 }

@@ -183,7 +183,7 @@ static void test_row_conversion(void) {
     float a[256], s[256];
     q8_to_f32_row_scalar(b, s, 256);
     CHECK(s[0] == b[0].d * (float)b[0].qs[0] && s[255] == b[7].d * (float)b[7].qs[31]);
-    if (!cpu_has_avx2_fma()) { fprintf(stderr, "SKIP AVX2 row conversion: no AVX2\n"); return; }
+    if (!cpu_has_avx2_fma()) { SKIP("avx2-rows", "AVX2 row conversion: no AVX2"); return; }
     q8_to_f32_row_avx2(b, a, 256);
     CHECKF(!memcmp(a, s, sizeof a), "AVX2 and scalar int8 row conversions differ");
 }
@@ -267,7 +267,7 @@ static void test_refusals(const char *path) {
 
 int main(void) {
     const char *path = getenv("STRATA_MODEL");
-    if (!path || access(path, R_OK)) SKIP_ALL("STRATA_MODEL not set or unreadable");
+    if (!path || access(path, R_OK)) SKIP_ALL("model", "STRATA_MODEL not set or unreadable");
     strata_model_params mp = strata_model_default_params();
     mp.path = path;
     mp.device = STRATA_DEVICE_CPU;
@@ -284,6 +284,6 @@ int main(void) {
     RUN_ARG(test_refusals, path);
     const char *gemma = getenv("STRATA_GEMMA_MODEL");
     if (gemma && !access(gemma, R_OK)) RUN_ARG(test_gemma, gemma);
-    else fprintf(stderr, "SKIP gemma: STRATA_GEMMA_MODEL not set or unreadable\n");
+    else SKIP("gemma-model", "STRATA_GEMMA_MODEL not set or unreadable");
     TEST_DONE();
 }

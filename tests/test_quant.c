@@ -175,7 +175,7 @@ typedef struct { int type; uint8_t *blocks; int64_t nbytes; float *mine; int64_t
 
 static void test_dequant_oracle(void) {
     const char *script = "tests/quant_oracle.py";
-    if (access(script, R_OK) != 0) { fprintf(stderr, "SKIP dequant oracle: %s not found (run from the repo root)\n", script); return; }
+    if (access(script, R_OK) != 0) { SKIP("oracle-script", "dequant oracle: %s not found (run from the repo root)", script); return; }
     const char *py = getenv("PY"); if (!py || !*py) py = "python3";
     oracle_case cs[N_OWNED]; int nc = 0;
     char cmd[8192]; int len = snprintf(cmd, sizeof cmd, "%s %s", py, script);
@@ -221,7 +221,7 @@ static void test_dequant_oracle(void) {
     int rc = system(cmd);
     if (rc != 0) {
         if (WIFEXITED(rc) && WEXITSTATUS(rc) == 2)
-            fprintf(stderr, "SKIP dequant oracle: python3 with gguf+numpy is not available\n");
+            SKIP("python-gguf", "dequant oracle: python3 with gguf+numpy is not available");
         else CHECKF(0, "oracle failed (status %d): %s", rc, cmd);
     } else {
         for (int i = 0; i < nc; i++) {
@@ -280,7 +280,7 @@ static void test_q2_0_words(void) {
     threadpool *tp = threadpool_create(3);
     for (int kern = 0; kern < 2; kern++) {
         if (kern == 1 && !matvec_rows_avx2(TYPE_Q2_0)) break;
-        if (kern == 1 && !cpu_has_avx2_fma()) { fprintf(stderr, "SKIP Q2_0 fast path: no AVX2\n"); break; }
+        if (kern == 1 && !cpu_has_avx2_fma()) { SKIP("q2_0-avx2", "Q2_0 fast path: no AVX2"); break; }
         int rc = matvec_with(tp, b, TYPE_Q2_0, n_in, n_out, x, T, y, MATVEC_DEFAULT,
                              kern ? MATVEC_KERNEL_AVX2 : MATVEC_KERNEL_REF);
         CHECK_EQ_INT(rc, 0);
@@ -326,7 +326,7 @@ static void test_act_quant(void) {
     for (int j = 0; j < 16; j++) { int s16 = 0; for (int k = 0; k < 16; k++) s16 += bk.qs[16 * j + k]; ok &= s16 == bk.bsums[j]; }
     CHECK(ok);
     /* AVX2 twin: same bytes for every format, on random, tie, zero, tiny, huge, inf, NaN blocks */
-    if (!cpu_has_avx2_fma()) { fprintf(stderr, "SKIP act_quantize_row_avx2: no AVX2\n"); return; }
+    if (!cpu_has_avx2_fma()) { SKIP("act-quant-avx2", "act_quantize_row_avx2: no AVX2"); return; }
     const int n = 4096;
     float *v = malloc(n * sizeof(float));
     uint8_t *r = malloc((size_t)n * 2), *f = malloc((size_t)n * 2);
@@ -456,16 +456,24 @@ static void parity_case(threadpool *tp, int type, int64_t n_in, int64_t n_out) {
     size_t ny = (size_t)(n_out * TMAX);
     float *yr = malloc(ny * 4), *y = malloc(ny * 4), *y1 = malloc((size_t)n_out * 4);
     int has_fast = cpu_has_avx2_fma() && matvec_rows_avx2(type) != NULL;
+    /* one check per compared output: each 1-column reference call against its column of the
+     * TMAX-column call, the row dots against the reference (default mode), and each AVX2 call
+     * (T = 1..TMAX) against the reference; a call that fails (non-zero) fails its check */
     for (int mode = 0; mode < 2; mode++) {
         matvec_mode m = mode ? MATVEC_EXACT : MATVEC_DEFAULT;
-        CHECK_EQ_INT(matvec_with(tp, W, type, n_in, n_out, x, TMAX, yr, m, MATVEC_KERNEL_REF), 0);
-        int64_t bad_ref_T = 0, bad_fast = 0, bad_fast_T = 0, bad_dot = 0;
+        const char *mn = mode ? "exact" : "default";
+        int rc_ref = matvec_with(tp, W, type, n_in, n_out, x, TMAX, yr, m, MATVEC_KERNEL_REF);
+        REQUIRE(rc_ref == 0, "%s %lldx%lld %s: reference matvec returned %d", t->name, (long long)n_out, (long long)n_in, mn, rc_ref);
+        if (rc_ref) continue;
         /* reference: every column equals a 1-column call, and (default mode) the row dot */
         for (int c = 0; c < TMAX; c++) {
-            matvec_with(tp, W, type, n_in, n_out, x + c * n_in, 1, y1, m, MATVEC_KERNEL_REF);
-            bad_ref_T += count_diff(y1, yr + c * n_out, n_out);
+            int rc = matvec_with(tp, W, type, n_in, n_out, x + c * n_in, 1, y1, m, MATVEC_KERNEL_REF);
+            int64_t d = count_diff(y1, yr + c * n_out, n_out);
+            CHECKF(rc == 0 && d == 0, "%s %lldx%lld %s ref: column %d: %lld outputs depend on T (rc %d)", t->name,
+                   (long long)n_out, (long long)n_in, mn, c, (long long)d, rc);
         }
         if (m == MATVEC_DEFAULT) {
+            int64_t bad_dot = 0;
             uint8_t *a = malloc(act_row_bytes(t->act, n_in) + 64);
             act_quantize_row(t->act, x, a, n_in);
             for (int64_t r = 0; r < n_out; r++) {
@@ -473,27 +481,24 @@ static void parity_case(threadpool *tp, int type, int64_t n_in, int64_t n_out) {
                 bad_dot += memcmp(&d, &yr[r], 4) != 0;
             }
             free(a);
+            CHECKF(bad_dot == 0, "%s %lldx%lld ref matvec != dot_ref in %lld rows", t->name, (long long)n_out, (long long)n_in, (long long)bad_dot);
         }
         if (has_fast) {
             for (int T = 1; T <= TMAX; T++) {
                 memset(y, 0xFF, ny * 4);
-                CHECK_EQ_INT(matvec_with(tp, W, type, n_in, n_out, x, T, y, m, MATVEC_KERNEL_AVX2), 0);
+                int rc = matvec_with(tp, W, type, n_in, n_out, x, T, y, m, MATVEC_KERNEL_AVX2);
                 int64_t d = count_diff(y, yr, (int64_t)T * n_out);
-                if (T == TMAX) bad_fast += d; else bad_fast_T += d;
+                CHECKF(rc == 0 && d == 0, "%s %lldx%lld %s: AVX2 T=%d differs from ref in %lld of %lld outputs (rc %d)",
+                       t->name, (long long)n_out, (long long)n_in, mn, T, (long long)d, (long long)T * n_out, rc);
             }
         }
-        const char *mn = mode ? "exact" : "default";
-        CHECKF(bad_ref_T == 0, "%s %lldx%lld %s ref: %lld outputs depend on T", t->name, (long long)n_out, (long long)n_in, mn, (long long)bad_ref_T);
-        CHECKF(bad_dot == 0, "%s %lldx%lld ref matvec != dot_ref in %lld rows", t->name, (long long)n_out, (long long)n_in, (long long)bad_dot);
-        CHECKF(bad_fast == 0, "%s %lldx%lld %s: AVX2 differs from ref in %lld of %zu outputs", t->name, (long long)n_out, (long long)n_in, mn, (long long)bad_fast, ny);
-        CHECKF(bad_fast_T == 0, "%s %lldx%lld %s: AVX2 T<8 differs in %lld outputs", t->name, (long long)n_out, (long long)n_in, mn, (long long)bad_fast_T);
     }
     free(W); free(x); free(yr); free(y); free(y1);
 }
 
 static void test_parity(void) {
     threadpool *tp = threadpool_create(3);
-    if (!cpu_has_avx2_fma()) fprintf(stderr, "SKIP AVX2 parity: CPU lacks AVX2+FMA+F16C (reference checks still run)\n");
+    if (!cpu_has_avx2_fma()) SKIP("avx2-parity", "AVX2 parity: CPU lacks AVX2+FMA+F16C (reference checks still run)");
     for (int i = 0; i < N_OWNED; i++) {
         int type = OWNED[i];
         const quant_traits *t = quant_traits_get(type);

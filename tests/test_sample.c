@@ -1,5 +1,6 @@
 /* Sampling: greedy ties, seed reproducibility, temperature statistics, top-k / top-p / min-p
- * truncation, repetition penalty. */
+ * truncation, repetition penalty, and the whole chain against an independent reference of the
+ * definition written in src/sample/sample.h (llama.cpp's repetition penalty). */
 #include "test.h"
 #include <stdint.h>
 #include "sample/sample.h"
@@ -118,11 +119,124 @@ static void test_repetition_penalty(void) {
     sampler_free(&s);
 }
 
+/* ---- the chain against an independent reference ------------------------------------------
+ * The definition written in src/sample/sample.h, implemented here per token as predicates
+ * (no sort, no prefix scan): penalized iff the id occurs in the window; rank = how many tokens
+ * come before it (higher logit, or equal and lower id); top-k keeps rank < k; min-p keeps
+ * p >= min_p * p_max; top-p keeps a token iff the min-p-kept mass ranked before it is below
+ * top_p times the min-p-kept mass. Double precision throughout. */
+static void reference_dist(const float *lg, int n, const int32_t *hist, int n_hist, const strata_sampler_params *p,
+                           double *out, int *argmax) {
+    double l[64];
+    int start = p->repeat_last_n > 0 && n_hist > p->repeat_last_n ? n_hist - p->repeat_last_n : 0;
+    for (int v = 0; v < n; v++) {
+        int in_window = 0;
+        for (int i = start; i < n_hist; i++) in_window |= hist && hist[i] == v;
+        float x = lg[v];
+        if (in_window && p->repeat_penalty != 1.0f && p->repeat_penalty > 0)
+            x = x > 0 ? x / p->repeat_penalty : x * p->repeat_penalty;   /* float, as the library */
+        l[v] = x;
+    }
+    int rank[64], best = 0;
+    for (int v = 0; v < n; v++) {
+        rank[v] = 0;
+        for (int u = 0; u < n; u++) rank[v] += l[u] > l[v] || (l[u] == l[v] && u < v);
+        if (rank[v] == 0) best = v;
+    }
+    *argmax = best;
+    for (int v = 0; v < n; v++) out[v] = 0;
+    if (p->temperature <= 0) { out[best] = 1; return; }
+    double w[64], pmax = 1.0;   /* the best token's weight exp(0) */
+    int keep[64];
+    for (int v = 0; v < n; v++) {
+        w[v] = exp((l[v] - l[best]) / p->temperature);
+        keep[v] = (p->top_k <= 0 || rank[v] < p->top_k) && w[v] >= 1e-9;
+    }
+    if (p->min_p > 0)
+        for (int v = 0; v < n; v++) keep[v] &= rank[v] == 0 || w[v] >= p->min_p * pmax;
+    if (p->top_p > 0 && p->top_p < 1) {
+        double tot = 0;
+        for (int v = 0; v < n; v++) tot += keep[v] ? w[v] : 0;
+        int keep2[64];
+        for (int v = 0; v < n; v++) {
+            double before = 0;
+            for (int u = 0; u < n; u++) before += keep[u] && rank[u] < rank[v] ? w[u] : 0;
+            keep2[v] = keep[v] && before < p->top_p * tot;
+        }
+        for (int v = 0; v < n; v++) keep[v] = keep2[v];
+    }
+    double z = 0;
+    for (int v = 0; v < n; v++) z += keep[v] ? w[v] : 0;
+    for (int v = 0; v < n; v++) out[v] = keep[v] ? w[v] / z : 0;
+}
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static double urand(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (double)(rs >> 11) * 0x1.0p-53; }
+
+static void test_chain_vs_reference(void) {
+    /* a hand case first: id 1 occurs 3 times in the window and is penalized once (3.0 / 2),
+     * not once per occurrence (3.0 / 8) */
+    sampler s;
+    strata_sampler_params p = params(1.0f, 0, 1, 0, 2.0f);
+    CHECK(sampler_init(&s, &p, V) == 0);
+    float probs[64];
+    const int32_t h3[4] = { 1, 1, 1, 4 };
+    sampler_dist(&s, logits, h3, 4, probs);
+    double z = 0;
+    for (int i = 0; i < V; i++) z += exp(i == 1 || i == 4 ? 1.5 : logits[i]);
+    CHECKF(fabs(probs[1] - exp(1.5) / z) < 1e-6, "p(1) %g, want %g (penalized once)", probs[1], exp(1.5) / z);
+    sampler_free(&s);
+
+    /* random cases: logits with ties, histories with repeats, every knob; one check per
+     * compared distribution (and one per greedy pick) */
+    enum { N = 48, CASES = 400 };
+    CHECK(sampler_init(&s, &p, N) == 0);
+    int bad = 0;
+    for (int c = 0; c < CASES; c++) {
+        float lg[N];
+        for (int v = 0; v < N; v++) lg[v] = (float)((int)(urand() * 33) - 12) * 0.25f;   /* steps of 0.25: ties */
+        int32_t hist[40];
+        int nh = (int)(urand() * 40);
+        for (int i = 0; i < nh; i++) hist[i] = (int32_t)(urand() * (urand() < 0.5 ? 6 : N));   /* small ids repeat */
+        p.temperature = c % 5 == 0 ? 0.0f : (float)(0.3 + 1.5 * urand());
+        p.top_k = urand() < 0.5 ? 0 : 1 + (int)(urand() * 20);
+        p.top_p = urand() < 0.4 ? 1.0f : (float)(0.2 + 0.79 * urand());
+        p.min_p = urand() < 0.4 ? 0.0f : (float)(0.3 * urand());
+        p.repeat_penalty = urand() < 0.15 ? 1.0f : (float)(1.0 + 2.0 * urand());
+        p.repeat_last_n = urand() < 0.3 ? 0 : 1 + (int)(urand() * 30);
+        sampler_set_params(&s, &p);
+        double ref[N];
+        int ref_top;
+        reference_dist(lg, N, hist, nh, &p, ref, &ref_top);
+        if (p.temperature <= 0) {
+            int32_t got = sampler_sample(&s, lg, hist, nh);
+            CHECKF(got == ref_top, "case %d: greedy %d, reference %d", c, got, ref_top);
+            bad += got != ref_top;
+            continue;
+        }
+        int32_t top = sampler_dist(&s, lg, hist, nh, probs);
+        double maxd = 0;
+        int at = -1;
+        for (int v = 0; v < N; v++) {
+            double d = fabs(probs[v] - ref[v]);
+            if ((probs[v] > 0) != (ref[v] > 0)) d = 1;   /* a different kept set */
+            if (d > maxd) { maxd = d; at = v; }
+        }
+        CHECKF(maxd < 1e-6 && top == ref_top, "case %d (T %.3f k %d p %.3f min-p %.3f pen %.3f last %d, %d history): "
+               "token %d: %g vs reference %g; argmax %d vs %d", c, p.temperature, p.top_k, p.top_p, p.min_p,
+               p.repeat_penalty, p.repeat_last_n, nh, at, at >= 0 ? probs[at] : 0, at >= 0 ? ref[at] : 0, top, ref_top);
+        bad += !(maxd < 1e-6 && top == ref_top);
+    }
+    fprintf(stderr, "sampler chain vs reference: %d cases, %d differ\n", CASES, bad);
+    sampler_free(&s);
+}
+
 int main(void) {
     RUN(test_greedy_ties);
     RUN(test_temperature_statistics);
     RUN(test_seed);
     RUN(test_truncation);
     RUN(test_repetition_penalty);
+    RUN(test_chain_vs_reference);
     TEST_DONE();
 }

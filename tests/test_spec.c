@@ -206,7 +206,7 @@ int main(void) {
     RUN(test_acceptance_statistics);
     const char *path = getenv("STRATA_MODEL");
     if (!path || access(path, R_OK)) {
-        fprintf(stderr, "SKIP model tests: STRATA_MODEL not set or unreadable\n");
+        SKIP("model", "model tests: STRATA_MODEL not set or unreadable");
         TEST_DONE();
     }
     for (int exact = 0; exact < 2; exact++) {

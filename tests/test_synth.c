@@ -99,6 +99,10 @@ static void test_determinism(void) {
     CHECKF(synth_write(&g, c, err, sizeof err) == 0, "%s", err);
     uint64_t hg = file_hash(c, &nc);
     fprintf(stderr, "golden file hash %016llx (%zu bytes)\n", (unsigned long long)hg, nc);
+    /* This hash was produced by the generator itself: it is a change detector (any change of
+     * the bytes must be deliberate), not evidence that the bytes are right. That evidence is
+     * test_reader_layout: an independent reader (python gguf) reads every tensor of this same
+     * file back with the names, shapes and types asked for. */
     CHECKF(hg == 0xc8bc820c8f5d2b8dull, "synth bytes changed: %016llx (a change of the generator must be deliberate)",
            (unsigned long long)hg);
     unlink(a); unlink(b); unlink(c);
@@ -106,7 +110,7 @@ static void test_determinism(void) {
 
 static void test_python_reader(void) {
     if (system("python3 -c 'import gguf, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP GGUFReader check: python3 with gguf and numpy not found\n");
+        SKIP("python-gguf", "GGUFReader check: python3 with gguf and numpy not found");
         return;
     }
     /* (Q2_0 is strata's own format, id 42: other readers refuse it by design) */
@@ -158,6 +162,109 @@ static void test_python_reader(void) {
         CHECKF(strstr(out, "bad 0 []") != NULL, "%s: weights out of range: %s", type, out);
         unlink(path);
     }
+}
+
+/* ---- an independent reader: every tensor with the name, shape and type asked for ---------
+ * The expected list is written here from the GGUF layout of llama / qwen3moe files (names,
+ * ne order: the row length first) and the ggml type ids as numbers, not from synth.c's tables.
+ * python gguf's GGUFReader lists what the file holds; gguf's own block sizes check each
+ * tensor's byte count and its dequantizer reads every tensor's data (norms must be 1). */
+typedef struct { const char *name; int type; int64_t ne[3]; } want_tensor;
+
+static int expected_layout(int moe, int L, int E, int H, int KVH, int HD, int F, int X, int FX, int V,
+                           int t_embd, int t_attn, int t_ffn, int t_exp, int t_router, int t_out,
+                           want_tensor *w, char (*names)[64]) {
+    int n = 0;
+#define ADD(nm_fmt, l, ty, a, b, c) do { snprintf(names[n], 64, nm_fmt, l); w[n].name = names[n]; w[n].type = ty; \
+        w[n].ne[0] = a; w[n].ne[1] = b; w[n].ne[2] = c; n++; } while (0)
+    ADD("token_embd.weight%.0d", 0, t_embd, E, V, 0);
+    ADD("output_norm.weight%.0d", 0, 0, E, 0, 0);
+    ADD("output.weight%.0d", 0, t_out, E, V, 0);
+    for (int l = 0; l < L; l++) {
+        ADD("blk.%d.attn_norm.weight", l, 0, E, 0, 0);
+        ADD("blk.%d.ffn_norm.weight", l, 0, E, 0, 0);
+        ADD("blk.%d.attn_q.weight", l, t_attn, E, H * HD, 0);
+        ADD("blk.%d.attn_k.weight", l, t_attn, E, KVH * HD, 0);
+        ADD("blk.%d.attn_v.weight", l, t_attn, E, KVH * HD, 0);
+        ADD("blk.%d.attn_output.weight", l, t_attn, H * HD, E, 0);
+        if (moe) {
+            ADD("blk.%d.attn_q_norm.weight", l, 0, HD, 0, 0);
+            ADD("blk.%d.attn_k_norm.weight", l, 0, HD, 0, 0);
+            ADD("blk.%d.ffn_gate_inp.weight", l, t_router, E, X, 0);
+            ADD("blk.%d.ffn_gate_exps.weight", l, t_exp, E, FX, X);
+            ADD("blk.%d.ffn_up_exps.weight", l, t_exp, E, FX, X);
+            ADD("blk.%d.ffn_down_exps.weight", l, t_exp, FX, E, X);
+        } else {
+            ADD("blk.%d.ffn_gate.weight", l, t_ffn, E, F, 0);
+            ADD("blk.%d.ffn_up.weight", l, t_ffn, E, F, 0);
+            ADD("blk.%d.ffn_down.weight", l, t_ffn, F, E, 0);
+        }
+    }
+#undef ADD
+    return n;
+}
+
+static void check_with_reader(const char *what, const synth_params *p, const want_tensor *w, int n) {
+    char err[512];
+    const char *path = tmp_path("layout.gguf");
+    CHECKF(synth_write(p, path, err, sizeof err) == 0, "%s: %s", what, err);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"\n"
+             "import numpy as np\n"
+             "from gguf import GGUFReader\n"
+             "from gguf.constants import GGML_QUANT_SIZES\n"
+             "from gguf.quants import dequantize\n"
+             "r = GGUFReader('%s')\n"
+             "for t in r.tensors:\n"
+             "    bs, ts = GGML_QUANT_SIZES[t.tensor_type]\n"
+             "    v = dequantize(t.data, t.tensor_type)\n"
+             "    ok = int(t.n_bytes) == int(t.n_elements) // bs * ts and v.size == int(t.n_elements) and np.isfinite(v).all()\n"
+             "    if 'norm' in t.name: ok = ok and bool(np.all(v == 1.0))\n"
+             "    print('T %%s %%d %%s %%s' %% (t.name, int(t.tensor_type), ','.join(str(int(x)) for x in t.shape), 'ok' if ok else 'BAD'))\n"
+             "print('count', len(r.tensors))\n"
+             "\" 2>&1", path);
+    FILE *pp = popen(cmd, "r");
+    static char out[32768];
+    size_t got = pp ? fread(out, 1, sizeof out - 1, pp) : 0;
+    out[got] = 0;
+    if (pp) pclose(pp);
+    char want_count[32];
+    snprintf(want_count, sizeof want_count, "count %d\n", n);
+    CHECKF(strstr(out, want_count) != NULL, "%s: gguf reads another number of tensors than %d:\n%.2000s", what, n, out);
+    for (int i = 0; i < n; i++) {   /* one check per tensor: name, type, shape, bytes, data */
+        char line[256];
+        int k = snprintf(line, sizeof line, "T %s %d %lld", w[i].name, w[i].type, (long long)w[i].ne[0]);
+        for (int d = 1; d < 3 && w[i].ne[d]; d++) k += snprintf(line + k, sizeof line - (size_t)k, ",%lld", (long long)w[i].ne[d]);
+        snprintf(line + k, sizeof line - (size_t)k, " ok\n");
+        CHECKF(strstr(out, line) != NULL, "%s: gguf does not read \"%.*s\":\n%.3000s", what, k, line, out);
+    }
+    unlink(path);
+}
+
+static void test_reader_layout(void) {
+    if (system("python3 -c 'import gguf, numpy' >/dev/null 2>&1") != 0) {
+        SKIP("python-gguf", "layout check: python3 with gguf and numpy not found");
+        return;
+    }
+    static want_tensor w[64];
+    static char names[64][64];
+    /* the golden file of test_determinism: qwen3moe, Q4_0 embeddings, Q8_0 attention and
+     * output, IQ3_XXS experts, F32 router and norms (ggml ids 2, 8, 18, 0) */
+    synth_params g;
+    small_moe(&g);
+    g.type_output = TYPE_Q8_0;
+    int n = expected_layout(1, 2, 256, 4, 2, 64, 0, 8, 256, 320, 2, 8, -1, 18, 0, 8, w, names);
+    check_with_reader("golden qwen3moe", &g, w, n);
+    /* llama with a different type for every role: Q5_0 embeddings, Q4_K attention, Q6_K ffn,
+     * Q4_1 output (ggml ids 6, 12, 14, 3) */
+    synth_params p;
+    synth_default_params(&p, ARCH_LLAMA);
+    p.n_layers = 2; p.n_embd = 256; p.n_ff = 512; p.n_heads = 4; p.n_kv_heads = 2; p.head_dim = 64;
+    p.n_vocab = 300; p.n_ctx = 64; p.tokenizer_path = "builtin";
+    p.type_embd = TYPE_Q5_0; p.type_attn = TYPE_Q4_K; p.type_ffn = TYPE_Q6_K; p.type_output = TYPE_Q4_1;
+    n = expected_layout(0, 2, 256, 4, 2, 64, 512, 0, 0, 300, 6, 12, 14, -1, -1, 3, w, names);
+    check_with_reader("llama, a type per role", &p, w, n);
 }
 
 static strata_model *load(const char *path) {
@@ -228,7 +335,7 @@ static void test_strata_loads(void) {
 
 /* --tokenizer: copied from the default model and padded to --vocab with UNUSED tokens */
 static void test_tokenizer_copy(void) {
-    if (!model_path || access(model_path, R_OK)) { fprintf(stderr, "SKIP tokenizer copy: no default model\n"); return; }
+    if (!model_path || access(model_path, R_OK)) { SKIP("model", "tokenizer copy: no default model"); return; }
     synth_params p;
     small_moe(&p);
     p.n_layers = 1;
@@ -305,7 +412,7 @@ static void test_cli(void) {
     const char *build = getenv("BUILD");
     char bin[512];
     snprintf(bin, sizeof bin, "%s/strata", build && *build ? build : "build");
-    if (access(bin, X_OK)) { fprintf(stderr, "SKIP CLI check: %s not built\n", bin); return; }
+    if (access(bin, X_OK)) { SKIP("cli", "CLI check: %s not built", bin); return; }
     const char *shape = "--arch qwen3moe --layers 2 --dim 256 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 "
                         "--experts 8 --experts-used 2 --expert-ffn 256 --vocab 320 --ctx 128 --type-attn Q8_0 "
                         "--type-experts IQ3_XXS --type-output Q6_K --type-embd Q4_0 --tokenizer builtin";
@@ -339,10 +446,11 @@ int main(void) {
     snprintf(tmpdir_path, sizeof tmpdir_path, "/tmp/strata-test-synth-%d", (int)getpid());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", tmpdir_path);
-    if (system(cmd)) SKIP_ALL("cannot create %s", tmpdir_path);
+    if (system(cmd)) SKIP_ALL("tmpdir", "cannot create %s", tmpdir_path);
     RUN(test_gauss);
     RUN(test_determinism);
     RUN(test_python_reader);
+    RUN(test_reader_layout);
     RUN(test_strata_loads);
     RUN(test_tokenizer_copy);
     RUN(test_errors);

@@ -57,11 +57,11 @@ static void test_golden_templates(void) {
         snprintf(tname, sizeof tname, "%.*s", (int)(strlen(names[t]) - 5), names[t]);
         snprintf(path, sizeof path, "%s/templates/%s.jinja", data_dir, tname);
         char *src = slurp(path);
-        CHECKF(src != NULL, "missing template %s", path);
+        REQUIRE(src != NULL, "missing template %s", path);
         snprintf(path, sizeof path, "%s/template_cases/expected/%s", data_dir, names[t]);
         json_error_t je;
         json_t *exp = json_load_file(path, 0, &je);
-        CHECKF(exp != NULL, "%s: %s", path, je.text);
+        REQUIRE(exp != NULL, "%s: %s", path, je.text);
         if (!src || !exp) { free(src); json_decref(exp); continue; }
         ntmpl++;
         const char *conv_name; json_t *want;
@@ -69,7 +69,7 @@ static void test_golden_templates(void) {
         json_object_foreach(exp, conv_name, want) {
             snprintf(path, sizeof path, "%s/template_cases/conv/%s.json", data_dir, conv_name);
             json_t *conv = json_load_file(path, 0, &je);
-            CHECKF(conv != NULL, "%s: %s", path, je.text);
+            REQUIRE(conv != NULL, "%s: %s", path, je.text);
             if (!conv) continue;
             char *msgs = json_dumps(json_object_get(conv, "messages"), JSON_COMPACT | JSON_PRESERVE_ORDER);
             json_t *tj = json_object_get(conv, "tools");
@@ -226,7 +226,7 @@ static void test_model_and_cli(void) {
     snprintf(path, sizeof path, "%s/templates/smollm2.jinja", data_dir);
     char *want_src = slurp(path);
     CHECK(want_src != NULL);
-    if (!model || !want_src) { free(want_src); fprintf(stderr, "  (no STRATA_MODEL: GGUF template check skipped)\n"); return; }
+    if (!model || !want_src) { free(want_src); SKIP("model", "no STRATA_MODEL: GGUF template check"); return; }
     gguf_file *g = NULL;
     if (gguf_open(model, &g, err, sizeof err) != 0) { fprintf(stderr, "  %s\n", err); free(want_src); return; }
     gguf_str s;
@@ -237,7 +237,7 @@ static void test_model_and_cli(void) {
     char bin[1100];
     snprintf(bin, sizeof bin, "%s/strata", build ? build : "build");
     FILE *probe = fopen(bin, "rb");
-    if (!probe) { fprintf(stderr, "  (no %s: CLI check skipped)\n", bin); free(want_src); return; }
+    if (!probe) { SKIP("cli", "no %s: CLI check", bin); free(want_src); return; }
     fclose(probe);
     snprintf(path, sizeof path, "%s/template_cases/expected/smollm2.json", data_dir);
     json_t *exp = json_load_file(path, 0, NULL);
@@ -276,7 +276,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/template_cases/meta.json", data_dir);
     json_error_t je;
     json_t *meta = json_load_file(path, 0, &je);
-    if (!meta) SKIP_ALL("no golden data at %s (run tools/gen_template_golden.py)", path);
+    if (!meta) SKIP_ALL("golden", "no golden data at %s (run tools/gen_template_golden.py)", path);
     g_now = json_integer_value(json_object_get(meta, "now"));
     g_bos = json_string_value(json_object_get(meta, "bos_token"));
     g_eos = json_string_value(json_object_get(meta, "eos_token"));

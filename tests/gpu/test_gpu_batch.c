@@ -33,7 +33,7 @@ static strata_session *session(strata_model *m, int spec) {
 static int32_t argmax(const float *x, int n) { int32_t b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const char *path = "/tmp/strata-gpu-batch.gguf";
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);

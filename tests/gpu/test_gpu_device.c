@@ -97,7 +97,7 @@ static void test_variants_same_ids(void) {
 }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     RUN(test_class);
     RUN(test_variants_same_ids);
     TEST_DONE();

@@ -210,7 +210,7 @@ static int make_model(const char *path, int layers, int dim, int ffn, int heads,
 }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const char *dir = "/tmp";
     char p1[256], p2[256], p3[256];
     snprintf(p1, sizeof p1, "%s/strata-gpu-smollm2-shape.gguf", dir);

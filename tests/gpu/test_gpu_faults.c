@@ -118,7 +118,7 @@ static void test_host_walk(void) {
 }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);
     p.n_layers = 3; p.n_embd = 256; p.n_ff = 512; p.n_heads = 4; p.n_kv_heads = 2; p.head_dim = 64;

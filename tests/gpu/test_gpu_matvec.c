@@ -98,7 +98,7 @@ out:
 }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     char desc[256];
     cuda_device_describe(desc, sizeof desc);
     fprintf(stderr, "device: %s\n", desc);

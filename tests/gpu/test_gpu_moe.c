@@ -176,7 +176,7 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
 }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     static const int types[] = { TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0,
                                  TYPE_Q2_0, TYPE_MXFP4, TYPE_Q2_K, TYPE_Q3_K, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K,
                                  TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,

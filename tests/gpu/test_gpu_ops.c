@@ -63,7 +63,7 @@ static float *dev_of(const float *h, size_t n) {
 static void from_dev(float *h, const float *d, size_t n) { cuda_memcpy_d2h(h, d, n * 4); }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const int n_ctx = 1536;
     hparams hp = make_hp(n_ctx);
     model_weights mw;

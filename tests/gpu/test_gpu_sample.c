@@ -247,7 +247,7 @@ static void test_engine(void) {
 }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     char desc[512];
     strata_cuda_describe(desc, sizeof desc);
     printf("device: %s\n", desc);

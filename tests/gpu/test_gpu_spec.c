@@ -37,7 +37,7 @@ static double gen(strata_model *m, const int32_t *prompt, int n_prompt, int spec
 }
 
 int main(void) {
-    if (cuda_device_count() <= 0) SKIP_ALL("no CUDA device");
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const char *path = "/tmp/strata-gpu-spec.gguf";
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);

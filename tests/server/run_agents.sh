@@ -2,7 +2,7 @@
 # Agents for tests/run.sh: schema-constrained output and a tool-call loop with the official openai
 # client against a live `strata serve` on the default model (prints its own "N passed, N failed").
 # Sanitizer builds (make test-asan: BUILD=build-asan) run the quick subset.
-[ -n "$STRATA_MODEL" ] && [ -r "$STRATA_MODEL" ] || { echo "SKIP: STRATA_MODEL unset" >&2; echo "0 passed, 0 failed"; exit 0; }
+[ -n "$STRATA_MODEL" ] && [ -r "$STRATA_MODEL" ] || { echo "SKIP model: STRATA_MODEL unset or unreadable"; echo "0 passed, 0 failed, 1 skipped"; exit 0; }
 quick=
 case "${BUILD:-build}" in *asan*) quick=--quick ;; esac
 exec "${PY:-python3}" "$(dirname "$0")/test_agents.py" --bin "${BUILD:-build}/strata" --model "$STRATA_MODEL" $quick

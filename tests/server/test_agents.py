@@ -258,7 +258,7 @@ def main():
             err = srv.stderr()
             check("ERROR: AddressSanitizer" not in err and "runtime error:" not in err, "no sanitizer report")
     print("  total %.1f s" % (time.time() - t0), file=sys.stderr)
-    print("%d passed, %d failed" % (test_openai.passed, test_openai.failed))
+    print("%d passed, %d failed, %d skipped" % (test_openai.passed, test_openai.failed, test_openai.skipped))
     return 0 if test_openai.failed == 0 else 1
 
 

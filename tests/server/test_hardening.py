@@ -443,8 +443,8 @@ def main():
     ap.add_argument("--only", default="")
     a = ap.parse_args()
     if not os.path.exists(a.model):
-        print("SKIP: no model at %s" % a.model, file=sys.stderr)
-        print("0 passed, 0 failed")
+        print("SKIP model: no model at %s" % a.model)
+        print("0 passed, 0 failed, 1 skipped")
         return 0
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 4096 and hard > soft:

@@ -7,7 +7,7 @@ stream and non-stream, SSE bytes, usage, stop strings, length limits, seeds, log
 concurrency, 429 with Retry-After, cancellation on disconnect, /tokenize, /metrics.
 
 usage: python3 tests/server/test_openai.py [--bin build/strata] [--model PATH] [--quick]
-Prints "N passed, N failed" last, like the C tests.
+Prints "N passed, N failed[, N skipped]" last, like the C tests (tests/test.h).
 """
 import argparse, http.client, json, os, random, re, shutil, socket, subprocess, sys, tempfile, threading, time
 
@@ -18,8 +18,16 @@ for k in list(os.environ):
 os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 import openai  # noqa: E402
 
-passed = failed = 0
+passed = failed = skipped = 0
 BIN = MODEL = None
+
+
+def skip(key, why):
+    """A part that does not run: "SKIP key: why" on stdout, counted (tests/run.sh checks it
+    against tests/skips.allowed)."""
+    global skipped
+    skipped += 1
+    print("SKIP %s: %s" % (key, why), flush=True)
 
 
 def check(cond, what):
@@ -121,7 +129,7 @@ def test_basics(s):
         p = subprocess.run([node, js, s.base], capture_output=True, text=True, timeout=120)
         check(p.returncode == 0 and json.loads(p.stdout or "{}").get("ok"), "chat page streams a reply: %s %s" % (p.stdout, p.stderr[-500:]))
     else:
-        print("SKIP: no node: chat page not driven", file=sys.stderr)
+        skip("node", "no node: chat page not driven (make setup-sys installs nodejs)")
     st, _, body = s.raw("GET", "/v1/nope")
     check(st == 404 and json.loads(body)["error"]["message"] == "Invalid URL (GET /v1/nope)", "unknown path: 404 OpenAI error")
     st, hd, _ = s.raw("OPTIONS", "/v1/chat/completions")
@@ -594,8 +602,8 @@ def main():
     global BIN, MODEL
     BIN, MODEL = a.bin, a.model
     if not os.path.exists(a.model):
-        print("SKIP: no model at %s" % a.model, file=sys.stderr)
-        print("0 passed, 0 failed")
+        print("SKIP model: no model at %s" % a.model)
+        print("0 passed, 0 failed, 1 skipped")
         return 0
     t0 = time.time()
     # a model that does not exist: the server says so and exits non-zero
@@ -629,7 +637,7 @@ def main():
     except Exception as e:
         check(False, "small server raised %r" % e)
     print("total %.1f s" % (time.time() - t0), file=sys.stderr)
-    print("%d passed, %d failed" % (passed, failed))
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 
 

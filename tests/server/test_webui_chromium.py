@@ -11,7 +11,7 @@ conversation (non-stream), the page must load nothing but its own origin, and no
 may be thrown.
 
 usage: python3 tests/server/test_webui_chromium.py [--bin build/strata] [--model PATH] [--chromium PATH]
-Prints "N passed, N failed" last, like the C tests.
+Prints "N passed, N failed[, N skipped]" last, like the C tests (tests/test.h).
 """
 import argparse, ctypes, http.client, json, os, re, select, shutil, signal, subprocess, sys, tempfile, time
 
@@ -435,8 +435,8 @@ def main():
     SHOTS = os.path.join(os.path.dirname(os.path.abspath(a.bin)), "webui-screenshots")
     os.makedirs(SHOTS, exist_ok=True)
     if not os.path.exists(a.model):
-        print("SKIP: no model at %s" % a.model, file=sys.stderr)
-        print("0 passed, 0 failed")
+        print("SKIP model: no model at %s" % a.model)
+        print("0 passed, 0 failed, 1 skipped")
         return 0
     exe = find_chromium(a.chromium)
     # make test installs chromium (setup-sys): its absence is a failure, not a skip
