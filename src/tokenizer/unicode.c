@@ -28,7 +28,7 @@ uint32_t utf8_decode(const uint8_t *s, size_t n, int *len) {
     return cp;
 }
 
-int utf8_encode(uint32_t cp, uint8_t *out) {
+int unicode_utf8_encode(uint32_t cp, uint8_t *out) {
     if (cp < 0x80) { out[0] = (uint8_t)cp; return 1; }
     if (cp < 0x800) { out[0] = (uint8_t)(0xC0 | (cp >> 6)); out[1] = (uint8_t)(0x80 | (cp & 0x3F)); return 2; }
     if (cp < 0x10000) {

@@ -23,7 +23,8 @@ typedef enum {
  * UNICODE_INVALID_BASE + s[0] is returned. *len receives the bytes consumed (1..4). */
 uint32_t utf8_decode(const uint8_t *s, size_t n, int *len);
 /* Encode cp (<= 0x10FFFF) into out (4 bytes room); returns the byte count. */
-int utf8_encode(uint32_t cp, uint8_t *out);
+/* (named apart from jansson's internal utf8_encode: the GPU machine links jansson statically) */
+int unicode_utf8_encode(uint32_t cp, uint8_t *out);
 /* Length of a complete UTF-8 sequence whose first byte is b (1..4), 0 for a continuation or
  * invalid lead byte. */
 int utf8_seq_len(uint8_t b);
