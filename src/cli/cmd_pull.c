@@ -381,7 +381,7 @@ static int pull_ref(const hf_ref *r, char *path, size_t pn) {
         return rc;
     }
     double dt = now_seconds() - t0;
-    if (!sha[0] && etag[0]) snprintf(sha, sizeof sha, "%s", etag);
+    if (!sha[0] && etag[0] && strlen(etag) < sizeof sha) memcpy(sha, etag, strlen(etag) + 1);   /* a sha256 fits; longer is no sha256 */
     if (stat(part, &st) != 0 || (size >= 0 && st.st_size != size)) {
         fprintf(stderr, "strata pull: %s has %lld bytes, the hub says %lld; pull again to resume\n", part,
                 (long long)st.st_size, size);
