@@ -33,7 +33,8 @@ typedef struct {
     threadpool *tp;
     cpu_kv kv;              /* this backend's own cache (backend.kv points here) */
     fwd_sizes sz;
-    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;   /* FWD_MAX_T columns each */
+    int cap_T;              /* the columns the buffers below hold (grown by cpu_reserve) */
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;   /* cap_T columns each */
     float *scores;          /* per thread: [scores_n] */
     int scores_n;           /* n_ctx, or more once a pass reached a longer cache (another session's) */
     float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
@@ -287,6 +288,38 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
 
 /* ==== the blocks: the model, op by op, in its order ======================================== */
 
+/* The activation buffers for T columns and the logits for n_logits rows (fwd_buffer_sizes: the
+ * one formula), grown when a wider pass comes (contents kept: a test may have set x before a
+ * block). -1: out of memory. */
+static int cpu_reserve(cpu_be *c, int T, int n_logits) {
+    if (T <= c->cap_T && (size_t)n_logits * c->hp.n_vocab <= c->sz.logits) return 0;
+    fwd_sizes nz, lz;
+    fwd_buffer_sizes(&c->hp, T > c->cap_T ? T : c->cap_T, &nz);
+    /* the logits: the rows a head call asks for (a prompt's passes ask for one) */
+    fwd_buffer_sizes(&c->hp, n_logits, &lz);
+    nz.logits = lz.logits > c->sz.logits ? lz.logits : c->sz.logits;
+    float **bufs[] = { &c->x, &c->xb, &c->q, &c->k, &c->v, &c->att, &c->hb, &c->hb2, &c->moe_out, &c->logits };
+    size_t ns[] = { nz.x, nz.xb, nz.q, nz.k, nz.v, nz.att, nz.hb, nz.hb2, nz.moe_out, nz.logits };
+    size_t os[] = { c->sz.x, c->sz.xb, c->sz.q, c->sz.k, c->sz.v, c->sz.att, c->sz.hb, c->sz.hb2, c->sz.moe_out,
+                    c->sz.logits };
+    float *nb[sizeof ns / sizeof ns[0]];
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        nb[i] = ns[i] ? st_malloc(ns[i] * sizeof(float)) : NULL;
+        if (ns[i] && !nb[i]) {
+            while (i--) st_free(nb[i]);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        if (*bufs[i] && os[i]) memcpy(nb[i], *bufs[i], os[i] * sizeof(float));
+        st_free(*bufs[i]);
+        *bufs[i] = nb[i];
+    }
+    c->sz = nz;
+    if (T > c->cap_T) c->cap_T = T;
+    return 0;
+}
+
 static void mv(cpu_be *c, const weight *W, const float *x, int T, float *y) {
     matvec(c->tp, W->data, W->type, W->n_in, W->n_out, x, T, y, c->exact ? MATVEC_EXACT : MATVEC_DEFAULT);
 }
@@ -296,11 +329,16 @@ static void norm(cpu_be *c, const float *x, const weight *w, float *y, int rows,
 
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cpu_be *c = CB(be);
+    if (cpu_reserve(c, b->T, 0)) {
+        fprintf(stderr, "strata: out of memory for the activations of a %d-column pass\n", b->T);
+        return;   /* the blocks below see cap_T < T and write NaN logits */
+    }
     cpu_embed(&c->w->tok_embd, ids, b->T, c->x, c->hp.embd_scale);
 }
 
 static void blk_attn(backend *be, int l, const fwd_batch *b) {
     cpu_be *c = CB(be);
+    if (cpu_reserve(c, b->T, 0)) return;
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
     const int T = b->T, E = hp->n_embd, H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
@@ -327,15 +365,21 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
 
 static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     cpu_be *c = CB(be);
+    if (cpu_reserve(c, b->T, 0)) return;
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
     const int T = b->T, E = hp->n_embd;
     norm(c, c->x, &L->ffn_norm, c->xb, T, E);
     float *out = c->xb;                                    /* [T][E] */
     if (L->gate_inp.data) {                                /* Mixture-of-Experts: router + k experts */
-        if (moe_ffn(c->tp, L, hp->n_experts_used, c->xb, T, c->moe_out, c->exact ? MATVEC_EXACT : MATVEC_DEFAULT,
-                    MATVEC_KERNEL_AUTO, MOE_AUTO, NULL, NULL) != 0)
-            for (size_t i = 0; i < (size_t)T * E; i++) c->moe_out[i] = NAN;   /* visible, never silent */
+        /* moe_ffn takes up to MATVEC_MAX_COLS tokens; a wide pass runs in slices of that (a
+         * token's result never depends on the others in its slice) */
+        for (int t0 = 0; t0 < T; t0 += MATVEC_MAX_COLS) {
+            int n = T - t0 < MATVEC_MAX_COLS ? T - t0 : MATVEC_MAX_COLS;
+            if (moe_ffn(c->tp, L, hp->n_experts_used, c->xb + (size_t)t0 * E, n, c->moe_out + (size_t)t0 * E,
+                        c->exact ? MATVEC_EXACT : MATVEC_DEFAULT, MATVEC_KERNEL_AUTO, MOE_AUTO, NULL, NULL) != 0)
+                for (size_t i = 0; i < (size_t)n * E; i++) c->moe_out[(size_t)t0 * E + i] = NAN;   /* visible, never silent */
+        }
         out = c->moe_out;
     } else {
         mv(c, &L->gate, c->xb, T, c->hb);                  /* hb[T][F]  */
@@ -351,6 +395,7 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
 static int blk_head(backend *be, const fwd_batch *b, int from) {
     cpu_be *c = CB(be);
     const int E = c->hp.n_embd, n = b->T - from;
+    if (n > FWD_MAX_LOGITS || cpu_reserve(c, b->T, n)) return -1;
     norm(c, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E);
     mv(c, &c->w->output, c->xb, n, c->logits);
     return 0;
@@ -419,17 +464,12 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     }
     cpu_rope_inv_freq(hp->rope_base, hp->n_rot, c->rope_inv_freq);
     cpu_rope_inv_freq(hp->rope_base_local, hp->n_rot, c->rope_inv_freq_local);
-    /* activation buffers for FWD_MAX_T columns (fwd_buffer_sizes: the one formula) */
-    fwd_buffer_sizes(hp, FWD_MAX_T, &c->sz);
-    float **bufs[] = { &c->x, &c->xb, &c->q, &c->k, &c->v, &c->att, &c->hb, &c->hb2, &c->moe_out, &c->logits };
-    size_t ns[] = { c->sz.x, c->sz.xb, c->sz.q, c->sz.k, c->sz.v, c->sz.att, c->sz.hb, c->sz.hb2, c->sz.moe_out,
-                    c->sz.logits };
-    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-        if (ns[i] && !(*bufs[i] = st_malloc(ns[i] * sizeof(float)))) {
-            snprintf(err, errlen, "out of memory allocating activations");
-            cpu_free(be);
-            return NULL;
-        }
+    /* activation buffers for FWD_INIT_T columns; a wider pass grows them (cpu_reserve) */
+    if (cpu_reserve(c, FWD_INIT_T, FWD_INIT_T)) {
+        snprintf(err, errlen, "out of memory allocating activations");
+        cpu_free(be);
+        return NULL;
+    }
     return be;
 oom:
     snprintf(err, errlen, "out of memory allocating the KV cache for %d positions (%.1f MiB): use a smaller --ctx",

@@ -1,6 +1,6 @@
 /* CPU matvec dispatch and threading (src/cpu/matvec.h).
  *
- *   y[c * n_out + r] = W[r] . x_c      r < n_out, c < T <= MATVEC_MAX_COLS
+ *   y[c * n_out + r] = W[r] . x_c      r < n_out, c < T (kernels take T <= MATVEC_MAX_COLS)
  *
  * Default mode: the T columns are quantized once per call to the format's activation
  * blocks (src/quant/act.c), then the rows are split over the thread pool and each worker
@@ -135,6 +135,17 @@ static void matvec_worker(void *ctx, int ith, int nth) {
 int matvec_with(threadpool *tp, const void *W, int type, int64_t n_in, int64_t n_out,
                 const float *x, int T, float *y, matvec_mode mode, matvec_kernel kernel) {
     const quant_traits *qt = quant_traits_get(type);
+    if (T > MATVEC_MAX_COLS && qt && n_in > 0 && n_out >= 0) {
+        /* a wide pass: columns in passes of MATVEC_MAX_COLS (each column's bits never depend on
+         * the others: the same values as T passes of one) */
+        for (int c0 = 0; c0 < T; c0 += MATVEC_MAX_COLS) {
+            int n = T - c0 < MATVEC_MAX_COLS ? T - c0 : MATVEC_MAX_COLS;
+            if (matvec_with(tp, W, type, n_in, n_out, x + (size_t)c0 * (size_t)n_in, n, y + (size_t)c0 * (size_t)n_out,
+                            mode, kernel))
+                return -1;
+        }
+        return 0;
+    }
     if (!qt || T < 1 || T > MATVEC_MAX_COLS || n_in <= 0 || n_out < 0 || !W || !x || !y) return -1;
     size_t row_bytes = quant_row_bytes(type, n_in);
     if (!row_bytes) return -1;

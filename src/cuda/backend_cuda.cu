@@ -2,7 +2,7 @@
  * the decode step as a CUDA graph.
  *
  * Every buffer a pass touches lives in device memory and belongs to the backend: the
- * activations (fwd_buffer_sizes, FWD_MAX_T columns), the quantized activation rows, the KV
+ * activations (fwd_buffer_sizes for the widest pass seen: cuda_reserve), the quantized activation rows, the KV
  * cache, the logits; only token ids go in and logits (into pinned host memory) or one token id
  * come out.
  *
@@ -212,11 +212,12 @@ typedef struct {
     size_t kv_dim;
     cuda_kv kv;                 /* this backend's own cache (backend.kv points here) */
     float *rope_global, *rope_local;   /* device: [n_ctx][n_rot/2][cos, sin] */
-    /* activations, device: FWD_MAX_T columns each (fwd_buffer_sizes) */
+    /* activations, device: cap_T columns each (fwd_buffer_sizes), grown by cuda_reserve */
     fwd_sizes sz;
+    int cap_T;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;
     float *h_logits;            /* pinned host: the rows head() read back */
-    void *act;                  /* device: FWD_MAX_T quantized activation rows */
+    void *act;                  /* device: cap_T quantized activation rows */
     void *act2;                 /* the same size; the T = 1 gate/up writes h's rows here, then the two swap */
     size_t act_cap;
     float *att_partial;         /* device scratch of the attention */
@@ -242,7 +243,7 @@ typedef struct {
     cuda_sample_params sparams; /* what d_sparams holds (sparams_known) */
     int sparams_known, hist_len;       /* d_hist holds history[0..hist_len) */
     /* Mixture-of-Experts scratch (moe.cu) */
-    float *moe_logits;          /* [FWD_MAX_T][X] */
+    float *moe_logits;          /* [CUDA_MOE_COLS][X] */
     void *moe_act_r;            /* router activations when the router weight is quantized */
     cuda_moe moe_bufs;          /* act_pairs, groups, pair_of, wts, h, act_h, y */
     /* graphs: [0] greedy (argmax), [1] sampler at temperature 0 (penalty + argmax: no sort),
@@ -261,6 +262,100 @@ static inline cuda_be *CB(backend *be) { return (cuda_be *)be->impl; }
 static void be_fail(cuda_be *c, const char *what) {
     if (!c->failed) fprintf(stderr, "strata: CUDA backend: %s (%s)\n", what, cuda_last_error());
     c->failed = 1;
+}
+
+/* The attention's scratch covers ATT_COLS columns per launch; a wider pass launches in slices
+ * when the kernel needs the scratch (the split variant; the exact one past 96 KB of scores). */
+#define ATT_COLS 8
+
+static void graphs_drop(cuda_be *c) {
+    for (int i = 0; i < 3; i++)
+        if (c->graph_ok[i]) { cudaGraphExecDestroy(c->graph[i]); c->graph_ok[i] = 0; }
+}
+
+/* The activation buffers for T columns and the logits for n_logits rows (fwd_buffer_sizes),
+ * grown when a wider pass or a head of more rows comes: contents kept (a test may have set x),
+ * the captured step graphs dropped (they hold the old pointers; the next step captures again). */
+static int cuda_reserve(cuda_be *c, int T, int n_logits, char *err, size_t errlen) {
+    if (T <= c->cap_T && (size_t)n_logits * c->hp.n_vocab <= c->sz.logits) return 0;
+    if (c->capturing) { snprintf(err, errlen, "a wider pass while a graph is captured"); return -1; }
+    const hparams *hp = &c->hp;
+    if (T < c->cap_T) T = c->cap_T;
+    fwd_sizes nz, lz;
+    fwd_buffer_sizes(hp, T, &nz);
+    /* the logits: the rows a head call asks for (a prompt's passes ask for one) */
+    fwd_buffer_sizes(hp, n_logits, &lz);
+    nz.logits = lz.logits > c->sz.logits ? lz.logits : c->sz.logits;
+    int64_t n_max = hp->n_embd;
+    int64_t cand[] = { (int64_t)hp->n_heads * hp->head_dim, hp->n_ff, hp->n_ff_exp };
+    for (int i = 0; i < 3; i++) if (cand[i] > n_max) n_max = cand[i];
+    /* the quantized activation rows: the largest n_in of any matvec, T rows, worst format */
+    size_t act_cap = (size_t)T * ((size_t)n_max * 4 + 64);
+    float **bufs[] = { &c->x, &c->xb, &c->q, &c->k, &c->v, &c->att, &c->hb, &c->hb2, &c->moe_out, &c->logits };
+    size_t ns[] = { nz.x, nz.xb, nz.q, nz.k, nz.v, nz.att, nz.hb, nz.hb2, nz.moe_out, nz.logits };
+    size_t os[] = { c->sz.x, c->sz.xb, c->sz.q, c->sz.k, c->sz.v, c->sz.att, c->sz.hb, c->sz.hb2, c->sz.moe_out, c->sz.logits };
+    const char *names[] = { "the activation buffers (x)", "the activation buffers (xb)", "the activation buffers (q)",
+                            "the activation buffers (k)", "the activation buffers (v)", "the activation buffers (att)",
+                            "the activation buffers (hb)", "the activation buffers (hb2)",
+                            "the activation buffers (moe_out)", "the activation buffers (logits)" };
+    const int NB = (int)(sizeof ns / sizeof ns[0]);
+    float *nb[16] = { 0 };
+    void *nact = NULL, *nact2 = NULL;
+    float *nhl = NULL;
+    if (c->st && CU_CHECK(cudaStreamSynchronize(c->st))) { snprintf(err, errlen, "%s", cuda_last_error()); return -1; }
+    /* a buffer is replaced only when it grows */
+    const int grow_cols = T > c->cap_T;
+    int bad = 0;
+    for (int i = 0; i < NB && !bad; i++)
+        if (ns[i] > os[i] && (grow_cols || i == NB - 1) &&
+            cuda_dev_alloc_named((void **)&nb[i], ns[i] * sizeof(float), names[i], err, errlen))
+            bad = 1;
+    if (!bad && grow_cols && (cuda_dev_alloc_named(&nact, act_cap, "the quantized activation buffer", err, errlen) ||
+                              cuda_dev_alloc_named(&nact2, act_cap, "the second quantized activation buffer", err, errlen)))
+        bad = 1;
+    if (!bad && nz.logits > c->sz.logits && cuda_pinned_malloc((void **)&nhl, nz.logits * sizeof(float)) != cudaSuccess) {
+        snprintf(err, errlen, "not enough pinned host memory for the logits read-back buffer");
+        bad = 1;
+    }
+    if (bad) {
+        for (int i = 0; i < NB; i++) cuda_dev_free(nb[i]);
+        cuda_dev_free(nact); cuda_dev_free(nact2);
+        return -1;
+    }
+    graphs_drop(c);
+    for (int i = 0; i < NB; i++) {
+        if (!nb[i]) continue;
+        if (*bufs[i] && os[i] && CU_CHECK(cudaMemcpy(nb[i], *bufs[i], os[i] * sizeof(float), cudaMemcpyDeviceToDevice)))
+            bad = 1;
+        cuda_dev_free(*bufs[i]);
+        *bufs[i] = nb[i];
+    }
+    if (nact) {
+        cuda_dev_free(c->act); cuda_dev_free(c->act2);
+        c->act = nact; c->act2 = nact2; c->act_cap = act_cap;
+    }
+    if (nhl) { cuda_pinned_free(c->h_logits); c->h_logits = nhl; }
+    c->sz = nz;
+    c->cap_T = T;
+    if (bad) { snprintf(err, errlen, "%s", cuda_last_error()); return -1; }
+    return 0;
+}
+
+/* the head's n rows of logits (grown here: outside a graph capture, which asks for one) */
+static int logits_ok(cuda_be *c, int n) {
+    char err[256];
+    if (n > FWD_MAX_LOGITS) { be_fail(c, "a head of more than FWD_MAX_LOGITS rows"); return 0; }
+    if (cuda_reserve(c, c->cap_T, n, err, sizeof err) == 0) return 1;
+    fprintf(stderr, "strata: CUDA backend: logits of %d rows: %s\n", n, err);
+    be_fail(c, "logits buffer");
+    return 0;
+}
+
+/* a block of a pass wider than the buffers (only embed grows them) */
+static int cols_ok(cuda_be *c, int T) {
+    if (T <= c->cap_T) return 1;
+    be_fail(c, "a block of a pass wider than its embed");
+    return 0;
 }
 
 /* ---- matvec launches ------------------------------------------------------------------------- */
@@ -344,6 +439,14 @@ static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w,
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
     const weight *te = &c->w->tok_embd;
+    if (b->T > c->cap_T) {
+        char err[256];
+        if (cuda_reserve(c, b->T, 0, err, sizeof err)) {
+            fprintf(stderr, "strata: CUDA backend: a %d-column pass: %s\n", b->T, err);
+            be_fail(c, "activation buffers");
+            return;
+        }
+    }
     /* several sequences: one column table for the pass, so each layer's RoPE + KV store and
      * attention are one launch each for all of them */
     c->cols_on = 0;
@@ -408,11 +511,20 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
                    cuda_kv_store(k, v, kc, vc, T, (int)c->kv_dim, S->pos0, dp, c->st))
             be_fail(c, "rope, kv store");
     }
-    int rc = c->attn_split
-        ? cuda_attention(q, kc, vc, T, H, KVH, HD, S->pos0, dp, scale, window, kv->n_ctx, c->att_partial,
-                         c->att_counters, out, act, af_o, c->st)
-        : cuda_attention_exact(q, kc, vc, T, H, KVH, HD, S->pos0, dp, scale, window, kv->n_ctx, c->att_partial, out,
-                               act, af_o, folded ? &fold : NULL, c->st);
+    /* the scratch holds ATT_COLS columns: slices of that when the kernel uses it */
+    const int step = c->attn_split || cuda_attention_exact_scratch(kv->n_ctx) ? ATT_COLS : T;
+    const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
+    int rc = 0;
+    for (int t0 = 0; t0 < T && !rc; t0 += step) {
+        const int n = T - t0 < step ? T - t0 : step;
+        const size_t qo = (size_t)t0 * H * HD;
+        void *a = act ? (uint8_t *)act + (size_t)t0 * arb : NULL;
+        rc = c->attn_split
+            ? cuda_attention(q + qo, kc, vc, n, H, KVH, HD, S->pos0 + t0, dp, scale, window, kv->n_ctx, c->att_partial,
+                             c->att_counters, out + qo, a, af_o, c->st)
+            : cuda_attention_exact(q + qo, kc, vc, n, H, KVH, HD, S->pos0 + t0, dp, scale, window, kv->n_ctx,
+                                   c->att_partial, out + qo, a, af_o, folded ? &fold : NULL, c->st);
+    }
     if (rc) be_fail(c, "attention");
 }
 
@@ -422,6 +534,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     const layer_weights *L = &c->w->layers[l];
     const int T = b->T, E = hp->n_embd, H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
     act_state as;
+    if (!cols_ok(c, T)) return;
     norm_for(c, &as, c->x, &L->attn_norm, c->xb, T, E, &L->wq);
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
@@ -449,12 +562,19 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             if (((const cuda_kv *)b->seq[s].kv)->n_ctx > c->n_ctx) { be_fail(c, "a sequence's KV cache is longer than the pass backend's scratch"); return; }
         cuda_cols cols = { c->d_cpos, c->d_ckv + (size_t)l * 2 * FWD_MAX_T, c->d_ckv + ((size_t)l * 2 + 1) * FWD_MAX_T };
         const float *cs = L->sliding ? c->rope_local : c->rope_global;
-        if (cuda_rope_qk_store_cols(c->q, c->k, c->v, NULL, NULL, T, H, KVH, HD, hp->n_rot, hp->rope_neox, 0, NULL, cs, cs,
-                                    &cols, c->st) ||
-            cuda_attention_exact_cols(c->q, NULL, NULL, T, H, KVH, HD, 0, NULL, hp->attn_scale,
-                                      L->sliding ? hp->sliding_window : 0, c->n_ctx, c->att_partial, c->att,
-                                      af_o >= 0 ? c->act : NULL, af_o, NULL, &cols, c->st))
-            be_fail(c, "rope + kv store + attention (several sequences)");
+        int rc = cuda_rope_qk_store_cols(c->q, c->k, c->v, NULL, NULL, T, H, KVH, HD, hp->n_rot, hp->rope_neox, 0, NULL, cs,
+                                         cs, &cols, c->st);
+        const int step = cuda_attention_exact_scratch(c->n_ctx) ? ATT_COLS : T;
+        const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
+        for (int t0 = 0; t0 < T && !rc; t0 += step) {
+            const int n = T - t0 < step ? T - t0 : step;
+            const size_t qo = (size_t)t0 * H * HD;
+            cuda_cols sl = { cols.pos + t0, cols.kc + t0, cols.vc + t0 };
+            rc = cuda_attention_exact_cols(c->q + qo, NULL, NULL, n, H, KVH, HD, 0, NULL, hp->attn_scale,
+                                           L->sliding ? hp->sliding_window : 0, c->n_ctx, c->att_partial, c->att + qo,
+                                           af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL, af_o, NULL, &sl, c->st);
+        }
+        if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
         for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
     as = ACT_NONE;
@@ -471,44 +591,50 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
 
 /* Mixture-of-Experts FFN of xb (normed, in as) into moe_out: the router matvec (or the routing
  * kernel's fused F32 router), then moe.cu's routing, grouped gate/up and down; the combine
- * (with the residual add into add_to when set) follows. */
+ * (with the residual add into add_to when set) follows. A pass wider than CUDA_MOE_COLS runs in
+ * slices of that many tokens (a token's result never depends on the others of its slice). */
 static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to) {
     const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
     const int X = (int)R->n_out, k = c->hp.n_experts_used;
     const int64_t E = G->n_in, F = G->n_out;
     int rb, raf, rbs, gaf;
     if (!c->moe_logits || !R->dev || !G->dev || !U->dev || !D->dev || G->type != U->type || X != c->hp.n_experts ||
-        T > FWD_MAX_T || cuda_type_info(R->type, &rb, &raf, &rbs) || cuda_type_info(G->type, NULL, &gaf, NULL) ||
+        cuda_type_info(R->type, &rb, &raf, &rbs) || cuda_type_info(G->type, NULL, &gaf, NULL) ||
         !cuda_type_supported(D->type) || R->n_in != E || E % rb) {
         be_fail(c, "moe: unsupported expert layout or types (gate and up must share a format)");
         return;
     }
-    /* router logits [T][X]: an F32 router of a supported width runs inside the routing kernel
+    /* router logits [n][X]: an F32 router of a supported width runs inside the routing kernel
      * (STRATA_CUDA_FUSE=0: its own matvec) */
     const int fused_router = c->fuse && cuda_moe_router_fusable(R->type, E);
-    if (!fused_router) {
-        const void *ract = c->xb;                    /* F32 / F16 / BF16 routers read the f32 rows */
-        if (raf != ACT_F32) {
-            if (as->src == c->xb && as->n == E && as->T == T && as->fmt == raf) ract = c->act;
-            else if (cuda_act_quantize(raf, c->xb, E, T, c->moe_act_r, c->st)) { be_fail(c, "moe router activations"); return; }
-            else ract = c->moe_act_r;
-        }
-        mv_group g;
-        float *ly = c->moe_logits;
-        if (mv_group_make(c, &g, &R, &ly, NULL, 1) < 0) return;
-        if (cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router"); return; }
-    }
     /* x in the experts' activation format (usually already there: the ffn norm quantized it) */
     if (ensure_act(c, as, c->xb, E, T, gaf)) return;
-    cuda_moe m = c->moe_bufs;
-    m.X = X; m.k = k; m.T = T; m.E = E; m.F = F;
-    m.type_gu = G->type; m.type_down = D->type;
-    m.gate = G->dev; m.up = U->dev; m.down = D->dev;
-    m.logits = c->moe_logits; m.act_x = c->act; m.out = c->moe_out;
-    m.router_f32 = fused_router ? (const float *)R->dev : NULL;
-    m.x_f32 = c->xb;
-    if (cuda_moe_experts(&m, c->st)) { be_fail(c, "moe experts"); return; }
-    if (cuda_moe_combine(&m, add_to, c->st)) be_fail(c, "moe combine");
+    const size_t gab = cuda_act_row_bytes(gaf, E);
+    for (int t0 = 0; t0 < T && !c->failed; t0 += CUDA_MOE_COLS) {
+        const int n = T - t0 < CUDA_MOE_COLS ? T - t0 : CUDA_MOE_COLS;
+        const float *xb = c->xb + (size_t)t0 * E;
+        if (!fused_router) {
+            const void *ract = xb;                   /* F32 / F16 / BF16 routers read the f32 rows */
+            if (raf != ACT_F32) {
+                if (raf == gaf) ract = (const uint8_t *)c->act + (size_t)t0 * gab;
+                else if (cuda_act_quantize(raf, xb, E, n, c->moe_act_r, c->st)) { be_fail(c, "moe router activations"); return; }
+                else ract = c->moe_act_r;
+            }
+            mv_group g;
+            float *ly = c->moe_logits;
+            if (mv_group_make(c, &g, &R, &ly, NULL, 1) < 0) return;
+            if (cuda_matvec_group(R->type, &g, E, ract, n, c->st)) { be_fail(c, "moe router"); return; }
+        }
+        cuda_moe m = c->moe_bufs;
+        m.X = X; m.k = k; m.T = n; m.E = E; m.F = F;
+        m.type_gu = G->type; m.type_down = D->type;
+        m.gate = G->dev; m.up = U->dev; m.down = D->dev;
+        m.logits = c->moe_logits; m.act_x = (const uint8_t *)c->act + (size_t)t0 * gab; m.out = c->moe_out + (size_t)t0 * E;
+        m.router_f32 = fused_router ? (const float *)R->dev : NULL;
+        m.x_f32 = xb;
+        if (cuda_moe_experts(&m, c->st)) { be_fail(c, "moe experts"); return; }
+        if (cuda_moe_combine(&m, add_to ? add_to + (size_t)t0 * E : NULL, c->st)) be_fail(c, "moe combine");
+    }
 }
 
 static void blk_ffn(backend *be, int l, const fwd_batch *b) {
@@ -517,6 +643,7 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     const layer_weights *L = &c->w->layers[l];
     const int T = b->T, E = hp->n_embd;
     act_state as;
+    if (!cols_ok(c, T)) return;
     const int post = L->post_ffn_norm.data != NULL;
     if (L->gate_inp.data) {                                      /* Mixture-of-Experts */
         norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate_exps);
@@ -571,6 +698,7 @@ static int blk_head(backend *be, const fwd_batch *b, int from) {
     cuda_be *c = CB(be);
     const int E = c->hp.n_embd, n = b->T - from, V = c->hp.n_vocab;
     act_state as;
+    if (!cols_ok(c, b->T) || !logits_ok(c, n)) return -1;
     norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
     mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
     if (c->capturing) return c->failed ? -1 : 0;
@@ -585,6 +713,7 @@ static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *i
     cuda_be *c = CB(be);
     const int E = c->hp.n_embd, n = b->T - from, V = c->hp.n_vocab;
     act_state as;
+    if (!cols_ok(c, b->T) || !logits_ok(c, n)) return -1;
     norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
     mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
     for (int r = 0; r < n && !c->failed; r++)
@@ -761,29 +890,12 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                 cuda_free_be(be);
                 return NULL;
             }
-        /* activations (fwd_buffer_sizes: the formula every backend uses) */
-        fwd_buffer_sizes(hp, FWD_MAX_T, &c->sz);
-        struct { float **p; size_t n; const char *what; } bufs[] = {
-            { &c->x, c->sz.x, "the activation buffers (x)" }, { &c->xb, c->sz.xb, "the activation buffers (xb)" },
-            { &c->q, c->sz.q, "the activation buffers (q)" }, { &c->k, c->sz.k, "the activation buffers (k)" },
-            { &c->v, c->sz.v, "the activation buffers (v)" }, { &c->att, c->sz.att, "the activation buffers (att)" },
-            { &c->hb, c->sz.hb, "the activation buffers (hb)" }, { &c->hb2, c->sz.hb2, "the activation buffers (hb2)" },
-            { &c->moe_out, c->sz.moe_out, "the activation buffers (moe_out)" },
-            { &c->logits, c->sz.logits, "the activation buffers (logits)" },
-        };
-        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-            if (bufs[i].n && cuda_dev_alloc_named((void **)bufs[i].p, bufs[i].n * sizeof(float), bufs[i].what, err, errlen))
-                goto fail;
-        /* activation buffer: the largest n_in of any matvec, FWD_MAX_T rows, worst format */
-        int64_t n_max = hp->n_embd;
-        int64_t cand[] = { (int64_t)hp->n_heads * hp->head_dim, hp->n_ff, hp->n_ff_exp };
-        for (int i = 0; i < 3; i++) if (cand[i] > n_max) n_max = cand[i];
-        c->act_cap = (size_t)FWD_MAX_T * ((size_t)n_max * 4 + 64);
-        size_t att = cuda_attention_scratch_floats(FWD_MAX_T, hp->n_heads, hp->head_dim, n_ctx);
+        /* activations for FWD_INIT_T columns (fwd_buffer_sizes: the formula every backend uses);
+         * a wider pass grows them (cuda_reserve) */
+        if (cuda_reserve(c, FWD_INIT_T, FWD_INIT_T, err, errlen)) goto fail;
+        size_t att = cuda_attention_scratch_floats(ATT_COLS, hp->n_heads, hp->head_dim, n_ctx);
         /* every allocation names itself when it does not fit (dev_alloc.cu; issue 9's test walks them) */
-        if (cuda_dev_alloc_named(&c->act, c->act_cap, "the quantized activation buffer", err, errlen) ||
-            cuda_dev_alloc_named(&c->act2, c->act_cap, "the second quantized activation buffer", err, errlen) ||
-            cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||
+        if (cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ids, FWD_MAX_T * sizeof(int32_t), "the token ids", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_pos, sizeof(int), "the decode position", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int),
@@ -791,7 +903,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_cpos, FWD_MAX_T * sizeof(int), "the column positions", err, errlen) ||
-            cuda_dev_alloc_named((void **)&c->d_picks, FWD_MAX_T * sizeof(int32_t), "the picked ids", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_picks, FWD_MAX_LOGITS * sizeof(int32_t), "the picked ids", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ckv, (size_t)hp->n_layers * 2 * FWD_MAX_T * sizeof(uint16_t *),
                                  "the column KV table", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
@@ -803,8 +915,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         if (cuda_pinned_malloc((void **)&c->h_token, sizeof(int32_t)) != cudaSuccess ||
             cuda_pinned_malloc((void **)&c->h_sio, sizeof(cuda_sample_io)) != cudaSuccess ||
-            cuda_pinned_malloc((void **)&c->h_logits, c->sz.logits * sizeof(float)) != cudaSuccess ||
-            cuda_pinned_malloc((void **)&c->h_picks, FWD_MAX_T * sizeof(int32_t)) != cudaSuccess) {
+            cuda_pinned_malloc((void **)&c->h_picks, FWD_MAX_LOGITS * sizeof(int32_t)) != cudaSuccess) {
             snprintf(err, errlen, "not enough pinned host memory for the read-back buffers");
             goto fail;
         }
@@ -835,12 +946,12 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             st_free(tmp);
         }
         if (hp->n_experts > 0) {
-            /* MoE scratch: P = FWD_MAX_T * k pairs; activation rows sized for the widest format (f32) */
-            size_t P = (size_t)FWD_MAX_T * (size_t)hp->n_experts_used, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff_exp;
+            /* MoE scratch: P = CUDA_MOE_COLS * k pairs; activation rows sized for the widest format (f32) */
+            size_t P = (size_t)CUDA_MOE_COLS * (size_t)hp->n_experts_used, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff_exp;
             cuda_moe *b = &c->moe_bufs;
-            if (cuda_dev_alloc_named((void **)&c->moe_logits, (size_t)FWD_MAX_T * (size_t)hp->n_experts * sizeof(float),
+            if (cuda_dev_alloc_named((void **)&c->moe_logits, (size_t)CUDA_MOE_COLS * (size_t)hp->n_experts * sizeof(float),
                                      "the MoE router logits", err, errlen) ||
-                cuda_dev_alloc_named(&c->moe_act_r, (size_t)FWD_MAX_T * (E * 4 + 64), "the MoE router activations", err, errlen) ||
+                cuda_dev_alloc_named(&c->moe_act_r, (size_t)CUDA_MOE_COLS * (E * 4 + 64), "the MoE router activations", err, errlen) ||
                 cuda_dev_alloc_named(&b->act_pairs, P * (E * 4 + 64), "the MoE expert activations", err, errlen) ||
                 cuda_dev_alloc_named((void **)&b->groups, (1 + MOE_GROUP_INTS * P) * sizeof(int), "the MoE expert groups", err, errlen) ||
                 cuda_dev_alloc_named((void **)&b->pair_of, P * sizeof(int), "the MoE pair index", err, errlen) ||
@@ -897,7 +1008,7 @@ static void cuda_free_be(backend *be) {
 extern "C" int backend_cuda_x_io(backend *be, float *host, int T, int to_device) {
     cuda_be *c = CB(be);
     size_t bytes = (size_t)T * c->hp.n_embd * sizeof(float);
-    if (T < 1 || T > FWD_MAX_T) return -1;
+    if (T < 1 || T > c->cap_T) return -1;
     int rc = to_device ? CU_CHECK(cudaMemcpyAsync(c->x, host, bytes, cudaMemcpyHostToDevice, c->st))
                        : CU_CHECK(cudaMemcpyAsync(host, c->x, bytes, cudaMemcpyDeviceToHost, c->st));
     return rc || CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed ? -1 : 0;

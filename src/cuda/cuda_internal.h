@@ -34,6 +34,11 @@ int    cuda_type_info(int type, int *blck, int *act_fmt, int *bsize);
 size_t cuda_act_row_bytes(int act, int64_t n);
 int    cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
 int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
+/* mm.cu: the tensor-core matmul of passes of more than 8 columns, the matvec's bits (a group
+ * without swiglu; formats with 32-value scale blocks); STRATA_CUDA_MM=0 turns it off */
+int    cuda_mm_supported(int type, int64_t n_in);
+int    cuda_mm_min_cols(void);
+int    cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
 /* a gate/up + SwiGLU group at T = 1 that also writes h quantized into act_h (32-value blocks:
  * the formats ..._ok accepts); act_h must not be act */
 int    cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out);
@@ -48,6 +53,7 @@ int    cuda_matvec_coop_setting(void);
 /* moe.cu: the Mixture-of-Experts FFN after the router matvec (see the file's comment). All
  * pointers are device memory; P = T * k pairs. */
 #define CUDA_MOE_MAX_K CUDA_MOE_MAX_EXPERTS_USED
+#define CUDA_MOE_COLS 8    /* tokens per cuda_moe_experts call (a wider pass runs in slices) */
 #define CUDA_MOE_MAX_X CUDA_MOE_MAX_EXPERTS
 #define MOE_GROUP_INTS 4   /* expert, first pair, pairs, source row */
 typedef struct cuda_moe {
@@ -112,6 +118,8 @@ typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neo
 int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
                          float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st);
+/* does the exact attention keep its scores in the scratch ([T][H][n_ctx]) at this n_ctx? */
+int cuda_attention_exact_scratch(int n_ctx);
 int cuda_attention_exact_cols(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                               int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
                               float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols,

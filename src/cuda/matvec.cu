@@ -265,9 +265,26 @@ size_t cuda_act_row_bytes(int act, int64_t n) {
 
 int cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
     int blck, af, bs;
-    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || T > 8 || n_in % blck) return -1;
+    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || n_in % blck) return -1;
     int nb = (int)(n_in / blck);
     size_t as = cuda_act_row_bytes(af, n_in);
+    if (T > 8) {
+        /* a wide pass: the tensor-core matmul where the format has one (mm.cu: the same bits),
+         * else the matvec over slices of 8 columns (a column's bits never depend on the others) */
+        if (!g->swiglu && cuda_mm_supported(type, n_in) && T >= cuda_mm_min_cols())
+            return cuda_mm_group(type, g, n_in, act, T, st);
+        for (int t0 = 0; t0 < T; t0 += 8) {
+            const int n = T - t0 < 8 ? T - t0 : 8;
+            mv_group s = *g;
+            for (int i = 0; i < g->n; i++) {
+                s.y[i] = g->y[i] + (size_t)t0 * g->n_out[i];
+                if (g->add_to[i]) s.add_to[i] = g->add_to[i] + (size_t)t0 * g->n_out[i];
+            }
+            if (g->swiglu) s.swiglu_out = g->swiglu_out + (size_t)t0 * g->n_out[0];
+            if (cuda_matvec_group(type, &s, n_in, (const uint8_t *)act + (size_t)t0 * as, n, st)) return -1;
+        }
+        return 0;
+    }
     switch (type) {
 #define LAUNCH(NAME, F, fn, BLCK, BSIZE, ACT) case F: return launch_fmt<F>(g, n_in, nb, act, as, T, st);
     STRATA_WEIGHT_FORMATS(LAUNCH)
@@ -283,7 +300,7 @@ static size_t mv_scratch_cap;
 extern "C" int cuda_matvec(const void *W, int type, int64_t n_in, int64_t n_out, const float *x, int T, float *y,
                            void *stream) {
     int blck, af, bs;
-    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || T > 8 || n_in <= 0 || n_in % blck) return -1;
+    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || n_in <= 0 || n_in % blck) return -1;
     size_t need = cuda_act_row_bytes(af, n_in) * (size_t)T;
     if (need > mv_scratch_cap) {
         if (mv_scratch) cudaFree(mv_scratch);
@@ -313,7 +330,7 @@ extern "C" int cuda_type_act(int type) {
 extern "C" int cuda_matvec_preq(const void *W, int type, int64_t n_in, int64_t n_out, const void *act, int T, float *y,
                                 void *stream) {
     int blck, af, bs;
-    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || T > 8 || n_in <= 0 || n_in % blck) return -1;
+    if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || n_in <= 0 || n_in % blck) return -1;
     mv_group g;
     memset(&g, 0, sizeof g);
     g.n = 1; g.W[0] = (const uint8_t *)W; g.y[0] = y; g.n_out[0] = n_out;

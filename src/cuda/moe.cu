@@ -38,7 +38,7 @@ IQ_TABLES_INIT_FN(cuda_moe_tables_init, "moe")
 
 #define ROUTE_THREADS 512
 #define DOWN_R 2   /* rows per warp of the cooperative down kernel */
-#define ROUTE_MAX_PAIRS (FWD_MAX_T * CUDA_MOE_MAX_K)
+#define ROUTE_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
 
 /* ---- router: softmax, top-k, renormalization, grouping, gather ------------------------------ */
 /* The routing of T tokens by the calling CTA (any multiple of 32 threads); s_p: T * X floats of
@@ -359,7 +359,7 @@ static int moe_dispatch(int type, const cuda_moe *m, int down, cudaStream_t st) 
 
 int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     int gaf, daf;
-    if (m->T < 1 || m->T > FWD_MAX_T || m->k < 1 || m->k > CUDA_MOE_MAX_K || m->k > m->X || m->X > CUDA_MOE_MAX_X ||
+    if (m->T < 1 || m->T > CUDA_MOE_COLS || m->k < 1 || m->k > CUDA_MOE_MAX_K || m->k > m->X || m->X > CUDA_MOE_MAX_X ||
         cuda_type_info(m->type_gu, NULL, &gaf, NULL) || cuda_type_info(m->type_down, NULL, &daf, NULL))
         return -1;
     if (cuda_moe_tables_init()) return -1;

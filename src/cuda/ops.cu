@@ -594,6 +594,8 @@ attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n
     }
 }
 
+int cuda_attention_exact_scratch(int n_ctx) { return (size_t)n_ctx * sizeof(float) > 96 * 1024; }
+
 int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
                          float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st) {
@@ -617,7 +619,7 @@ int cuda_attention_exact_cols(const float *q, uint16_t *kc, uint16_t *vc, int T,
     dim3 g((unsigned)n_heads, (unsigned)T);
     size_t tile_words = attn_tile_words(head_dim);
     size_t sc_bytes = (size_t)n_ctx * sizeof(float);
-    int use_smem = sc_bytes <= 96 * 1024;
+    int use_smem = !cuda_attention_exact_scratch(n_ctx);
     size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);
     klaunch(attn_exact_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
                                                    n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem, rf ? *rf : no_fold,

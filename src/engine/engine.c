@@ -13,6 +13,12 @@
 #include "chat_builtin.h"
 #include "quant/quant.h"
 
+/* A speculative window: the token and its drafts (STRATA_MAX_DRAFT + 1). */
+#define SPEC_MAX_WINDOW (STRATA_MAX_DRAFT + 1)
+/* The columns of one pass of strata_sessions_step_spec: every column's logits (or pick) come
+ * back, so the head's cap. */
+#define STEP_MAX_COLS FWD_MAX_LOGITS
+
 strata_model_params strata_model_default_params(void) {
     strata_model_params p;
     memset(&p, 0, sizeof p);
@@ -396,8 +402,8 @@ strata_session *strata_session_new(strata_model *m, const strata_session_params 
     s->last_logits = st_malloc((size_t)m->hp.n_vocab * sizeof(float));
     s->probs = st_malloc((size_t)m->hp.n_vocab * sizeof(float));
     if (!s->history || !s->last_logits || !s->probs) { snprintf(err, errlen, "out of memory"); goto fail; }
-    if (s->p.spec_draft < 0 || s->p.spec_draft > FWD_MAX_T - 1) {
-        snprintf(err, errlen, "speculative drafts per step must be 0..%d (got %d)", FWD_MAX_T - 1, s->p.spec_draft);
+    if (s->p.spec_draft < 0 || s->p.spec_draft > SPEC_MAX_WINDOW - 1) {
+        snprintf(err, errlen, "speculative drafts per step must be 0..%d (got %d)", SPEC_MAX_WINDOW - 1, s->p.spec_draft);
         goto fail;
     }
     if (s->p.spec_min_match <= 0) s->p.spec_min_match = 2;
@@ -582,10 +588,10 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
     }
     const int V = m->hp.n_vocab;
     /* drafts fill the columns the passes have spare */
-    int spare = (n + FWD_MAX_T - 1) / FWD_MAX_T * FWD_MAX_T - n;
-    int32_t win_buf[FWD_MAX_T];
+    int spare = (n + STEP_MAX_COLS - 1) / STEP_MAX_COLS * STEP_MAX_COLS - n;
+    int32_t win_buf[SPEC_MAX_WINDOW];
     /* windows: session i's tokens are win[i][0..T[i]) (one heap block: n can be large) */
-    int32_t (*win)[FWD_MAX_T] = st_malloc((size_t)n * sizeof *win);
+    int32_t (*win)[SPEC_MAX_WINDOW] = st_malloc((size_t)n * sizeof *win);
     int *T = st_malloc((size_t)n * sizeof *T);
     if (!win || !T) { st_free(win); st_free(T); return -1; }
     for (int i = 0; i < n; i++) {
@@ -595,6 +601,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         if (n_accepted) n_accepted[i] = 0;
         if (next) next[i] = -1;
         int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 && !s->smp.mask ? max_draft[i] : 0;
+        if (k > SPEC_MAX_WINDOW - 1) k = SPEC_MAX_WINDOW - 1;
         if (k <= 0) continue;
         if ((k = spec_budget(s, k < spare ? k : spare)) <= 0) continue;
         int nd = spec_draft_after(s, ids[i], k, win_buf);
@@ -616,14 +623,14 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
             next[0] = nx;
         }
     } else {
-        /* passes of up to FWD_MAX_T columns; a window that would overflow the pass keeps only the
-         * drafts that fit (the passes are the ones the undrafted tokens need anyway) */
+        /* passes of up to STEP_MAX_COLS columns; a window that would overflow the pass keeps only
+         * the drafts that fit (the passes are the ones the undrafted tokens need anyway) */
         for (int i0 = 0; i0 < n && !rc;) {
-            fwd_seq g[FWD_MAX_T];
-            int32_t cols[FWD_MAX_T];
+            fwd_seq g[STEP_MAX_COLS];
+            int32_t cols[STEP_MAX_COLS];
             int ng = 0, used = 0, i1 = i0;
-            for (; i1 < n && used < FWD_MAX_T; i1++) {
-                if (T[i1] > FWD_MAX_T - used) T[i1] = FWD_MAX_T - used;
+            for (; i1 < n && used < STEP_MAX_COLS; i1++) {
+                if (T[i1] > STEP_MAX_COLS - used) T[i1] = STEP_MAX_COLS - used;
                 memcpy(cols + used, win[i1], (size_t)T[i1] * sizeof(int32_t));
                 g[ng++] = (fwd_seq){ ss[i1]->be->kv, ss[i1]->pos, T[i1] };
                 used += T[i1];
@@ -643,7 +650,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
                 if (!(ss[i]->smp.p.temperature <= 0 && ss[i]->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[i] < 0) &&
                       !ss[i]->smp.mask))
                     use_picks = 0;
-            int32_t picks[FWD_MAX_T];
+            int32_t picks[STEP_MAX_COLS];
             if ((use_picks ? forward_batch_picks(pb, &m->hp, cols, &fb, picks) : forward_batch(pb, &m->hp, cols, &fb, 0)) != 0) {
                 rc = -1;
                 break;
@@ -748,7 +755,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             s->pos >= s->n_ctx - 1)
             break;
         /* draft up to k tokens after id (none while the adaptive length pauses speculation) */
-        int32_t win[FWD_MAX_T];
+        int32_t win[SPEC_MAX_WINDOW];
         win[0] = id;
         int k = spec && !s->smp.mask ? spec_budget(s, max_tokens - n - 1) : 0;   /* a grammar: no drafts */
         int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;

@@ -4,7 +4,7 @@
  * block takes a batch descriptor: T token columns, grouped into sequences; sequence s owns
  * columns [t0, t0 + n) at positions pos0 .. pos0 + n - 1 of its own KV cache. A backend owns
  * everything a pass touches besides the weights: the activation buffers (sized once by
- * fwd_buffer_sizes for FWD_MAX_T columns), its KV cache, and the logits. A session has one
+ * fwd_buffer_sizes for the widest pass seen), its KV cache, and the logits. A session has one
  * backend; a pass over several sessions runs on one of them and reaches the others' KV caches
  * through their handles (fwd_seq.kv).
  *
@@ -18,7 +18,13 @@
 #include <stdint.h>
 #include "model.h"
 
-#define FWD_MAX_T 8
+/* The widest pass (prompt chunks, batched decode); a head call returns logits for at most
+ * FWD_MAX_LOGITS of its columns (T - from); a backend's buffers grow to the widest pass it
+ * has seen (fwd_buffer_sizes), so a session that only decodes keeps the small set. */
+#define FWD_MAX_T 512
+#define FWD_MAX_LOGITS 64
+/* The columns a backend allocates for at creation (decode, speculative verify windows). */
+#define FWD_INIT_T 8
 
 typedef struct backend backend;
 
@@ -49,8 +55,8 @@ typedef struct backend_ops {
     void (*attn_block)(backend *be, int layer, const fwd_batch *b);
     /* x[t] += down(act(gate xn) * up xn), xn = rmsnorm(x[t]); or the layer's MoE FFN */
     void (*ffn_block)(backend *be, int layer, const fwd_batch *b);
-    /* logits of columns from .. T-1 = output(rmsnorm(x[t])), readable through logits();
-     * 0, or -1 when the device failed (the message went to stderr) */
+    /* logits of columns from .. T-1 (T - from <= FWD_MAX_LOGITS) = output(rmsnorm(x[t])),
+     * readable through logits(); 0, or -1 when the device failed (the message went to stderr) */
     int (*head)(backend *be, const fwd_batch *b, int from);
     /* the last head's rows, n_vocab floats each, in host memory */
     const float *(*logits)(backend *be);
@@ -75,7 +81,8 @@ struct backend {
     void *kv;                   /* this backend's own KV cache: the handle fwd_seq.kv takes */
 };
 
-/* The activation buffers every backend allocates for T columns, in floats, from one formula. */
+/* The activation buffers every backend allocates for T columns, in floats, from one formula
+ * (logits: min(T, FWD_MAX_LOGITS) rows). */
 typedef struct fwd_sizes {
     size_t x, xb, q, k, v, att, hb, hb2, moe_out, logits;
 } fwd_sizes;

@@ -18,7 +18,7 @@ void fwd_buffer_sizes(const hparams *hp, int T, fwd_sizes *s) {
     s->hb = t * F;                       /* gate (then the FFN's hidden rows) */
     s->hb2 = t * F;                      /* up */
     s->moe_out = hp->n_experts > 0 ? t * E : 0;
-    s->logits = t * (size_t)hp->n_vocab;
+    s->logits = (t < FWD_MAX_LOGITS ? t : FWD_MAX_LOGITS) * (size_t)hp->n_vocab;
 }
 
 static int forward_run(backend *be, const hparams *hp, const int32_t *ids, const fwd_batch *b, int logits_from,
@@ -31,6 +31,7 @@ static int forward_run(backend *be, const hparams *hp, const int32_t *ids, const
         T += b->seq[s].n;
     }
     if (T != b->T || T > FWD_MAX_T || logits_from < 0 || logits_from > T) return -1;
+    if (T - logits_from > FWD_MAX_LOGITS || (picks && T > FWD_MAX_LOGITS)) return -1;
     for (int t = 0; t < T; t++)
         if (ids[t] < 0 || ids[t] >= hp->n_vocab) return -1;
 

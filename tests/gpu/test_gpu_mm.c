@@ -1,0 +1,141 @@
+/* Wide passes on the GPU (T > 8 columns): the tensor-core matmul (src/cuda/mm.cu) and the
+ * matvec over slices of 8 give every column the bits of the CPU reference (act_quantize_row +
+ * quant_traits.dot_ref), for the formats mm.cu covers and for the ones that fall back, at
+ * widths 9, 17, 64, 100 and 512, with rows that straddle tiles, rows of one block per lane,
+ * of fewer blocks than lanes and of more than 32 blocks (two per lane).
+ *
+ *   test_gpu_mm            the parity test
+ *   test_gpu_mm bench      the microbenchmark: 4096 x 14336 weights at 512 columns per format,
+ *                          the tensor-core matmul against the matvec in slices of 8, over
+ *                          four weight copies (132+ MB, more than the 60 MB L2); TFLOPS and a
+ *                          checksum (FNV-1a of the output bits) per kernel */
+#include "test.h"
+#include <stdint.h>
+#include <time.h>
+#include "quant/quant.h"
+#include "core/util.h"
+#include "cuda/cuda_backend.h"
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static float rnd_val(void) {
+    float s = 0;
+    for (int i = 0; i < 4; i++) s += (float)(rnd() >> 40) / (float)(1 << 24) - 0.5f;
+    if (rnd() % 61 == 0) s *= 9.0f;
+    return s;
+}
+static uint64_t fnv(const void *p, size_t n) {
+    const uint8_t *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+static void check(int type, int64_t n_in, int64_t n_out, int T) {
+    const quant_traits *qt = quant_traits_get(type);
+    size_t rb = quant_row_bytes(type, n_in), ab = act_row_bytes(qt->act, n_in);
+    uint8_t *W = malloc(rb * n_out), *act = malloc(ab * T);
+    float *src = malloc(sizeof(float) * n_in), *x = malloc(sizeof(float) * n_in * T);
+    float *ref = malloc(sizeof(float) * n_out * T), *y = malloc(sizeof(float) * n_out * T);
+    for (int64_t r = 0; r < n_out; r++) {
+        for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+        qt->quant_row(src, W + r * rb, n_in);
+    }
+    for (int64_t i = 0; i < n_in * T; i++) x[i] = rnd_val();
+    for (int64_t i = 0; i < 32 && i < n_in; i++) x[i] = 0.0f;   /* a zero block in column 0 */
+    for (int c = 0; c < T; c++) act_quantize_row(qt->act, x + (size_t)c * n_in, act + (size_t)c * ab, n_in);
+    for (int c = 0; c < T; c++)
+        for (int64_t r = 0; r < n_out; r++)
+            ref[(size_t)c * n_out + r] = qt->dot_ref(W + r * rb, act + (size_t)c * ab, n_in);
+    void *dW = cuda_malloc(rb * n_out), *dx = cuda_malloc(sizeof(float) * n_in * T), *dy = cuda_malloc(sizeof(float) * n_out * T);
+    CHECK(dW && dx && dy);
+    if (dW && dx && dy) {
+        cuda_memcpy_h2d(dW, W, rb * n_out);
+        cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * T);
+        for (int mm = 1; mm >= 0; mm--) {
+            cuda_mm_set(mm);
+            memset(y, 0xFF, sizeof(float) * n_out * T);
+            cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
+            int rc = cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
+            CHECKF(rc == 0, "%s: cuda_matvec T=%d failed: %s", qt->name, T, cuda_last_error());
+            if (rc) break;
+            cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * T);
+            int bad = 0;
+            for (size_t i = 0; i < (size_t)n_out * T; i++)
+                if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
+                    fprintf(stderr, "%s %s n_in=%lld T=%d col %zu row %zu: gpu %.9g ref %.9g\n", qt->name,
+                            mm ? "mm" : "slices", (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
+            CHECKF(bad == 0, "%s (%s) n_in=%lld n_out=%lld T=%d: %d outputs differ from the CPU reference", qt->name,
+                   mm ? "tensor cores" : "matvec slices", (long long)n_in, (long long)n_out, T, bad);
+        }
+        cuda_mm_set(1);
+    }
+    cuda_free(dW); cuda_free(dx); cuda_free(dy);
+    free(W); free(act); free(src); free(x); free(ref); free(y);
+}
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+
+/* 4096 x 14336 (n_in 4096, n_out 14336) at T = 512, four weight copies in rotation */
+static void bench(int type) {
+    const quant_traits *qt = quant_traits_get(type);
+    const int64_t n_in = 4096, n_out = 14336;
+    const int T = 512, copies = 4, reps = 8;
+    size_t rb = quant_row_bytes(type, n_in);
+    uint8_t *W = malloc(rb * n_out);
+    float *src = malloc(sizeof(float) * n_in), *x = malloc(sizeof(float) * n_in * T), *y = malloc(sizeof(float) * n_out * T);
+    for (int64_t r = 0; r < n_out; r++) {
+        if (r < 64) for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+        qt->quant_row(src, W + r * rb, n_in);   /* rows repeat after 64: quantizing is the slow part here */
+    }
+    for (int64_t i = 0; i < n_in * T; i++) x[i] = rnd_val();
+    void *dW[4], *dx = cuda_malloc(sizeof(float) * n_in * T), *dy = cuda_malloc(sizeof(float) * n_out * T);
+    for (int i = 0; i < copies; i++) { dW[i] = cuda_malloc(rb * n_out); cuda_memcpy_h2d(dW[i], W, rb * n_out); }
+    cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * T);
+    double tf[2] = { 0, 0 };
+    uint64_t sum[2] = { 0, 0 };
+    for (int mm = 1; mm >= 0; mm--) {
+        cuda_mm_set(mm);
+        cuda_matvec(dW[0], type, n_in, n_out, dx, T, dy, NULL);
+        cuda_synchronize();
+        double t0 = now();
+        for (int r = 0; r < reps; r++) cuda_matvec(dW[r % copies], type, n_in, n_out, dx, T, dy, NULL);
+        cuda_synchronize();
+        double dt = (now() - t0) / reps;
+        tf[mm] = 2.0 * n_in * n_out * T / dt / 1e12;
+        cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * T);
+        sum[mm] = fnv(y, sizeof(float) * n_out * T);
+    }
+    cuda_mm_set(1);
+    printf("mm %-8s 4096x14336 T=512: tensor cores %7.2f TFLOPS (checksum %016llx) | matvec slices %6.2f TFLOPS "
+           "(checksum %016llx)%s\n", qt->name, tf[1], (unsigned long long)sum[1], tf[0], (unsigned long long)sum[0],
+           sum[0] == sum[1] ? "" : "  CHECKSUMS DIFFER");
+    for (int i = 0; i < copies; i++) cuda_free(dW[i]);
+    cuda_free(dx); cuda_free(dy);
+    free(W); free(src); free(x); free(y);
+}
+
+int main(int argc, char **argv) {
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    const int all[] = { TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q2_K,
+                        TYPE_IQ3_XXS };
+    const int n_all = (int)(sizeof all / sizeof all[0]);
+    if (argc > 1 && !strcmp(argv[1], "bench")) {
+        for (int i = 0; i < n_all; i++) bench(all[i]);
+        return 0;
+    }
+    for (int i = 0; i < n_all; i++) {
+        int type = all[i];
+        int big = quant_traits_get(type)->blck == 256;
+        /* rows: fewer blocks than lanes, one per lane, more than 32 (two per lane for some) */
+        int64_t shapes[][2] = { { big ? 512 : 64, 70 }, { big ? 2048 : 576, 130 }, { big ? 8448 : 1056, 67 } };
+        int widths[] = { 9, 17, 64, 100 };
+        for (int s = 0; s < 3; s++)
+            for (int w = 0; w < 4; w++) check(type, shapes[s][0], shapes[s][1], widths[w]);
+        check(type, big ? 2048 : 576, 96, 512);
+    }
+    TEST_DONE();
+}

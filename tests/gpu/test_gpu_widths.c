@@ -1,0 +1,43 @@
+/* GPU: the same bits whatever the pass width (tests/widths_common.h), with the tensor-core
+ * matmul (STRATA_CUDA_MM, default) and with the matvec in slices, and the CPU's bits: prompts of
+ * 600 tokens in passes of 1, 7, 8, 9, 64 and 512 columns on small synthetic models covering the
+ * matmul's formats, one that falls back (Q6_K / Q2_K FFN) and a Mixture-of-Experts model. */
+#include "test.h"
+#include "widths_common.h"
+#include "cuda/cuda_backend.h"
+
+static void widths(const char *name, int moe, int ta, int tf) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "/tmp/strata-gpu-widths-%s.gguf", name);
+    REQUIRE(wid_synth(path, moe, ta, tf, err, sizeof err) == 0, "synth: %s", err);
+    strata_model *mc = wid_load(path, STRATA_DEVICE_CPU), *mg = wid_load(path, STRATA_DEVICE_CUDA);
+    REQUIRE(mc && mg, "load");
+    const int V = strata_n_vocab(mc);
+    size_t n = (size_t)(1 + WID_STEPS) * V;
+    float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    CHECK(wid_run(mc, 64, ref) == 0);   /* the CPU (its widths are tests/test_widths.c's) */
+    for (int mm = 1; mm >= 0; mm--) {
+        cuda_mm_set(mm);
+        for (int i = 0; i < WID_NW; i++) {
+            memset(got, 0, n * sizeof(float));
+            CHECKF(wid_run(mg, wid_widths[i], got) == 0, "%s: width %d failed", name, wid_widths[i]);
+            int bad = 0;
+            for (size_t j = 0; j < n; j++) bad += memcmp(&ref[j], &got[j], 4) != 0;
+            CHECKF(bad == 0, "%s (%s): passes of %d columns: %d of %zu logits differ from the CPU's", name,
+                   mm ? "tensor cores" : "matvec slices", wid_widths[i], bad, n);
+        }
+    }
+    cuda_mm_set(1);
+    free(ref); free(got);
+    strata_model_free(mg); strata_model_free(mc);
+}
+
+int main(void) {
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K);
+    widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K);
+    widths("q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K);
+    widths("q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K);
+    widths("moe", 1, TYPE_Q4_K, TYPE_Q4_0);
+    TEST_DONE();
+}
