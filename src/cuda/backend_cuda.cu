@@ -660,7 +660,10 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate);
     const weight *gu[2] = { &L->gate, &L->up };
     float *y[2] = { c->hb, c->hb2 };
-    const int pair = c->fuse && L->gate.type == L->up.type && L->gate.n_in == L->up.n_in && L->gate.n_out == L->up.n_out;
+    /* the fused gate/up + SwiGLU launch is a matvec: a wide pass that has the tensor-core
+     * matmul runs gate and up as one matmul launch, then the SwiGLU (same bits) */
+    const int pair = c->fuse && L->gate.type == L->up.type && L->gate.n_in == L->up.n_in && L->gate.n_out == L->up.n_out &&
+                     !(T > 8 && cuda_mm_supported(L->gate.type, L->gate.n_in));
     if (!hp->ffn_gelu && pair) {
         /* gate, up and SwiGLU in one launch into hb */
         mv_group g;

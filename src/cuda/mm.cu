@@ -315,15 +315,323 @@ mm_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T)
             }
 }
 
-/* ---- host ------------------------------------------------------------------------------------ */
-static int mm_mode = -1;   /* STRATA_CUDA_MM: 1 tensor cores for T > 8 (default), 0 the matvec in slices */
+/* ---- the pipelined kernel (the default): one barrier per block step ---------------------------
+ * Two tiles in shared memory: while the warps run the MMAs of step i on one, the next step's
+ * weight bytes are in registers (decoded into the other tile after the MMAs) and its activation
+ * codes are on their way by cp.async. The steps are the same (lane order, blocks in order), so
+ * are the bits; test_gpu_mm compares both kernels with the CPU reference. */
+template <int QK> struct mm_tile2 {
+    int8_t w[MM_BM][QK + MM_PAD];
+    int8_t a[MM_BN][QK + MM_PAD];
+    float dw[MM_BM], mw[MM_BM];
+    float da[MM_BN], sa[MM_BN];
+    int sc[QK / 32][MM_BM], mn[QK / 32][MM_BM];
+    int16_t bsum[MM_BN][QK == 256 ? 16 : 2];   /* act_q8_K's sums per 16 values, as stored */
+};
 
-extern "C" void cuda_mm_set(int on) { mm_mode = on ? 1 : 0; }
+/* one thread's bytes of a weight block (its part), before decoding */
+struct mm_wraw { uint32_t q[8], h[8], dd, s[3]; };
+
+template <int FMT>
+static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b) {
+    if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
+        constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
+        const uint8_t *blk = wr + (size_t)b * wfmt<FMT>::bsize;
+        int qoff = FMT == TYPE_Q4_0 ? offsetof_i(block_q4_0, qs) : FMT == TYPE_Q4_1 ? offsetof_i(block_q4_1, qs)
+                 : FMT == TYPE_Q5_0 ? offsetof_i(block_q5_0, qs) : offsetof_i(block_q5_1, qs);
+        r.q[0] = ONE ? ld_u32(blk + qoff + 4 * part) : ld_u32_a2(blk + qoff + 4 * part);
+        if (FMT == TYPE_Q5_0) r.h[0] = ld_u32_a2(blk + offsetof_i(block_q5_0, qh));
+        if (FMT == TYPE_Q5_1) r.h[0] = ld_u32(blk + offsetof_i(block_q5_1, qh));
+        r.dd = ONE ? ld_u32(blk) : (uint32_t)ld_u16(blk);
+    } else if constexpr (FMT == TYPE_Q8_0) {
+        const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q8_0);
+        r.q[0] = ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part);
+        r.q[1] = ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part + 4);
+        r.dd = ld_u16(blk);
+    } else {
+        constexpr bool Q5 = FMT == TYPE_Q5_K;
+        const int bsz = Q5 ? sizeof_i(block_q5_K) : sizeof_i(block_q4_K);
+        const int qoff = Q5 ? offsetof_i(block_q5_K, qs) : offsetof_i(block_q4_K, qs);
+        const uint8_t *blk = wr + (size_t)b * bsz;
+#pragma unroll
+        for (int w = 0; w < 8; w++) r.q[w] = ld_u32(blk + qoff + 32 * part + 4 * w);
+        if (Q5)
+#pragma unroll
+            for (int w = 0; w < 8; w++) r.h[w] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * w);
+        r.dd = ld_u32(blk);
+        if (part < 2)
+#pragma unroll
+            for (int w = 0; w < 3; w++) r.s[w] = ld_u32(blk + offsetof_i(block_q4_K, scales) + 4 * w);
+    }
+}
+
+template <int FMT>
+static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, const mm_wraw &r, bool valid) {
+    constexpr int QK = mmf<FMT>::QK;
+    int8_t *dst = s.w[i];
+    if (!valid) {
+        for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
+        if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }
+        if (QK == 256 && part < 2)
+            for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[j][i] = 0; s.mn[j][i] = 0; }
+        return;
+    }
+    if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
+        constexpr bool Q5 = FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1;
+        constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
+        uint32_t lo = r.q[0] & 0x0F0F0F0Fu, hi = (r.q[0] >> 4) & 0x0F0F0F0Fu;
+        if (Q5) {
+            lo |= spread4(r.h[0] >> (4 * part)) << 4;
+            hi |= spread4(r.h[0] >> (16 + 4 * part)) << 4;
+        }
+        if (!ONE) {
+            const uint32_t off = Q5 ? 0x10101010u : 0x08080808u;
+            lo = __vsub4(lo, off); hi = __vsub4(hi, off);
+        }
+        st_w(dst + 4 * part, lo);
+        st_w(dst + 16 + 4 * part, hi);
+        if (part == 0) {
+            if (ONE) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
+            else { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
+        }
+    } else if constexpr (FMT == TYPE_Q8_0) {
+        st_w(dst + 8 * part, r.q[0]);
+        st_w(dst + 8 * part + 4, r.q[1]);
+        if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
+    } else {
+        constexpr bool Q5 = FMT == TYPE_Q5_K;
+#pragma unroll
+        for (int w = 0; w < 8; w++) {
+            uint32_t lo = r.q[w] & 0x0F0F0F0Fu, hi = (r.q[w] >> 4) & 0x0F0F0F0Fu;
+            if (Q5) {
+                lo |= ((r.h[w] >> (2 * part)) & 0x01010101u) << 4;
+                hi |= ((r.h[w] >> (2 * part + 1)) & 0x01010101u) << 4;
+            }
+            st_w(dst + 64 * part + 4 * w, lo);
+            st_w(dst + 64 * part + 32 + 4 * w, hi);
+        }
+        if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
+        if (part < 2) {
+            /* byte q of the 12 packed scale bytes (kq_scale_min's layout) from the three words */
+#define SB(q) ((int)((((q) < 4 ? r.s[0] : (q) < 8 ? r.s[1] : r.s[2]) >> (8 * ((q) & 3))) & 255u))
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const int j = part * 4 + jj;
+                int sc, m;
+                if (j < 4) { sc = SB(j) & 63; m = SB(j + 4) & 63; }
+                else { sc = (SB(j + 4) & 15) | (SB(j - 4) >> 6) << 4; m = (SB(j + 4) >> 4) | (SB(j) >> 6) << 4; }
+                s.sc[j][i] = sc; s.mn[j][i] = m;
+            }
+#undef SB
+        }
+    }
+}
+
+static __device__ __forceinline__ void cp4(void *dst_smem, const void *src) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+/* activation block b of column row ar into tile column j, by cp.async (zeros when invalid) */
+template <int FMT>
+static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j, int part, const uint8_t *ar, int b, bool valid) {
+    constexpr int QK = mmf<FMT>::QK;
+    int8_t *dst = s.a[j];
+    if (!valid) {
+        for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
+        if (part == 0) { s.da[j] = 0.0f; s.sa[j] = 0.0f; }
+        if (QK == 256 && part < 2) st_w((int8_t *)&s.bsum[j][part * 8], 0), st_w((int8_t *)&s.bsum[j][part * 8 + 2], 0),
+                                   st_w((int8_t *)&s.bsum[j][part * 8 + 4], 0), st_w((int8_t *)&s.bsum[j][part * 8 + 6], 0);
+        return;
+    }
+    if constexpr (QK == 32) {
+        constexpr bool ONE = mmf<FMT>::kind == 2;
+        const uint8_t *a = ar + (size_t)b * (ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0));
+        const int qoff = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
+        cp4(dst + 8 * part, a + qoff + 8 * part);
+        cp4(dst + 8 * part + 4, a + qoff + 8 * part + 4);
+        if (part == 0) cp4(&s.da[j], a);
+        if (part == 1) { if (ONE) cp4(&s.sa[j], a + offsetof_i(act_q8_1, s)); else s.sa[j] = 0.0f; }
+    } else {
+        const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_K);
+#pragma unroll
+        for (int w = 0; w < 16; w++) cp4(dst + 64 * part + 4 * w, a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w);
+        if (part == 0) cp4(&s.da[j], a);
+        if (part < 2)
+#pragma unroll
+            for (int w = 0; w < 4; w++) cp4(&s.bsum[j][part * 8 + 2 * w], a + offsetof_i(act_q8_K, bsums) + 16 * part + 4 * w);
+    }
+}
+
+template <int FMT>
+static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
+    constexpr int QK = mmf<FMT>::QK, NS = QK / 32;
+    int S[16];
+#pragma unroll
+    for (int o = 0; o < 16; o++) S[o] = 0;
+#pragma unroll
+    for (int j = 0; j < NS; j++) {
+        uint32_t af[2][4], bf[2][2];
+#pragma unroll
+        for (int mi = 0; mi < 2; mi++) {
+            const int r = wm * 32 + mi * 16 + g;
+            af[mi][0] = *(const uint32_t *)&s.w[r][32 * j + 4 * tq];
+            af[mi][1] = *(const uint32_t *)&s.w[r + 8][32 * j + 4 * tq];
+            af[mi][2] = *(const uint32_t *)&s.w[r][32 * j + 16 + 4 * tq];
+            af[mi][3] = *(const uint32_t *)&s.w[r + 8][32 * j + 16 + 4 * tq];
+        }
+#pragma unroll
+        for (int ni = 0; ni < 2; ni++) {
+            const int c = wn * 16 + ni * 8 + g;
+            bf[ni][0] = *(const uint32_t *)&s.a[c][32 * j + 4 * tq];
+            bf[ni][1] = *(const uint32_t *)&s.a[c][32 * j + 16 + 4 * tq];
+        }
+#pragma unroll
+        for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+            for (int ni = 0; ni < 2; ni++) {
+                int d[4];
+                mma_s8_16x8x32(d, af[mi], bf[ni]);
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int o = MM_O(mi, ni, e);
+                    if (NS == 1) S[o] = d[e];
+                    else S[o] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
+                }
+            }
+    }
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+        for (int ni = 0; ni < 2; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int o = MM_O(mi, ni, e);
+                const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 16 + ni * 8 + 2 * tq + (e & 1);
+                const float dw = s.dw[r], da = s.da[c];
+                float p;
+                if (mmf<FMT>::kind == 1) {
+                    int M = 0;
+#pragma unroll
+                    for (int j = 0; j < NS; j++) M += s.mn[j][r] * ((int)s.bsum[c][2 * j] + (int)s.bsum[c][2 * j + 1]);
+                    p = __fsub_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)),
+                                  __fmul_rn(__int2float_rn(M), __fmul_rn(s.mw[r], da)));
+                } else if (mmf<FMT>::kind == 2)
+                    p = __fadd_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)), __fmul_rn(s.mw[r], s.sa[c]));
+                else
+                    p = __fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da));
+                v[o] = __fadd_rn(v[o], p);
+            }
+}
+
+/* position k's lane value c into the binary counter r0..r4 (r4 ends as the result) */
+static __device__ __forceinline__ void canon_push(int k, const float *c, float *r0, float *r1, float *r2, float *r3,
+                                                  float *r4) {
+#pragma unroll
+    for (int o = 0; o < 16; o++) {
+        float x = c ? c[o] : 0.0f;
+        if (!(k & 1)) { r0[o] = x; continue; }
+        x = __fadd_rn(r0[o], x);
+        if (!(k & 2)) { r1[o] = x; continue; }
+        x = __fadd_rn(r1[o], x);
+        if (!(k & 4)) { r2[o] = x; continue; }
+        x = __fadd_rn(r2[o], x);
+        if (!(k & 8)) { r3[o] = x; continue; }
+        x = __fadd_rn(r3[o], x);
+        if (k & 16) x = __fadd_rn(r4[o], x);
+        r4[o] = x;
+    }
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(MM_THREADS, 1)
+mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
+    PDL_WAIT();
+    constexpr int QK = mmf<FMT>::QK;
+    extern __shared__ __align__(16) uint8_t mm_smem[];
+    mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp >> 2, wn = warp & 3, gq = lane >> 2, tq = lane & 3;
+    const int rows = g.row_start[g.n];
+    const int row0 = blockIdx.x * MM_BM, col0 = blockIdx.y * MM_BN;
+    const int li = tid >> 2, part = tid & 3;
+    const int lrow = row0 + li, lcol = col0 + li;
+    const bool wvalid = lrow < rows, avalid = lcol < T;
+    const uint8_t *wr = NULL;
+    if (wvalid) {
+        int wi = 0;
+        while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
+        wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
+    }
+    const uint8_t *ar = act + (size_t)(avalid ? lcol : 0) * as;
+    float v[16], r0[16], r1[16], r2[16], r3[16], r4[16];
+    mm_wraw raw;
+    /* the first step: lane 0, block 0 */
+    int k = 0, b = 0, buf = 0;
+    if (wvalid) fetch_w<FMT>(raw, part, wr, 0);
+    issue_a<FMT>(tiles[0], li, part, ar, 0, avalid);
+    store_w<FMT>(tiles[0], li, part, raw, wvalid);
+    cp_wait();
+    __syncthreads();
+#pragma unroll
+    for (int o = 0; o < 16; o++) v[o] = 0.0f;
+    for (;;) {
+        /* the next step: the lane's next block, else the next position whose lane has one */
+        int nk = k, nbb = b + 32;
+        if (nbb >= nb) {
+            nk = k + 1;
+            while (nk < 32 && (int)(__brev((unsigned)nk) >> 27) >= nb) nk++;
+            nbb = nk < 32 ? (int)(__brev((unsigned)nk) >> 27) : 0;
+        }
+        const bool more = nk < 32;
+        if (more) {
+            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
+            issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
+        }
+        block_step2<FMT>(tiles[buf], wm, wn, gq, tq, v);
+        if (more) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
+        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
+            canon_push(k, v, r0, r1, r2, r3, r4);
+            for (int kk = k + 1; kk < nk; kk++) canon_push(kk, NULL, r0, r1, r2, r3, r4);
+#pragma unroll
+            for (int o = 0; o < 16; o++) v[o] = 0.0f;
+        }
+        if (!more) break;
+        cp_wait();
+        __syncthreads();
+        buf ^= 1; k = nk; b = nbb;
+    }
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+        for (int ni = 0; ni < 2; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
+                const int t = col0 + wn * 16 + ni * 8 + 2 * tq + (e & 1);
+                if (row >= rows || t >= T) continue;
+                int wi = 0;
+                while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
+                const int r = row - g.row_start[wi];
+                const int64_t no = g.n_out[wi];
+                const float y = r4[MM_O(mi, ni, e)];
+                g.y[wi][(size_t)t * no + r] = y;
+                if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
+            }
+}
+
+/* ---- host ------------------------------------------------------------------------------------ */
+/* STRATA_CUDA_MM: 2 the pipelined kernel (default), 1 the first kernel (kept for comparison),
+ * 0 the matvec in slices of 8 */
+static int mm_mode = -1;
+
+extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 1 || mode == 2 ? mode : 0; }
 
 int cuda_mm_min_cols(void) { return 9; }
 
 int cuda_mm_supported(int type, int64_t n_in) {
-    if (mm_mode < 0) mm_mode = env_bool(ENV_CUDA_MM) ? 1 : 0;
+    if (mm_mode < 0) mm_mode = env_bool(ENV_CUDA_MM) ? 2 : 0;
     if (!mm_mode) return 0;
     switch (type) {
     case TYPE_Q4_0: case TYPE_Q5_0: case TYPE_Q8_0: case TYPE_Q4_1: case TYPE_Q5_1: return n_in % 32 == 0;
@@ -334,17 +642,21 @@ int cuda_mm_supported(int type, int64_t n_in) {
 
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
-    static int attr = 0;
-    const size_t smem = sizeof(mm_tile<mmf<FMT>::QK>);
-    if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return -1;
-        attr = 1;
+    static int attr[3];
+    const int piped = mm_mode == 2;
+    const size_t smem = piped ? 2 * sizeof(mm_tile2<mmf<FMT>::QK>) : sizeof(mm_tile<mmf<FMT>::QK>);
+    if (!attr[piped + 1]) {
+        if (CU_CHECK(piped ? cudaFuncSetAttribute(mm_kernel2<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+                           : cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return -1;
+        attr[piped + 1] = 1;
     }
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const int rows = g->row_start[g->n];
     dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
-    klaunch(mm_kernel<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    if (piped) klaunch(mm_kernel2<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    else klaunch(mm_kernel<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
     return CU_LAUNCHED();
 }
 

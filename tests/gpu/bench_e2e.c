@@ -1,7 +1,8 @@
 /* What a user of `strata run` gets, through the public API only (include/strata.h), so the same
  * source builds against any tree's library (before/after comparisons in one device call):
  *   bench_e2e SHAPE [reps] [batch]   SHAPE: smollm2 | 1b | moe48 (synthetic, src/model/synth.h;
- *                            the file /tmp/strata-e2e-SHAPE.gguf is written once and reused)
+ *                            the file /tmp/strata-e2e-SHAPE.gguf is written once and reused;
+ *                            E2E_TOKENIZER=vocab.gguf gives it that tokenizer)
  * prints prompt tok/s (a 512-token prompt, strata_session_eval: passes of FWD_MAX_T columns),
  * decode tok/s (strata_generate, greedy, 128 tokens after a 16-token prompt: on the GPU the
  * decode step's graph), medians of reps, and the hash of the generated ids. With "batch": the
@@ -37,7 +38,9 @@ int main(int argc, char **argv) {
             p.n_vocab = 128256; p.type_attn = TYPE_Q4_K; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q6_K;
         } else if (strcmp(shape, "smollm2")) { fprintf(stderr, "unknown shape %s\n", shape); return 2; }
     }
-    p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    /* E2E_TOKENIZER: a vocabulary GGUF (tools/vocab_only.py) whose tokenizer the file gets, so
+     * llama.cpp loads the same file (the peer's side of the table); default the built-in one */
+    p.tokenizer_path = getenv("E2E_TOKENIZER") ? getenv("E2E_TOKENIZER") : "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     char path[256], err[512];
     snprintf(path, sizeof path, "/tmp/strata-e2e-%s.gguf", shape);
     if (access(path, R_OK) != 0 && synth_write(&p, path, err, sizeof err) != 0) { fprintf(stderr, "synth: %s\n", err); return 1; }
