@@ -5,7 +5,7 @@
  * of fewer blocks than lanes and of more than 32 blocks (two per lane).
  *
  *   test_gpu_mm            the parity test
- *   test_gpu_mm bench      the microbenchmark: 4096 x 14336 weights at 512 columns per format,
+ *   test_gpu_mm bench      the microbenchmark: 4096 rows of 14336 at 512 columns per format,
  *                          the tensor-core kernels (pipelined, first) against the matvec in slices of 8, over
  *                          four weight copies (132+ MB, more than the 60 MB L2); TFLOPS and a
  *                          checksum (FNV-1a of the output bits) per kernel */
@@ -79,10 +79,11 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
 
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 
-/* 4096 x 14336 (n_in 4096, n_out 14336) at T = 512, four weight copies in rotation */
+/* llama.cpp's MUL_MAT perf shape m = 4096, k = 14336, n = 512 (n_out 4096, n_in 14336), four
+ * weight copies in rotation */
 static void bench(int type) {
     const quant_traits *qt = quant_traits_get(type);
-    const int64_t n_in = 4096, n_out = 14336;
+    const int64_t n_in = 14336, n_out = 4096;
     const int T = 512, copies = 4, reps = 8;
     size_t rb = quant_row_bytes(type, n_in);
     uint8_t *W = malloc(rb * n_out);
@@ -110,7 +111,7 @@ static void bench(int type) {
         sum[mm] = fnv(y, sizeof(float) * n_out * T);
     }
     cuda_mm_set(2);
-    printf("mm %-8s 4096x14336 T=512 TFLOPS: pipelined %6.2f | first kernel %6.2f | matvec slices %6.2f  checksum %016llx%s\n",
+    printf("mm %-8s m=4096 k=14336 n=512 TFLOPS: pipelined %6.2f | first kernel %6.2f | matvec slices %6.2f  checksum %016llx%s\n",
            qt->name, tf[2], tf[1], tf[0], (unsigned long long)sum[2],
            sum[0] == sum[2] && sum[1] == sum[2] ? " (all three equal)" : "  CHECKSUMS DIFFER");
     for (int i = 0; i < copies; i++) cuda_free(dW[i]);
