@@ -54,7 +54,9 @@ static int expf_init(void) {
     expf_table t;
     expf_table_make(&t);
     int mode = expf_host_select(&t);
-    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode) || cuda_moe_expf_init(&t, mode)) return -1;
+    if (cuda_ops_expf_init(&t, mode) || cuda_matvec_expf_init(&t, mode) || cuda_moe_expf_init(&t, mode) ||
+        cuda_attnp_expf_init(&t, mode))
+        return -1;
     g_expf_mode = mode;
     if (mode < 0)
         fprintf(stderr, "strata: CUDA backend: this host's expf is not the algorithm the GPU reproduces; SwiGLU and "
@@ -254,6 +256,7 @@ typedef struct {
     int capturing;              /* the kernels read d_pos / d_ids */
     int fuse;                   /* STRATA_CUDA_FUSE */
     int attn_split;             /* STRATA_CUDA_ATTN=split: the split-KV variant (not bit-exact) */
+    int attn_qtile;             /* STRATA_CUDA_ATTN_QTILE: wide passes' attention in query tiles */
     int failed;
 } cuda_be;
 
@@ -510,6 +513,12 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
                    cuda_rope(k, T, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, c->st) ||
                    cuda_kv_store(k, v, kc, vc, T, (int)c->kv_dim, S->pos0, dp, c->st))
             be_fail(c, "rope, kv store");
+    }
+    /* a wide pass: query tiles sharing the K and V tiles (attn_prompt.cu, the same bits) */
+    if (!folded && !c->attn_split && !dp && c->attn_qtile && cuda_attention_qtile_ok(T, HD, S->pos0, window)) {
+        if (cuda_attention_qtile(q, kc, vc, T, H, KVH, HD, S->pos0, scale, window, out, act, af_o, c->st))
+            be_fail(c, "attention (query tiles)");
+        return;
     }
     /* the scratch holds ATT_COLS columns: slices of that when the kernel uses it */
     const int step = c->attn_split || cuda_attention_exact_scratch(kv->n_ctx) ? ATT_COLS : T;
@@ -868,6 +877,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     be->ops = &cuda_ops; be->impl = c; be->kv = &c->kv;
     c->hp = *hp; c->w = w; c->n_ctx = n_ctx;
     c->fuse = env_bool(ENV_CUDA_FUSE);
+    c->attn_qtile = env_bool(ENV_CUDA_ATTN_QTILE);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);

@@ -129,6 +129,13 @@ struct expf_table;
 int cuda_ops_expf_init(const struct expf_table *t, int mode);
 int cuda_matvec_expf_init(const struct expf_table *t, int mode);
 int cuda_moe_expf_init(const struct expf_table *t, int mode);
+int cuda_attnp_expf_init(const struct expf_table *t, int mode);
+/* attn_prompt.cu: the attention of a wide pass of one sequence in query tiles (the exact
+ * order's bits); _ok says whether a pass qualifies (T > 8, the span fits shared memory) */
+int cuda_attention_qtile_ok(int T, int head_dim, int pos0, int window);
+int cuda_attention_qtile(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                         int head_dim, int pos0, float scale, int window, float *out, void *act, int act_fmt,
+                         cudaStream_t st);
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);

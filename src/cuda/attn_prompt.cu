@@ -1,0 +1,181 @@
+/* The attention of a wide pass (a prompt chunk of one sequence), query tiles sharing K and V.
+ *
+ * Same order as attn_exact_head (ops_dev.cuh), per query: s_p = (sum over d in order of the
+ * rounded products q[d] k_p[d]) * scale over the query's positions [first, last]; the maximum;
+ * e_p = expf(s_p - max) (the host libm's bits); their sum in position order and inv = 1 / sum;
+ * o[d] = o[d] + (e_p * inv) v_p[d] in position order. What changes is who does it: a CTA takes
+ * AQ_QT consecutive columns (queries) of one head, so each K and V tile is loaded once for all
+ * of them; the scores of a position for the AQ_QT queries are AQ_QT chains side by side in one
+ * thread, the sums one thread per query, the V chains one per (query, d). Every query's value
+ * is computed by the same operations as in the one-query kernel, so the bits are the same
+ * (tests/gpu/test_gpu_widths: prompts in passes of 9..512 columns against the CPU).
+ * Used for passes of more than 8 columns whose queries see at most AQ_NMAX positions
+ * (the scores live in shared memory); other passes take the one-query kernel. */
+#include "cuda_internal.h"
+#include "cuda_common.cuh"
+#include "formats.cuh"
+#include "act_quant.cuh"
+#include "expf_host.cuh"
+
+EXPF_DEVICE_STATE
+int cuda_attnp_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
+#include "ops_dev.cuh"
+
+#define AQ_QT 8          /* queries per CTA (ATTX_THREADS / 32 warps: one per query for the reductions) */
+#define AQ_NMAX 2048     /* positions a CTA's queries span at most */
+static_assert(ATTX_THREADS / 32 == AQ_QT, "one warp per query");
+
+__global__ void __launch_bounds__(ATTX_THREADS)
+attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                  int head_dim, int pos0, float scale, int window, float *outp, uint8_t *act, size_t act_row_bytes,
+                  int act_fmt) {
+    PDL_WAIT();
+    extern __shared__ uint32_t dyn[];
+    __shared__ int fq[AQ_QT], lq[AQ_QT];
+    __shared__ float mxs[AQ_QT], invs[AQ_QT];
+    const int h = blockIdx.x, t0 = blockIdx.y * AQ_QT;
+    const int nq = T - t0 < AQ_QT ? T - t0 : AQ_QT;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    const int W = head_dim / 2, RS = W + 1;
+    if (tid < AQ_QT) {
+        int last = pos0 + t0 + (tid < nq ? tid : nq - 1);
+        lq[tid] = last;
+        fq[tid] = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    }
+    __syncthreads();
+    const int P0 = fq[0], P1 = lq[nq - 1], n = P1 - P0 + 1;
+    uint32_t *tile = dyn;
+    const uint16_t *tile_h = (const uint16_t *)tile;
+    float *qs = (float *)(dyn + attn_tile_words(head_dim));   /* [AQ_QT][head_dim] */
+    float *sc = qs + AQ_QT * head_dim;                         /* [AQ_QT][n]: scores, then e */
+    for (int i = tid; i < AQ_QT * head_dim; i += ATTX_THREADS) {
+        int qq = i / head_dim, d = i % head_dim;
+        qs[i] = qq < nq ? q[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] : 0.0f;
+    }
+    const uint16_t *kbase = kc + (size_t)P0 * kv_dim + (size_t)kvh * head_dim;
+    const uint16_t *vbase = vc + (size_t)P0 * kv_dim + (size_t)kvh * head_dim;
+    /* scores: thread i <- position P0 + p0 + i, the AQ_QT queries side by side */
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        attn_tile_load(tile, kbase, p0, nr, n, W, RS, kv_dim, NULL);
+        if (tid < nr) {
+            const int p = P0 + p0 + tid;
+            const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
+            float s[AQ_QT];
+#pragma unroll
+            for (int qq = 0; qq < AQ_QT; qq++) s[qq] = 0.0f;
+#pragma unroll 4
+            for (int d = 0; d < head_dim; d++) {
+                const float kv = h2f(kr[d]);
+#pragma unroll
+                for (int qq = 0; qq < AQ_QT; qq++) s[qq] = __fadd_rn(s[qq], __fmul_rn(qs[qq * head_dim + d], kv));
+            }
+#pragma unroll
+            for (int qq = 0; qq < AQ_QT; qq++)
+                if (qq < nq && p >= fq[qq] && p <= lq[qq]) sc[(size_t)qq * n + p0 + tid] = __fmul_rn(s[qq], scale);
+        }
+    }
+    __syncthreads();
+    /* the maximum of each query's scores: warp qq */
+    if (warp < nq) {
+        float m = -INFINITY;
+        for (int p = fq[warp] + lane; p <= lq[warp]; p += 32) m = fmaxf(m, sc[(size_t)warp * n + (p - P0)]);
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
+        if (lane == 0) mxs[warp] = m;
+    }
+    __syncthreads();
+    for (int i = tid; i < nq * n; i += ATTX_THREADS) {
+        const int qq = i / n, p = P0 + i % n;
+        if (p >= fq[qq] && p <= lq[qq]) sc[i] = expf_ref(__fsub_rn(sc[i], mxs[qq]));
+    }
+    __syncthreads();
+    if (lane == 0 && warp < nq) {   /* the sum in position order, one thread per query */
+        float sum = 0.0f;
+        const float *e = sc + (size_t)warp * n - P0;
+#pragma unroll 8
+        for (int p = fq[warp]; p <= lq[warp]; p++) sum = __fadd_rn(sum, e[p]);
+        invs[warp] = __fdiv_rn(1.0f, sum);
+    }
+    __syncthreads();
+    /* o[d] = o[d] + (e_p * inv) * v_p[d] in position order: chain (query, d) = tid + 256 k */
+    constexpr int KP = AQ_QT * ATT_MAX_HD / ATTX_THREADS;
+    float o[KP];
+#pragma unroll
+    for (int k = 0; k < KP; k++) o[k] = 0.0f;
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        attn_tile_load(tile, vbase, p0, nr, n, W, RS, kv_dim, NULL);
+#pragma unroll
+        for (int k = 0; k < KP; k++) {
+            const int j = tid + k * ATTX_THREADS;
+            if (j >= nq * head_dim) break;
+            const int qq = j / head_dim, d = j % head_dim;
+            int lo = fq[qq] - P0, hi = lq[qq] - P0;
+            if (lo < p0) lo = p0;
+            if (hi > p0 + nr - 1) hi = p0 + nr - 1;
+            const float inv = invs[qq];
+            const float *e = sc + (size_t)qq * n;
+            float acc = o[k];
+            for (int i = lo; i <= hi; i++)
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], inv), h2f(tile_h[(size_t)(i - p0) * 2 * RS + d])));
+            o[k] = acc;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < KP; k++) {
+        const int j = tid + k * ATTX_THREADS;
+        if (j >= nq * head_dim) break;
+        const int qq = j / head_dim, d = j % head_dim;
+        outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
+    }
+    if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_exact_kernel) */
+        __syncthreads();
+        const int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
+        const size_t bb = act_block_bytes_dev(act_fmt);
+        const int per = head_dim / B;
+        for (int j = warp; j < nq * per; j += ATTX_THREADS / 32) {
+            const int qq = j / per, jb = j % per, t = t0 + qq;
+            const float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
+            const size_t bi = ((size_t)h * head_dim) / B + jb;
+            if (B == 32) act_quant_block<32>(orow + jb * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+            else act_quant_block<64>(orow + jb * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+        }
+    }
+}
+
+/* The positions one CTA's queries span at most in a pass of T columns at pos0 (0: no bound). */
+static int qtile_span(int T, int pos0, int window) {
+    int n = pos0 + T;
+    if (window > 0 && window + AQ_QT - 1 < n) n = window + AQ_QT - 1;
+    return n;
+}
+
+static size_t qtile_smem(int T, int head_dim, int pos0, int window) {
+    return attn_tile_words(head_dim) * 4 + (size_t)AQ_QT * head_dim * 4 + (size_t)AQ_QT * qtile_span(T, pos0, window) * 4;
+}
+#define AQ_SMEM_MAX (160 * 1024)
+
+int cuda_attention_qtile_ok(int T, int head_dim, int pos0, int window) {
+    return T > 8 && head_dim <= ATT_MAX_HD && head_dim % 2 == 0 && qtile_span(T, pos0, window) <= AQ_NMAX &&
+           qtile_smem(T, head_dim, pos0, window) <= AQ_SMEM_MAX;
+}
+
+int cuda_attention_qtile(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+                         int head_dim, int pos0, float scale, int window, float *out, void *act, int act_fmt,
+                         cudaStream_t st) {
+    if (!cuda_attention_qtile_ok(T, head_dim, pos0, window)) return -1;
+    static int attr = 0;
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)))
+            return -1;
+        attr = 1;
+    }
+    const size_t smem = qtile_smem(T, head_dim, pos0, window);
+    const size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
+    dim3 g((unsigned)n_heads, (unsigned)((T + AQ_QT - 1) / AQ_QT));
+    klaunch(attn_qtile_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, scale, window,
+            out, (uint8_t *)act, arb, act_fmt);
+    return CU_LAUNCHED();
+}
