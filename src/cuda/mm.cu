@@ -25,7 +25,8 @@
  * slices and forms p_b.
  *
  * Formats: those whose block scales cover 32 values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
- * Q5_K); the others run as the matvec over slices of 8 columns (cuda_matvec_group). */
+ * Q5_K), and Q6_K (a scale per 16 values: one m16n8k16 MMA per sub-block, pipelined kernel
+ * only); the others run as the matvec over slices of 8 columns (cuda_matvec_group). */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "formats.cuh"
@@ -42,7 +43,7 @@ extern "C" {
 template <int FMT> struct mmf { static constexpr int ok = 0; };
 /* QK: values per block; K: 1 for formats with a min term per sub-block (Q4_K / Q5_K), 2 for a
  * min per block (Q4_1 / Q5_1), 0 for none */
-#define MMF(F, QKV, KIND) template <> struct mmf<F> { static constexpr int ok = 1, QK = QKV, kind = KIND; };
+#define MMF(F, QKV, KIND) template <> struct mmf<F> { static constexpr int ok = 1, QK = QKV, kind = KIND, SUB = 32; };
 MMF(TYPE_Q4_0, 32, 0)
 MMF(TYPE_Q5_0, 32, 0)
 MMF(TYPE_Q8_0, 32, 0)
@@ -51,6 +52,8 @@ MMF(TYPE_Q5_1, 32, 2)
 MMF(TYPE_Q4_K, 256, 1)
 MMF(TYPE_Q5_K, 256, 1)
 #undef MMF
+/* Q6_K: int8 scales per 16 values (mma m16n8k16 per sub-block); the pipelined kernel only */
+template <> struct mmf<TYPE_Q6_K> { static constexpr int ok = 1, QK = 256, kind = 0, SUB = 16; };
 
 /* The shared tile of one block step. */
 template <int QK> struct mm_tile {
@@ -172,6 +175,12 @@ static __device__ __forceinline__ void mma_s8_16x8x32(int *d, const uint32_t *a,
                  "{%10,%11,%12,%13};\n"
                  : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0), "r"(0), "r"(0), "r"(0));
+}
+
+static __device__ __forceinline__ void mma_s8_16x8x16(int *d, const uint32_t *a, uint32_t b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b), "r"(0), "r"(0), "r"(0), "r"(0));
 }
 
 /* this thread's 16 outputs: fragment (mi, ni), element e: row = wm * 32 + mi * 16 + g + 8 * (e >> 1),
@@ -325,12 +334,12 @@ template <int QK> struct mm_tile2 {
     int8_t a[MM_BN][QK + MM_PAD];
     float dw[MM_BM], mw[MM_BM];
     float da[MM_BN], sa[MM_BN];
-    int sc[QK / 32][MM_BM], mn[QK / 32][MM_BM];
+    int sc[QK == 256 ? 16 : 1][MM_BM], mn[QK / 32][MM_BM];   /* sc: per 32 values, or per 16 (Q6_K) */
     int16_t bsum[MM_BN][QK == 256 ? 16 : 2];   /* act_q8_K's sums per 16 values, as stored */
 };
 
 /* one thread's bytes of a weight block (its part), before decoding */
-struct mm_wraw { uint32_t q[8], h[8], dd, s[3]; };
+struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; };
 
 template <int FMT>
 static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b) {
@@ -348,6 +357,17 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         r.q[0] = ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part);
         r.q[1] = ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part + 4);
         r.dd = ld_u16(blk);
+    } else if constexpr (FMT == TYPE_Q6_K) {
+        /* part p: values 64p .. 64p + 63: ql[64 (p / 2) + i] (nibble p % 2), qh[32 (p / 2) + i % 32] */
+        const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q6_K);
+#pragma unroll
+        for (int w = 0; w < 16; w++) r.q[w] = ld_u32_a2(blk + offsetof_i(block_q6_K, ql) + 64 * (part / 2) + 4 * w);
+#pragma unroll
+        for (int w = 0; w < 8; w++) r.h[w] = ld_u32_a2(blk + offsetof_i(block_q6_K, qh) + 32 * (part / 2) + 4 * w);
+        r.dd = ld_u16(blk + offsetof_i(block_q6_K, d));
+        if (part < 2)
+#pragma unroll
+            for (int w = 0; w < 2; w++) r.s[w] = ld_u32_a2(blk + offsetof_i(block_q6_K, scales) + 8 * part + 4 * w);
     } else {
         constexpr bool Q5 = FMT == TYPE_Q5_K;
         const int bsz = Q5 ? sizeof_i(block_q5_K) : sizeof_i(block_q4_K);
@@ -374,6 +394,8 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }
         if (QK == 256 && part < 2)
             for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[j][i] = 0; s.mn[j][i] = 0; }
+        if (mmf<FMT>::SUB == 16 && part < 2)
+            for (int j = part * 8; j < part * 8 + 8; j++) s.sc[j][i] = 0;
         return;
     }
     if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
@@ -398,6 +420,19 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         st_w(dst + 8 * part, r.q[0]);
         st_w(dst + 8 * part + 4, r.q[1]);
         if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
+    } else if constexpr (FMT == TYPE_Q6_K) {
+        const int nib = 4 * (part % 2);
+#pragma unroll
+        for (int w = 0; w < 16; w++) {
+            /* values 64p + 4w .. + 3: high bits from qh[(4w) % 32 ..] at shift 2 (2 (p % 2) + w / 8) */
+            const int sh = 2 * (2 * (part % 2) + w / 8);
+            uint32_t q = ((r.q[w] >> nib) & 0x0F0F0F0Fu) | ((r.h[w % 8] >> sh) & 0x03030303u) << 4;
+            st_w(dst + 64 * part + 4 * w, __vsub4(q, 0x20202020u));
+        }
+        if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
+        if (part < 2)
+#pragma unroll
+            for (int jj = 0; jj < 8; jj++) s.sc[part * 8 + jj][i] = (int)(int8_t)(r.s[jj / 4] >> (8 * (jj % 4)));
     } else {
         constexpr bool Q5 = FMT == TYPE_Q5_K;
 #pragma unroll
@@ -470,6 +505,30 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
     int S[16];
 #pragma unroll
     for (int o = 0; o < 16; o++) S[o] = 0;
+    if constexpr (mmf<FMT>::SUB == 16) {   /* a scale per 16 values: one m16n8k16 per sub-block */
+#pragma unroll 4
+        for (int j = 0; j < QK / 16; j++) {
+            uint32_t af[2][2], bf[2];
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++) {
+                const int r = wm * 32 + mi * 16 + g;
+                af[mi][0] = *(const uint32_t *)&s.w[r][16 * j + 4 * tq];
+                af[mi][1] = *(const uint32_t *)&s.w[r + 8][16 * j + 4 * tq];
+            }
+#pragma unroll
+            for (int ni = 0; ni < 2; ni++) bf[ni] = *(const uint32_t *)&s.a[wn * 16 + ni * 8 + g][16 * j + 4 * tq];
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                for (int ni = 0; ni < 2; ni++) {
+                    int d[4];
+                    mma_s8_16x8x16(d, af[mi], bf[ni]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        S[MM_O(mi, ni, e)] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
+                }
+        }
+    } else {
 #pragma unroll
     for (int j = 0; j < NS; j++) {
         uint32_t af[2][4], bf[2][2];
@@ -500,6 +559,7 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
                     else S[o] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
                 }
             }
+    }
     }
 #pragma unroll
     for (int mi = 0; mi < 2; mi++)
@@ -635,7 +695,7 @@ int cuda_mm_supported(int type, int64_t n_in) {
     if (!mm_mode) return 0;
     switch (type) {
     case TYPE_Q4_0: case TYPE_Q5_0: case TYPE_Q8_0: case TYPE_Q4_1: case TYPE_Q5_1: return n_in % 32 == 0;
-    case TYPE_Q4_K: case TYPE_Q5_K: return n_in % 256 == 0;
+    case TYPE_Q4_K: case TYPE_Q5_K: case TYPE_Q6_K: return n_in % 256 == 0;
     default: return 0;
     }
 }
@@ -643,12 +703,15 @@ int cuda_mm_supported(int type, int64_t n_in) {
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
     static int attr[3];
-    const int piped = mm_mode == 2;
+    const int piped = mm_mode == 2 || mmf<FMT>::SUB == 16;   /* Q6_K: the pipelined kernel only */
     const size_t smem = piped ? 2 * sizeof(mm_tile2<mmf<FMT>::QK>) : sizeof(mm_tile<mmf<FMT>::QK>);
     if (!attr[piped + 1]) {
-        if (CU_CHECK(piped ? cudaFuncSetAttribute(mm_kernel2<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
-                           : cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
-            return -1;
+        cudaError_t e;
+        if constexpr (mmf<FMT>::SUB == 32)
+            e = piped ? cudaFuncSetAttribute(mm_kernel2<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+                      : cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else e = cudaFuncSetAttribute(mm_kernel2<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (CU_CHECK(e)) return -1;
         attr[piped + 1] = 1;
     }
     const int nb = (int)(n_in / mmf<FMT>::QK);
@@ -656,7 +719,7 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     const int rows = g->row_start[g->n];
     dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
     if (piped) klaunch(mm_kernel2<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
-    else klaunch(mm_kernel<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    else if constexpr (mmf<FMT>::SUB == 32) klaunch(mm_kernel<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
     return CU_LAUNCHED();
 }
 
@@ -670,6 +733,7 @@ int cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, in
     case TYPE_Q5_1: return mm_launch<TYPE_Q5_1>(g, n_in, act, T, st);
     case TYPE_Q4_K: return mm_launch<TYPE_Q4_K>(g, n_in, act, T, st);
     case TYPE_Q5_K: return mm_launch<TYPE_Q5_K>(g, n_in, act, T, st);
+    case TYPE_Q6_K: return mm_launch<TYPE_Q6_K>(g, n_in, act, T, st);
     default: return -1;
     }
 }
