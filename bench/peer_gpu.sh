@@ -27,6 +27,8 @@ peer)
     /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 3 2>/dev/null | grep -E "pp512|tg128"
     echo "== $s: strata"
     E2E_TOKENIZER=$voc "$b/tests/gpu/bench_e2e" "$s" 3
+    echo "== $s: strata, STRATA_CUDA_MM=3 (16-warp matmul)"
+    STRATA_CUDA_MM=3 E2E_TOKENIZER=$voc "$b/tests/gpu/bench_e2e" "$s" 1
   done
   "$b/tests/gpu/test_gpu_mm" bench
   /tmp/lcb/bin/test-backend-ops perf -o MUL_MAT -b CUDA0 -p 'type_a=(q4_0|q4_1|q5_0|q5_1|q8_0|q4_K|q5_K|q6_K|q2_K|iq3_xxs),.*n=512,k=14336' 2>/dev/null |

@@ -499,16 +499,18 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
     }
 }
 
-template <int FMT>
+#define MM_O2(mi, ni, e) (((mi) * NI + (ni)) * 4 + (e))
+
+template <int FMT, int NI>
 static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
-    constexpr int QK = mmf<FMT>::QK, NS = QK / 32;
-    int S[16];
+    constexpr int QK = mmf<FMT>::QK, NS = QK / 32, NO = 8 * NI;
+    int S[NO];
 #pragma unroll
-    for (int o = 0; o < 16; o++) S[o] = 0;
+    for (int o = 0; o < NO; o++) S[o] = 0;
     if constexpr (mmf<FMT>::SUB == 16) {   /* a scale per 16 values: one m16n8k16 per sub-block */
 #pragma unroll 4
         for (int j = 0; j < QK / 16; j++) {
-            uint32_t af[2][2], bf[2];
+            uint32_t af[2][2], bf[NI];
 #pragma unroll
             for (int mi = 0; mi < 2; mi++) {
                 const int r = wm * 32 + mi * 16 + g;
@@ -516,22 +518,22 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
                 af[mi][1] = *(const uint32_t *)&s.w[r + 8][16 * j + 4 * tq];
             }
 #pragma unroll
-            for (int ni = 0; ni < 2; ni++) bf[ni] = *(const uint32_t *)&s.a[wn * 16 + ni * 8 + g][16 * j + 4 * tq];
+            for (int ni = 0; ni < NI; ni++) bf[ni] = *(const uint32_t *)&s.a[wn * 8 * NI + ni * 8 + g][16 * j + 4 * tq];
 #pragma unroll
             for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-                for (int ni = 0; ni < 2; ni++) {
+                for (int ni = 0; ni < NI; ni++) {
                     int d[4];
                     mma_s8_16x8x16(d, af[mi], bf[ni]);
 #pragma unroll
                     for (int e = 0; e < 4; e++)
-                        S[MM_O(mi, ni, e)] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
+                        S[MM_O2(mi, ni, e)] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
                 }
         }
     } else {
 #pragma unroll
     for (int j = 0; j < NS; j++) {
-        uint32_t af[2][4], bf[2][2];
+        uint32_t af[2][4], bf[NI][2];
 #pragma unroll
         for (int mi = 0; mi < 2; mi++) {
             const int r = wm * 32 + mi * 16 + g;
@@ -541,20 +543,20 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
             af[mi][3] = *(const uint32_t *)&s.w[r + 8][32 * j + 16 + 4 * tq];
         }
 #pragma unroll
-        for (int ni = 0; ni < 2; ni++) {
-            const int c = wn * 16 + ni * 8 + g;
+        for (int ni = 0; ni < NI; ni++) {
+            const int c = wn * 8 * NI + ni * 8 + g;
             bf[ni][0] = *(const uint32_t *)&s.a[c][32 * j + 4 * tq];
             bf[ni][1] = *(const uint32_t *)&s.a[c][32 * j + 16 + 4 * tq];
         }
 #pragma unroll
         for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
+            for (int ni = 0; ni < NI; ni++) {
                 int d[4];
                 mma_s8_16x8x32(d, af[mi], bf[ni]);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int o = MM_O(mi, ni, e);
+                    const int o = MM_O2(mi, ni, e);
                     if (NS == 1) S[o] = d[e];
                     else S[o] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
                 }
@@ -564,11 +566,11 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
 #pragma unroll
     for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-        for (int ni = 0; ni < 2; ni++)
+        for (int ni = 0; ni < NI; ni++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int o = MM_O(mi, ni, e);
-                const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 16 + ni * 8 + 2 * tq + (e & 1);
+                const int o = MM_O2(mi, ni, e);
+                const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
                 const float dw = s.dw[r], da = s.da[c];
                 float p;
                 if (mmf<FMT>::kind == 1) {
@@ -586,10 +588,11 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
 }
 
 /* position k's lane value c into the binary counter r0..r4 (r4 ends as the result) */
+template <int NO>
 static __device__ __forceinline__ void canon_push(int k, const float *c, float *r0, float *r1, float *r2, float *r3,
                                                   float *r4) {
 #pragma unroll
-    for (int o = 0; o < 16; o++) {
+    for (int o = 0; o < NO; o++) {
         float x = c ? c[o] : 0.0f;
         if (!(k & 1)) { r0[o] = x; continue; }
         x = __fadd_rn(r0[o], x);
@@ -604,18 +607,20 @@ static __device__ __forceinline__ void canon_push(int k, const float *c, float *
     }
 }
 
-template <int FMT>
-__global__ void __launch_bounds__(MM_THREADS, 1)
+template <int FMT, int NI>
+__global__ void __launch_bounds__(512 / NI, 1)
 mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     PDL_WAIT();
-    constexpr int QK = mmf<FMT>::QK;
+    constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
     extern __shared__ __align__(16) uint8_t mm_smem[];
     mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int wm = warp >> 2, wn = warp & 3, gq = lane >> 2, tq = lane & 3;
+    const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
     const int rows = g.row_start[g.n];
     const int row0 = blockIdx.x * MM_BM, col0 = blockIdx.y * MM_BN;
-    const int li = tid >> 2, part = tid & 3;
+    /* the first 256 threads load: 4 per tile row and column */
+    const bool loader = tid < 256;
+    const int li = (tid & 255) >> 2, part = tid & 3;
     const int lrow = row0 + li, lcol = col0 + li;
     const bool wvalid = lrow < rows, avalid = lcol < T;
     const uint8_t *wr = NULL;
@@ -625,17 +630,19 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
         wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
     }
     const uint8_t *ar = act + (size_t)(avalid ? lcol : 0) * as;
-    float v[16], r0[16], r1[16], r2[16], r3[16], r4[16];
+    float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw;
     /* the first step: lane 0, block 0 */
     int k = 0, b = 0, buf = 0;
-    if (wvalid) fetch_w<FMT>(raw, part, wr, 0);
-    issue_a<FMT>(tiles[0], li, part, ar, 0, avalid);
-    store_w<FMT>(tiles[0], li, part, raw, wvalid);
+    if (loader) {
+        if (wvalid) fetch_w<FMT>(raw, part, wr, 0);
+        issue_a<FMT>(tiles[0], li, part, ar, 0, avalid);
+        store_w<FMT>(tiles[0], li, part, raw, wvalid);
+    }
     cp_wait();
     __syncthreads();
 #pragma unroll
-    for (int o = 0; o < 16; o++) v[o] = 0.0f;
+    for (int o = 0; o < NO; o++) v[o] = 0.0f;
     for (;;) {
         /* the next step: the lane's next block, else the next position whose lane has one */
         int nk = k, nbb = b + 32;
@@ -645,17 +652,17 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
             nbb = nk < 32 ? (int)(__brev((unsigned)nk) >> 27) : 0;
         }
         const bool more = nk < 32;
-        if (more) {
+        if (more && loader) {
             if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
             issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
         }
-        block_step2<FMT>(tiles[buf], wm, wn, gq, tq, v);
-        if (more) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
+        block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
+        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
         if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
-            canon_push(k, v, r0, r1, r2, r3, r4);
-            for (int kk = k + 1; kk < nk; kk++) canon_push(kk, NULL, r0, r1, r2, r3, r4);
+            canon_push<NO>(k, v, r0, r1, r2, r3, r4);
+            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk, NULL, r0, r1, r2, r3, r4);
 #pragma unroll
-            for (int o = 0; o < 16; o++) v[o] = 0.0f;
+            for (int o = 0; o < NO; o++) v[o] = 0.0f;
         }
         if (!more) break;
         cp_wait();
@@ -665,33 +672,33 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
 #pragma unroll
     for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-        for (int ni = 0; ni < 2; ni++)
+        for (int ni = 0; ni < NI; ni++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
-                const int t = col0 + wn * 16 + ni * 8 + 2 * tq + (e & 1);
+                const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
                 if (row >= rows || t >= T) continue;
                 int wi = 0;
                 while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
                 const int r = row - g.row_start[wi];
                 const int64_t no = g.n_out[wi];
-                const float y = r4[MM_O(mi, ni, e)];
+                const float y = r4[MM_O2(mi, ni, e)];
                 g.y[wi][(size_t)t * no + r] = y;
                 if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
             }
 }
 
 /* ---- host ------------------------------------------------------------------------------------ */
-/* STRATA_CUDA_MM: 2 the pipelined kernel (default), 1 the first kernel (kept for comparison),
- * 0 the matvec in slices of 8 */
+/* STRATA_CUDA_MM: 2 the pipelined kernel (default), 3 the same with 16 warps of 32 x 8 outputs,
+ * 1 the first kernel (kept for comparison), 0 the matvec in slices of 8 */
 static int mm_mode = -1;
 
-extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 1 || mode == 2 ? mode : 0; }
+extern "C" void cuda_mm_set(int mode) { mm_mode = mode >= 1 && mode <= 3 ? mode : 0; }
 
 int cuda_mm_min_cols(void) { return 9; }
 
 int cuda_mm_supported(int type, int64_t n_in) {
-    if (mm_mode < 0) mm_mode = env_bool(ENV_CUDA_MM) ? 2 : 0;
+    if (mm_mode < 0) { long v = env_int(ENV_CUDA_MM); mm_mode = v >= 1 && v <= 3 ? (int)v : 0; }
     if (!mm_mode) return 0;
     switch (type) {
     case TYPE_Q4_0: case TYPE_Q5_0: case TYPE_Q8_0: case TYPE_Q4_1: case TYPE_Q5_1: return n_in % 32 == 0;
@@ -702,23 +709,25 @@ int cuda_mm_supported(int type, int64_t n_in) {
 
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
-    static int attr[3];
-    const int piped = mm_mode == 2 || mmf<FMT>::SUB == 16;   /* Q6_K: the pipelined kernel only */
-    const size_t smem = piped ? 2 * sizeof(mm_tile2<mmf<FMT>::QK>) : sizeof(mm_tile<mmf<FMT>::QK>);
-    if (!attr[piped + 1]) {
-        cudaError_t e;
-        if constexpr (mmf<FMT>::SUB == 32)
-            e = piped ? cudaFuncSetAttribute(mm_kernel2<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
-                      : cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else e = cudaFuncSetAttribute(mm_kernel2<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    static int attr[4];
+    /* Q6_K: the pipelined kernels only */
+    const int mode = mmf<FMT>::SUB == 16 && mm_mode == 1 ? 2 : mm_mode;
+    const size_t smem = mode >= 2 ? 2 * sizeof(mm_tile2<mmf<FMT>::QK>) : sizeof(mm_tile<mmf<FMT>::QK>);
+    if (!attr[mode]) {
+        cudaError_t e = cudaSuccess;
+        if (mode == 3) e = cudaFuncSetAttribute(mm_kernel2<FMT, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (mode == 2) e = cudaFuncSetAttribute(mm_kernel2<FMT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if constexpr (mmf<FMT>::SUB == 32)
+            e = cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (CU_CHECK(e)) return -1;
-        attr[piped + 1] = 1;
+        attr[mode] = 1;
     }
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const int rows = g->row_start[g->n];
     dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
-    if (piped) klaunch(mm_kernel2<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    if (mode == 3) klaunch(mm_kernel2<FMT, 1>, grid, 512, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    else if (mode == 2) klaunch(mm_kernel2<FMT, 2>, grid, 256, smem, st, *g, nb, (const uint8_t *)act, as, T);
     else if constexpr (mmf<FMT>::SUB == 32) klaunch(mm_kernel<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
     return CU_LAUNCHED();
 }

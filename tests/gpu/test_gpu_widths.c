@@ -16,7 +16,7 @@ static void widths(const char *name, int moe, int ta, int tf) {
     size_t n = (size_t)(1 + WID_STEPS) * V;
     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
     CHECK(wid_run(mc, 64, ref) == 0);   /* the CPU (its widths are tests/test_widths.c's) */
-    for (int mm = 2; mm >= 0; mm -= 2) {   /* the tensor-core matmul (default), the matvec slices */
+    for (int mm = 3; mm >= 0; mm -= mm == 2 ? 2 : 1) {   /* tensor cores (16 warps, 8 warps), the matvec slices */
         cuda_mm_set(mm);
         for (int i = 0; i < WID_NW; i++) {
             memset(got, 0, n * sizeof(float));
