@@ -160,7 +160,14 @@ static void test_table(void) {
 static void test_matvec_errors(void) {
     float W[64] = { 0 }, x[64 * 9] = { 0 }, y[9 * 2];
     CHECK_EQ_INT(matvec(NULL, W, TYPE_F32, 32, 2, x, 0, y, MATVEC_DEFAULT), -1);
-    CHECK_EQ_INT(matvec(NULL, W, TYPE_F32, 32, 2, x, 9, y, MATVEC_DEFAULT), -1);
+    {   /* T > 8 is a wide pass (passes of 8): column 8's values are those of the column alone */
+        float W2[64], x9[32 * 9], y9[9 * 2], y1[2];
+        for (int i = 0; i < 64; i++) W2[i] = 0.25f * (float)(i % 9) - 1.0f;
+        for (int i = 0; i < 32 * 9; i++) x9[i] = (float)(i % 5) - 2.0f + 0.125f * (float)(i % 3);
+        CHECK_EQ_INT(matvec(NULL, W2, TYPE_F32, 32, 2, x9, 9, y9, MATVEC_DEFAULT), 0);
+        CHECK_EQ_INT(matvec(NULL, W2, TYPE_F32, 32, 2, x9 + 32 * 8, 1, y1, MATVEC_DEFAULT), 0);
+        CHECK(!memcmp(y9 + 16, y1, sizeof y1) && y1[0] != 0.0f);
+    }
     CHECK_EQ_INT(matvec(NULL, W, TYPE_Q8_K, 256, 1, x, 1, y, MATVEC_DEFAULT), -1);
     CHECK_EQ_INT(matvec(NULL, W, 77, 32, 1, x, 1, y, MATVEC_DEFAULT), -1);
     CHECK_EQ_INT(matvec(NULL, W, TYPE_Q4_0, 48, 1, x, 1, y, MATVEC_DEFAULT), -1); /* 48 % 32 */
