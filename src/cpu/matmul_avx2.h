@@ -33,6 +33,16 @@
 #include "../quant/blocks.h"
 
 #define MM_AI static inline __attribute__((always_inline))
+/* GCC re-associates the int16 accumulation chains of mm_tile into trees whose temporaries spill
+ * (integer adds: any order is the same value, so this only changes register pressure) */
+/* An empty asm on a register accumulator: the add happens here, in this register (without it
+ * GCC hoists the maddubs of all quads and spills them before adding) */
+#define MM_PIN(v) __asm__("" : "+x"(v))
+#if defined(__GNUC__) && !defined(__clang__)
+#define MM_NOREASSOC __attribute__((optimize("no-tree-reassoc")))
+#else
+#define MM_NOREASSOC
+#endif
 #define MM_ROWS 8
 #define MM_NC 4
 
@@ -156,8 +166,6 @@ MM_AI void mm_tile(const mm_strip *s, int64_t nb, const uint8_t *const *ac, cons
     const int QPB = MM_QPB(f), SUBQ = MM_SUBQ(f), NSUB = MM_NSUB(f), FQ = MM_FLUSHQ(f), AS = MM_AS(f);
     __m256 lanes[MM_NC][32];
     const int nl = nb < 32 ? (int)nb : 32;   /* lanes that receive partials; the others stay +0.0 */
-    for (int c = 0; c < NC; c++)
-        for (int l = 0; l < nl; l++) lanes[c][l] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *cb = s->codes + (size_t)b * (size_t)QPB * 32;
         const uint8_t *ab[MM_NC];
@@ -182,6 +190,7 @@ MM_AI void mm_tile(const mm_strip *s, int64_t nb, const uint8_t *const *ac, cons
                         if (MM_SIGNED(f)) a = _mm256_sign_epi8(a, w);
                         const __m256i p = _mm256_maddubs_epi16(wa, a);
                         s16[c] = q == 0 ? p : _mm256_add_epi16(s16[c], p);
+                        MM_PIN(s16[c]);
                     }
                 }
 #pragma GCC unroll 4
@@ -213,7 +222,8 @@ MM_AI void mm_tile(const mm_strip *s, int64_t nb, const uint8_t *const *ac, cons
                 p = _mm256_mul_ps(_mm256_cvtepi32_ps(S[c]), _mm256_mul_ps(dw, da));
             if (MM_FL(f) == 1) p = _mm256_add_ps(p, _mm256_mul_ps(d2, _mm256_set1_ps(mm_ldf(ab[c] + 4))));
             if (MM_FL(f) == 2) p = _mm256_sub_ps(p, _mm256_mul_ps(_mm256_cvtepi32_ps(M[c]), _mm256_mul_ps(d2, da)));
-            lanes[c][l] = _mm256_add_ps(lanes[c][l], p);
+            /* a lane starts at +0.0: its first partial is added to +0.0 (so -0.0 becomes +0.0) */
+            lanes[c][l] = _mm256_add_ps(b < 32 ? _mm256_setzero_ps() : lanes[c][l], p);
         }
     }
     /* The 16-8-4-2-1 tree. A lane never holds -0.0 (it starts at +0.0 and a sum is -0.0 only
@@ -265,7 +275,7 @@ MM_AI void mm_columns(const mm_strip *s, int64_t nb, const void *act, size_t act
  * macro-free callback: dec(row pointer, block index, r, &blockdec)) then run against every
  * column. r0 is a multiple of 8 (the caller splits in units of MM_ROWS). */
 #define MM_DEFINE_ROWS(NAME, F, BSIZE, DECFN)                                                              \
-    static void NAME(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,     \
+    MM_NOREASSOC static void NAME(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,     \
                      const int32_t *asum, int T, float *y, int64_t n_out, int64_t r0, int64_t r1,           \
                      void *scratch) {                                                                      \
         const int64_t nb = n_in / MM_B(F);                                                                 \

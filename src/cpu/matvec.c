@@ -31,10 +31,12 @@
 
 static int cpu_avx2_cached = -1;      /* -1 unknown, else cpu_has_avx2_fma() */
 static int env_kernel_cached = -1;    /* MATVEC_KERNEL_* chosen by STRATA_KERNEL */
+static int env_cpu_mm = 1;            /* STRATA_CPU_MM: wide kernels for T > MATVEC_MAX_COLS */
 static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
 
 static void kernel_choice_init(void) {
     cpu_avx2_cached = cpu_has_avx2_fma();
+    env_cpu_mm = env_bool(ENV_CPU_MM);
     const char *k = env_str(ENV_KERNEL);
     if (!strcmp(k, "ref")) env_kernel_cached = MATVEC_KERNEL_REF;
     else if (!strcmp(k, "avx2")) env_kernel_cached = MATVEC_KERNEL_AVX2;
@@ -196,7 +198,7 @@ static void *mm_scratch_get(size_t n) {
 
 /* The wide kernel of a type on this CPU (given its matvec kernel fn), or NULL. */
 static const matmul_kernel *wide_kernel(int type, matvec_rows_fn fn) {
-    if (!fn || !cpu_avx2_cached) return NULL;
+    if (!fn || !cpu_avx2_cached || !env_cpu_mm) return NULL;
     const matmul_kernel *mk = matmul_avx2(type);
     return mk ? mk : matmul_avx2_iq(type);
 }
