@@ -168,6 +168,7 @@ static void test_matvec_errors(void) {
         CHECK_EQ_INT(matvec(NULL, W2, TYPE_F32, 32, 2, x9 + 32 * 8, 1, y1, MATVEC_DEFAULT), 0);
         CHECK(!memcmp(y9 + 16, y1, sizeof y1) && y1[0] != 0.0f);
     }
+    CHECK_EQ_INT(matvec(NULL, W, TYPE_F32, 32, 2, x, MATVEC_MAX_T + 1, y, MATVEC_DEFAULT), -1);   /* wider passes: tests/test_matmul.c */
     CHECK_EQ_INT(matvec(NULL, W, TYPE_Q8_K, 256, 1, x, 1, y, MATVEC_DEFAULT), -1);
     CHECK_EQ_INT(matvec(NULL, W, 77, 32, 1, x, 1, y, MATVEC_DEFAULT), -1);
     CHECK_EQ_INT(matvec(NULL, W, TYPE_Q4_0, 48, 1, x, 1, y, MATVEC_DEFAULT), -1); /* 48 % 32 */

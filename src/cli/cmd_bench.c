@@ -1,6 +1,14 @@
-/* strata bench: decode benchmark of a model (prompt and decode tok/s, weight bytes per
- * token, effective GB/s next to the measured read bandwidth), or `bench mmvq ...` for the
- * kernel microbenchmark. */
+/* strata bench: model benchmark of what `strata run` does (prompt and decode tok/s, weight
+ * bytes per token, effective GB/s next to the device's measured bandwidth), or `bench mmvq ...` /
+ * `bench moe ...` for the kernel microbenchmarks.
+ *
+ * Prompt: --pp tokens in one strata_session_eval, which the engine runs in wide passes (up to
+ * 512 columns: the CPU's wide matmul, the GPU's tensor-core matmul). Decode: --tg greedy steps
+ * through strata_sessions_step_spec with `next`, the step strata_generate takes for `strata run`:
+ * on CUDA the device decode step (one graph, the argmax picked on the device, only the id comes
+ * back), on the CPU a forward pass and the host sampler. Bandwidth: on the CPU the measured
+ * read bandwidth of all threads (src/cpu/membw.c); on CUDA a device-to-device copy (read +
+ * write bytes per second, the ceiling a weight-reading step can approach). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +17,9 @@
 #include "cpu/membw.h"
 #include "cpu/threadpool.h"
 #include "core/util.h"
+#ifdef STRATA_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 #pragma weak bench_mmvq
 int bench_mmvq(int argc, char **argv);
@@ -18,14 +29,37 @@ int bench_moe(int argc, char **argv);
 static const cli_command bench_cmd = {
     CMD_BENCH, "bench", "[-m MODEL] [options]\n       strata bench mmvq TYPE N_IN N_OUT COLS [--variant V] [-t THREADS]\n"
     "       strata bench moe [-m MODEL] [--type-experts T] [-t THREADS]",
-    "Model benchmark: prompt processing of --pp tokens and --tg decoded tokens (greedy),\n"
-    "median of --reps runs, next to the machine's measured memory read bandwidth.\n"
+    "Model benchmark of what `strata run` does: a prompt of --pp tokens (wide passes) and --tg\n"
+    "greedy decode steps (on CUDA the device step, ids picked on the device), median of --reps\n"
+    "runs; decode GB/s of weights next to the device's measured bandwidth (CPU: read; CUDA: copy).\n"
     "`bench mmvq` and `bench moe` are kernel microbenchmarks (their own --help).\n", 0 };
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
+
+#ifdef STRATA_HAVE_CUDA
+/* Device-to-device copy of 1 GiB: (read + write) bytes per second, median of 5 timed copies
+ * (the measure of tests/gpu/bench_gpu.c); 0 when it cannot run. */
+typedef struct { void *dst; const void *src; size_t n; } copy_job;
+static void copy_call(void *u) { copy_job *j = u; cuda_memcpy_d2d(j->dst, j->src, j->n); }
+static double cuda_copy_gbs(void) {
+    const size_t n = (size_t)1 << 30;
+    void *a = cuda_malloc(n), *b = cuda_malloc(n);
+    double gbs = 0;
+    if (a && b && cuda_memcpy_d2d(b, a, n) == 0 && cuda_synchronize() == 0) {
+        copy_job j = { b, a, n };
+        double t[5];
+        for (int i = 0; i < 5; i++) t[i] = cuda_time_ms(copy_call, &j, 4) / 4;
+        qsort(t, 5, sizeof(double), cmp_d);
+        if (t[2] > 0) gbs = 2.0 * (double)n / (t[2] * 1e-3) / 1e9;
+    }
+    if (a) cuda_free(a);
+    if (b) cuda_free(b);
+    return gbs;
+}
+#endif
 
 int cmd_bench(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "mmvq")) {
@@ -45,7 +79,7 @@ int cmd_bench(int argc, char **argv) {
     strata_model_info info;
     strata_model_get_info(m, &info);
     char err[512];
-    strata_session_params sp = strata_session_default_params();
+    strata_session_params sp = strata_session_default_params();   /* greedy sampler */
     sp.n_ctx = pp + tg + 8;
     sp.kv_type = o.kv_type;
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
@@ -53,45 +87,75 @@ int cmd_bench(int argc, char **argv) {
 
     /* prompt: a deterministic token sequence (ids spread over the vocabulary) */
     int32_t *ids = st_malloc((size_t)pp * sizeof(int32_t));
+    int32_t *gen = st_malloc((size_t)tg * sizeof(int32_t));
+    if (!ids || !gen) { st_free(ids); st_free(gen); strata_session_free(s); strata_model_free(m); return 1; }
     for (int i = 0; i < pp; i++) ids[i] = (int32_t)((1000 + (uint64_t)i * 7919) % (uint64_t)info.n_vocab);
     double tpp[32], ttg[32];
     uint64_t hash = 0;
-    for (int r = 0; r < reps; r++) {
+    int same_ids = 1, device_picks = 0, failed = 0;
+    for (int r = 0; r < reps && !failed; r++) {
         strata_session_reset(s);
         double t0 = now_seconds();
-        strata_session_eval(s, ids, pp);
+        if (strata_session_eval(s, ids, pp) != 0) { failed = 1; break; }
         double t1 = now_seconds();
+        /* as strata_generate: the first id from the prompt's logits, then decode steps */
         int32_t tok = strata_session_sample(s);
         for (int i = 0; i < tg; i++) {
-            strata_session_eval(s, &tok, 1);
-            tok = strata_session_sample(s);
+            gen[i] = tok;
+            int32_t next = -1;
+            if (strata_sessions_step_spec(&s, &tok, NULL, 1, NULL, NULL, &next) != 0) { failed = 1; break; }
+            if (next >= 0) { tok = next; device_picks++; }
+            else tok = strata_session_sample(s);
         }
         double t2 = now_seconds();
         tpp[r] = t1 - t0; ttg[r] = t2 - t1;
-        hash = fnv1a64(strata_session_logits(s), (size_t)info.n_vocab * sizeof(float));
+        uint64_t h = fnv1a64(gen, (size_t)tg * sizeof(int32_t));
+        if (r > 0 && h != hash) same_ids = 0;
+        hash = h;
+    }
+    if (failed) {
+        fprintf(stderr, "strata bench: evaluation failed\n");
+        st_free(ids); st_free(gen); strata_session_free(s); strata_model_free(m);
+        return 1;
     }
     qsort(tpp, (size_t)reps, sizeof(double), cmp_d);
     qsort(ttg, (size_t)reps, sizeof(double), cmp_d);
     double pps = pp / tpp[reps / 2], tgs = tg / ttg[reps / 2];
-    threadpool *tp = threadpool_create(info.n_threads);
-    double bw = membw_read_gbs(tp, (size_t)1 << 30, 5);
-    threadpool_free(tp);
     double gbs = tgs * (double)info.weight_bytes / 1e9;
+    int cuda = !strcmp(info.device, "cuda");
     printf("model        %s (%s, %d layers, %.1fM params)\n", o.model, info.arch, info.n_layers, info.n_params / 1e6);
     printf("device       %s, %d threads%s\n", info.device, info.n_threads, o.exact ? ", exact mode" : "");
-    if (!strcmp(info.device, "cuda")) {
+    if (cuda) {
         char dev[512];
         strata_cuda_describe(dev, sizeof dev);
         printf("gpu          %s\n", dev);
     }
-    printf("prompt       %d tokens: %.1f tok/s (median of %d)\n", pp, pps, reps);
-    printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d)\n", tg, tgs, 1000.0 / tgs, reps);
+    printf("prompt       %d tokens: %.1f tok/s (median of %d; one eval, passes of up to 512)\n", pp, pps, reps);
+    printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d; %s)\n", tg, tgs, 1000.0 / tgs, reps,
+           device_picks ? "device decode step, ids picked on the device" : "forward pass, host sampler");
     printf("weights      %.1f MB read per decoded token\n", info.weight_bytes / 1e6);
-    printf("bandwidth    %.1f GB/s effective = %.0f%% of the measured read bandwidth %.1f GB/s\n", gbs,
-           100.0 * gbs / bw, bw);
-    printf("checksum     %016llx (FNV-1a of the last logits)\n", (unsigned long long)hash);
+    if (cuda) {
+        double bw = 0;
+#ifdef STRATA_HAVE_CUDA
+        bw = cuda_copy_gbs();
+#endif
+        if (bw > 0)
+            printf("bandwidth    %.1f GB/s effective = %.0f%% of the GPU's device-to-device copy rate %.1f GB/s (read + write)\n",
+                   gbs, 100.0 * gbs / bw, bw);
+        else
+            printf("bandwidth    %.1f GB/s effective (the GPU's copy rate could not be measured)\n", gbs);
+    } else {
+        threadpool *tp = threadpool_create(info.n_threads);
+        double bw = membw_read_gbs(tp, (size_t)1 << 30, 5);
+        threadpool_free(tp);
+        printf("bandwidth    %.1f GB/s effective = %.0f%% of the measured read bandwidth %.1f GB/s (%d threads)\n", gbs,
+               100.0 * gbs / bw, bw, info.n_threads);
+    }
+    printf("checksum     %016llx (FNV-1a of the %d decoded ids%s)\n", (unsigned long long)hash, tg,
+           same_ids ? ", every repetition the same" : "; REPETITIONS DIFFER");
     st_free(ids);
+    st_free(gen);
     strata_session_free(s);
     strata_model_free(m);
-    return 0;
+    return same_ids ? 0 : 1;
 }

@@ -1,5 +1,9 @@
-/* strata bench mmvq TYPE N_IN N_OUT COLS [--variant auto|avx2|ref|exact] [-t N] [--iters N]
- *                   [--no-bw]
+/* strata bench mmvq TYPE N_IN N_OUT COLS [--variant auto|avx2|ref|exact|passes8] [-t N]
+ *                   [--iters N] [--no-bw]
+ *
+ * COLS > 8 is a wide pass (the prompt path: src/cpu/matmul_avx2.h); --variant passes8 runs the
+ * same COLS in passes of at most 8 columns (the matvec kernels) for comparison, and the
+ * output also gives GMAC/s (multiply-adds per second of weights x columns).
  *
  * Times y = W x for COLS columns of an N_OUT x N_IN matrix of TYPE and prints
  *   - the median microseconds per call over many calls after warm-up,
@@ -28,9 +32,10 @@
 #include <time.h>
 
 static const char *mmvq_usage =
-    "usage: strata bench mmvq TYPE N_IN N_OUT COLS [--variant auto|avx2|ref|exact] [-t THREADS]\n"
+    "usage: strata bench mmvq TYPE N_IN N_OUT COLS [--variant auto|avx2|ref|exact|passes8] [-t THREADS]\n"
     "                         [--iters N] [--no-bw]\n"
-    "  TYPE is a GGUF type name (Q4_K, IQ2_XS, F16, ...); COLS is 1..8.\n"
+    "  TYPE is a GGUF type name (Q4_K, IQ2_XS, F16, ...); COLS is 1..65536 (more than 8: a wide\n"
+    "  pass; passes8 runs them in passes of at most 8 columns).\n"
     "  Prints median us/call, weight GB/s, measured read GB/s, and an FNV-1a output checksum.\n";
 
 static int cmp_dbl(const void *a, const void *b) {
@@ -68,6 +73,18 @@ static double read_bw_cpu_gbs(threadpool *tp, size_t bytes, int reps) {
     return cpu > 0 ? (double)(n * sizeof(uint64_t)) / (cpu / threadpool_size(tp)) / 1e9 : 0;
 }
 
+/* one call, or (passes8) the columns in passes of at most 8 */
+static int run_once(int passes8, threadpool *tp, const void *W, int type, int64_t n_in, int64_t n_out,
+                    const float *x, int cols, float *y, matvec_mode mode, matvec_kernel kernel) {
+    if (!passes8) return matvec_with(tp, W, type, n_in, n_out, x, cols, y, mode, kernel);
+    for (int c0 = 0; c0 < cols; c0 += MATVEC_MAX_COLS) {
+        int n = cols - c0 < MATVEC_MAX_COLS ? cols - c0 : MATVEC_MAX_COLS;
+        if (matvec_with(tp, W, type, n_in, n_out, x + (size_t)c0 * (size_t)n_in, n, y + (size_t)c0 * (size_t)n_out, mode, kernel))
+            return -1;
+    }
+    return 0;
+}
+
 static int parse_i64(const char *s, int64_t *v) {
     char *end; long long x = strtoll(s, &end, 10);
     if (!*s || *end || x <= 0) return -1;
@@ -77,7 +94,7 @@ static int parse_i64(const char *s, int64_t *v) {
 int bench_mmvq(int argc, char **argv) {
     const char *pos[4]; int npos = 0;
     const char *variant = "auto";
-    int threads = (int)env_int(ENV_THREADS), iters_min = 10, measure_bw = 1;
+    int threads = (int)env_int(ENV_THREADS), iters_min = 10, measure_bw = 1, passes8 = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(mmvq_usage, stdout); return 0; }
         else if (!strcmp(argv[i], "--variant") && i + 1 < argc) variant = argv[++i];
@@ -93,8 +110,8 @@ int bench_mmvq(int argc, char **argv) {
     const quant_traits *qt = type >= 0 ? quant_traits_get(type) : NULL;
     if (!qt) { fprintf(stderr, "strata bench mmvq: '%s' is not a weight format of this build (try Q4_K, Q8_0, F16)\n", pos[0]); return 1; }
     int64_t n_in, n_out, cols;
-    if (parse_i64(pos[1], &n_in) || parse_i64(pos[2], &n_out) || parse_i64(pos[3], &cols) || cols > MATVEC_MAX_COLS) {
-        fprintf(stderr, "strata bench mmvq: N_IN, N_OUT must be positive integers and COLS 1..%d\n", MATVEC_MAX_COLS);
+    if (parse_i64(pos[1], &n_in) || parse_i64(pos[2], &n_out) || parse_i64(pos[3], &cols) || cols > MATVEC_MAX_T) {
+        fprintf(stderr, "strata bench mmvq: N_IN, N_OUT must be positive integers and COLS 1..%d\n", MATVEC_MAX_T);
         return 1;
     }
     size_t row_bytes = quant_row_bytes(type, n_in);
@@ -104,7 +121,8 @@ int bench_mmvq(int argc, char **argv) {
         return 1;
     }
     matvec_kernel kernel = MATVEC_KERNEL_AUTO; matvec_mode mode = MATVEC_DEFAULT;
-    if (!strcasecmp(variant, "ref")) kernel = MATVEC_KERNEL_REF;
+    if (!strcasecmp(variant, "passes8")) passes8 = 1;
+    else if (!strcasecmp(variant, "ref")) kernel = MATVEC_KERNEL_REF;
     else if (!strcasecmp(variant, "avx2")) kernel = MATVEC_KERNEL_AVX2;
     else if (!strcasecmp(variant, "exact")) mode = MATVEC_EXACT;
     else if (strcasecmp(variant, "auto")) { fprintf(stderr, "strata bench mmvq: unknown variant '%s' (auto, avx2, ref, exact)\n", variant); return 1; }
@@ -145,12 +163,12 @@ int bench_mmvq(int argc, char **argv) {
     }
 
     /* validation run and checksum (copies are identical, so every call gives these bits) */
-    if (matvec_with(tp, copies[0], type, n_in, n_out, x, (int)cols, y, mode, kernel) != 0) {
+    if (run_once(passes8, tp, copies[0], type, n_in, n_out, x, (int)cols, y, mode, kernel) != 0) {
         fprintf(stderr, "strata bench mmvq: variant '%s' is not available for %s on this CPU\n", variant, qt->name);
         goto done;
     }
     uint64_t checksum = fnv1a64(y, (size_t)(n_out * cols) * sizeof(float));
-    for (int w = 0; w < 3; w++) matvec_with(tp, copies[(size_t)w % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
+    for (int w = 0; w < 3; w++) run_once(passes8, tp, copies[(size_t)w % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
 
     /* timed calls: at least iters_min and at least 1 s, at most 10000 */
     enum { MAX_ITERS = 10000 };
@@ -160,7 +178,7 @@ int bench_mmvq(int argc, char **argv) {
     double c0 = cpu_seconds();
     while (n_it < MAX_ITERS && (n_it < iters_min || now_seconds() - t_start < 1.0)) {
         double t0 = now_seconds();
-        matvec_with(tp, copies[(size_t)n_it % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
+        run_once(passes8, tp, copies[(size_t)n_it % n_copies], type, n_in, n_out, x, (int)cols, y, mode, kernel);
         t[n_it++] = now_seconds() - t0;
     }
 
@@ -172,12 +190,14 @@ int bench_mmvq(int argc, char **argv) {
     double med = t[n_it / 2];
     free(t);
     double gbs = (double)mat_bytes / med / 1e9;
-    const char *kname = mode == MATVEC_EXACT ? "exact" : kernel == MATVEC_KERNEL_REF ? "ref"
+    const char *kname = passes8 ? "passes8" : mode == MATVEC_EXACT ? "exact" : kernel == MATVEC_KERNEL_REF ? "ref"
                       : kernel == MATVEC_KERNEL_AVX2 ? "avx2" : matvec_kernel_name(type);
     printf("mmvq %-7s %lldx%lld cols=%lld variant=%s threads=%d: %.1f us/call (median of %d), "
-           "weights %.2f MB, %.2f GB/s, cpu %.1f us/call (%.2f GB/s at %d full cores)",
+           "weights %.2f MB, %.2f GB/s, cpu %.1f us/call (%.2f GB/s at %d full cores), %.2f GMAC/s (%.2f by cpu time)",
            qt->name, (long long)n_out, (long long)n_in, (long long)cols, kname, threads, med * 1e6, n_it,
-           (double)mat_bytes / 1e6, gbs, cpu * 1e6, (double)mat_bytes / (cpu / threads) / 1e9, threads);
+           (double)mat_bytes / 1e6, gbs, cpu * 1e6, (double)mat_bytes / (cpu / threads) / 1e9, threads,
+           (double)n_in * (double)n_out * (double)cols / med / 1e9,
+           (double)n_in * (double)n_out * (double)cols / (cpu / threads) / 1e9);
     if (measure_bw) {
         double bw = membw_read_gbs(tp, (size_t)1 << 30, 3);
         double bwc = read_bw_cpu_gbs(tp, (size_t)1 << 30, 3), kc = (double)mat_bytes / (cpu / threads) / 1e9;

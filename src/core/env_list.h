@@ -5,6 +5,7 @@
  * Add a line here; never call getenv() anywhere else. */
 X(ENV_EXACT,        "STRATA_EXACT",        ENV_BOOL, "0",    "reference mode: dequantize weights, keep activations in f32 (same as --exact)")
 X(ENV_KERNEL,       "STRATA_KERNEL",       ENV_STR,  "auto", "CPU matvec kernel: auto (AVX2 when the CPU has it), avx2, ref")
+X(ENV_CPU_MM,       "STRATA_CPU_MM",       ENV_BOOL, "1",    "CPU passes of more than 8 columns: the wide kernels (src/cpu/matmul_avx2.h, the matvec's bits); 0: the matvec kernels in row tiles x groups of 8 columns")
 X(ENV_THREADS,      "STRATA_THREADS",      ENV_INT,  "0",    "default worker threads (0: all cores); -t overrides")
 X(ENV_CACHE_DIR,    "STRATA_CACHE_DIR",    ENV_STR,  "",     "where fetched models live (default: $XDG_CACHE_HOME/strata or ~/.cache/strata)")
 X(ENV_HF_ENDPOINT,  "STRATA_HF_ENDPOINT",  ENV_STR,  "https://huggingface.co", "the Hugging Face hub `strata pull` and `-m org/repo:QUANT` download from")

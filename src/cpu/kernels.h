@@ -19,6 +19,27 @@ typedef void (*matvec_rows_fn)(const void *W, size_t row_bytes, int64_t n_in,
                                const void *act, size_t act_stride, int T,
                                float *y, int64_t n_out, int64_t r0, int64_t r1);
 
+/* Wide kernels (T > MATVEC_MAX_COLS, src/cpu/matmul_avx2.h): rows [r0, r1) (r0 a multiple of
+ * MATMUL_ROWS) for all T columns, with the bits of the matvec kernels above. A strip of
+ * MATMUL_ROWS rows is decoded once into `scratch` (scratch_bytes(n_in) bytes, any alignment)
+ * and every column runs against it. asum: for formats with asum_blck != 0, the integer sum of
+ * each activation block's codes, asum[c * (n_in / asum_blck) + b]; NULL otherwise. */
+#define MATMUL_ROWS 8
+typedef void (*matmul_rows_fn)(const void *W, size_t row_bytes, int64_t n_in, const void *act,
+                               size_t act_stride, const int32_t *asum, int T, float *y, int64_t n_out,
+                               int64_t r0, int64_t r1, void *scratch);
+typedef struct {
+    matmul_rows_fn rows;
+    size_t (*scratch_bytes)(int64_t n_in);
+    int asum_blck;     /* 0, or the activation block (32, 64) whose code sums the kernel needs */
+    int asum_qs;       /* byte offset of the codes in an activation block */
+    int asum_bytes;    /* bytes per activation block */
+} matmul_kernel;
+/* AVX2 wide kernels: matmul_avx2 for the legacy and K-quant formats, matmul_avx2_iq for the
+ * IQ formats; NULL where a type has none (float formats use the matvec kernels in tiles). */
+const matmul_kernel *matmul_avx2(int type);
+const matmul_kernel *matmul_avx2_iq(int type);
+
 /* AVX2+FMA+F16C kernels (callers check cpu_has_avx2_fma() first). NULL: no fast kernel
  * for this type. matvec_rows_avx2 covers the float, legacy and K-quant formats
  * (src/cpu/matvec_avx2.c); matvec_rows_avx2_iq covers the IQ codebook formats

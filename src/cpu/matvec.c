@@ -1,6 +1,14 @@
 /* CPU matvec dispatch and threading (src/cpu/matvec.h).
  *
- *   y[c * n_out + r] = W[r] . x_c      r < n_out, c < T (kernels take T <= MATVEC_MAX_COLS)
+ *   y[c * n_out + r] = W[r] . x_c      r < n_out, c < T
+ *
+ * T <= MATVEC_MAX_COLS: the matvec kernels (one weight row decoded once for the T columns).
+ * T > MATVEC_MAX_COLS (prompt passes): the T columns are quantized once; a format with a wide
+ * kernel (src/cpu/matmul_avx2.h) decodes a strip of 8 rows once and runs every column against
+ * it; other formats (float weights, the reference kernel) run the matvec kernel over row tiles
+ * and column groups of 8, so a tile's rows stay in cache for all the groups. Threads split the
+ * rows either way. Every path computes the canonical bits (docs/KERNELS.md), so T never
+ * changes a column's result.
  *
  * Default mode: the T columns are quantized once per call to the format's activation
  * blocks (src/quant/act.c), then the rows are split over the thread pool and each worker
@@ -23,10 +31,12 @@
 
 static int cpu_avx2_cached = -1;      /* -1 unknown, else cpu_has_avx2_fma() */
 static int env_kernel_cached = -1;    /* MATVEC_KERNEL_* chosen by STRATA_KERNEL */
+static int env_cpu_mm = 1;            /* STRATA_CPU_MM: wide kernels for T > MATVEC_MAX_COLS */
 static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
 
 static void kernel_choice_init(void) {
     cpu_avx2_cached = cpu_has_avx2_fma();
+    env_cpu_mm = env_bool(ENV_CPU_MM);
     const char *k = env_str(ENV_KERNEL);
     if (!strcmp(k, "ref")) env_kernel_cached = MATVEC_KERNEL_REF;
     else if (!strcmp(k, "avx2")) env_kernel_cached = MATVEC_KERNEL_AVX2;
@@ -102,6 +112,9 @@ typedef struct {
 
 /* Rows per split unit: keeps neighbouring rows (and their cache lines) on one worker. */
 #define MATVEC_ROW_ALIGN 4
+/* T > MATVEC_MAX_COLS without a wide kernel: rows per tile (the tile's weights are reread
+ * from L1/L2 by each group of 8 columns) */
+#define MATVEC_TILE_ROWS 16
 
 static void matvec_worker(void *ctx, int ith, int nth) {
     const matvec_job *j = ctx;
@@ -120,8 +133,19 @@ static void matvec_worker(void *ctx, int ith, int nth) {
         }
         return;
     }
-    if (j->fn) {
+    if (j->fn && j->T <= MATVEC_MAX_COLS) {
         j->fn(j->W, j->row_bytes, j->n_in, j->act, j->act_stride, j->T, j->y, j->n_out, lo, hi);
+        return;
+    }
+    if (j->fn) {   /* wide pass without a wide kernel: row tiles x column groups of 8 */
+        for (long r0 = lo; r0 < hi; r0 += MATVEC_TILE_ROWS) {
+            long r1 = r0 + MATVEC_TILE_ROWS < hi ? r0 + MATVEC_TILE_ROWS : hi;
+            for (int c0 = 0; c0 < j->T; c0 += MATVEC_MAX_COLS) {
+                int n = j->T - c0 < MATVEC_MAX_COLS ? j->T - c0 : MATVEC_MAX_COLS;
+                j->fn(j->W, j->row_bytes, j->n_in, (const char *)j->act + (size_t)c0 * j->act_stride, j->act_stride, n,
+                      j->y + (size_t)c0 * (size_t)j->n_out, j->n_out, r0, r1);
+            }
+        }
         return;
     }
     for (long r = lo; r < hi; r++) {
@@ -132,21 +156,82 @@ static void matvec_worker(void *ctx, int ith, int nth) {
     }
 }
 
+/* ---- the wide kernels' job (T > MATVEC_MAX_COLS) -------------------------------------- */
+
+typedef struct {
+    const matmul_kernel *mk;
+    const void *W; size_t row_bytes;
+    int64_t n_in, n_out;
+    int T;
+    float *y;
+    const void *act; size_t act_stride;
+    const int32_t *asum;
+    char *scratch; size_t scratch_bytes;   /* per worker */
+} matmul_job;
+
+static void matmul_worker(void *ctx, int ith, int nth) {
+    const matmul_job *j = ctx;
+    long lo, hi;
+    threadpool_split((long)j->n_out, ith, nth, MATMUL_ROWS, &lo, &hi);
+    if (lo >= hi) return;
+    j->mk->rows(j->W, j->row_bytes, j->n_in, j->act, j->act_stride, j->asum, j->T, j->y, j->n_out, lo, hi,
+                j->scratch + (size_t)ith * j->scratch_bytes);
+}
+
+/* Per calling thread: the wide kernels' decoded strips (one per worker) and the activation
+ * code sums; grown as needed, freed with the thread (as act_scratch). */
+static _Thread_local void *mm_scratch;
+static _Thread_local size_t mm_scratch_cap;
+static pthread_key_t mm_scratch_key;
+static pthread_once_t mm_scratch_once = PTHREAD_ONCE_INIT;
+static void mm_scratch_key_init(void) { pthread_key_create(&mm_scratch_key, act_scratch_free); }
+
+static void *mm_scratch_get(size_t n) {
+    if (n <= mm_scratch_cap) return mm_scratch;
+    void *p = st_realloc(mm_scratch, n);
+    if (!p) return NULL;
+    mm_scratch = p; mm_scratch_cap = n;
+    pthread_once(&mm_scratch_once, mm_scratch_key_init);
+    pthread_setspecific(mm_scratch_key, p);
+    return p;
+}
+
+/* The wide kernel of a type on this CPU (given its matvec kernel fn), or NULL. */
+static const matmul_kernel *wide_kernel(int type, matvec_rows_fn fn) {
+    if (!fn || !cpu_avx2_cached || !env_cpu_mm) return NULL;
+    const matmul_kernel *mk = matmul_avx2(type);
+    return mk ? mk : matmul_avx2_iq(type);
+}
+
+static int matmul_run(threadpool *tp, const matmul_kernel *mk, const void *W, size_t row_bytes, int64_t n_in,
+                      int64_t n_out, const void *act, size_t stride, int T, float *y) {
+    int nth = threadpool_size(tp);
+    size_t sb = (mk->scratch_bytes(n_in) + 63) / 64 * 64;
+    int64_t nba = mk->asum_blck ? n_in / mk->asum_blck : 0;
+    size_t asum_bytes = (size_t)nba * (size_t)T * sizeof(int32_t);
+    char *mem = mm_scratch_get((size_t)nth * sb + asum_bytes);
+    if (!mem) return -1;
+    int32_t *asum = NULL;
+    if (nba) {
+        asum = (int32_t *)(mem + (size_t)nth * sb);
+        for (int c = 0; c < T; c++)
+            for (int64_t b = 0; b < nba; b++) {
+                const int8_t *q = (const int8_t *)act + (size_t)c * stride + (size_t)b * (size_t)mk->asum_bytes + mk->asum_qs;
+                int32_t n = 0;
+                for (int i = 0; i < mk->asum_blck; i++) n += q[i];
+                asum[(size_t)c * (size_t)nba + (size_t)b] = n;
+            }
+    }
+    matmul_job j = { .mk = mk, .W = W, .row_bytes = row_bytes, .n_in = n_in, .n_out = n_out, .T = T, .y = y,
+                     .act = act, .act_stride = stride, .asum = asum, .scratch = mem, .scratch_bytes = sb };
+    threadpool_run(tp, matmul_worker, &j);
+    return 0;
+}
+
 int matvec_with(threadpool *tp, const void *W, int type, int64_t n_in, int64_t n_out,
                 const float *x, int T, float *y, matvec_mode mode, matvec_kernel kernel) {
     const quant_traits *qt = quant_traits_get(type);
-    if (T > MATVEC_MAX_COLS && qt && n_in > 0 && n_out >= 0) {
-        /* a wide pass: columns in passes of MATVEC_MAX_COLS (each column's bits never depend on
-         * the others: the same values as T passes of one) */
-        for (int c0 = 0; c0 < T; c0 += MATVEC_MAX_COLS) {
-            int n = T - c0 < MATVEC_MAX_COLS ? T - c0 : MATVEC_MAX_COLS;
-            if (matvec_with(tp, W, type, n_in, n_out, x + (size_t)c0 * (size_t)n_in, n, y + (size_t)c0 * (size_t)n_out,
-                            mode, kernel))
-                return -1;
-        }
-        return 0;
-    }
-    if (!qt || T < 1 || T > MATVEC_MAX_COLS || n_in <= 0 || n_out < 0 || !W || !x || !y) return -1;
+    if (!qt || T < 1 || T > MATVEC_MAX_T || n_in <= 0 || n_out < 0 || !W || !x || !y) return -1;
     size_t row_bytes = quant_row_bytes(type, n_in);
     if (!row_bytes) return -1;
     if (n_out == 0) return 0;
@@ -176,6 +261,10 @@ int matvec_with(threadpool *tp, const void *W, int type, int64_t n_in, int64_t n
         char *ac = (char *)act + (size_t)c * stride;
         if (fn && cpu_avx2_cached) act_quantize_row_avx2(qt->act, xc, ac, n_in);
         else act_quantize_row(qt->act, xc, ac, n_in);
+    }
+    if (T > MATVEC_MAX_COLS) {
+        const matmul_kernel *mk = wide_kernel(type, fn);
+        if (mk) return matmul_run(tp, mk, W, row_bytes, n_in, n_out, act, stride, T, y);
     }
     j.act = act; j.act_stride = stride;
     threadpool_run(tp, matvec_worker, &j);

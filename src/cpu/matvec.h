@@ -1,4 +1,5 @@
-/* CPU matrix-vector products over quantized weights, for T = 1..8 columns at once:
+/* CPU matrix-vector products over quantized weights, for T columns at once (T = 1..8 through
+ * the matvec kernels, wider passes through the wide matmul path):
  *   y[c * n_out + r] = sum_k W[r][k] * x[c * n_in + k]     r < n_out, c < T
  * W is n_out rows of n_in weights of `type` (row-major, GGUF order: ne0 = n_in).
  * Default mode quantizes x to the format's activation blocks and uses the integer dot
@@ -11,7 +12,8 @@
 #include "threadpool.h"
 #include "../quant/quant.h"
 
-#define MATVEC_MAX_COLS 8
+#define MATVEC_MAX_COLS 8      /* widest pass of the matvec kernels; wider passes take the wide path */
+#define MATVEC_MAX_T 65536     /* widest pass matvec accepts */
 
 typedef enum { MATVEC_DEFAULT = 0, MATVEC_EXACT = 1 } matvec_mode;
 typedef enum { MATVEC_KERNEL_AUTO = 0, MATVEC_KERNEL_REF, MATVEC_KERNEL_AVX2 } matvec_kernel;

@@ -16,6 +16,7 @@
 #include "matvec.h"
 #include "../quant/quant.h"
 #include "../quant/ref.h"
+#include "matmul_avx2.h"
 #include <immintrin.h>
 #include <string.h>
 
@@ -642,6 +643,86 @@ static void q3_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q3_K); }
 static void q4_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q4_K); }
 static void q5_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q5_K); }
 static void q6_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q6_K); }
+
+/* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------ */
+
+ALWAYS_INLINE float mm_half(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return _cvtsh_ss(h); }
+
+ALWAYS_INLINE void mm_dec_fb(const uint8_t *blk, int r, mm_blockdec *d, const int fmt) {
+    __m256i w[2];
+    fb_decode(blk, w, fmt);
+    d->cv[r][0] = w[0];
+    if (FB_VPB(fmt) == 2) d->cv[r][1] = w[1];
+    d->dw[r] = fmt == FB_MXFP4 ? mxfp4_e8m0_half(blk[0]) : mm_half(blk);
+    d->d2[r] = FB_HAS_MIN(fmt) ? mm_half(blk + 2) : 0.0f;
+}
+ALWAYS_INLINE void mm_dec_kq(const uint8_t *blk, int r, mm_blockdec *d, const int fmt) {
+    kq_scales sc;
+    kq_prep(blk, &sc, fmt);
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) {
+        d->cv[r][v] = kq_codes(blk, v, fmt);
+        if (fmt == KQ_Q4_K || fmt == KQ_Q5_K) d->m[r][v] = (int16_t)_mm256_extract_epi16(sc.scl[v], 0);
+        else {
+            d->m[r][2 * v] = (int16_t)_mm256_extract_epi16(sc.scl[v], 0);
+            d->m[r][2 * v + 1] = (int16_t)_mm256_extract_epi16(sc.scl[v], 8);
+        }
+    }
+    _mm256_storeu_si256((__m256i *)d->g[r], sc.f16);
+    d->dw[r] = sc.d;
+    d->d2[r] = sc.dmin;
+}
+static void mm_dec_q4_0(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_fb(b, r, d, FB_Q4_0); }
+static void mm_dec_q4_1(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_fb(b, r, d, FB_Q4_1); }
+static void mm_dec_q5_0(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_fb(b, r, d, FB_Q5_0); }
+static void mm_dec_q5_1(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_fb(b, r, d, FB_Q5_1); }
+static void mm_dec_q8_0(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_fb(b, r, d, FB_Q8_0); }
+static void mm_dec_mxfp4(const uint8_t *b, int r, mm_blockdec *d) { mm_dec_fb(b, r, d, FB_MXFP4); }
+static void mm_dec_q2_0(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_fb(b, r, d, FB_Q2_0); }
+static void mm_dec_q2_K(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_kq(b, r, d, KQ_Q2_K); }
+static void mm_dec_q3_K(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_kq(b, r, d, KQ_Q3_K); }
+static void mm_dec_q4_K(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_kq(b, r, d, KQ_Q4_K); }
+static void mm_dec_q5_K(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_kq(b, r, d, KQ_Q5_K); }
+static void mm_dec_q6_K(const uint8_t *b, int r, mm_blockdec *d)  { mm_dec_kq(b, r, d, KQ_Q6_K); }
+
+MM_DEFINE_ROWS(q4_0_mm, MM_Q4_0, FB_BSIZE(FB_Q4_0), mm_dec_q4_0)
+MM_DEFINE_ROWS(q4_1_mm, MM_Q4_1, FB_BSIZE(FB_Q4_1), mm_dec_q4_1)
+MM_DEFINE_ROWS(q5_0_mm, MM_Q5_0, FB_BSIZE(FB_Q5_0), mm_dec_q5_0)
+MM_DEFINE_ROWS(q5_1_mm, MM_Q5_1, FB_BSIZE(FB_Q5_1), mm_dec_q5_1)
+MM_DEFINE_ROWS(q8_0_mm, MM_Q8_0, FB_BSIZE(FB_Q8_0), mm_dec_q8_0)
+MM_DEFINE_ROWS(mxfp4_mm, MM_MXFP4, FB_BSIZE(FB_MXFP4), mm_dec_mxfp4)
+MM_DEFINE_ROWS(q2_0_mm, MM_Q2_0, FB_BSIZE(FB_Q2_0), mm_dec_q2_0)
+MM_DEFINE_ROWS(q2_K_mm, MM_Q2_K, KQ_BSIZE(KQ_Q2_K), mm_dec_q2_K)
+MM_DEFINE_ROWS(q3_K_mm, MM_Q3_K, KQ_BSIZE(KQ_Q3_K), mm_dec_q3_K)
+MM_DEFINE_ROWS(q4_K_mm, MM_Q4_K, KQ_BSIZE(KQ_Q4_K), mm_dec_q4_K)
+MM_DEFINE_ROWS(q5_K_mm, MM_Q5_K, KQ_BSIZE(KQ_Q5_K), mm_dec_q5_K)
+MM_DEFINE_ROWS(q6_K_mm, MM_Q6_K, KQ_BSIZE(KQ_Q6_K), mm_dec_q6_K)
+
+#define MM_KERNEL(NAME, F) { NAME, NAME##_scratch, MM_OFFSET(F) ? MM_B(F) : 0, MM_AQS(F), MM_AS(F) }
+static const matmul_kernel mm_q4_0 = MM_KERNEL(q4_0_mm, MM_Q4_0), mm_q4_1 = MM_KERNEL(q4_1_mm, MM_Q4_1),
+    mm_q5_0 = MM_KERNEL(q5_0_mm, MM_Q5_0), mm_q5_1 = MM_KERNEL(q5_1_mm, MM_Q5_1),
+    mm_q8_0 = MM_KERNEL(q8_0_mm, MM_Q8_0), mm_mxfp4 = MM_KERNEL(mxfp4_mm, MM_MXFP4),
+    mm_q2_0 = MM_KERNEL(q2_0_mm, MM_Q2_0), mm_q2_K = MM_KERNEL(q2_K_mm, MM_Q2_K),
+    mm_q3_K = MM_KERNEL(q3_K_mm, MM_Q3_K), mm_q4_K = MM_KERNEL(q4_K_mm, MM_Q4_K),
+    mm_q5_K = MM_KERNEL(q5_K_mm, MM_Q5_K), mm_q6_K = MM_KERNEL(q6_K_mm, MM_Q6_K);
+
+const matmul_kernel *matmul_avx2(int type) {
+    switch (type) {
+    case TYPE_Q4_0:  return &mm_q4_0;
+    case TYPE_Q4_1:  return &mm_q4_1;
+    case TYPE_Q5_0:  return &mm_q5_0;
+    case TYPE_Q5_1:  return &mm_q5_1;
+    case TYPE_Q8_0:  return &mm_q8_0;
+    case TYPE_MXFP4: return &mm_mxfp4;
+    case TYPE_Q2_0:  return &mm_q2_0;
+    case TYPE_Q2_K:  return &mm_q2_K;
+    case TYPE_Q3_K:  return &mm_q3_K;
+    case TYPE_Q4_K:  return &mm_q4_K;
+    case TYPE_Q5_K:  return &mm_q5_K;
+    case TYPE_Q6_K:  return &mm_q6_K;
+    default:         return NULL;
+    }
+}
 
 matvec_rows_fn matvec_rows_avx2(int type) {
     switch (type) {

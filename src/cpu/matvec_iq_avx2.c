@@ -17,6 +17,7 @@
 #include <immintrin.h>
 #include <string.h>
 #include "kernels.h"
+#include "matmul_avx2.h"
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
 #include "core/util.h"
@@ -326,6 +327,66 @@ static void iq4_nl_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, cons
     case 6: rows_iq4_nl(6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
     case 7: rows_iq4_nl(7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
     default: rows_iq4_nl(8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
+    }
+}
+
+/* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------
+ * codes = w8 (signed: sign_epi8(|w8|, carrier)); multipliers per 16 weights. */
+#define MM_IQ_DEC(X)                                                                             \
+    static void mm_dec_##X(const uint8_t *blk, int r, mm_blockdec *d) {                          \
+        for (int ch = 0; ch < 8; ch++) {                                                        \
+            __m256i mag, sgn, m16;                                                              \
+            dec_##X(blk, ch, &mag, &sgn, &m16);                                                 \
+            d->cv[r][ch] = _mm256_sign_epi8(mag, sgn);                                          \
+            d->m[r][2 * ch] = (int16_t)_mm256_extract_epi16(m16, 0);                            \
+            d->m[r][2 * ch + 1] = (int16_t)_mm256_extract_epi16(m16, 8);                        \
+        }                                                                                       \
+        d->dw[r] = dw_##X(blk);                                                                 \
+        d->d2[r] = 0.0f;                                                                        \
+    }
+MM_IQ_DEC(iq2_xxs)
+MM_IQ_DEC(iq2_xs)
+MM_IQ_DEC(iq2_s)
+MM_IQ_DEC(iq3_xxs)
+MM_IQ_DEC(iq3_s)
+MM_IQ_DEC(iq1_s)
+MM_IQ_DEC(iq1_m)
+MM_IQ_DEC(iq4_xs)
+static void mm_dec_iq4_nl(const uint8_t *blk, int r, mm_blockdec *d) {
+    const block_iq4_nl *b = (const block_iq4_nl *)blk;
+    d->cv[r][0] = iq4_w8(b->qs);
+    d->dw[r] = _cvtsh_ss(b->d);
+    d->d2[r] = 0.0f;
+}
+MM_DEFINE_ROWS(iq2_xxs_mm, MM_IQ2_XXS, sizeof(block_iq2_xxs), mm_dec_iq2_xxs)
+MM_DEFINE_ROWS(iq2_xs_mm, MM_IQ2_XS, sizeof(block_iq2_xs), mm_dec_iq2_xs)
+MM_DEFINE_ROWS(iq2_s_mm, MM_IQ2_S, sizeof(block_iq2_s), mm_dec_iq2_s)
+MM_DEFINE_ROWS(iq3_xxs_mm, MM_IQ3_XXS, sizeof(block_iq3_xxs), mm_dec_iq3_xxs)
+MM_DEFINE_ROWS(iq3_s_mm, MM_IQ3_S, sizeof(block_iq3_s), mm_dec_iq3_s)
+MM_DEFINE_ROWS(iq1_s_mm, MM_IQ1_S, sizeof(block_iq1_s), mm_dec_iq1_s)
+MM_DEFINE_ROWS(iq1_m_mm, MM_IQ1_M, sizeof(block_iq1_m), mm_dec_iq1_m)
+MM_DEFINE_ROWS(iq4_xs_mm, MM_IQ4_XS, sizeof(block_iq4_xs), mm_dec_iq4_xs)
+MM_DEFINE_ROWS(iq4_nl_mm, MM_IQ4_NL, sizeof(block_iq4_nl), mm_dec_iq4_nl)
+
+#define MM_KERNEL(NAME, F) { NAME, NAME##_scratch, 0, MM_AQS(F), MM_AS(F) }
+static const matmul_kernel mm_iq2_xxs = MM_KERNEL(iq2_xxs_mm, MM_IQ2_XXS), mm_iq2_xs = MM_KERNEL(iq2_xs_mm, MM_IQ2_XS),
+    mm_iq2_s = MM_KERNEL(iq2_s_mm, MM_IQ2_S), mm_iq3_xxs = MM_KERNEL(iq3_xxs_mm, MM_IQ3_XXS),
+    mm_iq3_s = MM_KERNEL(iq3_s_mm, MM_IQ3_S), mm_iq1_s = MM_KERNEL(iq1_s_mm, MM_IQ1_S),
+    mm_iq1_m = MM_KERNEL(iq1_m_mm, MM_IQ1_M), mm_iq4_xs = MM_KERNEL(iq4_xs_mm, MM_IQ4_XS),
+    mm_iq4_nl = MM_KERNEL(iq4_nl_mm, MM_IQ4_NL);
+
+const matmul_kernel *matmul_avx2_iq(int type) {
+    switch (type) {
+    case TYPE_IQ2_XXS: return &mm_iq2_xxs;
+    case TYPE_IQ2_XS:  return &mm_iq2_xs;
+    case TYPE_IQ2_S:   return &mm_iq2_s;
+    case TYPE_IQ3_XXS: return &mm_iq3_xxs;
+    case TYPE_IQ3_S:   return &mm_iq3_s;
+    case TYPE_IQ1_S:   return &mm_iq1_s;
+    case TYPE_IQ1_M:   return &mm_iq1_m;
+    case TYPE_IQ4_NL:  return &mm_iq4_nl;
+    case TYPE_IQ4_XS:  return &mm_iq4_xs;
+    default:           return NULL;
     }
 }
 
