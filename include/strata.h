@@ -138,6 +138,14 @@ const int32_t *strata_session_history(const strata_session *s);
  * cache can no longer hold that prefix (sliding-window models keep a bounded ring; rollbacks
  * of up to 8 positions always work): then strata_session_reset and evaluate again. */
 int  strata_session_rewind(strata_session *s, int pos);
+/* dst starts over holding the first n tokens of src's history: src's KV rows 0..n-1 are copied
+ * on the device (a prompt that begins with tokens another session already evaluated: a shared
+ * system prompt, the earlier turns of a chat). The rows are the bits src computed, which batch
+ * invariance makes the bits dst's own prefill would compute, so what follows is identical.
+ * Logits are unavailable until the next eval. 0, or -1 (another model, n out of 0..src's
+ * position, rows src no longer keeps, a backend without the copy): dst is unchanged (a device
+ * copy that failed midway leaves it reset). */
+int  strata_session_copy_prefix(strata_session *dst, const strata_session *src, int n);
 int  strata_session_n_ctx(const strata_session *s);
 
 /* Append tokens to the context (one forward pass over them) and keep the logits of the last

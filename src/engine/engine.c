@@ -386,6 +386,18 @@ int strata_session_rewind(strata_session *s, int pos) {
     return 0;
 }
 
+int strata_session_copy_prefix(strata_session *dst, const strata_session *src, int n) {
+    if (!dst || !src || dst == src || dst->m != src->m || n < 0 || n > src->pos || n > dst->n_ctx ||
+        dst->be->ops != src->be->ops || !dst->be->ops->kv_copy ||
+        src->pos - n > src->be->ops->max_rewind(src->be))   /* a ring that overwrote rows below n */
+        return -1;
+    if (dst->be->ops->kv_copy(dst->be, src->be, n) != 0) { strata_session_reset(dst); return -1; }   /* rows may be half copied */
+    strata_session_reset(dst);
+    memcpy(dst->history, src->history, (size_t)n * sizeof(int32_t));
+    dst->pos = n;
+    return 0;
+}
+
 strata_session *strata_session_new(strata_model *m, const strata_session_params *p, char *err, size_t errlen) {
     if (m->vocab_only) { snprintf(err, errlen, "the model was loaded vocabulary-only"); return NULL; }
     strata_session *s = st_calloc(1, sizeof *s);

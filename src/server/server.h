@@ -54,7 +54,8 @@ typedef struct srv_job {
     gen_kind kind;
     int32_t *prompt;
     int n_prompt;
-    int n_cached;               /* prompt tokens found in the slot's KV cache (not evaluated again) */
+    int n_cached;               /* prompt tokens found in KV caches (not evaluated again) */
+    int n_copied;               /* of those, copied from another slot's cache (0 or n_cached) */
     int max_tokens;             /* -1: until end of generation or context */
     strata_sampler_params sampler;
     int has_seed;
@@ -106,6 +107,7 @@ typedef struct srv_slot {
 
 typedef struct srv_counters {
     unsigned long long prompt_tokens, cached_tokens, generated_tokens, completed, cancelled, rejected, failed;
+    unsigned long long copied_tokens;               /* cached tokens copied from another slot's KV cache */
     unsigned long long decode_steps;                /* decode passes summed over slots (one window each) */
     unsigned long long spec_drafted, spec_accepted; /* speculative drafts proposed / kept */
     double prompt_seconds, decode_seconds, busy_seconds;

@@ -278,7 +278,17 @@ static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     /* keep the common prefix: the contract of batch invariance makes its KV rows the same
      * bits a fresh prefill would compute, so output does not depend on what ran before */
     int keep = slot_common_prefix(sl, j);
-    if (keep > 0 && strata_session_rewind(sl->sess, keep) == 0) j->n_cached = keep;
+    /* another slot (busy or idle) holding a longer prefix of the prompt gives its KV rows: a
+     * copy on the device instead of a prefill (the system prompt of a chat whose slot is busy) */
+    srv_slot *donor = NULL;
+    int dn = keep;
+    for (int i = 0; i < s->n_slots; i++) {
+        if (&s->slots[i] == sl) continue;
+        int n = slot_common_prefix(&s->slots[i], j);
+        if (n > dn) { dn = n; donor = &s->slots[i]; }
+    }
+    if (donor && strata_session_copy_prefix(sl->sess, donor->sess, dn) == 0) { j->n_cached = dn; j->n_copied = dn; }
+    else if (keep > 0 && strata_session_rewind(sl->sess, keep) == 0) j->n_cached = keep;
     else { strata_session_reset(sl->sess); j->n_cached = 0; }
     sl->prefill_pos = j->n_cached;
     sl->job = j;
@@ -328,6 +338,7 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
         j->t_prompt_done = now_seconds();
         s->counters.prompt_tokens += (unsigned long long)(j->n_prompt - j->n_cached);
         s->counters.cached_tokens += (unsigned long long)j->n_cached;
+        s->counters.copied_tokens += (unsigned long long)j->n_copied;
         s->counters.prompt_seconds += j->t_prompt_done - j->t_start;
     }
     s->counters.generated_tokens += (unsigned long long)(sl->n_gen - j->n_gen);
