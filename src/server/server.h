@@ -119,7 +119,8 @@ typedef struct srv_sched {
     int spec;                   /* drafts per step for greedy requests (0: off) */
     srv_slot *slots;
     srv_job **queue;            /* FIFO ring of waiting jobs: q_alloc = q_cap + n_slots cells */
-    int q_cap, q_alloc, q_head, q_len;  /* admitted while running + waiting < n_slots + q_cap */
+    int q_cap, q_alloc, q_head, q_len;  /* admitted while running + waiting + reserved < n_slots + q_cap */
+    int reserved;               /* requests admitted whose prompts are being templated / tokenized */
     pthread_mutex_t mu;
     pthread_cond_t wake;        /* decode thread: new work or stop */
     pthread_t thread;
@@ -141,6 +142,16 @@ void job_release(srv_sched *s, srv_job *j);
  * the scheduler stopped (-2); then *running (slots generating) and *waiting (jobs admitted
  * that no free slot can take yet) say why. */
 int  sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting);
+/* Admission before work (the HTTP side): sched_reserve takes a place among slots + queue for a
+ * request whose prompt is still to be read (0, or -1 / -2 with *running / *waiting as
+ * sched_submit), so a full server refuses before templating or tokenizing; the place is then
+ * either given back (sched_unreserve: the prompt was refused) or filled by
+ * sched_submit_reserved (0, or -2 when the scheduler stopped meanwhile). */
+int  sched_reserve(srv_sched *s, int *running, int *waiting);
+/* The same check without taking a place (a request whose body is not read yet). */
+int  sched_full(srv_sched *s, int *running, int *waiting);
+void sched_unreserve(srv_sched *s);
+int  sched_submit_reserved(srv_sched *s, srv_job *j);
 /* Shutdown: stop the decode thread after its current step and end every running or queued job
  * with the error "the server is shutting down" (their HTTP threads finish the replies). */
 void sched_stop(srv_sched *s);

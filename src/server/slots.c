@@ -508,31 +508,71 @@ void sched_free(srv_sched *s) {
     s->queue = NULL;
 }
 
-int sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting) {
-    pthread_mutex_lock(&s->mu);
+/* caller holds s->mu. 0: there is room for one more request; else -1 (full) or -2 (stopped)
+ * with *running / *waiting set for the 429 message. */
+static int sched_admit_locked(srv_sched *s, int *running, int *waiting) {
     int busy = 0;
     for (int i = 0; i < s->n_slots; i++) busy += s->slots[i].job != NULL;
     /* a job waits in the ring until the decode thread moves it into a free slot, so admitted
-     * work is running (busy) + waiting (q_len), bounded by slots + queue */
-    if (s->stop || busy + s->q_len >= s->n_slots + s->q_cap) {
-        int rc = s->stop ? -2 : -1;
-        if (!s->stop) s->counters.rejected++;
-        /* jobs in the ring that free slots will take at the decode thread's next iteration are
-         * starting, not waiting */
-        int starting = s->n_slots - busy < s->q_len ? s->n_slots - busy : s->q_len;
-        if (running) *running = busy + starting;
-        if (waiting) *waiting = s->q_len - starting;
-        pthread_mutex_unlock(&s->mu);
-        return rc;
-    }
+     * work is running (busy) + waiting (q_len) + reserved (being tokenized), bounded by slots + queue */
+    if (!s->stop && busy + s->q_len + s->reserved < s->n_slots + s->q_cap) return 0;
+    if (!s->stop) s->counters.rejected++;
+    /* jobs in the ring that free slots will take at the decode thread's next iteration are
+     * starting, not waiting; reserved requests wait too (their prompts are being read) */
+    int starting = s->n_slots - busy < s->q_len ? s->n_slots - busy : s->q_len;
+    if (running) *running = busy + starting;
+    if (waiting) *waiting = s->q_len - starting + s->reserved;
+    return s->stop ? -2 : -1;
+}
+
+int sched_reserve(srv_sched *s, int *running, int *waiting) {
+    pthread_mutex_lock(&s->mu);
+    int rc = sched_admit_locked(s, running, waiting);
+    if (!rc) s->reserved++;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int sched_full(srv_sched *s, int *running, int *waiting) {
+    pthread_mutex_lock(&s->mu);
+    int rc = sched_admit_locked(s, running, waiting);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void sched_unreserve(srv_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->reserved--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* caller holds s->mu: the job joins the ring */
+static void sched_enqueue_locked(srv_sched *s, srv_job *j) {
     j->refs++;
     j->state = JOB_QUEUED;
     s->queue[(s->q_head + s->q_len) % s->q_alloc] = j;
     s->q_len++;
     pthread_cond_signal(&s->wake);
+}
+
+int sched_submit_reserved(srv_sched *s, srv_job *j) {
+    pthread_mutex_lock(&s->mu);
+    s->reserved--;
+    int rc = s->stop ? -2 : 0;
+    if (!rc) sched_enqueue_locked(s, j);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting) {
+    pthread_mutex_lock(&s->mu);
+    int rc = sched_admit_locked(s, running, waiting);
+    if (rc) { pthread_mutex_unlock(&s->mu); return rc; }
+    sched_enqueue_locked(s, j);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
+
 
 void sched_cancel(srv_sched *s, srv_job *j) {
     pthread_mutex_lock(&s->mu);
