@@ -181,6 +181,16 @@ int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n);
 int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, const int *max_draft, int n,
                               int32_t *accepted, int *n_accepted, int32_t *next);
 /* Logits of the last evaluated token (n_vocab floats). */
+/* One step of several sessions with a prompt chunk in the same passes (the server's decode
+ * loop under a per-step token budget): session p appends the prompt tokens pids[0..pn) (its
+ * logits kept afterwards only when want_logits: the chunk that ends its prompt) and sessions
+ * ss[0..n) append ids[i] each and get their next logits, all as columns of passes of up to 8
+ * (the prompt's first). Every logit is the bit a session evaluated alone gets (batch
+ * invariance), so a prompt read this way answers what it answers alone. No drafts, no device
+ * picks. 0, or -1 (arguments refused: nothing changed; or a device pass failed midway: the
+ * sessions whose position moved did step). */
+int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, int n, strata_session *p,
+                                 const int32_t *pids, int pn, int want_logits);
 const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */
 int32_t strata_session_sample(strata_session *s);

@@ -137,6 +137,59 @@ out:
     strata_session_free(a); strata_session_free(b); strata_session_free(c);
 }
 
+/* A prompt read in chunks inside other sessions' decode passes (the server's per-step budget):
+ * every session's logits are those it gets alone. */
+static void test_step_prefill(strata_model *m) {
+    const int V = strata_n_vocab(m);
+    int32_t prompt[21];
+    for (int i = 0; i < 21; i++) prompt[i] = 300 + 37 * i;
+    const int32_t starts[3][3] = { { 1, 4093, 198 }, { 504, 3458, 282 }, { 33, 44, 55 } };
+    strata_session *p = new_session(m), *ref = new_session(m), *d[3], *solo[3];
+    int ok = p && ref;
+    for (int i = 0; i < 3; i++) {
+        d[i] = new_session(m); solo[i] = new_session(m);
+        ok = ok && d[i] && solo[i];
+        if (ok) { strata_session_eval(d[i], starts[i], 3); strata_session_eval(solo[i], starts[i], 3); }
+    }
+    if (!ok) { CHECK(0); goto out; }
+    CHECK(strata_session_eval(ref, prompt, 21) == 0);
+    /* chunks of 7 (one pass with one decoding session), 9 (two passes with three), then 5 with
+     * the prompt's logits, so each kind of pass layout is covered */
+    const int chunk[3] = { 7, 9, 5 }, nd[3] = { 1, 3, 2 };
+    int at = 0, same = 1;
+    for (int c = 0; c < 3; c++) {
+        int32_t next[3];
+        for (int i = 0; i < nd[c]; i++) {
+            next[i] = strata_session_sample(solo[i]);
+            strata_session_eval(solo[i], &next[i], 1);
+        }
+        CHECK(strata_sessions_step_prefill(d, next, nd[c], p, prompt + at, chunk[c], at + chunk[c] == 21) == 0);
+        at += chunk[c];
+        CHECK_EQ_INT(strata_session_pos(p), at);
+        CHECK((strata_session_logits(p) != NULL) == (at == 21));
+        for (int i = 0; i < nd[c]; i++)
+            if (strata_session_pos(d[i]) != strata_session_pos(solo[i]) ||
+                memcmp(strata_session_logits(d[i]), strata_session_logits(solo[i]), (size_t)V * sizeof(float)))
+                same = 0;
+    }
+    CHECKF(same, "decoding sessions' logits differ beside a prompt chunk");
+    CHECKF(!memcmp(strata_session_logits(p), strata_session_logits(ref), (size_t)V * sizeof(float)),
+           "a prompt read in chunks beside decoding sessions gives other logits than read alone");
+    CHECK(!memcmp(strata_session_history(p), prompt, sizeof prompt));
+    /* refused, nothing moved: the prompt session among the decoding ones, a bad id, no tokens */
+    int32_t one = 5, bad = -1;
+    int pos = strata_session_pos(d[0]);
+    strata_session *self[1] = { p };
+    CHECK(strata_sessions_step_prefill(self, &one, 1, p, prompt, 2, 0) == -1);
+    CHECK(strata_sessions_step_prefill(d, &one, 1, p, &bad, 1, 0) == -1);
+    CHECK(strata_sessions_step_prefill(d, &one, 1, p, prompt, 0, 0) == -1);
+    CHECK_EQ_INT(strata_session_pos(d[0]), pos);
+    CHECK_EQ_INT(strata_session_pos(p), 21);
+out:
+    strata_session_free(p); strata_session_free(ref);
+    for (int i = 0; i < 3; i++) { strata_session_free(d[i]); strata_session_free(solo[i]); }
+}
+
 /* Speculative steps of several sessions (the server's decode path): greedy sessions that draft
  * produce exactly the ids plain greedy steps produce; a sampling session in the same batch draws
  * what it draws alone with the same seed and never drafts; the drafts of one step never exceed the
@@ -262,6 +315,7 @@ int main(void) {
     RUN_ARG(test_batched_step, m);
     RUN_ARG(test_rewind_reeval, m);
     RUN_ARG(test_copy_prefix, m);
+    RUN_ARG(test_step_prefill, m);
     RUN_ARG(test_spec_step, m);
     strata_model_free(m);
     TEST_DONE();

@@ -817,6 +817,60 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
     st->gen_tps = st->t_gen > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->t_gen : 0;
 }
 
+/* ---- a prompt chunk inside the decode passes (the server's per-step token budget) --------- */
+int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, int n, strata_session *p,
+                                 const int32_t *pids, int pn, int want_logits) {
+    if (n < 0 || pn < 1 || !p || p->pos + pn > p->n_ctx) return -1;
+    strata_model *m = p->m;
+    const int V = m->hp.n_vocab;
+    for (int i = 0; i < pn; i++)
+        if (pids[i] < 0 || pids[i] >= V) return -1;
+    for (int i = 0; i < n; i++) {
+        if (ss[i] == p || ss[i]->m != m || ss[i]->pos + 1 > ss[i]->n_ctx || ids[i] < 0 || ids[i] >= V) return -1;
+        for (int j = 0; j < i; j++)
+            if (ss[j] == ss[i]) return -1;
+    }
+    /* passes of up to FWD_MAX_T columns: the prompt's next tokens first, then one column per
+     * decoding session; the head computes logits from the prompt's last column when it ends
+     * there and the caller wants them, else from the first decoding column */
+    for (int done = 0, di = 0; done < pn || di < n;) {
+        fwd_seq g[FWD_MAX_T];
+        int32_t cols[FWD_MAX_T];
+        int ng = 0, used = 0, np = pn - done < FWD_MAX_T ? pn - done : FWD_MAX_T, best = 0, i0 = di;
+        backend *pb = NULL;
+        if (np > 0) {
+            memcpy(cols, pids + done, (size_t)np * sizeof(int32_t));
+            g[ng++] = (fwd_seq){ p->be->kv, p->pos, np };
+            used = np;
+            pb = p->be;
+            best = p->n_ctx;
+        }
+        for (; di < n && used < FWD_MAX_T; di++) {
+            cols[used++] = ids[di];
+            g[ng++] = (fwd_seq){ ss[di]->be->kv, ss[di]->pos, 1 };
+            if (!pb || ss[di]->n_ctx > best) { best = ss[di]->n_ctx; pb = ss[di]->be; }   /* the longest context's scratch */
+        }
+        int p_rows = np > 0 && done + np == pn && want_logits;
+        fwd_batch fb = { used, ng, g };
+        if (forward_batch(pb, &m->hp, cols, &fb, np - p_rows) != 0) return -1;
+        const float *lg = used > np - p_rows ? pb->ops->logits(pb) : NULL;
+        if (np > 0) {
+            memcpy(p->history + p->pos, pids + done, (size_t)np * sizeof(int32_t));
+            p->pos += np;
+            done += np;
+            p->have_logits = p_rows;
+            if (p_rows) memcpy(p->last_logits, lg, (size_t)V * sizeof(float));
+        }
+        for (int i = i0, row = p_rows; i < di; i++, row++) {
+            strata_session *s = ss[i];
+            s->history[s->pos++] = ids[i];
+            memcpy(s->last_logits, lg + (size_t)row * V, (size_t)V * sizeof(float));
+            s->have_logits = 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- constrained sampling (issue 22): the mask hook of src/sample ------------------------- */
 void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user) {
     s->smp.mask = fn;

@@ -1421,6 +1421,7 @@ int srv_run(const srv_options *o) {
         atomic_store(&s->state, SRV_FAILED);
         goto out;
     }
+    sched_set_step_tokens(&s->sched, o->step_tokens);
     /* no token is longer than max_token_len bytes, so text longer than n_ctx of them cannot fit */
     for (int i = 0, nv = strata_n_vocab(s->model); i < nv; i++) {
         size_t l = 0;

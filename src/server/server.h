@@ -32,6 +32,7 @@ typedef struct srv_options {
     int n_threads;              /* 0: engine default */
     size_t max_body;            /* bytes; larger bodies get 413 */
     int spec;                   /* speculative drafts per step for greedy requests (0: off) */
+    int step_tokens;            /* --step-tokens: columns per step while a prompt is read (0: SRV_STEP_TOKENS) */
     strata_device device;       /* auto / cpu / cuda */
     int kv_type;                /* STRATA_KV_F16 / STRATA_KV_INT8 (the slots' KV caches) */
     const char *chat_template;  /* Jinja text replacing the model's (--chat-template), or NULL */
@@ -80,8 +81,11 @@ typedef struct srv_job {
 } srv_job;
 
 typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_phase;
-/* prompt tokens evaluated per step: bounds how long one slot's prompt stalls the others */
+/* prompt tokens a slot evaluates per step while no slot decodes */
 #define SRV_PREFILL_CHUNK 128
+/* token columns per step while a prompt is read beside decoding slots (--step-tokens): one pass
+ * of the engine's 8 columns, so a stream waits one pass per token, not a chunk's passes */
+#define SRV_STEP_TOKENS 8
 
 typedef struct srv_slot {
     strata_session *sess;
@@ -117,6 +121,8 @@ typedef struct srv_sched {
     strata_model *model;
     int n_slots, n_ctx;
     int spec;                   /* drafts per step for greedy requests (0: off) */
+    int step_tokens;            /* token columns one step carries while a prompt is read: the decoding
+                                   slots' tokens, the rest (at least half) the prompt's */
     srv_slot *slots;
     srv_job **queue;            /* FIFO ring of waiting jobs: q_alloc = q_cap + n_slots cells */
     int q_cap, q_alloc, q_head, q_len;  /* admitted while running + waiting + reserved < n_slots + q_cap */
@@ -134,6 +140,8 @@ typedef struct srv_sched {
 /* spec: speculative drafts per step (0..STRATA_MAX_DRAFT) for greedy requests without logprobs */
 int  sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, int kv_type, char *err,
                  size_t errlen);
+/* Columns per step while a prompt is read beside decoding slots (SRV_STEP_TOKENS by default). */
+void sched_set_step_tokens(srv_sched *s, int n);
 void sched_free(srv_sched *s);
 /* A job built from a validated request (stops are moved out of r) and prompt tokens (copied). */
 srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt);

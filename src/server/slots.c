@@ -201,11 +201,15 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     int32_t *picked = st_malloc((size_t)n_active * sizeof *picked);
     int *pos0 = st_malloc((size_t)n_active * sizeof *pos0);
     int nb = 0;
+    srv_slot *pf = NULL;   /* the prompt this step reads inside the decode passes: the oldest */
     for (int i = 0; i < n_active; i++) {
         srv_slot *sl = active[i];
         sl->n_accepted = 0;
         sl->picked = -1;
-        if (sl->phase == SLOT_PREFILL) { slot_prefill(s, sl); continue; }
+        if (sl->phase == SLOT_PREFILL) {
+            if (!pf || sl->job->t_start < pf->job->t_start) pf = sl;
+            continue;
+        }
         if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); continue; }
         sl->n_steps++;
         if (!batch || !toks || !bslot || !max_draft || !acc || !n_acc || !picked || !pos0) {   /* out of memory: step this slot alone */
@@ -217,6 +221,21 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         pos0[nb] = strata_session_pos(sl->sess);
         nb++;
     }
+    /* prompts: with nobody decoding, each reads a chunk of SRV_PREFILL_CHUNK on its own passes;
+     * else the oldest one's next tokens ride in the decode passes, as many as the step's budget
+     * leaves after the decoding slots' columns (at least half the budget), and the others wait:
+     * a long prompt costs the streams one budget's worth of columns per token, not a chunk */
+    int pn = 0, pf_pos0 = 0;
+    if (nb == 0) {
+        for (int i = 0; i < n_active; i++)
+            if (active[i]->phase == SLOT_PREFILL) slot_prefill(s, active[i]);
+        pf = NULL;
+    } else if (pf) {
+        pn = s->step_tokens - nb;
+        if (pn < (s->step_tokens + 1) / 2) pn = (s->step_tokens + 1) / 2;
+        if (pn > pf->job->n_prompt - pf->prefill_pos) pn = pf->job->n_prompt - pf->prefill_pos;
+        pf_pos0 = strata_session_pos(pf->sess);
+    }
     mask_job mj = { NULL, 0 };
     pthread_t helper;
     int helper_on = 0;
@@ -224,9 +243,35 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         for (int i = 0; i < nb; i++) if (bslot[i]->gm) mj.gm[mj.n++] = bslot[i]->gm;
         helper_on = mj.n > 0 && pthread_create(&helper, NULL, mask_worker, &mj) == 0;
     }
-    int step_rc = nb > 0 ? strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked) : 0;
+    int step_rc = 0;
+    if (pf) {
+        const srv_job *pj = pf->job;
+        step_rc = strata_sessions_step_prefill(batch, toks, nb, pf->sess, pj->prompt + pf->prefill_pos, pn,
+                                               pf->prefill_pos + pn == pj->n_prompt);
+        for (int i = 0; i < nb; i++) { n_acc[i] = 0; picked[i] = -1; }
+    } else if (nb > 0)
+        step_rc = strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked);
     if (helper_on) pthread_join(helper, NULL);
     st_free(mj.gm);
+    if (pf) {   /* the prompt's tokens that went in (all, unless a pass failed midway) */
+        int moved = strata_session_pos(pf->sess) - pf_pos0;
+        if (step_rc != 0 && moved == 0) {
+            snprintf(pf->error, sizeof pf->error, "the prompt (%d tokens) could not be evaluated (context %d)",
+                     pf->job->n_prompt, s->n_ctx);
+            slot_end(pf, NULL);
+        } else {
+            pf->prefill_pos += moved;
+            if (pf->prefill_pos == pf->job->n_prompt) {
+                if (step_rc != 0 && !strata_session_logits(pf->sess)) {
+                    snprintf(pf->error, sizeof pf->error, "the prompt's last pass failed");
+                    slot_end(pf, NULL);
+                } else {
+                    pf->phase = SLOT_DECODE;
+                    slot_after_eval(s, pf);
+                }
+            }
+        }
+    }
     if (nb > 0 && step_rc != 0) {
         /* refused (or a device pass failed midway): the sessions that did not move are stepped
          * one by one, so only a bad slot ends */
@@ -424,6 +469,7 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     }
     s->n_slots = n_slots;
     s->spec = spec;
+    s->step_tokens = SRV_STEP_TOKENS;
     s->q_cap = queue_cap > 0 ? queue_cap : 0;
     s->q_alloc = s->q_cap + n_slots;
     pthread_mutex_init(&s->mu, NULL);
@@ -446,6 +492,12 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     if (pthread_create(&s->thread, NULL, decode_main, s)) { snprintf(err, errlen, "cannot start the decode thread"); return -1; }
     s->thread_started = 1;
     return 0;
+}
+
+void sched_set_step_tokens(srv_sched *s, int n) {
+    pthread_mutex_lock(&s->mu);
+    s->step_tokens = n > 0 ? n : SRV_STEP_TOKENS;
+    pthread_mutex_unlock(&s->mu);
 }
 
 void sched_stop(srv_sched *s) {
