@@ -184,8 +184,8 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
 /* One step of several sessions with a prompt chunk in the same passes (the server's decode
  * loop under a per-step token budget): session p appends the prompt tokens pids[0..pn) (its
  * logits kept afterwards only when want_logits: the chunk that ends its prompt) and sessions
- * ss[0..n) append ids[i] each and get their next logits, all as columns of passes of up to 8
- * (the prompt's first). Every logit is the bit a session evaluated alone gets (batch
+ * ss[0..n) append ids[i] each and get their next logits, all as columns of the same passes
+ * (the prompt's first; up to 512 columns, 63 of them decoding). Every logit is the bit a session evaluated alone gets (batch
  * invariance), so a prompt read this way answers what it answers alone. No drafts, no device
  * picks. 0, or -1 (arguments refused: nothing changed; or a device pass failed midway: the
  * sessions whose position moved did step). */

@@ -141,10 +141,15 @@ out:
  * every session's logits are those it gets alone. */
 static void test_step_prefill(strata_model *m) {
     const int V = strata_n_vocab(m);
-    int32_t prompt[21];
-    for (int i = 0; i < 21; i++) prompt[i] = 300 + 37 * i;
+    enum { PN = 532 };
+    static int32_t prompt[PN];
+    for (int i = 0; i < PN; i++) prompt[i] = 300 + 37 * i;
+    char err[256];
+    strata_session_params lp = strata_session_default_params();
+    lp.n_ctx = 640;
     const int32_t starts[3][3] = { { 1, 4093, 198 }, { 504, 3458, 282 }, { 33, 44, 55 } };
-    strata_session *p = new_session(m), *ref = new_session(m), *d[3], *solo[3];
+    strata_session *p = strata_session_new(m, &lp, err, sizeof err), *ref = strata_session_new(m, &lp, err, sizeof err);
+    strata_session *d[3], *solo[3];
     int ok = p && ref;
     for (int i = 0; i < 3; i++) {
         d[i] = new_session(m); solo[i] = new_session(m);
@@ -152,10 +157,10 @@ static void test_step_prefill(strata_model *m) {
         if (ok) { strata_session_eval(d[i], starts[i], 3); strata_session_eval(solo[i], starts[i], 3); }
     }
     if (!ok) { CHECK(0); goto out; }
-    CHECK(strata_session_eval(ref, prompt, 21) == 0);
-    /* chunks of 7 (one pass with one decoding session), 9 (two passes with three), then 5 with
-     * the prompt's logits, so each kind of pass layout is covered */
-    const int chunk[3] = { 7, 9, 5 }, nd[3] = { 1, 3, 2 };
+    CHECK(strata_session_eval(ref, prompt, PN) == 0);
+    /* chunks of 7 (one pass with one decoding session), 520 (a full pass of 509 + 3, then 11
+     * alone: no head), then 5 with the prompt's logits */
+    const int chunk[3] = { 7, 520, 5 }, nd[3] = { 1, 3, 2 };
     int at = 0, same = 1;
     for (int c = 0; c < 3; c++) {
         int32_t next[3];
@@ -163,10 +168,10 @@ static void test_step_prefill(strata_model *m) {
             next[i] = strata_session_sample(solo[i]);
             strata_session_eval(solo[i], &next[i], 1);
         }
-        CHECK(strata_sessions_step_prefill(d, next, nd[c], p, prompt + at, chunk[c], at + chunk[c] == 21) == 0);
+        CHECK(strata_sessions_step_prefill(d, next, nd[c], p, prompt + at, chunk[c], at + chunk[c] == PN) == 0);
         at += chunk[c];
         CHECK_EQ_INT(strata_session_pos(p), at);
-        CHECK((strata_session_logits(p) != NULL) == (at == 21));
+        CHECK((strata_session_logits(p) != NULL) == (at == PN));
         for (int i = 0; i < nd[c]; i++)
             if (strata_session_pos(d[i]) != strata_session_pos(solo[i]) ||
                 memcmp(strata_session_logits(d[i]), strata_session_logits(solo[i]), (size_t)V * sizeof(float)))
@@ -184,7 +189,7 @@ static void test_step_prefill(strata_model *m) {
     CHECK(strata_sessions_step_prefill(d, &one, 1, p, &bad, 1, 0) == -1);
     CHECK(strata_sessions_step_prefill(d, &one, 1, p, prompt, 0, 0) == -1);
     CHECK_EQ_INT(strata_session_pos(d[0]), pos);
-    CHECK_EQ_INT(strata_session_pos(p), 21);
+    CHECK_EQ_INT(strata_session_pos(p), PN);
 out:
     strata_session_free(p); strata_session_free(ref);
     for (int i = 0; i < 3; i++) { strata_session_free(d[i]); strata_session_free(solo[i]); }

@@ -830,13 +830,15 @@ int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, 
         for (int j = 0; j < i; j++)
             if (ss[j] == ss[i]) return -1;
     }
-    /* passes of up to FWD_MAX_T columns: the prompt's next tokens first, then one column per
-     * decoding session; the head computes logits from the prompt's last column when it ends
+    /* passes of up to FWD_MAX_T columns: up to FWD_MAX_LOGITS - 1 decoding sessions' columns
+     * (their logits, and the prompt's last row, are what the head returns), the prompt's next
+     * tokens before them; the head computes logits from the prompt's last column when it ends
      * there and the caller wants them, else from the first decoding column */
     for (int done = 0, di = 0; done < pn || di < n;) {
-        fwd_seq g[FWD_MAX_T];
+        fwd_seq g[FWD_MAX_LOGITS];
         int32_t cols[FWD_MAX_T];
-        int ng = 0, used = 0, np = pn - done < FWD_MAX_T ? pn - done : FWD_MAX_T, best = 0, i0 = di;
+        int nd = n - di < FWD_MAX_LOGITS - 1 ? n - di : FWD_MAX_LOGITS - 1;
+        int ng = 0, used = 0, np = pn - done < FWD_MAX_T - nd ? pn - done : FWD_MAX_T - nd, best = 0, i0 = di;
         backend *pb = NULL;
         if (np > 0) {
             memcpy(cols, pids + done, (size_t)np * sizeof(int32_t));
@@ -845,7 +847,7 @@ int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, 
             pb = p->be;
             best = p->n_ctx;
         }
-        for (; di < n && used < FWD_MAX_T; di++) {
+        for (; di < i0 + nd; di++) {
             cols[used++] = ids[di];
             g[ng++] = (fwd_seq){ ss[di]->be->kv, ss[di]->pos, 1 };
             if (!pb || ss[di]->n_ctx > best) { best = ss[di]->n_ctx; pb = ss[di]->be; }   /* the longest context's scratch */

@@ -419,6 +419,7 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
 
 static void *decode_main(void *arg) {
     srv_sched *s = arg;
+    pthread_setname_np(pthread_self(), "strata-decode");
     srv_slot **active = st_calloc((size_t)s->n_slots, sizeof *active);
     pthread_mutex_lock(&s->mu);
     while (!s->stop && active) {
