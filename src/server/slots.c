@@ -255,11 +255,8 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     st_free(mj.gm);
     if (pf) {   /* the prompt's tokens that went in (all, unless a pass failed midway) */
         int moved = strata_session_pos(pf->sess) - pf_pos0;
-        if (step_rc != 0 && moved == 0) {
-            snprintf(pf->error, sizeof pf->error, "the prompt (%d tokens) could not be evaluated (context %d)",
-                     pf->job->n_prompt, s->n_ctx);
-            slot_end(pf, NULL);
-        } else {
+        if (step_rc != 0 && moved == 0) slot_prefill(s, pf);   /* refused (maybe for another slot): alone */
+        else {
             pf->prefill_pos += moved;
             if (pf->prefill_pos == pf->job->n_prompt) {
                 if (step_rc != 0 && !strata_session_logits(pf->sess)) {
