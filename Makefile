@@ -146,7 +146,7 @@ run: setup-sys
 test: setup-sys
 	+@$(MAKE) setup-py model $(GEMMA) all
 	+@$(MAKE) test-bins
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh tests/run_selftest.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh tests/run_selftest.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh tests/server/run_sched.sh
 
 test-asan:
 	+@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
@@ -189,6 +189,7 @@ test-server: setup
 	$(PY) tests/server/test_agents.py --bin $(BIN) --model "$(MODEL)"
 	$(PY) tests/server/test_webui_chromium.py --bin $(BIN) --model "$(MODEL)"
 	$(PY) tests/server/test_hardening.py --bin $(BIN) --model "$(MODEL)"
+	$(PY) tests/server/test_sched.py --bin $(BIN) --model "$(MODEL)"
 
 # ---- fuzzing (fuzz/, docs/RELIABILITY.md): libFuzzer targets built with clang ------------
 # `make fuzz` builds the library again with clang (-fsanitize=fuzzer-no-link + ASan + UBSan,

@@ -138,6 +138,14 @@ const int32_t *strata_session_history(const strata_session *s);
  * cache can no longer hold that prefix (sliding-window models keep a bounded ring; rollbacks
  * of up to 8 positions always work): then strata_session_reset and evaluate again. */
 int  strata_session_rewind(strata_session *s, int pos);
+/* dst starts over holding the first n tokens of src's history: src's KV rows 0..n-1 are copied
+ * on the device (a prompt that begins with tokens another session already evaluated: a shared
+ * system prompt, the earlier turns of a chat). The rows are the bits src computed, which batch
+ * invariance makes the bits dst's own prefill would compute, so what follows is identical.
+ * Logits are unavailable until the next eval. 0, or -1 (another model, n out of 0..src's
+ * position, rows src no longer keeps, a backend without the copy): dst is unchanged (a device
+ * copy that failed midway leaves it reset). */
+int  strata_session_copy_prefix(strata_session *dst, const strata_session *src, int n);
 int  strata_session_n_ctx(const strata_session *s);
 
 /* Append tokens to the context (one forward pass over them) and keep the logits of the last
@@ -173,6 +181,16 @@ int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n);
 int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, const int *max_draft, int n,
                               int32_t *accepted, int *n_accepted, int32_t *next);
 /* Logits of the last evaluated token (n_vocab floats). */
+/* One step of several sessions with a prompt chunk in the same passes (the server's decode
+ * loop under a per-step token budget): session p appends the prompt tokens pids[0..pn) (its
+ * logits kept afterwards only when want_logits: the chunk that ends its prompt) and sessions
+ * ss[0..n) append ids[i] each and get their next logits, all as columns of the same passes
+ * (the prompt's first; up to 512 columns, 63 of them decoding). Every logit is the bit a session evaluated alone gets (batch
+ * invariance), so a prompt read this way answers what it answers alone. No drafts, no device
+ * picks. 0, or -1 (arguments refused: nothing changed; or a device pass failed midway: the
+ * sessions whose position moved did step). */
+int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, int n, strata_session *p,
+                                 const int32_t *pids, int pn, int want_logits);
 const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */
 int32_t strata_session_sample(strata_session *s);

@@ -1,5 +1,6 @@
 /* Engine API: several sessions stepped together in one pass (strata_sessions_step) give the
- * same logits bits as each session stepped alone; rewind + re-eval reproduces the bits; the
+ * same logits bits as each session stepped alone; rewind + re-eval reproduces the bits, and so
+ * does a prefix copied from another session (strata_session_copy_prefix); the
  * speculative step (strata_sessions_step_spec) gives the ids plain steps give. */
 #include "test.h"
 #include <stdint.h>
@@ -79,6 +80,119 @@ static void test_rewind_reeval(strata_model *m) {
     CHECK(!memcmp(first, strata_session_logits(s), (size_t)V * sizeof(float)));
     free(first);
     strata_session_free(s);
+}
+
+/* A prefix copied from another session's KV cache (the server's cross-slot prefix cache) gives
+ * the bits of a cold prefill: the rest of the prompt and the tokens after it. */
+static void test_copy_prefix(strata_model *m) {
+    const int V = strata_n_vocab(m);
+    const int32_t p[20] = { 1, 4093, 198, 1780, 314, 260, 3575, 282, 4649, 47, 504, 3458, 282, 4649, 314, 253,
+                            33, 44, 55, 66 };
+    strata_session *a = new_session(m), *b = new_session(m), *c = new_session(m);
+    if (!a || !b || !c) { CHECK(0); goto out; }
+    /* a: the first 14 tokens and 3 of its own after them; c: the whole prompt cold */
+    int32_t own[3] = { 77, 88, 99 };
+    CHECK(strata_session_eval(a, p, 14) == 0 && strata_session_eval(a, own, 3) == 0);
+    CHECK(strata_session_eval(c, p, 20) == 0);
+    CHECK(strata_session_eval(b, own, 3) == 0);   /* b holds something else first */
+    CHECK_EQ_INT(strata_session_copy_prefix(b, a, 14), 0);
+    CHECK_EQ_INT(strata_session_pos(b), 14);
+    CHECK(strata_session_logits(b) == NULL);
+    CHECK(!memcmp(strata_session_history(b), p, 14 * sizeof(int32_t)));
+    CHECK(strata_session_eval(b, p + 14, 6) == 0);
+    CHECKF(!memcmp(strata_session_logits(b), strata_session_logits(c), (size_t)V * sizeof(float)),
+           "logits after a copied prefix differ from a cold prefill");
+    int same = 1;
+    for (int i = 0; i < 8; i++) {   /* greedy continuation: the same ids and logits */
+        int32_t tb = strata_session_sample(b), tc = strata_session_sample(c);
+        if (tb != tc) same = 0;
+        strata_session_eval(b, &tb, 1);
+        strata_session_eval(c, &tc, 1);
+        if (memcmp(strata_session_logits(b), strata_session_logits(c), (size_t)V * sizeof(float))) same = 0;
+    }
+    CHECKF(same, "continuation after a copied prefix differs");
+    /* refused, and the destination unchanged: beyond the source's position, itself, negative */
+    int pos = strata_session_pos(b);
+    CHECK_EQ_INT(strata_session_copy_prefix(b, a, 18), -1);
+    CHECK_EQ_INT(strata_session_copy_prefix(b, b, 4), -1);
+    CHECK_EQ_INT(strata_session_copy_prefix(b, a, -1), -1);
+    CHECK_EQ_INT(strata_session_pos(b), pos);
+    /* an int8 cache takes no f16 rows */
+    {
+        char err[256];
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 128;
+        sp.kv_type = STRATA_KV_INT8;
+        strata_session *q = strata_session_new(m, &sp, err, sizeof err);
+        if (q) {
+            CHECK_EQ_INT(strata_session_copy_prefix(q, a, 4), -1);
+            CHECK_EQ_INT(strata_session_pos(q), 0);
+            strata_session_free(q);
+        }
+    }
+    /* copying 0 positions is a reset */
+    CHECK_EQ_INT(strata_session_copy_prefix(b, a, 0), 0);
+    CHECK_EQ_INT(strata_session_pos(b), 0);
+out:
+    strata_session_free(a); strata_session_free(b); strata_session_free(c);
+}
+
+/* A prompt read in chunks inside other sessions' decode passes (the server's per-step budget):
+ * every session's logits are those it gets alone. */
+static void test_step_prefill(strata_model *m) {
+    const int V = strata_n_vocab(m);
+    enum { PN = 532 };
+    static int32_t prompt[PN];
+    for (int i = 0; i < PN; i++) prompt[i] = 300 + 37 * i;
+    char err[256];
+    strata_session_params lp = strata_session_default_params();
+    lp.n_ctx = 640;
+    const int32_t starts[3][3] = { { 1, 4093, 198 }, { 504, 3458, 282 }, { 33, 44, 55 } };
+    strata_session *p = strata_session_new(m, &lp, err, sizeof err), *ref = strata_session_new(m, &lp, err, sizeof err);
+    strata_session *d[3], *solo[3];
+    int ok = p && ref;
+    for (int i = 0; i < 3; i++) {
+        d[i] = new_session(m); solo[i] = new_session(m);
+        ok = ok && d[i] && solo[i];
+        if (ok) { strata_session_eval(d[i], starts[i], 3); strata_session_eval(solo[i], starts[i], 3); }
+    }
+    if (!ok) { CHECK(0); goto out; }
+    CHECK(strata_session_eval(ref, prompt, PN) == 0);
+    /* chunks of 7 (one pass with one decoding session), 520 (a full pass of 509 + 3, then 11
+     * alone: no head), then 5 with the prompt's logits */
+    const int chunk[3] = { 7, 520, 5 }, nd[3] = { 1, 3, 2 };
+    int at = 0, same = 1;
+    for (int c = 0; c < 3; c++) {
+        int32_t next[3];
+        for (int i = 0; i < nd[c]; i++) {
+            next[i] = strata_session_sample(solo[i]);
+            strata_session_eval(solo[i], &next[i], 1);
+        }
+        CHECK(strata_sessions_step_prefill(d, next, nd[c], p, prompt + at, chunk[c], at + chunk[c] == PN) == 0);
+        at += chunk[c];
+        CHECK_EQ_INT(strata_session_pos(p), at);
+        CHECK((strata_session_logits(p) != NULL) == (at == PN));
+        for (int i = 0; i < nd[c]; i++)
+            if (strata_session_pos(d[i]) != strata_session_pos(solo[i]) ||
+                memcmp(strata_session_logits(d[i]), strata_session_logits(solo[i]), (size_t)V * sizeof(float)))
+                same = 0;
+    }
+    CHECKF(same, "decoding sessions' logits differ beside a prompt chunk");
+    CHECKF(!memcmp(strata_session_logits(p), strata_session_logits(ref), (size_t)V * sizeof(float)),
+           "a prompt read in chunks beside decoding sessions gives other logits than read alone");
+    CHECK(!memcmp(strata_session_history(p), prompt, sizeof prompt));
+    /* refused, nothing moved: the prompt session among the decoding ones, a bad id, no tokens */
+    int32_t one = 5, bad = -1;
+    int pos = strata_session_pos(d[0]);
+    strata_session *self[1] = { p };
+    CHECK(strata_sessions_step_prefill(self, &one, 1, p, prompt, 2, 0) == -1);
+    CHECK(strata_sessions_step_prefill(d, &one, 1, p, &bad, 1, 0) == -1);
+    CHECK(strata_sessions_step_prefill(d, &one, 1, p, prompt, 0, 0) == -1);
+    CHECK_EQ_INT(strata_session_pos(d[0]), pos);
+    CHECK_EQ_INT(strata_session_pos(p), PN);
+out:
+    strata_session_free(p); strata_session_free(ref);
+    for (int i = 0; i < 3; i++) { strata_session_free(d[i]); strata_session_free(solo[i]); }
 }
 
 /* Speculative steps of several sessions (the server's decode path): greedy sessions that draft
@@ -205,6 +319,8 @@ int main(void) {
     if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "%s\n", err); CHECK(0); TEST_DONE(); }
     RUN_ARG(test_batched_step, m);
     RUN_ARG(test_rewind_reeval, m);
+    RUN_ARG(test_copy_prefix, m);
+    RUN_ARG(test_step_prefill, m);
     RUN_ARG(test_spec_step, m);
     strata_model_free(m);
     TEST_DONE();

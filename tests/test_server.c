@@ -511,6 +511,7 @@ static void test_metrics(void) {
     m.c.generated_tokens = 100;
     m.c.busy_seconds = 4.0;
     m.c.decode_steps = 40; m.c.spec_drafted = 50; m.c.spec_accepted = 30;
+    m.c.cached_tokens = 70; m.c.copied_tokens = 60;
     m.h.refused_per_ip = 7; m.h.tok_peak = 2;
     sbuf o; sbuf_init(&o);
     metrics_render(&o, &m);
@@ -526,6 +527,8 @@ static void test_metrics(void) {
     CHECK(strstr(o.p, "strata_slots_busy 2\n") != NULL);
     CHECK(strstr(o.p, "strata_tokens_per_second 25.000\n") != NULL);
     CHECK(strstr(o.p, "strata_generated_tokens_total 100\n") != NULL);
+    CHECK(strstr(o.p, "strata_prompt_tokens_cached_total 70\n") != NULL);
+    CHECK(strstr(o.p, "strata_prompt_tokens_copied_total 60\n") != NULL);
     /* every line is a comment or "name[{labels}] number" */
     int bad = 0;
     for (char *line = o.p; *line;) {

@@ -31,7 +31,7 @@ typedef enum {
     OPT_NO_STATS, OPT_DEVICE, OPT_HOST, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_API_KEY, OPT_CORS,
     OPT_MAX_BODY, OPT_VERBOSE, OPT_LOG_FORMAT, OPT_CHAT_TEMPLATE, OPT_PP, OPT_TG, OPT_REPS,
     OPT_PIECES, OPT_NO_BOS, OPT_NO_SPECIAL, OPT_GRAMMAR, OPT_JSON_SCHEMA, OPT_MAX_CONN,
-    OPT_MAX_CONN_PER_IP, OPT_HEADER_TIMEOUT,
+    OPT_MAX_CONN_PER_IP, OPT_HEADER_TIMEOUT, OPT_STEP_TOKENS,
 } cli_opt_id;
 
 typedef struct cli_option {
@@ -63,6 +63,7 @@ typedef struct cli_opts {
     char *chat_template_text;
     int port, parallel, queue, verbose, log_json;
     int max_conn, max_conn_per_ip, header_timeout;   /* -1: the server's default */
+    int step_tokens;               /* --step-tokens N (0: the server's default) */
     long max_body;
     /* bench */
     int pp, tg, reps;

@@ -32,6 +32,7 @@ int cmd_serve(int argc, char **argv) {
     if (c.header_timeout >= 0) o.header_timeout = c.header_timeout;
     o.n_threads = c.n_threads;
     o.spec = c.spec;
+    o.step_tokens = c.step_tokens;
     o.device = c.device;
     o.kv_type = c.kv_type;
     o.chat_template = c.chat_template_text;

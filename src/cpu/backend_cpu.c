@@ -412,11 +412,36 @@ static int cpu_max_rewind(const backend *be) {
     return m;
 }
 
+/* Rows 0 .. n-1 of every layer, by slot (position p in slot p % cap): a ring layer gets its
+ * last cap positions before n (rows src overwrote since lie outside any window dst reads). */
+static int cpu_kv_copy(backend *dst, const backend *src, int n) {
+    cpu_kv *d = &CB(dst)->kv;
+    const cpu_kv *s = &((const cpu_be *)src->impl)->kv;
+    if (dst == src || n < 0 || n > d->n_ctx || n > s->n_ctx || d->n_layers != s->n_layers ||
+        d->kv_row_bytes != s->kv_row_bytes || d->exact != s->exact || d->kv_int8 != s->kv_int8)
+        return -1;
+    const size_t rb = d->kv_row_bytes;
+    for (int l = 0; l < d->n_layers; l++) {
+        int dc = d->kv_cap[l], sc = s->kv_cap[l], cap = dc < sc ? dc : sc;
+        if (dc == d->n_ctx && sc == s->n_ctx) {   /* no ring: one block per cache */
+            memcpy(d->k_cache[l], s->k_cache[l], (size_t)n * rb);
+            memcpy(d->v_cache[l], s->v_cache[l], (size_t)n * rb);
+            continue;
+        }
+        for (int p = n - cap > 0 ? n - cap : 0; p < n; p++) {
+            memcpy((uint8_t *)d->k_cache[l] + (size_t)(p % dc) * rb, (const uint8_t *)s->k_cache[l] + (size_t)(p % sc) * rb, rb);
+            memcpy((uint8_t *)d->v_cache[l] + (size_t)(p % dc) * rb, (const uint8_t *)s->v_cache[l] + (size_t)(p % sc) * rb, rb);
+        }
+    }
+    return 0;
+}
+
 static void cpu_free(backend *be);
 
 static const backend_ops cpu_ops = {
     .name = "cpu", .embed = blk_embed, .attn_block = blk_attn, .ffn_block = blk_ffn, .head = blk_head,
     .logits = cpu_logits, .head_argmax = NULL, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
+    .kv_copy = cpu_kv_copy,
 };
 
 backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *tp, int exact, int kv_int8,

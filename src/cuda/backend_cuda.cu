@@ -836,11 +836,29 @@ static int32_t cuda_decode_step(backend *be, int32_t id, int pos, const backend_
     return c->h_sio->token;
 }
 
+/* Rows 0 .. n-1 of every layer's K and V, device to device on dst's stream (both backends are
+ * idle between passes: every pass ends with its read-back). d_hist no longer matches dst's
+ * history, so the sampler's graph uploads it again. */
+static int cuda_kv_copy(backend *dst, const backend *src, int n) {
+    cuda_be *d = CB(dst);
+    const cuda_be *s = (const cuda_be *)src->impl;
+    if (dst == src || n < 0 || n > d->n_ctx || n > s->n_ctx || d->kv_dim != s->kv_dim || d->failed) return -1;
+    size_t bytes = (size_t)n * d->kv_dim * sizeof(uint16_t);
+    for (int l = 0; l < d->hp.n_layers && bytes; l++)
+        if (CU_CHECK(cudaMemcpyAsync(d->kv.kc[l], s->kv.kc[l], bytes, cudaMemcpyDeviceToDevice, d->st)) ||
+            CU_CHECK(cudaMemcpyAsync(d->kv.vc[l], s->kv.vc[l], bytes, cudaMemcpyDeviceToDevice, d->st)))
+            return -1;
+    if (CU_CHECK(cudaStreamSynchronize(d->st))) { be_fail(d, "KV copy"); return -1; }
+    d->hist_len = 0;
+    d->dev_pos_known = 0;
+    return 0;
+}
+
 static void cuda_free_be(backend *be);
 
 static const backend_ops cuda_ops = {
     "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, blk_head_argmax, cuda_decode_step, cuda_max_rewind,
-    cuda_free_be,
+    cuda_free_be, cuda_kv_copy,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */

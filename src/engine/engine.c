@@ -386,6 +386,18 @@ int strata_session_rewind(strata_session *s, int pos) {
     return 0;
 }
 
+int strata_session_copy_prefix(strata_session *dst, const strata_session *src, int n) {
+    if (!dst || !src || dst == src || dst->m != src->m || n < 0 || n > src->pos || n > dst->n_ctx ||
+        dst->be->ops != src->be->ops || !dst->be->ops->kv_copy ||
+        src->pos - n > src->be->ops->max_rewind(src->be))   /* a ring that overwrote rows below n */
+        return -1;
+    if (dst->be->ops->kv_copy(dst->be, src->be, n) != 0) { strata_session_reset(dst); return -1; }   /* rows may be half copied */
+    strata_session_reset(dst);
+    memcpy(dst->history, src->history, (size_t)n * sizeof(int32_t));
+    dst->pos = n;
+    return 0;
+}
+
 strata_session *strata_session_new(strata_model *m, const strata_session_params *p, char *err, size_t errlen) {
     if (m->vocab_only) { snprintf(err, errlen, "the model was loaded vocabulary-only"); return NULL; }
     strata_session *s = st_calloc(1, sizeof *s);
@@ -803,6 +815,62 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
     st->prompt_tps = st->t_prompt > 0 ? st->n_prompt / st->t_prompt : 0;
     /* the first generated token comes from the prompt's logits: decode rate counts passes */
     st->gen_tps = st->t_gen > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->t_gen : 0;
+}
+
+/* ---- a prompt chunk inside the decode passes (the server's per-step token budget) --------- */
+int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, int n, strata_session *p,
+                                 const int32_t *pids, int pn, int want_logits) {
+    if (n < 0 || pn < 1 || !p || p->pos + pn > p->n_ctx) return -1;
+    strata_model *m = p->m;
+    const int V = m->hp.n_vocab;
+    for (int i = 0; i < pn; i++)
+        if (pids[i] < 0 || pids[i] >= V) return -1;
+    for (int i = 0; i < n; i++) {
+        if (ss[i] == p || ss[i]->m != m || ss[i]->pos + 1 > ss[i]->n_ctx || ids[i] < 0 || ids[i] >= V) return -1;
+        for (int j = 0; j < i; j++)
+            if (ss[j] == ss[i]) return -1;
+    }
+    /* passes of up to FWD_MAX_T columns: up to FWD_MAX_LOGITS - 1 decoding sessions' columns
+     * (their logits, and the prompt's last row, are what the head returns), the prompt's next
+     * tokens before them; the head computes logits from the prompt's last column when it ends
+     * there and the caller wants them, else from the first decoding column */
+    for (int done = 0, di = 0; done < pn || di < n;) {
+        fwd_seq g[FWD_MAX_LOGITS];
+        int32_t cols[FWD_MAX_T];
+        int nd = n - di < FWD_MAX_LOGITS - 1 ? n - di : FWD_MAX_LOGITS - 1;
+        int ng = 0, used = 0, np = pn - done < FWD_MAX_T - nd ? pn - done : FWD_MAX_T - nd, best = 0, i0 = di;
+        backend *pb = NULL;
+        if (np > 0) {
+            memcpy(cols, pids + done, (size_t)np * sizeof(int32_t));
+            g[ng++] = (fwd_seq){ p->be->kv, p->pos, np };
+            used = np;
+            pb = p->be;
+            best = p->n_ctx;
+        }
+        for (; di < i0 + nd; di++) {
+            cols[used++] = ids[di];
+            g[ng++] = (fwd_seq){ ss[di]->be->kv, ss[di]->pos, 1 };
+            if (!pb || ss[di]->n_ctx > best) { best = ss[di]->n_ctx; pb = ss[di]->be; }   /* the longest context's scratch */
+        }
+        int p_rows = np > 0 && done + np == pn && want_logits;
+        fwd_batch fb = { used, ng, g };
+        if (forward_batch(pb, &m->hp, cols, &fb, np - p_rows) != 0) return -1;
+        const float *lg = used > np - p_rows ? pb->ops->logits(pb) : NULL;
+        if (np > 0) {
+            memcpy(p->history + p->pos, pids + done, (size_t)np * sizeof(int32_t));
+            p->pos += np;
+            done += np;
+            p->have_logits = p_rows;
+            if (p_rows) memcpy(p->last_logits, lg, (size_t)V * sizeof(float));
+        }
+        for (int i = i0, row = p_rows; i < di; i++, row++) {
+            strata_session *s = ss[i];
+            s->history[s->pos++] = ids[i];
+            memcpy(s->last_logits, lg + (size_t)row * V, (size_t)V * sizeof(float));
+            s->have_logits = 1;
+        }
+    }
+    return 0;
 }
 
 /* ---- constrained sampling (issue 22): the mask hook of src/sample ------------------------- */

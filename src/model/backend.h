@@ -73,6 +73,12 @@ typedef struct backend_ops {
      * (sliding-window layers keep a ring); 1 << 30 when unbounded. */
     int (*max_rewind)(const backend *be);
     void (*free)(backend *be);
+    /* Optional (NULL: the caller evaluates the prefix instead). Positions 0 .. n-1 of src's KV
+     * cache copied into dst's own, on the device, byte for byte (a prompt that starts with
+     * tokens another session already holds: a system prompt, earlier turns). dst and src are
+     * backends of the same kind, model and cache format; src still keeps those rows (the
+     * caller checks src's position - n <= max_rewind(src)). 0 / -1. */
+    int (*kv_copy)(backend *dst, const backend *src, int n);
 } backend_ops;
 
 struct backend {

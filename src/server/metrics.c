@@ -44,6 +44,9 @@ void metrics_render(sbuf *o, const srv_metrics *m) {
     sbuf_printf(o, "strata_prompt_tokens_total %llu\n", m->c.prompt_tokens);
     family(o, "strata_prompt_tokens_cached_total", "counter", "prompt tokens reused from a slot's KV cache (prefix reuse)");
     sbuf_printf(o, "strata_prompt_tokens_cached_total %llu\n", m->c.cached_tokens);
+    family(o, "strata_prompt_tokens_copied_total", "counter",
+           "of the cached prompt tokens, those copied from another slot's KV cache (the prefix cache across slots)");
+    sbuf_printf(o, "strata_prompt_tokens_copied_total %llu\n", m->c.copied_tokens);
     family(o, "strata_generated_tokens_total", "counter", "tokens generated");
     sbuf_printf(o, "strata_generated_tokens_total %llu\n", m->c.generated_tokens);
     family(o, "strata_prompt_seconds_total", "counter", "seconds spent evaluating prompts (per request, summed)");

@@ -32,6 +32,7 @@ typedef struct srv_options {
     int n_threads;              /* 0: engine default */
     size_t max_body;            /* bytes; larger bodies get 413 */
     int spec;                   /* speculative drafts per step for greedy requests (0: off) */
+    int step_tokens;            /* --step-tokens: columns per step while a prompt is read (0: SRV_STEP_TOKENS) */
     strata_device device;       /* auto / cpu / cuda */
     int kv_type;                /* STRATA_KV_F16 / STRATA_KV_INT8 (the slots' KV caches) */
     const char *chat_template;  /* Jinja text replacing the model's (--chat-template), or NULL */
@@ -54,7 +55,8 @@ typedef struct srv_job {
     gen_kind kind;
     int32_t *prompt;
     int n_prompt;
-    int n_cached;               /* prompt tokens found in the slot's KV cache (not evaluated again) */
+    int n_cached;               /* prompt tokens found in KV caches (not evaluated again) */
+    int n_copied;               /* of those, copied from another slot's cache (0 or n_cached) */
     int max_tokens;             /* -1: until end of generation or context */
     strata_sampler_params sampler;
     int has_seed;
@@ -79,8 +81,11 @@ typedef struct srv_job {
 } srv_job;
 
 typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_phase;
-/* prompt tokens evaluated per step: bounds how long one slot's prompt stalls the others */
+/* prompt tokens a slot evaluates per step while no slot decodes */
 #define SRV_PREFILL_CHUNK 128
+/* token columns per step while a prompt is read beside decoding slots (--step-tokens): one pass
+ * of the engine's 8 columns, so a stream waits one pass per token, not a chunk's passes */
+#define SRV_STEP_TOKENS 8
 
 typedef struct srv_slot {
     strata_session *sess;
@@ -106,6 +111,7 @@ typedef struct srv_slot {
 
 typedef struct srv_counters {
     unsigned long long prompt_tokens, cached_tokens, generated_tokens, completed, cancelled, rejected, failed;
+    unsigned long long copied_tokens;               /* cached tokens copied from another slot's KV cache */
     unsigned long long decode_steps;                /* decode passes summed over slots (one window each) */
     unsigned long long spec_drafted, spec_accepted; /* speculative drafts proposed / kept */
     double prompt_seconds, decode_seconds, busy_seconds;
@@ -115,9 +121,12 @@ typedef struct srv_sched {
     strata_model *model;
     int n_slots, n_ctx;
     int spec;                   /* drafts per step for greedy requests (0: off) */
+    int step_tokens;            /* token columns one step carries while a prompt is read: the decoding
+                                   slots' tokens, the rest (at least half) the prompt's */
     srv_slot *slots;
     srv_job **queue;            /* FIFO ring of waiting jobs: q_alloc = q_cap + n_slots cells */
-    int q_cap, q_alloc, q_head, q_len;  /* admitted while running + waiting < n_slots + q_cap */
+    int q_cap, q_alloc, q_head, q_len;  /* admitted while running + waiting + reserved < n_slots + q_cap */
+    int reserved;               /* requests admitted whose prompts are being templated / tokenized */
     pthread_mutex_t mu;
     pthread_cond_t wake;        /* decode thread: new work or stop */
     pthread_t thread;
@@ -131,6 +140,8 @@ typedef struct srv_sched {
 /* spec: speculative drafts per step (0..STRATA_MAX_DRAFT) for greedy requests without logprobs */
 int  sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_ctx, int spec, int kv_type, char *err,
                  size_t errlen);
+/* Columns per step while a prompt is read beside decoding slots (SRV_STEP_TOKENS by default). */
+void sched_set_step_tokens(srv_sched *s, int n);
 void sched_free(srv_sched *s);
 /* A job built from a validated request (stops are moved out of r) and prompt tokens (copied). */
 srv_job *job_new(gen_request *r, const int32_t *prompt, int n_prompt);
@@ -139,6 +150,16 @@ void job_release(srv_sched *s, srv_job *j);
  * the scheduler stopped (-2); then *running (slots generating) and *waiting (jobs admitted
  * that no free slot can take yet) say why. */
 int  sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting);
+/* Admission before work (the HTTP side): sched_reserve takes a place among slots + queue for a
+ * request whose prompt is still to be read (0, or -1 / -2 with *running / *waiting as
+ * sched_submit), so a full server refuses before templating or tokenizing; the place is then
+ * either given back (sched_unreserve: the prompt was refused) or filled by
+ * sched_submit_reserved (0, or -2 when the scheduler stopped meanwhile). */
+int  sched_reserve(srv_sched *s, int *running, int *waiting);
+/* The same check without taking a place (a request whose body is not read yet). */
+int  sched_full(srv_sched *s, int *running, int *waiting);
+void sched_unreserve(srv_sched *s);
+int  sched_submit_reserved(srv_sched *s, srv_job *j);
 /* Shutdown: stop the decode thread after its current step and end every running or queued job
  * with the error "the server is shutting down" (their HTTP threads finish the replies). */
 void sched_stop(srv_sched *s);

@@ -201,11 +201,15 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     int32_t *picked = st_malloc((size_t)n_active * sizeof *picked);
     int *pos0 = st_malloc((size_t)n_active * sizeof *pos0);
     int nb = 0;
+    srv_slot *pf = NULL;   /* the prompt this step reads inside the decode passes: the oldest */
     for (int i = 0; i < n_active; i++) {
         srv_slot *sl = active[i];
         sl->n_accepted = 0;
         sl->picked = -1;
-        if (sl->phase == SLOT_PREFILL) { slot_prefill(s, sl); continue; }
+        if (sl->phase == SLOT_PREFILL) {
+            if (!pf || sl->job->t_start < pf->job->t_start) pf = sl;
+            continue;
+        }
         if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); continue; }
         sl->n_steps++;
         if (!batch || !toks || !bslot || !max_draft || !acc || !n_acc || !picked || !pos0) {   /* out of memory: step this slot alone */
@@ -217,6 +221,21 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         pos0[nb] = strata_session_pos(sl->sess);
         nb++;
     }
+    /* prompts: with nobody decoding, each reads a chunk of SRV_PREFILL_CHUNK on its own passes;
+     * else the oldest one's next tokens ride in the decode passes, as many as the step's budget
+     * leaves after the decoding slots' columns (at least half the budget), and the others wait:
+     * a long prompt costs the streams one budget's worth of columns per token, not a chunk */
+    int pn = 0, pf_pos0 = 0;
+    if (nb == 0) {
+        for (int i = 0; i < n_active; i++)
+            if (active[i]->phase == SLOT_PREFILL) slot_prefill(s, active[i]);
+        pf = NULL;
+    } else if (pf) {
+        pn = s->step_tokens - nb;
+        if (pn < (s->step_tokens + 1) / 2) pn = (s->step_tokens + 1) / 2;
+        if (pn > pf->job->n_prompt - pf->prefill_pos) pn = pf->job->n_prompt - pf->prefill_pos;
+        pf_pos0 = strata_session_pos(pf->sess);
+    }
     mask_job mj = { NULL, 0 };
     pthread_t helper;
     int helper_on = 0;
@@ -224,9 +243,32 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         for (int i = 0; i < nb; i++) if (bslot[i]->gm) mj.gm[mj.n++] = bslot[i]->gm;
         helper_on = mj.n > 0 && pthread_create(&helper, NULL, mask_worker, &mj) == 0;
     }
-    int step_rc = nb > 0 ? strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked) : 0;
+    int step_rc = 0;
+    if (pf) {
+        const srv_job *pj = pf->job;
+        step_rc = strata_sessions_step_prefill(batch, toks, nb, pf->sess, pj->prompt + pf->prefill_pos, pn,
+                                               pf->prefill_pos + pn == pj->n_prompt);
+        for (int i = 0; i < nb; i++) { n_acc[i] = 0; picked[i] = -1; }
+    } else if (nb > 0)
+        step_rc = strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked);
     if (helper_on) pthread_join(helper, NULL);
     st_free(mj.gm);
+    if (pf) {   /* the prompt's tokens that went in (all, unless a pass failed midway) */
+        int moved = strata_session_pos(pf->sess) - pf_pos0;
+        if (step_rc != 0 && moved == 0) slot_prefill(s, pf);   /* refused (maybe for another slot): alone */
+        else {
+            pf->prefill_pos += moved;
+            if (pf->prefill_pos == pf->job->n_prompt) {
+                if (step_rc != 0 && !strata_session_logits(pf->sess)) {
+                    snprintf(pf->error, sizeof pf->error, "the prompt's last pass failed");
+                    slot_end(pf, NULL);
+                } else {
+                    pf->phase = SLOT_DECODE;
+                    slot_after_eval(s, pf);
+                }
+            }
+        }
+    }
     if (nb > 0 && step_rc != 0) {
         /* refused (or a device pass failed midway): the sessions that did not move are stepped
          * one by one, so only a bad slot ends */
@@ -278,7 +320,17 @@ static void slot_assign(srv_sched *s, srv_slot *sl, srv_job *j) {
     /* keep the common prefix: the contract of batch invariance makes its KV rows the same
      * bits a fresh prefill would compute, so output does not depend on what ran before */
     int keep = slot_common_prefix(sl, j);
-    if (keep > 0 && strata_session_rewind(sl->sess, keep) == 0) j->n_cached = keep;
+    /* another slot (busy or idle) holding a longer prefix of the prompt gives its KV rows: a
+     * copy on the device instead of a prefill (the system prompt of a chat whose slot is busy) */
+    srv_slot *donor = NULL;
+    int dn = keep;
+    for (int i = 0; i < s->n_slots; i++) {
+        if (&s->slots[i] == sl) continue;
+        int n = slot_common_prefix(&s->slots[i], j);
+        if (n > dn) { dn = n; donor = &s->slots[i]; }
+    }
+    if (donor && strata_session_copy_prefix(sl->sess, donor->sess, dn) == 0) { j->n_cached = dn; j->n_copied = dn; }
+    else if (keep > 0 && strata_session_rewind(sl->sess, keep) == 0) j->n_cached = keep;
     else { strata_session_reset(sl->sess); j->n_cached = 0; }
     sl->prefill_pos = j->n_cached;
     sl->job = j;
@@ -328,6 +380,7 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
         j->t_prompt_done = now_seconds();
         s->counters.prompt_tokens += (unsigned long long)(j->n_prompt - j->n_cached);
         s->counters.cached_tokens += (unsigned long long)j->n_cached;
+        s->counters.copied_tokens += (unsigned long long)j->n_copied;
         s->counters.prompt_seconds += j->t_prompt_done - j->t_start;
     }
     s->counters.generated_tokens += (unsigned long long)(sl->n_gen - j->n_gen);
@@ -363,6 +416,7 @@ static void slot_publish(srv_sched *s, srv_slot *sl) {
 
 static void *decode_main(void *arg) {
     srv_sched *s = arg;
+    pthread_setname_np(pthread_self(), "strata-decode");
     srv_slot **active = st_calloc((size_t)s->n_slots, sizeof *active);
     pthread_mutex_lock(&s->mu);
     while (!s->stop && active) {
@@ -413,6 +467,7 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     }
     s->n_slots = n_slots;
     s->spec = spec;
+    s->step_tokens = SRV_STEP_TOKENS;
     s->q_cap = queue_cap > 0 ? queue_cap : 0;
     s->q_alloc = s->q_cap + n_slots;
     pthread_mutex_init(&s->mu, NULL);
@@ -435,6 +490,12 @@ int sched_init(srv_sched *s, strata_model *m, int n_slots, int queue_cap, int n_
     if (pthread_create(&s->thread, NULL, decode_main, s)) { snprintf(err, errlen, "cannot start the decode thread"); return -1; }
     s->thread_started = 1;
     return 0;
+}
+
+void sched_set_step_tokens(srv_sched *s, int n) {
+    pthread_mutex_lock(&s->mu);
+    s->step_tokens = n > 0 ? n : SRV_STEP_TOKENS;
+    pthread_mutex_unlock(&s->mu);
 }
 
 void sched_stop(srv_sched *s) {
@@ -497,31 +558,71 @@ void sched_free(srv_sched *s) {
     s->queue = NULL;
 }
 
-int sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting) {
-    pthread_mutex_lock(&s->mu);
+/* caller holds s->mu. 0: there is room for one more request; else -1 (full) or -2 (stopped)
+ * with *running / *waiting set for the 429 message. */
+static int sched_admit_locked(srv_sched *s, int *running, int *waiting) {
     int busy = 0;
     for (int i = 0; i < s->n_slots; i++) busy += s->slots[i].job != NULL;
     /* a job waits in the ring until the decode thread moves it into a free slot, so admitted
-     * work is running (busy) + waiting (q_len), bounded by slots + queue */
-    if (s->stop || busy + s->q_len >= s->n_slots + s->q_cap) {
-        int rc = s->stop ? -2 : -1;
-        if (!s->stop) s->counters.rejected++;
-        /* jobs in the ring that free slots will take at the decode thread's next iteration are
-         * starting, not waiting */
-        int starting = s->n_slots - busy < s->q_len ? s->n_slots - busy : s->q_len;
-        if (running) *running = busy + starting;
-        if (waiting) *waiting = s->q_len - starting;
-        pthread_mutex_unlock(&s->mu);
-        return rc;
-    }
+     * work is running (busy) + waiting (q_len) + reserved (being tokenized), bounded by slots + queue */
+    if (!s->stop && busy + s->q_len + s->reserved < s->n_slots + s->q_cap) return 0;
+    if (!s->stop) s->counters.rejected++;
+    /* jobs in the ring that free slots will take at the decode thread's next iteration are
+     * starting, not waiting; reserved requests wait too (their prompts are being read) */
+    int starting = s->n_slots - busy < s->q_len ? s->n_slots - busy : s->q_len;
+    if (running) *running = busy + starting;
+    if (waiting) *waiting = s->q_len - starting + s->reserved;
+    return s->stop ? -2 : -1;
+}
+
+int sched_reserve(srv_sched *s, int *running, int *waiting) {
+    pthread_mutex_lock(&s->mu);
+    int rc = sched_admit_locked(s, running, waiting);
+    if (!rc) s->reserved++;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int sched_full(srv_sched *s, int *running, int *waiting) {
+    pthread_mutex_lock(&s->mu);
+    int rc = sched_admit_locked(s, running, waiting);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void sched_unreserve(srv_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->reserved--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* caller holds s->mu: the job joins the ring */
+static void sched_enqueue_locked(srv_sched *s, srv_job *j) {
     j->refs++;
     j->state = JOB_QUEUED;
     s->queue[(s->q_head + s->q_len) % s->q_alloc] = j;
     s->q_len++;
     pthread_cond_signal(&s->wake);
+}
+
+int sched_submit_reserved(srv_sched *s, srv_job *j) {
+    pthread_mutex_lock(&s->mu);
+    s->reserved--;
+    int rc = s->stop ? -2 : 0;
+    if (!rc) sched_enqueue_locked(s, j);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int sched_submit(srv_sched *s, srv_job *j, int *running, int *waiting) {
+    pthread_mutex_lock(&s->mu);
+    int rc = sched_admit_locked(s, running, waiting);
+    if (rc) { pthread_mutex_unlock(&s->mu); return rc; }
+    sched_enqueue_locked(s, j);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
+
 
 void sched_cancel(srv_sched *s, srv_job *j) {
     pthread_mutex_lock(&s->mu);

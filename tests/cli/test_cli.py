@@ -88,7 +88,7 @@ def contract():
         check(s in out, "run --help lists %r" % s)
     rc, out, _ = run(["serve", "--help"])
     for s in ("-c, --ctx-size, --ctx N", "-np, --parallel N", "-v, --verbose", "--chat-template FILE|NAME",
-              "--max-conn N", "--max-conn-per-ip N", "--header-timeout S"):
+              "--max-conn N", "--max-conn-per-ip N", "--header-timeout S", "--step-tokens N"):
         check(s in out, "serve --help lists %r" % s)
     rc, out, _ = run(["run", "--help"])
     for s in ("--grammar GBNF", "--json-schema SCHEMA", "--chat-template FILE|NAME"):
@@ -98,6 +98,8 @@ def contract():
     check(rc == 2 and "1..100000" in err, "serve --max-conn 0: rc %d %r" % (rc, err))
     rc, out, err = run(["serve", "--header-timeout", "0"])
     check(rc == 2 and "1..3600" in err, "serve --header-timeout 0: rc %d %r" % (rc, err))
+    rc, out, err = run(["serve", "--step-tokens", "0"])
+    check(rc == 2 and "1..4096" in err, "serve --step-tokens 0: rc %d %r" % (rc, err))
     rc, out, err = run(["serve", "--grammar", "root ::= \"a\""])
     check(rc == 2 and "is not an option of serve" in err, "serve --grammar: rc %d %r" % (rc, err))
     rc, out, err = run(["chat", "--max-conn", "4"])

@@ -9,7 +9,12 @@ For each C the server runs with --parallel C (so every client has a slot), each 
 streaming completion (temperature 0, a different prompt each, max_tokens N) at the same moment;
 the figures are medians over clients, after one warm-up request.
 
+--prompt-while P: one more slot, and once every client has its first token, one more client
+sends a P-token prompt (max_tokens 1); the table then adds the streams' TPOT while that prompt
+is read (median of the gaps between chunks that arrive before its answer) and its TTFT.
+
 usage: python3 tests/server/bench_server.py [--bin build/strata] [--model M] [--clients 1,2,4] [-n 64]
+                                            [--prompt-while 2000]
 """
 import argparse, http.client, json, os, re, statistics, subprocess, sys, threading, time
 
@@ -26,7 +31,7 @@ def start(binary, model, parallel, extra):
     return p, int(m.group(1))
 
 
-def one(port, prompt, n, out, i, t_start):
+def one(port, prompt, n, out, i, t_start, first=None):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     body = {"prompt": prompt, "max_tokens": n, "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
     t_start.wait()
@@ -45,11 +50,13 @@ def one(port, prompt, n, out, i, t_start):
             tokens = j["usage"]["completion_tokens"]
         if j["choices"] and j["choices"][0]["text"]:
             arrivals.append(time.perf_counter())
+            if first is not None and len(arrivals) == 2:
+                first.release()
     t1 = time.perf_counter()
     c.close()
     out[i] = dict(ttft=arrivals[0] - t0 if arrivals else float("nan"),
                   tpot=(arrivals[-1] - arrivals[0]) / (tokens - 1) if tokens > 1 and arrivals else float("nan"),
-                  tokens=tokens, t0=t0, t1=t1)
+                  tokens=tokens, t0=t0, t1=t1, arrivals=arrivals)
 
 
 def cpu_seconds(pid):
@@ -67,17 +74,35 @@ def engine_baseline(binary, model, n):
     return float(m.group(1)) if m else float("nan")
 
 
-def round_(port, clients, n):
+def long_prompt(port, ids, res):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
+    t0 = time.perf_counter()
+    c.request("POST", "/v1/completions", body=json.dumps({"prompt": ids, "max_tokens": 1, "temperature": 0}),
+              headers={"Content-Type": "application/json"})
+    c.getresponse().read()
+    res["t0"], res["t1"] = t0, time.perf_counter()
+    c.close()
+
+
+def round_(port, clients, n, long_ids=None):
     out = [None] * clients
     go = threading.Event()
-    ts = [threading.Thread(target=one, args=(port, PROMPTS[i % len(PROMPTS)], n, out, i, go)) for i in range(clients)]
+    first = threading.Semaphore(0)
+    ts = [threading.Thread(target=one, args=(port, PROMPTS[i % len(PROMPTS)], n, out, i, go, first)) for i in range(clients)]
     for t in ts:
         t.start()
     go.set()
+    lp = {}
+    if long_ids:
+        for _ in range(clients):
+            first.acquire()
+        lt = threading.Thread(target=long_prompt, args=(port, long_ids, lp))
+        lt.start()
+        lt.join()
     for t in ts:
         t.join()
     wall = max(o["t1"] for o in out) - min(o["t0"] for o in out)
-    return out, wall
+    return out, wall, lp
 
 
 def main():
@@ -87,20 +112,32 @@ def main():
     ap.add_argument("--clients", default="1,2,4")
     ap.add_argument("-n", type=int, default=64)
     ap.add_argument("--extra", default="", help="more serve options, space separated")
+    ap.add_argument("--prompt-while", type=int, default=0, help="a prompt of this many tokens arrives mid-round")
     a = ap.parse_args()
-    print("| clients | slots | TTFT median (ms) | TPOT median (ms) | tokens | aggregate tok/s | tok per server CPU-s | `strata run` tok/s just before |")
-    print("|---|---|---|---|---|---|---|---|")
+    extra_cols = " TPOT while the long prompt is read (ms) | long prompt's TTFT (s) |" if a.prompt_while else ""
+    print("| clients | slots | TTFT median (ms) | TPOT median (ms) | tokens | aggregate tok/s | tok per server CPU-s | `strata run` tok/s just before |" + extra_cols)
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if a.prompt_while else ""))
     for c in [int(x) for x in a.clients.split(",")]:
-        p, port = start(a.bin, a.model, c, a.extra.split())
+        p, port = start(a.bin, a.model, c + (1 if a.prompt_while else 0), a.extra.split())
         try:
             round_(port, 1, 8)   # warm-up
+            long_ids = None
+            if a.prompt_while:
+                tc = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                tc.request("POST", "/tokenize", body=json.dumps({"content": "The old maps of the harbour are kept in a cool room. " * (a.prompt_while // 8 + 8)}))
+                long_ids = json.loads(tc.getresponse().read())["tokens"][:a.prompt_while]
+                tc.close()
             base = engine_baseline(a.bin, a.model, a.n)
             cpu0 = cpu_seconds(p.pid)
-            out, wall = round_(port, c, a.n)
+            out, wall, lp = round_(port, c, a.n, long_ids)
             cpu = cpu_seconds(p.pid) - cpu0
             tok = sum(o["tokens"] for o in out)
-            print("| %d | %d | %.0f | %.1f | %d | %.1f | %.1f | %.1f |" % (c, c, statistics.median(o["ttft"] for o in out) * 1e3,
-                  statistics.median(o["tpot"] for o in out) * 1e3, tok, tok / wall, tok / cpu if cpu else 0, base), flush=True)
+            extra = ""
+            if a.prompt_while:
+                gaps = [y - x for o in out for x, y in zip(o["arrivals"], o["arrivals"][1:]) if lp["t0"] <= x and y <= lp["t1"]]
+                extra = " %s | %.1f |" % ("%.1f" % (statistics.median(gaps) * 1e3) if gaps else "-", lp["t1"] - lp["t0"])
+            print("| %d | %d | %.0f | %.1f | %d | %.1f | %.1f | %.1f |%s" % (c, c + (1 if a.prompt_while else 0), statistics.median(o["ttft"] for o in out) * 1e3,
+                  statistics.median(o["tpot"] for o in out) * 1e3, tok, tok / wall, tok / cpu if cpu else 0, base, extra), flush=True)
         finally:
             p.terminate()
             p.wait()

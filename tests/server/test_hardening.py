@@ -330,7 +330,9 @@ def test_prompt_flood(s, n_ctx):
         t.join()
     m = s.metrics()
     check(pool is not None and pool >= 1, "the tokenizer pool has a size: %r" % pool)
-    check(res == [400] * 8, "8 prompts over the context: 400 each: %r" % res)
+    # admission before work (issue 18): with one slot and one queue place, two prompts are admitted
+    # and read (400: too many tokens); the others are refused with 429 before tokenizing
+    check(set(res) <= {400, 429} and res.count(400) >= 2, "8 prompts over the context: 400 when admitted, else 429: %r" % res)
     check(m.get("strata_tokenizer_busy_peak", 99) <= pool, "at most %r prompts tokenized at once (peak %r)" % (pool, m.get("strata_tokenizer_busy_peak")))
     check(m.get("strata_tokenizer_busy") == 0 and m.get("strata_tokenizer_waiting") == 0, "the pool is idle afterwards")
     check(slow < 1.0, "/health answers during the prompt flood (slowest %.3f s)" % slow)
