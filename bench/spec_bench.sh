@@ -13,7 +13,8 @@
 #   (MODEL "" or "-": the default SmolLM2; EXTRA e.g. "-t 1" or "--device cuda")
 # environment: ROUNDS (default 3), SETS (default "grounded open"; a set is
 #   bench/spec_prompts/SET.txt), N_FIXED (default 4), N_AUTO (default 7), CHAT (default 1:
-#   --chat; 0: plain prompts), MAX_PROMPTS (per set, default all), SYNTH=1: MODEL is made here
+#   --chat; 0: plain prompts), MAX_PROMPTS (per set, default all), PICK (record numbers from 0,
+#   e.g. "0 6 11 15": only those records of every set), SYNTH=1: MODEL is made here
 #   by `strata synth --arch llama` (SmolLM2's shape, random weights: text no drafter predicts
 #   from the input) with the default model's tokenizer, plain prompts.
 BIN=${1:-build/strata}; MODEL=${2:-}; N=${3:-128}
@@ -54,11 +55,13 @@ for set in $SETS; do
   [ -r "$f" ] || { echo "no prompt set $f"; exit 1; }
   # split the set into one file per prompt (records end at a line "%%"; "#" lines before the first are comments)
   rm -f "$tmp"/p.*
-  awk -v dir="$tmp" -v max="$MAX_PROMPTS" 'BEGIN { n = 0; started = 0 }
+  awk -v dir="$tmp" -v max="$MAX_PROMPTS" -v pick="${PICK:-}" 'BEGIN { n = 0; k = 0; started = 0
+      np = split(pick, pl, " "); for (i = 1; i <= np; i++) want[pl[i]] = 1 }
     !started && /^#/ { next }
     { started = 1 }
-    /^%%$/ { if (n < max) close(dir "/p." n); n++; next }
-    n < max { print > (dir "/p." n) }' "$f"
+    /^%%$/ { if (keep) { close(dir "/p." k); k++ } n++; next }
+    { keep = k < max && (np == 0 || (n in want)) }
+    keep { print > (dir "/p." k) }' "$f"
   np=$(ls "$tmp"/p.* | wc -l)
   diff=0; drafted=0; accepted=0
   for r in $(seq 1 "$ROUNDS"); do
