@@ -7,6 +7,7 @@
 #include "strata.h"
 #include "spec/spec.h"
 #include "spec/suffix.h"
+#include "spec/window.h"
 #include "engine/engine.h"
 
 /* ---- drafter vs brute force ------------------------------------------------------------ */
@@ -41,8 +42,11 @@ static void test_suffix_vs_brute(void) {
             }
             int32_t out[8];
             int nd = suffix_drafter_draft(d, 1, 7, out);
-            for (int k = 0; k < nd; k++)
-                if (out[k] != s[fe_b + 1 + k]) drafts_ok = 0;
+            for (int k = 0; k < nd; k++) {   /* the continuation, then its period repeated */
+                int32_t want = fe_b + 1 + k <= i ? s[fe_b + 1 + k] : out[k - (i - fe_b)];
+                if (out[k] != want) drafts_ok = 0;
+            }
+            if (lb > 0 && nd != 7) drafts_ok = 0;
             if (lb == 0 && nd != 0) drafts_ok = 0;
         }
         suffix_drafter_free(d);
@@ -55,10 +59,156 @@ static void test_suffix_vs_brute(void) {
     for (int i = 0; i < 5; i++) suffix_drafter_push(d, seq[i]);
     int32_t out[8];
     CHECK_EQ_INT(suffix_drafter_draft(d, 2, 7, out), 0);
-    CHECK_EQ_INT(suffix_drafter_draft(d, 1, 7, out), 4);
+    CHECK_EQ_INT(suffix_drafter_draft(d, 1, 7, out), 7);
     CHECK_EQ_INT(out[0], 6);
     CHECK_EQ_INT(out[3], 5);
+    CHECK_EQ_INT(out[4], 6);   /* 6 7 9 5 6 7 9: the stretch the match overlaps, repeated */
+    CHECK_EQ_INT(out[6], 9);
     suffix_drafter_free(d);
+    /* a run of one token drafts that token max_n times (not once: the first occurrence of the
+     * longest match ends just before the end) */
+    d = suffix_drafter_new();
+    for (int i = 0; i < 4; i++) suffix_drafter_push(d, 42);
+    CHECK_EQ_INT(suffix_drafter_draft(d, 2, 5, out), 5);
+    CHECK_EQ_INT(out[0], 42);
+    CHECK_EQ_INT(out[4], 42);
+    suffix_drafter_free(d);
+}
+
+
+/* ---- the window choice: expected tokens per unit of time ------------------------------- */
+static void linear_costs(spec_costs *c, double c2, double step) {
+    memset(c, 0, sizeof *c);
+    c->c[1] = 1;
+    for (int T = 2; T <= SPEC_WIN_COLS; T++) c->c[T] = c2 + step * (T - 2);
+}
+
+static void test_window_choice(void) {
+    CHECK(fabs(spec_expected(0.5, 0) - 1.0) < 1e-12);
+    CHECK(fabs(spec_expected(0.5, 2) - 1.75) < 1e-12);
+    CHECK(fabs(spec_expected(1.0, 7) - 8.0) < 1e-12);
+    spec_costs cpu, gpu, dm;
+    linear_costs(&cpu, 1.2, 0.2);   /* a CPU: each column adds a fifth of a step */
+    double g;
+    /* a = 0.6: E/cost = 1.6/1.2 = 1.333, 1.96/1.4 = 1.400, 2.176/1.6 = 1.360: two drafts */
+    CHECK_EQ_INT(spec_choose(&cpu, 0.6, 7, &g), 2);
+    CHECK(fabs(g - 1.96 / 1.4) < 1e-9);
+    /* a = 0.9: 1.583 1.936 2.149 2.275 2.343 2.371 2.373: all seven; capped at 4 by the drafter */
+    CHECK_EQ_INT(spec_choose(&cpu, 0.9, 7, NULL), 7);
+    CHECK_EQ_INT(spec_choose(&cpu, 0.9, 4, NULL), 4);
+    CHECK_EQ_INT(spec_choose(&cpu, 1.0, 7, &g), 7);
+    CHECK(fabs(g - 8.0 / 2.4) < 1e-9);
+    /* unprofitable: a = 0.15 gives 1.15/1.2 < 1; a = 0 never pays; kmax 0 is a plain step */
+    CHECK_EQ_INT(spec_choose(&cpu, 0.15, 7, &g), 0);
+    CHECK(g == 1.0);
+    CHECK_EQ_INT(spec_choose(&cpu, 0.0, 7, NULL), 0);
+    CHECK_EQ_INT(spec_choose(&cpu, 0.9, 0, NULL), 0);
+    /* break-even: a = 0.2 gives exactly 1.2/1.2, and 1.22/1.2 = 1.0167 is under the 2 % margin */
+    CHECK_EQ_INT(spec_choose(&cpu, 0.2, 1, NULL), 0);
+    CHECK_EQ_INT(spec_choose(&cpu, 0.22, 1, NULL), 0);
+    CHECK_EQ_INT(spec_choose(&cpu, 0.25, 1, NULL), 1);   /* 1.25/1.2 = 1.042 */
+    /* a GPU whose verify pass runs eagerly while a plain step replays a graph: a window of two
+     * costs 1.6 steps, each further column 0.05. a = 0.5: 1.5/1.6 0.94, 1.75/1.65 1.06,
+     * 1.875/1.7 1.103, 1.9375/1.75 1.107, 1.969/1.8 1.094: four drafts; a = 0.3: none */
+    linear_costs(&gpu, 1.6, 0.05);
+    CHECK_EQ_INT(spec_choose(&gpu, 0.5, 7, NULL), 4);
+    CHECK_EQ_INT(spec_choose(&gpu, 0.3, 7, NULL), 0);
+    CHECK_EQ_INT(spec_choose(&gpu, 0.95, 7, NULL), 7);
+    /* a draft model at 0.3 steps per drafted token: a = 0.6: 1.6/1.5 1.067, 1.96/2.0 0.98:
+     * one draft; a = 0.4: 1.4/1.5 < 1: none */
+    dm = cpu;
+    dm.draft = 0.3;
+    CHECK_EQ_INT(spec_choose(&dm, 0.6, 7, NULL), 1);
+    CHECK_EQ_INT(spec_choose(&dm, 0.4, 7, NULL), 0);
+    /* the choice is the brute-force argmax over a grid of tables and rates */
+    int bad = 0;
+    for (int i = 0; i < 2000; i++) {
+        spec_costs c;
+        linear_costs(&c, 1.0 + (rnd() % 1000) / 1000.0, (rnd() % 500) / 1000.0);
+        c.draft = (rnd() % 3) ? 0 : (rnd() % 500) / 1000.0;
+        double a = (rnd() % 1001) / 1000.0;
+        int kmax = (int)(rnd() % 8), want = 0;
+        double best = 1.0;
+        for (int k = 1; k <= kmax; k++) {
+            double e = 0, p = 1;
+            for (int t = 0; t <= k; t++) { e += p; p *= a; }
+            double v = e / (c.c[k + 1] + k * c.draft);
+            if (v > best) { best = v; want = k; }
+        }
+        if (best < 1.0 + SPEC_MARGIN) want = 0;
+        if (spec_choose(&c, a, kmax, NULL) != want) bad++;
+    }
+    CHECKF(bad == 0, "%d of 2000 choices differ from the brute-force argmax", bad);
+}
+
+static void test_costs_parse(void) {
+    spec_costs c;
+    CHECK(spec_costs_parse("1.1,1.25", &c) == 0);
+    CHECK(c.c[1] == 1.0 && c.c[2] == 1.1 && c.c[3] == 1.25);
+    CHECK(fabs(c.c[8] - 2.0) < 1e-9);   /* the last increment (0.15) goes on */
+    CHECK(spec_costs_parse("1.2,1.4,1.6,1.8,2,2.2,2.4", &c) == 0 && c.c[8] == 2.4);
+    CHECK(spec_costs_parse("0.9", &c) != 0);          /* cheaper than a plain step */
+    CHECK(spec_costs_parse("1.3,1.2", &c) != 0);      /* decreasing */
+    CHECK(spec_costs_parse("1.1,x", &c) != 0);
+    CHECK(spec_costs_parse("", &c) != 0);
+    CHECK(spec_costs_parse("1,1,1,1,1,1,1,1", &c) != 0);   /* eight values for seven widths */
+}
+
+/* The controller: acceptance that falls stops the windows, shadow checks that succeed start
+ * them again; timed passes replace the prior table. */
+static void test_window_controller(void) {
+    spec_costs prior;
+    linear_costs(&prior, 1.2, 0.2);
+    spec_ctl c;
+    spec_ctl_init(&c, &prior);
+    spec_costs now;
+    spec_ctl_costs(&c, &now);
+    CHECK(fabs(now.c[2] - 1.2) < 1e-12 && fabs(now.c[8] - 2.4) < 1e-12);   /* nothing timed yet: the prior */
+    /* a new request starts at the prior rate 0.5: windows pay (1.5/1.2, 1.75/1.4, ...) */
+    CHECK(fabs(spec_rate_value(&c.rate[SPEC_SRC_SUFFIX]) - 0.5) < 1e-12);
+    CHECK(spec_choose(&now, spec_rate_value(&c.rate[SPEC_SRC_SUFFIX]), 7, NULL) > 0);
+    /* three windows of 4 drafts rejected at the first: a = 0.5 / (1 + 1 + 0.8 + 0.64) = 0.145 */
+    for (int i = 0; i < 3; i++) spec_rate_update(&c.rate[SPEC_SRC_SUFFIX], 4, 0);
+    CHECK(fabs(spec_rate_value(&c.rate[SPEC_SRC_SUFFIX]) - 0.5 / 3.44) < 1e-9);
+    CHECK_EQ_INT(spec_choose(&now, spec_rate_value(&c.rate[SPEC_SRC_SUFFIX]), 7, NULL), 0);
+    /* shadow drafts that came true (one draft, kept) bring the windows back */
+    int k = 0, steps = 0;
+    while (k == 0 && steps < 20) {
+        spec_rate_update(&c.rate[SPEC_SRC_SUFFIX], 1, 1);
+        steps++;
+        k = spec_choose(&now, spec_rate_value(&c.rate[SPEC_SRC_SUFFIX]), 7, NULL);
+    }
+    CHECKF(k > 0 && steps <= 3, "windows resume after %d kept shadow drafts (k %d)", steps, k);
+    for (int i = 0; i < 20; i++) spec_rate_update(&c.rate[SPEC_SRC_SUFFIX], 1, 1);
+    CHECK_EQ_INT(spec_choose(&now, spec_rate_value(&c.rate[SPEC_SRC_SUFFIX]), 7, NULL), 7);
+    /* the draft model's rate is its own */
+    CHECK(fabs(spec_rate_value(&c.rate[SPEC_SRC_MODEL]) - 0.5) < 1e-12);
+    spec_ctl_new_request(&c);
+    CHECK(fabs(spec_rate_value(&c.rate[SPEC_SRC_SUFFIX]) - 0.5) < 1e-12);
+    /* timings: plain steps of 10 ms and windows of 3 columns of 16 ms: c[3] = 1.6 (prior 1.4);
+     * the other widths keep the prior's shape scaled by 1.6 / 1.4 */
+    for (int i = 0; i < 2; i++) { spec_ctl_time(&c, 1, 0.010); spec_ctl_time(&c, 3, 0.016); }
+    spec_ctl_costs(&c, &now);
+    CHECK(fabs(now.c[3] - 1.4) < 1e-12);   /* two timings each: not enough yet */
+    spec_ctl_time(&c, 1, 0.010);
+    spec_ctl_time(&c, 3, 0.016);
+    spec_ctl_costs(&c, &now);
+    CHECK(fabs(now.c[3] - 1.6) < 1e-9);
+    CHECK(fabs(now.c[2] - 1.2 * 1.6 / 1.4) < 1e-9);
+    CHECK(fabs(now.c[8] - 2.4 * 1.6 / 1.4) < 1e-9);
+    CHECK(now.c[1] == 1.0);
+    /* one preempted step (100x) moves the average by at most a factor 2^0.15 */
+    spec_ctl_time(&c, 1, 1.0);
+    spec_ctl_costs(&c, &now);
+    CHECK(now.c[3] < 1.6 && now.c[3] >= 1.6 / pow(2.0, SPEC_EMA_W) - 1e-9);
+    /* a window measured cheaper than a plain step (noise) still costs one step */
+    for (int i = 0; i < 40; i++) { spec_ctl_time(&c, 1, 0.010); spec_ctl_time(&c, 2, 0.008); }
+    spec_ctl_costs(&c, &now);
+    CHECK(now.c[2] >= 1.0 && now.c[3] >= now.c[2]);
+    /* draft-model timing: 3 ms per drafted token over 10 ms steps */
+    for (int i = 0; i < 3; i++) spec_ctl_time_draft(&c, 4, 0.012);
+    spec_ctl_costs(&c, &now);
+    CHECK(fabs(now.draft - 0.3) < 0.01);
 }
 
 /* ---- sampled acceptance: output distribution equals p ------------------------------------ */
@@ -201,9 +351,80 @@ static void test_draft_model(strata_model *m) {
     strata_session_free(s);
 }
 
+
+/* ---- the grounded prompt set (bench/spec_prompts/grounded.txt): identical with speculation ---- */
+#define GROUNDED_PATH "bench/spec_prompts/grounded.txt"
+/* Record i of the set (records end at a line "%%"; '#' lines before the first are comments). */
+static char *grounded_prompt(int want) {
+    FILE *f = fopen(GROUNDED_PATH, "r");
+    if (!f) return NULL;
+    size_t cap = 1 << 14, n = 0;
+    char *out = malloc(cap), line[1024];
+    int rec = 0, started = 0;
+    out[0] = 0;
+    while (fgets(line, sizeof line, f) && rec <= want) {
+        if (!started && line[0] == '#') continue;
+        started = 1;
+        if (!strcmp(line, "%%\n")) { rec++; continue; }
+        size_t l = strlen(line);
+        if (rec == want && n + l + 1 < cap) { memcpy(out + n, line, l + 1); n += l; }
+    }
+    fclose(f);
+    if (rec <= want) { free(out); return NULL; }
+    if (n && out[n - 1] == '\n') out[--n] = 0;   /* as `strata run -f` would get it, without the record's last newline */
+    return out;
+}
+
+/* Greedy ids of the chat turn `prompt` with up to `spec` drafts per step. */
+static int chat_ids(strata_model *m, const char *prompt, int spec, int n_gen, collected *out, strata_stats *st) {
+    char err[256];
+    strata_chat_msg msg = { "user", prompt };
+    int32_t *ids;
+    int n = strata_chat_tokenize(m, &msg, 1, 1, NULL, &ids, NULL, err, sizeof err);
+    if (n < 0) return -1;
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = n + n_gen + 16;
+    sp.spec_draft = spec;
+    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+    int r = -1;
+    out->n = 0;
+    if (s) {
+        r = strata_generate(s, ids, n, n_gen, collect, out);
+        if (st) strata_session_get_stats(s, st);
+        strata_session_free(s);
+    }
+    strata_free(ids);
+    return r;
+}
+
+/* A handful of the set (one of each kind: code edit, quoting, extraction, JSON rewriting),
+ * short outputs: the ids with --spec 7 (the cost model's windows) equal --spec 0's. */
+static void test_grounded_identical(strata_model *m, const char *label, int n_gen) {
+    static const int pick[] = { 0, 6, 11, 15 };
+    long drafted = 0, accepted = 0;
+    for (int i = 0; i < 4; i++) {
+        char *prompt = grounded_prompt(pick[i]);
+        REQUIRE(prompt != NULL, "record %d of %s", pick[i], GROUNDED_PATH);
+        if (!prompt) continue;
+        collected base, other;
+        strata_stats st;
+        REQUIRE(chat_ids(m, prompt, 0, n_gen, &base, NULL) > 0, "%s prompt %d", label, pick[i]);
+        REQUIRE(chat_ids(m, prompt, 7, n_gen, &other, &st) > 0, "%s prompt %d", label, pick[i]);
+        drafted += st.n_drafted; accepted += st.n_accepted;
+        CHECKF(other.n == base.n && !memcmp(other.ids, base.ids, (size_t)base.n * sizeof(int32_t)),
+               "%s grounded prompt %d: --spec 7 ids differ from --spec 0 (n %d vs %d)", label, pick[i], other.n, base.n);
+        free(prompt);
+    }
+    fprintf(stderr, "%s grounded: drafted %ld accepted %ld\n", label, drafted, accepted);
+    CHECKF(accepted > 0, "%s: no draft was verified and kept on the grounded prompts", label);
+}
+
 int main(void) {
     RUN(test_suffix_vs_brute);
     RUN(test_acceptance_statistics);
+    RUN(test_window_choice);
+    RUN(test_costs_parse);
+    RUN(test_window_controller);
     const char *path = getenv("STRATA_MODEL");
     if (!path || access(path, R_OK)) {
         SKIP("model", "model tests: STRATA_MODEL not set or unreadable");
@@ -220,7 +441,26 @@ int main(void) {
         test_greedy_identical(m, t_current, exact ? 24 : 40);
         if (!exact) { t_current = "rollback_bits"; test_rollback_bits(m); }
         if (!exact) { t_current = "draft_model"; test_draft_model(m); }
+        if (!exact) { t_current = "grounded_identical_smollm2"; test_grounded_identical(m, t_current, 48); }
         strata_model_free(m);
     }
+    /* Gemma 3 (sliding-window layers: the ring's rollback) on the same prompts */
+    char gpath[4096];
+    const char *ge = getenv("STRATA_GEMMA_MODEL");
+    const char *slash = strrchr(path, '/');
+    if (ge && *ge) snprintf(gpath, sizeof gpath, "%s", ge);
+    else snprintf(gpath, sizeof gpath, "%.*s/gemma-3-270m-q4_k_m.gguf", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (access(gpath, R_OK)) {
+        SKIP("gemma-model", "%s not found: set STRATA_GEMMA_MODEL or run sh tools/fetch_gemma.sh", gpath);
+        TEST_DONE();
+    }
+    strata_model_params gp = strata_model_default_params();
+    gp.path = gpath;
+    strata_model *g;
+    char err[256];
+    if (strata_model_load(&gp, &g, err, sizeof err)) { fprintf(stderr, "%s\n", err); CHECK(0); TEST_DONE(); }
+    t_current = "grounded_identical_gemma3";
+    test_grounded_identical(g, t_current, 32);
+    strata_model_free(g);
     TEST_DONE();
 }

@@ -35,7 +35,8 @@ static const cli_option options[] = {
     { OPT_STOP,     CMD_GEN,      "--stop",                  "STR", 's', 0, 0, "stop before STR (up to 8 times)" },
     { OPT_SPEC,     CMD_MODEL & ~CMD_BENCH, "--spec,--draft-max", "N", 'i', 0, STRATA_MAX_DRAFT,
       "speculative decoding: up to N (<= 7) drafted tokens per step from the context\n"
-      "(suffix matching) or --draft-model; greedy output is unchanged (0: off)" },
+      "(suffix matching) or --draft-model, as many as pay off by measured cost and\n"
+      "acceptance (STRATA_SPEC_WINDOW); greedy output is unchanged (0: off)" },
     { OPT_DRAFT,    CMD_GEN,      "-md,--model-draft,--draft-model", "PATH", 's', 0, 0, "draft model of the same vocabulary for --spec" },
     { OPT_KV,       CMD_MODEL,    "--kv",       "T",   's', 0, 0,
       "KV cache: f16 (default) or int8 (CPU: 0.56x the memory, other bits)" },

@@ -25,3 +25,5 @@ X(ENV_CUDA_MATVEC,   "STRATA_CUDA_MATVEC",   ENV_STR,  "auto", "CUDA matvec of t
 X(ENV_CUDA_SAMPLE,   "STRATA_CUDA_SAMPLE",   ENV_BOOL, "1",    "CUDA decode with a non-greedy sampler (or a repetition penalty): draw the token on the GPU in the step's graph (0: logits to the host, CPU sampler)")
 X(ENV_MMAP,          "STRATA_MMAP",          ENV_BOOL, "0",    "load GGUF files by mapping them (1) instead of reading them into memory (0): a mapped file changed in place kills the process with SIGBUS (docs/RELIABILITY.md)")
 X(ENV_GRAMMAR_OVERLAP, "STRATA_GRAMMAR_OVERLAP", ENV_STR, "auto", "server: compute grammar masks on a helper thread while the decode step runs: auto (on with CUDA), 1, 0")
+X(ENV_SPEC_WINDOW,   "STRATA_SPEC_WINDOW",   ENV_STR,  "auto", "speculative draft windows: auto (the cost model picks the length that maximises expected tok/s each step, 0 when speculation does not pay) or fixed (every step drafts up to --spec)")
+X(ENV_SPEC_COSTS,    "STRATA_SPEC_COSTS",    ENV_STR,  "",     "verify pass costs c2,...,c8 (a pass of T columns over one plain step) for the window choice, instead of timing them when a session starts")

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
 #include "engine.h"
 #include "core/env.h"
 #include "core/util.h"
@@ -398,6 +399,8 @@ int strata_session_copy_prefix(strata_session *dst, const strata_session *src, i
     return 0;
 }
 
+static void spec_start(strata_session *s);
+
 strata_session *strata_session_new(strata_model *m, const strata_session_params *p, char *err, size_t errlen) {
     if (m->vocab_only) { snprintf(err, errlen, "the model was loaded vocabulary-only"); return NULL; }
     strata_session *s = st_calloc(1, sizeof *s);
@@ -421,7 +424,7 @@ strata_session *strata_session_new(strata_model *m, const strata_session_params 
     if (s->p.spec_min_match <= 0) s->p.spec_min_match = 2;
     if (s->p.spec_draft > 0 && !(s->sfx = suffix_drafter_new())) { snprintf(err, errlen, "out of memory"); goto fail; }
     s->sfx_n = -1;
-    s->spec_cur_k = s->p.spec_draft;
+    spec_start(s);
     s->st.t_load = m->t_load;
     s->st.weight_bytes_per_token = model_weight_bytes_per_token(&m->hp, &m->w);
     return s;
@@ -446,8 +449,7 @@ void strata_session_reset(strata_session *s) {
     s->pos = 0;
     s->have_logits = 0;
     s->sfx_n = -1;
-    s->spec_cur_k = s->p.spec_draft;
-    s->spec_misses = s->spec_pause = 0;
+    spec_ctl_new_request(&s->spec);
     double tl = s->st.t_load;
     uint64_t wb = s->st.weight_bytes_per_token;
     memset(&s->st, 0, sizeof s->st);
@@ -502,8 +504,7 @@ static void spec_sync_drafter(strata_session *s) {
     if (s->sfx_n < 0 || s->sfx_n > s->pos || s->sfx_n != suffix_drafter_len(s->sfx)) {
         suffix_drafter_reset(s->sfx);
         s->sfx_n = 0;
-        s->spec_cur_k = s->p.spec_draft;   /* a new context: the adaptive length starts over */
-        s->spec_misses = s->spec_pause = 0;
+        spec_ctl_new_request(&s->spec);   /* a new context: acceptance starts over */
     }
     for (; s->sfx_n < s->pos; s->sfx_n++) suffix_drafter_push(s->sfx, s->history[s->sfx_n]);
 }
@@ -520,28 +521,124 @@ static int spec_draft_after(strata_session *s, int32_t id, int k, int32_t *out) 
     return suffix_drafter_draft(s->sfx, s->p.spec_min_match, k, out);
 }
 
-/* How many drafts this step may propose: the adaptive length (grows by one after a fully
- * accepted window, shrinks to what was accepted + 1 otherwise), the caller's cap and the
- * context; 0 while a pause after rejected windows runs (1, 3, 7, ... steps: open text pays
- * almost nothing for speculation), which this call counts down. */
+/* How many drafts this step may propose at most: the caller's cap, the verify window, the
+ * context. */
 static int spec_budget(strata_session *s, int cap) {
-    int k = s->spec_cur_k < cap ? s->spec_cur_k : cap;
+    int k = cap;
     if (k > STRATA_MAX_DRAFT) k = STRATA_MAX_DRAFT;
+    if (k > SPEC_WIN_COLS - 1) k = SPEC_WIN_COLS - 1;
     if (k > s->n_ctx - s->pos - 2) k = s->n_ctx - s->pos - 2;
-    if (s->spec_pause > 0) { s->spec_pause--; return 0; }
     return k > 0 ? k : 0;
 }
 
-/* A window of nd drafts at pos0 kept j of them: the statistics, the adaptive length, and the
- * rejected rows dropped from the cache. */
+/* STRATA_SPEC_WINDOW=fixed: every step drafts what the drafter has, up to the cap (the
+ * reference the cost model is measured against). */
+static int spec_fixed(void) { return !strcmp(env_str(ENV_SPEC_WINDOW), "fixed"); }
+
+/* This step's drafts after `id` (at most cap): the window the cost model picks, 0 for a plain
+ * step. The suffix drafter costs nothing, so it always proposes: the proposal is cut to the
+ * length that maximises expected tokens per second, and one that no window verifies is kept
+ * as a shadow, checked against the token that comes (acceptance keeps being measured while
+ * speculation pauses). A draft model costs steps: when no window pays, one draft is probed
+ * after a pause that doubles (4, 8, .. 64 steps) while windows keep not paying. */
+static int spec_window(strata_session *s, int32_t id, int cap, int32_t *out) {
+    spec_ctl *c = &s->spec;
+    if (c->shadow_pos == s->pos && c->shadow >= 0) spec_rate_update(&c->rate[SPEC_SRC_SUFFIX], 1, c->shadow == id);
+    c->shadow_pos = -1;
+    if ((cap = spec_budget(s, cap)) <= 0) return 0;
+    const int fixed = spec_fixed();
+    spec_costs cost;
+    spec_ctl_costs(c, &cost);
+    if (s->draft) {
+        int k = cap;
+        if (!fixed) {
+            if (c->pause > 0) { c->pause--; return 0; }
+            k = spec_choose(&cost, spec_rate_value(&c->rate[SPEC_SRC_MODEL]), cap, NULL);
+            if (k == 0) {   /* a probe now, then a pause */
+                k = 1;
+                c->pause_len = c->pause_len ? (c->pause_len * 2 < 64 ? c->pause_len * 2 : 64) : 4;
+                c->pause = c->pause_len;
+            } else c->pause_len = 0;
+        }
+        double t0 = now_seconds();
+        int nd = spec_draft_after(s, id, k, out);
+        spec_ctl_time_draft(c, nd, now_seconds() - t0);
+        return nd;
+    }
+    int nd = spec_draft_after(s, id, cap, out);
+    if (nd == 0 || fixed) return nd;
+    int k = spec_choose(&cost, spec_rate_value(&c->rate[SPEC_SRC_SUFFIX]), nd, NULL);
+    if (k == 0) { c->shadow = out[0]; c->shadow_pos = s->pos + 1; }
+    return k;
+}
+
+/* Time passes of 1, 2, 4 and 8 columns on the session's backend at its position (then
+ * dropped: the rows are overwritten before they are read), the fastest of two after a
+ * warm-up each; the other widths interpolated. A plain step is what the decode loop runs: the
+ * backend's decode step where it has one. */
+static int spec_calibrate(strata_session *s, spec_costs *out) {
+    const int pos = s->pos, V = s->m->hp.n_vocab;
+    if (pos + SPEC_WIN_COLS + 2 > s->n_ctx || s->be->ops->max_rewind(s->be) < SPEC_WIN_COLS) return -1;
+    int32_t ids[SPEC_WIN_COLS];
+    for (int i = 0; i < SPEC_WIN_COLS; i++) ids[i] = (int32_t)((1000 + 7919u * (unsigned)i) % (unsigned)V);
+    static const int Ts[] = { 1, 2, 4, 8 };
+    double best[SPEC_WIN_COLS + 1] = { 0 };
+    for (int rep = 0; rep < 3; rep++)
+        for (int t = 0; t < 4; t++) {
+            int T = Ts[t];
+            double t0 = now_seconds();
+            if (T == 1 && s->be->ops->decode_step) {
+                if (s->be->ops->decode_step(s->be, ids[0], pos, NULL) < 0) return -1;
+            } else {
+                if (forward(s->be, &s->m->hp, ids, T, pos, 0) != 0) return -1;
+                const float *lg = s->be->ops->logits(s->be);
+                volatile int32_t sink = 0;
+                for (int r = 0; r < T; r++) sink ^= sample_argmax(lg + (size_t)r * V, V);   /* the verification */
+                (void)sink;
+            }
+            double dt = now_seconds() - t0;
+            if (rep > 0 && (best[T] == 0 || dt < best[T])) best[T] = dt;   /* rep 0: warm-up */
+        }
+    s->have_logits = 0;
+    memset(out, 0, sizeof *out);
+    out->c[1] = 1;
+    for (int T = 2; T <= SPEC_WIN_COLS; T++) {
+        int lo = T <= 2 ? 1 : T <= 4 ? 2 : 4, hi = T <= 2 ? 2 : T <= 4 ? 4 : 8;
+        double y = best[lo] + (best[hi] - best[lo]) * (T - lo) / (hi - lo);
+        out->c[T] = y / best[1];
+        if (out->c[T] < out->c[T - 1]) out->c[T] = out->c[T - 1];
+    }
+    return 0;
+}
+
+/* The session's controller: the verify costs of STRATA_SPEC_COSTS, else those the model's
+ * first speculating session timed (spec_calibrate, once per model), else the built-in table. */
+static pthread_mutex_t spec_prior_lock = PTHREAD_MUTEX_INITIALIZER;
+static void spec_start(strata_session *s) {
+    spec_costs prior;
+    int have = s->p.spec_draft > 0 && !spec_fixed();
+    if (have) {
+        const char *e = env_str(ENV_SPEC_COSTS);
+        if (*e) have = spec_costs_parse(e, &prior) == 0;
+        else {
+            strata_model *m = s->m;
+            pthread_mutex_lock(&spec_prior_lock);
+            if (!m->spec_prior_ok && spec_calibrate(s, &m->spec_prior) == 0) m->spec_prior_ok = 1;
+            if ((have = m->spec_prior_ok)) prior = m->spec_prior;
+            pthread_mutex_unlock(&spec_prior_lock);
+        }
+    }
+    spec_ctl_init(&s->spec, have ? &prior : NULL);
+}
+
+/* A window of nd drafts at pos0 kept j of them: the statistics, the source's acceptance, and
+ * the rejected rows dropped from the cache. */
 static void spec_commit(strata_session *s, int nd, int j, int pos0) {
     if (nd <= 0) return;
     s->st.n_drafted += nd;
     s->st.n_accepted += j;
     s->st.n_windows++;
-    s->spec_cur_k = j == nd ? (s->spec_cur_k + 1 < s->p.spec_draft ? s->spec_cur_k + 1 : s->p.spec_draft) : j + 1;
-    if (j == 0) { s->spec_misses = s->spec_misses < 6 ? s->spec_misses + 1 : 6; s->spec_pause = (1 << s->spec_misses) - 1; }
-    else s->spec_misses = 0;
+    spec_rate_update(&s->spec.rate[s->draft ? SPEC_SRC_MODEL : SPEC_SRC_SUFFIX], nd, j);
     strata_session_rewind(s, pos0 + 1 + j);   /* within the window: the drafter keeps its tokens */
 }
 
@@ -615,14 +712,14 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         int k = max_draft && s->p.spec_draft > 0 && s->smp.p.temperature <= 0 && !s->smp.mask ? max_draft[i] : 0;
         if (k > SPEC_MAX_WINDOW - 1) k = SPEC_MAX_WINDOW - 1;
         if (k <= 0) continue;
-        if ((k = spec_budget(s, k < spare ? k : spare)) <= 0) continue;
-        int nd = spec_draft_after(s, ids[i], k, win_buf);
+        int nd = spec_window(s, ids[i], k < spare ? k : spare, win_buf);
         memcpy(&win[i][1], win_buf, (size_t)nd * sizeof(int32_t));
         T[i] += nd;
         spare -= nd;
     }
     int rc = 0;
     strata_session *s0 = ss[0];
+    double t_pass = now_seconds();   /* a lone session's pass is timed for its cost model */
     if (n == 1 && next && T[0] == 1 && s0->be->ops->decode_step && s0->smp.p.temperature <= 0 &&
         s0->smp.p.repeat_penalty == 1.0f && !(max_draft && max_draft[0] < 0) && !s0->smp.mask) {
         /* one session, greedy, no drafts: the backend's decode step (on the GPU forward + argmax
@@ -681,6 +778,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
             i0 = i1;
         }
     }
+    if (n == 1 && !rc && s0->p.spec_draft > 0) spec_ctl_time(&s0->spec, T[0], now_seconds() - t_pass);
     st_free(win);
     st_free(T);
     return rc;
@@ -755,8 +853,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         for (int i = 0; i < s->pos; i++) suffix_drafter_push(s->sfx, s->history[i]);
         s->sfx_n = s->pos;
     }
-    s->spec_cur_k = spec;
-    s->spec_misses = s->spec_pause = 0;
+    spec_ctl_new_request(&s->spec);
     int n = 0, stop = 0;
     int32_t id = strata_session_sample(s);
     while (!stop && id >= 0) {
@@ -766,11 +863,11 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         if ((on_token && on_token(id, user)) || strata_token_is_eog(s->m, id) || n >= max_tokens ||
             s->pos >= s->n_ctx - 1)
             break;
-        /* draft up to k tokens after id (none while the adaptive length pauses speculation) */
+        /* the drafts after id that the cost model finds worth verifying (often none) */
         int32_t win[SPEC_MAX_WINDOW];
         win[0] = id;
-        int k = spec && !s->smp.mask ? spec_budget(s, max_tokens - n - 1) : 0;   /* a grammar: no drafts */
-        int nd = k > 0 ? spec_draft_after(s, id, k, win + 1) : 0;
+        int nd = spec && !s->smp.mask ? spec_window(s, id, max_tokens - n - 1, win + 1) : 0;   /* a grammar: no drafts */
+        double t_pass = now_seconds();
         /* a step without drafts on a backend with a decode step (CUDA): the whole step
          * (forward + argmax, or the sampler's draw with src/sample's rules and RNG stream) runs
          * on the device and only the next id comes back; the host logits are not updated.
@@ -785,6 +882,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             s->history[s->pos++] = id;
             s->have_logits = 0;
             id = nx;
+            if (spec) spec_ctl_time(&s->spec, 1, now_seconds() - t_pass);
             continue;
         }
         /* evaluate the window in one pass, verify */
@@ -792,6 +890,7 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         if (session_forward(s, win, T, 0) != 0) break;
         int32_t next = -1;
         int j = spec_verify(s, win, T, pos0, session_logits(s), &next);
+        if (spec) spec_ctl_time(&s->spec, T, now_seconds() - t_pass);
         /* win[0..j] stay in the cache (id and the accepted drafts): emit the drafts */
         for (int a = 0; a < j; a++) {
             int32_t t = win[1 + a];

@@ -7,6 +7,7 @@
 #include "model/forward.h"
 #include "sample/sample.h"
 #include "cpu/threadpool.h"
+#include "spec/window.h"
 
 struct tokenizer;
 struct suffix_drafter;
@@ -24,6 +25,8 @@ struct strata_model {
     char *chat_template;     /* NULL when absent */
     char *name;
     double t_load;
+    spec_costs spec_prior;   /* verify costs timed by the first speculating session (spec_prior_ok) */
+    int spec_prior_ok;
 };
 
 struct strata_session {
@@ -41,9 +44,9 @@ struct strata_session {
     struct suffix_drafter *sfx;   /* suffix drafter over prompt + output (spec_draft > 0) */
     strata_session *draft;       /* draft-model session, or NULL */
     float *probs;                /* [n_vocab] sampler distribution scratch */
-    /* strata_sessions_step_spec: history[0..sfx_n) is in sfx (-1: rebuild it), and the
-     * adaptive draft length state that strata_generate keeps in locals */
-    int sfx_n, spec_cur_k, spec_misses, spec_pause;
+    /* history[0..sfx_n) is in sfx (-1: rebuild it) */
+    int sfx_n;
+    spec_ctl spec;               /* cost model and acceptance rates: the draft window's choice */
 };
 
 /* Evaluate T <= FWD_MAX_T tokens; logits of tokens logits_from.. are left in session_logits(s). */

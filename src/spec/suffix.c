@@ -160,7 +160,11 @@ int suffix_drafter_draft(const suffix_drafter *d, int min_match, int max_n, int3
     int fe;
     int len = suffix_drafter_match(d, &fe);
     if (len < (min_match > 1 ? min_match : 1)) return 0;
+    /* the tokens after the first occurrence; where they run into the end of the sequence the
+     * match overlaps its own continuation (a repeating stretch of period n_seq - 1 - fe), and
+     * the draft goes on repeating that period */
+    const int period = d->n_seq - 1 - fe;
     int n = 0;
-    for (int i = fe + 1; i < d->n_seq && n < max_n; i++) out[n++] = d->seq[i];
+    for (; n < max_n; n++) out[n] = fe + 1 + n < d->n_seq ? d->seq[fe + 1 + n] : out[n - period];
     return n;
 }

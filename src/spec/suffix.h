@@ -21,6 +21,8 @@ int  suffix_drafter_len(const suffix_drafter *d);
 /* Longest earlier-occurring suffix: its length (0: none) and the end of its first
  * occurrence (index of its last token) in *first_end. */
 int  suffix_drafter_match(const suffix_drafter *d, int *first_end);
-/* Up to max_n tokens continuing the longest match of length >= min_match; returns the count. */
+/* Up to max_n tokens continuing the longest match of length >= min_match (past the end of the
+ * sequence, the repeating stretch the match overlaps goes on: "a b a b" drafts "a b a ..");
+ * returns the count: max_n when there is a match, else 0. */
 int  suffix_drafter_draft(const suffix_drafter *d, int min_match, int max_n, int32_t *out);
 #endif
