@@ -20,6 +20,7 @@ import openai  # noqa: E402
 
 passed = failed = skipped = 0
 BIN = MODEL = None
+QUICK = False   # --quick (sanitizer builds): test_spec compares the two quoting prompts only
 
 
 def skip(key, why):
@@ -420,7 +421,8 @@ def test_spec(s):
         m0 = sp.metrics()
         tot = {"draft_n": 0, "draft_n_accepted": 0, "decode_passes": 0, "predicted_n": 0}
         quote_acc = 0
-        for i, msgs in enumerate(SPEC_PROMPTS):
+        # --quick (sanitizer builds): the two quoting prompts only
+        for i, msgs in enumerate(SPEC_PROMPTS[:2] if QUICK else SPEC_PROMPTS):
             body = {"messages": msgs, "temperature": 0, "max_tokens": 64}
             st0, _, b0 = s.raw("POST", "/v1/chat/completions", body)
             st1, _, b1 = sp.raw("POST", "/v1/chat/completions", body)
@@ -598,9 +600,10 @@ def main():
     ap.add_argument("--bin", default=os.environ.get("STRATA_BIN", os.path.join(os.environ.get("BUILD", "build"), "strata")))
     ap.add_argument("--model", default=os.environ.get("STRATA_MODEL", os.path.expanduser("~/.cache/strata/SmolLM2-135M-Instruct.Q4_1.gguf")))
     ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
-    global BIN, MODEL
-    BIN, MODEL = a.bin, a.model
+    global BIN, MODEL, QUICK
+    BIN, MODEL, QUICK = a.bin, a.model, a.quick
     if not os.path.exists(a.model):
         print("SKIP model: no model at %s" % a.model)
         print("0 passed, 0 failed, 1 skipped")
