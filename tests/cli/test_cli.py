@@ -11,17 +11,8 @@ Prints "N passed, N failed" last, like the C tests.
 """
 import argparse, http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done, Server  # noqa: E402
 
 
 def run(args, stdin=None, timeout=120):
@@ -162,50 +153,29 @@ def with_model(model):
     print("Ctrl-C to exit during a 3k-token prompt: %.3f s" % dt)
 
 
-class Serve:
-    """strata serve on a free port; stderr (the request log) goes to a file."""
-    def __init__(self, model, *args):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "-t", "1", *args],
-                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            self.proc.wait(10)
-            raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
-        self.port = int(m.group(1))
+def serve(model, *args):
+    """strata serve on a free port, one thread; stderr (the request log) goes to a file."""
+    return Server(BIN, model, "-t", "1", *args, timeout=120)
 
-    def req(self, method, path, body=None, raw=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        c.request(method, path, body=raw if raw is not None else (json.dumps(body) if body is not None else None),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, data
 
-    def stderr(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(30)
-        time.sleep(0.05)
-        return self.stderr()
+def stop(s):
+    """Ctrl-C the server; its stderr."""
+    s.stop(signal.SIGINT, check_reports=False, wait=30)
+    time.sleep(0.05)
+    return s.stderr()
 
 
 def serve_log(model):
     chat = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4, "temperature": 0}
     # -v: one text line per request with method, path, status and, for generations, the counts
-    s = Serve(model, "-v")
-    st, body = s.req("POST", "/v1/chat/completions", chat)
+    s = serve(model, "-v")
+    st, _, body = s.raw("POST", "/v1/chat/completions", chat)
     u = json.loads(body)["usage"]
-    st2, _ = s.req("POST", "/v1/chat/completions", dict(chat, stream=True))
-    s.req("GET", "/health")
-    s.req("GET", "/no/such/page")
-    s.req("POST", "/v1/chat/completions", raw="{not json")
-    err = s.stop()
+    st2, _, _ = s.raw("POST", "/v1/chat/completions", dict(chat, stream=True))
+    s.raw("GET", "/health")
+    s.raw("GET", "/no/such/page")
+    s.raw("POST", "/v1/chat/completions", "{not json")
+    err = stop(s)
     lines = [l for l in err.splitlines() if re.match(r"\d{4}-\d\d-\d\dT", l)]
     check(len(lines) == 5, "-v: 5 request lines, got %d: %r" % (len(lines), err[-800:]))
     # a line is written when MHD completes its request: a stream's may come after later requests'
@@ -222,8 +192,8 @@ def serve_log(model):
           and sum(" POST /v1/chat/completions 400 " in l for l in lines) == 1, "-v other lines %r" % lines)
     check("chat template: the model's (tokenizer.chat_template)" in err, "serve names the template: %r" % err[:300])
     # --log-format json: one JSON object per line; a client that leaves mid-stream is logged as such
-    s = Serve(model, "--log-format", "json")
-    s.req("POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0})
+    s = serve(model, "--log-format", "json")
+    s.raw("POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0})
     c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
     c.request("POST", "/v1/completions", json.dumps({"prompt": "Count: 1, 2, 3,", "max_tokens": 400, "stream": True}),
               {"Content-Type": "application/json"})
@@ -231,7 +201,7 @@ def serve_log(model):
     r.read(40)
     c.close()   # gone mid-stream
     time.sleep(1.5)
-    err = s.stop()
+    err = stop(s)
     objs = []
     for l in err.splitlines():
         if l.startswith("{"):
@@ -247,30 +217,30 @@ def serve_log(model):
               and a["finish"] == "length" and a["stream"] is False and a["end"] == "ok", "json line %r" % a)
         check(b["stream"] is True and b["finish"] is None and b["completion_tokens"] < 400, "json line of the abandoned stream %r" % b)
     # no -v: no request lines
-    s = Serve(model)
-    s.req("GET", "/health")
-    err = s.stop()
+    s = serve(model)
+    s.raw("GET", "/health")
+    err = stop(s)
     check(not re.search(r"GET /health", err), "without -v nothing is logged: %r" % err)
     # --chat-template FILE replaces the model's: the prompt is exactly the file's rendering
     with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
         f.write("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}[assistant]")
         tpath = f.name
-    s = Serve(model, "-v", "--chat-template", tpath)
-    st, body = s.req("POST", "/v1/chat/completions", chat)
+    s = serve(model, "-v", "--chat-template", tpath)
+    st, _, body = s.raw("POST", "/v1/chat/completions", chat)
     pt = json.loads(body)["usage"]["prompt_tokens"]
-    st, tb = s.req("POST", "/tokenize", {"content": "[user] Say hi\n[assistant]", "add_special": True})
+    st, _, tb = s.raw("POST", "/tokenize", {"content": "[user] Say hi\n[assistant]", "add_special": True})
     want = len(json.loads(tb)["tokens"])
-    err = s.stop()
+    err = stop(s)
     os.unlink(tpath)
     check(pt == want and pt != u["prompt_tokens"], "--chat-template FILE: prompt %d tokens, the file's text is %d" % (pt, want))
     check("chat template: %s (--chat-template)" % tpath in err, "serve names the file: %r" % err[:400])
     # --chat-template NAME: ChatML without SmolLM2's default system prompt
-    s = Serve(model, "--chat-template", "chatml")
-    st, body = s.req("POST", "/v1/chat/completions", chat)
+    s = serve(model, "--chat-template", "chatml")
+    st, _, body = s.raw("POST", "/v1/chat/completions", chat)
     pt = json.loads(body)["usage"]["prompt_tokens"]
-    st, tb = s.req("POST", "/tokenize", {"content": "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n",
+    st, _, tb = s.raw("POST", "/tokenize", {"content": "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n",
                                          "add_special": True, "parse_special": True})
-    s.stop()
+    stop(s)
     check(pt == len(json.loads(tb)["tokens"]), "--chat-template chatml: %d tokens vs %r" % (pt, tb[:200]))
     rc, out, err = run(["serve", "-m", model, "--chat-template", "no-such-template"])
     check(rc == 2 and "neither a file nor a built-in name" in err, "bad --chat-template: rc %d %r" % (rc, err))
@@ -296,5 +266,4 @@ if __name__ == "__main__":
     gemma = os.environ.get("STRATA_GEMMA_MODEL", "")
     if gemma and os.path.exists(gemma):
         gemma_info(gemma)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(done())

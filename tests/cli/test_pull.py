@@ -13,17 +13,8 @@ usage: python3 tests/cli/test_pull.py --bin build/strata
 """
 import argparse, hashlib, http.server, json, os, shutil, subprocess, sys, tempfile, threading
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done  # noqa: E402
 
 
 class Hub:
@@ -206,5 +197,4 @@ if __name__ == "__main__":
     ap.add_argument("--bin", default="build/strata")
     BIN = ap.parse_args().bin
     main()
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(done())
