@@ -128,8 +128,9 @@ setup-sys:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
+# sentencepiece: the unigram tokenizer oracle that test_tokenizer trains on every run
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema
+	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema, sentencepiece" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema sentencepiece
 # the fetches need unzip and pip from setup-sys: order-only, so they wait for it under -j
 setup-py: | setup-sys
 model: $(MODEL)
