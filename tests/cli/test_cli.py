@@ -47,6 +47,8 @@ def contract():
     # the table's checks, one stderr line each, exit 2, no model needed
     bad = [
         (["run", "-n"], "-n needs a value"),
+        (["run", "-ngl", "many"], "-ngl: 'many' is not an integer"),
+        (["info", "-ngl", "0"], "-ngl is not an option of info"),
         (["run", "--port", "80"], "--port is not an option of run"),
         (["serve", "--temp", "0"], "--temp is not an option of serve"),
         (["run", "-c", "1"], "at least 16"),
@@ -68,6 +70,8 @@ def contract():
         rc, out, err = run(args)
         check(rc == 2 and out == "" and err.count("\n") == 1 and want in err and "e+" not in err,
               "%s: rc %d, stderr %r (want %r)" % (args, rc, err, want))
+    rc, out, err = run(["serve", "--help"])
+    check(rc == 0 and "-ngl, --n-gpu-layers" in out and "puts all layers" in out, "help: -ngl and its all-or-none rule")
     # a runtime error exits 1
     rc, out, err = run(["run", "-m", "/nonexistent/model.gguf", "-p", "x"])
     check(rc == 1 and "does not exist" in err, "missing model: rc %d %r" % (rc, err))
@@ -130,6 +134,15 @@ def with_model(model):
     # --json-schema constrains run's output
     rc, out, err = run(["run"] + g + ["-p", "The answer is", "-n", "8", "--json-schema", '{"type":"integer"}'])
     check(rc == 0 and re.fullmatch(r"The answer is-?\d+\n", out) is not None, "run --json-schema: rc %d %r %r" % (rc, out, err[-200:]))
+    # -ngl as llama.cpp users type it: 0 is the CPU; a partial count says that layers are not split
+    rc0, out0, err0 = run(["run"] + g + ["-p", "Hi", "-n", "4", "--device", "cpu"])
+    rc1, out1, err1 = run(["run"] + g + ["-p", "Hi", "-n", "4", "-ngl", "0"])
+    rc2, out2, err2 = run(["run"] + g + ["-p", "Hi", "-n", "4", "--n-gpu-layers", "5"])
+    check(rc0 == rc1 == rc2 == 0 and out0 == out1 == out2 and "-ngl" not in err1,
+          "-ngl 0 / --n-gpu-layers 5 run: %r %r %r" % (out0, out1, out2))
+    check("layers cannot be split" in err2 and "all 30 layers run on the" in err2, "-ngl 5 says all or none: %r" % err2)
+    rc, out, err = run(["run"] + g + ["-p", "Hi", "-n", "1", "-ngl", "99"])
+    check(rc == 0 and "cannot be split" not in err, "-ngl 99: rc %d %r" % (rc, err))
     # tokenize and info take the same -m / -f spellings
     rc, out, _ = run(["tokenize", "-m", model, "-f", "-"], stdin="Hello world")
     rc2, out2, _ = run(["tokenize", "--model", model, "Hello", "world"])
