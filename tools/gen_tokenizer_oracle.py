@@ -185,10 +185,14 @@ def shuffle_pieces(m, seed):
     return out
 
 
-def spm_gguf(path, m, space_prefix_key):
+def spm_gguf(path, m, space_prefix_key, model="llama", add_bos=None):
+    """The vocabulary of SentencePiece model m in a vocabulary-only GGUF: tokenizer.ggml.model
+    `model` ("llama": BPE, "t5": unigram), pieces, scores, types, special ids; the
+    add_space_prefix / add_bos_token keys only when given."""
     N = sp_pb2.ModelProto.SentencePiece
+    assert all(p.type in (N.NORMAL, N.UNKNOWN, N.CONTROL, N.USER_DEFINED, N.BYTE) for p in m.pieces)
     w = gguf.GGUFWriter(path, "llama")
-    w.add_tokenizer_model("llama")
+    w.add_tokenizer_model(model)
     w.add_token_list([p.piece for p in m.pieces])
     w.add_token_scores([p.score for p in m.pieces])
     w.add_token_types([int(p.type) for p in m.pieces])
@@ -196,9 +200,10 @@ def spm_gguf(path, m, space_prefix_key):
     w.add_unk_token_id(ids["<unk>"])
     w.add_bos_token_id(ids["<s>"])
     w.add_eos_token_id(ids["</s>"])
+    if add_bos is not None:
+        w.add_add_bos_token(add_bos)
     if space_prefix_key is not None:
         w.add_add_space_prefix(space_prefix_key)
-    assert all(p.type in (N.NORMAL, N.UNKNOWN, N.CONTROL, N.USER_DEFINED, N.BYTE) for p in m.pieces)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -301,26 +306,6 @@ def train_unigram():
     return m
 
 
-def unigram_gguf(path, m, space_prefix):
-    N = sp_pb2.ModelProto.SentencePiece
-    assert all(p.type in (N.NORMAL, N.UNKNOWN, N.CONTROL, N.USER_DEFINED, N.BYTE) for p in m.pieces)
-    w = gguf.GGUFWriter(path, "llama")
-    w.add_tokenizer_model("t5")
-    w.add_token_list([p.piece for p in m.pieces])
-    w.add_token_scores([p.score for p in m.pieces])
-    w.add_token_types([int(p.type) for p in m.pieces])
-    ids = {p.piece: i for i, p in enumerate(m.pieces)}
-    w.add_unk_token_id(ids["<unk>"])
-    w.add_bos_token_id(ids["<s>"])
-    w.add_eos_token_id(ids["</s>"])
-    w.add_add_bos_token(False)
-    w.add_add_space_prefix(space_prefix)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-
 def unigram(out_dir):
     rng = random.Random(11)
     tests = hand_cases() + [gen_text(rng, rng.randint(1, 12)) for _ in range(3000 - len(hand_cases()))]
@@ -330,7 +315,7 @@ def unigram(out_dir):
         mm = sp_pb2.ModelProto()
         mm.CopyFrom(m)
         mm.normalizer_spec.add_dummy_prefix = prefix
-        unigram_gguf(os.path.join(out_dir, name + ".gguf"), mm, prefix)
+        spm_gguf(os.path.join(out_dir, name + ".gguf"), mm, prefix, model="t5", add_bos=False)
         sp = spm.SentencePieceProcessor(model_proto=mm.SerializeToString())
         rows = [(s, sp.encode(s)) for s in tests]
         write_tsv(os.path.join(out_dir, name + ".tsv"),
