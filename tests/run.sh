@@ -8,6 +8,8 @@
 # a failure too, so a comparison cannot go quiet because something it needs is missing.
 # Each binary runs under a time limit (TEST_TIMEOUT seconds, default 1200): a hung test fails
 # instead of stalling CI. Full logs: $TEST_LOGS (default $BUILD/test-logs), NAME.out / NAME.err.
+# Each binary's line gives its wall time and the CPU time (user + system) of it and its children:
+# on a shared machine the CPU time is the figure that says what a test costs.
 here=$(dirname "$0")
 allow=${SKIPS_ALLOWED:-$here/skips.allowed}
 limit=${TEST_TIMEOUT:-1200}
@@ -16,15 +18,21 @@ mkdir -p "$logs" || { echo "cannot create $logs"; exit 1; }
 passed=0; failed=0; skipped=0; skips=""
 nl='
 '
+tf="$logs/.times.$$"
+# CPU seconds (user + system) of this shell's finished children so far: `times` in this shell (a
+# $(...) subshell would see only its own children), read back from a file
+cpu_total() {
+  awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$tf"
+}
 allowed() {   # 0 when "$1" (binary/key) is named in the allow-list
   [ -r "$allow" ] && grep -v '^[[:space:]]*#' "$allow" | awk -v k="$1" '$1 == k { f = 1 } END { exit !f }'
 }
 for t in "$@"; do
   name=$(basename "$t")
   out="$logs/$name.out"; err="$logs/$name.err"
-  t0=$(date +%s)
+  t0=$(date +%s); times >"$tf"; c0=$(cpu_total)
   timeout -k 10 "$limit" "$t" >"$out" 2>"$err"; rc=$?
-  secs=$(( $(date +%s) - t0 ))
+  secs=$(( $(date +%s) - t0 )); times >"$tf"; cpu=$(( $(cpu_total) - c0 ))
   if { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && [ "$secs" -ge "$limit" ]; then
     failed=$((failed + 1))
     echo "$name: TIMEOUT after ${limit} s (exit $rc)"; tail -n 20 "$err"
@@ -60,12 +68,13 @@ EOF
   fi
   skipped=$((skipped + ns)); failed=$((failed + bad))
   if [ "$f" -ne 0 ] || [ $rc -ne 0 ] || [ $bad -ne 0 ]; then
-    echo "$name: $line (exit $rc, ${secs} s)"; tail -n 30 "$err"
+    echo "$name: $line (exit $rc, ${secs} s, cpu ${cpu} s)"; tail -n 30 "$err"
     [ "$f" -eq 0 ] && [ $bad -eq 0 ] && failed=$((failed + 1))
   else
-    echo "$name: $line (${secs} s)"
+    echo "$name: $line (${secs} s, cpu ${cpu} s)"
   fi
 done
+rm -f "$tf"
 [ -n "$skips" ] && echo "skipped:$skips"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

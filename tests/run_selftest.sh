@@ -20,6 +20,7 @@ mk hang 'sleep 20; echo "1 passed, 0 failed"'
 mk noline 'echo "something else"'
 mk liar 'echo "SKIP a: b"; echo "1 passed, 0 failed, 0 skipped"'
 mk failing 'echo "1 passed, 2 failed, 0 skipped"; exit 1'
+mk burner 'awk "BEGIN { for (i = 0; i < 6e7; i++) s += i }"; echo "1 passed, 0 failed"'
 run() { BUILD="$d/b" TEST_TIMEOUT=2 sh "$here/run.sh" "$@" > "$d/out" 2>&1; }
 
 run "$d/test_kv" "$d/plain"; rc=$?
@@ -40,6 +41,10 @@ check "a skip count that disagrees with the SKIP lines fails (rc $rc)" $([ $rc -
 run "$d/failing"; rc=$?
 check "failed checks fail the run: $(tail -n 1 "$d/out")" $([ $rc -ne 0 ] && [ "$(tail -n 1 "$d/out")" = "1 passed, 2 failed, 0 skipped" ] && echo 0 || echo 1)
 [ -s "$d/b/test-logs/failing.out" ]; check "logs go to \$BUILD/test-logs" $?
+BUILD="$d/b" TEST_TIMEOUT=120 sh "$here/run.sh" "$d/burner" > "$d/out" 2>&1; cpu=$(sed -n 's/^burner: .*, cpu \([0-9]*\) s)$/\1/p' "$d/out")
+check "the CPU time of a binary is reported: $(head -n 1 "$d/out")" $([ -n "$cpu" ] && [ "$cpu" -ge 1 ] && echo 0 || echo 1)
+run "$d/plain"
+grep -q "^plain: 4 passed, 0 failed ([0-9]* s, cpu 0 s)$" "$d/out"; check "an idle binary costs 0 s of CPU: $(head -n 1 "$d/out")" $?
 
 # an oracle that cannot run is a failure, not a skip
 if [ -x "$build/tests/test_quant_iq" ]; then

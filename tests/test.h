@@ -35,6 +35,14 @@ static const char *t_current = "";
 /* The rest of the binary does not run: the skip, then the closing line of what ran so far. */
 #define SKIP_ALL(key, ...) do { SKIP(key, __VA_ARGS__); \
     printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped); exit(t_failed ? 1 : 0); } while (0)
+/* Quick mode (STRATA_TEST_QUICK set and not "0"; `make test-asan` sets it): the long model
+ * comparisons run fewer prompts, positions or generated tokens, each with the same assertion
+ * as in the full run. A sanitizer build needs every code path once; the optimized `make test`
+ * runs everything. A test that shortens itself says what it left out on stderr. */
+static inline int t_quick(void) {
+    const char *q = getenv("STRATA_TEST_QUICK");
+    return q && *q && strcmp(q, "0") != 0;
+}
 #define TEST_DONE() do { printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped); \
     return t_failed ? 1 : 0; } while (0)
 #endif

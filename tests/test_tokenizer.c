@@ -15,7 +15,8 @@
  *
  * Independent oracles (test_oracles): the sentencepiece and tokenizers packages on small
  * vocabularies trained by tools/gen_tokenizer_oracle.py (tests/data/oracle): SentencePiece
- * merges by score and its add_space_prefix default, Llama 3's ignore_merges.
+ * merges by score and its add_space_prefix default, Llama 3's ignore_merges; and
+ * (test_unigram_oracle) a SentencePiece unigram model trained afresh on every run.
  *
  * Needs STRATA_MODEL (set by `make test`); Gemma 3 cases need STRATA_GEMMA_MODEL or the
  * cached gemma-3-270m-q4_k_m.gguf (tools/fetch_gemma.sh) and are skipped without it. */
@@ -725,6 +726,59 @@ static void test_oracles(void) {
     }
 }
 
+/* The unigram oracle, made afresh on every run (tools/gen_tokenizer_oracle.py --unigram, a few
+ * seconds): a SentencePiece unigram model trained by the sentencepiece package, written into a
+ * vocabulary-only GGUF as tokenizer.ggml.model "t5", and the package's ids for 3,000 strings
+ * (whitespace runs, code, emoji, CJK, mixtures), with and without the dummy prefix. The oracle
+ * failing to run is a failure (make setup installs sentencepiece). */
+static void test_unigram_oracle(void) {
+    char dir[] = "/tmp/strata-ugm-XXXXXX";
+    if (!mkdtemp(dir)) { CHECKF(0, "mkdtemp"); return; }
+    const char *py = getenv("PY");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s tools/gen_tokenizer_oracle.py --unigram %s >%s/log.txt 2>&1", py && *py ? py : "python3",
+             dir, dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+        char lp[256], msg[1024] = "";
+        snprintf(lp, sizeof lp, "%s/log.txt", dir);
+        FILE *fe = fopen(lp, "r");
+        if (fe) { size_t k = fread(msg, 1, sizeof msg - 1, fe); msg[k] = 0; fclose(fe); }
+        CHECKF(0, "unigram oracle failed (status %d): %s", rc, msg);
+    }
+    static const char *const names[] = { "unigram", "unigram_noprefix" };
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        char path[256], tsv[256], err[512];
+        snprintf(path, sizeof path, "%s/%s.gguf", dir, names[k]);
+        snprintf(tsv, sizeof tsv, "%s/%s.tsv", dir, names[k]);
+        gguf_file *f = NULL;
+        tokenizer *t = NULL;
+        if (gguf_open(path, &f, err, sizeof err) || tokenizer_load_gguf(f, &t, err, sizeof err)) {
+            CHECKF(0, "%s: %s", path, err);
+            gguf_close(f);
+            continue;
+        }
+        CHECK_STR(tokenizer_model_name(t), "t5");
+        compare_golden(t, tsv, 3000);
+        /* decoding gives the text back (a literal U+2581 reads as a space, as in the reference) */
+        int32_t ids[256];
+        char out[512];
+        const char *s = "  indented\tcode {x: 1}\n\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80";
+        int n = tokenizer_encode(t, s, strlen(s), 0, 0, ids, 256);
+        int m = n > 0 ? tokenizer_decode(t, ids, n, out, sizeof out) : -1;
+        size_t off = k == 0 ? 1 : 0;   /* the dummy prefix */
+        CHECKF(m == (int)(strlen(s) + off) && !memcmp(out + off, s, strlen(s)), "round trip: \"%s\"", m > 0 ? out : "");
+        tokenizer_free(t);
+        gguf_close(f);
+        unlink(path);
+        unlink(tsv);
+    }
+    char lp[256];
+    snprintf(lp, sizeof lp, "%s/log.txt", dir);
+    unlink(lp);
+    rmdir(dir);
+}
+
 /* Gemma 3: SentencePiece-style vocabulary (scores, <0xNN> byte fallback, U+2581 spaces). */
 static void test_gemma3(const char *path) {
     char err[512];
@@ -844,6 +898,7 @@ int main(void) {
     RUN(test_speed);
     RUN(test_cli);
     RUN(test_oracles);
+    RUN(test_unigram_oracle);
     /* Gemma 3: STRATA_GEMMA_MODEL, else gemma-3-270m-q4_k_m.gguf beside STRATA_MODEL (the cache
      * directory tools/fetch_gemma.sh fills) */
     char gemma[4096];

@@ -4,6 +4,8 @@ vocabulary-only GGUF files with the gguf package, and the ids the reference libr
 a few thousand strings (whitespace runs, code, emoji, CJK, mixtures).
 
   python3 tools/gen_tokenizer_oracle.py      (needs: sentencepiece, tokenizers, gguf)
+  python3 tools/gen_tokenizer_oracle.py --unigram DIR   (needs: sentencepiece, gguf; run by
+      tests/test_tokenizer.c in `make test`: the unigram oracle is made afresh on every run)
 
 writes tests/data/oracle/:
   spm.gguf / spm.tsv
@@ -25,6 +27,14 @@ writes tests/data/oracle/:
       piece that is itself a vocabulary entry is that token before any merge. The GGUF says
       tokenizer.ggml.pre = "llama-bpe".
 
+--unigram DIR writes DIR/unigram.gguf / unigram.tsv and DIR/unigram_noprefix.gguf / .tsv:
+      a SentencePiece unigram model (byte fallback, identity normalization, whitespace kept,
+      one user-defined symbol, whitespace-only pieces allowed) trained on the generated corpus,
+      written as tokenizer.ggml.model "t5" with its scores and piece types; ids from
+      sentencepiece.SentencePieceProcessor for 3,000 strings (the hand cases, then generated
+      text: whitespace runs, code, emoji, CJK, mixtures). The second pair turns
+      add_dummy_prefix off (GGUF add_space_prefix = false).
+
 TSV format as tools/gen_tokenizer_golden.py (PARSE_SPECIAL <TAB> TEXT <TAB> IDS, no BOS).
 The corpus and the test strings come from a seeded generator, so a rerun gives the same files
 with the same package versions (recorded in each TSV's header).
@@ -38,8 +48,6 @@ import sys
 import gguf
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as sp_pb2
-import tokenizers
-from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "tests", "data", "oracle")
@@ -125,7 +133,11 @@ def write_tsv(path, header, rows):
 
 
 def versions():
-    return "sentencepiece %s, tokenizers %s" % (spm.__version__, tokenizers.__version__)
+    try:
+        import tokenizers
+        return "sentencepiece %s, tokenizers %s" % (spm.__version__, tokenizers.__version__)
+    except ImportError:
+        return "sentencepiece %s" % spm.__version__
 
 
 # ---- SentencePiece ---------------------------------------------------------------------
@@ -173,10 +185,14 @@ def shuffle_pieces(m, seed):
     return out
 
 
-def spm_gguf(path, m, space_prefix_key):
+def spm_gguf(path, m, space_prefix_key, model="llama", add_bos=None):
+    """The vocabulary of SentencePiece model m in a vocabulary-only GGUF: tokenizer.ggml.model
+    `model` ("llama": BPE, "t5": unigram), pieces, scores, types, special ids; the
+    add_space_prefix / add_bos_token keys only when given."""
     N = sp_pb2.ModelProto.SentencePiece
+    assert all(p.type in (N.NORMAL, N.UNKNOWN, N.CONTROL, N.USER_DEFINED, N.BYTE) for p in m.pieces)
     w = gguf.GGUFWriter(path, "llama")
-    w.add_tokenizer_model("llama")
+    w.add_tokenizer_model(model)
     w.add_token_list([p.piece for p in m.pieces])
     w.add_token_scores([p.score for p in m.pieces])
     w.add_token_types([int(p.type) for p in m.pieces])
@@ -184,9 +200,10 @@ def spm_gguf(path, m, space_prefix_key):
     w.add_unk_token_id(ids["<unk>"])
     w.add_bos_token_id(ids["<s>"])
     w.add_eos_token_id(ids["</s>"])
+    if add_bos is not None:
+        w.add_add_bos_token(add_bos)
     if space_prefix_key is not None:
         w.add_add_space_prefix(space_prefix_key)
-    assert all(p.type in (N.NORMAL, N.UNKNOWN, N.CONTROL, N.USER_DEFINED, N.BYTE) for p in m.pieces)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -212,6 +229,8 @@ LLAMA3_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
 
 
 def llama3(tests):
+    import tokenizers
+    from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
     pre = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(LLAMA3_RE), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
@@ -272,7 +291,42 @@ def llama3(tests):
                "without ignore_merges"], rows)
 
 
+# ---- SentencePiece unigram -----------------------------------------------------------------
+
+def train_unigram():
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus(4000, 5)), model_writer=buf, model_type="unigram", vocab_size=1000,
+        character_coverage=0.9995, byte_fallback=True, normalization_rule_name="identity",
+        remove_extra_whitespaces=False, add_dummy_prefix=True, split_digits=True,
+        allow_whitespace_only_pieces=True, user_defined_symbols=["<tool>"], num_threads=1,
+        minloglevel=2)
+    m = sp_pb2.ModelProto()
+    m.ParseFromString(buf.getvalue())
+    return m
+
+
+def unigram(out_dir):
+    rng = random.Random(11)
+    tests = hand_cases() + [gen_text(rng, rng.randint(1, 12)) for _ in range(3000 - len(hand_cases()))]
+    m = train_unigram()
+    assert m.trainer_spec.model_type == sp_pb2.TrainerSpec.UNIGRAM
+    for name, prefix in (("unigram", True), ("unigram_noprefix", False)):
+        mm = sp_pb2.ModelProto()
+        mm.CopyFrom(m)
+        mm.normalizer_spec.add_dummy_prefix = prefix
+        spm_gguf(os.path.join(out_dir, name + ".gguf"), mm, prefix, model="t5", add_bos=False)
+        sp = spm.SentencePieceProcessor(model_proto=mm.SerializeToString())
+        rows = [(s, sp.encode(s)) for s in tests]
+        write_tsv(os.path.join(out_dir, name + ".tsv"),
+                  ["SentencePiece unigram oracle (%s): %d pieces, add_dummy_prefix %s" % (versions(), len(mm.pieces), prefix),
+                   "Generated by tools/gen_tokenizer_oracle.py --unigram"], rows)
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--unigram":
+        unigram(sys.argv[2])
+        return
     os.makedirs(OUT, exist_ok=True)
     rng = random.Random(7)
     tests = hand_cases() + [gen_text(rng, rng.randint(1, 12)) for _ in range(2000)]

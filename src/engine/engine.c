@@ -240,12 +240,21 @@ static char *messages_to_json(const strata_chat_msg *msgs, int n) {
  * marker is not whitespace and sits next to the token's text, so what templates do to
  * content (trim, split on a tag) is unchanged, and it never splits a UTF-8 character. */
 #define CHAT_MARKER_LEN 3
-static int chat_pick_marker(const strata_model *m, const strata_chat_msg *msgs, int n, const char *extra_json,
+/* Templates that print a string through Python's repr or tojson(ensure_ascii=True) write the
+ * marker as the six characters "\ufddX": those are taken out too, so the candidate must not
+ * occur in either spelling (any case) in what is rendered. */
+static int chat_marker_in(const char *s, const char *mk, const char *esc) {
+    return s && (strstr(s, mk) || strcasestr(s, esc + 1));
+}
+static int chat_pick_marker(const char *tmpl, const strata_chat_msg *msgs, int n, const char *const *texts, int n_texts,
                             char mk[CHAT_MARKER_LEN + 1]) {
     for (int c = 0xFDD0; c <= 0xFDEF; c++) {
         mk[0] = (char)0xEF; mk[1] = (char)(0xB7); mk[2] = (char)(0x80 | (c & 0x3F)); mk[3] = 0;
-        int used = strstr(m->chat_template, mk) || (extra_json && strstr(extra_json, mk));
-        for (int i = 0; i < n && !used; i++) used = strstr(msgs[i].content, mk) || strstr(msgs[i].role, mk);
+        char esc[8];
+        snprintf(esc, sizeof esc, "\\u%04x", c);
+        int used = chat_marker_in(tmpl, mk, esc);
+        for (int i = 0; i < n_texts && !used; i++) used = chat_marker_in(texts[i], mk, esc);
+        for (int i = 0; i < n && !used; i++) used = chat_marker_in(msgs[i].content, mk, esc) || chat_marker_in(msgs[i].role, mk, esc);
         if (!used) return 0;
     }
     return -1;
@@ -310,25 +319,21 @@ char *strata_chat_format(const strata_model *m, const strata_chat_msg *msgs, int
     return chat_render(m, msgs, n, add_generation_prompt, extra_json, NULL, err, errlen);
 }
 
-int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
-                         const char *extra_json, int32_t **ids, char **text, char *err, size_t errlen) {
-    *ids = NULL;
-    if (text) *text = NULL;
-    char mk[CHAT_MARKER_LEN + 1] = "";
-    if (m->chat_template && chat_pick_marker(m, msgs, n, extra_json, mk)) {
-        snprintf(err, errlen, "the messages use every Unicode noncharacter U+FDD0..U+FDEF");
-        return -1;
-    }
-    char *r = chat_render(m, msgs, n, add_generation_prompt, extra_json, mk, err, errlen);
-    if (!r) return -1;
-    /* take the markers out; each leaves a break at its offset */
+/* The rendered prompt r (taken over) with its markers mk (raw or escaped "\ufddX") taken
+ * out, tokenized with a break at each: control-token text that followed a marker is text. */
+static int chat_encode_marked(const strata_model *m, char *r, const char *mk, int32_t **ids, char **text, char *err,
+                              size_t errlen) {
+    char esc[8];
+    snprintf(esc, sizeof esc, "\\u%04x", 0xFDC0 | ((unsigned char)mk[2] & 0x3F));
     size_t len = strlen(r), w = 0, nb = 0;
-    for (const char *p = strstr(r, mk); p; p = strstr(p + CHAT_MARKER_LEN, mk)) nb++;
+    for (const char *p = r; (p = strstr(p, mk)) != NULL; p += CHAT_MARKER_LEN) nb++;
+    for (const char *p = r; (p = strstr(p, esc)) != NULL; p += 6) nb++;
     size_t *breaks = st_malloc((nb ? nb : 1) * sizeof *breaks);
     if (!breaks) { st_free(r); snprintf(err, errlen, "out of memory"); return -1; }
     nb = 0;
     for (size_t i = 0; i < len;) {
         if (i + CHAT_MARKER_LEN <= len && !memcmp(r + i, mk, CHAT_MARKER_LEN)) { breaks[nb++] = w; i += CHAT_MARKER_LEN; continue; }
+        if (i + 6 <= len && !memcmp(r + i, esc, 6)) { breaks[nb++] = w; i += 6; continue; }
         r[w++] = r[i++];
     }
     r[w] = 0;
@@ -356,6 +361,110 @@ int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int
     return got;
 }
 
+int strata_chat_tokenize(const strata_model *m, const strata_chat_msg *msgs, int n, int add_generation_prompt,
+                         const char *extra_json, int32_t **ids, char **text, char *err, size_t errlen) {
+    *ids = NULL;
+    if (text) *text = NULL;
+    char mk[CHAT_MARKER_LEN + 1] = "";
+    if (m->chat_template && chat_pick_marker(m->chat_template, msgs, n, &extra_json, 1, mk)) {
+        snprintf(err, errlen, "the messages use every Unicode noncharacter U+FDD0..U+FDEF");
+        return -1;
+    }
+    char *r = chat_render(m, msgs, n, add_generation_prompt, extra_json, mk, err, errlen);
+    if (!r) return -1;
+    return chat_encode_marked(m, r, mk, ids, text, err, errlen);
+}
+
+/* A JSON text with the marker put before every control token's text inside its strings (keys
+ * too: a tool's parameter names are the client's): each such string is decoded and written
+ * again, everything else is copied byte for byte (numbers keep their spelling). */
+static char *json_mark_strings(const strata_model *m, const char *json, const char *mk) {
+    size_t n = strlen(json), cap = n + 1, w = 0;
+    char *o = st_malloc(cap);
+    char *dec = st_malloc(n + 1);   /* a decoded string is never longer than its JSON spelling */
+    if (!o || !dec) { st_free(o); st_free(dec); return NULL; }
+#define PUT(ch) do { if (w + 1 >= cap) { char *g_ = st_realloc(o, cap * 2); if (!g_) goto oom; o = g_; cap *= 2; } \
+                     o[w++] = (char)(ch); } while (0)
+    for (size_t i = 0; i < n;) {
+        if (json[i] != '"') { PUT(json[i]); i++; continue; }
+        /* a string token: decode it */
+        size_t j = i + 1, d = 0;
+        int ok = 1;
+        while (j < n && json[j] != '"') {
+            unsigned char ch = (unsigned char)json[j];
+            if (ch != '\\') { dec[d++] = (char)ch; j++; continue; }
+            if (j + 1 >= n) { ok = 0; break; }
+            char e = json[j + 1];
+            j += 2;
+            switch (e) {
+            case '"': dec[d++] = '"'; break;
+            case '\\': dec[d++] = '\\'; break;
+            case '/': dec[d++] = '/'; break;
+            case 'b': dec[d++] = '\b'; break;
+            case 'f': dec[d++] = '\f'; break;
+            case 'n': dec[d++] = '\n'; break;
+            case 'r': dec[d++] = '\r'; break;
+            case 't': dec[d++] = '\t'; break;
+            case 'u': {
+                unsigned cp = 0;
+                int k;
+                for (k = 0; k < 4 && j + (size_t)k < n; k++) {
+                    char h = json[j + (size_t)k];
+                    cp = cp * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                              : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+                    if (cp > 0xFFFF) break;
+                }
+                if (k < 4 || cp > 0xFFFF) { ok = 0; break; }
+                j += 4;
+                if (cp >= 0xD800 && cp < 0xDC00 && j + 6 <= n && json[j] == '\\' && json[j + 1] == 'u') {
+                    unsigned lo = (unsigned)strtoul((char[5]){ json[j + 2], json[j + 3], json[j + 4], json[j + 5], 0 }, NULL, 16);
+                    if (lo >= 0xDC00 && lo < 0xE000) { cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00); j += 6; }
+                }
+                /* UTF-8 (a lone surrogate as its 3 bytes: the template's parser refuses it anyway) */
+                if (cp < 0x80) dec[d++] = (char)cp;
+                else if (cp < 0x800) { dec[d++] = (char)(0xC0 | cp >> 6); dec[d++] = (char)(0x80 | (cp & 0x3F)); }
+                else if (cp < 0x10000) { dec[d++] = (char)(0xE0 | cp >> 12); dec[d++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                                         dec[d++] = (char)(0x80 | (cp & 0x3F)); }
+                else { dec[d++] = (char)(0xF0 | cp >> 18); dec[d++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                       dec[d++] = (char)(0x80 | ((cp >> 6) & 0x3F)); dec[d++] = (char)(0x80 | (cp & 0x3F)); }
+                break;
+            }
+            default: ok = 0;
+            }
+            if (!ok) break;
+        }
+        size_t end = j < n ? j + 1 : n;   /* past the closing quote */
+        int special = 0;
+        for (size_t k = 0; ok && k < d && !special; k++) special = tokenizer_special_len(m->tok, dec + k, d - k) > 0;
+        if (!ok || !special) {   /* as it was */
+            for (size_t k = i; k < end; k++) PUT(json[k]);
+            i = end;
+            continue;
+        }
+        PUT('"');
+        for (size_t k = 0; k < d; k++) {
+            if (tokenizer_special_len(m->tok, dec + k, d - k)) for (int q = 0; q < CHAT_MARKER_LEN; q++) PUT(mk[q]);
+            unsigned char ch = (unsigned char)dec[k];
+            if (ch == '"' || ch == '\\') { PUT('\\'); PUT(ch); }
+            else if (ch < 0x20) {
+                char u[8];
+                snprintf(u, sizeof u, "\\u%04x", ch);
+                for (int q = 0; u[q]; q++) PUT(u[q]);
+            } else PUT(ch);
+        }
+        PUT('"');
+        i = end;
+    }
+#undef PUT
+    o[w] = 0;
+    st_free(dec);
+    return o;
+oom:
+    st_free(o);
+    st_free(dec);
+    return NULL;
+}
+
 char *strata_chat_format_json(const strata_model *m, const char *template_src, const char *messages_json,
                               const char *tools_json, int add_generation_prompt, const char *extra_json,
                               char *err, size_t errlen) {
@@ -369,6 +478,29 @@ char *strata_chat_format_json(const strata_model *m, const char *template_src, c
     if (bt && bl < sizeof bos_s) { memcpy(bos_s, bt, bl); bos_s[bl] = 0; }
     if (et && el < sizeof eos_s) { memcpy(eos_s, et, el); eos_s[el] = 0; }
     return jinja_render_chat(tmpl, messages_json, tools_json, add_generation_prompt, bos_s, eos_s, extra_json, err, errlen);
+}
+
+int strata_chat_tokenize_json(const strata_model *m, const char *template_src, const char *messages_json,
+                              const char *tools_json, int add_generation_prompt, const char *extra_json, int32_t **ids,
+                              char **text, char *err, size_t errlen) {
+    *ids = NULL;
+    if (text) *text = NULL;
+    const char *tmpl = template_src ? template_src : m->chat_template;
+    if (!tmpl) { snprintf(err, errlen, "the model has no chat template (tokenizer.chat_template)"); return -1; }
+    if (!messages_json) { snprintf(err, errlen, "no messages"); return -1; }
+    char mk[CHAT_MARKER_LEN + 1];
+    const char *texts[3] = { messages_json, tools_json, extra_json };
+    if (chat_pick_marker(tmpl, NULL, 0, texts, 3, mk)) {
+        snprintf(err, errlen, "the messages use every Unicode noncharacter U+FDD0..U+FDEF");
+        return -1;
+    }
+    char *mm = json_mark_strings(m, messages_json, mk), *mt = tools_json ? json_mark_strings(m, tools_json, mk) : NULL;
+    if (!mm || (tools_json && !mt)) { st_free(mm); st_free(mt); snprintf(err, errlen, "out of memory"); return -1; }
+    char *r = strata_chat_format_json(m, tmpl, mm, mt, add_generation_prompt, extra_json, err, errlen);
+    st_free(mm);
+    st_free(mt);
+    if (!r) return -1;
+    return chat_encode_marked(m, r, mk, ids, text, err, errlen);
 }
 
 /* ---- sessions ------------------------------------------------------------------------ */

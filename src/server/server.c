@@ -401,12 +401,16 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
     if (r->kind == GEN_CHAT && (r->has_tool_msgs || r->tools_json)) {
         /* the template sees the whole messages (tool calls, tool results) and the tools (also with
          * tool_choice "none": the model knows them, it is only not asked to call one) */
-        char *t = strata_chat_format_json(s->model, s->tmpl, r->messages_json, r->tools_json, 1, NULL, err, sizeof err);
-        if (!t) return api_error_set(e, 400, "invalid_request_error", "messages", "invalid_value",
-                                     "The chat template could not render these messages: %s", err);
-        text = st_strdup(t);
-        strata_free(t);
-        if (!text) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        /* every string of the client's JSON is text: none can spell a special token */
+        int got = strata_chat_tokenize_json(s->model, s->tmpl, r->messages_json, r->tools_json, 1, NULL, ids, NULL, err,
+                                            sizeof err);
+        if (got < 0) {
+            if (!strcmp(err, "out of memory")) return api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            return api_error_set(e, 400, "invalid_request_error", "messages", "invalid_value",
+                                 "The chat template could not render these messages: %s", err);
+        }
+        *n = got;
+        return 0;
     } else if (r->kind == GEN_CHAT) {
         /* the template's markers are special tokens; message content is always text */
         int got = strata_chat_tokenize(s->model, r->msgs, r->n_msgs, 1, NULL, ids, NULL, err, sizeof err);

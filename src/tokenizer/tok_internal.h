@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include "tokenizer/tokenizer.h"
 
-typedef enum { TOKENIZER_MODEL_BPE, TOKENIZER_MODEL_SPM } tokenizer_model;
+/* BPE: byte-level BPE ("gpt2"); SPM: SentencePiece BPE ("llama"); UGM: SentencePiece unigram
+ * ("t5"). SPM and UGM share the vocabulary's spelling (U+2581 spaces, <0xNN> byte tokens). */
+typedef enum { TOKENIZER_MODEL_BPE, TOKENIZER_MODEL_SPM, TOKENIZER_MODEL_UGM } tokenizer_model;
 
 /* Pre-tokenizer regexes (pretok.c). Each is the reference pattern, matched by hand:
  *   GPT2    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -56,6 +58,10 @@ struct tokenizer {
      * does. Covers the ones spelled with real spaces (Gemma's runs of spaces and tabs), which
      * the text-level added-token split cannot see after the space prefix is added. */
     tok_prefix_set spm_user;
+    /* SentencePiece unigram: the pieces a segmentation may use (NORMAL and USER_DEFINED), and
+     * the smallest and largest NORMAL score (the latter at least FLT_MIN, as the reference) */
+    tok_prefix_set ugm_pieces;
+    float ugm_min_score, ugm_max_score;
     uint8_t *eog;              /* per-id flag: ends generation */
     int bos, eos, eot, unk, pad;
     int add_bos, add_eos, add_space_prefix;
@@ -84,4 +90,6 @@ int32_t bpe_merge_find(const tokenizer *t, int32_t left, int32_t right, int32_t 
 
 /* spm.c: SentencePiece-style BPE of one segment (spaces already the raw marker). */
 void spm_encode_segment(const tokenizer *t, const uint8_t *p, size_t n, tok_ids *out);
+/* ugm.c: SentencePiece unigram segmentation of one segment (spaces already the raw marker). */
+void ugm_encode_segment(const tokenizer *t, const uint8_t *p, size_t n, tok_ids *out);
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <float.h>
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/unicode.h"
 #include "core/util.h"
@@ -227,9 +228,10 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
     if (r != 0) TOK_ERR("%s: tokenizer.ggml.model is not a string", path);
     if (gguf_str_eq(model, "gpt2")) t->model = TOKENIZER_MODEL_BPE;
     else if (gguf_str_eq(model, "llama")) t->model = TOKENIZER_MODEL_SPM;
+    else if (gguf_str_eq(model, "t5")) t->model = TOKENIZER_MODEL_UGM;
     else {
         char m[64];
-        TOK_ERR("%s: tokenizer.ggml.model '%s' is not supported (supported: gpt2, llama)", path,
+        TOK_ERR("%s: tokenizer.ggml.model '%s' is not supported (supported: gpt2, llama, t5)", path,
                 gguf_str_copy(model, m, sizeof m));
     }
 
@@ -342,7 +344,7 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
     if (!t->vocab.slots) TOK_ERR("%s: out of memory for the vocabulary index", path);
     for (int i = 0; i < n; i++) {
         if (t->len[i] == 0 || respelled[i] == 2) continue;
-        if (t->model == TOKENIZER_MODEL_SPM && t->type[i] == TOKEN_TYPE_BYTE) continue;
+        if (t->model != TOKENIZER_MODEL_BPE && t->type[i] == TOKEN_TYPE_BYTE) continue;
         tok_hash_insert(t, &t->vocab, i);
     }
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
@@ -358,7 +360,7 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
     r = gguf_get_str(f, "tokenizer.ggml.pre", &pre);
     if (r == -2) TOK_ERR("%s: tokenizer.ggml.pre is not a string", path);
     gguf_str_copy(r == 0 ? pre : (gguf_str){ "default", 7 }, t->pre_name, sizeof t->pre_name);
-    if (t->model == TOKENIZER_MODEL_SPM) t->pre = PRETOK_NONE;
+    if (t->model != TOKENIZER_MODEL_BPE) t->pre = PRETOK_NONE;
     else {
         int known;
         t->pre = pretok_from_name(t->pre_name, &known);
@@ -388,8 +390,22 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
         goto fail;
     if (get_flag(f, "tokenizer.ggml.add_bos_token", t->model == TOKENIZER_MODEL_SPM, &t->add_bos, err, errlen) ||
         get_flag(f, "tokenizer.ggml.add_eos_token", 0, &t->add_eos, err, errlen) ||
-        get_flag(f, "tokenizer.ggml.add_space_prefix", t->model == TOKENIZER_MODEL_SPM, &t->add_space_prefix, err, errlen))
+        get_flag(f, "tokenizer.ggml.add_space_prefix", t->model != TOKENIZER_MODEL_BPE, &t->add_space_prefix, err, errlen))
         goto fail;
+    if (t->model == TOKENIZER_MODEL_UGM) {
+        /* the text is used as it is: a normalization table or whitespace folding is refused */
+        int rew = 0;
+        if (get_flag(f, "tokenizer.ggml.remove_extra_whitespaces", 0, &rew, err, errlen)) goto fail;
+        if (rew) TOK_ERR("%s: tokenizer.ggml.remove_extra_whitespaces = true is not supported for the unigram model", path);
+        const gguf_kv *cm = gguf_get_kv(f, "tokenizer.ggml.precompiled_charsmap");
+        if (cm && !(cm->type == GGUF_TYPE_ARRAY && cm->arr_n == 0))
+            TOK_ERR("%s: tokenizer.ggml.precompiled_charsmap (a normalization table) is not supported for the unigram model",
+                    path);
+        if (!t->scores) TOK_ERR("%s: the unigram model needs tokenizer.ggml.scores", path);
+        if (t->unk < 0)
+            for (int i = 0; i < n && t->unk < 0; i++) if (t->type[i] == TOKEN_TYPE_UNKNOWN) t->unk = i;
+        if (t->unk < 0) TOK_ERR("%s: the unigram model needs an unknown token (tokenizer.ggml.unknown_token_id)", path);
+    }
 
     /* end of turn: the key, else the chat-format marker the vocabulary has */
     static const char *const eot_names[] = { "<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>" };
@@ -414,6 +430,21 @@ int tokenizer_load_gguf(const gguf_file *f, tokenizer **out, char *err, size_t e
         if ((t->type[i] == TOKEN_TYPE_CONTROL || t->type[i] == TOKEN_TYPE_USER_DEFINED) && t->len[i] > 0 && !respelled[i])
             t->added_kind[i] = t->type[i] == TOKEN_TYPE_CONTROL ? 2 : 1;
     if (build_prefix_set(t, &t->added, t->added_kind)) TOK_ERR("%s: out of memory", path);
+    if (t->model == TOKENIZER_MODEL_UGM) {
+        /* reuse respelled[] as the member flags: the NORMAL and USER_DEFINED pieces that text can
+         * match (not those mixing real spaces with other characters) */
+        t->ugm_min_score = FLT_MAX;
+        t->ugm_max_score = FLT_MIN;
+        for (int i = 0; i < n; i++) {
+            if (t->type[i] == TOKEN_TYPE_NORMAL) {
+                if (t->scores[i] < t->ugm_min_score) t->ugm_min_score = t->scores[i];
+                if (t->scores[i] > t->ugm_max_score) t->ugm_max_score = t->scores[i];
+            }
+            respelled[i] = (t->type[i] == TOKEN_TYPE_NORMAL || t->type[i] == TOKEN_TYPE_USER_DEFINED) && t->len[i] > 0 &&
+                           respelled[i] != 2;
+        }
+        if (build_prefix_set(t, &t->ugm_pieces, respelled)) TOK_ERR("%s: out of memory", path);
+    }
     if (t->model == TOKENIZER_MODEL_SPM) {
         /* reuse respelled[] as the member flags: every USER_DEFINED token with bytes */
         for (int i = 0; i < n; i++) respelled[i] = t->type[i] == TOKEN_TYPE_USER_DEFINED && t->len[i] > 0;
@@ -434,6 +465,7 @@ void tokenizer_free(tokenizer *t) {
     st_free(t->vocab.slots); st_free(t->merges); st_free(t->added_kind);
     st_free(t->added.index.slots); st_free(t->added.lens);
     st_free(t->spm_user.index.slots); st_free(t->spm_user.lens);
+    st_free(t->ugm_pieces.index.slots); st_free(t->ugm_pieces.lens);
     st_free(t->eog);
     st_free(t);
 }
@@ -465,16 +497,18 @@ static int32_t match_added(const tokenizer *t, const uint8_t *s, size_t n, int p
 static void encode_text(const tokenizer *t, const uint8_t *s, size_t n, int at_start, tok_ids *out) {
     if (n == 0) return;
     if (t->model == TOKENIZER_MODEL_BPE) { pretok_split(t, s, n, bpe_encode_piece, out); return; }
+    void (*seg)(const tokenizer *, const uint8_t *, size_t, tok_ids *) =
+        t->model == TOKENIZER_MODEL_UGM ? ugm_encode_segment : spm_encode_segment;
     if (at_start && t->add_space_prefix) {
         uint8_t *buf = st_malloc(n + 1);
         if (!buf) { out->oom = 1; return; }
         buf[0] = ' ';
         memcpy(buf + 1, s, n);
-        spm_encode_segment(t, buf, n + 1, out);
+        seg(t, buf, n + 1, out);
         st_free(buf);
         return;
     }
-    spm_encode_segment(t, s, n, out);
+    seg(t, s, n, out);
 }
 
 size_t tokenizer_special_len(const tokenizer *t, const char *s, size_t n) {
@@ -497,9 +531,10 @@ int tokenizer_encode_breaks(const tokenizer *t, const char *text, size_t len, in
     size_t seg = 0;
     /* SentencePiece adds its space marker to the start of the text even when a user-defined
      * piece comes first ("<tool>x" -> "\u2581", "<tool>", "x") */
-    if (t->model == TOKENIZER_MODEL_SPM && t->add_space_prefix && len > 0 && t->added.n) {
+    if (t->model != TOKENIZER_MODEL_BPE && t->add_space_prefix && len > 0 && t->added.n) {
         int32_t id = match_added(t, s, len, parse_special);
-        if (id >= 0 && t->added_kind[id] == 1) spm_encode_segment(t, (const uint8_t *)" ", 1, &out);
+        if (id >= 0 && t->added_kind[id] == 1)
+            (t->model == TOKENIZER_MODEL_UGM ? ugm_encode_segment : spm_encode_segment)(t, (const uint8_t *)" ", 1, &out);
     }
     int b = 0;   /* breaks[b] is the first break >= i */
     for (size_t i = 0; i < len;) {
@@ -553,7 +588,9 @@ int tokenizer_eot(const tokenizer *t) { return t->eot; }
 int tokenizer_add_bos(const tokenizer *t) { return t->add_bos; }
 int tokenizer_is_eog(const tokenizer *t, int32_t id) { return id >= 0 && id < t->n_vocab && t->eog[id]; }
 int tokenizer_token_type(const tokenizer *t, int32_t id) { return id >= 0 && id < t->n_vocab ? t->type[id] : -1; }
-const char *tokenizer_model_name(const tokenizer *t) { return t->model == TOKENIZER_MODEL_BPE ? "gpt2" : "llama"; }
+const char *tokenizer_model_name(const tokenizer *t) {
+    return t->model == TOKENIZER_MODEL_BPE ? "gpt2" : t->model == TOKENIZER_MODEL_UGM ? "t5" : "llama";
+}
 const char *tokenizer_pre_name(const tokenizer *t) { return t->pre_name; }
 
 int32_t tokenizer_find_token(const tokenizer *t, const char *s) {

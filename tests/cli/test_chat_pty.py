@@ -8,17 +8,8 @@ Prints "N passed, N failed" last, like the C tests.
 import argparse, os, re, sys, tempfile, time
 import pexpect
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done  # noqa: E402
 
 
 PROMPT = "\r\n> "   # the prompt after a reply, a command's output or the banner
@@ -146,5 +137,4 @@ if __name__ == "__main__":
                 t()
             except (pexpect.TIMEOUT, pexpect.EOF) as e:
                 check(False, "%s: %s" % (t.__name__, str(e).splitlines()[0]))
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(done())

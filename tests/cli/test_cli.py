@@ -11,17 +11,8 @@ Prints "N passed, N failed" last, like the C tests.
 """
 import argparse, http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done, Server  # noqa: E402
 
 
 def run(args, stdin=None, timeout=120):
@@ -56,6 +47,8 @@ def contract():
     # the table's checks, one stderr line each, exit 2, no model needed
     bad = [
         (["run", "-n"], "-n needs a value"),
+        (["run", "-ngl", "many"], "-ngl: 'many' is not an integer"),
+        (["info", "-ngl", "0"], "-ngl is not an option of info"),
         (["run", "--port", "80"], "--port is not an option of run"),
         (["serve", "--temp", "0"], "--temp is not an option of serve"),
         (["run", "-c", "1"], "at least 16"),
@@ -77,6 +70,8 @@ def contract():
         rc, out, err = run(args)
         check(rc == 2 and out == "" and err.count("\n") == 1 and want in err and "e+" not in err,
               "%s: rc %d, stderr %r (want %r)" % (args, rc, err, want))
+    rc, out, err = run(["serve", "--help"])
+    check(rc == 0 and "-ngl, --n-gpu-layers" in out and "puts all layers" in out, "help: -ngl and its all-or-none rule")
     # a runtime error exits 1
     rc, out, err = run(["run", "-m", "/nonexistent/model.gguf", "-p", "x"])
     check(rc == 1 and "does not exist" in err, "missing model: rc %d %r" % (rc, err))
@@ -141,6 +136,15 @@ def with_model(model):
     # --json-schema constrains run's output
     rc, out, err = run(["run"] + g + ["-p", "The answer is", "-n", "8", "--json-schema", '{"type":"integer"}'])
     check(rc == 0 and re.fullmatch(r"The answer is-?\d+\n", out) is not None, "run --json-schema: rc %d %r %r" % (rc, out, err[-200:]))
+    # -ngl as llama.cpp users type it: 0 is the CPU; a partial count says that layers are not split
+    rc0, out0, err0 = run(["run"] + g + ["-p", "Hi", "-n", "4", "--device", "cpu"])
+    rc1, out1, err1 = run(["run"] + g + ["-p", "Hi", "-n", "4", "-ngl", "0"])
+    rc2, out2, err2 = run(["run"] + g + ["-p", "Hi", "-n", "4", "--n-gpu-layers", "5"])
+    check(rc0 == rc1 == rc2 == 0 and out0 == out1 == out2 and "-ngl" not in err1,
+          "-ngl 0 / --n-gpu-layers 5 run: %r %r %r" % (out0, out1, out2))
+    check("layers cannot be split" in err2 and "all 30 layers run on the" in err2, "-ngl 5 says all or none: %r" % err2)
+    rc, out, err = run(["run"] + g + ["-p", "Hi", "-n", "1", "-ngl", "99"])
+    check(rc == 0 and "cannot be split" not in err, "-ngl 99: rc %d %r" % (rc, err))
     # tokenize and info take the same -m / -f spellings
     rc, out, _ = run(["tokenize", "-m", model, "-f", "-"], stdin="Hello world")
     rc2, out2, _ = run(["tokenize", "--model", model, "Hello", "world"])
@@ -164,50 +168,29 @@ def with_model(model):
     print("Ctrl-C to exit during a 3k-token prompt: %.3f s" % dt)
 
 
-class Serve:
-    """strata serve on a free port; stderr (the request log) goes to a file."""
-    def __init__(self, model, *args):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([BIN, "serve", "-m", model, "--port", "0", "-t", "1", *args],
-                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            self.proc.wait(10)
-            raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
-        self.port = int(m.group(1))
+def serve(model, *args):
+    """strata serve on a free port, one thread; stderr (the request log) goes to a file."""
+    return Server(BIN, model, "-t", "1", *args, timeout=120)
 
-    def req(self, method, path, body=None, raw=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        c.request(method, path, body=raw if raw is not None else (json.dumps(body) if body is not None else None),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, data
 
-    def stderr(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(30)
-        time.sleep(0.05)
-        return self.stderr()
+def stop(s):
+    """Ctrl-C the server; its stderr."""
+    s.stop(signal.SIGINT, check_reports=False, wait=30)
+    time.sleep(0.05)
+    return s.stderr()
 
 
 def serve_log(model):
     chat = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4, "temperature": 0}
     # -v: one text line per request with method, path, status and, for generations, the counts
-    s = Serve(model, "-v")
-    st, body = s.req("POST", "/v1/chat/completions", chat)
+    s = serve(model, "-v")
+    st, _, body = s.raw("POST", "/v1/chat/completions", chat)
     u = json.loads(body)["usage"]
-    st2, _ = s.req("POST", "/v1/chat/completions", dict(chat, stream=True))
-    s.req("GET", "/health")
-    s.req("GET", "/no/such/page")
-    s.req("POST", "/v1/chat/completions", raw="{not json")
-    err = s.stop()
+    st2, _, _ = s.raw("POST", "/v1/chat/completions", dict(chat, stream=True))
+    s.raw("GET", "/health")
+    s.raw("GET", "/no/such/page")
+    s.raw("POST", "/v1/chat/completions", "{not json")
+    err = stop(s)
     lines = [l for l in err.splitlines() if re.match(r"\d{4}-\d\d-\d\dT", l)]
     check(len(lines) == 5, "-v: 5 request lines, got %d: %r" % (len(lines), err[-800:]))
     # a line is written when MHD completes its request: a stream's may come after later requests'
@@ -224,8 +207,8 @@ def serve_log(model):
           and sum(" POST /v1/chat/completions 400 " in l for l in lines) == 1, "-v other lines %r" % lines)
     check("chat template: the model's (tokenizer.chat_template)" in err, "serve names the template: %r" % err[:300])
     # --log-format json: one JSON object per line; a client that leaves mid-stream is logged as such
-    s = Serve(model, "--log-format", "json")
-    s.req("POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0})
+    s = serve(model, "--log-format", "json")
+    s.raw("POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0})
     c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
     c.request("POST", "/v1/completions", json.dumps({"prompt": "Count: 1, 2, 3,", "max_tokens": 400, "stream": True}),
               {"Content-Type": "application/json"})
@@ -233,7 +216,7 @@ def serve_log(model):
     r.read(40)
     c.close()   # gone mid-stream
     time.sleep(1.5)
-    err = s.stop()
+    err = stop(s)
     objs = []
     for l in err.splitlines():
         if l.startswith("{"):
@@ -249,30 +232,30 @@ def serve_log(model):
               and a["finish"] == "length" and a["stream"] is False and a["end"] == "ok", "json line %r" % a)
         check(b["stream"] is True and b["finish"] is None and b["completion_tokens"] < 400, "json line of the abandoned stream %r" % b)
     # no -v: no request lines
-    s = Serve(model)
-    s.req("GET", "/health")
-    err = s.stop()
+    s = serve(model)
+    s.raw("GET", "/health")
+    err = stop(s)
     check(not re.search(r"GET /health", err), "without -v nothing is logged: %r" % err)
     # --chat-template FILE replaces the model's: the prompt is exactly the file's rendering
     with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
         f.write("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}[assistant]")
         tpath = f.name
-    s = Serve(model, "-v", "--chat-template", tpath)
-    st, body = s.req("POST", "/v1/chat/completions", chat)
+    s = serve(model, "-v", "--chat-template", tpath)
+    st, _, body = s.raw("POST", "/v1/chat/completions", chat)
     pt = json.loads(body)["usage"]["prompt_tokens"]
-    st, tb = s.req("POST", "/tokenize", {"content": "[user] Say hi\n[assistant]", "add_special": True})
+    st, _, tb = s.raw("POST", "/tokenize", {"content": "[user] Say hi\n[assistant]", "add_special": True})
     want = len(json.loads(tb)["tokens"])
-    err = s.stop()
+    err = stop(s)
     os.unlink(tpath)
     check(pt == want and pt != u["prompt_tokens"], "--chat-template FILE: prompt %d tokens, the file's text is %d" % (pt, want))
     check("chat template: %s (--chat-template)" % tpath in err, "serve names the file: %r" % err[:400])
     # --chat-template NAME: ChatML without SmolLM2's default system prompt
-    s = Serve(model, "--chat-template", "chatml")
-    st, body = s.req("POST", "/v1/chat/completions", chat)
+    s = serve(model, "--chat-template", "chatml")
+    st, _, body = s.raw("POST", "/v1/chat/completions", chat)
     pt = json.loads(body)["usage"]["prompt_tokens"]
-    st, tb = s.req("POST", "/tokenize", {"content": "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n",
+    st, _, tb = s.raw("POST", "/tokenize", {"content": "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n",
                                          "add_special": True, "parse_special": True})
-    s.stop()
+    stop(s)
     check(pt == len(json.loads(tb)["tokens"]), "--chat-template chatml: %d tokens vs %r" % (pt, tb[:200]))
     rc, out, err = run(["serve", "-m", model, "--chat-template", "no-such-template"])
     check(rc == 2 and "neither a file nor a built-in name" in err, "bad --chat-template: rc %d %r" % (rc, err))
@@ -298,5 +281,4 @@ if __name__ == "__main__":
     gemma = os.environ.get("STRATA_GEMMA_MODEL", "")
     if gemma and os.path.exists(gemma):
         gemma_info(gemma)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(done())

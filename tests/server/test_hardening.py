@@ -19,73 +19,14 @@ Prints "N passed, N failed" last, like the C tests.
 """
 import argparse, http.client, json, os, re, resource, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 
-for k in list(os.environ):
-    if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
-        del os.environ[k]
-
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done  # noqa: E402  (also clears proxy variables)
+from harness import Server as _Server  # noqa: E402
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
-
-
-class Server:
-    def __init__(self, binary, model, *args, env=None):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=self.errf, text=True, env=env)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            self.proc.wait(10)
-            raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
-        self.port = int(m.group(1))
-
-    def raw(self, method, path, body=None, headers=None, timeout=30, source="127.0.0.1"):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout, source_address=(source, 0))
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body)
-        h = {"Content-Type": "application/json"}
-        h.update(headers or {})
-        c.request(method, path, body=body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
-
-    def metrics(self, source="127.0.0.1"):
-        _, _, body = self.raw("GET", "/metrics", source=source)
-        out = {}
-        for line in body.decode().splitlines():
-            if line and not line.startswith("#"):
-                name, val = line.rsplit(" ", 1)
-                out[name] = float(val)
-        return out
-
-    def stderr(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            rc = self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        err = self.stderr()
-        check("Sanitizer" not in err and "runtime error" not in err, "no sanitizer reports: %s" % err[-3000:])
-        return rc
+def Server(binary, model, *args, env=None):
+    """harness.Server with this suite's 30 s request timeout"""
+    return _Server(binary, model, *args, env=env, timeout=30)
 
 
 def raw_exchange(port, data, timeout=10):
@@ -485,8 +426,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     print("figures: %r" % figures, file=sys.stderr)
     print("total %.1f s" % (time.time() - t00), file=sys.stderr)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

@@ -11,90 +11,12 @@ Prints "N passed, N failed[, N skipped]" last, like the C tests (tests/test.h).
 """
 import argparse, http.client, json, os, random, re, shutil, socket, subprocess, sys, tempfile, threading, time
 
-# the client must reach 127.0.0.1 directly, never through a proxy from the environment
-for k in list(os.environ):
-    if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
-        del os.environ[k]
-os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, skip, done, Server  # noqa: E402  (also clears proxy variables)
 import openai  # noqa: E402
 
-passed = failed = skipped = 0
 BIN = MODEL = None
-
-
-def skip(key, why):
-    """A part that does not run: "SKIP key: why" on stdout, counted (tests/run.sh checks it
-    against tests/skips.allowed)."""
-    global skipped
-    skipped += 1
-    print("SKIP %s: %s" % (key, why), flush=True)
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
-
-
-class Server:
-    def __init__(self, binary, model, *args):
-        # stderr goes to a file: an undrained pipe could block the server, and the file is
-        # searched for sanitizer reports when the server stops
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            self.proc.wait(10)
-            raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
-        self.port = int(m.group(1))
-        self.base = "http://127.0.0.1:%d" % self.port
-
-    def client(self, key="none", **kw):
-        return openai.OpenAI(base_url=self.base + "/v1", api_key=key, max_retries=0, timeout=120, **kw)
-
-    def raw(self, method, path, body=None, headers=None, timeout=60):
-        """(status, headers dict lower-case, body bytes)"""
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body)
-        h = {"Content-Type": "application/json"}
-        h.update(headers or {})
-        c.request(method, path, body=body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        hd = {k.lower(): v for k, v in r.getheaders()}
-        c.close()
-        return r.status, hd, data
-
-    def metrics(self, headers=None):
-        st, _, body = self.raw("GET", "/metrics", headers=headers)
-        out = {}
-        for line in body.decode().splitlines():
-            if line and not line.startswith("#"):
-                name, val = line.rsplit(" ", 1)
-                out[name] = float(val)
-        return out
-
-    def stderr(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            rc = self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        err = self.stderr()
-        check("Sanitizer" not in err and "runtime error" not in err, "no sanitizer reports: %s" % err[-3000:])
-        return rc
+QUICK = False   # --quick (sanitizer builds): test_spec compares the two quoting prompts only
 
 
 MSGS = [{"role": "user", "content": "Write one sentence about the sea."}]
@@ -420,7 +342,8 @@ def test_spec(s):
         m0 = sp.metrics()
         tot = {"draft_n": 0, "draft_n_accepted": 0, "decode_passes": 0, "predicted_n": 0}
         quote_acc = 0
-        for i, msgs in enumerate(SPEC_PROMPTS):
+        # --quick (sanitizer builds): the two quoting prompts only
+        for i, msgs in enumerate(SPEC_PROMPTS[:2] if QUICK else SPEC_PROMPTS):
             body = {"messages": msgs, "temperature": 0, "max_tokens": 64}
             st0, _, b0 = s.raw("POST", "/v1/chat/completions", body)
             st1, _, b1 = sp.raw("POST", "/v1/chat/completions", body)
@@ -598,9 +521,10 @@ def main():
     ap.add_argument("--bin", default=os.environ.get("STRATA_BIN", os.path.join(os.environ.get("BUILD", "build"), "strata")))
     ap.add_argument("--model", default=os.environ.get("STRATA_MODEL", os.path.expanduser("~/.cache/strata/SmolLM2-135M-Instruct.Q4_1.gguf")))
     ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
-    global BIN, MODEL
-    BIN, MODEL = a.bin, a.model
+    global BIN, MODEL, QUICK
+    BIN, MODEL, QUICK = a.bin, a.model, a.quick
     if not os.path.exists(a.model):
         print("SKIP model: no model at %s" % a.model)
         print("0 passed, 0 failed, 1 skipped")
@@ -637,8 +561,7 @@ def main():
     except Exception as e:
         check(False, "small server raised %r" % e)
     print("total %.1f s" % (time.time() - t0), file=sys.stderr)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

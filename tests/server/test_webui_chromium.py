@@ -15,61 +15,28 @@ Prints "N passed, N failed[, N skipped]" last, like the C tests (tests/test.h).
 """
 import argparse, ctypes, http.client, json, os, re, select, shutil, signal, subprocess, sys, tempfile, time
 
-for k in list(os.environ):
-    if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
-        del os.environ[k]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done  # noqa: E402  (also clears proxy variables)
+import harness  # noqa: E402
 
-passed = failed = 0
 MAX_TOKENS = 24          # typed into the page's "max tokens" field; the API request uses the same
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
-
-
-class Server:
+class Server(harness.Server):
+    """The server the page talks to (2 slots, 1024 context); stop() looks for sanitizer
+    reports (make test-asan runs this suite with a sanitizer build)."""
     def __init__(self, binary, model):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--parallel", "2", "--ctx", "1024"],
-                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            self.stop()
-            raise RuntimeError("server did not start: %r" % line)
-        self.port = int(m.group(1))
-        self.base = "http://127.0.0.1:%d" % self.port
+        super().__init__(binary, model, "--parallel", "2", "--ctx", "1024", timeout=120)
 
     def chat(self, messages, finish=False):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        c.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"},
-                  body=json.dumps({"messages": messages, "temperature": 0, "max_tokens": MAX_TOKENS}))
-        r = c.getresponse()
-        body = json.loads(r.read())
-        c.close()
-        if r.status != 200:
-            raise RuntimeError("API answered %d: %s" % (r.status, body))
+        """The API's greedy answer to messages (and its finish_reason with finish=True)."""
+        st, _, data = self.raw("POST", "/v1/chat/completions",
+                               {"messages": messages, "temperature": 0, "max_tokens": MAX_TOKENS})
+        body = json.loads(data)
+        if st != 200:
+            raise RuntimeError("API answered %d: %s" % (st, body))
         ch = body["choices"][0]
         return (ch["message"]["content"], ch["finish_reason"]) if finish else ch["message"]["content"]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.errf.seek(0)
-        err = self.errf.read()   # make test-asan runs this suite with a sanitizer build
-        check("Sanitizer" not in err and "runtime error" not in err, "no sanitizer reports: %s" % err[-3000:])
-        return self.proc.returncode
 
 
 def children():
@@ -452,8 +419,7 @@ def main():
             if s:
                 check(s.stop() == 0, "server exits 0 on SIGTERM")
         print("total %.1f s" % (time.monotonic() - t0), file=sys.stderr)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

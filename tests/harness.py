@@ -1,0 +1,123 @@
+"""What the Python tests (tests/cli, tests/server) share: the check counters and closing line of
+tests/test.h, and `strata serve` on a free port.
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from harness import check, skip, done, Server
+
+check(cond, what) counts a check and prints "FAIL: what" on stderr when cond is false;
+skip(key, why) prints "SKIP key: why" on stdout (tests/run.sh checks it against
+tests/skips.allowed); done() prints "N passed, N failed, N skipped" and returns the exit status.
+Importing this module removes proxy variables from the environment: the tests talk to
+127.0.0.1 directly.
+"""
+import http.client, json, os, re, signal, subprocess, sys, tempfile
+
+for _k in list(os.environ):
+    if _k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
+        del os.environ[_k]
+os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+
+passed = failed = skipped = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, file=sys.stderr, flush=True)
+    return cond
+
+
+def skip(key, why):
+    """A part that does not run: "SKIP key: why" on stdout, counted."""
+    global skipped
+    skipped += 1
+    print("SKIP %s: %s" % (key, why), flush=True)
+
+
+def done():
+    """The closing line tests/run.sh reads; the exit status (1 when a check failed)."""
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped), flush=True)
+    return 1 if failed else 0
+
+
+def sanitizer_report(text):
+    """True when text holds an AddressSanitizer / UBSan report (make test-asan's builds)."""
+    return "Sanitizer" in text or "runtime error" in text
+
+
+class Server:
+    """`BINARY serve -m MODEL --port 0 ARGS...`; the port is read from its first stdout line.
+    stderr goes to a file: an undrained pipe could block the server, and stop() searches the
+    file for sanitizer reports (one check, unless check_reports=False)."""
+
+    def __init__(self, binary, model, *args, env=None, timeout=60):
+        self.timeout = timeout   # raw()'s default, seconds
+        self.errf = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", *args],
+                                     stdout=subprocess.PIPE, stderr=self.errf, text=True, env=env)
+        line = self.proc.stdout.readline()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
+        self.port = int(m.group(1))
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def client(self, key="none", **kw):
+        """The official openai client on this server (no retries)."""
+        import openai
+        return openai.OpenAI(base_url=self.base + "/v1", api_key=key, max_retries=0, timeout=120, **kw)
+
+    def raw(self, method, path, body=None, headers=None, timeout=None, source=None):
+        """(status, headers dict with lower-case names, body bytes); a dict or list body is sent as JSON."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout or self.timeout,
+                                       source_address=(source, 0) if source else None)
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        hd = {k.lower(): v for k, v in r.getheaders()}
+        c.close()
+        return r.status, hd, data
+
+    def metrics(self, headers=None, source=None):
+        """GET /metrics as {name: value}."""
+        _, _, body = self.raw("GET", "/metrics", headers=headers, source=source)
+        out = {}
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, val = line.rsplit(" ", 1)
+                out[name] = float(val)
+        return out
+
+    def stderr(self):
+        self.errf.seek(0)
+        return self.errf.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, check_reports=True, wait=20):
+        """Send sig (if still running), wait (kill after `wait` s); the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        if check_reports:
+            err = self.stderr()
+            check(not sanitizer_report(err), "no sanitizer reports: %s" % err[-3000:])
+        return rc
