@@ -17,7 +17,7 @@ X(ENV_CUDA_MM,       "STRATA_CUDA_MM",       ENV_INT,  "2",    "CUDA passes of m
 X(ENV_CUDA_ATTN_QTILE, "STRATA_CUDA_ATTN_QTILE", ENV_BOOL, "1", "CUDA passes of more than 8 columns of one sequence: the attention in query tiles sharing K/V loads (src/cuda/attn_prompt.cu, same bits); 0: one CTA per column and head")
 X(ENV_CUDA_FUSE,     "STRATA_CUDA_FUSE",     ENV_BOOL, "1",    "CUDA backend: fuse ops that share inputs (norm+quantize, q/k/v, gate/up+SwiGLU, matvec+residual); 0: one kernel per op")
 X(ENV_MOE,          "STRATA_MOE",          ENV_STR,  "grouped", "CPU MoE expert kernels: grouped (each expert read once for its tokens) or per-token (reference); same bits")
-X(ENV_CUDA_ATTN,     "STRATA_CUDA_ATTN",     ENV_STR,  "auto", "CUDA attention: auto (the device table: exact everywhere), exact (the CPU order, bit-identical) or split (KV range split over blocks, faster at long context; other bits)")
+X(ENV_CUDA_ATTN,     "STRATA_CUDA_ATTN",     ENV_STR,  "auto", "CUDA attention (the CPU's chunked order, bit-identical): auto (the device table: the chunks of 256 positions in parallel) parallel (the same, from the switch) or serial (one block walks a head's chunks in order; same bits)")
 X(ENV_POOL_SPIN,     "STRATA_POOL_SPIN",    ENV_INT,  "2000", "thread pool: pause iterations a waiting thread spins before yielding, then sleeping (0: sleep at once: use on an oversubscribed machine)")
 X(ENV_CPU_ATTN,      "STRATA_CPU_ATTN",      ENV_STR,  "auto", "CPU attention scores: auto (AVX2, eight positions side by side) or scalar (one position at a time); same bits")
 X(ENV_CPU_KV_PASS,   "STRATA_CPU_KV_PASS",   ENV_BOOL, "1",    "CPU attention: convert the layer's K/V cache rows to f32 once per pass (1) or once per (token, head) task (0); same bits")

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "model/backend.h"
+#include "model/attn_order.h"
 #include "cpu/backend_cpu.h"
 #include "cpu/matvec.h"
 #include "cpu/moe.h"
@@ -35,9 +36,11 @@ typedef struct {
     fwd_sizes sz;
     int cap_T;              /* the columns the buffers below hold (grown by cpu_reserve) */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;   /* cap_T columns each */
-    float *scores;          /* per thread: [scores_n] */
+    float *scores;          /* per thread: [scores_stride(scores_n)]: a score per position, then per chunk
+                               m_c, l_c and a_c (the attention order's chunks) */
     int scores_n;           /* n_ctx, or more once a pass reached a longer cache (another session's) */
-    float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
+    float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32,
+                               then [head_dim]: a chunk's V sum */
     float *kv_f32;          /* the layer's K and V rows of the pass's positions, converted to f32
                                once per pass ([2][kv_f32_rows][kv_dim]), not per (token, head) */
     size_t kv_f32_rows;
@@ -50,6 +53,7 @@ typedef struct {
 } cpu_be;
 
 static inline cpu_be *CB(backend *be) { return (cpu_be *)be->impl; }
+static inline size_t scores_stride(int n) { return (size_t)n + 3 * (size_t)ATTN_N_CHUNKS(n); }
 /* Sliding-window layers keep a ring of window + KV_RING_SLACK positions (position p in slot
  * p % cap), so their KV memory is bounded by the window. The slack covers a pass of
  * FWD_MAX_T tokens (writes before reads: cap >= window + T - 1) and lets a session rewind
@@ -179,8 +183,8 @@ static void attn_worker(void *ctx, int ith, int nth) {
     attn_job *j = ctx;
     cpu_be *c = j->c;
     const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
-    float *sc = c->scores + (size_t)ith * c->scores_n;
-    float *row = c->kv_tmp + (size_t)ith * 8 * HD;
+    float *sc = c->scores + (size_t)ith * scores_stride(c->scores_n);
+    float *row = c->kv_tmp + (size_t)ith * 9 * HD, *u = row + (size_t)8 * HD;   /* 8 rows, then a chunk's V sum */
     long lo, hi;
     threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
     for (long task = lo; task < hi; task++) {
@@ -208,27 +212,48 @@ static void attn_worker(void *ctx, int ith, int nth) {
             sc[p] = s;
             if (s > mx) mx = s;
         }
-        float sum = 0;
-        for (int p = first; p <= last; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
-        float inv = 1.0f / sum;
-        float *o = j->out + ((size_t)t * H + h) * HD;
-        for (int d = 0; d < HD; d++) o[d] = 0;
-        int pv = first;
-        if (c->attn_avx2) {   /* eight V rows per call, eight d per vector: the same order per d */
-            const float *rows[8];
-            float w8[8];
-            for (; pv + 7 <= last; pv += 8) {
-                for (int i = 0; i < 8; i++) {
-                    w8[i] = sc[pv + i] * inv;
-                    rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
-                }
-                attn_vacc_avx2(o, rows, w8, 8, HD);
-            }
+        /* the chunks of ATTN_CHUNK positions from `first` (src/model/attn_order.h): each
+         * chunk's max m_c, e_p = expf(s_p - m_c) (into sc) and sum l_c; then the weights
+         * w_c = l_c expf(m_c - mx) (mx, the max of all scores, is the max of the m_c), their
+         * sum L, and a_c = w_c / L; then each chunk's V sum u_c with its own normalization,
+         * added in chunk order: o[d] = o[d] + u_c[d] a_c */
+        const int nch = ATTN_N_CHUNKS(last - first + 1);
+        float *cm = sc + c->scores_n, *cl = cm + ATTN_N_CHUNKS(c->scores_n), *ca = cl + ATTN_N_CHUNKS(c->scores_n);
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = first + ci * ATTN_CHUNK, c1 = last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : last;
+            float m = -INFINITY, l = 0.0f;
+            for (int p = c0; p <= c1; p++) if (sc[p] > m) m = sc[p];
+            for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
+            cm[ci] = m; cl[ci] = l;
         }
-        for (int p = pv; p <= last; p++) {
-            float wgt = sc[p] * inv;
-            const float *vr = kv_at(j, j->vf, V, p, cap, kvh, HD, row);
-            for (int d = 0; d < HD; d++) o[d] += wgt * vr[d];
+        float L = 0.0f;
+        for (int ci = 0; ci < nch; ci++) { ca[ci] = cl[ci] * expf(cm[ci] - mx); L += ca[ci]; }
+        for (int ci = 0; ci < nch; ci++) ca[ci] = ca[ci] / L;
+        float *o = j->out + ((size_t)t * H + h) * HD;
+        for (int d = 0; d < HD; d++) o[d] = 0.0f;
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = first + ci * ATTN_CHUNK, c1 = last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : last;
+            const float r = 1.0f / cl[ci];
+            for (int d = 0; d < HD; d++) u[d] = 0.0f;
+            int pv = c0;
+            if (c->attn_avx2) {   /* eight V rows per call, eight d per vector: the same order per d */
+                const float *rows[8];
+                float w8[8];
+                for (; pv + 7 <= c1; pv += 8) {
+                    for (int i = 0; i < 8; i++) {
+                        w8[i] = sc[pv + i] * r;
+                        rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
+                    }
+                    attn_vacc_avx2(u, rows, w8, 8, HD);
+                }
+            }
+            for (int p = pv; p <= c1; p++) {
+                const float wgt = sc[p] * r;
+                const float *vr = kv_at(j, j->vf, V, p, cap, kvh, HD, row);
+                for (int d = 0; d < HD; d++) u[d] += wgt * vr[d];
+            }
+            const float a = ca[ci];
+            for (int d = 0; d < HD; d++) o[d] += u[d] * a;
         }
     }
 }
@@ -242,7 +267,7 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
     cpu_kv *kv = kvp;
     const size_t kd_n = kv->kv_dim;
     if (kv->n_ctx > c->scores_n) {   /* another session's longer cache: scores for all of it */
-        float *ns = st_malloc((size_t)threadpool_size(c->tp) * (size_t)kv->n_ctx * sizeof(float));
+        float *ns = st_malloc((size_t)threadpool_size(c->tp) * scores_stride(kv->n_ctx) * sizeof(float));
         if (!ns) {
             for (size_t i = 0; i < (size_t)T * c->hp.n_heads * c->hp.head_dim; i++) out[i] = NAN;   /* never silent */
             return;
@@ -468,9 +493,9 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     kv->k_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     kv->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
     kv->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
-    c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
+    c->scores = st_malloc((size_t)threadpool_size(tp) * scores_stride(n_ctx) * sizeof(float));
     c->scores_n = n_ctx;
-    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 8 * (size_t)hp->head_dim * sizeof(float));
+    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 9 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
     c->kv_pass = env_bool(ENV_CPU_KV_PASS);

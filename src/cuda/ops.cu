@@ -1,5 +1,5 @@
 /* CUDA ops other than matvec: embedding, RMSNorm (+ fused activation quantization), RoPE,
- * KV-cache store, split-KV attention decode, SwiGLU, residual add, greedy argmax.
+ * KV-cache store, attention (chunks of the sequence in parallel), SwiGLU, residual add, greedy argmax.
  *
  * Agreement with the CPU backend (src/cpu/backend_cpu.c), op by op:
  *   embed     bit-identical (same dequantization formula, rounded operations)
@@ -7,7 +7,7 @@
  *             float formula; equal bits except when the double sums round apart (rare)
  *   rope      bit-identical: cos/sin come from a host table made with the CPU's cosf/sinf
  *   kv store  bit-identical (f32 -> f16 round to nearest even)
- *   attention within 1e-5 relative (split-KV: partial softmax per block, then combined)
+ *   attention bit-identical: the canonical chunked order (src/model/attn_order.h), chunks in parallel
  *   swiglu    CUDA expf (<= 2 ulp) vs glibc expf: within 1e-6 relative
  *   add       bit-identical */
 #include "cuda_internal.h"
@@ -19,6 +19,7 @@
 EXPF_DEVICE_STATE
 int cuda_ops_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
+#include "model/attn_order.h"
 #include <float.h>
 
 /* programmatic dependent launch (cuda_common.cuh's klaunch): off until the backend turns it on */
@@ -403,243 +404,309 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
                                    NULL, st);
 }
 
-/* ---- attention decode, split over KV ranges --------------------------------------------
- * Grid (splits, heads, T): CTA s handles cache positions [s*ATT_CHUNK, (s+1)*ATT_CHUNK) of
- * the token's window [first, last]: one thread per position computes its score (the dot over
- * head_dim in order, K row read with 16-byte loads), then the CTA forms m = max score,
- * e_i = exp(score_i - m), l = sum e_i and o[d] = sum e_i v_i[d] (threads split over d and
- * position groups) and writes (m, l, o) to `partial`. The last CTA of a (token, head) to
- * finish (an atomic counter, reset by that CTA) combines the splits: M = max m_s,
- * out = sum o_s exp(m_s - M) / sum l_s exp(m_s - M), and, when asked, quantizes the head's
- * output into the activation blocks the next matvec reads (fused). Splits past the window
- * write m = -inf. The grid spans n_ctx in graph mode (the position is read from device
- * memory), so a captured graph holds for every position. */
-#define ATT_CHUNK 64
-#define ATT_THREADS 128
+/* ---- attention: the canonical chunked order, bit-identical to src/cpu/backend_cpu.c ---------
+ * src/model/attn_order.h, docs/KERNELS.md "Attention order": the positions [first, last] of a
+ * token are cut into chunks of ATTN_CHUNK (256) from `first`; each chunk is reduced alone and
+ * the chunks are merged in chunk order. Grid (nx, n_heads / gs, T): the CTA (x, y, t) takes
+ * heads y*gs .. y*gs + gs - 1 of column t (gs heads of one KV group, so a K/V tile serves
+ * them all) and chunks x, x + nx, x + 2 nx, ... of them, one at a time:
+ *   K tile (cp.async) -> thread i: the gs scores of position i (the dot over head_dim in d
+ *   order, products rounded, then added, times scale) -> per head the max m_c (exact, any
+ *   order) -> e_i = expf_ref(s_i - m_c) -> V tile, and while it loads thread g sums head g's
+ *   l_c = e_0 + e_1 + ... in order, r_c = 1 / l_c -> chains u[g][d] = u + (e_i r_c) v_i[d] in
+ *   position order, one per (head, d), up to four per thread side by side.
+ * One chunk in all: the CTA finishes the heads itself (the merge of one chunk: a = w / L with
+ * w = L = l_c, out = 0 + u a). Several: each chunk's (m_c, l_c, u_c) goes to `part`
+ * ([T][n_heads][nch_cap][2 + head_dim] floats), and the last CTA of the column's head group to
+ * arrive (a counter per (t, y), reset by it) merges: M = max m_c, w_c = l_c expf_ref(m_c - M),
+ * L = sum w_c in chunk order, a_c = w_c / L, out[d] = 0 + u_0[d] a_0 + u_1[d] a_1 + ... in chunk
+ * order; then, when asked, it quantizes the heads' output into the activation blocks the next
+ * matvec reads. nx does not change any bits (a chunk's result is the same whichever CTA
+ * reduces it): it is min(chunks, enough CTAs to fill the GPU), or 1 (STRATA_CUDA_ATTN=serial).
+ * In graph mode the position is read from device memory and nx spans the cache's chunks, so a
+ * captured graph holds for every position.
+ * The T = 1 RoPE and KV store can be folded in (rf): every CTA rotates its heads' q; the CTA
+ * holding the last chunk rotates the position's k and converts v itself (kl / vl: the tile's
+ * last row), and the group's first head group stores them in the cache. */
+#define ATTC_MAXG 8                     /* heads per CTA */
+#define ATTC_MAXQ 1024                  /* gs * head_dim at most */
+#define ATTC_ROUNDS 4                   /* V chains per thread: ATTC_MAXQ / 256 */
+static_assert(ATT_TILE == ATTN_CHUNK && ATTX_THREADS == ATTN_CHUNK, "one thread per position of a chunk");
+
+/* heads per CTA: the largest divisor of the GQA group with gs <= 8 and gs * head_dim <= 1024 */
+static int attn_heads_per_cta(int n_heads, int n_kv_heads, int head_dim) {
+    int G = n_heads / n_kv_heads, best = 1;
+    for (int g = 1; g <= G && g <= ATTC_MAXG; g++)
+        if (G % g == 0 && g * head_dim <= ATTC_MAXQ) best = g;
+    return best;
+}
+
+int cuda_attention_uses_scratch(int max_last, int window) {
+    int span = window > 0 && window < max_last + 1 ? window : max_last + 1;
+    return span > ATTN_CHUNK;
+}
 
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx) {
-    int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
-    size_t split = (size_t)T * n_heads * splits * (head_dim + 2), exact = (size_t)T * n_heads * n_ctx;
-    return split > exact ? split : exact;   /* the split variant's partials or the exact one's scores */
+    return (size_t)T * n_heads * ATTN_N_CHUNKS(n_ctx) * (head_dim + 2);
 }
 
-__global__ void __launch_bounds__(ATT_THREADS)
-attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
-            const int *d_pos, float scale, int window, float *partial, int *counters, float *outp, uint8_t *act,
-            size_t act_row_bytes, int act_fmt) {
+__global__ void __launch_bounds__(ATTX_THREADS)
+attn_chunk_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int gs, int pos0,
+                  const int *d_pos, float scale, int window, int nch_cap, float *part, int *counters, float *outp,
+                  uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
     PDL_WAIT();
-    __shared__ float qs[ATT_MAX_HD];
-    __shared__ float sc[ATT_CHUNK];
-    __shared__ float obuf[ATT_THREADS];
-    __shared__ float red[ATT_THREADS / 32];
-    __shared__ int is_last;
-    int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
-    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    int last = (d_pos ? d_pos[0] : pos0) + t;
-    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
-    int lo = split * ATT_CHUNK > first ? split * ATT_CHUNK : first;
-    int hi = (split + 1) * ATT_CHUNK - 1 < last ? (split + 1) * ATT_CHUNK - 1 : last;
-    float *out = partial + (((size_t)t * n_heads + h) * splits + split) * (head_dim + 2);
-    int n = hi - lo + 1;
-    if (n <= 0) {
-        for (int d = tid; d < head_dim; d += ATT_THREADS) out[2 + d] = 0.0f;
-        if (tid == 0) { out[0] = -INFINITY; out[1] = 0.0f; }
-    } else {
-        const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
-        for (int d = tid; d < head_dim; d += ATT_THREADS) qs[d] = qh[d];
-        __syncthreads();
-        /* scores: thread i <- position lo + i */
-        float s = -INFINITY;
-        if (tid < n) {
-            const uint16_t *kr = kc + (size_t)(lo + tid) * kv_dim + (size_t)kvh * head_dim;
-            float acc = 0.0f;
-            if ((head_dim & 7) == 0) {
-                for (int d = 0; d < head_dim; d += 8) {
-                    uint4 u = *(const uint4 *)(kr + d);
-                    const uint16_t *hv = (const uint16_t *)&u;
+    extern __shared__ uint32_t dyn[];                 /* the K or V tile: attn_tile_words(head_dim) */
+    __shared__ float qs[ATTC_MAXQ];                   /* [gs][head_dim] */
+    __shared__ float es[ATTC_MAXG * ATTN_CHUNK];      /* [gs][ATTN_CHUNK]: e of the chunk's positions */
+    __shared__ float red[ATTC_MAXG][ATTX_THREADS / 32];
+    __shared__ float ls[ATTC_MAXG], rs[ATTC_MAXG], ms[ATTC_MAXG];   /* per head: l_c (or L), 1 / l_c (or a), m_c (or M) */
+    __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
+    __shared__ int s_last;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int t = blockIdx.z, hg = blockIdx.y, h0 = hg * gs;
+    const int G = n_heads / n_kv_heads, kvh = h0 / G, kv_dim = n_kv_heads * head_dim;
+    const int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
+    const int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    const int n = last - first + 1, nch = ATTN_N_CHUNKS(n);
+    const int W = head_dim / 2, RS = W + 1;
+    const int nv = gs * head_dim;                     /* chains: one per (head, d) */
+    kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
+    if ((int)blockIdx.x >= nch && nch == 1) return;   /* nothing to reduce, nothing to merge */
+    /* this thread's chains: round r is chain j = tid + r * ATTX_THREADS, (head j / head_dim, d) */
+    int cg[ATTC_ROUNDS], cd[ATTC_ROUNDS];
 #pragma unroll
-                    for (int j = 0; j < 8; j++) acc += qs[d + j] * h2f(hv[j]);
+    for (int r = 0; r < ATTC_ROUNDS; r++) {
+        int j = tid + r * ATTX_THREADS;
+        cg[r] = j < nv ? j / head_dim : -1;
+        cd[r] = j < nv ? j % head_dim : 0;
+    }
+    float acc[ATTC_ROUNDS];
+    if ((int)blockIdx.x < nch) {
+        const float *qt = q + ((size_t)t * n_heads + h0) * head_dim;
+        const int lastc = nch - 1;
+        const int holds_last = (lastc - (int)blockIdx.x) % (int)gridDim.x == 0;
+        if (rf.k) {   /* T = 1: RoPE of the heads' q here; the position's K/V rows by the last chunk's CTA */
+            const int half = rf.n_rot / 2, rest = head_dim - rf.n_rot;
+            const float *csq = rf.cs_q + (size_t)last * half * 2, *csk = rf.cs_k + (size_t)last * half * 2;
+            for (int idx = tid; idx < gs * half; idx += ATTX_THREADS) {
+                int g = idx / half, i = idx % half, ia, ib;
+                float o1, o2;
+                rope_pair(qt + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
+                qs[g * head_dim + ia] = o1; qs[g * head_dim + ib] = o2;
+            }
+            for (int idx = tid; idx < gs * rest; idx += ATTX_THREADS) {
+                int g = idx / rest, j = rf.n_rot + idx % rest;
+                qs[g * head_dim + j] = qt[(size_t)g * head_dim + j];
+            }
+            if (holds_last) {
+                const float *ks = rf.k + (size_t)kvh * head_dim, *vs = rf.v + (size_t)kvh * head_dim;
+                for (int i = tid; i < half; i += ATTX_THREADS) {
+                    float o1, o2;
+                    int ia, ib;
+                    rope_pair(ks, i, rf.n_rot, rf.neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
+                    kl[ia] = __half_as_ushort(__float2half_rn(o1));
+                    kl[ib] = __half_as_ushort(__float2half_rn(o2));
                 }
-            } else {
-                for (int d = 0; d < head_dim; d++) acc += qs[d] * h2f(kr[d]);
-            }
-            s = acc * scale;
-        }
-        float mx = s;
-#pragma unroll
-        for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
-        if (lane == 0) red[warp] = mx;
-        __syncthreads();
-        mx = red[0];
-        for (int w = 1; w < ATT_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
-        float e = tid < n ? expf(s - mx) : 0.0f;
-        if (tid < ATT_CHUNK) sc[tid] = e;
-        float l = e;
-#pragma unroll
-        for (int o = 16; o >= 1; o >>= 1) l += __shfl_xor_sync(FULL_MASK, l, o);
-        __syncthreads();   /* sc complete; red may be reused */
-        if (lane == 0) red[warp] = l;
-        /* o[d]: G groups of head_dim threads, group g takes positions i = g, g + G, ... */
-        const uint16_t *vbase = vc + (size_t)lo * kv_dim + (size_t)kvh * head_dim;
-        if (head_dim <= ATT_THREADS) {
-            int G = ATT_THREADS / head_dim, g = tid / head_dim, d = tid % head_dim;
-            float o = 0.0f;
-            if (g < G) {
-#pragma unroll 8
-                for (int i = g; i < n; i += G) o += sc[i] * h2f(vbase[(size_t)i * kv_dim + d]);
-            }
-            obuf[tid] = o;
-            __syncthreads();
-            if (tid < head_dim) {
-                float acc = 0.0f;
-                for (int gg = 0; gg < G; gg++) acc += obuf[gg * head_dim + tid];
-                out[2 + tid] = acc;
+                for (int j = rf.n_rot + tid; j < head_dim; j += ATTX_THREADS) kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
+                for (int j = tid; j < head_dim; j += ATTX_THREADS) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
+                __syncthreads();
+                if (h0 % G == 0) {   /* the group's first head group stores the rows */
+                    const size_t off = (size_t)last * kv_dim + (size_t)kvh * head_dim;
+                    for (int j = tid; j < head_dim; j += ATTX_THREADS) { kc[off + j] = kl[j]; vc[off + j] = vl[j]; }
+                }
             }
         } else {
-            for (int d = tid; d < head_dim; d += ATT_THREADS) {
-                float o = 0.0f;
-#pragma unroll 8
-                for (int i = 0; i < n; i++) o += sc[i] * h2f(vbase[(size_t)i * kv_dim + d]);
-                out[2 + d] = o;
+            for (int idx = tid; idx < nv; idx += ATTX_THREADS) qs[idx] = qt[idx];
+        }
+        const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+        const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+        uint32_t *tile = dyn;
+        const uint16_t *tile_h = (const uint16_t *)tile;
+        for (int c = blockIdx.x; c < nch; c += gridDim.x) {
+            const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
+            const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
+            const uint32_t *v_last = rf.k && c == lastc ? (const uint32_t *)vl : NULL;
+            attn_tile_load(tile, kbase, p0, nr, n, W, RS, kv_dim, k_last);   /* barriers before and after */
+            /* scores: thread i <- position first + p0 + i, the gs heads side by side */
+            float s[ATTC_MAXG];
+#pragma unroll
+            for (int g = 0; g < ATTC_MAXG; g++) s[g] = 0.0f;
+            if (tid < nr) {
+                const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
+#pragma unroll 4
+                for (int d = 0; d < head_dim; d++) {
+                    const float kv = h2f(kr[d]);
+#pragma unroll
+                    for (int g = 0; g < ATTC_MAXG; g++)
+                        if (g < gs) s[g] = __fadd_rn(s[g], __fmul_rn(qs[g * head_dim + d], kv));
+                }
+#pragma unroll
+                for (int g = 0; g < ATTC_MAXG; g++) s[g] = __fmul_rn(s[g], scale);
+            } else {
+#pragma unroll
+                for (int g = 0; g < ATTC_MAXG; g++) s[g] = -INFINITY;
+            }
+#pragma unroll
+            for (int g = 0; g < ATTC_MAXG; g++) {
+                if (g >= gs) break;
+                float mx = s[g];
+#pragma unroll
+                for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+                if (lane == 0) red[g][warp] = mx;
             }
             __syncthreads();
+#pragma unroll
+            for (int g = 0; g < ATTC_MAXG; g++) {
+                if (g >= gs) break;
+                float mx = red[g][0];
+                for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
+                if (tid == 0) ms[g] = mx;
+                if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
+            }
+            /* the V tile; while it loads, thread g sums head g's e in position order */
+            __syncthreads();   /* es complete; the K tile's readers done */
+            attn_tile_issue(tile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
+            if (tid < gs) {
+                float l = 0.0f;
+#pragma unroll 8
+                for (int i = 0; i < nr; i++) l = __fadd_rn(l, es[tid * ATTN_CHUNK + i]);
+                ls[tid] = l;
+                rs[tid] = __fdiv_rn(1.0f, l);
+            }
+            cp_async_wait_all();
+            __syncthreads();
+            /* the chains, in position order; loads of 8 positions issued ahead of their adds */
+            float r_g[ATTC_ROUNDS];
+#pragma unroll
+            for (int r = 0; r < ATTC_ROUNDS; r++) { acc[r] = 0.0f; r_g[r] = cg[r] >= 0 ? rs[cg[r]] : 0.0f; }
+#pragma unroll 8
+            for (int i = 0; i < nr; i++) {
+                const uint16_t *vr = tile_h + (size_t)i * 2 * RS;
+#pragma unroll
+                for (int r = 0; r < ATTC_ROUNDS; r++) {
+                    if (cg[r] < 0) break;
+                    const float w = __fmul_rn(es[cg[r] * ATTN_CHUNK + i], r_g[r]);
+                    acc[r] = __fadd_rn(acc[r], __fmul_rn(w, h2f(vr[cd[r]])));
+                }
+            }
+            if (nch > 1) {   /* the chunk's (m, l, u) for the merge */
+#pragma unroll
+                for (int r = 0; r < ATTC_ROUNDS; r++) {
+                    if (cg[r] < 0) break;
+                    float *pp = part + (((size_t)t * n_heads + h0 + cg[r]) * nch_cap + c) * (head_dim + 2);
+                    pp[2 + cd[r]] = acc[r];
+                    if (cd[r] == 0) { pp[0] = ms[cg[r]]; pp[1] = ls[cg[r]]; }
+                }
+            }
         }
+    }
+    if (nch > 1) {   /* the last CTA of (t, head group) to arrive merges the chunks */
+        __threadfence();
+        __syncthreads();
         if (tid == 0) {
-            float lt = 0.0f;
-            for (int w = 0; w < ATT_THREADS / 32; w++) lt += red[w];
-            out[0] = mx; out[1] = lt;
+            int *cnt = counters + (size_t)t * gridDim.y + hg;
+            s_last = atomicAdd(cnt, 1) == (int)gridDim.x - 1;
+            if (s_last) *cnt = 0;
         }
-    }
-    /* the last CTA of this (t, h) combines */
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        int done = atomicAdd(&counters[t * n_heads + h], 1);
-        is_last = done == splits - 1;
-        if (is_last) counters[t * n_heads + h] = 0;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    const volatile float *pp = partial + ((size_t)t * n_heads + h) * splits * (head_dim + 2);
-    float M = -INFINITY;
-    for (int sp = 0; sp < splits; sp++) M = fmaxf(M, pp[(size_t)sp * (head_dim + 2)]);
-    float L = 0.0f;
-    for (int sp = 0; sp < splits; sp++) {
-        float m = pp[(size_t)sp * (head_dim + 2)];
-        if (m != -INFINITY) L += pp[(size_t)sp * (head_dim + 2) + 1] * expf(m - M);
-    }
-    float inv = 1.0f / L;
-    float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
-    for (int d = tid; d < head_dim; d += ATT_THREADS) {
-        float o = 0.0f;
-        for (int sp = 0; sp < splits; sp++) {
-            float m = pp[(size_t)sp * (head_dim + 2)];
-            if (m != -INFINITY) o += pp[(size_t)sp * (head_dim + 2) + 2 + d] * expf(m - M);
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+        /* the chunks' m and l of the gs heads into shared memory (the tile's: no tile is live) */
+        float *mm = (float *)dyn, *ww = mm + gs * nch;
+        for (int idx = tid; idx < gs * nch; idx += ATTX_THREADS) {
+            const float *pp = part + (((size_t)t * n_heads + h0 + idx / nch) * nch_cap + idx % nch) * (head_dim + 2);
+            mm[idx] = __ldcg(pp);
+            ww[idx] = __ldcg(pp + 1);
         }
-        orow[d] = o * inv;
+        __syncthreads();
+        if (tid < gs) {   /* M: the max of the chunks' maxima */
+            float M = -INFINITY;
+            for (int c = 0; c < nch; c++) M = fmaxf(M, mm[tid * nch + c]);
+            ms[tid] = M;
+        }
+        __syncthreads();
+        for (int idx = tid; idx < gs * nch; idx += ATTX_THREADS)   /* w_c = l_c expf(m_c - M) */
+            ww[idx] = __fmul_rn(ww[idx], expf_ref(__fsub_rn(mm[idx], ms[idx / nch])));
+        __syncthreads();
+        if (tid < gs) {   /* L, chunks in order */
+            float L = 0.0f;
+            for (int c = 0; c < nch; c++) L = __fadd_rn(L, ww[tid * nch + c]);
+            ls[tid] = L;
+        }
+        __syncthreads();
+        for (int idx = tid; idx < gs * nch; idx += ATTX_THREADS) ww[idx] = __fdiv_rn(ww[idx], ls[idx / nch]);   /* a_c */
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < ATTC_ROUNDS; r++) {
+            if (cg[r] < 0) break;
+            const float *pp = part + ((size_t)t * n_heads + h0 + cg[r]) * nch_cap * (head_dim + 2) + 2 + cd[r];
+            const float *a = ww + cg[r] * nch;
+            float o = 0.0f;
+            for (int c = 0; c < nch; c++) o = __fadd_rn(o, __fmul_rn(__ldcg(pp + (size_t)c * (head_dim + 2)), a[c]));
+            acc[r] = o;
+        }
+    } else {   /* one chunk: its merge here (w = l expf(m - m), L = 0 + w, a = w / L) */
+        __syncthreads();   /* every thread has read rs */
+        if (tid < gs) {
+            const float w = __fmul_rn(ls[tid], expf_ref(__fsub_rn(ms[tid], ms[tid])));
+            rs[tid] = __fdiv_rn(w, __fadd_rn(0.0f, w));
+        }
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < ATTC_ROUNDS; r++)
+            if (cg[r] >= 0) acc[r] = __fadd_rn(0.0f, __fmul_rn(acc[r], rs[cg[r]]));
     }
-    if (act) {
-        /* this head's blocks of the activation row t (B divides head_dim: checked by the caller) */
+    float *orow = outp + ((size_t)t * n_heads + h0) * head_dim;
+#pragma unroll
+    for (int r = 0; r < ATTC_ROUNDS; r++)
+        if (cg[r] >= 0) orow[cg[r] * head_dim + cd[r]] = acc[r];
+    if (act) {   /* the heads' blocks of activation row t (B divides head_dim: checked by the caller) */
         __syncthreads();
         int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
         size_t bb = act_block_bytes_dev(act_fmt);
-        for (int j = warp; j < head_dim / B; j += ATT_THREADS / 32) {
-            size_t bi = ((size_t)h * head_dim) / B + j;
+        for (int j = warp; j < nv / B; j += ATTX_THREADS / 32) {
+            size_t bi = ((size_t)h0 * head_dim) / B + j;
             if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
             else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
         }
     }
 }
 
-/* ---- attention, the CPU's order (default): bit-identical to src/cpu/backend_cpu.c -----------
- * One CTA per (token, head); the body is ops_dev.cuh's attn_exact_head, then the head's
- * output quantized for wo when asked. At T = 1 the RoPE
- * and KV store can be folded in (rf: each CTA rotates its own q and k; one launch less). sc: [T][H][n_ctx]
- * scratch when the scores do not fit in shared memory. */
-__global__ void __launch_bounds__(ATTX_THREADS)
-attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
-                  int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
-                  size_t act_row_bytes, int act_fmt, int use_smem, cuda_rope_fold rf, cuda_cols cols) {
-    PDL_WAIT();
-    extern __shared__ uint32_t dyn[];
-    __shared__ float qr[ATT_MAX_HD];
-    __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
-    int h = blockIdx.x, t = blockIdx.y, warp = threadIdx.x >> 5;
-    int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
-    kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
-    float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
-    const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
-    const uint32_t *k_last = NULL, *v_last = NULL;
-    if (rf.k) {   /* T = 1: this head's RoPE, its KV head's rows of the position (ops_dev.cuh) */
-        const int grp = n_heads / n_kv_heads, kvh = h / grp, half = rf.n_rot / 2;
-        const size_t off = (size_t)last * n_kv_heads * head_dim + (size_t)kvh * head_dim;
-        rope_head_kv(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
-                     rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
-                     h % grp == 0 ? kc + off : NULL, vc + off);
-        qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
-    }
-    attn_exact_head(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window,
-                    use_smem ? NULL : scratch + ((size_t)t * n_heads + h) * n_ctx, orow, dyn, k_last, v_last);
-    if (act) {
-        __syncthreads();
-        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
-        size_t bb = act_block_bytes_dev(act_fmt);
-        for (int j = warp; j < head_dim / B; j += ATTX_THREADS / 32) {
-            size_t bi = ((size_t)h * head_dim) / B + j;
-            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-        }
-    }
-}
-
-int cuda_attention_exact_scratch(int n_ctx) { return (size_t)n_ctx * sizeof(float) > 96 * 1024; }
-
-int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                         int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                         float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st) {
-    return cuda_attention_exact_cols(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, scratch,
-                                     out, act, act_fmt, rf, NULL, st);
-}
-int cuda_attention_exact_cols(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                              int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                              float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols,
-                              cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD || head_dim % 2 || (rf && T != 1) || (rf && cols)) return -1;
+int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
+                   const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
+                   float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols, int serial,
+                   cudaStream_t st) {
+    if (head_dim > ATT_MAX_HD || head_dim % 2 || n_heads % n_kv_heads || (rf && T != 1) || (rf && cols)) return -1;
     cuda_cols none = { NULL, NULL, NULL };
     cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once) */
-        if (CU_CHECK(cudaFuncSetAttribute(attn_exact_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
+        if (CU_CHECK(cudaFuncSetAttribute(attn_chunk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
             return -1;
         attr_set = 1;
     }
-    size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
-    dim3 g((unsigned)n_heads, (unsigned)T);
-    size_t tile_words = attn_tile_words(head_dim);
-    size_t sc_bytes = (size_t)n_ctx * sizeof(float);
-    int use_smem = !cuda_attention_exact_scratch(n_ctx);
-    size_t smem = tile_words * 4 + (use_smem ? sc_bytes : 0);
-    klaunch(attn_exact_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
-                                                   n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem, rf ? *rf : no_fold,
-                                                   cols ? *cols : none);
-    return CU_LAUNCHED();
-}
-
-int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                   int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
-                   int *counters, float *out, void *act, int act_fmt, cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD) return -1;
-    int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
-    if (!d_pos) {   /* eager: launch only the splits that can hold positions <= pos0 + T - 1 */
-        int s_needed = (pos0 + T - 1) / ATT_CHUNK + 1;
-        if (s_needed < splits) splits = s_needed;
+    static int sms = 0;
+    if (!sms) {
+        const cuda_device_class *dc = cuda_device_class_get();
+        sms = dc && dc->sms > 0 ? dc->sms : 32;
     }
+    const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim), groups = n_heads / gs;
+    const int nch_cap = ATTN_N_CHUNKS(n_ctx);
+    /* the most chunks a column can have: from the largest position when known, else the cache's */
+    int ml = d_pos ? n_ctx - 1 : max_last >= 0 ? max_last : pos0 + T - 1;
+    int span = window > 0 && window < ml + 1 ? window : ml + 1;
+    int nch = ATTN_N_CHUNKS(span) < nch_cap ? ATTN_N_CHUNKS(span) : nch_cap;
+    int pairs = T * groups, fill = (4 * sms + pairs - 1) / pairs;
+    int nx = serial ? 1 : nch < fill ? nch : fill;
+    if (nx < 1) nx = 1;
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
-    dim3 g1((unsigned)splits, (unsigned)n_heads, (unsigned)T);
-    klaunch(attn_kernel, g1, ATT_THREADS, 0, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, partial,
-                                           counters, out, (uint8_t *)act, arb, act_fmt);
+    dim3 g((unsigned)nx, (unsigned)groups, (unsigned)T);
+    /* the tile, which the merge reuses for the chunks' m and w of the gs heads */
+    size_t smem = attn_tile_words(head_dim) * 4, merge = (size_t)2 * gs * nch_cap * sizeof(float);
+    if (merge > smem) smem = merge;
+    if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
+    klaunch(attn_chunk_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, gs, pos0, d_pos, scale,
+            window, nch_cap, scratch, counters, out, (uint8_t *)act, arb, act_fmt, rf ? *rf : no_fold, cols ? *cols : none);
     return CU_LAUNCHED();
 }
 
