@@ -39,8 +39,8 @@ typedef struct {
     float *scores;          /* per thread: [scores_stride(scores_n)]: a score per position, then per chunk
                                m_c, l_c and a_c (the attention order's chunks) */
     int scores_n;           /* n_ctx, or more once a pass reached a longer cache (another session's) */
-    float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32,
-                               then [head_dim]: a chunk's V sum */
+    float *kv_tmp;          /* per thread: [32][head_dim] K or V rows (32 positions) as f32, then
+                               [head_dim]: a chunk's V sum */
     float *kv_f32;          /* the layer's K and V rows of the pass's positions, converted to f32
                                once per pass ([2][kv_f32_rows][kv_dim]), not per (token, head) */
     size_t kv_f32_rows;
@@ -184,7 +184,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
     cpu_be *c = j->c;
     const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
     float *sc = c->scores + (size_t)ith * scores_stride(c->scores_n);
-    float *row = c->kv_tmp + (size_t)ith * 9 * HD, *u = row + (size_t)8 * HD;   /* 8 rows, then a chunk's V sum */
+    float *row = c->kv_tmp + (size_t)ith * 33 * HD, *u = row + (size_t)32 * HD;   /* 32 rows, then a chunk's V sum */
     long lo, hi;
     threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
     for (long task = lo; task < hi; task++) {
@@ -196,8 +196,13 @@ static void attn_worker(void *ctx, int ith, int nth) {
         const int cap = j->kv->kv_cap[j->layer];
         float mx = -INFINITY;
         int p0 = first;
-        if (c->attn_avx2) {   /* eight positions' chains side by side (the same per-position bits) */
-            const float *rows[8];
+        if (c->attn_avx2) {   /* 32 or eight positions' chains side by side (the same per-position bits) */
+            const float *rows[32];
+            for (; p0 + 31 <= last; p0 += 32) {
+                for (int i = 0; i < 32; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
+                attn_scores32_avx2(q, rows, HD, j->scale, sc + p0);
+                for (int i = 0; i < 32; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
+            }
             for (; p0 + 7 <= last; p0 += 8) {
                 for (int i = 0; i < 8; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
                 attn_scores8_avx2(q, rows, HD, j->scale, sc + p0);
@@ -236,15 +241,17 @@ static void attn_worker(void *ctx, int ith, int nth) {
             const float r = 1.0f / cl[ci];
             for (int d = 0; d < HD; d++) u[d] = 0.0f;
             int pv = c0;
-            if (c->attn_avx2) {   /* eight V rows per call, eight d per vector: the same order per d */
-                const float *rows[8];
-                float w8[8];
-                for (; pv + 7 <= c1; pv += 8) {
-                    for (int i = 0; i < 8; i++) {
-                        w8[i] = sc[pv + i] * r;
+            if (c->attn_avx2) {   /* up to 32 V rows per call, eight d per vector: the same order per d */
+                const float *rows[32];
+                float w32[32];
+                for (; pv + 7 <= c1;) {
+                    const int nr = c1 - pv + 1 >= 32 ? 32 : 8;
+                    for (int i = 0; i < nr; i++) {
+                        w32[i] = sc[pv + i] * r;
                         rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
                     }
-                    attn_vacc_avx2(u, rows, w8, 8, HD);
+                    attn_vacc_avx2(u, rows, w32, nr, HD);
+                    pv += nr;
                 }
             }
             for (int p = pv; p <= c1; p++) {
@@ -295,7 +302,11 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
     if (!kv->exact && c->kv_pass) {
         int pl = pos0 + T - 1, pf = window > 0 && pos0 - window + 1 > 0 ? pos0 - window + 1 : 0;
         size_t rows = (size_t)(pl - pf + 1);
-        if (rows * kd_n * 2 * sizeof(float) <= ((size_t)64 << 20)) {
+        /* one token (decode): only while the copy stays cache-sized; deeper, converting each row
+         * per task (G times, in L1) costs less CPU than writing and reading the copy (SmolLM2 at
+         * 4096 positions, one thread: 1.8 vs 3.0-3.4 ms per layer; equal at 512-1024) */
+        const size_t bytes = rows * kd_n * 2 * sizeof(float);
+        if (bytes <= ((size_t)64 << 20) && (T > 1 || bytes <= ((size_t)2 << 20))) {
             if (rows > c->kv_f32_rows) {
                 size_t want = c->kv_f32_rows * 2 > rows ? c->kv_f32_rows * 2 : rows < 256 ? 256 : rows;
                 if (want * kd_n * 2 * sizeof(float) > ((size_t)64 << 20)) want = rows;
@@ -495,7 +506,7 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     kv->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     c->scores = st_malloc((size_t)threadpool_size(tp) * scores_stride(n_ctx) * sizeof(float));
     c->scores_n = n_ctx;
-    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 9 * (size_t)hp->head_dim * sizeof(float));
+    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 33 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
     c->kv_pass = env_bool(ENV_CPU_KV_PASS);

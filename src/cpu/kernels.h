@@ -54,6 +54,8 @@ float f32_dot_canon_avx2(const float *w, const float *x, int64_t n);
 /* Attention scores of 8 positions (src/cpu/attn_avx2.c): out[j] = (sum over d in order of
  * q[d] * rows[j][d], from 0.0f) * scale, the scalar loop's bits. hd % 8 == 0. */
 void attn_scores8_avx2(const float *q, const float *const *rows, int hd, float scale, float *out);
+/* the same for 32 positions (four groups of eight side by side: the same bits per position) */
+void attn_scores32_avx2(const float *q, const float *const *rows, int hd, float scale, float *out);
 /* o[d] += w[i] * rows[i][d] for i = 0..n-1 in order, eight d at a time (the scalar V loop's bits). */
 void attn_vacc_avx2(float *o, const float *const *rows, const float *w, int n, int hd);
 /* AVX2 twin of act_quantize_row (src/quant/act.c): the same bits for every input. */
