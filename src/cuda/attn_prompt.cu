@@ -178,7 +178,7 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
         const int qq = j / head_dim, d = j % head_dim;
         outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
     }
-    if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_exact_kernel) */
+    if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_chunk_kernel) */
         __syncthreads();
         const int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
         const size_t bb = act_block_bytes_dev(act_fmt);
