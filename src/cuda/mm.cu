@@ -695,7 +695,11 @@ static int mm_mode = -1;
 
 extern "C" void cuda_mm_set(int mode) { mm_mode = mode >= 1 && mode <= 3 ? mode : 0; }
 
-int cuda_mm_min_cols(void) { return 9; }
+/* Below this many columns the matvec in slices of 8 is faster than the 64 x 64 tiles (H200,
+ * bench_e2e batch, SmolLM2 / 1.5B shapes: at 16 columns slices 6,348 / 2,679 tok/s against the
+ * matmul's 3,742 / 2,509; at 64 the matmul 9,919 / 5,460 against 7,236 / 2,564; 32 lies between
+ * the two measured points and was not measured itself). Same bits either way. */
+int cuda_mm_min_cols(void) { return 32; }
 
 int cuda_mm_supported(int type, int64_t n_in) {
     if (mm_mode < 0) { long v = env_int(ENV_CUDA_MM); mm_mode = v >= 1 && v <= 3 ? (int)v : 0; }
