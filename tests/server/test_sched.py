@@ -94,7 +94,7 @@ class Stream:
         else:
             body["prompt"] = prompt
         self.c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        self.t = threading.Thread(target=self._read)
+        self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
 
     def _read(self):
@@ -180,13 +180,15 @@ def test_flood(s, figures):
         a = Stream(s, STREAM_PROMPT, 40)
         a.first.wait(120)
         t0 = time.perf_counter()
-        th = [threading.Thread(target=flood) for _ in range(4)]
-        for t in th:
-            t.start()
-        a.join()
-        stop.set()
-        for t in th:
-            t.join()
+        th = [threading.Thread(target=flood, daemon=True) for _ in range(4)]
+        try:   # the flood ends with the stream, whatever happens to the stream
+            for t in th:
+                t.start()
+            a.join()
+        finally:
+            stop.set()
+            for t in th:
+                t.join(180)
         after = solo()
         return dict(alone=round(alone, 1), after=round(after, 1), during=round(a.rate(t0), 1), codes=codes,
                     chunks=len(a.arrivals), status=a.status)
