@@ -18,68 +18,18 @@
 usage: python3 tests/server/test_sched.py [--bin build/strata] [--model PATH] [--only a,b]
 Prints "N passed, N failed" last, like the C tests.
 """
-import argparse, http.client, json, os, re, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, http.client, json, os, re, socket, statistics, sys, threading, time
 
-for k in list(os.environ):
-    if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
-        del os.environ[k]
-
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done  # noqa: E402  (also clears proxy variables)
+from harness import Server as _Server  # noqa: E402
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
-
-
-class Server:
-    def __init__(self, binary, model, *args):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            self.proc.wait(10)
-            raise RuntimeError("server did not start: %r" % line)
-        self.port = int(m.group(1))
-
+class Server(_Server):
     def post(self, path, body, timeout=300):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, json.loads(data) if data.startswith(b"{") else data
-
-    def metrics(self):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        c.request("GET", "/metrics")
-        body = c.getresponse().read().decode()
-        c.close()
-        out = {}
-        for line in body.splitlines():
-            if line and not line.startswith("#"):
-                name, val = line.rsplit(" ", 1)
-                out[name] = float(val)
-        return out
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            rc = self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.errf.seek(0)
-        err = self.errf.read()
-        check("Sanitizer" not in err and "runtime error" not in err, "no sanitizer reports: %s" % err[-3000:])
-        return rc
+        """(status, parsed JSON body) of a POST"""
+        st, _, data = self.raw("POST", path, body, timeout=timeout)
+        return st, json.loads(data) if data.startswith(b"{") else data
 
 
 class Stream:
@@ -362,8 +312,7 @@ def main():
         check(cold.stop() == 0, "cold server exits 0")
     print("figures: %r" % figures, file=sys.stderr)
     print("total %.1f s" % (time.time() - t00), file=sys.stderr)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":
