@@ -18,16 +18,16 @@
 usage: python3 tests/server/test_sched.py [--bin build/strata] [--model PATH] [--only a,b]
 Prints "N passed, N failed" last, like the C tests.
 """
-import argparse, http.client, json, os, re, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, http.client, json, os, re, socket, statistics, sys, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import check, done  # noqa: E402  (also clears proxy variables)
-import harness  # noqa: E402
+from harness import Server as _Server  # noqa: E402
 
 
-class Server(harness.Server):
+class Server(_Server):
     def post(self, path, body, timeout=300):
-        """(status, the JSON reply, or its bytes when it is not an object)"""
+        """(status, parsed JSON body) of a POST"""
         st, _, data = self.raw("POST", path, body, timeout=timeout)
         return st, json.loads(data) if data.startswith(b"{") else data
 
@@ -44,7 +44,7 @@ class Stream:
         else:
             body["prompt"] = prompt
         self.c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        self.t = threading.Thread(target=self._read)
+        self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
 
     def _read(self):
@@ -130,13 +130,15 @@ def test_flood(s, figures):
         a = Stream(s, STREAM_PROMPT, 40)
         a.first.wait(120)
         t0 = time.perf_counter()
-        th = [threading.Thread(target=flood) for _ in range(4)]
-        for t in th:
-            t.start()
-        a.join()
-        stop.set()
-        for t in th:
-            t.join()
+        th = [threading.Thread(target=flood, daemon=True) for _ in range(4)]
+        try:   # the flood ends with the stream, whatever happens to the stream
+            for t in th:
+                t.start()
+            a.join()
+        finally:
+            stop.set()
+            for t in th:
+                t.join(180)
         after = solo()
         return dict(alone=round(alone, 1), after=round(after, 1), during=round(a.rate(t0), 1), codes=codes,
                     chunks=len(a.arrivals), status=a.status)
