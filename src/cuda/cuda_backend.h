@@ -117,8 +117,8 @@ int cuda_type_act(int type);
  * (the default), 0 = one lane per super-block (the first kernels); anything else: each
  * format's default. Tests and benchmarks compare them; the bits are the same either way. */
 void cuda_matvec_set_coop(int variant);
-/* passes of more than 8 columns (mm.cu): 2 the pipelined tensor-core kernel (STRATA_CUDA_MM's
- * default), 1 the first tensor-core kernel, 0 the matvec in slices of 8 (tests, A/B; same bits) */
+/* passes of more than 8 columns (mm.cu): 2 the tensor-core kernel (STRATA_CUDA_MM's default),
+ * 3 its 16-warp variant, 0 the matvec in slices of 8 (tests, A/B; same bits) */
 void cuda_mm_set(int mode);
 /* Quantize T f32 rows of n values into the activation format act (act_format); dst holds
  * T rows of act_row_bytes(act, n) bytes. */

@@ -25,8 +25,7 @@
  * slices and forms p_b.
  *
  * Formats: those whose block scales cover 32 values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
- * Q5_K), and Q6_K (a scale per 16 values: one m16n8k16 MMA per sub-block, pipelined kernel
- * only); the others run as the matvec over slices of 8 columns (cuda_matvec_group). */
+ * Q5_K), and Q6_K (a scale per 16 values: one m16n8k16 MMA per sub-block); the others run as the matvec over slices of 8 columns (cuda_matvec_group). */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "formats.cuh"
@@ -37,7 +36,6 @@ extern "C" {
 
 #define MM_BM 64
 #define MM_BN 64
-#define MM_THREADS 256
 #define MM_PAD 16   /* bytes after each row of int8 codes in shared memory: conflict-free fragment loads */
 
 template <int FMT> struct mmf { static constexpr int ok = 0; };
@@ -52,123 +50,10 @@ MMF(TYPE_Q5_1, 32, 2)
 MMF(TYPE_Q4_K, 256, 1)
 MMF(TYPE_Q5_K, 256, 1)
 #undef MMF
-/* Q6_K: int8 scales per 16 values (mma m16n8k16 per sub-block); the pipelined kernel only */
+/* Q6_K: int8 scales per 16 values (mma m16n8k16 per sub-block) */
 template <> struct mmf<TYPE_Q6_K> { static constexpr int ok = 1, QK = 256, kind = 0, SUB = 16; };
 
-/* The shared tile of one block step. */
-template <int QK> struct mm_tile {
-    int8_t w[MM_BM][QK + MM_PAD];      /* weight codes */
-    int8_t a[MM_BN][QK + MM_PAD];      /* activation codes */
-    float dw[MM_BM], mw[MM_BM];        /* d; dmin (K-quants) or m (Q4_1 / Q5_1) */
-    float da[MM_BN], sa[MM_BN];        /* activation d; s (act_q8_1) */
-    int sc[QK / 32][MM_BM], mn[QK / 32][MM_BM];   /* K-quants: 6-bit scale and min per sub-block */
-    int bs[QK / 32][MM_BN];            /* K-quants: activation sums per 32 values */
-};
-
 static __device__ __forceinline__ void st_w(int8_t *p, uint32_t v) { *(uint32_t *)p = v; }
-
-/* Decode weight block b of row `row` (pointer wr to the row) into tile row i; part = 0..3 of
- * the threads that share the row. */
-template <int FMT>
-static __device__ __forceinline__ void load_w(mm_tile<mmf<FMT>::QK> &s, int i, int part, const uint8_t *wr, int b, bool valid) {
-    constexpr int QK = mmf<FMT>::QK;
-    int8_t *dst = s.w[i];
-    if (!valid) {
-        for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
-        if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }
-        if (QK == 256 && part < 2)
-            for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[j][i] = 0; s.mn[j][i] = 0; }
-        return;
-    }
-    if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
-        constexpr bool Q5 = FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1;
-        constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
-        constexpr int BS = wfmt<FMT>::bsize;
-        const uint8_t *blk = wr + (size_t)b * BS;
-        int qoff = FMT == TYPE_Q4_0 ? offsetof_i(block_q4_0, qs) : FMT == TYPE_Q4_1 ? offsetof_i(block_q4_1, qs)
-                 : FMT == TYPE_Q5_0 ? offsetof_i(block_q5_0, qs) : offsetof_i(block_q5_1, qs);
-        uint32_t q = ONE ? ld_u32(blk + qoff + 4 * part) : ld_u32_a2(blk + qoff + 4 * part);
-        uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
-        if (Q5) {
-            uint32_t qh = FMT == TYPE_Q5_0 ? ld_u32_a2(blk + offsetof_i(block_q5_0, qh)) : ld_u32(blk + offsetof_i(block_q5_1, qh));
-            lo |= spread4(qh >> (4 * part)) << 4;
-            hi |= spread4(qh >> (16 + 4 * part)) << 4;
-        }
-        if (!ONE) {
-            const uint32_t off = Q5 ? 0x10101010u : 0x08080808u;
-            lo = __vsub4(lo, off); hi = __vsub4(hi, off);
-        }
-        st_w(dst + 4 * part, lo);
-        st_w(dst + 16 + 4 * part, hi);
-        if (part == 0) {
-            if (ONE) { uint32_t dm = ld_u32(blk); s.dw[i] = h2f((uint16_t)dm); s.mw[i] = h2f((uint16_t)(dm >> 16)); }
-            else { s.dw[i] = h2f(ld_u16(blk)); s.mw[i] = 0.0f; }
-        }
-    } else if constexpr (FMT == TYPE_Q8_0) {
-        const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q8_0);
-        st_w(dst + 8 * part, ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part));
-        st_w(dst + 8 * part + 4, ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part + 4));
-        if (part == 0) { s.dw[i] = h2f(ld_u16(blk)); s.mw[i] = 0.0f; }
-    } else {   /* Q4_K / Q5_K: part q holds values 64q .. 64q + 63 (qs[32q ..], low then high nibbles) */
-        constexpr bool Q5 = FMT == TYPE_Q5_K;
-        const int bsz = Q5 ? sizeof_i(block_q5_K) : sizeof_i(block_q4_K);
-        const int qoff = Q5 ? offsetof_i(block_q5_K, qs) : offsetof_i(block_q4_K, qs);
-        const uint8_t *blk = wr + (size_t)b * bsz;
-#pragma unroll
-        for (int w = 0; w < 8; w++) {
-            uint32_t q = ld_u32(blk + qoff + 32 * part + 4 * w);
-            uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
-            if (Q5) {
-                uint32_t h = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * w);
-                lo |= ((h >> (2 * part)) & 0x01010101u) << 4;
-                hi |= ((h >> (2 * part + 1)) & 0x01010101u) << 4;
-            }
-            st_w(dst + 64 * part + 4 * w, lo);
-            st_w(dst + 64 * part + 32 + 4 * w, hi);
-        }
-        if (part == 0) {
-            uint32_t dd = ld_u32(blk);
-            s.dw[i] = h2f((uint16_t)dd); s.mw[i] = h2f((uint16_t)(dd >> 16));
-        }
-        if (part < 2)
-            for (int j = part * 4; j < part * 4 + 4; j++) {
-                int sc, m;
-                kq_scale_min(blk + offsetof_i(block_q4_K, scales), j, &sc, &m);
-                s.sc[j][i] = sc; s.mn[j][i] = m;
-            }
-    }
-}
-
-/* Copy activation block b of column row `ar` into tile column j (part = 0..3). */
-template <int FMT>
-static __device__ __forceinline__ void load_a(mm_tile<mmf<FMT>::QK> &s, int j, int part, const uint8_t *ar, int b, bool valid) {
-    constexpr int QK = mmf<FMT>::QK;
-    int8_t *dst = s.a[j];
-    if (!valid) {
-        for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
-        if (part == 0) { s.da[j] = 0.0f; s.sa[j] = 0.0f; }
-        if (QK == 256 && part < 2)
-            for (int u = part * 4; u < part * 4 + 4; u++) s.bs[u][j] = 0;
-        return;
-    }
-    if constexpr (QK == 32) {
-        constexpr bool ONE = mmf<FMT>::kind == 2;
-        const uint8_t *a = ar + (size_t)b * (ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0));
-        const int qoff = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
-        st_w(dst + 8 * part, ld_u32(a + qoff + 8 * part));
-        st_w(dst + 8 * part + 4, ld_u32(a + qoff + 8 * part + 4));
-        if (part == 0) { s.da[j] = ld_f32(a); s.sa[j] = ONE ? ld_f32(a + offsetof_i(act_q8_1, s)) : 0.0f; }
-    } else {
-        const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_K);
-#pragma unroll
-        for (int w = 0; w < 16; w++) st_w(dst + 64 * part + 4 * w, ld_u32(a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w));
-        if (part == 0) s.da[j] = ld_f32(a);
-        if (part < 2)
-            for (int u = part * 4; u < part * 4 + 4; u++)
-                s.bs[u][j] = (int)*(const int16_t *)(a + offsetof_i(act_q8_K, bsums) + 4 * u) +
-                             (int)*(const int16_t *)(a + (offsetof_i(act_q8_K, bsums) + 2) + 4 * u);
-    }
-}
 
 static __device__ __forceinline__ void mma_s8_16x8x32(int *d, const uint32_t *a, const uint32_t *b) {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -183,152 +68,11 @@ static __device__ __forceinline__ void mma_s8_16x8x16(int *d, const uint32_t *a,
                  : "r"(a[0]), "r"(a[1]), "r"(b), "r"(0), "r"(0), "r"(0), "r"(0));
 }
 
-/* this thread's 16 outputs: fragment (mi, ni), element e: row = wm * 32 + mi * 16 + g + 8 * (e >> 1),
- * column = wn * 16 + ni * 8 + 2 * tq + (e & 1) */
-#define MM_O(mi, ni, e) (((mi) * 2 + (ni)) * 4 + (e))
-
-/* v[o] = the sum over this block's partials added into v (lane accumulator) */
-template <int FMT>
-static __device__ __forceinline__ void block_step(const mm_tile<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
-    constexpr int QK = mmf<FMT>::QK, NS = QK / 32;
-    int S[16], M[16];
-#pragma unroll
-    for (int o = 0; o < 16; o++) { S[o] = 0; M[o] = 0; }
-#pragma unroll
-    for (int j = 0; j < NS; j++) {
-        uint32_t af[2][4], bf[2][2];
-#pragma unroll
-        for (int mi = 0; mi < 2; mi++) {
-            const int r = wm * 32 + mi * 16 + g;
-            af[mi][0] = *(const uint32_t *)&s.w[r][32 * j + 4 * tq];
-            af[mi][1] = *(const uint32_t *)&s.w[r + 8][32 * j + 4 * tq];
-            af[mi][2] = *(const uint32_t *)&s.w[r][32 * j + 16 + 4 * tq];
-            af[mi][3] = *(const uint32_t *)&s.w[r + 8][32 * j + 16 + 4 * tq];
-        }
-#pragma unroll
-        for (int ni = 0; ni < 2; ni++) {
-            const int c = wn * 16 + ni * 8 + g;
-            bf[ni][0] = *(const uint32_t *)&s.a[c][32 * j + 4 * tq];
-            bf[ni][1] = *(const uint32_t *)&s.a[c][32 * j + 16 + 4 * tq];
-        }
-#pragma unroll
-        for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
-                int d[4];
-                mma_s8_16x8x32(d, af[mi], bf[ni]);
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int o = MM_O(mi, ni, e);
-                    if (NS == 1) S[o] = d[e];
-                    else {
-                        const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 16 + ni * 8 + 2 * tq + (e & 1);
-                        S[o] += s.sc[j][r] * d[e];
-                        M[o] += s.mn[j][r] * s.bs[j][c];
-                    }
-                }
-            }
-    }
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < 2; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int o = MM_O(mi, ni, e);
-                const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 16 + ni * 8 + 2 * tq + (e & 1);
-                const float dw = s.dw[r], da = s.da[c];
-                float p;
-                if (mmf<FMT>::kind == 1)
-                    p = __fsub_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)),
-                                  __fmul_rn(__int2float_rn(M[o]), __fmul_rn(s.mw[r], da)));
-                else if (mmf<FMT>::kind == 2)
-                    p = __fadd_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)), __fmul_rn(s.mw[r], s.sa[c]));
-                else
-                    p = __fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da));
-                v[o] = __fadd_rn(v[o], p);
-            }
-}
-
-template <int FMT>
-__global__ void __launch_bounds__(MM_THREADS, 1)
-mm_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
-    PDL_WAIT();
-    constexpr int QK = mmf<FMT>::QK;
-    extern __shared__ __align__(16) uint8_t mm_smem[];
-    mm_tile<QK> &s = *(mm_tile<QK> *)mm_smem;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int wm = warp >> 2, wn = warp & 3, gq = lane >> 2, tq = lane & 3;
-    const int rows = g.row_start[g.n];
-    const int row0 = blockIdx.x * MM_BM, col0 = blockIdx.y * MM_BN;
-    /* the tile row / column this thread loads (4 threads each) */
-    const int li = tid >> 2, part = tid & 3;
-    const int lrow = row0 + li, lcol = col0 + li;
-    const bool wvalid = lrow < rows, avalid = lcol < T;
-    const uint8_t *wr = NULL;
-    if (wvalid) {
-        int wi = 0;
-        while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
-        wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
-    }
-    const uint8_t *ar = act + (size_t)(avalid ? lcol : 0) * as;
-    float v[16], r0[16], r1[16], r2[16], r3[16], r4[16];
-    for (int h4 = 0; h4 < 2; h4++) {
-        for (int h3 = 0; h3 < 2; h3++) {
-            for (int h2 = 0; h2 < 2; h2++) {
-                for (int h1 = 0; h1 < 2; h1++) {
-                    for (int h0 = 0; h0 < 2; h0++) {
-                        const int k = h4 * 16 + h3 * 8 + h2 * 4 + h1 * 2 + h0;
-                        const int ln = (int)(__brev((unsigned)k) >> 27);   /* bit-reversed: the lane */
-#pragma unroll
-                        for (int o = 0; o < 16; o++) v[o] = 0.0f;
-                        for (int b = ln; b < nb; b += 32) {
-                            load_w<FMT>(s, li, part, wr, b, wvalid);
-                            load_a<FMT>(s, li, part, ar, b, avalid);
-                            __syncthreads();
-                            block_step<FMT>(s, wm, wn, gq, tq, v);
-                            __syncthreads();
-                        }
-#pragma unroll
-                        for (int o = 0; o < 16; o++) r0[o] = h0 ? __fadd_rn(r0[o], v[o]) : v[o];
-                    }
-#pragma unroll
-                    for (int o = 0; o < 16; o++) r1[o] = h1 ? __fadd_rn(r1[o], r0[o]) : r0[o];
-                }
-#pragma unroll
-                for (int o = 0; o < 16; o++) r2[o] = h2 ? __fadd_rn(r2[o], r1[o]) : r1[o];
-            }
-#pragma unroll
-            for (int o = 0; o < 16; o++) r3[o] = h3 ? __fadd_rn(r3[o], r2[o]) : r2[o];
-        }
-#pragma unroll
-        for (int o = 0; o < 16; o++) r4[o] = h4 ? __fadd_rn(r4[o], r3[o]) : r3[o];
-    }
-    /* store (and the residual add) */
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < 2; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
-                const int t = col0 + wn * 16 + ni * 8 + 2 * tq + (e & 1);
-                if (row >= rows || t >= T) continue;
-                int wi = 0;
-                while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
-                const int r = row - g.row_start[wi];
-                const int64_t no = g.n_out[wi];
-                const float y = r4[MM_O(mi, ni, e)];
-                g.y[wi][(size_t)t * no + r] = y;
-                if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
-            }
-}
-
-/* ---- the pipelined kernel (the default): one barrier per block step ---------------------------
+/* ---- the kernel: one barrier per block step ------------------------------------------------------
  * Two tiles in shared memory: while the warps run the MMAs of step i on one, the next step's
  * weight bytes are in registers (decoded into the other tile after the MMAs) and its activation
- * codes are on their way by cp.async. The steps are the same (lane order, blocks in order), so
- * are the bits; test_gpu_mm compares both kernels with the CPU reference. */
+ * codes are on their way by cp.async. (A first kernel that loaded, synchronized, computed and
+ * synchronized again per step measured 5-35 % slower (H200, m 4096 k 14336 n 512) and was removed; BENCHMARKS.md.) */
 template <int QK> struct mm_tile2 {
     int8_t w[MM_BM][QK + MM_PAD];
     int8_t a[MM_BN][QK + MM_PAD];
@@ -689,11 +433,11 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
 }
 
 /* ---- host ------------------------------------------------------------------------------------ */
-/* STRATA_CUDA_MM: 2 the pipelined kernel (default), 3 the same with 16 warps of 32 x 8 outputs,
- * 1 the first kernel (kept for comparison), 0 the matvec in slices of 8 */
+/* STRATA_CUDA_MM: 2 the kernel with 8 warps of 32 x 16 outputs (default), 3 the same with 16
+ * warps of 32 x 8 outputs, 0 the matvec in slices of 8 */
 static int mm_mode = -1;
 
-extern "C" void cuda_mm_set(int mode) { mm_mode = mode >= 1 && mode <= 3 ? mode : 0; }
+extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 2 || mode == 3 ? mode : 0; }
 
 /* Below this many columns the matvec in slices of 8 is faster than the 64 x 64 tiles (H200,
  * bench_e2e batch, SmolLM2 / 1.5B shapes: at 16 columns slices 6,348 / 2,679 tok/s against the
@@ -702,7 +446,7 @@ extern "C" void cuda_mm_set(int mode) { mm_mode = mode >= 1 && mode <= 3 ? mode 
 int cuda_mm_min_cols(void) { return 32; }
 
 int cuda_mm_supported(int type, int64_t n_in) {
-    if (mm_mode < 0) { long v = env_int(ENV_CUDA_MM); mm_mode = v >= 1 && v <= 3 ? (int)v : 0; }
+    if (mm_mode < 0) { long v = env_int(ENV_CUDA_MM); mm_mode = v == 2 || v == 3 ? (int)v : 0; }
     if (!mm_mode) return 0;
     switch (type) {
     case TYPE_Q4_0: case TYPE_Q5_0: case TYPE_Q8_0: case TYPE_Q4_1: case TYPE_Q5_1: return n_in % 32 == 0;
@@ -714,15 +458,12 @@ int cuda_mm_supported(int type, int64_t n_in) {
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
     static int attr[4];
-    /* Q6_K: the pipelined kernels only */
-    const int mode = mmf<FMT>::SUB == 16 && mm_mode == 1 ? 2 : mm_mode;
-    const size_t smem = mode >= 2 ? 2 * sizeof(mm_tile2<mmf<FMT>::QK>) : sizeof(mm_tile<mmf<FMT>::QK>);
+    const int mode = mm_mode;
+    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     if (!attr[mode]) {
-        cudaError_t e = cudaSuccess;
-        if (mode == 3) e = cudaFuncSetAttribute(mm_kernel2<FMT, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if (mode == 2) e = cudaFuncSetAttribute(mm_kernel2<FMT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if constexpr (mmf<FMT>::SUB == 32)
-            e = cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaError_t e = mode == 3
+            ? cudaFuncSetAttribute(mm_kernel2<FMT, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+            : cudaFuncSetAttribute(mm_kernel2<FMT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (CU_CHECK(e)) return -1;
         attr[mode] = 1;
     }
@@ -731,8 +472,7 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     const int rows = g->row_start[g->n];
     dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
     if (mode == 3) klaunch(mm_kernel2<FMT, 1>, grid, 512, smem, st, *g, nb, (const uint8_t *)act, as, T);
-    else if (mode == 2) klaunch(mm_kernel2<FMT, 2>, grid, 256, smem, st, *g, nb, (const uint8_t *)act, as, T);
-    else if constexpr (mmf<FMT>::SUB == 32) klaunch(mm_kernel<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    else klaunch(mm_kernel2<FMT, 2>, grid, 256, smem, st, *g, nb, (const uint8_t *)act, as, T);
     return CU_LAUNCHED();
 }
 
