@@ -311,8 +311,9 @@ static void test_spec_step(strata_model *m) {
 
 int main(void) {
     /* the speculative steps here test the step machinery (drafts, verification, budgets), not
-     * the cost model (test_spec does): a fixed cost table, so a loaded machine's timings cannot
-     * turn speculation off (verify passes of 2..8 columns at 1.05..1.35 plain steps) */
+     * the cost model (test_spec does): a given cost table, final (not re-timed), so a loaded
+     * machine's timings cannot turn speculation off (verify passes of 2..8 columns at
+     * 1.05..1.35 plain steps) */
     setenv("STRATA_SPEC_COSTS", "1.05,1.1,1.15,1.2,1.25,1.3,1.35", 0);
     const char *path = getenv("STRATA_MODEL");
     if (!path || access(path, R_OK)) SKIP_ALL("model", "STRATA_MODEL not set or unreadable");

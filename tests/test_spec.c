@@ -209,6 +209,13 @@ static void test_window_controller(void) {
     for (int i = 0; i < 3; i++) spec_ctl_time_draft(&c, 4, 0.012);
     spec_ctl_costs(&c, &now);
     CHECK(fabs(now.draft - 0.3) < 0.01);
+    /* a given table (STRATA_SPEC_COSTS) is final: passes timed 5x slower change nothing */
+    spec_ctl g;
+    spec_ctl_init(&g, &prior);
+    g.given = 1;
+    for (int i = 0; i < 10; i++) { spec_ctl_time(&g, 1, 0.010); spec_ctl_time(&g, 3, 0.050); }
+    spec_ctl_costs(&g, &now);
+    CHECK(fabs(now.c[3] - 1.4) < 1e-12 && fabs(now.c[8] - 2.4) < 1e-12 && g.nt[1] == 0 && g.nt[3] == 0);
 }
 
 /* ---- sampled acceptance: output distribution equals p ------------------------------------ */

@@ -743,15 +743,17 @@ static int spec_calibrate(strata_session *s, spec_costs *out) {
     return 0;
 }
 
-/* The session's controller: the verify costs of STRATA_SPEC_COSTS, else those the model's
- * first speculating session timed (spec_calibrate, once per model), else the built-in table. */
+/* The session's controller: the verify costs of STRATA_SPEC_COSTS (then final: passes are not
+ * re-timed, so the windows do not depend on the machine's load), else those the model's first
+ * speculating session timed (spec_calibrate, once per model, then followed by the timings of
+ * every pass), else the built-in table. */
 static pthread_mutex_t spec_prior_lock = PTHREAD_MUTEX_INITIALIZER;
 static void spec_start(strata_session *s) {
     spec_costs prior;
-    int have = s->p.spec_draft > 0 && !spec_fixed();
+    int have = s->p.spec_draft > 0 && !spec_fixed(), given = 0;
     if (have) {
         const char *e = env_str(ENV_SPEC_COSTS);
-        if (*e) have = spec_costs_parse(e, &prior) == 0;
+        if (*e) have = given = spec_costs_parse(e, &prior) == 0;
         else {
             strata_model *m = s->m;
             pthread_mutex_lock(&spec_prior_lock);
@@ -761,6 +763,7 @@ static void spec_start(strata_session *s) {
         }
     }
     spec_ctl_init(&s->spec, have ? &prior : NULL);
+    s->spec.given = given;
 }
 
 /* A window of nd drafts at pos0 kept j of them: the statistics, the source's acceptance, and
