@@ -14,6 +14,7 @@ X(ENV_PIP,          "STRATA_PIP",          ENV_STR,  "python3 -m pip", "the pip 
 X(ENV_LOGITS_HASH,  "STRATA_LOGITS_HASH",  ENV_BOOL, "0",    "print an FNV-1a hash of every step's logits to stderr (nondeterminism check)")
 X(ENV_CUDA_GRAPH,    "STRATA_CUDA_GRAPH",    ENV_BOOL, "1",    "CUDA greedy decode: replay the step as one CUDA graph (0: launch kernels one by one)")
 X(ENV_CUDA_MM,       "STRATA_CUDA_MM",       ENV_INT,  "2",    "CUDA passes of more than 8 columns (src/cuda/mm.cu, all the matvec's bits): 2 the tensor-core kernel (8 warps of 32x16 outputs), 3 the same with 16 warps of 32x8 outputs, 0 the matvec over slices of 8 columns")
+X(ENV_CUDA_MM_EXT,   "STRATA_CUDA_MM_EXT",   ENV_INT,  "0",    "1: the tensor-core kernel of wide CUDA passes also for Q2_K, Q3_K, MXFP4, IQ4_NL and the IQ2/IQ3/IQ1/IQ4_XS formats (same bits; written 2026-12-01 without a GPU: off until make test-gpu has passed with it), 0: those formats take the matvec over slices of 8 columns")
 X(ENV_CUDA_ATTN_QTILE, "STRATA_CUDA_ATTN_QTILE", ENV_BOOL, "1", "CUDA passes of more than 8 columns of one sequence: the attention in query tiles sharing K/V loads (src/cuda/attn_prompt.cu, same bits); 0: one CTA per column and head")
 X(ENV_CUDA_FUSE,     "STRATA_CUDA_FUSE",     ENV_BOOL, "1",    "CUDA backend: fuse ops that share inputs (norm+quantize, q/k/v, gate/up+SwiGLU, matvec+residual); 0: one kernel per op")
 X(ENV_MOE,          "STRATA_MOE",          ENV_STR,  "grouped", "CPU MoE expert kernels: grouped (each expert read once for its tokens) or per-token (reference); same bits")

@@ -908,7 +908,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->kv.kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
     c->kv.vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
     if (!c->kv.kc || !c->kv.vc) { snprintf(err, errlen, "out of memory"); cuda_free_be(be); return NULL; }
-    if (cuda_tables_init() || expf_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
+    if (cuda_tables_init() || cuda_mm_tables_init() || expf_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
     {
         size_t kv_bytes = (size_t)n_ctx * c->kv_dim * sizeof(uint16_t);
         for (int l = 0; l < hp->n_layers; l++)

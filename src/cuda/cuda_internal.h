@@ -39,6 +39,7 @@ int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
 int    cuda_mm_supported(int type, int64_t n_in);
 int    cuda_mm_min_cols(void);
 int    cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
+int    cuda_mm_tables_init(void);   /* mm.cu's IQ codebooks into device memory (once) */
 /* a gate/up + SwiGLU group at T = 1 that also writes h quantized into act_h (32-value blocks:
  * the formats ..._ok accepts); act_h must not be act */
 int    cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out);

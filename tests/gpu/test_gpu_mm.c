@@ -1,6 +1,6 @@
 /* Wide passes on the GPU (T > 8 columns): the tensor-core matmul (src/cuda/mm.cu) and the
  * matvec over slices of 8 give every column the bits of the CPU reference (act_quantize_row +
- * quant_traits.dot_ref), for the formats mm.cu covers and for the ones that fall back, at
+ * quant_traits.dot_ref), for every format mm.cu covers (all but Q2_0) and for Q2_0, which falls back, at
  * widths 9, 17, 64, 100 and 512, with rows that straddle tiles, rows of one block per lane,
  * of fewer blocks than lanes and of more than 32 blocks (two per lane).
  *
@@ -123,8 +123,10 @@ static void bench(int type) {
 
 int main(int argc, char **argv) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    cuda_mm_ext_set(1);   /* every format mm.cu has, STRATA_CUDA_MM_EXT's too */
     const int all[] = { TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q2_K,
-                        TYPE_IQ3_XXS };
+                        TYPE_Q3_K, TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,
+                        TYPE_IQ4_XS, TYPE_IQ4_NL, TYPE_MXFP4, TYPE_Q2_0 };
     const int n_all = (int)(sizeof all / sizeof all[0]);
     if (argc > 1 && !strcmp(argv[1], "bench")) {
         for (int i = 0; i < n_all; i++) bench(all[i]);
@@ -132,13 +134,13 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < n_all; i++) {
         int type = all[i];
-        int big = quant_traits_get(type)->blck == 256;
+        const int64_t blck = quant_traits_get(type)->blck, big = blck == 256;
         /* rows: fewer blocks than lanes, one per lane, more than 32 (two per lane for some) */
-        int64_t shapes[][2] = { { big ? 512 : 64, 70 }, { big ? 2048 : 576, 130 }, { big ? 8448 : 1056, 67 } };
+        int64_t shapes[][2] = { { 2 * blck, 70 }, { (big ? 8 : 18) * blck, 130 }, { 33 * blck, 67 } };
         int widths[] = { 9, 17, 64, 100 };
         for (int s = 0; s < 3; s++)
             for (int w = 0; w < 4; w++) check(type, shapes[s][0], shapes[s][1], widths[w]);
-        check(type, big ? 2048 : 576, 96, 512);
+        check(type, (big ? 8 : 18) * blck, 96, 512);
     }
     TEST_DONE();
 }
