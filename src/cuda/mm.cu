@@ -41,7 +41,7 @@ extern "C" {
 }
 
 #define MM_BM 64
-#define MM_BN 64
+#define MM_BN CUDA_MM_BN
 #define MM_PAD 16   /* bytes after each row of int8 codes in shared memory: conflict-free fragment loads */
 
 IQ_TABLES_INIT_FN(cuda_mm_tables_init, "mm")
@@ -474,17 +474,41 @@ static __device__ __forceinline__ void canon_push(int k, const float *c, float *
     }
 }
 
-template <int FMT, int NI>
+/* Grouped (MoE) launches: the CTA column blockIdx.y is tile ti of the list `tiles` ([0] the
+ * count, then (group, first column) per tile); group gi of `groups` (moe.cu's layout: expert,
+ * first pair, pairs, source row) has its pairs' activation rows at act + (first pair + c) * as
+ * and its outputs at y + (first pair + c) * n_out; its weights are expert e's of W. */
+struct mm_grouped {
+    const int *tiles, *groups;
+    const uint8_t *W;
+    size_t expert_bytes, row_bytes;
+    int n_out;
+    float *y;
+};
+
+template <int FMT, int NI, int GR>
 __global__ void __launch_bounds__(512 / NI, 1)
-mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
+mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
     extern __shared__ __align__(16) uint8_t mm_smem[];
     mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
-    const int rows = g.row_start[g.n];
-    const int row0 = blockIdx.x * MM_BM, col0 = blockIdx.y * MM_BN;
+    int rows, col0 = blockIdx.y * MM_BN, colbase = 0;   /* colbase: the group's first pair */
+    const uint8_t *wexp = NULL;
+    if constexpr (GR != 0) {
+        const int ti = blockIdx.y;
+        if (ti >= gr.tiles[0]) return;                  /* fewer tiles than the grid's bound */
+        const int *grp = gr.groups + 1 + MOE_GROUP_INTS * gr.tiles[1 + 2 * ti];
+        rows = gr.n_out;
+        col0 = gr.tiles[2 + 2 * ti];
+        colbase = grp[1];
+        T = grp[2];                                     /* the group's pairs are its columns */
+        wexp = gr.W + (size_t)grp[0] * gr.expert_bytes;
+    } else
+        rows = g.row_start[g.n];
+    const int row0 = blockIdx.x * MM_BM;
     /* the first 256 threads load: 4 per tile row and column */
     const bool loader = tid < 256;
     const int li = (tid & 255) >> 2, part = tid & 3;
@@ -492,11 +516,14 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
     const bool wvalid = lrow < rows, avalid = lcol < T;
     const uint8_t *wr = NULL;
     if (wvalid) {
-        int wi = 0;
-        while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
-        wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
+        if constexpr (GR != 0) wr = wexp + (size_t)lrow * gr.row_bytes;
+        else {
+            int wi = 0;
+            while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
+            wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
+        }
     }
-    const uint8_t *ar = act + (size_t)(avalid ? lcol : 0) * as;
+    const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw;
     /* the first step: lane 0, block 0 */
@@ -545,6 +572,10 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
                 const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
                 const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
                 if (row >= rows || t >= T) continue;
+                if constexpr (GR != 0) {
+                    gr.y[(size_t)(colbase + t) * gr.n_out + row] = r4[MM_O2(mi, ni, e)];
+                    continue;
+                }
                 int wi = 0;
                 while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
                 const int r = row - g.row_start[wi];
@@ -596,10 +627,10 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     if (!attr[mode]) {
         cudaError_t e;
         if constexpr (mm_both<FMT>::v)
-            e = mode == 3 ? cudaFuncSetAttribute(mm_kernel2<FMT, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
-                          : cudaFuncSetAttribute(mm_kernel2<FMT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            e = mode == 3 ? cudaFuncSetAttribute(mm_kernel2<FMT, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+                          : cudaFuncSetAttribute(mm_kernel2<FMT, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         else
-            e = cudaFuncSetAttribute(mm_kernel2<FMT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            e = cudaFuncSetAttribute(mm_kernel2<FMT, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (CU_CHECK(e)) return -1;
         attr[mode] = 1;
     }
@@ -609,12 +640,46 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
     if constexpr (mm_both<FMT>::v) {
         if (mode == 3) {
-            klaunch(mm_kernel2<FMT, 1>, grid, 512, smem, st, *g, nb, (const uint8_t *)act, as, T);
+            klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T);
             return CU_LAUNCHED();
         }
     }
-    klaunch(mm_kernel2<FMT, 2>, grid, 256, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    klaunch(mm_kernel2<FMT, 2, 0>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T);
     return CU_LAUNCHED();
+}
+
+/* the grouped launch: grid (row tiles of n_out, max_tiles); CTAs past the list's count exit */
+template <int FMT>
+static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act, int max_tiles, cudaStream_t st) {
+    static int attr;
+    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return -1;
+        attr = 1;
+    }
+    const int nb = (int)(n_in / mmf<FMT>::QK);
+    const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
+    mv_group g;
+    memset(&g, 0, sizeof g);
+    dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
+    klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0);
+    return CU_LAUNCHED();
+}
+
+int cuda_mm_grouped(int type, const void *W, size_t expert_bytes, size_t row_bytes, int n_out, int64_t n_in,
+                    const void *act, const int *groups, const int *tiles, int max_tiles, float *y, cudaStream_t st) {
+    if (max_tiles < 1 || n_out < 1 || !cuda_mm_supported(type, n_in)) return -1;
+    if (cuda_mm_tables_init()) return -1;
+    mm_grouped gr;
+    gr.tiles = tiles; gr.groups = groups; gr.W = (const uint8_t *)W;
+    gr.expert_bytes = expert_bytes; gr.row_bytes = row_bytes; gr.n_out = n_out; gr.y = y;
+    switch (type) {
+#define F(FM) case FM: return mm_launch_grouped<FM>(&gr, n_in, act, max_tiles, st);
+    MM_FORMATS(F)
+#undef F
+    default: return -1;
+    }
 }
 
 int cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
