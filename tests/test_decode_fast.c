@@ -10,7 +10,11 @@
  *   Q6_K: every 32-bit word of four 6-bit codes through the SWAR offset, and every code in every
  *     weight position of a block (both kernels' layouts) against q6_K_unpack_ref
  * plus the tables (sign masks against ksigns_iq2xs, the IQ4 codebook words against
- * kvalues_iq4nl) and the precondition of the signed-byte trick (no grid byte is 0). */
+ * kvalues_iq4nl) and the precondition of the signed-byte trick (no grid byte is 0).
+ * And the rule of STRATA_CUDA_ROUTE=parallel (src/cuda/moe.cu, moe_route_token_par), written
+ * out lane by lane in C, against the CPU's routing (moe_route): same experts, same weight bits,
+ * on random logits, ties, underflowing probabilities and expert counts that are not multiples
+ * of 32 (the warp intrinsics themselves are checked on the GPU: tests/gpu/test_gpu_variants). */
 #include "test.h"
 #include <stdint.h>
 #include "quant/blocks.h"
@@ -18,6 +22,7 @@
 #include "quant/ref.h"
 #include "quant/ref_iq.h"
 #include "quant/decode_fast.h"
+#include "cpu/moe.h"
 
 static uint64_t g_ksm[128], g_bsm[256];
 static df_tables g_t;
@@ -305,6 +310,88 @@ static void test_q6_K(void) {
            bad || bad_sub || bad_part ? "DIFFER" : "equal");
 }
 
+
+/* moe_route_token_par lane by lane: expert e in lane e % 32, slot e / 32 (X <= 256) */
+static void route_par_emul(const float *l, int X, int k, int32_t *sel, float *w) {
+    float v[32][8], mx[32];
+    unsigned avail[32];
+    for (int lane = 0; lane < 32; lane++) {
+        mx[lane] = l[0];
+        avail[lane] = 0;
+        for (int i = 0; i < 8; i++) {
+            int e = lane + 32 * i;
+            v[lane][i] = e < X ? l[e] : 0.0f;
+            if (e < X && v[lane][i] > mx[lane]) mx[lane] = v[lane][i];
+        }
+    }
+    for (int o = 16; o; o >>= 1) {   /* __shfl_xor_sync: every lane reads the others' old values */
+        float old[32];
+        memcpy(old, mx, sizeof old);
+        for (int lane = 0; lane < 32; lane++)
+            if (old[lane ^ o] > mx[lane]) mx[lane] = old[lane ^ o];
+    }
+    for (int lane = 0; lane < 32; lane++)
+        for (int i = 0; i < 8; i++)
+            if (lane + 32 * i < X) v[lane][i] = expf(v[lane][i] - mx[lane]);
+    float sum = 0.0f;
+    for (int e = 0; e < X; e++) sum += v[e % 32][e / 32];
+    for (int lane = 0; lane < 32; lane++)
+        for (int i = 0; i < 8; i++)
+            if (lane + 32 * i < X) { v[lane][i] = v[lane][i] / sum; avail[lane] |= 1u << i; }
+    float ssel = 0.0f;
+    for (int r = 0; r < k; r++) {
+        uint32_t bb[32];
+        int bi[32];
+        for (int lane = 0; lane < 32; lane++) {
+            bb[lane] = 0; bi[lane] = 0x7FFFFFFF;
+            for (int i = 0; i < 8; i++) {
+                uint32_t b;
+                memcpy(&b, &v[lane][i], 4);
+                if (((avail[lane] >> i) & 1) && (bi[lane] == 0x7FFFFFFF || b > bb[lane])) { bb[lane] = b; bi[lane] = lane + 32 * i; }
+            }
+        }
+        uint32_t best = 0;   /* __reduce_max_sync */
+        for (int lane = 0; lane < 32; lane++) if ((bi[lane] != 0x7FFFFFFF ? bb[lane] : 0u) > best) best = bb[lane];
+        unsigned e = 0x7FFFFFFF;   /* __reduce_min_sync */
+        for (int lane = 0; lane < 32; lane++)
+            if (bi[lane] != 0x7FFFFFFF && bb[lane] == best && (unsigned)bi[lane] < e) e = (unsigned)bi[lane];
+        avail[e & 31] &= ~(1u << (e >> 5));
+        float wv;
+        memcpy(&wv, &best, 4);
+        ssel += wv;
+        sel[r] = (int32_t)e; w[r] = wv;
+    }
+    for (int r = 0; r < k; r++) w[r] = w[r] / ssel;
+}
+
+static void test_route_rule(void) {
+    static const int xs[] = { 16, 33, 128, 200, 256 }, ks[] = { 1, 4, 8 };
+    int cases = 0, bad = 0;
+    float l[256];
+    for (int kind = 0; kind < 5; kind++)
+        for (size_t xi = 0; xi < sizeof xs / sizeof xs[0]; xi++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+                for (int rep = 0; rep < 40; rep++) {
+                    int X = xs[xi], k = ks[ki];
+                    for (int e = 0; e < X; e++) {
+                        float u = (float)(rnd32() >> 8) / (float)(1 << 24) * 2.0f - 1.0f;
+                        l[e] = kind == 0 ? 4.0f * u                                   /* random */
+                             : kind == 1 ? 0.0f                                        /* all tied */
+                             : kind == 2 ? (float)((int)(rnd32() % 5)) * 0.5f          /* few levels: many ties */
+                             : kind == 3 ? (e % 7 == 3 ? 30.0f : -120.0f * (1 + u))    /* probabilities that underflow to 0 */
+                                         : 1e-3f * u + (e % 9 == 0 ? 1.0f : 0.0f);     /* near-ties */
+                    }
+                    int32_t s_ref[8], s_par[8];
+                    float w_ref[8], w_par[8];
+                    moe_route(l, X, k, 1, s_ref, w_ref);
+                    route_par_emul(l, X, k, s_par, w_par);
+                    bad += memcmp(s_ref, s_par, sizeof(int32_t) * k) != 0 || memcmp(w_ref, w_par, sizeof(float) * k) != 0;
+                    cases++;
+                }
+    CHECKF(bad == 0, "parallel routing rule: %d of %d cases differ from moe_route", bad, cases);
+    printf("routing rule (warp max of bits, min index, chained sums): %d cases vs moe_route: %s\n", cases, bad ? "DIFFER" : "equal");
+}
+
 int main(void) {
     df_sign_tables_fill(ksigns_iq2xs, g_ksm, g_bsm);
     g_t.iq2xxs = iq2xxs_grid; g_t.iq2xs = iq2xs_grid; g_t.iq2s = iq2s_grid;
@@ -319,5 +406,6 @@ int main(void) {
     RUN(test_iq4);
     RUN(test_q2_0);
     RUN(test_q6_K);
+    RUN(test_route_rule);
     TEST_DONE();
 }

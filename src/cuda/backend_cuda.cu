@@ -966,8 +966,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         cuda_variants var;
         cuda_device_choose(&var);
         c->attn_split = var.attn_split;
-        cuda_matvec_set_coop(var.matvec_coop);
-        cuda_set_pdl(var.pdl);
+        cuda_variants_apply(&var);   /* matvec kernel, dependent launch, decode variants, routing */
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     c->kv.n_ctx = n_ctx;

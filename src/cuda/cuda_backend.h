@@ -58,9 +58,24 @@ typedef struct cuda_variants {
     int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
     int attn_split;         /* 0: exact (the CPU's order); 1: split-KV (opt-in, other bits) */
     int pdl;                /* programmatic dependent launch of the backend's kernels (same bits) */
+    int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): 0 by default */
+    int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
     const char *matvec_from, *attn_from, *pdl_from;
 } cuda_variants;
+/* The decode variants (src/cuda/decode_fast.cuh, docs/KERNELS.md "Decode variants"): the same
+ * integers with other instructions, so the same bits; each off until measured on a GPU. */
+#define CUDA_DEC_IQ_FAST 1   /* STRATA_IQ_DECODE_FAST: IQ2_XXS..IQ3_S, IQ4_XS, IQ4_NL */
+#define CUDA_DEC_Q2_WORD 2   /* STRATA_Q2_WORD_EXPAND: Q2_0 */
+#define CUDA_DEC_Q6_SWAR 4   /* STRATA_Q6_SWAR: Q6_K */
 void cuda_device_choose(cuda_variants *v);
+/* Make v the process's kernel variants (matvec kernel, dependent launch, decode variants,
+ * routing): what a backend does at creation; tests and benchmarks call it after changing a
+ * switch (setenv, env_reset_cache, cuda_device_choose). Kernels already captured in a CUDA
+ * graph keep the variant they were captured with. */
+void cuda_variants_apply(const cuda_variants *v);
+void cuda_matvec_set_decode(int bits);   /* CUDA_DEC_* bits for the matvec and MoE kernels */
+int  cuda_matvec_decode(void);
+void cuda_moe_set_route(int parallel);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 

@@ -68,6 +68,18 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->pdl_from = "table";
     if (!strcmp(pd, "on") || !strcmp(pd, "1")) { v->pdl = c && c->major >= 9; v->pdl_from = "STRATA_CUDA_PDL"; }
     else if (!strcmp(pd, "off") || !strcmp(pd, "0")) { v->pdl = 0; v->pdl_from = "STRATA_CUDA_PDL"; }
+    /* decode variants and the routing (issue 20): off unless a switch asks; not in the table
+     * until measured on a GPU (docs/KERNELS.md, "Decode variants") */
+    v->decode = (env_bool(ENV_IQ_DECODE_FAST) ? CUDA_DEC_IQ_FAST : 0) | (env_bool(ENV_Q2_WORD_EXPAND) ? CUDA_DEC_Q2_WORD : 0) |
+                (env_bool(ENV_Q6_SWAR) ? CUDA_DEC_Q6_SWAR : 0);
+    v->route_parallel = !strcmp(env_str(ENV_CUDA_ROUTE), "parallel");
+}
+
+extern "C" void cuda_variants_apply(const cuda_variants *v) {
+    cuda_matvec_set_coop(v->matvec_coop);
+    cuda_set_pdl(v->pdl);
+    cuda_matvec_set_decode(v->decode);
+    cuda_moe_set_route(v->route_parallel);
 }
 
 extern "C" int cuda_device_class_describe(char *out, size_t cap) {
@@ -77,9 +89,11 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
     cuda_device_choose(&v);
     snprintf(out, cap,
              "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
-             "attention: %s (%s); dependent launch: %s (%s)",
+             "attention: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s; MoE routing: %s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
-             v.matvec_from, v.attn_split ? "split-KV" : "exact", v.attn_from, v.pdl ? "on" : "off", v.pdl_from);
+             v.matvec_from, v.attn_split ? "split-KV" : "exact", v.attn_from, v.pdl ? "on" : "off", v.pdl_from,
+             v.decode ? "" : " none", v.decode & CUDA_DEC_IQ_FAST ? " iq-fast" : "", v.decode & CUDA_DEC_Q2_WORD ? " q2-word" : "",
+             v.decode & CUDA_DEC_Q6_SWAR ? " q6-swar" : "", v.route_parallel ? "parallel" : "serial");
     return 0;
 }

@@ -10,6 +10,9 @@
  *                       grouped by expert exactly as moe.c's counting sort (experts ascending,
  *                       tokens ascending inside a group) and each pair's activation row
  *                       gathered, so a group's columns are contiguous.
+ *                       STRATA_CUDA_ROUTE=parallel: the per-token part with the values in
+ *                       registers and top-k by warp-wide reductions (moe_route_token_par,
+ *                       same bits; off until measured).
  *   moe_gate_up_kernel  grid (rows of F / MV_WARPS, group): the warp of row r reads gate and
  *                       up row r of the group's expert once for all its columns (row_dot:
  *                       the same canonical dot as the matvec kernels) and writes
@@ -93,8 +96,68 @@ static __device__ __forceinline__ void moe_route_token(float *p, const float *__
     }
 }
 
+/* STRATA_CUDA_ROUTE=parallel (PAR = 1 below): token t's softmax and top-k by one warp with the
+ * X <= 32 * RP_MAX values in the lanes' registers (expert e in lane e % 32, slot e / 32): the
+ * same max (each lane from l[0], strict >, then the xor tree), the same expf_ref and division,
+ * the denominator summed in expert order from 0.0f (every lane runs the one chain, the values
+ * brought by shuffles), top-k by a warp-wide max of the probability bits (non-negative floats
+ * order as unsigned integers) and a min over the indices holding it (ties: lower index), the
+ * renormalization sum in rank order. So for finite logits the bits of the serial scans. */
+#define RP_MAX 8
+static __device__ __forceinline__ void moe_route_token_par(const float *__restrict__ l, int X, int k, int *sel, float *sw,
+                                                           float *__restrict__ wts) {
+    const int lane = threadIdx.x & 31;
+    float v[RP_MAX];
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++) v[i] = lane + 32 * i < X ? __ldcg(l + lane + 32 * i) : 0.0f;
+    float mx = __shfl_sync(FULL_MASK, v[0], 0);
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++)
+        if (lane + 32 * i < X && v[i] > mx) mx = v[i];
+    for (int o = 16; o; o >>= 1) {
+        float ov = __shfl_xor_sync(FULL_MASK, mx, o);
+        if (ov > mx) mx = ov;
+    }
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++)
+        if (lane + 32 * i < X) v[i] = expf_ref(__fsub_rn(v[i], mx));
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++) {
+        if (32 * i >= X) break;
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            float x = __shfl_sync(FULL_MASK, v[i], j);
+            if (32 * i + j < X) sum = __fadd_rn(sum, x);   /* expert order, as the CPU */
+        }
+    }
+    unsigned avail = 0;   /* slot i holds an untaken expert */
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++)
+        if (lane + 32 * i < X) { v[i] = __fdiv_rn(v[i], sum); avail |= 1u << i; }
+    float ssel = 0.0f;
+    for (int r = 0; r < k; r++) {
+        unsigned bb = 0;
+        int bi = 0x7FFFFFFF;
+#pragma unroll
+        for (int i = 0; i < RP_MAX; i++) {   /* the lane's best: largest, then lowest index */
+            unsigned b = __float_as_uint(v[i]);
+            if (((avail >> i) & 1) && (bi == 0x7FFFFFFF || b > bb)) { bb = b; bi = lane + 32 * i; }
+        }
+        const unsigned best = __reduce_max_sync(FULL_MASK, bi != 0x7FFFFFFF ? bb : 0u);
+        const int e = (int)__reduce_min_sync(FULL_MASK, (unsigned)(bi != 0x7FFFFFFF && bb == best ? bi : 0x7FFFFFFF));
+        if ((e & 31) == lane) avail &= ~(1u << (e >> 5));
+        const float w = __uint_as_float(best);
+        ssel = __fadd_rn(ssel, w);   /* rank order, as the CPU */
+        if (lane == 0) { sel[r] = e; sw[r] = w; }
+    }
+    __syncwarp();
+    for (int r = lane; r < k; r += 32) wts[r] = __fdiv_rn(sw[r], ssel);
+}
+
 /* The routing of T tokens by the calling CTA (any multiple of 32 threads); s_p: T * X floats of
  * shared memory. */
+template <int PAR>
 static __device__ __forceinline__ void moe_route_body(float *s_p, const float *__restrict__ logits, int X, int k, int T,
                                                       const uint8_t *__restrict__ act_x, size_t as,
                                                       uint8_t *__restrict__ act_pairs, int *__restrict__ groups,
@@ -105,8 +168,15 @@ static __device__ __forceinline__ void moe_route_body(float *s_p, const float *_
     __shared__ int s_first[ROUTE_MAX_PAIRS];             /* first pair of its expert */
     __shared__ int s_gather[ROUTE_MAX_PAIRS];            /* grouped position whose row is gathered */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int t = warp; t < T; t += nw)
+    for (int t = warp; t < T; t += nw) {
+        if constexpr (PAR != 0) {
+            if (X <= 32 * RP_MAX) {
+                moe_route_token_par(logits + (size_t)t * X, X, k, s_sel + t * k, s_w + t * k, wts + t * k);
+                continue;
+            }
+        }
         moe_route_token(s_p + (size_t)t * X, logits + (size_t)t * X, X, k, lane, s_sel + t * k, s_w + t * k, wts + t * k);
+    }
     __syncthreads();
     /* Grouping, moe.c's counting sort computed per pair (P <= 512, O(P) each): pair q = (t, r)
      * in token-major order goes to position #{sel < e} + #{earlier pairs with expert e}; the
@@ -158,13 +228,14 @@ static __device__ __forceinline__ void moe_route_body(float *s_p, const float *_
     }
 }
 
+template <int PAR>
 __global__ void __launch_bounds__(ROUTE_THREADS)
 moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const uint8_t *__restrict__ act_x, size_t as,
                  uint8_t *__restrict__ act_pairs, int *__restrict__ groups, int *__restrict__ pair_of,
                  float *__restrict__ wts) {
     PDL_WAIT();
     extern __shared__ float s_p[];                       /* [T][X] probabilities */
-    moe_route_body(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
+    moe_route_body<PAR>(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
 }
 
 /* An F32 router of rows of E = 32 * NPL and the routing in one launch: warp w of CTA b computes
@@ -172,7 +243,7 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
  * sums w * x in the canonical per-element order: the bits of the matvec kernels' F32 path);
  * the last CTA to finish (atomic counter, reset by it for the next launch) routes. */
 #define ROUTER_WARPS 8
-template <int NPL, int TM>
+template <int NPL, int TM, int PAR>
 __global__ void __launch_bounds__(ROUTER_WARPS * 32)
 moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits,
                         unsigned *__restrict__ counter, int X, int k, int T, const uint8_t *__restrict__ act_x,
@@ -199,12 +270,12 @@ moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x
         }
     }
     if (!last_cta_arrived(counter)) return;
-    moe_route_body(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
+    moe_route_body<PAR>(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
 }
 
 /* ---- grouped expert matvecs ------------------------------------------------------------------ */
-template <int FMT, int TM, int COOP>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
@@ -224,12 +295,12 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
          * bits are those of two separate dots) */
         float acc[2][TM];
         const uint8_t *w2[2] = { Wg + off, Wu + off };
-        row_dot_coop<FMT, TM, 8, 2>(w2, nb, a, as, n, acc);
+        row_dot_coop<FMT, TM, 8, 2, V>(w2, nb, a, as, n, acc);
 #pragma unroll
         for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
     } else {
-        row_dot<FMT, TM, COOP>(Wg + off, n_in, nb, a, as, n, ga);
-        row_dot<FMT, TM, COOP>(Wu + off, n_in, nb, a, as, n, ua);
+        row_dot<FMT, TM, COOP, V>(Wg + off, n_in, nb, a, as, n, ga);
+        row_dot<FMT, TM, COOP, V>(Wu + off, n_in, nb, a, as, n, ua);
     }
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
@@ -241,7 +312,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
     }
 }
 
-template <int FMT, int TM, int COOP>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y) {
@@ -259,7 +330,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         const uint8_t *wr[DOWN_R];
 #pragma unroll
         for (int r = 0; r < DOWN_R; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(row + r) * row_bytes;
-        row_dot_coop<FMT, TM, 8, DOWN_R>(wr, nb, a, as, n, acc);
+        row_dot_coop<FMT, TM, 8, DOWN_R, V>(wr, nb, a, as, n, acc);
         if ((threadIdx.x & 31) == 0) {
 #pragma unroll
             for (int r = 0; r < DOWN_R; r++)
@@ -274,7 +345,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= E) return;
     float acc[TM];
-    row_dot<FMT, TM, COOP>(Wd + (size_t)e * expert_bytes + (size_t)row * row_bytes, n_in, nb, a, as, n, acc);
+    row_dot<FMT, TM, COOP, V>(Wd + (size_t)e * expert_bytes + (size_t)row * row_bytes, n_in, nb, a, as, n, acc);
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
         for (int t = 0; t < TM; t++) {
@@ -313,23 +384,37 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
     return 8;
 }
 
-template <int FMT, int COOP>
-static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+template <int FMT, int COOP, int V>
+static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
     const uint8_t *ax = (const uint8_t *)m->act_x;
     int F = (int)m->F;
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
     if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
 
-template <int FMT, int COOP>
-static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+template <int FMT, int COOP, int V>
+static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
-#define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP>, grid, MV_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y)
+#define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y)
     if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
 #undef DN
+}
+
+/* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
+template <int FMT, int COOP>
+static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+    constexpr int V = dec_v<FMT, COOP>();
+    if (V != 0 && (cuda_matvec_decode() & V)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
+    else launch_gate_up_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, st);
+}
+template <int FMT, int COOP>
+static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+    constexpr int V = dec_v<FMT, COOP>();
+    if (V != 0 && (cuda_matvec_decode() & V)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
+    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, st);
 }
 
 template <int FMT>
@@ -363,6 +448,10 @@ static int moe_dispatch(int type, const cuda_moe *m, int down, cudaStream_t st) 
     }
 }
 
+/* STRATA_CUDA_ROUTE: 0 the serial routing scans (default), 1 moe_route_token_par */
+static int moe_route_par = 0;
+extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
+
 int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     int gaf, daf;
     if (m->T < 1 || m->T > CUDA_MOE_COLS || m->k < 1 || m->k > CUDA_MOE_MAX_K || m->k > m->X || m->X > CUDA_MOE_MAX_X ||
@@ -374,17 +463,20 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
     if (m->router_f32) {   /* router + routing in one launch */
         unsigned blocks = (unsigned)((m->X + ROUTER_WARPS - 1) / ROUTER_WARPS);
-#define RR(NPL, TM) klaunch(moe_router_route_kernel<NPL, TM>, blocks, ROUTER_WARPS * 32, shm, st, m->router_f32, m->x_f32, \
+#define RR(NPL, TM, P) klaunch(moe_router_route_kernel<NPL, TM, P>, blocks, ROUTER_WARPS * 32, shm, st, m->router_f32, m->x_f32, \
                             (float *)m->logits, m->counter, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x, \
                             (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts)
-#define RR_T(NPL) do { if (m->T == 1) RR(NPL, 1); else if (m->T == 2) RR(NPL, 2); else if (m->T <= 4) RR(NPL, 4); else RR(NPL, 8); } while (0)
-        if (m->E == 2048) RR_T(64);
-        else if (m->E == 1024) RR_T(32);
+#define RR_T(NPL, P) do { if (m->T == 1) RR(NPL, 1, P); else if (m->T == 2) RR(NPL, 2, P); else if (m->T <= 4) RR(NPL, 4, P); else RR(NPL, 8, P); } while (0)
+        if (m->E == 2048) { if (moe_route_par) RR_T(64, 1); else RR_T(64, 0); }
+        else if (m->E == 1024) { if (moe_route_par) RR_T(32, 1); else RR_T(32, 0); }
         else return -1;
 #undef RR_T
 #undef RR
-    } else
-    klaunch(moe_route_kernel, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
+    } else if (moe_route_par)
+        klaunch(moe_route_kernel<1>, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
+                (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
+    else
+    klaunch(moe_route_kernel<0>, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
                                                     (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
     if (CU_LAUNCHED() || moe_dispatch(m->type_gu, m, 0, st)) return -1;
     if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
