@@ -47,6 +47,7 @@ cat /tmp/i20-decode.log
 step decode2 150 "$b/tests/gpu/bench_gpu" variants decode layers=48 experts=IQ2_XXS,Q2_0
 cat /tmp/i20-decode2.log 2>/dev/null
 
+rm -f /tmp/strata-i20-*.gguf   # the 4-layer and the IQ2_XXS / Q2_0 48-layer files (moe48 stays for bench_e2e)
 echo
 echo "==== summary ($(( $(date +%s) - t0 )) s) ===="
 grep -E "passed|FAIL" /tmp/i20-parity.log 2>/dev/null | tail -5
