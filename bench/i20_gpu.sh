@@ -16,6 +16,8 @@ set -u
 budget=${1:-570}
 b=${BUILD:-/tmp/build}; deps=$(pwd)/.gpudeps
 out=${OUT:-/tmp}
+[ -f /usr/include/jansson.h ] || [ -f "$deps/usr/include/jansson.h" ] ||
+  { echo "no jansson: carry .gpudeps (sh tools/gpu_deps.sh, or a copy of main's)"; exit 2; }
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 step() {   # step NAME NEED_S CMD...: run CMD under the time left, output to /tmp/i20-NAME.log and the screen
