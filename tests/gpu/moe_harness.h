@@ -63,4 +63,43 @@ static void moe_ffn_cpu(strata_session *sc, const float *x, int T, float *out) {
     be->ops->ffn_block(be, 0, &b);
     memcpy(out, bx, sizeof(float) * (size_t)T * sc->m->hp.n_embd);
 }
+typedef struct { int32_t ids[128]; int n; } moe_tok_list;
+static int moe_collect(int32_t id, void *user) {
+    moe_tok_list *l = user;
+    if (l->n < 128) l->ids[l->n++] = id;
+    return 0;
+}
+/* The GPU model mg against the CPU model mc of one file: teacher-forced logits (a 24-token prompt
+ * in 8-token passes, then 16 tokens one at a time: *steps = how many were bit-identical) and
+ * free-running greedy ids (48 after the prompt; the GPU's decode step is its captured graph:
+ * *n_cpu, *n_gpu ids, *equal = the common prefix); -1 when a session or an evaluation failed */
+static int moe_model_compare(strata_model *mc, strata_model *mg, int *steps, int *equal, int *n_cpu, int *n_gpu) {
+    int V = strata_n_vocab(mc);
+    int32_t prompt[24];
+    for (int i = 0; i < 24; i++) prompt[i] = (int32_t)((i * 131 + 7) % V);
+    strata_session *sc = moe_session(mc), *sg = moe_session(mg);
+    int same = sc && sg && strata_session_eval(sc, prompt, 24) == 0 && strata_session_eval(sg, prompt, 24) == 0;
+    *steps = 0;
+    for (int s = 0; same && s < 16; s++) {
+        const float *lc = strata_session_logits(sc), *lg = strata_session_logits(sg);
+        if (memcmp(lc, lg, sizeof(float) * (size_t)V)) break;
+        int32_t a = 0;
+        for (int i = 1; i < V; i++) if (lc[i] > lc[a]) a = i;
+        (*steps)++;
+        if (strata_session_eval(sc, &a, 1) || strata_session_eval(sg, &a, 1)) same = 0;
+    }
+    int rc = sc && sg && same ? 0 : -1;
+    strata_session_free(sc); strata_session_free(sg);
+    sc = moe_session(mc); sg = moe_session(mg);
+    moe_tok_list tc = { .n = 0 }, tg = { .n = 0 };
+    if (sc && sg) {
+        strata_generate(sc, prompt, 24, 48, moe_collect, &tc);
+        strata_generate(sg, prompt, 24, 48, moe_collect, &tg);
+    } else rc = -1;
+    int d = 0;
+    while (d < tc.n && d < tg.n && tc.ids[d] == tg.ids[d]) d++;
+    *equal = d; *n_cpu = tc.n; *n_gpu = tg.n;
+    strata_session_free(sc); strata_session_free(sg);
+    return rc;
+}
 #endif

@@ -162,9 +162,6 @@ static void moe_parity(int type, int mode) {
     unlink(path);
 }
 
-typedef struct { int32_t ids[128]; int n; } tok_list;
-static int collect(int32_t id, void *user) { tok_list *l = user; if (l->n < 128) l->ids[l->n++] = id; return 0; }
-
 /* every switch on (set before the GPU sessions exist: their backends and graphs take it) */
 static void model_parity(const char *label, int layers, int te, int ta, int to) {
     char path[256];
@@ -174,33 +171,11 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
     REQUIRE(mc && mg, "%s: load", label);
     if (mc && mg) {
-        int V = strata_n_vocab(mc);
-        int32_t prompt[24];
-        for (int i = 0; i < 24; i++) prompt[i] = (int32_t)((i * 131 + 7) % V);
-        strata_session *sc = moe_session(mc), *sg = moe_session(mg);
-        int same = sc && sg && strata_session_eval(sc, prompt, 24) == 0 && strata_session_eval(sg, prompt, 24) == 0;
-        int steps = 0;
-        for (int s = 0; same && s < 16; s++) {
-            const float *lc = strata_session_logits(sc), *lg = strata_session_logits(sg);
-            if (memcmp(lc, lg, sizeof(float) * (size_t)V)) { same = 0; break; }
-            int32_t a = 0;
-            for (int i = 1; i < V; i++) if (lc[i] > lc[a]) a = i;
-            steps++;
-            if (strata_session_eval(sc, &a, 1) || strata_session_eval(sg, &a, 1)) same = 0;
-        }
-        CHECKF(same && steps == 16, "%s: teacher-forced logits GPU (switches on) != CPU after %d steps", label, steps);
-        strata_session_free(sc); strata_session_free(sg);
-        sc = moe_session(mc); sg = moe_session(mg);
-        tok_list tc = { .n = 0 }, tg = { .n = 0 };
-        if (sc && sg) {
-            strata_generate(sc, prompt, 24, 48, collect, &tc);
-            strata_generate(sg, prompt, 24, 48, collect, &tg);
-        }
-        int d = 0;
-        while (d < tc.n && d < tg.n && tc.ids[d] == tg.ids[d]) d++;
-        CHECKF(tc.n > 0 && tc.n == tg.n && d == tc.n, "%s: greedy ids GPU (switches on) != CPU from step %d", label, d);
-        printf("%-40s switches on: teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, tc.n);
-        strata_session_free(sc); strata_session_free(sg);
+        int steps, d, nc, ng;
+        int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
+        CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU (switches on) != CPU after %d steps", label, steps);
+        CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU (switches on) != CPU from step %d", label, d);
+        printf("%-40s switches on: teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, nc);
     }
     set_switches(0);
     strata_model_free(mc); strata_model_free(mg);
