@@ -64,8 +64,10 @@ static const cli_option options[] = {
     { OPT_LOG_FORMAT, CMD_SERVE,  "--log-format",            "F",   's', 0, 0, "request log as text or json (json implies -v)" },
     { OPT_CHAT_TEMPLATE, CMD_SERVE | CMD_GEN, "--chat-template",       "FILE|NAME", 's', 0, 0,
       "chat template instead of the model's: a Jinja file, or a\nbuilt-in one by name: " CHAT_BUILTIN_NAMES },
-    { OPT_PP,       CMD_BENCH,    "--pp",                    "N",   'i', 1, 1 << 20, "prompt tokens (default 128)" },
+    { OPT_PP,       CMD_BENCH,    "--pp",                    "N",   'i', 0, 1 << 20, "prompt tokens (default 128)" },
     { OPT_TG,       CMD_BENCH,    "--tg",                    "N",   'i', 1, 1 << 20, "decoded tokens (default 64)" },
+    { OPT_DEPTH,    CMD_BENCH,    "-d,--depth",              "D[,D...]", 's', 0, 0,
+      "positions already in the cache when the tests run, up to 16 depths (default 0; as llama-bench -d)" },
     { OPT_REPS,     CMD_BENCH,    "--reps",                  "R",   'i', 1, 32, "repetitions; the median is reported (default 3)" },
     { OPT_PIECES,   CMD_TOKENIZE, "--pieces",                NULL,  0,  0, 0, "one token per line: id, tab, its text (\\n, \\t, \\xNN escaped)" },
     { OPT_NO_BOS,   CMD_TOKENIZE, "--no-bos",                NULL,  0,  0, 0, "do not prepend BOS even when the model asks for it" },
@@ -149,7 +151,7 @@ static void opts_defaults(cli_opts *o) {
     o->show_stats = 1;
     o->port = -1; o->queue = -1;
     o->max_conn = -1; o->max_conn_per_ip = -1; o->header_timeout = -1;
-    o->pp = 128; o->tg = 64; o->reps = 3;
+    o->pp = 128; o->tg = 64; o->reps = 3; o->n_depth = 1;
 }
 
 /* Store one parsed option. v: the value text, d: its number ('i' and 'f'). 0, or an exit code. */
@@ -225,6 +227,25 @@ static int cli_apply(const cli_command *c, cli_opts *o, const cli_option *op, co
     case OPT_PP: o->pp = (int)d; break;
     case OPT_TG: o->tg = (int)d; break;
     case OPT_REPS: o->reps = (int)d; break;
+    case OPT_DEPTH: {
+        int n = 0;
+        for (const char *p = v; ; p++) {
+            char *end;
+            long x = strtol(p, &end, 10);
+            if (end == p || x < 0 || x > (1 << 24) || n == 16 || (*end && *end != ','))
+                return cli_usage_error(c->name, "%s takes up to 16 depths 0..16777216 separated by commas, got '%s'",
+                                       spelled, v);
+            o->depth[n++] = (int)x;
+            p = end;
+            if (!*p) break;
+        }
+        for (int i = 1; i < n; i++)   /* ascending: each fill extends the previous one */
+            for (int j = i; j > 0 && o->depth[j] < o->depth[j - 1]; j--) {
+                int t = o->depth[j]; o->depth[j] = o->depth[j - 1]; o->depth[j - 1] = t;
+            }
+        o->n_depth = n;
+        break;
+    }
     case OPT_PIECES: o->pieces = 1; break;
     case OPT_NO_BOS: o->no_bos = 1; break;
     case OPT_NO_SPECIAL: o->no_special = 1; break;

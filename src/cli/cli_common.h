@@ -29,7 +29,7 @@ typedef enum {
     OPT_THREADS, OPT_CTX, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY,
     OPT_REPEAT_LAST_N, OPT_SEED, OPT_STOP, OPT_SPEC, OPT_DRAFT, OPT_KV, OPT_CHAT, OPT_EXACT,
     OPT_NO_STATS, OPT_DEVICE, OPT_HOST, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_API_KEY, OPT_CORS,
-    OPT_MAX_BODY, OPT_VERBOSE, OPT_LOG_FORMAT, OPT_CHAT_TEMPLATE, OPT_PP, OPT_TG, OPT_REPS,
+    OPT_MAX_BODY, OPT_VERBOSE, OPT_LOG_FORMAT, OPT_CHAT_TEMPLATE, OPT_PP, OPT_TG, OPT_REPS, OPT_DEPTH,
     OPT_PIECES, OPT_NO_BOS, OPT_NO_SPECIAL, OPT_GRAMMAR, OPT_JSON_SCHEMA, OPT_MAX_CONN,
     OPT_MAX_CONN_PER_IP, OPT_HEADER_TIMEOUT, OPT_STEP_TOKENS, OPT_NGL,
 } cli_opt_id;
@@ -68,6 +68,7 @@ typedef struct cli_opts {
     long max_body;
     /* bench */
     int pp, tg, reps;
+    int depth[16], n_depth;   /* -d D[,D...]: ascending, at least one (0) */
     /* tokenize */
     int pieces, no_bos, no_special;
     /* positional arguments (commands that take them: tokenize TEXT, info MODEL) */

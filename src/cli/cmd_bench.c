@@ -32,11 +32,26 @@ static const cli_command bench_cmd = {
     "Model benchmark of what `strata run` does: a prompt of --pp tokens (wide passes) and --tg\n"
     "greedy decode steps (on CUDA the device step, ids picked on the device), median of --reps\n"
     "runs; decode GB/s of weights next to the device's measured bandwidth (CPU: read; CUDA: copy).\n"
+    "With -d D (as llama-bench -d) the tests start with D positions in the cache (filled untimed;\n"
+    "the decode follows the prompt); a list D1,D2,... runs them at each depth, one fill extending\n"
+    "the other. --pp 0: no prompt test (the decode starts at the depth).\n"
     "`bench mmvq` and `bench moe` are kernel microbenchmarks (their own --help).\n", 0 };
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* The session holding exactly ids[0..depth): *valid is how many leading positions of the
+ * cache hold ids[0..valid) (after them, if any, decoded tokens). A rewind to min(valid,
+ * depth), then the missing ids evaluated (untimed); where the cache cannot rewind that far (a
+ * sliding-window ring), a reset and the whole depth. */
+static int bench_at_depth(strata_session *s, const int32_t *ids, int depth, int *valid) {
+    int pos = strata_session_pos(s), keep = *valid < depth ? *valid : depth;
+    if (pos == depth && keep == depth) return 0;
+    if (pos != keep && (keep == 0 || strata_session_rewind(s, keep) != 0)) { strata_session_reset(s); keep = 0; }
+    *valid = depth;
+    return depth > keep ? strata_session_eval(s, ids + keep, depth - keep) : 0;
 }
 
 #ifdef STRATA_HAVE_CUDA
@@ -73,54 +88,66 @@ int cmd_bench(int argc, char **argv) {
     cli_opts o;
     int rc = cli_parse(&bench_cmd, argc, argv, &o);
     if (rc >= 0) return rc;
-    int pp = o.pp, tg = o.tg, reps = o.reps;
+    int pp = o.pp, tg = o.tg, reps = o.reps, nd = o.n_depth, dmax = o.depth[o.n_depth - 1];
     strata_model *m = cli_load_model(&o);
     if (!m) return CLI_ERR;
     strata_model_info info;
     strata_model_get_info(m, &info);
     char err[512];
     strata_session_params sp = strata_session_default_params();   /* greedy sampler */
-    sp.n_ctx = pp + tg + 8;
+    sp.n_ctx = dmax + pp + tg + 8;
     sp.kv_type = o.kv_type;
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
     if (!s) { fprintf(stderr, "strata: %s\n", err); strata_model_free(m); return 1; }
 
-    /* prompt: a deterministic token sequence (ids spread over the vocabulary) */
-    int32_t *ids = st_malloc((size_t)pp * sizeof(int32_t));
-    int32_t *gen = st_malloc((size_t)tg * sizeof(int32_t));
-    if (!ids || !gen) { st_free(ids); st_free(gen); strata_session_free(s); strata_model_free(m); return 1; }
-    for (int i = 0; i < pp; i++) ids[i] = (int32_t)((1000 + (uint64_t)i * 7919) % (uint64_t)info.n_vocab);
-    double tpp[32], ttg[32];
+    /* the depth's tokens, then the prompt's: a deterministic sequence (ids spread over the
+     * vocabulary) */
+    const int n_ids = dmax + pp + 1;
+    int32_t *ids = st_malloc((size_t)n_ids * sizeof(int32_t));
+    int32_t *gen = st_malloc((size_t)(tg > 0 ? tg : 1) * sizeof(int32_t));
+    double *tpp = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd), *ttg = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd);
+    if (!ids || !gen || !tpp || !ttg) {
+        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); strata_session_free(s); strata_model_free(m);
+        return 1;
+    }
+    for (int i = 0; i < n_ids; i++) ids[i] = (int32_t)((1000 + (uint64_t)i * 7919) % (uint64_t)info.n_vocab);
     uint64_t hash = 0;
-    int same_ids = 1, device_picks = 0, failed = 0;
-    for (int r = 0; r < reps && !failed; r++) {
-        strata_session_reset(s);
-        double t0 = now_seconds();
-        if (strata_session_eval(s, ids, pp) != 0) { failed = 1; break; }
-        double t1 = now_seconds();
-        /* as strata_generate: the first id from the prompt's logits, then decode steps */
-        int32_t tok = strata_session_sample(s);
-        for (int i = 0; i < tg; i++) {
-            gen[i] = tok;
-            int32_t next = -1;
-            if (strata_sessions_step_spec(&s, &tok, NULL, 1, NULL, NULL, &next) != 0) { failed = 1; break; }
-            if (next >= 0) { tok = next; device_picks++; }
-            else tok = strata_session_sample(s);
+    int same_ids = 1, device_picks = 0, failed = 0, valid = 0;
+    for (int di = 0; di < nd && !failed; di++) {
+        const int depth = o.depth[di];
+        double *tp_d = tpp + (size_t)di * reps, *tg_d = ttg + (size_t)di * reps;
+        for (int r = 0; r < reps && !failed; r++) {
+            if (bench_at_depth(s, ids, depth, &valid)) { failed = 1; break; }
+            double t0 = now_seconds();
+            if (pp > 0 && strata_session_eval(s, ids + depth, pp) != 0) { failed = 1; break; }
+            double t1 = now_seconds();
+            valid = depth + pp;   /* the decoded tokens follow */
+            /* as strata_generate: the first id from the prompt's logits (without a prompt: the
+             * id after the depth), then decode steps */
+            int32_t tok = pp > 0 ? strata_session_sample(s) : ids[depth];
+            for (int i = 0; i < tg; i++) {
+                gen[i] = tok;
+                int32_t next = -1;
+                if (strata_sessions_step_spec(&s, &tok, NULL, 1, NULL, NULL, &next) != 0) { failed = 1; break; }
+                if (next >= 0) { tok = next; device_picks++; }
+                else tok = strata_session_sample(s);
+            }
+            double t2 = now_seconds();
+            tp_d[r] = t1 - t0; tg_d[r] = t2 - t1;
+            uint64_t h = fnv1a64(gen, (size_t)tg * sizeof(int32_t));
+            if (r > 0 && h != hash) same_ids = 0;
+            hash = h;
         }
-        double t2 = now_seconds();
-        tpp[r] = t1 - t0; ttg[r] = t2 - t1;
-        uint64_t h = fnv1a64(gen, (size_t)tg * sizeof(int32_t));
-        if (r > 0 && h != hash) same_ids = 0;
-        hash = h;
+        qsort(tp_d, (size_t)reps, sizeof(double), cmp_d);
+        qsort(tg_d, (size_t)reps, sizeof(double), cmp_d);
     }
     if (failed) {
         fprintf(stderr, "strata bench: evaluation failed\n");
-        st_free(ids); st_free(gen); strata_session_free(s); strata_model_free(m);
+        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); strata_session_free(s); strata_model_free(m);
         return 1;
     }
-    qsort(tpp, (size_t)reps, sizeof(double), cmp_d);
-    qsort(ttg, (size_t)reps, sizeof(double), cmp_d);
-    double pps = pp / tpp[reps / 2], tgs = tg / ttg[reps / 2];
+    const double *tp_last = tpp + (size_t)(nd - 1) * reps, *tg_last = ttg + (size_t)(nd - 1) * reps;
+    double pps = pp > 0 ? pp / tp_last[reps / 2] : 0, tgs = tg / tg_last[reps / 2];
     double gbs = tgs * (double)info.weight_bytes / 1e9;
     int cuda = !strcmp(info.device, "cuda");
     printf("model        %s (%s, %d layers, %.1fM params)\n", o.model, info.arch, info.n_layers, info.n_params / 1e6);
@@ -130,9 +157,21 @@ int cmd_bench(int argc, char **argv) {
         strata_cuda_describe(dev, sizeof dev);
         printf("gpu          %s\n", dev);
     }
-    printf("prompt       %d tokens: %.1f tok/s (median of %d; one eval, passes of up to 512)\n", pp, pps, reps);
-    printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d; %s)\n", tg, tgs, 1000.0 / tgs, reps,
-           device_picks ? "device decode step, ids picked on the device" : "forward pass, host sampler");
+    const char *how = device_picks ? "device decode step, ids picked on the device" : "forward pass, host sampler";
+    if (nd == 1) {
+        if (dmax > 0) printf("depth        %d positions in the cache before each test (filled untimed)\n", dmax);
+        if (pp > 0) printf("prompt       %d tokens: %.1f tok/s (median of %d; one eval, passes of up to 512)\n", pp, pps, reps);
+        printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d; %s)\n", tg, tgs, 1000.0 / tgs, reps, how);
+    } else {   /* a line per depth and test (the fills untimed) */
+        for (int di = 0; di < nd; di++) {
+            const double *tp_d = tpp + (size_t)di * reps, *tg_d = ttg + (size_t)di * reps;
+            if (pp > 0)
+                printf("prompt       %d tokens at depth %d: %.1f tok/s (median of %d)\n", pp, o.depth[di],
+                       pp / tp_d[reps / 2], reps);
+            printf("decode       %d tokens at depth %d: %.1f tok/s, %.2f ms/token (median of %d; %s)\n", tg,
+                   o.depth[di] + pp, tg / tg_d[reps / 2], 1000.0 * tg_d[reps / 2] / tg, reps, how);
+        }
+    }
     printf("weights      %.1f MB read per decoded token\n", info.weight_bytes / 1e6);
     if (cuda) {
         double bw = 0;
@@ -155,6 +194,7 @@ int cmd_bench(int argc, char **argv) {
            same_ids ? ", every repetition the same" : "; REPETITIONS DIFFER");
     st_free(ids);
     st_free(gen);
+    st_free(tpp); st_free(ttg);
     strata_session_free(s);
     strata_model_free(m);
     return same_ids ? 0 : 1;

@@ -145,6 +145,25 @@ def with_model(model):
     check("layers cannot be split" in err2 and "all 30 layers run on the" in err2, "-ngl 5 says all or none: %r" % err2)
     rc, out, err = run(["run"] + g + ["-p", "Hi", "-n", "1", "-ngl", "99"])
     check(rc == 0 and "cannot be split" not in err, "-ngl 99: rc %d %r" % (rc, err))
+    # bench -d D (as llama-bench -d): the tests start with D positions in the cache; later
+    # repetitions and later depths of a list rewind or extend the fill and must decode the ids
+    # of a fresh fill (the checksum of the decoded ids)
+    def bench(*extra):
+        rc, out, err = run(["bench", "-m", model, "-t", "1", "--tg", "4"] + list(extra))
+        m = re.search(r"checksum +([0-9a-f]{16})", out)
+        return rc, out, m.group(1) if m else None
+    rc1, out1, c1 = bench("--pp", "0", "--reps", "1", "-d", "40")
+    rc2, out2, c2 = bench("--pp", "0", "--reps", "2", "-d", "40,0,20")
+    rc3, out3, c3 = bench("--pp", "8", "--reps", "1", "-d", "32")
+    rc4, out4, c4 = bench("--pp", "8", "--reps", "2", "-d", "0,32")
+    check(rc1 == rc2 == rc3 == rc4 == 0 and re.search(r"depth +40 positions", out1) and "prompt " not in out1
+          and "every repetition the same" in out2 + out4, "bench -d: rc %d %d %d %d %r" % (rc1, rc2, rc3, rc4, out2[-500:]))
+    lines = re.findall(r"(prompt|decode) +\d+ tokens at depth (\d+)", out2 + out4)
+    check(lines == [("decode", "0"), ("decode", "20"), ("decode", "40"), ("prompt", "0"), ("decode", "8"),
+                    ("prompt", "32"), ("decode", "40")], "bench -d list: %r" % lines)
+    check(c1 is not None and c3 is not None and c1 == c2 and c3 == c4, "bench -d: checksums %s %s / %s %s" % (c1, c2, c3, c4))
+    rc, _, err = run(["bench", "-m", model, "-d", "5,x"])
+    check(rc == 2 and "-d takes up to 16 depths" in err, "bench -d 5,x: rc %d %r" % (rc, err))
     # tokenize and info take the same -m / -f spellings
     rc, out, _ = run(["tokenize", "-m", model, "-f", "-"], stdin="Hello world")
     rc2, out2, _ = run(["tokenize", "--model", model, "Hello", "world"])
