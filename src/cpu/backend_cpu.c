@@ -37,14 +37,18 @@ typedef struct {
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;   /* cap_T columns each */
     float *scores;          /* per thread: [scores_n] */
     int scores_n;           /* n_ctx, or more once a pass reached a longer cache (another session's) */
-    float *kv_tmp;          /* per thread: [8][head_dim] K rows (8 positions) or one V row, as f32 */
+    float *kv_tmp;          /* per thread: [32][head_dim] K or V rows (32 positions) as f32 */
     float *kv_f32;          /* the layer's K and V rows of the pass's positions, converted to f32
                                once per pass ([2][kv_f32_rows][kv_dim]), not per (token, head) */
     size_t kv_f32_rows;
     int kv_pass;            /* STRATA_CPU_KV_PASS: use kv_f32 (0: convert per task) */
     f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
     q8_row_fn q8_row;       /* int8 KV row -> f32 (AVX2 or scalar: same values) */
-    int attn_avx2;          /* scores and V sums eight at a time (src/cpu/attn_avx2.c, same bits) */
+    int attn_avx2;          /* scores and V sums 8-32 at a time (src/cpu/attn_avx2.c, same bits) */
+    int attn_dec;           /* decode steps grouped by KV head (attn_dec_*; STRATA_CPU_ATTN=auto) */
+    float *dec_w;           /* [n_heads][dec_n]: a decode step's scores, then weights, per head */
+    int dec_n;
+    float *dec_tmp;         /* per thread: DEC_TMP_FLOATS(head_dim) */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
@@ -180,7 +184,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
     cpu_be *c = j->c;
     const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
     float *sc = c->scores + (size_t)ith * c->scores_n;
-    float *row = c->kv_tmp + (size_t)ith * 8 * HD;
+    float *row = c->kv_tmp + (size_t)ith * 32 * HD;
     long lo, hi;
     threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
     for (long task = lo; task < hi; task++) {
@@ -192,8 +196,13 @@ static void attn_worker(void *ctx, int ith, int nth) {
         const int cap = j->kv->kv_cap[j->layer];
         float mx = -INFINITY;
         int p0 = first;
-        if (c->attn_avx2) {   /* eight positions' chains side by side (the same per-position bits) */
-            const float *rows[8];
+        if (c->attn_avx2) {   /* 32 or eight positions' chains side by side (the same per-position bits) */
+            const float *rows[32];
+            for (; p0 + 31 <= last; p0 += 32) {
+                for (int i = 0; i < 32; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
+                attn_scores32_avx2(q, rows, HD, j->scale, sc + p0);
+                for (int i = 0; i < 32; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
+            }
             for (; p0 + 7 <= last; p0 += 8) {
                 for (int i = 0; i < 8; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
                 attn_scores8_avx2(q, rows, HD, j->scale, sc + p0);
@@ -214,15 +223,17 @@ static void attn_worker(void *ctx, int ith, int nth) {
         float *o = j->out + ((size_t)t * H + h) * HD;
         for (int d = 0; d < HD; d++) o[d] = 0;
         int pv = first;
-        if (c->attn_avx2) {   /* eight V rows per call, eight d per vector: the same order per d */
-            const float *rows[8];
-            float w8[8];
-            for (; pv + 7 <= last; pv += 8) {
-                for (int i = 0; i < 8; i++) {
-                    w8[i] = sc[pv + i] * inv;
+        if (c->attn_avx2) {   /* up to 32 V rows per call, eight d per vector: the same order per d */
+            const float *rows[32];
+            float w32[32];
+            while (pv + 7 <= last) {
+                const int nr = last - pv + 1 >= 32 ? 32 : 8;
+                for (int i = 0; i < nr; i++) {
+                    w32[i] = sc[pv + i] * inv;
                     rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
                 }
-                attn_vacc_avx2(o, rows, w8, 8, HD);
+                attn_vacc_avx2(o, rows, w32, nr, HD);
+                pv += nr;
             }
         }
         for (int p = pv; p <= last; p++) {
@@ -231,6 +242,135 @@ static void attn_worker(void *ctx, int ith, int nth) {
             for (int d = 0; d < HD; d++) o[d] += wgt * vr[d];
         }
     }
+}
+
+
+/* ---- a decode step (T = 1) grouped by KV head -------------------------------------------
+ * The same operations as attn_worker, bit for bit (docs/KERNELS.md "CPU attention order"),
+ * in three pool jobs so that every K/V row is read and converted once per step (not once per
+ * query head) and the work splits evenly over the threads at any depth:
+ *   scores:  tasks (KV head, block of DEC_PB positions); per 32 positions the K rows are
+ *            converted to f32 and transposed once, then each query head of the group takes
+ *            its 32 scores (each score its own chain in d order, as the scalar loop);
+ *   softmax: a task per head: max, e_p = expf(s_p - max) and their sum in position order,
+ *            then the weights e_p * (1 / sum) in place;
+ *   values:  tasks (KV head, 32 d): o[d] = o[d] + w_p * v_p[d] in position order for each
+ *            head of the group (the V rows' 32 d converted once per block of 32 positions). */
+#define DEC_PB 256
+#define DEC_MIN_POS 64   /* fewer positions: attn_worker (the extra pool job costs more) */
+#define DEC_TMP_FLOATS(hd) ((size_t)32 * (hd) + 32 * 32 + 32)
+
+typedef struct {
+    cpu_be *c; const cpu_kv *kv; int layer; const float *q; float scale; float *out;
+    int first, last;   /* the positions attended */
+} dec_job;
+
+/* Positions p0 .. p0+n-1 (n <= 32) of head kvh's V rows, values [d0, d0 + len) of each, as
+ * f32 into dst[n][len]: the exact elementwise conversion of kv_row. */
+static void dec_rows(const dec_job *j, const void *cache, int p0, int n, int kvh, int d0, int len, float *dst) {
+    const cpu_kv *kv = j->kv;
+    const int cap = kv->kv_cap[j->layer], HD = j->c->hp.head_dim;
+    for (int i = 0; i < n; i++) {
+        size_t slot = (size_t)((p0 + i) % cap);
+        if (kv->kv_int8)
+            j->c->q8_row((const act_q8_0 *)((const uint8_t *)cache + slot * kv->kv_row_bytes) + ((size_t)kvh * HD + d0) / 32,
+                         dst + (size_t)i * len, len);
+        else
+            j->c->f16_row((const uint16_t *)cache + slot * kv->kv_dim + (size_t)kvh * HD + d0, dst + (size_t)i * len, len);
+    }
+}
+
+static void dec_scores_worker(void *ctx, int ith, int nth) {
+    dec_job *j = ctx;
+    cpu_be *c = j->c;
+    const int HD = c->hp.head_dim, G = c->hp.n_heads / c->hp.n_kv_heads, n = j->last - j->first + 1;
+    const int nb = (n + DEC_PB - 1) / DEC_PB;
+    float *kt = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD), *s32 = kt + (size_t)32 * HD;
+    const cpu_kv *kv = j->kv;
+    const void *K = kv->k_cache[j->layer];
+    const int cap = kv->kv_cap[j->layer];
+    long lo, hi;
+    threadpool_split((long)c->hp.n_kv_heads * nb, ith, nth, 1, &lo, &hi);
+    for (long task = lo; task < hi; task++) {
+        const int kvh = (int)(task / nb), b = (int)(task % nb);
+        const size_t koff = kv->kv_int8 ? (size_t)kvh * HD / 32 * sizeof(act_q8_0) : (size_t)kvh * HD * sizeof(uint16_t);
+        const int b0 = j->first + b * DEC_PB, b1 = b0 + DEC_PB - 1 < j->last ? b0 + DEC_PB - 1 : j->last;
+        for (int p0 = b0; p0 <= b1; p0 += 32) {
+            const int m = b1 - p0 + 1 < 32 ? b1 - p0 + 1 : 32;
+            const void *rows[32];
+            for (int i = 0; i < m; i++)
+                rows[i] = (const uint8_t *)K + (size_t)((p0 + i) % cap) * kv->kv_row_bytes + koff;
+            attn_kt32_avx2(rows, m, kv->kv_int8, HD, kt);
+            for (int h = kvh * G; h < (kvh + 1) * G; h++) {
+                float *w = c->dec_w + (size_t)h * c->dec_n + (p0 - j->first);
+                if (m == 32) attn_scores32t_avx2(j->q + (size_t)h * HD, kt, HD, j->scale, w);
+                else {
+                    attn_scores32t_avx2(j->q + (size_t)h * HD, kt, HD, j->scale, s32);
+                    memcpy(w, s32, sizeof(float) * (size_t)m);
+                }
+            }
+        }
+    }
+}
+
+static void dec_softmax_worker(void *ctx, int ith, int nth) {
+    dec_job *j = ctx;
+    cpu_be *c = j->c;
+    const int n = j->last - j->first + 1;
+    long lo, hi;
+    threadpool_split((long)c->hp.n_heads, ith, nth, 1, &lo, &hi);
+    for (long h = lo; h < hi; h++) {
+        float *sc = c->dec_w + (size_t)h * c->dec_n;
+        float mx = -INFINITY;
+        for (int p = 0; p < n; p++) if (sc[p] > mx) mx = sc[p];
+        float sum = 0;
+        for (int p = 0; p < n; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
+        const float inv = 1.0f / sum;
+        for (int p = 0; p < n; p++) sc[p] *= inv;
+    }
+}
+
+static void dec_values_worker(void *ctx, int ith, int nth) {
+    dec_job *j = ctx;
+    cpu_be *c = j->c;
+    const int HD = c->hp.head_dim, G = c->hp.n_heads / c->hp.n_kv_heads, nd = HD / 32;
+    float *vb = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD);
+    long lo, hi;
+    threadpool_split((long)c->hp.n_kv_heads * nd, ith, nth, 1, &lo, &hi);
+    for (long task = lo; task < hi; task++) {
+        const int kvh = (int)(task / nd), d0 = (int)(task % nd) * 32;
+        for (int h = kvh * G; h < (kvh + 1) * G; h++) memset(j->out + (size_t)h * HD + d0, 0, 32 * sizeof(float));
+        for (int p0 = j->first; p0 <= j->last; p0 += 32) {
+            const int m = j->last - p0 + 1 < 32 ? j->last - p0 + 1 : 32;
+            dec_rows(j, j->kv->v_cache[j->layer], p0, m, kvh, d0, 32, vb);
+            for (int h = kvh * G; h < (kvh + 1) * G; h++)
+                attn_vacc32_avx2(j->out + (size_t)h * HD + d0, vb, c->dec_w + (size_t)h * c->dec_n + (p0 - j->first), m);
+        }
+    }
+}
+
+/* The decode step's attention (k/v already stored) by the grouped path; -1 when it does not
+ * apply (then attn_worker runs: the same bits). */
+static int attn_decode_grouped(cpu_be *c, const cpu_kv *kv, int layer, const float *q, int pos, float scale, int window,
+                               float *out) {
+    const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0, n = pos - first + 1;
+    if (!c->attn_dec || kv->exact || n < DEC_MIN_POS) return -1;
+    if (n > c->dec_n || !c->dec_w) {   /* grown by doubling, up to the cache's positions */
+        int want = c->dec_n * 2 > n ? c->dec_n * 2 : n < 1024 ? 1024 : n;
+        if (want > kv->n_ctx && n <= kv->n_ctx) want = kv->n_ctx;
+        float *nw = st_malloc((size_t)c->hp.n_heads * (size_t)want * sizeof(float));
+        if (!nw) return -1;
+        st_free(c->dec_w); c->dec_w = nw; c->dec_n = want;
+    }
+    if (!c->dec_tmp) {
+        c->dec_tmp = st_malloc((size_t)threadpool_size(c->tp) * DEC_TMP_FLOATS(c->hp.head_dim) * sizeof(float));
+        if (!c->dec_tmp) return -1;
+    }
+    dec_job j = { c, kv, layer, q, scale, out, first, pos };
+    threadpool_run(c->tp, dec_scores_worker, &j);
+    threadpool_run(c->tp, dec_softmax_worker, &j);
+    threadpool_run(c->tp, dec_values_worker, &j);
+    return 0;
 }
 
 /* Store k, v of the T tokens at positions pos0.. into the cache kv (the backend's own, or
@@ -263,6 +403,7 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
             for (size_t i = 0; i < kd_n; i++) { kd[i] = f32_to_fp16(kt[i]); vd[i] = f32_to_fp16(vt[i]); }
         }
     }
+    if (T == 1 && attn_decode_grouped(c, kv, layer, q, pos0, scale, window, out) == 0) return;
     attn_job j = { c, kv, layer, q, T, pos0, window, scale, out, NULL, NULL, 0, 0 };
     /* Every (token, head) task of the pass reads the same rows, so they are converted to f32
      * once for the pass (before: T * n_heads / n_kv_heads times each, into an L1-sized buffer
@@ -470,11 +611,12 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     kv->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
     c->scores_n = n_ctx;
-    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 8 * (size_t)hp->head_dim * sizeof(float));
+    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 32 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
     c->kv_pass = env_bool(ENV_CPU_KV_PASS);
     c->attn_avx2 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
+    c->attn_dec = c->attn_avx2 && hp->head_dim % 32 == 0 && !strcmp(env_str(ENV_CPU_ATTN), "auto");
     c->rope_inv_freq = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     if (!kv->k_cache || !kv->v_cache || !kv->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq ||
@@ -513,7 +655,7 @@ static void cpu_free(backend *be) {
         for (int l = 0; kv->k_cache && l < c->hp.n_layers; l++) st_free(kv->k_cache[l]);
         for (int l = 0; kv->v_cache && l < c->hp.n_layers; l++) st_free(kv->v_cache[l]);
         st_free(kv->k_cache); st_free(kv->v_cache); st_free(kv->kv_cap); st_free(c->scores); st_free(c->kv_tmp);
-        st_free(c->kv_f32);
+        st_free(c->kv_f32); st_free(c->dec_w); st_free(c->dec_tmp);
         st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
         st_free(c->x); st_free(c->xb); st_free(c->q); st_free(c->k); st_free(c->v); st_free(c->att);
         st_free(c->hb); st_free(c->hb2); st_free(c->moe_out); st_free(c->logits);
