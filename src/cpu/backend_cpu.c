@@ -577,12 +577,20 @@ static int cpu_kv_copy(backend *dst, const backend *src, int n) {
     return 0;
 }
 
+static size_t cpu_kv_bytes(const backend *be, size_t *per_pos) {
+    const cpu_kv *kv = &((const cpu_be *)be->impl)->kv;
+    size_t total = 0;
+    for (int l = 0; l < kv->n_layers; l++) total += 2 * (size_t)kv->kv_cap[l] * kv->kv_row_bytes;
+    if (per_pos) *per_pos = 2 * (size_t)kv->n_layers * kv->kv_row_bytes;
+    return total;
+}
+
 static void cpu_free(backend *be);
 
 static const backend_ops cpu_ops = {
     .name = "cpu", .embed = blk_embed, .attn_block = blk_attn, .ffn_block = blk_ffn, .head = blk_head,
     .logits = cpu_logits, .head_argmax = NULL, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
-    .kv_copy = cpu_kv_copy,
+    .kv_copy = cpu_kv_copy, .kv_bytes = cpu_kv_bytes,
 };
 
 backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *tp, int exact, int kv_int8,

@@ -506,6 +506,13 @@ int strata_chat_tokenize_json(const strata_model *m, const char *template_src, c
 /* ---- sessions ------------------------------------------------------------------------ */
 int strata_session_pos(const strata_session *s) { return s->pos; }
 int strata_session_n_ctx(const strata_session *s) { return s->n_ctx; }
+size_t strata_session_kv_bytes(const strata_session *s, size_t *per_position) {
+    if (s->be->ops->kv_bytes) return s->be->ops->kv_bytes(s->be, per_position);
+    const hparams *hp = &s->m->hp;
+    size_t pp = 2 * (size_t)hp->n_layers * hp->n_kv_heads * hp->head_dim * sizeof(uint16_t);
+    if (per_position) *per_position = pp;
+    return pp * (size_t)s->n_ctx;
+}
 const int32_t *strata_session_history(const strata_session *s) { return s->history; }
 
 int strata_session_rewind(strata_session *s, int pos) {
