@@ -924,7 +924,7 @@ static void cuda_free_be(backend *be);
 
 static const backend_ops cuda_ops = {
     "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, blk_head_argmax, cuda_decode_step, cuda_max_rewind,
-    cuda_free_be, cuda_kv_copy,
+    cuda_free_be, cuda_kv_copy, NULL /* kv_bytes: f16 rows of every layer for every position (the engine's formula) */,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
