@@ -162,9 +162,9 @@ test-asan-bins:
 bench: $(BIN) model
 	$(BIN) bench -m "$(MODEL)"
 
-# long contexts end to end (issue 19): SmolLM2 at 8k, Gemma 3 at 12k (a pass key retrieved, one
-# call == chunked calls + decode steps bit for bit, the KV cache's size); minutes of CPU, so
-# not part of `make test`
+# long contexts end to end (issue 19): SmolLM2 at 8k, Gemma 3 at 12k (SmolLM2 retrieves a pass
+# key, one call == chunked calls + decode steps bit for bit, the KV cache's size); half an hour
+# of CPU on the 2-core machine, so not part of `make test`
 test-long: setup-sys
 	+@$(MAKE) model $(GEMMA) $(BUILD)/tests/long/test_long
 	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) sh tests/run.sh $(BUILD)/tests/long/test_long
