@@ -19,10 +19,12 @@ passed=0; failed=0; skipped=0; skips=""
 nl='
 '
 tf="$logs/.times.$$"
-# CPU seconds (user + system) of this shell's finished children so far: `times` in this shell (a
-# $(...) subshell would see only its own children), read back from a file
+# CPU centiseconds (user + system) of this shell's finished children so far: `times` in this shell
+# (a $(...) subshell would see only its own children), read back from a file. Centiseconds, and the
+# difference rounded to seconds: two totals truncated to whole seconds could differ by 1 s for a
+# binary that took 5 ms, when the total crossed a second.
 cpu_total() {
-  awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$tf"
+  awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t * 100 + 0.5 }' "$tf"
 }
 allowed() {   # 0 when "$1" (binary/key) is named in the allow-list
   [ -r "$allow" ] && grep -v '^[[:space:]]*#' "$allow" | awk -v k="$1" '$1 == k { f = 1 } END { exit !f }'
@@ -32,7 +34,7 @@ for t in "$@"; do
   out="$logs/$name.out"; err="$logs/$name.err"
   t0=$(date +%s); times >"$tf"; c0=$(cpu_total)
   timeout -k 10 "$limit" "$t" >"$out" 2>"$err"; rc=$?
-  secs=$(( $(date +%s) - t0 )); times >"$tf"; cpu=$(( $(cpu_total) - c0 ))
+  secs=$(( $(date +%s) - t0 )); times >"$tf"; cpu=$(( ($(cpu_total) - c0 + 50) / 100 ))
   if { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && [ "$secs" -ge "$limit" ]; then
     failed=$((failed + 1))
     echo "$name: TIMEOUT after ${limit} s (exit $rc)"; tail -n 20 "$err"
