@@ -281,8 +281,8 @@ def test_prefill_budget(s, cold, figures):
     figures["prefill"] = dict(tpot_alone_ms=round(tpot_alone * 1e3, 1), tpot_during_ms=round(tpot * 1e3, 1),
                               max_gap_ms=round(max(g) * 1e3, 1), stream_tokens=len(g))
     # a ratio of two paces measured a few seconds apart: 1.2-2.0x at load 9 (2026-12-01), so 12x
-    # leaves room for a load swing; a prompt read without the per-step budget stalls the stream for
-    # the whole 2,000 tokens at once
+    # leaves room for a load swing below the ~16x of the failure it guards against (16 passes per
+    # stream token instead of one, the docstring's)
     check(tpot <= 12 * tpot_alone, "the stream's time per token while a 2,000-token prompt is read stays within 12x "
           "its time alone: %r" % figures["prefill"])
     # a shorter prompt read beside a stream answers what it answers on a cold server
