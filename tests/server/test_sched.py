@@ -156,8 +156,8 @@ def test_flood(s, figures):
     check(f["during"] >= 0.5 * min(f["alone"], f["after"]), "the stream keeps >= 50%% of its pace during the flood: %r" % tries)
     mt = s.metrics()
     check(mt.get("strata_tokenizer_busy_peak", 99) <= mt.get("strata_tokenizer_pool", 0), "the pool bounds the tokenizing: %r" % mt.get("strata_tokenizer_busy_peak"))
-    # The pace above is a rate on a shared machine: with one retry it held at 0.87-1.35 of the pace
-    # alone at load 9 (2026-12-01) against its 0.5 bound, and a pool at normal priority gave 0.13-0.36.
+    # The pace above is a rate on a shared machine: with one retry it held at 0.73-1.39 of the pace
+    # alone at load 9-11 (2026-12-01) against its 0.5 bound, and a pool at normal priority gave 0.13-0.36.
     # What makes it hold is checked here without timing: the flood's prompts went through the pool
     # (not the decode thread), and every pool thread runs under SCHED_IDLE (nice 19 where refused).
     check(mt.get("strata_tokenizer_busy_peak", 0) >= 1, "the flood's prompts were tokenized by the pool: peak %r" % mt.get("strata_tokenizer_busy_peak"))
