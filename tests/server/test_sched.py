@@ -156,6 +156,22 @@ def test_flood(s, figures):
     check(f["during"] >= 0.5 * min(f["alone"], f["after"]), "the stream keeps >= 50%% of its pace during the flood: %r" % tries)
     mt = s.metrics()
     check(mt.get("strata_tokenizer_busy_peak", 99) <= mt.get("strata_tokenizer_pool", 0), "the pool bounds the tokenizing: %r" % mt.get("strata_tokenizer_busy_peak"))
+    # The pace above is a rate on a shared machine: with one retry it held at 0.73-1.39 of the pace
+    # alone at load 9-11 (2026-12-01) against its 0.5 bound, and a pool at normal priority gave 0.13-0.36.
+    # What makes it hold is checked here without timing: the flood's prompts went through the pool
+    # (not the decode thread), and every pool thread runs under SCHED_IDLE (nice 19 where refused).
+    check(mt.get("strata_tokenizer_busy_peak", 0) >= 1, "the flood's prompts were tokenized by the pool: peak %r" % mt.get("strata_tokenizer_busy_peak"))
+    pols = {}
+    for tid in os.listdir("/proc/%d/task" % s.proc.pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (s.proc.pid, tid)) as f:
+                if f.read().strip() != "strata-tok":
+                    continue
+            pols[int(tid)] = (os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
+        except OSError:
+            pass
+    check(pols and all(p == os.SCHED_IDLE or n == 19 for p, n in pols.values()),
+          "the tokenizer threads run under SCHED_IDLE (policy, nice): %r" % pols)
 
 
 def test_full_headers(s):
@@ -264,6 +280,9 @@ def test_prefill_budget(s, cold, figures):
     tpot = statistics.median(g)
     figures["prefill"] = dict(tpot_alone_ms=round(tpot_alone * 1e3, 1), tpot_during_ms=round(tpot * 1e3, 1),
                               max_gap_ms=round(max(g) * 1e3, 1), stream_tokens=len(g))
+    # a ratio of two paces measured a few seconds apart: 1.2-2.0x at load 9 (2026-12-01), so 12x
+    # leaves room for a load swing below the ~16x of the failure it guards against (16 passes per
+    # stream token instead of one, the docstring's)
     check(tpot <= 12 * tpot_alone, "the stream's time per token while a 2,000-token prompt is read stays within 12x "
           "its time alone: %r" % figures["prefill"])
     # a shorter prompt read beside a stream answers what it answers on a cold server
