@@ -12,18 +12,8 @@
 #include "core/util.h"
 #include "cuda/cuda_backend.h"
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
-/* roughly Gaussian (sum of 4 uniforms), with occasional outliers: amax varies per block */
-static float rnd_val(void) {
-    float s = 0;
-    for (int i = 0; i < 4; i++) s += (float)(rnd() >> 40) / (float)(1 << 24) - 0.5f;
-    if (rnd() % 61 == 0) s *= 9.0f;
-    return s;
-}
+#define GPU_RAND_SEED 0x9E3779B97F4A7C15ull
+#include "gpu_rand.h"
 
 static int n_formats_tested;
 

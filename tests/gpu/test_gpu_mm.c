@@ -16,17 +16,8 @@
 #include "core/util.h"
 #include "cuda/cuda_backend.h"
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static float rnd_val(void) {
-    float s = 0;
-    for (int i = 0; i < 4; i++) s += (float)(rnd() >> 40) / (float)(1 << 24) - 0.5f;
-    if (rnd() % 61 == 0) s *= 9.0f;
-    return s;
-}
+#define GPU_RAND_SEED 0x243F6A8885A308D3ull
+#include "gpu_rand.h"
 static uint64_t fnv(const void *p, size_t n) {
     const uint8_t *b = p;
     uint64_t h = 0xcbf29ce484222325ull;

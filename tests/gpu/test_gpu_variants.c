@@ -45,17 +45,8 @@ static void set_switches(int mode) {
             "switches %d: decode %d (want %d), route %d", mode, v.decode, want, v.route_parallel);
 }
 
-static uint64_t rng_state = 0x6A09E667F3BCC909ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static float rnd_val(void) {
-    float s = 0;
-    for (int i = 0; i < 4; i++) s += (float)(rnd() >> 40) / (float)(1 << 24) - 0.5f;
-    if (rnd() % 61 == 0) s *= 9.0f;
-    return s;
-}
+#define GPU_RAND_SEED 0x6A09E667F3BCC909ull
+#include "gpu_rand.h"
 
 /* ---- matvec --------------------------------------------------------------------------------- */
 static void matvec_case(const quant_traits *qt, int64_t n_in, int64_t n_out, uint64_t *hash) {

@@ -21,7 +21,7 @@ Prints "N passed, N failed" last, like the C tests.
 import argparse, http.client, json, os, re, socket, statistics, sys, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import check, done  # noqa: E402  (also clears proxy variables)
+from harness import check, done, run_part  # noqa: E402  (also clears proxy variables)
 from harness import Server as _Server  # noqa: E402
 
 
@@ -310,14 +310,7 @@ def main():
     t00 = time.time()
 
     def run(name, fn, *args):
-        if only and name not in only:
-            return
-        t0 = time.time()
-        try:
-            fn(*args)
-        except Exception as e:
-            check(False, "%s raised %r" % (name, e))
-        print("%-14s %.1f s" % (name, time.time() - t0), file=sys.stderr)
+        run_part(only, name, fn, *args)
 
     s = Server(a.bin, a.model, "--parallel", "2", "--queue", "2", "--ctx", "2560")
     cold = Server(a.bin, a.model, "--parallel", "1", "--ctx", "2560")
