@@ -248,9 +248,11 @@ typedef struct {
     float *moe_logits;          /* [CUDA_MOE_COLS][X] */
     void *moe_act_r;            /* router activations when the router weight is quantized */
     cuda_moe moe_bufs;          /* act_pairs, groups, pair_of, wts, h, act_h, y */
-    /* wide passes' MoE (STRATA_CUDA_MOE_MM=1): buffers for FWD_MAX_T tokens, made at first use */
+    /* wide passes' MoE (STRATA_CUDA_MOE_MM = N > 0: passes of at least N tokens): buffers for
+     * FWD_MAX_T tokens, made at first use */
     cuda_moe_wide moe_wide;     /* m: logits [FWD_MAX_T][X], act_pairs .. y for FWD_MAX_T * k pairs */
     int moe_wide_state;         /* 0 not tried, 1 allocated, -1 unavailable (slices) */
+    int moe_wide_min;           /* STRATA_CUDA_MOE_MM: the narrowest pass that takes the wide path */
     /* graphs: [0] greedy (argmax), [1] sampler at temperature 0 (penalty + argmax: no sort),
      * [2] sampler */
     cudaGraphExec_t graph[3];
@@ -614,7 +616,7 @@ static int moe_wide_ready(cuda_be *c, const weight *G, const weight *D, int raf,
     const hparams *hp = &c->hp;
     const int64_t E = G->n_in, F = G->n_out;
     int daf;
-    if (env_int(ENV_CUDA_MOE_MM) != 1 || !cuda_moe_wide_ok(G->type, D->type, E, F) || (raf != ACT_F32 && raf != gaf) ||
+    if (env_int(ENV_CUDA_MOE_MM) <= 0 || !cuda_moe_wide_ok(G->type, D->type, E, F) || (raf != ACT_F32 && raf != gaf) ||
         cuda_type_info(D->type, NULL, &daf, NULL))
         return 0;
     const size_t P = (size_t)FWD_MAX_T * (size_t)hp->n_experts_used, X = (size_t)hp->n_experts;
@@ -643,11 +645,11 @@ static int moe_wide_ready(cuda_be *c, const weight *G, const weight *D, int raf,
     return 1;
 }
 
-/* All T tokens of a wide pass at once (STRATA_CUDA_MOE_MM=1): the router over T, the routing
+/* All T tokens of a wide pass at once (STRATA_CUDA_MOE_MM = N: T >= N): the router over T, the routing
  * and the grouped tensor-core matmuls of moe.cu, the combine. 0, or -1 when it did not run. */
 static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weight *U, const weight *D, int T,
                         int raf, int gaf, float *add_to) {
-    if (T <= CUDA_MOE_COLS || T > FWD_MAX_T || !moe_wide_ready(c, G, D, raf, gaf) ||
+    if (T <= CUDA_MOE_COLS || T < c->moe_wide_min || T > FWD_MAX_T || !moe_wide_ready(c, G, D, raf, gaf) ||
         !cuda_moe_wide_ok(G->type, D->type, G->n_in, G->n_out))   /* cuda_mm_set(0) since (tests, A/B) */
         return -1;
     const int64_t E = G->n_in;
@@ -961,6 +963,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     be->ops = &cuda_ops; be->impl = c; be->kv = &c->kv;
     c->hp = *hp; c->w = w; c->n_ctx = n_ctx;
     c->fuse = env_bool(ENV_CUDA_FUSE);
+    c->moe_wide_min = (int)env_int(ENV_CUDA_MOE_MM);
     c->attn_qtile = env_bool(ENV_CUDA_ATTN_QTILE);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;

@@ -49,6 +49,7 @@ typedef struct cuda_device_class {
     int supported;          /* this build's code runs on it (sm_90 code + compute_90 PTX) */
     int table_coop;         /* the table's matvec kernel of the 256-weight formats: 8 or 0 */
     int table_pdl;          /* the table's programmatic dependent launch: 1 from sm_90 */
+    int table_decode;       /* the table's decode variants (CUDA_DEC_* bits) */
     const char *why;        /* the table row's reason */
 } cuda_device_class;
 const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
@@ -58,15 +59,21 @@ typedef struct cuda_variants {
     int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
     int attn_split;         /* 0: exact (the CPU's order); 1: split-KV (opt-in, other bits) */
     int pdl;                /* programmatic dependent launch of the backend's kernels (same bits) */
-    int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): 0 by default */
+    int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): the table's by default */
     int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
-    const char *matvec_from, *attn_from, *pdl_from;
+    const char *matvec_from, *attn_from, *pdl_from, *decode_from;
 } cuda_variants;
 /* The decode variants (src/cuda/decode_fast.cuh, docs/KERNELS.md "Decode variants"): the same
- * integers with other instructions, so the same bits; each off until measured on a GPU. */
-#define CUDA_DEC_IQ_FAST 1   /* STRATA_IQ_DECODE_FAST: IQ2_XXS..IQ3_S, IQ4_XS, IQ4_NL */
+ * integers with other instructions, so the same bits; the device table turns on those that
+ * measured faster there (STRATA_IQ_DECODE_FAST / STRATA_Q2_WORD_EXPAND / STRATA_Q6_SWAR =
+ * auto), a switch set to 1 / 0 forces its formats on / off. */
+#define CUDA_DEC_IQ2     1   /* STRATA_IQ_DECODE_FAST: IQ2_XXS, IQ2_XS, IQ2_S */
 #define CUDA_DEC_Q2_WORD 2   /* STRATA_Q2_WORD_EXPAND: Q2_0 */
 #define CUDA_DEC_Q6_SWAR 4   /* STRATA_Q6_SWAR: Q6_K */
+#define CUDA_DEC_IQ3     8   /* STRATA_IQ_DECODE_FAST: IQ3_XXS, IQ3_S */
+#define CUDA_DEC_IQ4     16  /* STRATA_IQ_DECODE_FAST: IQ4_XS, IQ4_NL */
+#define CUDA_DEC_IQ_FAST (CUDA_DEC_IQ2 | CUDA_DEC_IQ3 | CUDA_DEC_IQ4)
+#define CUDA_DEC_ALL     (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR)
 void cuda_device_choose(cuda_variants *v);
 /* Make v the process's kernel variants (matvec kernel, dependent launch, decode variants,
  * routing): what a backend does at creation; tests and benchmarks call it after changing a

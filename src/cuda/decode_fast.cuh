@@ -7,7 +7,9 @@
  *
  * A kernel template's V parameter is the variant bit it was built with (0: the default code,
  * unchanged); dec_v<FMT, COOP>() is the bit that applies to a format on a path:
- *   CUDA_DEC_IQ_FAST  IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_XS (cooperative path), IQ4_NL (lane path)
+ *   CUDA_DEC_IQ2      IQ2_XXS IQ2_XS IQ2_S (cooperative path)
+ *   CUDA_DEC_IQ3      IQ3_XXS IQ3_S (cooperative path)
+ *   CUDA_DEC_IQ4      IQ4_XS (cooperative path), IQ4_NL (lane path)
  *   CUDA_DEC_Q2_WORD  Q2_0 (lane path)
  *   CUDA_DEC_Q6_SWAR  Q6_K (cooperative path)
  * IQ1_S / IQ1_M and the one-lane path of the 256-weight formats have no variant (V = 0). */
@@ -19,8 +21,9 @@
 /* included by kquant_coop.cuh after its dot16 (the activation side of every part) */
 
 template <int FMT> struct dec_bit {
-    static constexpr int v = (FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ2_XS || FMT == TYPE_IQ2_S || FMT == TYPE_IQ3_XXS ||
-                              FMT == TYPE_IQ3_S || FMT == TYPE_IQ4_XS || FMT == TYPE_IQ4_NL) ? CUDA_DEC_IQ_FAST
+    static constexpr int v = (FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ2_XS || FMT == TYPE_IQ2_S) ? CUDA_DEC_IQ2
+                           : (FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ3_S) ? CUDA_DEC_IQ3
+                           : (FMT == TYPE_IQ4_XS || FMT == TYPE_IQ4_NL) ? CUDA_DEC_IQ4
                            : FMT == TYPE_Q2_0 ? CUDA_DEC_Q2_WORD
                            : FMT == TYPE_Q6_K ? CUDA_DEC_Q6_SWAR : 0;
 };

@@ -192,7 +192,7 @@ int cuda_matvec_coop_setting(void) { return mv_coop; }
 /* The decode variants (CUDA_DEC_* bits, decode_fast.cuh) of the matvec and MoE kernels: 0
  * (every default decode) unless cuda_variants_apply / a test asked for some. */
 static int mv_decode = 0;
-extern "C" void cuda_matvec_set_decode(int bits) { mv_decode = bits & (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR); }
+extern "C" void cuda_matvec_set_decode(int bits) { mv_decode = bits & CUDA_DEC_ALL; }
 extern "C" int cuda_matvec_decode(void) { return mv_decode; }
 
 static int coop_default(int fmt, int T) {
@@ -344,6 +344,9 @@ extern "C" int cuda_matvec_preq(const void *W, int type, int64_t n_in, int64_t n
                                 void *stream) {
     int blck, af, bs;
     if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || n_in <= 0 || n_in % blck) return -1;
+    /* the IQ codebooks (once): without them the IQ formats decode against zero tables (the
+     * 2026-12-01 variant bench called this first and timed IQ "off" against zero codebooks) */
+    if (cuda_tables_init()) return -1;
     mv_group g;
     memset(&g, 0, sizeof g);
     g.n = 1; g.W[0] = (const uint8_t *)W; g.y[0] = y; g.n_out[0] = n_out;

@@ -173,8 +173,31 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     unlink(path);
 }
 
+/* the switches at auto: the device table's bits (on Hopper the variants measured faster on
+ * 2026-12-02: IQ3_XXS / IQ3_S, IQ4_XS / IQ4_NL, Q2_0; docs/BENCHMARKS.md) */
+static void table_choice(void) {
+    setenv("STRATA_IQ_DECODE_FAST", "auto", 1);
+    setenv("STRATA_Q2_WORD_EXPAND", "auto", 1);
+    setenv("STRATA_Q6_SWAR", "auto", 1);
+    env_reset_cache();
+    cuda_variants v;
+    cuda_device_choose(&v);
+    const cuda_device_class *c = cuda_device_class_get();
+    REQUIRE(c != NULL, "device class");
+    CHECKF(v.decode == c->table_decode && !strcmp(v.decode_from, "table"), "auto: decode %d, table %d (%s)", v.decode,
+           c->table_decode, v.decode_from);
+    if (c->major == 9)
+        CHECKF(v.decode == (CUDA_DEC_IQ3 | CUDA_DEC_IQ4 | CUDA_DEC_Q2_WORD), "hopper table: decode %d", v.decode);
+    setenv("STRATA_IQ_DECODE_FAST", "0", 1);   /* one switch forced: its formats off, the others the table's */
+    env_reset_cache();
+    cuda_device_choose(&v);
+    CHECKF(v.decode == (c->table_decode & ~CUDA_DEC_IQ_FAST) && !strcmp(v.decode_from, "switches"),
+           "IQ switch 0: decode %d", v.decode);
+}
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    table_choice();
     set_switches(0);
     test_matvec();
     for (int f = 0; f < N_FORMATS; f++) {
