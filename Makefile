@@ -78,7 +78,7 @@ LIB_CORE  := $(BUILD)/libstrata_core.a
 LDLIBS_CORE = -lm -lpthread -ljansson
 BIN       := $(BUILD)/strata
 
-.PHONY: all setup setup-sys setup-py model run test test-asan test-asan-bins bench clean fuzz test-gpu bench-gpu test-bins
+.PHONY: all setup setup-sys setup-py model run test test-long test-asan test-asan-bins bench clean fuzz test-gpu bench-gpu test-bins
 # `make`: the compile stage (C and CUDA objects together, in parallel), then the archive and the link
 all:
 	+@$(call stage,compile: $(words $(LIB_SRCS) $(CLI_SRCS)) C$(if $(CUDA_SRCS), and $(words $(CUDA_SRCS)) CUDA) sources$(comma) $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))) jobs,$(LIB_OBJS) $(CLI_OBJS) $(CUDA_OBJS))
@@ -120,17 +120,22 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 # chromium: the chat page's test drives it headless (tests/server/test_webui_chromium.py)
 # libedit-dev, libcurl4-openssl-dev: the chat's line editing and `strata pull` (the strata binary only);
 # libjs-marked, libjs-highlight.js: the chat page's Markdown and code highlighting (served from /static/);
-# nodejs: the server test runs the chat page's script in Node (tests/server/webui_node.js)
+# nodejs: the server test runs the chat page's script in Node (tests/server/webui_node.js);
+# python3, python3-pip: the oracles, the Python tests and the model fetches (a bare Debian 12 has neither)
 APT_PKGS = build-essential pkg-config libmicrohttpd-dev libjansson-dev libedit-dev libcurl4-openssl-dev \
-           libjs-marked libjs-highlight.js clang unzip chromium nodejs
+           libjs-marked libjs-highlight.js clang unzip chromium nodejs python3 python3-pip
 setup-sys:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
 	  { echo "apt-get install failed for:$$missing" >&2; exit 1; }; fi
-# sentencepiece: the unigram tokenizer oracle that test_tokenizer trains on every run
+# sentencepiece: the unigram tokenizer oracle that test_tokenizer trains on every run; its model
+# file is read through protobuf, which sentencepiece does not install (a fresh machine lacked it).
+# PIP_BREAK_SYSTEM_PACKAGES: Debian's own python3 refuses `pip install` outside a venv (PEP 668,
+# "externally-managed-environment"); on a CI or test machine the system's python is ours to fill.
+# A python of its own (pyenv, a venv) ignores it.
 setup-py:
-	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema, sentencepiece" 2>/dev/null || $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema sentencepiece
+	@$(PY) -c "import gguf, numpy, jinja2, openai, pexpect, jsonschema, sentencepiece, google.protobuf" 2>/dev/null || PIP_BREAK_SYSTEM_PACKAGES=1 $(PY) -m pip install -q gguf numpy jinja2 openai pexpect jsonschema sentencepiece protobuf
 # the fetches need unzip and pip from setup-sys: order-only, so they wait for it under -j
 setup-py: | setup-sys
 model: $(MODEL)
@@ -161,6 +166,13 @@ test-asan-bins:
 
 bench: $(BIN) model
 	$(BIN) bench -m "$(MODEL)"
+
+# long contexts end to end (issue 19): SmolLM2 at 8k, Gemma 3 at 12k (SmolLM2 retrieves a pass
+# key, one call == chunked calls + decode steps bit for bit, the KV cache's size); half an hour
+# of CPU on the 2-core machine, so not part of `make test`
+test-long: setup-sys
+	+@$(MAKE) model $(GEMMA) $(BUILD)/tests/long/test_long
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" BUILD=$(BUILD) sh tests/run.sh $(BUILD)/tests/long/test_long
 
 clean:
 	rm -rf build build-asan build-fuzz

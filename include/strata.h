@@ -155,6 +155,11 @@ int  strata_session_rewind(strata_session *s, int pos);
  * copy that failed midway leaves it reset). */
 int  strata_session_copy_prefix(strata_session *dst, const strata_session *src, int n);
 int  strata_session_n_ctx(const strata_session *s);
+/* The bytes the session's KV cache holds (K and V, every layer, all n_ctx positions allocated
+ * at creation); *per_position (when not NULL): the bytes one position takes in every layer.
+ * Sliding-window layers keep a ring on the CPU, so the total can be less than
+ * per_position * n_ctx. */
+size_t strata_session_kv_bytes(const strata_session *s, size_t *per_position);
 
 /* Append tokens to the context (one forward pass over them) and keep the logits of the last
  * one. 0 ok, -1 context full or bad id. */

@@ -10,7 +10,7 @@ tests/skips.allowed); done() prints "N passed, N failed, N skipped" and returns 
 Importing this module removes proxy variables from the environment: the tests talk to
 127.0.0.1 directly.
 """
-import http.client, json, os, re, signal, subprocess, sys, tempfile
+import http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
 for _k in list(os.environ):
     if _k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
@@ -41,6 +41,19 @@ def done():
     """The closing line tests/run.sh reads; the exit status (1 when a check failed)."""
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped), flush=True)
     return 1 if failed else 0
+
+
+def run_part(only, name, fn, *args):
+    """fn(*args) unless `only` (a set of names, or None) leaves name out; an exception is a failed
+    check, and the part's wall time goes to stderr."""
+    if only and name not in only:
+        return
+    t0 = time.time()
+    try:
+        fn(*args)
+    except Exception as e:
+        check(False, "%s raised %r" % (name, e))
+    print("%-14s %.1f s" % (name, time.time() - t0), file=sys.stderr)
 
 
 def sanitizer_report(text):

@@ -20,6 +20,7 @@ mk hang 'sleep 20; echo "1 passed, 0 failed"'
 mk noline 'echo "something else"'
 mk liar 'echo "SKIP a: b"; echo "1 passed, 0 failed, 0 skipped"'
 mk failing 'echo "1 passed, 2 failed, 0 skipped"; exit 1'
+mk spinner 'awk "BEGIN { for (;;) s++ }"'
 mk burner 'awk "BEGIN { for (i = 0; i < 6e7; i++) s += i }"; echo "1 passed, 0 failed"'
 run() { BUILD="$d/b" TEST_TIMEOUT=2 sh "$here/run.sh" "$@" > "$d/out" 2>&1; }
 
@@ -41,6 +42,9 @@ check "a skip count that disagrees with the SKIP lines fails (rc $rc)" $([ $rc -
 run "$d/failing"; rc=$?
 check "failed checks fail the run: $(tail -n 1 "$d/out")" $([ $rc -ne 0 ] && [ "$(tail -n 1 "$d/out")" = "1 passed, 2 failed, 0 skipped" ] && echo 0 || echo 1)
 [ -s "$d/b/test-logs/failing.out" ]; check "logs go to \$BUILD/test-logs" $?
+BUILD="$d/b" TEST_CPU_LIMIT=1 TEST_TIMEOUT=120 sh "$here/run.sh" "$d/spinner" > "$d/out" 2>&1; rc=$?
+grep -q "spinner: CPU limit of 1 s reached" "$d/out"; r=$?
+check "a binary past its CPU limit fails and is named (rc $rc): $(head -n 1 "$d/out")" $([ $rc -ne 0 ] && [ $r -eq 0 ] && echo 0 || echo 1)
 BUILD="$d/b" TEST_TIMEOUT=120 sh "$here/run.sh" "$d/burner" > "$d/out" 2>&1; cpu=$(sed -n 's/^burner: .*, cpu \([0-9]*\) s)$/\1/p' "$d/out")
 check "the CPU time of a binary is reported: $(head -n 1 "$d/out")" $([ -n "$cpu" ] && [ "$cpu" -ge 1 ] && echo 0 || echo 1)
 run "$d/plain"

@@ -52,12 +52,19 @@ void stream_emit(streamer *s, const char *p, size_t n) {
 /* Evaluate all of the prompt but its last token in steps of a few tokens, so that Ctrl-C stops
  * prompt processing within a step. Returns 0, 1 when cli_interrupted, -1 on failure; *secs gets the
  * time taken. The last token goes to strata_generate. */
+/* The prompt in chunks, Ctrl-C checked between them: 32 tokens first, doubled (up to 512, the
+ * widest pass) while a chunk takes under 50 ms, so a GPU gets its wide passes and a CPU keeps
+ * answering Ctrl-C within a chunk's time. The chunking never changes a bit (batch invariance). */
 int eval_prompt_interruptible(strata_session *s, const int32_t *ids, int n, double *secs) {
-    enum { STEP = 8 };
+    int step = 32;
     double t0 = now_seconds();
-    for (int i = 0; i < n; i += STEP) {
+    for (int i = 0; i < n;) {
         if (cli_interrupted) { *secs = now_seconds() - t0; return 1; }
-        if (strata_session_eval(s, ids + i, n - i < STEP ? n - i : STEP) != 0) return -1;
+        int k = n - i < step ? n - i : step;
+        double c0 = now_seconds();
+        if (strata_session_eval(s, ids + i, k) != 0) return -1;
+        i += k;
+        if (now_seconds() - c0 < 0.05 && step < 512) step *= 2;
     }
     *secs = now_seconds() - t0;
     return 0;
@@ -103,6 +110,19 @@ void print_stats(const strata_session *sess, const strata_model *m, int pre_n, d
                 (double)st.n_accepted / st.n_windows, st.n_gen > 1 ? (double)(st.n_gen - 1) / (st.n_gen - 1 - st.n_accepted) : 1.0);
 }
 
+void print_kv_cache(FILE *f, const strata_model *m, const strata_session *s) {
+    strata_model_info info;
+    strata_model_get_info(m, &info);
+    size_t pp = 0, total = strata_session_kv_bytes(s, &pp);
+    const int n = strata_session_n_ctx(s);
+    const size_t row = pp / (2 * (size_t)info.n_layers);   /* one layer's K (or V) row */
+    const size_t kd = (size_t)info.n_kv_heads * info.head_dim;
+    const char *type = row == kd * 2 ? "f16" : row == kd * 4 ? "f32" : row == kd / 32 * 36 ? "int8" : "?";
+    fprintf(f, "kv cache     %zu bytes per position (%s, 2 x %d layers x %zu), %.1f MiB at %d positions%s\n", pp, type,
+            info.n_layers, row, total / 1048576.0, n,
+            total < pp * (size_t)n ? " (the sliding-window layers keep a ring)" : "");
+}
+
 /* Session with the run/chat options (speculation, draft model). */
 strata_session *open_session(strata_model *m, const cli_opts *o, strata_model **draft) {
     char err[512];
@@ -114,6 +134,7 @@ strata_session *open_session(strata_model *m, const cli_opts *o, strata_model **
     if (o->draft_model && !o->spec) sp.spec_draft = 4;
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
     if (!s) { fprintf(stderr, "strata: %s\n", err); return NULL; }
+    if (o->show_stats) print_kv_cache(stderr, m, s);
     if (o->draft_model) {
         cli_opts d = *o;
         d.model = o->draft_model;

@@ -29,6 +29,8 @@ int eval_prompt_interruptible(strata_session *s, const int32_t *ids, int n, doub
 void print_stats(const strata_session *sess, const strata_model *m, int pre_n, double pre_t);
 /* A session with the run/chat options (speculation, draft model); NULL with the error printed. */
 strata_session *open_session(strata_model *m, const cli_opts *o, strata_model **draft);
+/* "kv cache     N bytes per position (f16, 2 x L layers x row), X MiB at n_ctx positions" */
+void print_kv_cache(FILE *f, const strata_model *m, const strata_session *s);
 /* Tokenize a plain prompt (special tokens parsed or not); malloc'ed. Chat prompts go through
  * strata_chat_tokenize (message content is text). */
 int32_t *tokenize_alloc(const strata_model *m, const char *text, int add_bos, int special, int *n);

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli.h"
 #include "cli_common.h"
+#include "cli_gen.h"
 #include "cpu/membw.h"
 #include "cpu/threadpool.h"
 #include "core/util.h"
@@ -36,6 +38,14 @@ static const cli_command bench_cmd = {
     "the decode follows the prompt); a list D1,D2,... runs them at each depth, one fill extending\n"
     "the other. --pp 0: no prompt test (the decode starts at the depth).\n"
     "`bench mmvq` and `bench moe` are kernel microbenchmarks (their own --help).\n", 0 };
+
+/* the process's CPU time (all threads; spinning pool workers count): with one thread the
+ * figure a loaded machine disturbs least */
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -106,8 +116,9 @@ int cmd_bench(int argc, char **argv) {
     int32_t *ids = st_malloc((size_t)n_ids * sizeof(int32_t));
     int32_t *gen = st_malloc((size_t)(tg > 0 ? tg : 1) * sizeof(int32_t));
     double *tpp = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd), *ttg = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd);
-    if (!ids || !gen || !tpp || !ttg) {
-        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); strata_session_free(s); strata_model_free(m);
+    double *tcpu = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd);   /* the decode's process CPU time */
+    if (!ids || !gen || !tpp || !ttg || !tcpu) {
+        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); st_free(tcpu); strata_session_free(s); strata_model_free(m);
         return 1;
     }
     for (int i = 0; i < n_ids; i++) ids[i] = (int32_t)((1000 + (uint64_t)i * 7919) % (uint64_t)info.n_vocab);
@@ -115,7 +126,7 @@ int cmd_bench(int argc, char **argv) {
     int same_ids = 1, device_picks = 0, failed = 0, valid = 0;
     for (int di = 0; di < nd && !failed; di++) {
         const int depth = o.depth[di];
-        double *tp_d = tpp + (size_t)di * reps, *tg_d = ttg + (size_t)di * reps;
+        double *tp_d = tpp + (size_t)di * reps, *tg_d = ttg + (size_t)di * reps, *tc_d = tcpu + (size_t)di * reps;
         for (int r = 0; r < reps && !failed; r++) {
             if (bench_at_depth(s, ids, depth, &valid)) { failed = 1; break; }
             double t0 = now_seconds();
@@ -125,6 +136,7 @@ int cmd_bench(int argc, char **argv) {
             /* as strata_generate: the first id from the prompt's logits (without a prompt: the
              * id after the depth), then decode steps */
             int32_t tok = pp > 0 ? strata_session_sample(s) : ids[depth];
+            const double c1 = cpu_seconds();
             for (int i = 0; i < tg; i++) {
                 gen[i] = tok;
                 int32_t next = -1;
@@ -133,17 +145,18 @@ int cmd_bench(int argc, char **argv) {
                 else tok = strata_session_sample(s);
             }
             double t2 = now_seconds();
-            tp_d[r] = t1 - t0; tg_d[r] = t2 - t1;
+            tp_d[r] = t1 - t0; tg_d[r] = t2 - t1; tc_d[r] = cpu_seconds() - c1;
             uint64_t h = fnv1a64(gen, (size_t)tg * sizeof(int32_t));
             if (r > 0 && h != hash) same_ids = 0;
             hash = h;
         }
         qsort(tp_d, (size_t)reps, sizeof(double), cmp_d);
         qsort(tg_d, (size_t)reps, sizeof(double), cmp_d);
+        qsort(tc_d, (size_t)reps, sizeof(double), cmp_d);
     }
     if (failed) {
         fprintf(stderr, "strata bench: evaluation failed\n");
-        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); strata_session_free(s); strata_model_free(m);
+        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); st_free(tcpu); strata_session_free(s); strata_model_free(m);
         return 1;
     }
     const double *tp_last = tpp + (size_t)(nd - 1) * reps, *tg_last = ttg + (size_t)(nd - 1) * reps;
@@ -161,18 +174,21 @@ int cmd_bench(int argc, char **argv) {
     if (nd == 1) {
         if (dmax > 0) printf("depth        %d positions in the cache before each test (filled untimed)\n", dmax);
         if (pp > 0) printf("prompt       %d tokens: %.1f tok/s (median of %d; one eval, passes of up to 512)\n", pp, pps, reps);
-        printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d; %s)\n", tg, tgs, 1000.0 / tgs, reps, how);
+        printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d; %s); CPU time %.2f ms/token\n", tg, tgs,
+               1000.0 / tgs, reps, how, 1000.0 * tcpu[reps / 2] / tg);
     } else {   /* a line per depth and test (the fills untimed) */
         for (int di = 0; di < nd; di++) {
             const double *tp_d = tpp + (size_t)di * reps, *tg_d = ttg + (size_t)di * reps;
             if (pp > 0)
                 printf("prompt       %d tokens at depth %d: %.1f tok/s (median of %d)\n", pp, o.depth[di],
                        pp / tp_d[reps / 2], reps);
-            printf("decode       %d tokens at depth %d: %.1f tok/s, %.2f ms/token (median of %d; %s)\n", tg,
-                   o.depth[di] + pp, tg / tg_d[reps / 2], 1000.0 * tg_d[reps / 2] / tg, reps, how);
+            printf("decode       %d tokens at depth %d: %.1f tok/s, %.2f ms/token (median of %d; %s); CPU time "
+                   "%.2f ms/token\n", tg, o.depth[di] + pp, tg / tg_d[reps / 2], 1000.0 * tg_d[reps / 2] / tg, reps, how,
+                   1000.0 * tcpu[(size_t)di * reps + reps / 2] / tg);
         }
     }
     printf("weights      %.1f MB read per decoded token\n", info.weight_bytes / 1e6);
+    print_kv_cache(stdout, m, s);
     if (cuda) {
         double bw = 0;
 #ifdef STRATA_HAVE_CUDA
@@ -194,7 +210,7 @@ int cmd_bench(int argc, char **argv) {
            same_ids ? ", every repetition the same" : "; REPETITIONS DIFFER");
     st_free(ids);
     st_free(gen);
-    st_free(tpp); st_free(ttg);
+    st_free(tpp); st_free(ttg); st_free(tcpu);
     strata_session_free(s);
     strata_model_free(m);
     return same_ids ? 0 : 1;

@@ -4,7 +4,9 @@
  * multiplied by scale: exactly the scalar loop's operations, so the bits do not change; the
  * eight positions' dependency chains just run side by side instead of one after another. */
 #include <immintrin.h>
+#include <stdint.h>
 #include "kernels.h"
+#include "quant/blocks.h"
 
 /* 8x8 transpose: in r[j] = row j (8 consecutive d), out c[i] lane j = row j's value i */
 static inline void transpose8(__m256 r[8], __m256 c[8]) {
@@ -24,7 +26,7 @@ static inline void transpose8(__m256 r[8], __m256 c[8]) {
 
 /* o[d] = o[d] + w[i] * rows[i][d] for i = 0..n-1 in order (product rounded, then added): the
  * scalar V loop's operations, eight d at a time. hd % 8 == 0. Four blocks of eight d side by
- * side where hd allows (independent chains: the adds' latency overlaps; each d's chain is
+ * side where hd allows (independent chains: the adds' latencies overlap; each d's chain is
  * unchanged). */
 void attn_vacc_avx2(float *o, const float *const *rows, const float *w, int n, int hd) {
     int d0 = 0;
@@ -78,4 +80,63 @@ void attn_scores32_avx2(const float *q, const float *const *rows, int hd, float 
     }
     const __m256 sc = _mm256_set1_ps(scale);
     for (int g = 0; g < 4; g++) _mm256_storeu_ps(out + g * 8, _mm256_mul_ps(s[g], sc));
+}
+
+/* ---- decode steps grouped by KV head (backend_cpu.c, attn_dec_*): a block of 32 positions'
+ * K rows is converted and transposed once and serves every query head of the group. ---- */
+
+/* kt[d][0..32) = the values d of 32 positions' K rows of one head, converted to f32 and
+ * transposed: rows[j] (j < n) points at position j's head_dim values in the cache, f16
+ * (int8 = 0) or act_q8_0 blocks (int8 = 1); rows n..31 give zeros. The conversions are those
+ * of f16_to_f32_row_f16c and q8_to_f32_row_avx2 (vcvtph2ps; d * q rounded once), the same
+ * values. hd % 32 == 0. */
+void attn_kt32_avx2(const void *const *rows, int n, int int8, int hd, float *kt) {
+    for (int g = 0; g < 4; g++)
+        for (int d0 = 0; d0 < hd; d0 += 8) {
+            __m256 r[8], c[8];
+            for (int jj = 0; jj < 8; jj++) {
+                const int j = g * 8 + jj;
+                if (j >= n) r[jj] = _mm256_setzero_ps();
+                else if (int8) {
+                    const act_q8_0 *b = (const act_q8_0 *)rows[j] + d0 / 32;
+                    __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + d0 % 32)));
+                    r[jj] = _mm256_mul_ps(_mm256_set1_ps(b->d), _mm256_cvtepi32_ps(q));
+                } else r[jj] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[j] + d0)));
+            }
+            transpose8(r, c);
+            for (int i = 0; i < 8; i++) _mm256_storeu_ps(kt + (size_t)(d0 + i) * 32 + g * 8, c[i]);
+        }
+}
+
+/* out[j] = (0.0f + q[0] * kt[0][j] + q[1] * kt[1][j] + ... in d order) * scale for the 32
+ * positions j of a transposed block: the scalar loop's operations per position, four groups
+ * of eight positions' chains side by side. */
+void attn_scores32t_avx2(const float *q, const float *kt, int hd, float scale, float *out) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const __m256 qd = _mm256_set1_ps(q[d]);
+        const float *k = kt + (size_t)d * 32;
+        s0 = _mm256_add_ps(s0, _mm256_mul_ps(qd, _mm256_loadu_ps(k)));
+        s1 = _mm256_add_ps(s1, _mm256_mul_ps(qd, _mm256_loadu_ps(k + 8)));
+        s2 = _mm256_add_ps(s2, _mm256_mul_ps(qd, _mm256_loadu_ps(k + 16)));
+        s3 = _mm256_add_ps(s3, _mm256_mul_ps(qd, _mm256_loadu_ps(k + 24)));
+    }
+    const __m256 sc = _mm256_set1_ps(scale);
+    _mm256_storeu_ps(out, _mm256_mul_ps(s0, sc)); _mm256_storeu_ps(out + 8, _mm256_mul_ps(s1, sc));
+    _mm256_storeu_ps(out + 16, _mm256_mul_ps(s2, sc)); _mm256_storeu_ps(out + 24, _mm256_mul_ps(s3, sc));
+}
+
+/* o[d] = o[d] + w[i] * vb[i][d] for i = 0..n-1 in order, d = 0..32 (vb: n rows of 32 floats):
+ * the scalar V loop's operations for 32 d, four chains of eight d side by side. */
+void attn_vacc32_avx2(float *o, const float *vb, const float *w, int n) {
+    __m256 a0 = _mm256_loadu_ps(o), a1 = _mm256_loadu_ps(o + 8), a2 = _mm256_loadu_ps(o + 16), a3 = _mm256_loadu_ps(o + 24);
+    for (int i = 0; i < n; i++) {
+        const __m256 wi = _mm256_set1_ps(w[i]);
+        const float *r = vb + (size_t)i * 32;
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(wi, _mm256_loadu_ps(r)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 8)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 16)));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 24)));
+    }
+    _mm256_storeu_ps(o, a0); _mm256_storeu_ps(o + 8, a1); _mm256_storeu_ps(o + 16, a2); _mm256_storeu_ps(o + 24, a3);
 }

@@ -47,7 +47,12 @@ typedef struct {
     int kv_pass;            /* STRATA_CPU_KV_PASS: use kv_f32 (0: convert per task) */
     f16_row_fn f16_row;     /* f16 -> f32 row conversion (F16C or scalar: same values) */
     q8_row_fn q8_row;       /* int8 KV row -> f32 (AVX2 or scalar: same values) */
-    int attn_avx2;          /* scores and V sums eight at a time (src/cpu/attn_avx2.c, same bits) */
+    int attn_avx2;          /* scores and V sums 8-32 at a time (src/cpu/attn_avx2.c, same bits) */
+    int attn_dec;           /* decode steps grouped by KV head (attn_dec_*; STRATA_CPU_ATTN=auto) */
+    float *dec_w;           /* [n_heads][dec_n]: a decode step's scores, then weights, per head */
+    float *dec_a;           /* [n_heads][ATTN_N_CHUNKS(dec_n)]: the chunks' a_c (in dec_w's block) */
+    int dec_n;
+    float *dec_tmp;         /* per thread: DEC_TMP_FLOATS(head_dim, G) */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
@@ -221,7 +226,9 @@ static void attn_worker(void *ctx, int ith, int nth) {
          * chunk's max m_c, e_p = expf(s_p - m_c) (into sc) and sum l_c; then the weights
          * w_c = l_c expf(m_c - mx) (mx, the max of all scores, is the max of the m_c), their
          * sum L, and a_c = w_c / L; then each chunk's V sum u_c with its own normalization,
-         * added in chunk order: o[d] = o[d] + u_c[d] a_c */
+         * added in chunk order: o[d] = o[d] + u_c[d] a_c. One chunk (<= ATTN_CHUNK positions):
+         * a_0 = l_0 / l_0 = 1 and o = 0 + u_0 * 1 = u_0 (a chain from +0.0f is never -0.0f),
+         * so the V sum goes straight into o, the old sequential order's operations. */
         const int nch = ATTN_N_CHUNKS(last - first + 1);
         float *cm = sc + c->scores_n, *cl = cm + ATTN_N_CHUNKS(c->scores_n), *ca = cl + ATTN_N_CHUNKS(c->scores_n);
         for (int ci = 0; ci < nch; ci++) {
@@ -239,7 +246,8 @@ static void attn_worker(void *ctx, int ith, int nth) {
         for (int ci = 0; ci < nch; ci++) {
             const int c0 = first + ci * ATTN_CHUNK, c1 = last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : last;
             const float r = 1.0f / cl[ci];
-            for (int d = 0; d < HD; d++) u[d] = 0.0f;
+            float *uc = nch == 1 ? o : u;
+            if (nch > 1) for (int d = 0; d < HD; d++) u[d] = 0.0f;
             int pv = c0;
             if (c->attn_avx2) {   /* up to 32 V rows per call, eight d per vector: the same order per d */
                 const float *rows[32];
@@ -250,19 +258,178 @@ static void attn_worker(void *ctx, int ith, int nth) {
                         w32[i] = sc[pv + i] * r;
                         rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
                     }
-                    attn_vacc_avx2(u, rows, w32, nr, HD);
+                    attn_vacc_avx2(uc, rows, w32, nr, HD);
                     pv += nr;
                 }
             }
             for (int p = pv; p <= c1; p++) {
                 const float wgt = sc[p] * r;
                 const float *vr = kv_at(j, j->vf, V, p, cap, kvh, HD, row);
-                for (int d = 0; d < HD; d++) u[d] += wgt * vr[d];
+                for (int d = 0; d < HD; d++) uc[d] += wgt * vr[d];
             }
-            const float a = ca[ci];
-            for (int d = 0; d < HD; d++) o[d] += u[d] * a;
+            if (nch > 1) {
+                const float a = ca[ci];
+                for (int d = 0; d < HD; d++) o[d] += u[d] * a;
+            }
         }
     }
+}
+
+
+/* ---- a decode step (T = 1) grouped by KV head -------------------------------------------
+ * The same operations as attn_worker, bit for bit (docs/KERNELS.md "CPU attention order"),
+ * in three pool jobs so that every K/V row is read and converted once per step (not once per
+ * query head) and the work splits evenly over the threads at any depth:
+ *   scores:  tasks (KV head, block of DEC_PB positions); per 32 positions the K rows are
+ *            converted to f32 and transposed once, then each query head of the group takes
+ *            its 32 scores (each score its own chain in d order, as the scalar loop);
+ *   softmax: a task per head, the chunks of ATTN_CHUNK positions (src/model/attn_order.h) as
+ *            attn_worker: per chunk its max m_c, e_p = expf(s_p - m_c) and their sum l_c in
+ *            position order, w_c = l_c expf(m_c - max), the weights e_p * (1 / l_c) in place;
+ *            then L = the w_c summed in chunk order and a_c = w_c / L (dec_a);
+ *   values:  tasks (KV head, 32 d): per chunk u_c[d] = u_c[d] + w_p * v_p[d] in position
+ *            order for each head of the group (the V rows' 32 d converted once per block of 32
+ *            positions; chunks start at `first` + multiples of 256, so no block straddles two),
+ *            then o[d] = o[d] + u_c[d] a_c in chunk order; one chunk: the sums go into o
+ *            directly (a_0 = 1: the same bits). */
+#define DEC_PB 256
+#define DEC_MIN_POS 64   /* fewer positions: attn_worker (the extra pool job costs more) */
+#define DEC_TMP_FLOATS(hd, g) ((size_t)32 * (hd) + 32 * 32 + 32 + (size_t)32 * (g))   /* + the chunk sums u_c */
+
+typedef struct {
+    cpu_be *c; const cpu_kv *kv; int layer; const float *q; float scale; float *out;
+    int first, last;   /* the positions attended */
+} dec_job;
+
+/* Positions p0 .. p0+n-1 (n <= 32) of head kvh's V rows, values [d0, d0 + len) of each, as
+ * f32 into dst[n][len]: the exact elementwise conversion of kv_row. */
+static void dec_rows(const dec_job *j, const void *cache, int p0, int n, int kvh, int d0, int len, float *dst) {
+    const cpu_kv *kv = j->kv;
+    const int cap = kv->kv_cap[j->layer], HD = j->c->hp.head_dim;
+    for (int i = 0; i < n; i++) {
+        size_t slot = (size_t)((p0 + i) % cap);
+        if (kv->kv_int8)
+            j->c->q8_row((const act_q8_0 *)((const uint8_t *)cache + slot * kv->kv_row_bytes) + ((size_t)kvh * HD + d0) / 32,
+                         dst + (size_t)i * len, len);
+        else
+            j->c->f16_row((const uint16_t *)cache + slot * kv->kv_dim + (size_t)kvh * HD + d0, dst + (size_t)i * len, len);
+    }
+}
+
+static void dec_scores_worker(void *ctx, int ith, int nth) {
+    dec_job *j = ctx;
+    cpu_be *c = j->c;
+    const int HD = c->hp.head_dim, G = c->hp.n_heads / c->hp.n_kv_heads, n = j->last - j->first + 1;
+    const int nb = (n + DEC_PB - 1) / DEC_PB;
+    float *kt = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD, G), *s32 = kt + (size_t)32 * HD;
+    const cpu_kv *kv = j->kv;
+    const void *K = kv->k_cache[j->layer];
+    const int cap = kv->kv_cap[j->layer];
+    long lo, hi;
+    threadpool_split((long)c->hp.n_kv_heads * nb, ith, nth, 1, &lo, &hi);
+    for (long task = lo; task < hi; task++) {
+        const int kvh = (int)(task / nb), b = (int)(task % nb);
+        const size_t koff = kv->kv_int8 ? (size_t)kvh * HD / 32 * sizeof(act_q8_0) : (size_t)kvh * HD * sizeof(uint16_t);
+        const int b0 = j->first + b * DEC_PB, b1 = b0 + DEC_PB - 1 < j->last ? b0 + DEC_PB - 1 : j->last;
+        for (int p0 = b0; p0 <= b1; p0 += 32) {
+            const int m = b1 - p0 + 1 < 32 ? b1 - p0 + 1 : 32;
+            const void *rows[32];
+            for (int i = 0; i < m; i++)
+                rows[i] = (const uint8_t *)K + (size_t)((p0 + i) % cap) * kv->kv_row_bytes + koff;
+            attn_kt32_avx2(rows, m, kv->kv_int8, HD, kt);
+            for (int h = kvh * G; h < (kvh + 1) * G; h++) {
+                float *w = c->dec_w + (size_t)h * c->dec_n + (p0 - j->first);
+                if (m == 32) attn_scores32t_avx2(j->q + (size_t)h * HD, kt, HD, j->scale, w);
+                else {
+                    attn_scores32t_avx2(j->q + (size_t)h * HD, kt, HD, j->scale, s32);
+                    memcpy(w, s32, sizeof(float) * (size_t)m);
+                }
+            }
+        }
+    }
+}
+
+static void dec_softmax_worker(void *ctx, int ith, int nth) {
+    dec_job *j = ctx;
+    cpu_be *c = j->c;
+    const int n = j->last - j->first + 1, nch = ATTN_N_CHUNKS(n);
+    long lo, hi;
+    threadpool_split((long)c->hp.n_heads, ith, nth, 1, &lo, &hi);
+    for (long h = lo; h < hi; h++) {
+        float *sc = c->dec_w + (size_t)h * c->dec_n, *ca = c->dec_a + (size_t)h * ATTN_N_CHUNKS(c->dec_n);
+        float mx = -INFINITY;
+        for (int p = 0; p < n; p++) if (sc[p] > mx) mx = sc[p];
+        float L = 0.0f;
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = ci * ATTN_CHUNK, c1 = n - 1 - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : n - 1;
+            float m = -INFINITY, l = 0.0f;
+            for (int p = c0; p <= c1; p++) if (sc[p] > m) m = sc[p];
+            for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
+            const float r = 1.0f / l;
+            for (int p = c0; p <= c1; p++) sc[p] *= r;
+            ca[ci] = l * expf(m - mx);
+            L += ca[ci];
+        }
+        for (int ci = 0; ci < nch; ci++) ca[ci] = ca[ci] / L;
+    }
+}
+
+static void dec_values_worker(void *ctx, int ith, int nth) {
+    dec_job *j = ctx;
+    cpu_be *c = j->c;
+    const int HD = c->hp.head_dim, G = c->hp.n_heads / c->hp.n_kv_heads, nd = HD / 32;
+    const int nch = ATTN_N_CHUNKS(j->last - j->first + 1), ncap = ATTN_N_CHUNKS(c->dec_n);
+    float *vb = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD, G), *u = vb + 32 * 32;   /* u: [G][32] */
+    long lo, hi;
+    threadpool_split((long)c->hp.n_kv_heads * nd, ith, nth, 1, &lo, &hi);
+    for (long task = lo; task < hi; task++) {
+        const int kvh = (int)(task / nd), d0 = (int)(task % nd) * 32;
+        for (int h = kvh * G; h < (kvh + 1) * G; h++) memset(j->out + (size_t)h * HD + d0, 0, 32 * sizeof(float));
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = j->first + ci * ATTN_CHUNK, c1 = j->last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : j->last;
+            if (nch > 1) memset(u, 0, (size_t)G * 32 * sizeof(float));
+            for (int p0 = c0; p0 <= c1; p0 += 32) {
+                const int m = c1 - p0 + 1 < 32 ? c1 - p0 + 1 : 32;
+                dec_rows(j, j->kv->v_cache[j->layer], p0, m, kvh, d0, 32, vb);
+                for (int h = kvh * G; h < (kvh + 1) * G; h++)
+                    attn_vacc32_avx2(nch == 1 ? j->out + (size_t)h * HD + d0 : u + (size_t)(h - kvh * G) * 32, vb,
+                                     c->dec_w + (size_t)h * c->dec_n + (p0 - j->first), m);
+            }
+            if (nch > 1)
+                for (int h = kvh * G; h < (kvh + 1) * G; h++) {
+                    const float a = c->dec_a[(size_t)h * ncap + ci], *uh = u + (size_t)(h - kvh * G) * 32;
+                    float *o = j->out + (size_t)h * HD + d0;
+                    for (int d = 0; d < 32; d++) o[d] += uh[d] * a;
+                }
+        }
+    }
+}
+
+/* The decode step's attention (k/v already stored) by the grouped path; -1 when it does not
+ * apply (then attn_worker runs: the same bits). */
+static int attn_decode_grouped(cpu_be *c, const cpu_kv *kv, int layer, const float *q, int pos, float scale, int window,
+                               float *out) {
+    const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0, n = pos - first + 1;
+    if (!c->attn_dec || kv->exact || n < DEC_MIN_POS) return -1;
+    if (n > c->dec_n || !c->dec_w) {   /* grown by doubling, up to the cache's positions */
+        int want = c->dec_n * 2 > n ? c->dec_n * 2 : n < 1024 ? 1024 : n;
+        if (want > kv->n_ctx && n <= kv->n_ctx) want = kv->n_ctx;
+        /* the scores / weights, then each head's a_c */
+        float *nw = st_malloc((size_t)c->hp.n_heads * ((size_t)want + ATTN_N_CHUNKS(want)) * sizeof(float));
+        if (!nw) return -1;
+        st_free(c->dec_w); c->dec_w = nw; c->dec_n = want;
+        c->dec_a = nw + (size_t)c->hp.n_heads * want;
+    }
+    if (!c->dec_tmp) {
+        c->dec_tmp = st_malloc((size_t)threadpool_size(c->tp) *
+                               DEC_TMP_FLOATS(c->hp.head_dim, c->hp.n_heads / c->hp.n_kv_heads) * sizeof(float));
+        if (!c->dec_tmp) return -1;
+    }
+    dec_job j = { c, kv, layer, q, scale, out, first, pos };
+    threadpool_run(c->tp, dec_scores_worker, &j);
+    threadpool_run(c->tp, dec_softmax_worker, &j);
+    threadpool_run(c->tp, dec_values_worker, &j);
+    return 0;
 }
 
 /* Store k, v of the T tokens at positions pos0.. into the cache kv (the backend's own, or
@@ -295,6 +462,7 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
             for (size_t i = 0; i < kd_n; i++) { kd[i] = f32_to_fp16(kt[i]); vd[i] = f32_to_fp16(vt[i]); }
         }
     }
+    if (T == 1 && attn_decode_grouped(c, kv, layer, q, pos0, scale, window, out) == 0) return;
     attn_job j = { c, kv, layer, q, T, pos0, window, scale, out, NULL, NULL, 0, 0 };
     /* Every (token, head) task of the pass reads the same rows, so they are converted to f32
      * once for the pass (before: T * n_heads / n_kv_heads times each, into an L1-sized buffer
@@ -472,12 +640,20 @@ static int cpu_kv_copy(backend *dst, const backend *src, int n) {
     return 0;
 }
 
+static size_t cpu_kv_bytes(const backend *be, size_t *per_pos) {
+    const cpu_kv *kv = &((const cpu_be *)be->impl)->kv;
+    size_t total = 0;
+    for (int l = 0; l < kv->n_layers; l++) total += 2 * (size_t)kv->kv_cap[l] * kv->kv_row_bytes;
+    if (per_pos) *per_pos = 2 * (size_t)kv->n_layers * kv->kv_row_bytes;
+    return total;
+}
+
 static void cpu_free(backend *be);
 
 static const backend_ops cpu_ops = {
     .name = "cpu", .embed = blk_embed, .attn_block = blk_attn, .ffn_block = blk_ffn, .head = blk_head,
     .logits = cpu_logits, .head_argmax = NULL, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
-    .kv_copy = cpu_kv_copy,
+    .kv_copy = cpu_kv_copy, .kv_bytes = cpu_kv_bytes,
 };
 
 backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *tp, int exact, int kv_int8,
@@ -511,6 +687,7 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     c->q8_row = q8_to_f32_row_get();
     c->kv_pass = env_bool(ENV_CPU_KV_PASS);
     c->attn_avx2 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
+    c->attn_dec = c->attn_avx2 && hp->head_dim % 32 == 0 && !strcmp(env_str(ENV_CPU_ATTN), "auto");
     c->rope_inv_freq = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     if (!kv->k_cache || !kv->v_cache || !kv->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq ||
@@ -549,7 +726,7 @@ static void cpu_free(backend *be) {
         for (int l = 0; kv->k_cache && l < c->hp.n_layers; l++) st_free(kv->k_cache[l]);
         for (int l = 0; kv->v_cache && l < c->hp.n_layers; l++) st_free(kv->v_cache[l]);
         st_free(kv->k_cache); st_free(kv->v_cache); st_free(kv->kv_cap); st_free(c->scores); st_free(c->kv_tmp);
-        st_free(c->kv_f32);
+        st_free(c->kv_f32); st_free(c->dec_w); st_free(c->dec_tmp);
         st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
         st_free(c->x); st_free(c->xb); st_free(c->q); st_free(c->k); st_free(c->v); st_free(c->att);
         st_free(c->hb); st_free(c->hb2); st_free(c->moe_out); st_free(c->logits);

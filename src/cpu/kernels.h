@@ -58,6 +58,13 @@ void attn_scores8_avx2(const float *q, const float *const *rows, int hd, float s
 void attn_scores32_avx2(const float *q, const float *const *rows, int hd, float scale, float *out);
 /* o[d] += w[i] * rows[i][d] for i = 0..n-1 in order, eight d at a time (the scalar V loop's bits). */
 void attn_vacc_avx2(float *o, const float *const *rows, const float *w, int n, int hd);
+/* Decode steps grouped by KV head: kt[d][j] = row j's value d as f32 for a block of 32 cache
+ * rows of hd values (f16, or act_q8_0 blocks when int8; rows n..31: zeros); the 32 positions'
+ * scores from such a block (the scalar chain per position); o[0..32) += w[i] * vb[i][0..32) in
+ * i order (vb: n rows of 32 floats). hd % 32 == 0. */
+void attn_kt32_avx2(const void *const *rows, int n, int int8, int hd, float *kt);
+void attn_scores32t_avx2(const float *q, const float *kt, int hd, float scale, float *out);
+void attn_vacc32_avx2(float *o, const float *vb, const float *w, int n);
 /* AVX2 twin of act_quantize_row (src/quant/act.c): the same bits for every input. */
 void act_quantize_row_avx2(int act_format, const float *x, void *dst, int64_t n);
 #endif

@@ -249,6 +249,11 @@ typedef struct {
     float *moe_logits;          /* [CUDA_MOE_COLS][X] */
     void *moe_act_r;            /* router activations when the router weight is quantized */
     cuda_moe moe_bufs;          /* act_pairs, groups, pair_of, wts, h, act_h, y */
+    /* wide passes' MoE (STRATA_CUDA_MOE_MM = N > 0: passes of at least N tokens): buffers for
+     * FWD_MAX_T tokens, made at first use */
+    cuda_moe_wide moe_wide;     /* m: logits [FWD_MAX_T][X], act_pairs .. y for FWD_MAX_T * k pairs */
+    int moe_wide_state;         /* 0 not tried, 1 allocated, -1 unavailable (slices) */
+    int moe_wide_min;           /* STRATA_CUDA_MOE_MM: the narrowest pass that takes the wide path */
     /* graphs: [0] greedy (argmax), [1] sampler at temperature 0 (penalty + argmax: no sort),
      * [2] sampler */
     cudaGraphExec_t graph[3];
@@ -604,6 +609,68 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
  * kernel's fused F32 router), then moe.cu's routing, grouped gate/up and down; the combine
  * (with the residual add into add_to when set) follows. A pass wider than CUDA_MOE_COLS runs in
  * slices of that many tokens (a token's result never depends on the others of its slice). */
+/* The wide path's buffers (FWD_MAX_T tokens), once: 1, or 0 when the path is off
+ * (STRATA_CUDA_MOE_MM=0, formats without the grouped matmul, no memory: the slices run). */
+static_assert(FWD_MAX_T <= CUDA_MOE_WIDE_MAX_T, "the wide MoE path's bound");
+static int moe_wide_ready(cuda_be *c, const weight *G, const weight *D, int raf, int gaf) {
+    if (c->moe_wide_state) return c->moe_wide_state > 0;
+    c->moe_wide_state = -1;
+    const hparams *hp = &c->hp;
+    const int64_t E = G->n_in, F = G->n_out;
+    int daf;
+    if (env_int(ENV_CUDA_MOE_MM) <= 0 || !cuda_moe_wide_ok(G->type, D->type, E, F) || (raf != ACT_F32 && raf != gaf) ||
+        cuda_type_info(D->type, NULL, &daf, NULL))
+        return 0;
+    const size_t P = (size_t)FWD_MAX_T * (size_t)hp->n_experts_used, X = (size_t)hp->n_experts;
+    const size_t maxt = (size_t)cuda_moe_wide_max_tiles((int)P, (int)X);
+    cuda_moe_wide *w = &c->moe_wide;
+    char err[256];
+    void *lg = NULL;
+    if (cudaStreamSynchronize(c->st) != cudaSuccess ||
+        cuda_dev_alloc_named(&lg, (size_t)FWD_MAX_T * X * sizeof(float), "the wide MoE router logits", err, sizeof err) ||
+        cuda_dev_alloc_named(&w->m.act_pairs, P * cuda_act_row_bytes(gaf, E), "the wide MoE pair rows", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->m.groups, (1 + MOE_GROUP_INTS * X) * sizeof(int), "the wide MoE groups", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->m.pair_of, P * sizeof(int), "the wide MoE pair map", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->m.wts, P * sizeof(float), "the wide MoE weights", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->m.h, P * (size_t)F * sizeof(float), "the wide MoE gate / h rows", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->hu, P * (size_t)F * sizeof(float), "the wide MoE up rows", err, sizeof err) ||
+        cuda_dev_alloc_named(&w->m.act_h, P * cuda_act_row_bytes(daf, F), "the wide MoE h activations", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->m.y, P * (size_t)E * sizeof(float), "the wide MoE down rows", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->sel, P * sizeof(int), "the wide MoE selections", err, sizeof err) ||
+        cuda_dev_alloc_named((void **)&w->tiles, (1 + 2 * maxt + P) * sizeof(int), "the wide MoE tiles", err, sizeof err)) {
+        w->m.logits = (const float *)lg;
+        fprintf(stderr, "strata: the wide MoE path is off (%s); slices of %d tokens run\n", err, CUDA_MOE_COLS);
+        return 0;   /* what was allocated is freed with the backend */
+    }
+    w->m.logits = (const float *)lg;
+    c->moe_wide_state = 1;
+    return 1;
+}
+
+/* All T tokens of a wide pass at once (STRATA_CUDA_MOE_MM = N: T >= N): the router over T, the routing
+ * and the grouped tensor-core matmuls of moe.cu, the combine. 0, or -1 when it did not run. */
+static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weight *U, const weight *D, int T,
+                        int raf, int gaf, float *add_to) {
+    if (T <= CUDA_MOE_COLS || T < c->moe_wide_min || T > FWD_MAX_T || !moe_wide_ready(c, G, D, raf, gaf) ||
+        !cuda_moe_wide_ok(G->type, D->type, G->n_in, G->n_out))   /* cuda_mm_set(0) since (tests, A/B) */
+        return -1;
+    const int64_t E = G->n_in;
+    cuda_moe_wide w = c->moe_wide;
+    mv_group g;
+    float *ly = (float *)w.m.logits;
+    if (mv_group_make(c, &g, &R, &ly, NULL, 1) < 0) return 0;   /* failed: be_fail was called */
+    const void *ract = raf == ACT_F32 ? (const void *)c->xb : c->act;   /* raf == gaf: the experts' rows */
+    if (cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router (wide)"); return 0; }
+    w.m.X = (int)R->n_out; w.m.k = c->hp.n_experts_used; w.m.T = T; w.m.E = E; w.m.F = G->n_out;
+    w.m.type_gu = G->type; w.m.type_down = D->type;
+    w.m.gate = G->dev; w.m.up = U->dev; w.m.down = D->dev;
+    w.m.act_x = c->act; w.m.out = c->moe_out;
+    w.m.router_f32 = NULL; w.m.x_f32 = c->xb;
+    if (cuda_moe_experts_wide(&w, c->st)) { be_fail(c, "moe experts (wide)"); return 0; }
+    if (cuda_moe_combine(&w.m, add_to, c->st)) be_fail(c, "moe combine (wide)");
+    return 0;
+}
+
 static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to) {
     const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
     const int X = (int)R->n_out, k = c->hp.n_experts_used;
@@ -620,6 +687,7 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
     const int fused_router = c->fuse && cuda_moe_router_fusable(R->type, E);
     /* x in the experts' activation format (usually already there: the ffn norm quantized it) */
     if (ensure_act(c, as, c->xb, E, T, gaf)) return;
+    if (moe_run_wide(c, R, G, U, D, T, raf, gaf, add_to) == 0) return;
     const size_t gab = cuda_act_row_bytes(gaf, E);
     for (int t0 = 0; t0 < T && !c->failed; t0 += CUDA_MOE_COLS) {
         const int n = T - t0 < CUDA_MOE_COLS ? T - t0 : CUDA_MOE_COLS;
@@ -860,7 +928,7 @@ static void cuda_free_be(backend *be);
 
 static const backend_ops cuda_ops = {
     "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, blk_head_argmax, cuda_decode_step, cuda_max_rewind,
-    cuda_free_be, cuda_kv_copy,
+    cuda_free_be, cuda_kv_copy, NULL /* kv_bytes: f16 rows of every layer for every position (the engine's formula) */,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
@@ -897,20 +965,20 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     be->ops = &cuda_ops; be->impl = c; be->kv = &c->kv;
     c->hp = *hp; c->w = w; c->n_ctx = n_ctx;
     c->fuse = env_bool(ENV_CUDA_FUSE);
+    c->moe_wide_min = (int)env_int(ENV_CUDA_MOE_MM);
     c->attn_qtile = env_bool(ENV_CUDA_ATTN_QTILE);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
         c->attn_serial = var.attn_serial;
-        cuda_matvec_set_coop(var.matvec_coop);
-        cuda_set_pdl(var.pdl);
+        cuda_variants_apply(&var);   /* matvec kernel, dependent launch, decode variants, routing */
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     c->kv.n_ctx = n_ctx;
     c->kv.kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
     c->kv.vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
     if (!c->kv.kc || !c->kv.vc) { snprintf(err, errlen, "out of memory"); cuda_free_be(be); return NULL; }
-    if (cuda_tables_init() || expf_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
+    if (cuda_tables_init() || cuda_mm_tables_init() || expf_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
     {
         size_t kv_bytes = (size_t)n_ctx * c->kv_dim * sizeof(uint16_t);
         for (int l = 0; l < hp->n_layers; l++)
@@ -1031,6 +1099,10 @@ static void cuda_free_be(backend *be) {
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
         cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
         cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter);
+        cuda_moe_wide *mw = &c->moe_wide;
+        cuda_dev_free((void *)mw->m.logits); cuda_dev_free(mw->m.act_pairs); cuda_dev_free(mw->m.groups);
+        cuda_dev_free(mw->m.pair_of); cuda_dev_free(mw->m.wts); cuda_dev_free(mw->m.h); cuda_dev_free(mw->m.act_h);
+        cuda_dev_free(mw->m.y); cuda_dev_free(mw->hu); cuda_dev_free(mw->sel); cuda_dev_free(mw->tiles);
         if (c->st) cudaStreamDestroy(c->st);
         st_free(c);
     }

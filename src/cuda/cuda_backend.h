@@ -49,6 +49,7 @@ typedef struct cuda_device_class {
     int supported;          /* this build's code runs on it (sm_90 code + compute_90 PTX) */
     int table_coop;         /* the table's matvec kernel of the 256-weight formats: 8 or 0 */
     int table_pdl;          /* the table's programmatic dependent launch: 1 from sm_90 */
+    int table_decode;       /* the table's decode variants (CUDA_DEC_* bits) */
     const char *why;        /* the table row's reason */
 } cuda_device_class;
 const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
@@ -58,9 +59,30 @@ typedef struct cuda_variants {
     int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
     int attn_serial;        /* 0: the attention's chunks in parallel; 1: one CTA per head walks them (same bits) */
     int pdl;                /* programmatic dependent launch of the backend's kernels (same bits) */
-    const char *matvec_from, *attn_from, *pdl_from;
+    int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): the table's by default */
+    int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
+    const char *matvec_from, *attn_from, *pdl_from, *decode_from;
 } cuda_variants;
+/* The decode variants (src/cuda/decode_fast.cuh, docs/KERNELS.md "Decode variants"): the same
+ * integers with other instructions, so the same bits; the device table turns on those that
+ * measured faster there (STRATA_IQ_DECODE_FAST / STRATA_Q2_WORD_EXPAND / STRATA_Q6_SWAR =
+ * auto), a switch set to 1 / 0 forces its formats on / off. */
+#define CUDA_DEC_IQ2     1   /* STRATA_IQ_DECODE_FAST: IQ2_XXS, IQ2_XS, IQ2_S */
+#define CUDA_DEC_Q2_WORD 2   /* STRATA_Q2_WORD_EXPAND: Q2_0 */
+#define CUDA_DEC_Q6_SWAR 4   /* STRATA_Q6_SWAR: Q6_K */
+#define CUDA_DEC_IQ3     8   /* STRATA_IQ_DECODE_FAST: IQ3_XXS, IQ3_S */
+#define CUDA_DEC_IQ4     16  /* STRATA_IQ_DECODE_FAST: IQ4_XS, IQ4_NL */
+#define CUDA_DEC_IQ_FAST (CUDA_DEC_IQ2 | CUDA_DEC_IQ3 | CUDA_DEC_IQ4)
+#define CUDA_DEC_ALL     (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR)
 void cuda_device_choose(cuda_variants *v);
+/* Make v the process's kernel variants (matvec kernel, dependent launch, decode variants,
+ * routing): what a backend does at creation; tests and benchmarks call it after changing a
+ * switch (setenv, env_reset_cache, cuda_device_choose). Kernels already captured in a CUDA
+ * graph keep the variant they were captured with. */
+void cuda_variants_apply(const cuda_variants *v);
+void cuda_matvec_set_decode(int bits);   /* CUDA_DEC_* bits for the matvec and MoE kernels */
+int  cuda_matvec_decode(void);
+void cuda_moe_set_route(int parallel);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 
@@ -117,9 +139,10 @@ int cuda_type_act(int type);
  * (the default), 0 = one lane per super-block (the first kernels); anything else: each
  * format's default. Tests and benchmarks compare them; the bits are the same either way. */
 void cuda_matvec_set_coop(int variant);
-/* passes of more than 8 columns (mm.cu): 2 the pipelined tensor-core kernel (STRATA_CUDA_MM's
- * default), 1 the first tensor-core kernel, 0 the matvec in slices of 8 (tests, A/B; same bits) */
+/* passes of more than 8 columns (mm.cu): 2 the tensor-core kernel (STRATA_CUDA_MM's default),
+ * 3 its 16-warp variant, 0 the matvec in slices of 8 (tests, A/B; same bits) */
 void cuda_mm_set(int mode);
+void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer formats on tensor cores too */
 /* Quantize T f32 rows of n values into the activation format act (act_format); dst holds
  * T rows of act_row_bytes(act, n) bytes. */
 int cuda_act_quantize(int act, const float *x, int64_t n, int T, void *dst, void *stream);

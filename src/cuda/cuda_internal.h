@@ -39,6 +39,13 @@ int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
 int    cuda_mm_supported(int type, int64_t n_in);
 int    cuda_mm_min_cols(void);
 int    cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
+int    cuda_mm_tables_init(void);   /* mm.cu's IQ codebooks into device memory (once) */
+/* the grouped matmul of MoE wide passes: for each tile of `tiles` ([0] the count, then (group,
+ * first column) pairs; grid bound max_tiles) group gi of `groups` (MOE_GROUP_INTS layout) has
+ * rows act + (first pair + c) * as (c < pairs), expert e = its first int; y[(first pair + c)
+ * * n_out + r] = W_e[r] . act row: the matvec's bits */
+int    cuda_mm_grouped(int type, const void *W, size_t expert_bytes, size_t row_bytes, int n_out, int64_t n_in,
+                       const void *act, const int *groups, const int *tiles, int max_tiles, float *y, cudaStream_t st);
 /* a gate/up + SwiGLU group at T = 1 that also writes h quantized into act_h (32-value blocks:
  * the formats ..._ok accepts); act_h must not be act */
 int    cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out);
@@ -56,6 +63,8 @@ int    cuda_matvec_coop_setting(void);
 #define CUDA_MOE_COLS 8    /* tokens per cuda_moe_experts call (a wider pass runs in slices) */
 #define CUDA_MOE_MAX_X CUDA_MOE_MAX_EXPERTS
 #define MOE_GROUP_INTS 4   /* expert, first pair, pairs, source row */
+#define CUDA_MOE_WIDE_MAX_T 512   /* tokens of a cuda_moe_experts_wide call (FWD_MAX_T) */
+#define CUDA_MM_BN 64   /* columns of a tile of mm.cu's matmul (the wide MoE path lists its tiles in these) */
 typedef struct cuda_moe {
     int X, k, T;                    /* experts, experts per token, tokens */
     int64_t E, F;                   /* model width, expert FFN width */
@@ -77,6 +86,20 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
 } cuda_moe;
 int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* (router +) route .. down */
+/* Wide passes (STRATA_CUDA_MOE_MM): all T tokens routed at once and each expert's pairs through
+ * the grouped tensor-core matmul (mm.cu), the same bits as cuda_moe_experts over slices. Uses
+ * of m: X, k, T, E, F, types, weights, logits ([T][X], computed by the caller), act_x, and
+ * the buffers below; groups and pair_of / wts as cuda_moe's (cuda_moe_combine follows). */
+typedef struct cuda_moe_wide {
+    cuda_moe m;                     /* h: gate outputs then h in place; act_pairs/act_h/y: [P] rows */
+    float *hu;                      /* [P][F] up outputs */
+    int *sel;                       /* [T][k] experts chosen */
+    int *tiles;                     /* 1 + 2 cuda_moe_wide_max_tiles + P ints (the tile list, then
+                                       the token of each grouped position); tiles of 64 columns */
+} cuda_moe_wide;
+int cuda_moe_wide_ok(int type_gu, int type_down, int64_t E, int64_t F);   /* both on tensor cores */
+int cuda_moe_wide_max_tiles(int P, int X);
+int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st);
 static inline int cuda_moe_router_fusable(int router_type, int64_t E) { return router_type == TYPE_F32 && (E == 2048 || E == 1024); }
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st);   /* out (+ residual) */
 int cuda_moe_tables_init(void);

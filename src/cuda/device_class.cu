@@ -18,12 +18,15 @@ typedef struct {
     int runs;
     int coop;            /* 256-weight formats: 8 lanes per super-block (8) or one lane (0) */
     int pdl;             /* programmatic dependent launch (griddepcontrol needs sm_90) */
+    int decode;          /* decode variants (CUDA_DEC_* bits, same bits) where they measured faster */
     const char *why;
 } class_row;
 static const class_row k_class_table[] = {
-    { 9, 9, "hopper", 1, 8, 1, "coop8 measured 2-3.6x the one-lane kernel at T=1 on the H200; PDL hides launch gaps (docs/BENCHMARKS.md)" },
-    { 10, 99, "blackwell", 1, 8, 1, "sm_90 PTX compiled by the driver; coop8 and PDL as on Hopper (not measured here)" },
-    { 0, 8, "pre-hopper", 0, 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
+    { 9, 9, "hopper", 1, 8, 1, CUDA_DEC_IQ3 | CUDA_DEC_IQ4 | CUDA_DEC_Q2_WORD,
+      "coop8 measured 2-3.6x the one-lane kernel at T=1 on the H200; PDL hides launch gaps; decode variants IQ3/IQ4/Q2_0 "
+      "measured 4-19 % faster per MoE FFN block, IQ2 not faster, Q6_K no change (docs/BENCHMARKS.md, 2026-12-02)" },
+    { 10, 99, "blackwell", 1, 8, 1, 0, "sm_90 PTX compiled by the driver; coop8 and PDL as on Hopper (not measured here)" },
+    { 0, 8, "pre-hopper", 0, 0, 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
 };
 
 static cuda_device_class g_class;
@@ -47,8 +50,15 @@ extern "C" const cuda_device_class *cuda_device_class_get(void) {
     for (size_t i = 0; i < sizeof k_class_table / sizeof k_class_table[0]; i++)
         if (p.major >= k_class_table[i].major_min && p.major <= k_class_table[i].major_max) { r = &k_class_table[i]; break; }
     c->gen = r->gen; c->supported = r->runs; c->why = r->why; c->table_coop = r->coop; c->table_pdl = r->pdl;
+    c->table_decode = r->decode;
     g_class_state = 1;
     return c;
+}
+
+/* a decode-variant switch: auto (the table's bits of `mask`), 1 / on (all of them), else none */
+static int dec_switch(const char *s, int table, int mask) {
+    if (!strcmp(s, "auto")) return table & mask;
+    return !strcmp(s, "1") || !strcmp(s, "on") ? mask : 0;
 }
 
 /* The variants for a backend created now: the table's, unless a switch says otherwise (read
@@ -68,6 +78,22 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->pdl_from = "table";
     if (!strcmp(pd, "on") || !strcmp(pd, "1")) { v->pdl = c && c->major >= 9; v->pdl_from = "STRATA_CUDA_PDL"; }
     else if (!strcmp(pd, "off") || !strcmp(pd, "0")) { v->pdl = 0; v->pdl_from = "STRATA_CUDA_PDL"; }
+    /* decode variants (issue 20, same bits): the table's where "auto", else what the switch says
+     * (docs/KERNELS.md, "Decode variants"); the routing stays serial unless asked */
+    const int td = c ? c->table_decode : 0;
+    v->decode = dec_switch(env_str(ENV_IQ_DECODE_FAST), td, CUDA_DEC_IQ_FAST) |
+                dec_switch(env_str(ENV_Q2_WORD_EXPAND), td, CUDA_DEC_Q2_WORD) |
+                dec_switch(env_str(ENV_Q6_SWAR), td, CUDA_DEC_Q6_SWAR);
+    v->decode_from = !strcmp(env_str(ENV_IQ_DECODE_FAST), "auto") && !strcmp(env_str(ENV_Q2_WORD_EXPAND), "auto") &&
+                     !strcmp(env_str(ENV_Q6_SWAR), "auto") ? "table" : "switches";
+    v->route_parallel = !strcmp(env_str(ENV_CUDA_ROUTE), "parallel");
+}
+
+extern "C" void cuda_variants_apply(const cuda_variants *v) {
+    cuda_matvec_set_coop(v->matvec_coop);
+    cuda_set_pdl(v->pdl);
+    cuda_matvec_set_decode(v->decode);
+    cuda_moe_set_route(v->route_parallel);
 }
 
 extern "C" int cuda_device_class_describe(char *out, size_t cap) {
@@ -77,9 +103,11 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
     cuda_device_choose(&v);
     snprintf(out, cap,
              "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
-             "attention: %s (%s); dependent launch: %s (%s)",
+             "attention: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
-             v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from, v.pdl ? "on" : "off", v.pdl_from);
+             v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from, v.pdl ? "on" : "off", v.pdl_from,
+             v.decode ? "" : " none", v.decode & CUDA_DEC_IQ2 ? " iq2" : "", v.decode & CUDA_DEC_IQ3 ? " iq3" : "", v.decode & CUDA_DEC_IQ4 ? " iq4" : "", v.decode & CUDA_DEC_Q2_WORD ? " q2-word" : "",
+             v.decode & CUDA_DEC_Q6_SWAR ? " q6-swar" : "", v.decode_from, v.route_parallel ? "parallel" : "serial");
     return 0;
 }

@@ -13,6 +13,7 @@
 #define STRATA_IQ_BLOCKS_CUH
 #include "cuda_common.cuh"
 #include "formats.cuh"
+#include "quant/decode_fast.h"
 
 static __device__ __align__(8) uint8_t d_iq2xxs_grid[256][8];
 static __device__ __align__(8) uint8_t d_iq2xs_grid[512][8];
@@ -22,10 +23,17 @@ static __device__ __align__(4) uint8_t d_iq3s_grid[512][4];
 static __device__ __align__(8) int8_t d_iq1s_grid[2048][8];
 static __device__ uint8_t d_ksigns[128];
 static __device__ int8_t d_kvalues_iq4nl[16];
+/* the sign-mask tables of src/quant/decode_fast.h (the STRATA_IQ_DECODE_FAST kernels) */
+static __device__ uint64_t d_ksm[128];
+static __device__ uint64_t d_bsm[256];
 
 /* Copy the host codebooks into this translation unit's device tables; 0 / -1. */
 static inline int iq_tables_upload(void) {
-    return cudaMemcpyToSymbol(d_iq2xxs_grid, iq2xxs_grid, sizeof d_iq2xxs_grid) != cudaSuccess ||
+    uint64_t ksm[128], bsm[256];
+    df_sign_tables_fill(ksigns_iq2xs, ksm, bsm);
+    return cudaMemcpyToSymbol(d_ksm, ksm, sizeof ksm) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_bsm, bsm, sizeof bsm) != cudaSuccess ||
+           cudaMemcpyToSymbol(d_iq2xxs_grid, iq2xxs_grid, sizeof d_iq2xxs_grid) != cudaSuccess ||
            cudaMemcpyToSymbol(d_iq2xs_grid, iq2xs_grid, sizeof d_iq2xs_grid) != cudaSuccess ||
            cudaMemcpyToSymbol(d_iq2s_grid, iq2s_grid, sizeof d_iq2s_grid) != cudaSuccess ||
            cudaMemcpyToSymbol(d_iq3xxs_grid, iq3xxs_grid, sizeof d_iq3xxs_grid) != cudaSuccess ||

@@ -56,6 +56,8 @@ static __device__ __forceinline__ int dot16(const uint32_t *w, const uint8_t *a)
 static __device__ __forceinline__ int bsum16(const uint8_t *a, int i) {
     return (int)*(const int16_t *)(a + offsetof_i(act_q8_K, bsums) + 2 * i);
 }
+/* the decode variants' parts (they use dot16 above) */
+#include "decode_fast.cuh"
 
 /* Part k's integer shares S[t], M[t] of super-block blk against activation blocks a0 + t*as. */
 template <int FMT, int TM>
@@ -215,8 +217,9 @@ static __device__ __forceinline__ void coop_final(const uint8_t *__restrict__ bl
  * with the canonical result of row r, column t. TPB lanes per super-block (8 or 4): a lane
  * takes the parts k, k + TPB, ... (8 / TPB of them), and G = 32 / TPB blocks of each row are
  * in flight per warp step. R = 2 keeps twice the weight loads in flight per warp (each row
- * keeps its own lane accumulators, so its bits are those of R = 1). */
-template <int FMT, int TM, int TPB, int R>
+ * keeps its own lane accumulators, so its bits are those of R = 1). V: a decode variant's bit
+ * (decode_fast.cuh; 0: coop_part). */
+template <int FMT, int TM, int TPB, int R, int V = 0>
 static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, int nb, const uint8_t *__restrict__ act,
                                                     size_t as, int T, float (*acc)[TM]) {
     const int BS = wfmt<FMT>::bsize, G = 32 / TPB, U = 8 / TPB;
@@ -242,6 +245,10 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
                 int s2[TM], m2[TM];
 #pragma unroll
                 for (int t = 0; t < TM; t++) { s2[t] = 0; m2[t] = 0; }
+                if constexpr (V != 0)   /* a decode variant (decode_fast.cuh): same S, no M term */
+                    coop_part_fast<FMT, TM>(wr[r] + (size_t)b * BS, k + TPB * i, act + (size_t)b * sizeof_i(act_q8_K), as,
+                                            T, s2);
+                else
                 coop_part<FMT, TM>(wr[r] + (size_t)b * BS, k + TPB * i, act + (size_t)b * sizeof_i(act_q8_K), as, T, s2,
                                    m2);
 #pragma unroll

@@ -100,7 +100,7 @@ static __device__ __forceinline__ int group_weight(const mv_group &g, int row) {
 /* COOP: 0 one lane per block; 8: 8 lanes per super-block (kquant_coop.cuh). Two rows per warp
  * (row_dot_coop's R = 2) measured 0-20% slower than one on the H200 (docs/BENCHMARKS.md,
  * CUDA): the kernel is bound by instructions, not by loads in flight, so it is not built. */
-template <int FMT, int TM, int COOP>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     PDL_WAIT();
@@ -110,8 +110,8 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
         /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
         if (row >= g.n_out[0]) return;
         float ga[TM], ua[TM];
-        row_dot<FMT, TM, COOP>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ga);
-        row_dot<FMT, TM, COOP>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ua);
+        row_dot<FMT, TM, COOP, V>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ga);
+        row_dot<FMT, TM, COOP, V>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, as, T, ua);
         if (lane == 0) store_swiglu<TM>(g, row, T, ga, ua);
         return;
     }
@@ -119,7 +119,7 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
     int wi = group_weight(g, row);
     int r = row - g.row_start[wi];
     float acc[TM];
-    row_dot<FMT, TM, COOP>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
+    row_dot<FMT, TM, COOP, V>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
     if (lane == 0) store_row<TM>(g, wi, r, T, acc);
 }
 
@@ -189,6 +189,12 @@ static int mv_coop = -1;
 extern "C" void cuda_matvec_set_coop(int v) { mv_coop = v == 0 || v == 8 ? v : -1; }
 int cuda_matvec_coop_setting(void) { return mv_coop; }
 
+/* The decode variants (CUDA_DEC_* bits, decode_fast.cuh) of the matvec and MoE kernels: 0
+ * (every default decode) unless cuda_variants_apply / a test asked for some. */
+static int mv_decode = 0;
+extern "C" void cuda_matvec_set_decode(int bits) { mv_decode = bits & CUDA_DEC_ALL; }
+extern "C" int cuda_matvec_decode(void) { return mv_decode; }
+
 static int coop_default(int fmt, int T) {
     (void)fmt; (void)T;
     return 8;
@@ -218,12 +224,19 @@ int cuda_matvec_coop_for(int type, const void *W, size_t row_bytes) {
     }
 }
 
+template <int FMT, int COOP, int V>
+static void launch_tm_v(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
+    if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    else if (T == 2) klaunch(matvec_kernel<FMT, 2, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    else if (T <= 4) klaunch(matvec_kernel<FMT, 4, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    else klaunch(matvec_kernel<FMT, 8, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+}
+/* the format's decode variant when one is asked for (built only where dec_v is nonzero) */
 template <int FMT, int COOP>
 static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
-    if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
-    else if (T == 2) klaunch(matvec_kernel<FMT, 2, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
-    else if (T <= 4) klaunch(matvec_kernel<FMT, 4, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
-    else klaunch(matvec_kernel<FMT, 8, COOP>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    constexpr int V = dec_v<FMT, COOP>();
+    if (V != 0 && (mv_decode & V)) launch_tm_v<FMT, COOP, V>(g, n_in, nb, a, as, T, blocks, st);
+    else launch_tm_v<FMT, COOP, 0>(g, n_in, nb, a, as, T, blocks, st);
 }
 
 template <int FMT>
@@ -331,6 +344,9 @@ extern "C" int cuda_matvec_preq(const void *W, int type, int64_t n_in, int64_t n
                                 void *stream) {
     int blck, af, bs;
     if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || n_in <= 0 || n_in % blck) return -1;
+    /* the IQ codebooks (once): without them the IQ formats decode against zero tables (the
+     * 2026-12-01 variant bench called this first and timed IQ "off" against zero codebooks) */
+    if (cuda_tables_init()) return -1;
     mv_group g;
     memset(&g, 0, sizeof g);
     g.n = 1; g.W[0] = (const uint8_t *)W; g.y[0] = y; g.n_out[0] = n_out;

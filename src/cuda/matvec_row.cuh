@@ -19,10 +19,12 @@ template <int FMT> struct has_block_partial {
                FMT == TYPE_Q2_0 || FMT == TYPE_MXFP4 || FMT == TYPE_Q2_K || FMT == TYPE_Q3_K || FMT == TYPE_Q4_K ||
                FMT == TYPE_Q5_K || FMT == TYPE_Q6_K || FMT == TYPE_IQ4_NL || iq_fmt<FMT>::ok };
 };
-template <int FMT, int TM> static __device__ __forceinline__ void block_partials(BP_ARGS) {
+template <int FMT, int TM, int V = 0> static __device__ __forceinline__ void block_partials(BP_ARGS) {
     static_assert(!wfmt<FMT>::ok || wfmt<FMT>::blck == 1 || has_block_partial<FMT>::v,
                   "a weight format of src/quant/formats.h without a CUDA block partial: add its bp_<fmt> "
                   "(quant_blocks.cuh / iq_blocks.cuh) and its branch here");
+    if constexpr (V != 0 && FMT == TYPE_Q2_0) { bp_q2_0_word<TM>(wr, b, act, as, T, p); return; }   /* decode variants */
+    if constexpr (V != 0 && FMT == TYPE_IQ4_NL) { bp_iq4_nl_fast<TM>(wr, b, act, as, T, p); return; }
     if (FMT == TYPE_Q4_0) bp_q4_0<TM>(wr, b, act, as, T, p);
     else if (FMT == TYPE_Q4_1) bp_q4_1<TM>(wr, b, act, as, T, p);
     else if (FMT == TYPE_Q5_0) bp_q5_0<TM>(wr, b, act, as, T, p);
@@ -39,14 +41,15 @@ template <int FMT, int TM> static __device__ __forceinline__ void block_partials
 }
 
 /* Dot of one row against T columns; lane 0 returns the canonical result per column.
- * COOP != 0: 8 lanes per 256-weight super-block (kquant_coop.cuh); 0: one lane per block. */
-template <int FMT, int TM, int COOP>
+ * COOP != 0: 8 lanes per 256-weight super-block (kquant_coop.cuh); 0: one lane per block.
+ * V: a decode variant's bit (decode_fast.cuh: dec_v<FMT, COOP>()), 0 the default decode. */
+template <int FMT, int TM, int COOP, int V = 0>
 static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, int64_t n_in, int nb,
                                                const uint8_t *__restrict__ act, size_t as, int T, float *acc) {
     if constexpr (COOP != 0) {
         float a1[1][TM];
         const uint8_t *w1[1] = { wr };
-        row_dot_coop<FMT, TM, 8, 1>(w1, nb, act, as, T, a1);
+        row_dot_coop<FMT, TM, 8, 1, V>(w1, nb, act, as, T, a1);
 #pragma unroll
         for (int t = 0; t < TM; t++) acc[t] = a1[0][t];
         return;
@@ -67,7 +70,7 @@ static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, i
     } else {
         for (int b = lane; b < nb; b += 32) {
             float p[TM];
-            block_partials<FMT, TM>(wr, b, act, as, T, p);
+            block_partials<FMT, TM, V>(wr, b, act, as, T, p);
 #pragma unroll
             for (int t = 0; t < TM; t++)
                 if (t < T) acc[t] = __fadd_rn(acc[t], p[t]);

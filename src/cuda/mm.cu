@@ -24,151 +24,60 @@
  * codes), with the block's scales; then every warp runs its MMAs over the block's 32-value
  * slices and forms p_b.
  *
- * Formats: those whose block scales cover 32 values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
- * Q5_K), and Q6_K (a scale per 16 values: one m16n8k16 MMA per sub-block, pipelined kernel
- * only); the others run as the matvec over slices of 8 columns (cuda_matvec_group). */
+ * Formats: those whose block scales cover 32 values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4,
+ * IQ4_NL, Q4_K, Q5_K, IQ2_XXS, IQ3_XXS, IQ3_S, IQ1_S, IQ4_XS), and those with a scale per 16
+ * values (Q6_K, Q2_K, Q3_K, IQ2_XS, IQ2_S, IQ1_M: one m16n8k16 MMA per sub-block). An IQ
+ * block is decoded into int8 weights w8 and integer multipliers m as the matvec does
+ * (iq_blocks.cuh: iq_group8, iq_mult), so its isum = sum_j m_j * (w8 . a)_j is the matvec's
+ * and p_b = ((float)isum * k) * (h(d) * a.d) follows. Q2_0 (64-value blocks against act_q8_2)
+ * runs as the matvec over slices of 8 columns (cuda_matvec_group). */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "formats.cuh"
 #include "quant_blocks.cuh"
+#include "iq_blocks.cuh"
 extern "C" {
 #include "core/env.h"
 }
 
 #define MM_BM 64
-#define MM_BN 64
-#define MM_THREADS 256
+#define MM_BN CUDA_MM_BN
 #define MM_PAD 16   /* bytes after each row of int8 codes in shared memory: conflict-free fragment loads */
 
-template <int FMT> struct mmf { static constexpr int ok = 0; };
-/* QK: values per block; K: 1 for formats with a min term per sub-block (Q4_K / Q5_K), 2 for a
- * min per block (Q4_1 / Q5_1), 0 for none */
-#define MMF(F, QKV, KIND) template <> struct mmf<F> { static constexpr int ok = 1, QK = QKV, kind = KIND, SUB = 32; };
-MMF(TYPE_Q4_0, 32, 0)
-MMF(TYPE_Q5_0, 32, 0)
-MMF(TYPE_Q8_0, 32, 0)
-MMF(TYPE_Q4_1, 32, 2)
-MMF(TYPE_Q5_1, 32, 2)
-MMF(TYPE_Q4_K, 256, 1)
-MMF(TYPE_Q5_K, 256, 1)
-#undef MMF
-/* Q6_K: int8 scales per 16 values (mma m16n8k16 per sub-block); the pipelined kernel only */
-template <> struct mmf<TYPE_Q6_K> { static constexpr int ok = 1, QK = 256, kind = 0, SUB = 16; };
+IQ_TABLES_INIT_FN(cuda_mm_tables_init, "mm")
 
-/* The shared tile of one block step. */
-template <int QK> struct mm_tile {
-    int8_t w[MM_BM][QK + MM_PAD];      /* weight codes */
-    int8_t a[MM_BN][QK + MM_PAD];      /* activation codes */
-    float dw[MM_BM], mw[MM_BM];        /* d; dmin (K-quants) or m (Q4_1 / Q5_1) */
-    float da[MM_BN], sa[MM_BN];        /* activation d; s (act_q8_1) */
-    int sc[QK / 32][MM_BM], mn[QK / 32][MM_BM];   /* K-quants: 6-bit scale and min per sub-block */
-    int bs[QK / 32][MM_BN];            /* K-quants: activation sums per 32 values */
-};
+template <int FMT> struct mmf { static constexpr int ok = 0; };
+/* QK: values per block. kind: 0 p = isum * (dw * da); 1 a min per 32 values against the
+ * activation's bsums (Q4_K / Q5_K); 2 a min per block against a.s (Q4_1 / Q5_1); 3 an IQ
+ * format (p = (isum * k) * (dw * da)); 4 a min per 16 values (Q2_K). SUB: values per integer
+ * scale (32: m16n8k32 MMAs, 16: m16n8k16). IQ: QK=256 formats whose scale unit is 32 or 16. */
+#define MMF(F, QKV, KIND, SUBV) template <> struct mmf<F> { static constexpr int ok = 1, QK = QKV, kind = KIND, SUB = SUBV; };
+MMF(TYPE_Q4_0, 32, 0, 32)
+MMF(TYPE_Q5_0, 32, 0, 32)
+MMF(TYPE_Q8_0, 32, 0, 32)
+MMF(TYPE_MXFP4, 32, 0, 32)
+MMF(TYPE_IQ4_NL, 32, 0, 32)
+MMF(TYPE_Q4_1, 32, 2, 32)
+MMF(TYPE_Q5_1, 32, 2, 32)
+MMF(TYPE_Q4_K, 256, 1, 32)
+MMF(TYPE_Q5_K, 256, 1, 32)
+MMF(TYPE_Q6_K, 256, 0, 16)   /* int8 scales per 16 values */
+MMF(TYPE_Q3_K, 256, 0, 16)
+MMF(TYPE_Q2_K, 256, 4, 16)
+MMF(TYPE_IQ2_XXS, 256, 3, 32)
+MMF(TYPE_IQ3_XXS, 256, 3, 32)
+MMF(TYPE_IQ3_S, 256, 3, 32)
+MMF(TYPE_IQ1_S, 256, 3, 32)
+MMF(TYPE_IQ4_XS, 256, 3, 32)
+MMF(TYPE_IQ2_XS, 256, 3, 16)
+MMF(TYPE_IQ2_S, 256, 3, 16)
+MMF(TYPE_IQ1_M, 256, 3, 16)
+#undef MMF
+/* the formats of the first kernel (8 and 16 warps); the others are built with 8 warps only */
+template <int FMT> struct mm_both { static constexpr bool v = FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 ||
+    FMT == TYPE_Q5_1 || FMT == TYPE_Q8_0 || FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K; };
 
 static __device__ __forceinline__ void st_w(int8_t *p, uint32_t v) { *(uint32_t *)p = v; }
-
-/* Decode weight block b of row `row` (pointer wr to the row) into tile row i; part = 0..3 of
- * the threads that share the row. */
-template <int FMT>
-static __device__ __forceinline__ void load_w(mm_tile<mmf<FMT>::QK> &s, int i, int part, const uint8_t *wr, int b, bool valid) {
-    constexpr int QK = mmf<FMT>::QK;
-    int8_t *dst = s.w[i];
-    if (!valid) {
-        for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
-        if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }
-        if (QK == 256 && part < 2)
-            for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[j][i] = 0; s.mn[j][i] = 0; }
-        return;
-    }
-    if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
-        constexpr bool Q5 = FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1;
-        constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
-        constexpr int BS = wfmt<FMT>::bsize;
-        const uint8_t *blk = wr + (size_t)b * BS;
-        int qoff = FMT == TYPE_Q4_0 ? offsetof_i(block_q4_0, qs) : FMT == TYPE_Q4_1 ? offsetof_i(block_q4_1, qs)
-                 : FMT == TYPE_Q5_0 ? offsetof_i(block_q5_0, qs) : offsetof_i(block_q5_1, qs);
-        uint32_t q = ONE ? ld_u32(blk + qoff + 4 * part) : ld_u32_a2(blk + qoff + 4 * part);
-        uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
-        if (Q5) {
-            uint32_t qh = FMT == TYPE_Q5_0 ? ld_u32_a2(blk + offsetof_i(block_q5_0, qh)) : ld_u32(blk + offsetof_i(block_q5_1, qh));
-            lo |= spread4(qh >> (4 * part)) << 4;
-            hi |= spread4(qh >> (16 + 4 * part)) << 4;
-        }
-        if (!ONE) {
-            const uint32_t off = Q5 ? 0x10101010u : 0x08080808u;
-            lo = __vsub4(lo, off); hi = __vsub4(hi, off);
-        }
-        st_w(dst + 4 * part, lo);
-        st_w(dst + 16 + 4 * part, hi);
-        if (part == 0) {
-            if (ONE) { uint32_t dm = ld_u32(blk); s.dw[i] = h2f((uint16_t)dm); s.mw[i] = h2f((uint16_t)(dm >> 16)); }
-            else { s.dw[i] = h2f(ld_u16(blk)); s.mw[i] = 0.0f; }
-        }
-    } else if constexpr (FMT == TYPE_Q8_0) {
-        const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q8_0);
-        st_w(dst + 8 * part, ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part));
-        st_w(dst + 8 * part + 4, ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part + 4));
-        if (part == 0) { s.dw[i] = h2f(ld_u16(blk)); s.mw[i] = 0.0f; }
-    } else {   /* Q4_K / Q5_K: part q holds values 64q .. 64q + 63 (qs[32q ..], low then high nibbles) */
-        constexpr bool Q5 = FMT == TYPE_Q5_K;
-        const int bsz = Q5 ? sizeof_i(block_q5_K) : sizeof_i(block_q4_K);
-        const int qoff = Q5 ? offsetof_i(block_q5_K, qs) : offsetof_i(block_q4_K, qs);
-        const uint8_t *blk = wr + (size_t)b * bsz;
-#pragma unroll
-        for (int w = 0; w < 8; w++) {
-            uint32_t q = ld_u32(blk + qoff + 32 * part + 4 * w);
-            uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
-            if (Q5) {
-                uint32_t h = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * w);
-                lo |= ((h >> (2 * part)) & 0x01010101u) << 4;
-                hi |= ((h >> (2 * part + 1)) & 0x01010101u) << 4;
-            }
-            st_w(dst + 64 * part + 4 * w, lo);
-            st_w(dst + 64 * part + 32 + 4 * w, hi);
-        }
-        if (part == 0) {
-            uint32_t dd = ld_u32(blk);
-            s.dw[i] = h2f((uint16_t)dd); s.mw[i] = h2f((uint16_t)(dd >> 16));
-        }
-        if (part < 2)
-            for (int j = part * 4; j < part * 4 + 4; j++) {
-                int sc, m;
-                kq_scale_min(blk + offsetof_i(block_q4_K, scales), j, &sc, &m);
-                s.sc[j][i] = sc; s.mn[j][i] = m;
-            }
-    }
-}
-
-/* Copy activation block b of column row `ar` into tile column j (part = 0..3). */
-template <int FMT>
-static __device__ __forceinline__ void load_a(mm_tile<mmf<FMT>::QK> &s, int j, int part, const uint8_t *ar, int b, bool valid) {
-    constexpr int QK = mmf<FMT>::QK;
-    int8_t *dst = s.a[j];
-    if (!valid) {
-        for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
-        if (part == 0) { s.da[j] = 0.0f; s.sa[j] = 0.0f; }
-        if (QK == 256 && part < 2)
-            for (int u = part * 4; u < part * 4 + 4; u++) s.bs[u][j] = 0;
-        return;
-    }
-    if constexpr (QK == 32) {
-        constexpr bool ONE = mmf<FMT>::kind == 2;
-        const uint8_t *a = ar + (size_t)b * (ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0));
-        const int qoff = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
-        st_w(dst + 8 * part, ld_u32(a + qoff + 8 * part));
-        st_w(dst + 8 * part + 4, ld_u32(a + qoff + 8 * part + 4));
-        if (part == 0) { s.da[j] = ld_f32(a); s.sa[j] = ONE ? ld_f32(a + offsetof_i(act_q8_1, s)) : 0.0f; }
-    } else {
-        const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_K);
-#pragma unroll
-        for (int w = 0; w < 16; w++) st_w(dst + 64 * part + 4 * w, ld_u32(a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w));
-        if (part == 0) s.da[j] = ld_f32(a);
-        if (part < 2)
-            for (int u = part * 4; u < part * 4 + 4; u++)
-                s.bs[u][j] = (int)*(const int16_t *)(a + offsetof_i(act_q8_K, bsums) + 4 * u) +
-                             (int)*(const int16_t *)(a + (offsetof_i(act_q8_K, bsums) + 2) + 4 * u);
-    }
-}
 
 static __device__ __forceinline__ void mma_s8_16x8x32(int *d, const uint32_t *a, const uint32_t *b) {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -183,163 +92,24 @@ static __device__ __forceinline__ void mma_s8_16x8x16(int *d, const uint32_t *a,
                  : "r"(a[0]), "r"(a[1]), "r"(b), "r"(0), "r"(0), "r"(0), "r"(0));
 }
 
-/* this thread's 16 outputs: fragment (mi, ni), element e: row = wm * 32 + mi * 16 + g + 8 * (e >> 1),
- * column = wn * 16 + ni * 8 + 2 * tq + (e & 1) */
-#define MM_O(mi, ni, e) (((mi) * 2 + (ni)) * 4 + (e))
-
-/* v[o] = the sum over this block's partials added into v (lane accumulator) */
-template <int FMT>
-static __device__ __forceinline__ void block_step(const mm_tile<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
-    constexpr int QK = mmf<FMT>::QK, NS = QK / 32;
-    int S[16], M[16];
-#pragma unroll
-    for (int o = 0; o < 16; o++) { S[o] = 0; M[o] = 0; }
-#pragma unroll
-    for (int j = 0; j < NS; j++) {
-        uint32_t af[2][4], bf[2][2];
-#pragma unroll
-        for (int mi = 0; mi < 2; mi++) {
-            const int r = wm * 32 + mi * 16 + g;
-            af[mi][0] = *(const uint32_t *)&s.w[r][32 * j + 4 * tq];
-            af[mi][1] = *(const uint32_t *)&s.w[r + 8][32 * j + 4 * tq];
-            af[mi][2] = *(const uint32_t *)&s.w[r][32 * j + 16 + 4 * tq];
-            af[mi][3] = *(const uint32_t *)&s.w[r + 8][32 * j + 16 + 4 * tq];
-        }
-#pragma unroll
-        for (int ni = 0; ni < 2; ni++) {
-            const int c = wn * 16 + ni * 8 + g;
-            bf[ni][0] = *(const uint32_t *)&s.a[c][32 * j + 4 * tq];
-            bf[ni][1] = *(const uint32_t *)&s.a[c][32 * j + 16 + 4 * tq];
-        }
-#pragma unroll
-        for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
-                int d[4];
-                mma_s8_16x8x32(d, af[mi], bf[ni]);
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int o = MM_O(mi, ni, e);
-                    if (NS == 1) S[o] = d[e];
-                    else {
-                        const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 16 + ni * 8 + 2 * tq + (e & 1);
-                        S[o] += s.sc[j][r] * d[e];
-                        M[o] += s.mn[j][r] * s.bs[j][c];
-                    }
-                }
-            }
-    }
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < 2; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int o = MM_O(mi, ni, e);
-                const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 16 + ni * 8 + 2 * tq + (e & 1);
-                const float dw = s.dw[r], da = s.da[c];
-                float p;
-                if (mmf<FMT>::kind == 1)
-                    p = __fsub_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)),
-                                  __fmul_rn(__int2float_rn(M[o]), __fmul_rn(s.mw[r], da)));
-                else if (mmf<FMT>::kind == 2)
-                    p = __fadd_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)), __fmul_rn(s.mw[r], s.sa[c]));
-                else
-                    p = __fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da));
-                v[o] = __fadd_rn(v[o], p);
-            }
-}
-
-template <int FMT>
-__global__ void __launch_bounds__(MM_THREADS, 1)
-mm_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
-    PDL_WAIT();
-    constexpr int QK = mmf<FMT>::QK;
-    extern __shared__ __align__(16) uint8_t mm_smem[];
-    mm_tile<QK> &s = *(mm_tile<QK> *)mm_smem;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int wm = warp >> 2, wn = warp & 3, gq = lane >> 2, tq = lane & 3;
-    const int rows = g.row_start[g.n];
-    const int row0 = blockIdx.x * MM_BM, col0 = blockIdx.y * MM_BN;
-    /* the tile row / column this thread loads (4 threads each) */
-    const int li = tid >> 2, part = tid & 3;
-    const int lrow = row0 + li, lcol = col0 + li;
-    const bool wvalid = lrow < rows, avalid = lcol < T;
-    const uint8_t *wr = NULL;
-    if (wvalid) {
-        int wi = 0;
-        while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
-        wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
-    }
-    const uint8_t *ar = act + (size_t)(avalid ? lcol : 0) * as;
-    float v[16], r0[16], r1[16], r2[16], r3[16], r4[16];
-    for (int h4 = 0; h4 < 2; h4++) {
-        for (int h3 = 0; h3 < 2; h3++) {
-            for (int h2 = 0; h2 < 2; h2++) {
-                for (int h1 = 0; h1 < 2; h1++) {
-                    for (int h0 = 0; h0 < 2; h0++) {
-                        const int k = h4 * 16 + h3 * 8 + h2 * 4 + h1 * 2 + h0;
-                        const int ln = (int)(__brev((unsigned)k) >> 27);   /* bit-reversed: the lane */
-#pragma unroll
-                        for (int o = 0; o < 16; o++) v[o] = 0.0f;
-                        for (int b = ln; b < nb; b += 32) {
-                            load_w<FMT>(s, li, part, wr, b, wvalid);
-                            load_a<FMT>(s, li, part, ar, b, avalid);
-                            __syncthreads();
-                            block_step<FMT>(s, wm, wn, gq, tq, v);
-                            __syncthreads();
-                        }
-#pragma unroll
-                        for (int o = 0; o < 16; o++) r0[o] = h0 ? __fadd_rn(r0[o], v[o]) : v[o];
-                    }
-#pragma unroll
-                    for (int o = 0; o < 16; o++) r1[o] = h1 ? __fadd_rn(r1[o], r0[o]) : r0[o];
-                }
-#pragma unroll
-                for (int o = 0; o < 16; o++) r2[o] = h2 ? __fadd_rn(r2[o], r1[o]) : r1[o];
-            }
-#pragma unroll
-            for (int o = 0; o < 16; o++) r3[o] = h3 ? __fadd_rn(r3[o], r2[o]) : r2[o];
-        }
-#pragma unroll
-        for (int o = 0; o < 16; o++) r4[o] = h4 ? __fadd_rn(r4[o], r3[o]) : r3[o];
-    }
-    /* store (and the residual add) */
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < 2; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
-                const int t = col0 + wn * 16 + ni * 8 + 2 * tq + (e & 1);
-                if (row >= rows || t >= T) continue;
-                int wi = 0;
-                while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
-                const int r = row - g.row_start[wi];
-                const int64_t no = g.n_out[wi];
-                const float y = r4[MM_O(mi, ni, e)];
-                g.y[wi][(size_t)t * no + r] = y;
-                if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
-            }
-}
-
-/* ---- the pipelined kernel (the default): one barrier per block step ---------------------------
+/* ---- the kernel: one barrier per block step ------------------------------------------------------
  * Two tiles in shared memory: while the warps run the MMAs of step i on one, the next step's
  * weight bytes are in registers (decoded into the other tile after the MMAs) and its activation
- * codes are on their way by cp.async. The steps are the same (lane order, blocks in order), so
- * are the bits; test_gpu_mm compares both kernels with the CPU reference. */
+ * codes are on their way by cp.async. (A first kernel that loaded, synchronized, computed and
+ * synchronized again per step measured 5-35 % slower (H200, m 4096 k 14336 n 512) and was removed; BENCHMARKS.md.) */
 template <int QK> struct mm_tile2 {
     int8_t w[MM_BM][QK + MM_PAD];
     int8_t a[MM_BN][QK + MM_PAD];
     float dw[MM_BM], mw[MM_BM];
     float da[MM_BN], sa[MM_BN];
-    int sc[QK == 256 ? 16 : 1][MM_BM], mn[QK / 32][MM_BM];   /* sc: per 32 values, or per 16 (Q6_K) */
+    int sc[QK == 256 ? 16 : 1][MM_BM];   /* integer scale per 32 values, or per 16 (SUB 16) */
+    int mn[QK == 256 ? 16 : 1][MM_BM];   /* min per 32 (Q4_K / Q5_K) or per 16 (Q2_K) */
     int16_t bsum[MM_BN][QK == 256 ? 16 : 2];   /* act_q8_K's sums per 16 values, as stored */
 };
 
-/* one thread's bytes of a weight block (its part), before decoding */
-struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; };
+/* one thread's bytes of a weight block (its part), before decoding; IQ formats keep the
+ * block's address (blk) and decode from it after the MMAs */
+struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; const uint8_t *blk; };
 
 template <int FMT>
 static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b) {
@@ -368,7 +138,37 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         if (part < 2)
 #pragma unroll
             for (int w = 0; w < 2; w++) r.s[w] = ld_u32_a2(blk + offsetof_i(block_q6_K, scales) + 8 * part + 4 * w);
+    } else if constexpr (FMT == TYPE_IQ4_NL) {
+        const uint8_t *blk = wr + (size_t)b * sizeof_i(block_iq4_nl);
+        r.q[0] = ld_u32_a2(blk + offsetof_i(block_iq4_nl, qs) + 4 * part);
+        r.dd = ld_u16(blk);
+    } else if constexpr (FMT == TYPE_MXFP4) {
+        const uint8_t *blk = wr + (size_t)b * sizeof_i(block_mxfp4);
+        r.q[0] = ld_u32_a1(blk + offsetof_i(block_mxfp4, qs) + 4 * part);
+        r.dd = blk[offsetof_i(block_mxfp4, e)];
+    } else if constexpr (FMT == TYPE_Q2_K || FMT == TYPE_Q3_K) {
+        /* part p: values 64p .. 64p + 63: qs[32 (p / 2) + i % 32] at shifts 4 (p % 2) and
+         * 4 (p % 2) + 2; Q3_K: hmask[i % 32] bits 2p and 2p + 1 */
+        constexpr bool Q3 = FMT == TYPE_Q3_K;
+        const uint8_t *blk = wr + (size_t)b * (Q3 ? sizeof_i(block_q3_K) : sizeof_i(block_q2_K));
+        const int qoff = Q3 ? offsetof_i(block_q3_K, qs) : offsetof_i(block_q2_K, qs);
+#pragma unroll
+        for (int w = 0; w < 8; w++) r.q[w] = Q3 ? ld_u32_a2(blk + qoff + 32 * (part / 2) + 4 * w)
+                                                : ld_u32(blk + qoff + 32 * (part / 2) + 4 * w);
+        if (Q3) {
+#pragma unroll
+            for (int w = 0; w < 8; w++) r.h[w] = ld_u32_a2(blk + offsetof_i(block_q3_K, hmask) + 4 * w);
+#pragma unroll
+            for (int w = 0; w < 3; w++) r.s[w] = ld_u32_a2(blk + offsetof_i(block_q3_K, scales) + 4 * w);
+            r.dd = ld_u16(blk + offsetof_i(block_q3_K, d));
+        } else {
+            r.s[0] = ld_u32(blk + offsetof_i(block_q2_K, scales) + 4 * part);
+            r.dd = ld_u32(blk + offsetof_i(block_q2_K, d));
+        }
+    } else if constexpr (mmf<FMT>::kind == 3) {
+        r.blk = wr + (size_t)b * wfmt<FMT>::bsize;   /* decoded from global memory in store_w */
     } else {
+        static_assert(FMT == TYPE_Q4_K || FMT == TYPE_Q5_K, "mm: a format without its fetch");
         constexpr bool Q5 = FMT == TYPE_Q5_K;
         const int bsz = Q5 ? sizeof_i(block_q5_K) : sizeof_i(block_q4_K);
         const int qoff = Q5 ? offsetof_i(block_q5_K, qs) : offsetof_i(block_q4_K, qs);
@@ -392,10 +192,8 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
     if (!valid) {
         for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
         if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }
-        if (QK == 256 && part < 2)
+        if (QK == 256)
             for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[j][i] = 0; s.mn[j][i] = 0; }
-        if (mmf<FMT>::SUB == 16 && part < 2)
-            for (int j = part * 8; j < part * 8 + 8; j++) s.sc[j][i] = 0;
         return;
     }
     if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
@@ -433,6 +231,67 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         if (part < 2)
 #pragma unroll
             for (int jj = 0; jj < 8; jj++) s.sc[part * 8 + jj][i] = (int)(int8_t)(r.s[jj / 4] >> (8 * (jj % 4)));
+    } else if constexpr (FMT == TYPE_IQ4_NL || FMT == TYPE_MXFP4) {
+        const uint32_t q = r.q[0];
+        uint32_t lo, hi;
+        if (FMT == TYPE_IQ4_NL) { lo = kv4(q & 0x0F0F0F0Fu); hi = kv4((q >> 4) & 0x0F0F0F0Fu); }
+        else {
+            lo = pack4(mxfp4_val(q & 15), mxfp4_val((q >> 8) & 15), mxfp4_val((q >> 16) & 15), mxfp4_val((q >> 24) & 15));
+            hi = pack4(mxfp4_val((q >> 4) & 15), mxfp4_val((q >> 12) & 15), mxfp4_val((q >> 20) & 15), mxfp4_val(q >> 28));
+        }
+        st_w(dst + 4 * part, lo);
+        st_w(dst + 16 + 4 * part, hi);
+        if (part == 0) { s.dw[i] = FMT == TYPE_IQ4_NL ? h2f((uint16_t)r.dd) : mxfp4_e8m0_half_dev(r.dd); s.mw[i] = 0.0f; }
+    } else if constexpr (FMT == TYPE_Q2_K || FMT == TYPE_Q3_K) {
+        constexpr bool Q3 = FMT == TYPE_Q3_K;
+        const int sh = 4 * (part % 2);
+#pragma unroll
+        for (int w = 0; w < 8; w++) {
+            uint32_t lo = (r.q[w] >> sh) & 0x03030303u, hi = (r.q[w] >> (sh + 2)) & 0x03030303u;
+            if (Q3) {   /* hmask bit set: +0, clear: -4 */
+                lo = __vsub4(lo | ((r.h[w] >> (2 * part)) & 0x01010101u) << 2, 0x04040404u);
+                hi = __vsub4(hi | ((r.h[w] >> (2 * part + 1)) & 0x01010101u) << 2, 0x04040404u);
+            }
+            st_w(dst + 64 * part + 4 * w, lo);
+            st_w(dst + 64 * part + 32 + 4 * w, hi);
+        }
+        if (Q3) {
+            if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
+#define SB(q) ((int)((((q) < 4 ? r.s[0] : (q) < 8 ? r.s[1] : r.s[2]) >> (8 * ((q) & 3))) & 255u))
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {   /* 6-bit scales: low nibbles in bytes 0..7, high pairs in 8..11 */
+                const int j = part * 4 + jj;
+                const int lo = j < 8 ? SB(j) & 15 : SB(j - 8) >> 4, hi = (SB(8 + j % 4) >> (2 * (j / 4))) & 3;
+                s.sc[j][i] = (lo | hi << 4) - 32;
+                s.mn[j][i] = 0;
+            }
+#undef SB
+        } else {
+            if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {   /* scale byte: low nibble scale, high nibble min */
+                const int b8 = (int)((r.s[0] >> (8 * jj)) & 255u);
+                s.sc[part * 4 + jj][i] = b8 & 15;
+                s.mn[part * 4 + jj][i] = b8 >> 4;
+            }
+        }
+    } else if constexpr (mmf<FMT>::kind == 3) {
+        /* part p: groups of 8 weights 8p .. 8p + 7 (values 64p .. 64p + 63), the matvec's decode */
+#pragma unroll
+        for (int gg = 0; gg < 8; gg++) {
+            uint32_t w0, w1;
+            iq_group8<FMT>(r.blk, 8 * part + gg, &w0, &w1);
+            st_w(dst + 64 * part + 8 * gg, w0);
+            st_w(dst + 64 * part + 8 * gg + 4, w1);
+        }
+        if (part == 0) { s.dw[i] = iq_d<FMT>(r.blk); s.mw[i] = 0.0f; }
+        if (mmf<FMT>::SUB == 32) {   /* the multiplier of 16-value unit 2 j (= that of 2 j + 1) */
+#pragma unroll
+            for (int jj = 0; jj < 2; jj++) s.sc[2 * part + jj][i] = iq_mult<FMT>(r.blk, 2 * (2 * part + jj));
+        } else {
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) s.sc[4 * part + jj][i] = iq_mult<FMT>(r.blk, 4 * part + jj);
+        }
     } else {
         constexpr bool Q5 = FMT == TYPE_Q5_K;
 #pragma unroll
@@ -573,7 +432,15 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
                 const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
                 const float dw = s.dw[r], da = s.da[c];
                 float p;
-                if (mmf<FMT>::kind == 1) {
+                if constexpr (mmf<FMT>::kind == 4) {   /* Q2_K: a min per 16 values against bsums */
+                    int M = 0;
+#pragma unroll
+                    for (int j = 0; j < 16; j++) M += s.mn[j][r] * (int)s.bsum[c][j];
+                    p = __fsub_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)),
+                                  __fmul_rn(__int2float_rn(M), __fmul_rn(s.mw[r], da)));
+                } else if constexpr (mmf<FMT>::kind == 3)
+                    p = __fmul_rn(__fmul_rn(__int2float_rn(S[o]), iq_fmt<FMT>::k()), __fmul_rn(dw, da));
+                else if constexpr (mmf<FMT>::kind == 1) {
                     int M = 0;
 #pragma unroll
                     for (int j = 0; j < NS; j++) M += s.mn[j][r] * ((int)s.bsum[c][2 * j] + (int)s.bsum[c][2 * j + 1]);
@@ -607,17 +474,41 @@ static __device__ __forceinline__ void canon_push(int k, const float *c, float *
     }
 }
 
-template <int FMT, int NI>
+/* Grouped (MoE) launches: the CTA column blockIdx.y is tile ti of the list `tiles` ([0] the
+ * count, then (group, first column) per tile); group gi of `groups` (moe.cu's layout: expert,
+ * first pair, pairs, source row) has its pairs' activation rows at act + (first pair + c) * as
+ * and its outputs at y + (first pair + c) * n_out; its weights are expert e's of W. */
+struct mm_grouped {
+    const int *tiles, *groups;
+    const uint8_t *W;
+    size_t expert_bytes, row_bytes;
+    int n_out;
+    float *y;
+};
+
+template <int FMT, int NI, int GR>
 __global__ void __launch_bounds__(512 / NI, 1)
-mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
+mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
     extern __shared__ __align__(16) uint8_t mm_smem[];
     mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
-    const int rows = g.row_start[g.n];
-    const int row0 = blockIdx.x * MM_BM, col0 = blockIdx.y * MM_BN;
+    int rows, col0 = blockIdx.y * MM_BN, colbase = 0;   /* colbase: the group's first pair */
+    const uint8_t *wexp = NULL;
+    if constexpr (GR != 0) {
+        const int ti = blockIdx.y;
+        if (ti >= gr.tiles[0]) return;                  /* fewer tiles than the grid's bound */
+        const int *grp = gr.groups + 1 + MOE_GROUP_INTS * gr.tiles[1 + 2 * ti];
+        rows = gr.n_out;
+        col0 = gr.tiles[2 + 2 * ti];
+        colbase = grp[1];
+        T = grp[2];                                     /* the group's pairs are its columns */
+        wexp = gr.W + (size_t)grp[0] * gr.expert_bytes;
+    } else
+        rows = g.row_start[g.n];
+    const int row0 = blockIdx.x * MM_BM;
     /* the first 256 threads load: 4 per tile row and column */
     const bool loader = tid < 256;
     const int li = (tid & 255) >> 2, part = tid & 3;
@@ -625,11 +516,14 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
     const bool wvalid = lrow < rows, avalid = lcol < T;
     const uint8_t *wr = NULL;
     if (wvalid) {
-        int wi = 0;
-        while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
-        wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
+        if constexpr (GR != 0) wr = wexp + (size_t)lrow * gr.row_bytes;
+        else {
+            int wi = 0;
+            while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
+            wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
+        }
     }
-    const uint8_t *ar = act + (size_t)(avalid ? lcol : 0) * as;
+    const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw;
     /* the first step: lane 0, block 0 */
@@ -678,6 +572,10 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
                 const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
                 const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
                 if (row >= rows || t >= T) continue;
+                if constexpr (GR != 0) {
+                    gr.y[(size_t)(colbase + t) * gr.n_out + row] = r4[MM_O2(mi, ni, e)];
+                    continue;
+                }
                 int wi = 0;
                 while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
                 const int r = row - g.row_start[wi];
@@ -689,20 +587,34 @@ mm_kernel2(mv_group g, int nb, const uint8_t *__restrict__ act, size_t as, int T
 }
 
 /* ---- host ------------------------------------------------------------------------------------ */
-/* STRATA_CUDA_MM: 2 the pipelined kernel (default), 3 the same with 16 warps of 32 x 8 outputs,
- * 1 the first kernel (kept for comparison), 0 the matvec in slices of 8 */
+/* STRATA_CUDA_MM: 2 the kernel with 8 warps of 32 x 16 outputs (default), 3 the same with 16
+ * warps of 32 x 8 outputs, 0 the matvec in slices of 8 */
 static int mm_mode = -1;
 
-extern "C" void cuda_mm_set(int mode) { mm_mode = mode >= 1 && mode <= 3 ? mode : 0; }
+extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 2 || mode == 3 ? mode : 0; }
 
-int cuda_mm_min_cols(void) { return 9; }
+/* STRATA_CUDA_MM_EXT: the formats beyond the first kernel's (mm_both) on tensor cores too */
+static int mm_ext = -1;
+extern "C" void cuda_mm_ext_set(int on) { mm_ext = on ? 1 : 0; }
+
+/* Below this many columns the matvec in slices of 8 is faster than the 64 x 64 tiles (H200,
+ * bench_e2e batch, SmolLM2 / 1.5B shapes: at 16 columns slices 6,348 / 2,679 tok/s against the
+ * matmul's 3,742 / 2,509; at 64 the matmul 9,919 / 5,460 against 7,236 / 2,564; 32 lies between
+ * the two measured points and was not measured itself). Same bits either way. */
+int cuda_mm_min_cols(void) { return 32; }
+
+#define MM_FORMATS(F) F(TYPE_Q4_0) F(TYPE_Q4_1) F(TYPE_Q5_0) F(TYPE_Q5_1) F(TYPE_Q8_0) F(TYPE_MXFP4) F(TYPE_IQ4_NL) \
+    F(TYPE_Q2_K) F(TYPE_Q3_K) F(TYPE_Q4_K) F(TYPE_Q5_K) F(TYPE_Q6_K) F(TYPE_IQ2_XXS) F(TYPE_IQ2_XS) F(TYPE_IQ2_S)   \
+    F(TYPE_IQ3_XXS) F(TYPE_IQ3_S) F(TYPE_IQ1_S) F(TYPE_IQ1_M) F(TYPE_IQ4_XS)
 
 int cuda_mm_supported(int type, int64_t n_in) {
-    if (mm_mode < 0) { long v = env_int(ENV_CUDA_MM); mm_mode = v >= 1 && v <= 3 ? (int)v : 0; }
+    if (mm_mode < 0) { long v = env_int(ENV_CUDA_MM); mm_mode = v == 2 || v == 3 ? (int)v : 0; }
     if (!mm_mode) return 0;
+    if (mm_ext < 0) mm_ext = env_int(ENV_CUDA_MM_EXT) == 1;
     switch (type) {
-    case TYPE_Q4_0: case TYPE_Q5_0: case TYPE_Q8_0: case TYPE_Q4_1: case TYPE_Q5_1: return n_in % 32 == 0;
-    case TYPE_Q4_K: case TYPE_Q5_K: case TYPE_Q6_K: return n_in % 256 == 0;
+#define F(FM) case FM: return (mm_both<FM>::v || mm_ext) && n_in % mmf<FM>::QK == 0;
+    MM_FORMATS(F)
+#undef F
     default: return 0;
     }
 }
@@ -710,15 +622,15 @@ int cuda_mm_supported(int type, int64_t n_in) {
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
     static int attr[4];
-    /* Q6_K: the pipelined kernels only */
-    const int mode = mmf<FMT>::SUB == 16 && mm_mode == 1 ? 2 : mm_mode;
-    const size_t smem = mode >= 2 ? 2 * sizeof(mm_tile2<mmf<FMT>::QK>) : sizeof(mm_tile<mmf<FMT>::QK>);
+    const int mode = mm_both<FMT>::v ? mm_mode : 2;   /* 16 warps: the first kernel's formats only */
+    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     if (!attr[mode]) {
-        cudaError_t e = cudaSuccess;
-        if (mode == 3) e = cudaFuncSetAttribute(mm_kernel2<FMT, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if (mode == 2) e = cudaFuncSetAttribute(mm_kernel2<FMT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if constexpr (mmf<FMT>::SUB == 32)
-            e = cudaFuncSetAttribute(mm_kernel<FMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaError_t e;
+        if constexpr (mm_both<FMT>::v)
+            e = mode == 3 ? cudaFuncSetAttribute(mm_kernel2<FMT, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+                          : cudaFuncSetAttribute(mm_kernel2<FMT, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else
+            e = cudaFuncSetAttribute(mm_kernel2<FMT, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (CU_CHECK(e)) return -1;
         attr[mode] = 1;
     }
@@ -726,23 +638,57 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const int rows = g->row_start[g->n];
     dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
-    if (mode == 3) klaunch(mm_kernel2<FMT, 1>, grid, 512, smem, st, *g, nb, (const uint8_t *)act, as, T);
-    else if (mode == 2) klaunch(mm_kernel2<FMT, 2>, grid, 256, smem, st, *g, nb, (const uint8_t *)act, as, T);
-    else if constexpr (mmf<FMT>::SUB == 32) klaunch(mm_kernel<FMT>, grid, MM_THREADS, smem, st, *g, nb, (const uint8_t *)act, as, T);
+    if constexpr (mm_both<FMT>::v) {
+        if (mode == 3) {
+            klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T);
+            return CU_LAUNCHED();
+        }
+    }
+    klaunch(mm_kernel2<FMT, 2, 0>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T);
     return CU_LAUNCHED();
+}
+
+/* the grouped launch: grid (row tiles of n_out, max_tiles); CTAs past the list's count exit */
+template <int FMT>
+static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act, int max_tiles, cudaStream_t st) {
+    static int attr;
+    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return -1;
+        attr = 1;
+    }
+    const int nb = (int)(n_in / mmf<FMT>::QK);
+    const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
+    mv_group g;
+    memset(&g, 0, sizeof g);
+    dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
+    klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0);
+    return CU_LAUNCHED();
+}
+
+int cuda_mm_grouped(int type, const void *W, size_t expert_bytes, size_t row_bytes, int n_out, int64_t n_in,
+                    const void *act, const int *groups, const int *tiles, int max_tiles, float *y, cudaStream_t st) {
+    if (max_tiles < 1 || n_out < 1 || !cuda_mm_supported(type, n_in)) return -1;
+    if (cuda_mm_tables_init()) return -1;
+    mm_grouped gr;
+    gr.tiles = tiles; gr.groups = groups; gr.W = (const uint8_t *)W;
+    gr.expert_bytes = expert_bytes; gr.row_bytes = row_bytes; gr.n_out = n_out; gr.y = y;
+    switch (type) {
+#define F(FM) case FM: return mm_launch_grouped<FM>(&gr, n_in, act, max_tiles, st);
+    MM_FORMATS(F)
+#undef F
+    default: return -1;
+    }
 }
 
 int cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
     if (g->swiglu || T < 1 || !cuda_mm_supported(type, n_in)) return -1;
+    if (cuda_mm_tables_init()) return -1;   /* the IQ codebooks of this file (once) */
     switch (type) {
-    case TYPE_Q4_0: return mm_launch<TYPE_Q4_0>(g, n_in, act, T, st);
-    case TYPE_Q5_0: return mm_launch<TYPE_Q5_0>(g, n_in, act, T, st);
-    case TYPE_Q8_0: return mm_launch<TYPE_Q8_0>(g, n_in, act, T, st);
-    case TYPE_Q4_1: return mm_launch<TYPE_Q4_1>(g, n_in, act, T, st);
-    case TYPE_Q5_1: return mm_launch<TYPE_Q5_1>(g, n_in, act, T, st);
-    case TYPE_Q4_K: return mm_launch<TYPE_Q4_K>(g, n_in, act, T, st);
-    case TYPE_Q5_K: return mm_launch<TYPE_Q5_K>(g, n_in, act, T, st);
-    case TYPE_Q6_K: return mm_launch<TYPE_Q6_K>(g, n_in, act, T, st);
+#define F(FM) case FM: return mm_launch<FM>(g, n_in, act, T, st);
+    MM_FORMATS(F)
+#undef F
     default: return -1;
     }
 }

@@ -10,6 +10,9 @@
  *                       grouped by expert exactly as moe.c's counting sort (experts ascending,
  *                       tokens ascending inside a group) and each pair's activation row
  *                       gathered, so a group's columns are contiguous.
+ *                       STRATA_CUDA_ROUTE=parallel: the per-token part with the values in
+ *                       registers and top-k by warp-wide reductions (moe_route_token_par,
+ *                       same bits; off until measured).
  *   moe_gate_up_kernel  grid (rows of F / MV_WARPS, group): the warp of row r reads gate and
  *                       up row r of the group's expert once for all its columns (row_dot:
  *                       the same canonical dot as the matvec kernels) and writes
@@ -41,8 +44,120 @@ IQ_TABLES_INIT_FN(cuda_moe_tables_init, "moe")
 #define ROUTE_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
 
 /* ---- router: softmax, top-k, renormalization, grouping, gather ------------------------------ */
+/* One token's routing by the calling warp: its X logits l into p (X floats of shared memory,
+ * overwritten), softmax in the CPU's order, top-k, renormalized weights. Lane 0 writes the k
+ * experts to sel[r] and their probabilities to w[r] (w: read back by lane 0), the weights to
+ * wts[r]. Logits are read with __ldcg: in the fused kernel other CTAs wrote them. */
+static __device__ __forceinline__ void moe_route_token(float *p, const float *__restrict__ l, int X, int k, int lane,
+                                                       int *sel, float *w, float *__restrict__ wts) {
+    /* logits into shared memory, then the max (order-free) */
+    for (int e = lane; e < X; e += 32) p[e] = __ldcg(l + e);
+    __syncwarp();
+    float mx = p[0];
+    for (int e = lane; e < X; e += 32)
+        if (p[e] > mx) mx = p[e];
+    for (int o = 16; o; o >>= 1) {
+        float v = __shfl_xor_sync(0xffffffffu, mx, o);
+        if (v > mx) mx = v;
+    }
+    for (int e = lane; e < X; e += 32) p[e] = expf_ref(__fsub_rn(p[e], mx));
+    __syncwarp();
+    float sum = 0.0f;
+    if (lane == 0)
+        for (int e = 0; e < X; e++) sum = __fadd_rn(sum, p[e]);   /* expert order, as the CPU */
+    sum = __shfl_sync(0xffffffffu, sum, 0);
+    for (int e = lane; e < X; e += 32) p[e] = __fdiv_rn(p[e], sum);
+    __syncwarp();
+    /* top-k: taken experts are marked -1 (every probability is >= 0) */
+    for (int r = 0; r < k; r++) {
+        int bi = -1;
+        float bv = 0.0f;
+        for (int e = lane; e < X; e += 32) {
+            float v = p[e];
+            if (v < 0.0f) continue;
+            if (bi < 0 || v > bv) { bi = e; bv = v; }
+        }
+        for (int o = 16; o; o >>= 1) {
+            int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bi = oi; bv = ov; }
+        }
+        if (lane == 0) {
+            sel[r] = bi;
+            w[r] = bv;
+            p[bi] = -1.0f;
+        }
+        __syncwarp();
+    }
+    if (lane == 0) {
+        float ssel = 0.0f;
+        for (int r = 0; r < k; r++) ssel = __fadd_rn(ssel, w[r]);
+        for (int r = 0; r < k; r++) wts[r] = __fdiv_rn(w[r], ssel);
+    }
+}
+
+/* STRATA_CUDA_ROUTE=parallel (PAR = 1 below): token t's softmax and top-k by one warp with the
+ * X <= 32 * RP_MAX values in the lanes' registers (expert e in lane e % 32, slot e / 32): the
+ * same max (each lane from l[0], strict >, then the xor tree), the same expf_ref and division,
+ * the denominator summed in expert order from 0.0f (every lane runs the one chain, the values
+ * brought by shuffles), top-k by a warp-wide max of the probability bits (non-negative floats
+ * order as unsigned integers) and a min over the indices holding it (ties: lower index), the
+ * renormalization sum in rank order. So for finite logits the bits of the serial scans. */
+#define RP_MAX 8
+static __device__ __forceinline__ void moe_route_token_par(const float *__restrict__ l, int X, int k, int *sel, float *sw,
+                                                           float *__restrict__ wts) {
+    const int lane = threadIdx.x & 31;
+    float v[RP_MAX];
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++) v[i] = lane + 32 * i < X ? __ldcg(l + lane + 32 * i) : 0.0f;
+    float mx = __shfl_sync(FULL_MASK, v[0], 0);
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++)
+        if (lane + 32 * i < X && v[i] > mx) mx = v[i];
+    for (int o = 16; o; o >>= 1) {
+        float ov = __shfl_xor_sync(FULL_MASK, mx, o);
+        if (ov > mx) mx = ov;
+    }
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++)
+        if (lane + 32 * i < X) v[i] = expf_ref(__fsub_rn(v[i], mx));
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++) {
+        if (32 * i >= X) break;
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            float x = __shfl_sync(FULL_MASK, v[i], j);
+            if (32 * i + j < X) sum = __fadd_rn(sum, x);   /* expert order, as the CPU */
+        }
+    }
+    unsigned avail = 0;   /* slot i holds an untaken expert */
+#pragma unroll
+    for (int i = 0; i < RP_MAX; i++)
+        if (lane + 32 * i < X) { v[i] = __fdiv_rn(v[i], sum); avail |= 1u << i; }
+    float ssel = 0.0f;
+    for (int r = 0; r < k; r++) {
+        unsigned bb = 0;
+        int bi = 0x7FFFFFFF;
+#pragma unroll
+        for (int i = 0; i < RP_MAX; i++) {   /* the lane's best: largest, then lowest index */
+            unsigned b = __float_as_uint(v[i]);
+            if (((avail >> i) & 1) && (bi == 0x7FFFFFFF || b > bb)) { bb = b; bi = lane + 32 * i; }
+        }
+        const unsigned best = __reduce_max_sync(FULL_MASK, bi != 0x7FFFFFFF ? bb : 0u);
+        const int e = (int)__reduce_min_sync(FULL_MASK, (unsigned)(bi != 0x7FFFFFFF && bb == best ? bi : 0x7FFFFFFF));
+        if ((e & 31) == lane) avail &= ~(1u << (e >> 5));
+        const float w = __uint_as_float(best);
+        ssel = __fadd_rn(ssel, w);   /* rank order, as the CPU */
+        if (lane == 0) { sel[r] = e; sw[r] = w; }
+    }
+    __syncwarp();
+    for (int r = lane; r < k; r += 32) wts[r] = __fdiv_rn(sw[r], ssel);
+}
+
 /* The routing of T tokens by the calling CTA (any multiple of 32 threads); s_p: T * X floats of
- * shared memory. Logits are read with __ldcg: in the fused kernel other CTAs wrote them. */
+ * shared memory. */
+template <int PAR>
 static __device__ __forceinline__ void moe_route_body(float *s_p, const float *__restrict__ logits, int X, int k, int T,
                                                       const uint8_t *__restrict__ act_x, size_t as,
                                                       uint8_t *__restrict__ act_pairs, int *__restrict__ groups,
@@ -54,52 +169,13 @@ static __device__ __forceinline__ void moe_route_body(float *s_p, const float *_
     __shared__ int s_gather[ROUTE_MAX_PAIRS];            /* grouped position whose row is gathered */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int t = warp; t < T; t += nw) {
-        float *p = s_p + (size_t)t * X;
-        const float *l = logits + (size_t)t * X;
-        /* logits into shared memory, then the max (order-free) */
-        for (int e = lane; e < X; e += 32) p[e] = __ldcg(l + e);
-        __syncwarp();
-        float mx = p[0];
-        for (int e = lane; e < X; e += 32)
-            if (p[e] > mx) mx = p[e];
-        for (int o = 16; o; o >>= 1) {
-            float v = __shfl_xor_sync(0xffffffffu, mx, o);
-            if (v > mx) mx = v;
-        }
-        for (int e = lane; e < X; e += 32) p[e] = expf_ref(__fsub_rn(p[e], mx));
-        __syncwarp();
-        float sum = 0.0f;
-        if (lane == 0)
-            for (int e = 0; e < X; e++) sum = __fadd_rn(sum, p[e]);   /* expert order, as the CPU */
-        sum = __shfl_sync(0xffffffffu, sum, 0);
-        for (int e = lane; e < X; e += 32) p[e] = __fdiv_rn(p[e], sum);
-        __syncwarp();
-        /* top-k: taken experts are marked -1 (every probability is >= 0) */
-        for (int r = 0; r < k; r++) {
-            int bi = -1;
-            float bv = 0.0f;
-            for (int e = lane; e < X; e += 32) {
-                float v = p[e];
-                if (v < 0.0f) continue;
-                if (bi < 0 || v > bv) { bi = e; bv = v; }
+        if constexpr (PAR != 0) {
+            if (X <= 32 * RP_MAX) {
+                moe_route_token_par(logits + (size_t)t * X, X, k, s_sel + t * k, s_w + t * k, wts + t * k);
+                continue;
             }
-            for (int o = 16; o; o >>= 1) {
-                int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-                float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-                if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bi = oi; bv = ov; }
-            }
-            if (lane == 0) {
-                s_sel[t * k + r] = bi;
-                s_w[t * k + r] = bv;
-                p[bi] = -1.0f;
-            }
-            __syncwarp();
         }
-        if (lane == 0) {
-            float ssel = 0.0f;
-            for (int r = 0; r < k; r++) ssel = __fadd_rn(ssel, s_w[t * k + r]);
-            for (int r = 0; r < k; r++) wts[t * k + r] = __fdiv_rn(s_w[t * k + r], ssel);
-        }
+        moe_route_token(s_p + (size_t)t * X, logits + (size_t)t * X, X, k, lane, s_sel + t * k, s_w + t * k, wts + t * k);
     }
     __syncthreads();
     /* Grouping, moe.c's counting sort computed per pair (P <= 512, O(P) each): pair q = (t, r)
@@ -152,13 +228,14 @@ static __device__ __forceinline__ void moe_route_body(float *s_p, const float *_
     }
 }
 
+template <int PAR>
 __global__ void __launch_bounds__(ROUTE_THREADS)
 moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const uint8_t *__restrict__ act_x, size_t as,
                  uint8_t *__restrict__ act_pairs, int *__restrict__ groups, int *__restrict__ pair_of,
                  float *__restrict__ wts) {
     PDL_WAIT();
     extern __shared__ float s_p[];                       /* [T][X] probabilities */
-    moe_route_body(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
+    moe_route_body<PAR>(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
 }
 
 /* An F32 router of rows of E = 32 * NPL and the routing in one launch: warp w of CTA b computes
@@ -166,7 +243,7 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
  * sums w * x in the canonical per-element order: the bits of the matvec kernels' F32 path);
  * the last CTA to finish (atomic counter, reset by it for the next launch) routes. */
 #define ROUTER_WARPS 8
-template <int NPL, int TM>
+template <int NPL, int TM, int PAR>
 __global__ void __launch_bounds__(ROUTER_WARPS * 32)
 moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits,
                         unsigned *__restrict__ counter, int X, int k, int T, const uint8_t *__restrict__ act_x,
@@ -193,12 +270,12 @@ moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x
         }
     }
     if (!last_cta_arrived(counter)) return;
-    moe_route_body(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
+    moe_route_body<PAR>(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
 }
 
 /* ---- grouped expert matvecs ------------------------------------------------------------------ */
-template <int FMT, int TM, int COOP>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
@@ -218,12 +295,12 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
          * bits are those of two separate dots) */
         float acc[2][TM];
         const uint8_t *w2[2] = { Wg + off, Wu + off };
-        row_dot_coop<FMT, TM, 8, 2>(w2, nb, a, as, n, acc);
+        row_dot_coop<FMT, TM, 8, 2, V>(w2, nb, a, as, n, acc);
 #pragma unroll
         for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
     } else {
-        row_dot<FMT, TM, COOP>(Wg + off, n_in, nb, a, as, n, ga);
-        row_dot<FMT, TM, COOP>(Wu + off, n_in, nb, a, as, n, ua);
+        row_dot<FMT, TM, COOP, V>(Wg + off, n_in, nb, a, as, n, ga);
+        row_dot<FMT, TM, COOP, V>(Wu + off, n_in, nb, a, as, n, ua);
     }
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
@@ -235,7 +312,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
     }
 }
 
-template <int FMT, int TM, int COOP>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y) {
@@ -253,7 +330,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         const uint8_t *wr[DOWN_R];
 #pragma unroll
         for (int r = 0; r < DOWN_R; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(row + r) * row_bytes;
-        row_dot_coop<FMT, TM, 8, DOWN_R>(wr, nb, a, as, n, acc);
+        row_dot_coop<FMT, TM, 8, DOWN_R, V>(wr, nb, a, as, n, acc);
         if ((threadIdx.x & 31) == 0) {
 #pragma unroll
             for (int r = 0; r < DOWN_R; r++)
@@ -268,7 +345,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= E) return;
     float acc[TM];
-    row_dot<FMT, TM, COOP>(Wd + (size_t)e * expert_bytes + (size_t)row * row_bytes, n_in, nb, a, as, n, acc);
+    row_dot<FMT, TM, COOP, V>(Wd + (size_t)e * expert_bytes + (size_t)row * row_bytes, n_in, nb, a, as, n, acc);
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
         for (int t = 0; t < TM; t++) {
@@ -307,23 +384,37 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
     return 8;
 }
 
-template <int FMT, int COOP>
-static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+template <int FMT, int COOP, int V>
+static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
     const uint8_t *ax = (const uint8_t *)m->act_x;
     int F = (int)m->F;
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
     if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
 
-template <int FMT, int COOP>
-static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+template <int FMT, int COOP, int V>
+static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
-#define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP>, grid, MV_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y)
+#define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y)
     if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
 #undef DN
+}
+
+/* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
+template <int FMT, int COOP>
+static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+    constexpr int V = dec_v<FMT, COOP>();
+    if (V != 0 && (cuda_matvec_decode() & V)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
+    else launch_gate_up_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, st);
+}
+template <int FMT, int COOP>
+static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
+    constexpr int V = dec_v<FMT, COOP>();
+    if (V != 0 && (cuda_matvec_decode() & V)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
+    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, st);
 }
 
 template <int FMT>
@@ -357,6 +448,10 @@ static int moe_dispatch(int type, const cuda_moe *m, int down, cudaStream_t st) 
     }
 }
 
+/* STRATA_CUDA_ROUTE: 0 the serial routing scans (default), 1 moe_route_token_par */
+static int moe_route_par = 0;
+extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
+
 int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     int gaf, daf;
     if (m->T < 1 || m->T > CUDA_MOE_COLS || m->k < 1 || m->k > CUDA_MOE_MAX_K || m->k > m->X || m->X > CUDA_MOE_MAX_X ||
@@ -368,17 +463,20 @@ int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) {
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
     if (m->router_f32) {   /* router + routing in one launch */
         unsigned blocks = (unsigned)((m->X + ROUTER_WARPS - 1) / ROUTER_WARPS);
-#define RR(NPL, TM) klaunch(moe_router_route_kernel<NPL, TM>, blocks, ROUTER_WARPS * 32, shm, st, m->router_f32, m->x_f32, \
+#define RR(NPL, TM, P) klaunch(moe_router_route_kernel<NPL, TM, P>, blocks, ROUTER_WARPS * 32, shm, st, m->router_f32, m->x_f32, \
                             (float *)m->logits, m->counter, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x, \
                             (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts)
-#define RR_T(NPL) do { if (m->T == 1) RR(NPL, 1); else if (m->T == 2) RR(NPL, 2); else if (m->T <= 4) RR(NPL, 4); else RR(NPL, 8); } while (0)
-        if (m->E == 2048) RR_T(64);
-        else if (m->E == 1024) RR_T(32);
+#define RR_T(NPL, P) do { if (m->T == 1) RR(NPL, 1, P); else if (m->T == 2) RR(NPL, 2, P); else if (m->T <= 4) RR(NPL, 4, P); else RR(NPL, 8, P); } while (0)
+        if (m->E == 2048) { if (moe_route_par) RR_T(64, 1); else RR_T(64, 0); }
+        else if (m->E == 1024) { if (moe_route_par) RR_T(32, 1); else RR_T(32, 0); }
         else return -1;
 #undef RR_T
 #undef RR
-    } else
-    klaunch(moe_route_kernel, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
+    } else if (moe_route_par)
+        klaunch(moe_route_kernel<1>, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
+                (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
+    else
+    klaunch(moe_route_kernel<0>, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
                                                     (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
     if (CU_LAUNCHED() || moe_dispatch(m->type_gu, m, 0, st)) return -1;
     if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
@@ -389,4 +487,149 @@ int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {
     dim3 grid((unsigned)((m->E + 127) / 128), (unsigned)m->T);
     klaunch(moe_combine_kernel, grid, 128, 0, st, m->y, m->pair_of, m->wts, m->k, (int)m->E, m->out, add_to);
     return CU_LAUNCHED();
+}
+
+/* ---- wide passes: every token routed at once, each expert's pairs as one grouped matmul ------
+ * The same bits as the slices of cuda_moe_experts: each token's routing is moe_route_token; a
+ * pair's gate, up and down rows are the matvec's canonical dots (mm.cu's grouped kernel); h =
+ * silu(g) * u with moe_gate_up_kernel's expression; the combine is cuda_moe_combine's. Only the
+ * grouping (which pairs share a launch) differs, and no result depends on it. */
+#define WIDE_ROUTE_WARPS 8
+#define WIDE_GROUP_THREADS 1024
+
+/* one warp per token: sel / wts [T][k]; shared: WIDE_ROUTE_WARPS * (X + k) floats */
+__global__ void __launch_bounds__(WIDE_ROUTE_WARPS * 32)
+moe_topk_wide_kernel(const float *__restrict__ logits, int X, int k, int T, int *__restrict__ sel, float *__restrict__ wts) {
+    PDL_WAIT();
+    extern __shared__ float s_wide[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int t = blockIdx.x * WIDE_ROUTE_WARPS + warp;
+    if (t >= T) return;
+    float *p = s_wide + (size_t)warp * (X + k);
+    moe_route_token(p, logits + (size_t)t * X, X, k, lane, sel + (size_t)t * k, p + X, wts + (size_t)t * k);
+}
+
+/* Grouping, one CTA: pairs q = t k + r (token-major) sorted by expert, stable (moe.c's counting
+ * sort): the groups list (expert, first pair, pairs, -1: rows gathered), pair_of[q], the token
+ * of each grouped position, and the tile list of the grouped matmul (64 columns per tile).
+ * Dynamic shared memory: P ints (the experts of the pairs). */
+__global__ void __launch_bounds__(WIDE_GROUP_THREADS)
+moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int *__restrict__ groups, int *__restrict__ tiles,
+                      int *__restrict__ pair_of, int *__restrict__ tok) {
+    PDL_WAIT();
+    extern __shared__ int s_sel_w[];
+    __shared__ int s_cnt[CUDA_MOE_MAX_X], s_start[CUDA_MOE_MAX_X];
+    const int P = T * k, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int e = threadIdx.x; e < X; e += blockDim.x) s_cnt[e] = 0;
+    __syncthreads();
+    for (int q = threadIdx.x; q < P; q += blockDim.x) {
+        const int e = sel[q];
+        s_sel_w[q] = e;
+        atomicAdd(&s_cnt[e], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {   /* X <= CUDA_MOE_MAX_X experts, a few hundred tiles: serial */
+        int pos = 0, ng = 0, nt = 0;
+        for (int e = 0; e < X; e++) {
+            s_start[e] = pos;
+            const int n = s_cnt[e];
+            if (!n) continue;
+            int *gr = groups + 1 + MOE_GROUP_INTS * ng;
+            gr[0] = e; gr[1] = pos; gr[2] = n; gr[3] = -1;
+            for (int c0 = 0; c0 < n; c0 += CUDA_MM_BN) { tiles[1 + 2 * nt] = ng; tiles[2 + 2 * nt] = c0; nt++; }
+            ng++;
+            pos += n;
+        }
+        groups[0] = ng;
+        tiles[0] = nt;
+    }
+    __syncthreads();
+    /* stable positions: warp w takes experts w, w + nw, ...; pairs in order, 32 at a time */
+    const unsigned below = (1u << lane) - 1u;
+    for (int e = warp; e < X; e += nw) {
+        if (!s_cnt[e]) continue;
+        int base = s_start[e];
+        for (int j0 = 0; j0 < P; j0 += 32) {
+            const int j = j0 + lane;
+            const bool mine = j < P && s_sel_w[j] == e;
+            const unsigned m = __ballot_sync(0xffffffffu, mine);
+            if (mine) {
+                const int pos = base + __popc(m & below);
+                pair_of[j] = pos;
+                tok[pos] = j / k;
+            }
+            base += __popc(m);
+        }
+    }
+}
+
+/* act_pairs[pos] = act_x[tok[pos]] (rows of `words` 32-bit words); grid (P) */
+__global__ void moe_gather_wide_kernel(const uint32_t *__restrict__ act_x, const int *__restrict__ tok, int words,
+                                       uint32_t *__restrict__ act_pairs) {
+    PDL_WAIT();
+    const int pos = blockIdx.x;
+    const uint32_t *src = act_x + (size_t)tok[pos] * words;
+    uint32_t *dst = act_pairs + (size_t)pos * words;
+    for (int i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
+}
+
+/* h = silu(g) * u in place over g (moe_gate_up_kernel's expression) */
+__global__ void moe_silu_wide_kernel(float *__restrict__ g, const float *__restrict__ u, size_t n) {
+    PDL_WAIT();
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float gv = g[i], uv = u[i];
+    g[i] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
+}
+
+int cuda_moe_wide_ok(int type_gu, int type_down, int64_t E, int64_t F) {
+    return cuda_mm_supported(type_gu, E) && cuda_mm_supported(type_down, F);
+}
+
+/* tiles of the grouped matmul: sum over groups of ceil(n / CUDA_MM_BN) <= P / CUDA_MM_BN + min(X, P) */
+int cuda_moe_wide_max_tiles(int P, int X) { return P / CUDA_MM_BN + (X < P ? X : P) + 1; }
+
+int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
+    const cuda_moe *m = &w->m;
+    int gaf, daf, gblck, gbs, dblck, dbs;
+    if (m->T < 1 || m->k < 1 || m->k > CUDA_MOE_MAX_K || m->k > m->X || m->X > CUDA_MOE_MAX_X ||
+        cuda_type_info(m->type_gu, &gblck, &gaf, &gbs) || cuda_type_info(m->type_down, &dblck, &daf, &dbs) ||
+        !cuda_moe_wide_ok(m->type_gu, m->type_down, m->E, m->F))
+        return -1;
+    if (cuda_moe_tables_init()) return -1;
+    const int P = m->T * m->k, maxt = cuda_moe_wide_max_tiles(P, m->X);
+    const size_t as_x = cuda_act_row_bytes(gaf, m->E);
+    if (!as_x || as_x % 4) return -1;
+    /* routing */
+    const size_t shm_r = (size_t)WIDE_ROUTE_WARPS * (size_t)(m->X + m->k) * sizeof(float);
+    klaunch(moe_topk_wide_kernel, (unsigned)((m->T + WIDE_ROUTE_WARPS - 1) / WIDE_ROUTE_WARPS), WIDE_ROUTE_WARPS * 32,
+            shm_r, st, m->logits, m->X, m->k, m->T, w->sel, m->wts);
+    if (CU_LAUNCHED()) return -1;
+    static int attr_done;
+    const size_t shm_g = (size_t)P * sizeof(int);
+    if (shm_g > 48 * 1024 && !attr_done) {
+        if (CU_CHECK(cudaFuncSetAttribute(moe_group_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)(CUDA_MOE_WIDE_MAX_T * CUDA_MOE_MAX_K * sizeof(int)))))
+            return -1;
+        attr_done = 1;
+    }
+    int *tok = w->tiles + 1 + 2 * maxt;   /* [P] token of each grouped position (after the tile list) */
+    klaunch(moe_group_wide_kernel, 1, WIDE_GROUP_THREADS, shm_g, st, (const int *)w->sel, m->X, m->k, m->T, m->groups,
+            w->tiles, m->pair_of, tok);
+    if (CU_LAUNCHED()) return -1;
+    klaunch(moe_gather_wide_kernel, (unsigned)P, 128, 0, st, (const uint32_t *)m->act_x, (const int *)tok, (int)(as_x / 4),
+            (uint32_t *)m->act_pairs);
+    if (CU_LAUNCHED()) return -1;
+    /* gate and up, then h */
+    const size_t grb = (size_t)(m->E / gblck) * (size_t)gbs, geb = grb * (size_t)m->F;
+    if (cuda_mm_grouped(m->type_gu, m->gate, geb, grb, (int)m->F, m->E, m->act_pairs, m->groups, w->tiles, maxt, m->h, st) ||
+        cuda_mm_grouped(m->type_gu, m->up, geb, grb, (int)m->F, m->E, m->act_pairs, m->groups, w->tiles, maxt, w->hu, st))
+        return -1;
+    const size_t nh = (size_t)P * (size_t)m->F;
+    klaunch(moe_silu_wide_kernel, (unsigned)((nh + 255) / 256), 256, 0, st, m->h, (const float *)w->hu, nh);
+    if (CU_LAUNCHED()) return -1;
+    /* down */
+    if (cuda_act_quantize(daf, m->h, m->F, P, m->act_h, st)) return -1;
+    const size_t drb = (size_t)(m->F / dblck) * (size_t)dbs, deb = drb * (size_t)m->E;
+    return cuda_mm_grouped(m->type_down, m->down, deb, drb, (int)m->E, m->F, m->act_h, m->groups, w->tiles, maxt, m->y, st);
 }

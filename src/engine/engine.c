@@ -506,6 +506,13 @@ int strata_chat_tokenize_json(const strata_model *m, const char *template_src, c
 /* ---- sessions ------------------------------------------------------------------------ */
 int strata_session_pos(const strata_session *s) { return s->pos; }
 int strata_session_n_ctx(const strata_session *s) { return s->n_ctx; }
+size_t strata_session_kv_bytes(const strata_session *s, size_t *per_position) {
+    if (s->be->ops->kv_bytes) return s->be->ops->kv_bytes(s->be, per_position);
+    const hparams *hp = &s->m->hp;
+    size_t pp = 2 * (size_t)hp->n_layers * hp->n_kv_heads * hp->head_dim * sizeof(uint16_t);
+    if (per_position) *per_position = pp;
+    return pp * (size_t)s->n_ctx;
+}
 const int32_t *strata_session_history(const strata_session *s) { return s->history; }
 
 int strata_session_rewind(strata_session *s, int pos) {
@@ -743,15 +750,17 @@ static int spec_calibrate(strata_session *s, spec_costs *out) {
     return 0;
 }
 
-/* The session's controller: the verify costs of STRATA_SPEC_COSTS, else those the model's
- * first speculating session timed (spec_calibrate, once per model), else the built-in table. */
+/* The session's controller: the verify costs of STRATA_SPEC_COSTS (then final: passes are not
+ * re-timed, so the windows do not depend on the machine's load), else those the model's first
+ * speculating session timed (spec_calibrate, once per model, then followed by the timings of
+ * every pass), else the built-in table. */
 static pthread_mutex_t spec_prior_lock = PTHREAD_MUTEX_INITIALIZER;
 static void spec_start(strata_session *s) {
     spec_costs prior;
-    int have = s->p.spec_draft > 0 && !spec_fixed();
+    int have = s->p.spec_draft > 0 && !spec_fixed(), given = 0;
     if (have) {
         const char *e = env_str(ENV_SPEC_COSTS);
-        if (*e) have = spec_costs_parse(e, &prior) == 0;
+        if (*e) have = given = spec_costs_parse(e, &prior) == 0;
         else {
             strata_model *m = s->m;
             pthread_mutex_lock(&spec_prior_lock);
@@ -761,6 +770,7 @@ static void spec_start(strata_session *s) {
         }
     }
     spec_ctl_init(&s->spec, have ? &prior : NULL);
+    s->spec.given = given;
 }
 
 /* A window of nd drafts at pos0 kept j of them: the statistics, the source's acceptance, and

@@ -41,4 +41,9 @@ float f32_dot_canon_ref(const float *w, const float *x, int64_t n);
  * 2^(e - 128) as a float (e = 0 gives the subnormal 2^-128). */
 extern const int8_t mxfp4_kvalues[16];
 float mxfp4_e8m0_half(uint8_t e);
+
+/* The integer codes the dots use (what src/quant/decode_fast.h's faster decodes must equal):
+ * Q2_0 block -> q[64] = code - 1; Q6_K block -> q[256] = code - 32 (weight order). */
+void q2_0_unpack_ref(const void *blk, int8_t q[QK2_0]);
+void q6_K_unpack_ref(const void *blk, int8_t q[QK_K]);
 #endif

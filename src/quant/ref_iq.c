@@ -317,6 +317,20 @@ static float iq_dot_k(const void *w, const void *a, int64_t n, size_t bsize, iq_
     return canon_finish(&acc);
 }
 
+float iq_decode_ref(int type, const void *blk, int8_t w8[256], int16_t m[16]) {
+    switch (type) {
+    case TYPE_IQ2_XXS: return iq2_xxs_decode(blk, w8, m);
+    case TYPE_IQ2_XS: return iq2_xs_decode(blk, w8, m);
+    case TYPE_IQ2_S: return iq2_s_decode(blk, w8, m);
+    case TYPE_IQ3_XXS: return iq3_xxs_decode(blk, w8, m);
+    case TYPE_IQ3_S: return iq3_s_decode(blk, w8, m);
+    case TYPE_IQ1_S: return iq1_s_decode(blk, w8, m);
+    case TYPE_IQ1_M: return iq1_m_decode(blk, w8, m);
+    case TYPE_IQ4_XS: return iq4_xs_decode(blk, w8, m);
+    default: return NAN;
+    }
+}
+
 float iq2_xxs_dot_ref(const void *restrict w, const void *restrict a, int64_t n) { return iq_dot_k(w, a, n, sizeof(block_iq2_xxs), iq2_xxs_decode, 0.125f); }
 float iq2_xs_dot_ref(const void *restrict w, const void *restrict a, int64_t n) { return iq_dot_k(w, a, n, sizeof(block_iq2_xs), iq2_xs_decode, 0.125f); }
 float iq2_s_dot_ref(const void *restrict w, const void *restrict a, int64_t n) { return iq_dot_k(w, a, n, sizeof(block_iq2_s), iq2_s_decode, 0.125f); }

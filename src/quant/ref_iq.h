@@ -25,4 +25,9 @@ STRATA_IQ_REF_DECL(iq1_m)
 STRATA_IQ_REF_DECL(iq4_nl)
 STRATA_IQ_REF_DECL(iq4_xs)
 #undef STRATA_IQ_REF_DECL
+
+/* The integer decode the dots use, for one super-block of a 256-weight IQ type: w8[256] (grid
+ * value * sign; IQ1: 8 * grid + delta; IQ4_XS: codebook value) and the multiplier m[j] of each
+ * 16 weights; returns fp16(d) as a float (NAN for a type without one). */
+float iq_decode_ref(int type, const void *blk, int8_t w8[256], int16_t m[16]);
 #endif

@@ -82,6 +82,8 @@ static void kq_unpack_q6_K(const block_q6_K *b, int8_t q[QK_K]) {
     }
 }
 
+void q6_K_unpack_ref(const void *blk, int8_t q[QK_K]) { kq_unpack_q6_K((const block_q6_K *)blk, q); }
+
 /* ---- Q2_K ------------------------------------------------------------------------- */
 void q2_K_dequant_row_ref(const void *restrict src, float *restrict dst, int64_t n) {
     const block_q2_K *b = src; int8_t q[QK_K];

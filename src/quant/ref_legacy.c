@@ -250,12 +250,18 @@ void q2_0_quant_row_ref(const float *restrict src, void *restrict dst, int64_t n
             b[i].qs[j / 4] |= (uint8_t)(clampi(round_int(src[j] * id) + 1, 0, 3) << (2 * (j % 4)));
     }
 }
+void q2_0_unpack_ref(const void *blk, int8_t q[QK2_0]) {
+    const block_q2_0 *b = blk;
+    for (int j = 0; j < QK2_0; j++) q[j] = (int8_t)(((b->qs[j / 4] >> (2 * (j % 4))) & 3) - 1);
+}
 float q2_0_dot_ref(const void *restrict w, const void *restrict a, int64_t n) {
     const block_q2_0 *b = w; const act_q8_2 *x = a;
     canon_acc acc; canon_init(&acc);
+    int8_t q[QK2_0];
     for (int64_t i = 0; i < n / QK2_0; i++) {
         int32_t isum = 0;
-        for (int j = 0; j < QK2_0; j++) isum += (((b[i].qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * x[i].qs[j];
+        q2_0_unpack_ref(&b[i], q);
+        for (int j = 0; j < QK2_0; j++) isum += q[j] * x[i].qs[j];
         canon_add(&acc, i, (float)isum * (fp16_to_f32(b[i].d) * x[i].d));
     }
     return canon_finish(&acc);

@@ -35,6 +35,7 @@
 #define BODY_TIMEOUT_S 60           /* a request's body must arrive within this after its headers */
 #define SHUTDOWN_GRACE_S 5          /* open replies get this long to end on SIGTERM */
 #define TOKENIZE_WAIT_S 30          /* longest wait for the tokenizer pool before 429 */
+#define TOKENIZE_INLINE_BYTES 16384 /* texts up to this are templated + tokenized in the connection thread */
 
 /* One open connection (MHD's socket context), for the caps and the deadlines. */
 typedef struct conn_track {
@@ -440,8 +441,8 @@ static int build_prompt(srv *s, gen_request *r, int32_t **ids, int *n, api_error
 }
 
 /* The tokenizer pool: http.tok_pool worker threads run the templating and tokenizing of
- * prompts, one task each at a time, so a flood of large prompts cannot take every core, and
- * under SCHED_IDLE, so the decode thread goes first (a stream keeps its pace while prompts are
+ * prompts longer than TOKENIZE_INLINE_BYTES, one task each at a time, so a flood of large
+ * prompts cannot take every core, and under SCHED_IDLE, so the decode thread goes first (a stream keeps its pace while prompts are
  * being read: tests/server/test_sched.py). A connection thread queues
  * its task and waits: up to TOKENIZE_WAIT_S for a worker to take it (then 429), then until it
  * is done (bounded: the text was checked against max_prompt_bytes first). */
@@ -610,7 +611,11 @@ static enum MHD_Result handle_generate(srv *s, struct MHD_Connection *c, conn_ct
         return send_busy(s, c, cc->ep, sub, running, waiting);
     }
     prompt_task pt = { &r, NULL, 0, { 0 }, 0 };
-    int tr = tok_run(s, prompt_task_run, &pt, &e);
+    /* a short text (most chats) is read here at once: microseconds, and a SCHED_IDLE worker
+     * could wait long for a core that streams keep busy; larger texts go to the pool */
+    int tr = 0;
+    if (bytes <= TOKENIZE_INLINE_BYTES && !r.tools_json && !r.has_tool_msgs) prompt_task_run(s, &pt);
+    else tr = tok_run(s, prompt_task_run, &pt, &e);
     if (!tr && pt.rc) { e = pt.e; tr = -1; }
     if (tr) {
         st_free(pt.ids);
@@ -754,7 +759,8 @@ static enum MHD_Result handle_tokenize(srv *s, struct MHD_Connection *c, conn_ct
     const char *text = json_string_value(content);
     size_t len = json_string_length(content);
     tokenize_task tt = { text, len, json_is_true(add_special), parse_special ? json_is_true(parse_special) : 1, NULL, -1 };
-    if (tok_run(s, tokenize_task_run, &tt, &e)) { json_decref(root); return send_error(s, c, cc->ep, &e); }
+    if (len <= TOKENIZE_INLINE_BYTES) tokenize_task_run(s, &tt);
+    else if (tok_run(s, tokenize_task_run, &tt, &e)) { json_decref(root); return send_error(s, c, cc->ep, &e); }
     int32_t *ids = tt.ids;
     int n = tt.n;
     json_t *toks = json_array();

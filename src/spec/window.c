@@ -86,7 +86,7 @@ static void ema_log(double *l, int *n, double seconds) {
 }
 
 void spec_ctl_time(spec_ctl *c, int T, double seconds) {
-    if (T < 1 || T > SPEC_WIN_COLS) return;
+    if (T < 1 || T > SPEC_WIN_COLS || c->given) return;
     ema_log(&c->lt[T], &c->nt[T], seconds);
 }
 

@@ -58,6 +58,8 @@ void spec_rate_update(spec_rate *r, int drafted, int kept);
 /* The per-session controller. */
 typedef struct spec_ctl {
     spec_costs prior;                /* calibrated at session start (or STRATA_SPEC_COSTS) */
+    int given;                       /* 1: the prior is STRATA_SPEC_COSTS, the verify passes are
+                                      *    not re-timed (the same windows on any machine load) */
     double lt[SPEC_WIN_COLS + 1];    /* moving average of log(seconds) of a pass of T columns */
     int nt[SPEC_WIN_COLS + 1];       /* passes timed per T */
     double ld; int nd;               /* the same for one drafted token (draft model) */
@@ -71,7 +73,7 @@ typedef struct spec_ctl {
 void spec_ctl_init(spec_ctl *c, const spec_costs *prior);
 /* A new request: acceptance, pauses and shadow forgotten; the timings are kept. */
 void spec_ctl_new_request(spec_ctl *c);
-/* A pass of T columns took `seconds` (T = 1: a plain step). */
+/* A pass of T columns took `seconds` (T = 1: a plain step); ignored when c->given. */
 void spec_ctl_time(spec_ctl *c, int T, double seconds);
 /* Drafting n tokens with a draft model took `seconds`. */
 void spec_ctl_time_draft(spec_ctl *c, int n, double seconds);

@@ -114,7 +114,10 @@ def ctrl_c():
     p.expect(r"\[stopped during the prompt\]")
     dt = time.time() - t0
     p.expect("> ")
-    check(dt < 1.5, "Ctrl-C during a 3,000-token prompt answered in %.2f s" % dt)
+    # 10 s: generous for a loaded machine under ASan (a prompt step is sized to ~0.1 s), and far
+    # below reading the rest of a 3,000-token prompt (minutes on this machine), which a missed
+    # Ctrl-C would do; that would also not print "[stopped during the prompt]"
+    check(dt < 10.0, "Ctrl-C during a 3,000-token prompt answered in %.2f s" % dt)
     print("chat: Ctrl-C during a 3k-token prompt -> stopped in %.3f s" % dt)
     check(show(p) == [], "the interrupted message is not kept")
     p.sendintr()          # at the prompt: exit 130

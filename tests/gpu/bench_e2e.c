@@ -8,7 +8,11 @@
  * decode step's graph), medians of reps, and the hash of the generated ids. With "batch": the
  * aggregate decode tok/s of N = 1, 4, 16, 64 sessions stepped together (strata_sessions_step,
  * what the server's decode thread calls; 64 steps after 16-token prompts), and the hash of
- * all sessions' ids (the same whatever N shares the pass: batch invariance). */
+ * all sessions' ids (the same whatever N shares the pass: batch invariance).
+ * Environment: E2E_BATCH=16,64 the session counts of "batch" (default 1,4,16,64); E2E_SKIP_MAIN=1
+ * skips the prompt / decode rounds (profiles of the batch alone); E2E_DEPTH=1024,4096 adds decode
+ * at depth: a prompt of d tokens through strata_generate, then 128 greedy tokens (what `strata
+ * run` does after a long prompt; prompt and decode tok/s, ids hash). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +59,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 512; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; prompt[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(V - 3)); }
     double pp[16], tg[16];
     ids_hash last = { 0, 0 };
+    if (getenv("E2E_SKIP_MAIN")) reps = 0;
     for (int r = 0; r < reps; r++) {
         strata_session_params sp = strata_session_default_params();
         sp.n_ctx = 1024;
@@ -74,11 +79,20 @@ int main(int argc, char **argv) {
     }
     qsort(pp, (size_t)reps, sizeof pp[0], cmpd);
     qsort(tg, (size_t)reps, sizeof tg[0], cmpd);
-    printf("%-8s prompt 512: %8.0f tok/s (min %.0f max %.0f)  decode 128: %7.0f tok/s (min %.0f max %.0f)  ids %d hash %016llx\n",
+    if (reps) printf("%-8s prompt 512: %8.0f tok/s (min %.0f max %.0f)  decode 128: %7.0f tok/s (min %.0f max %.0f)  ids %d hash %016llx\n",
            shape, pp[reps / 2], pp[0], pp[reps - 1], tg[reps / 2], tg[0], tg[reps - 1], last.n, (unsigned long long)last.h);
     if (argc > 3 && !strcmp(argv[3], "batch")) {
-        static const int ns[4] = { 1, 4, 16, 64 };
-        for (int k = 0; k < 4; k++) {
+        int ns[8] = { 1, 4, 16, 64 }, nn = 4;
+        if (getenv("E2E_BATCH")) {
+            nn = 0;
+            for (const char *q = getenv("E2E_BATCH"); *q && nn < 8;) {
+                int v = atoi(q);
+                if (v >= 1 && v <= 256) ns[nn++] = v;
+                while (*q && *q != ',') q++;
+                if (*q == ',') q++;
+            }
+        }
+        for (int k = 0; k < nn; k++) {
             int n = ns[k];
             strata_session **ss = calloc((size_t)n, sizeof *ss);
             int32_t *next = calloc((size_t)n, sizeof *next);
@@ -107,6 +121,28 @@ int main(int argc, char **argv) {
             for (int i = 0; i < n; i++) strata_session_free(ss[i]);
             free(ss); free(next);
         }
+    }
+    for (const char *q = getenv("E2E_DEPTH"); q && *q;) {   /* decode after a d-token prompt */
+        int d = atoi(q);
+        while (*q && *q != ',') q++;
+        if (*q == ',') q++;
+        if (d < 16 || d > 32768) continue;
+        int32_t *pr = malloc(sizeof(int32_t) * (size_t)d);
+        for (int i = 0; i < d; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; pr[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(V - 3)); }
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = d + 256;
+        strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+        if (!s) { fprintf(stderr, "session: %s\n", err); return 1; }
+        ids_hash h = { 1469598103934665603ull, 0 };
+        double t0 = now();
+        strata_generate(s, pr, d, 129, on_tok, &h);
+        double wall = now() - t0;
+        strata_stats st;
+        strata_session_get_stats(s, &st);
+        printf("%-8s depth %5d: prompt %8.0f tok/s  decode 128: %7.0f tok/s  (wall %.2f s)  ids %d hash %016llx\n", shape, d,
+               st.prompt_tps, st.gen_tps, wall, h.n, (unsigned long long)h.h);
+        strata_session_free(s);
+        free(pr);
     }
     strata_model_free(m);
     return 0;

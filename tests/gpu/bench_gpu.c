@@ -12,7 +12,10 @@
  * Arguments: "matvec" / "decode" run one part; "big" adds the 8B shape to decode; "only=Q4_K,Q6_K"
  * limits matvec to those formats, "shape=1" to one shape (0: 4096x4096, 1: 14336x4096,
  * 2: 151936x2048). 256-weight formats are timed with each kernel ("lane": one lane per
- * super-block, the first kernel; "coop8": 8 lanes per super-block, the default). */
+ * super-block, the first kernel; "coop8": 8 lanes per super-block, the default).
+ *   variants [matvec] [ffn] [decode] [layers=N] [experts=T1,T2] [only=F1,F2]: issue 20's decode
+ *            variants and parallel routing, switch off / on: the dense matvec per format, the
+ *            MoE FFN block and the MoE decode (bench/i20_gpu.sh; docs/KERNELS.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,37 @@ static int format_selected(const char *name) {
     return 0;
 }
 
+/* 64 quantized random rows of `qt`, tiled over an n_out x n_in matrix on the device, in as
+ * many copies as make >= 240 MB (4x the L2) so that a rotation over them reads DRAM; *ok = 0
+ * when a copy could not be allocated (the copies made are in the array, the rest NULL) */
+static void **mv_weights(const quant_traits *qt, int64_t n_in, int64_t n_out, size_t *bytes_out, int *ncopy_out, int *ok) {
+    size_t rb = quant_row_bytes(qt->type, n_in), bytes = rb * (size_t)n_out;
+    const int R = 64;
+    uint8_t *rows = malloc(rb * R);
+    float *src = malloc(sizeof(float) * n_in);
+    for (int r = 0; r < R; r++) {
+        for (int64_t i = 0; i < n_in; i++) src[i] = rndf();
+        qt->quant_row(src, rows + r * rb, n_in);
+    }
+    int ncopy = (int)((240e6 + bytes - 1) / bytes);
+    if (ncopy < 1) ncopy = 1;
+    void **W = calloc((size_t)ncopy, sizeof(void *));
+    *ok = 1;
+    for (int c = 0; c < ncopy && *ok; c++) {
+        W[c] = cuda_malloc(bytes);
+        if (!W[c]) { *ok = 0; break; }
+        cuda_memcpy_h2d(W[c], rows, rb * R);
+        for (size_t have = rb * R; have < bytes;) {
+            size_t n = have < bytes - have ? have : bytes - have;
+            cuda_memcpy_d2d((uint8_t *)W[c] + have, W[c], n);
+            have += n;
+        }
+    }
+    free(rows); free(src);
+    *bytes_out = bytes; *ncopy_out = ncopy;
+    return W;
+}
+
 static void bench_matvec(double ceiling) {
     static const int64_t shapes[3][2] = { { 4096, 4096 }, { 14336, 4096 }, { 151936, 2048 } };   /* n_out, n_in */
     printf("\n%-8s %-14s %2s %10s %9s %6s\n", "format", "n_out x n_in", "T", "us", "GB/s", "%copy");
@@ -76,30 +110,9 @@ static void bench_matvec(double ceiling) {
         for (int s = 0; s < 3; s++) {
             if (mv_shape >= 0 && s != mv_shape) continue;
             int64_t n_out = shapes[s][0], n_in = shapes[s][1];
-            size_t rb = quant_row_bytes(type, n_in), bytes = rb * (size_t)n_out;
-            /* 64 quantized random rows, tiled over the matrix on the device */
-            const int R = 64;
-            uint8_t *rows = malloc(rb * R);
-            float *src = malloc(sizeof(float) * n_in);
-            for (int r = 0; r < R; r++) {
-                for (int64_t i = 0; i < n_in; i++) src[i] = rndf();
-                qt->quant_row(src, rows + r * rb, n_in);
-            }
-            int ncopy = (int)((240e6 + bytes - 1) / bytes);
-            if (ncopy < 1) ncopy = 1;
-            void **W = calloc((size_t)ncopy, sizeof(void *));
-            int ok = 1;
-            for (int c = 0; c < ncopy && ok; c++) {
-                W[c] = cuda_malloc(bytes);
-                if (!W[c]) { ok = 0; break; }
-                cuda_memcpy_h2d(W[c], rows, rb * R);
-                size_t have = rb * R;
-                while (have < bytes) {
-                    size_t n = have < bytes - have ? have : bytes - have;
-                    cuda_memcpy_d2d((uint8_t *)W[c] + have, W[c], n);
-                    have += n;
-                }
-            }
+            size_t bytes;
+            int ncopy, ok;
+            void **W = mv_weights(qt, n_in, n_out, &bytes, &ncopy, &ok);
             int af = cuda_type_act(type);
             size_t ab = act_row_bytes((act_format)af, n_in);
             float *x = malloc(sizeof(float) * n_in * 8);
@@ -129,7 +142,7 @@ static void bench_matvec(double ceiling) {
             cuda_matvec_set_coop(-1);
             if (cuda_synchronize() != 0) printf("%s: CUDA error %s\n", qt->name, cuda_last_error());
             for (int c = 0; c < ncopy; c++) cuda_free(W[c]);
-            free(W); free(rows); free(src); free(x);
+            free(W); free(x);
             cuda_free(dx); cuda_free(dact); cuda_free(dy);
             fflush(stdout);
         }
@@ -265,6 +278,187 @@ static void bench_moe(int layers, const char *list) {
     }
 }
 
+/* ---- issue 20: the decode variants and the parallel routing, switch off / on ------------------
+ * (docs/KERNELS.md "Decode variants"; bench/i20_gpu.sh runs these in one device call) */
+static const char *const k_vnames[4] = { "off", "decode", "route", "all" };
+/* variant v: 0 every switch off, 1 the decode switches, 2 the parallel routing, 3 both */
+static void vset(int v) {
+    const char *d = v & 1 ? "1" : "0";
+    setenv("STRATA_IQ_DECODE_FAST", d, 1);
+    setenv("STRATA_Q2_WORD_EXPAND", d, 1);
+    setenv("STRATA_Q6_SWAR", d, 1);
+    set_env("STRATA_CUDA_ROUTE", v & 2 ? "parallel" : "serial");
+    cuda_variants cv;
+    cuda_device_choose(&cv);
+    cuda_variants_apply(&cv);
+}
+
+/* dense matvec 4096 x 14336 (n_out x n_in) per format a decode variant covers, T = 1 and 8,
+ * weight copies rotated over >= 240 MB (4x the L2), activations pre-quantized; decode switches
+ * off / on twice in alternation: median us of 7 timings each, GB/s, and the FNV-1a checksum of
+ * one call's output on copy 0 (equal: the same bits) */
+static void bench_variants_matvec(double ceiling) {
+    static const int types[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ4_XS, TYPE_IQ4_NL,
+                                 TYPE_Q2_0, TYPE_Q6_K };
+    const int64_t n_out = 4096, n_in = 14336;
+    printf("\nmatvec %lldx%lld, decode switches off / on (two rounds each), us and GB/s of the weights; %% of copy %.0f GB/s\n",
+           (long long)n_out, (long long)n_in, ceiling);
+    printf("%-8s %2s %19s %19s %9s %8s  %s\n", "format", "T", "off us (r1 / r2)", "on us (r1 / r2)", "on GB/s", "on/off", "checksums off / on");
+    for (size_t f = 0; f < sizeof types / sizeof types[0]; f++) {
+        const int type = types[f];
+        const quant_traits *qt = quant_traits_get(type);
+        if (!format_selected(qt->name)) continue;
+        size_t bytes;
+        int ncopy, ok;
+        void **W = mv_weights(qt, n_in, n_out, &bytes, &ncopy, &ok);
+        int af = cuda_type_act(type);
+        size_t ab = act_row_bytes((act_format)af, n_in);
+        float *x = malloc(sizeof(float) * n_in * 8), *y = malloc(sizeof(float) * n_out * 8);
+        for (int64_t i = 0; i < n_in * 8; i++) x[i] = rndf();
+        void *dx = cuda_malloc(sizeof(float) * n_in * 8), *dact = cuda_malloc(ab * 8 + 64);
+        float *dy = cuda_malloc(sizeof(float) * n_out * 8);
+        cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * 8);
+        cuda_act_quantize(af, dx, n_in, 8, dact, NULL);
+        for (int T = 1; T <= 8 && ok; T += 7) {
+            double us[2][2];
+            uint64_t sum[2];
+            for (int round = 0; round < 2; round++)
+                for (int on = 0; on < 2; on++) {
+                    vset(on);
+                    mv_job j = { W, ncopy, type, n_in, n_out, dact, T, dy, 0 };
+                    int reps = (int)(2e9 / (double)bytes);
+                    if (reps < 4 * ncopy) reps = 4 * ncopy;
+                    if (reps > 400) reps = 400 - 400 % ncopy;
+                    cuda_time_ms(mv_call, &j, ncopy * 2);
+                    double t[7];
+                    for (int r = 0; r < 7; r++) t[r] = cuda_time_ms(mv_call, &j, reps) / reps;
+                    qsort(t, 7, sizeof(double), cmp_d);
+                    us[on][round] = t[3] * 1e3;
+                    cuda_matvec_preq(W[0], type, n_in, n_out, dact, T, dy, NULL);
+                    cuda_synchronize();
+                    cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * T);
+                    sum[on] = fnv1a64(y, sizeof(float) * n_out * T);
+                }
+            double off = us[0][0] < us[0][1] ? us[0][0] : us[0][1], onb = us[1][0] < us[1][1] ? us[1][0] : us[1][1];
+            printf("%-8s %2d %9.1f / %7.1f %9.1f / %7.1f %9.0f %8.3f  %016llx / %016llx%s\n", qt->name, T, us[0][0], us[0][1],
+                   us[1][0], us[1][1], bytes / (onb * 1e-6) / 1e9, onb / off, (unsigned long long)sum[0],
+                   (unsigned long long)sum[1], sum[0] == sum[1] ? "" : "  CHECKSUMS DIFFER");
+        }
+        vset(0);
+        if (cuda_synchronize() != 0) printf("%s: CUDA error %s\n", qt->name, cuda_last_error());
+        for (int c = 0; c < ncopy; c++) cuda_free(W[c]);
+        free(W); free(x); free(y);
+        cuda_free(dx); cuda_free(dact); cuda_free(dy);
+        fflush(stdout);
+    }
+}
+
+/* The MoE FFN block (router, routing, grouped gate/up and down, combine, residual) of the
+ * Qwen3-30B-A3B shape (dim 2048, 128 experts top-8 of ffn 768, F32 router) at T = 1, eager:
+ * N calls over the layers of a 4-layer synthetic file (4 x 243 MB of experts, beyond the L2;
+ * x evolves, so every call routes anew), wall time / N after the queue drains; variants off,
+ * decode, route, all in two alternating rounds; the checksum is of x after the N calls. */
+static void bench_variants_ffn(const char *list) {
+    char names[256];
+    snprintf(names, sizeof names, "%s", list);
+    printf("\nMoE FFN block, Qwen3-30B-A3B shape, T = 1, eager (us per call = wall / 96 calls over 4 layers)\n");
+    printf("%-8s %-7s %9s %9s  %s\n", "experts", "variant", "round 1", "round 2", "checksum of x");
+    for (char *tok = strtok(names, ","); tok; tok = strtok(NULL, ",")) {
+        int te = quant_type_from_name(tok);
+        if (te < 0) { printf("unknown type %s\n", tok); continue; }
+        synth_params p;
+        synth_default_params(&p, ARCH_QWEN3MOE);
+        p.n_layers = 4; p.n_vocab = 512; p.type_experts = te;
+        p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+        char path[256], err[512];
+        snprintf(path, sizeof path, "/tmp/strata-i20-ffn-%s.gguf", tok);
+        if (access(path, R_OK) != 0 && synth_write(&p, path, err, sizeof err) != 0) { printf("synth: %s\n", err); continue; }
+        vset(0);
+        strata_model_params mp = strata_model_default_params();
+        mp.path = path; mp.device = STRATA_DEVICE_CUDA;
+        strata_model *m = NULL;
+        if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); continue; }
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 256;
+        strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+        if (!s) { printf("session: %s\n", err); strata_model_free(m); continue; }
+        const int E = (int)m->hp.n_embd, L = (int)m->hp.n_layers, N = 96;
+        float *x0 = malloc(sizeof(float) * E), *x = malloc(sizeof(float) * E);
+        for (int i = 0; i < E; i++) x0[i] = rndf();
+        backend *be = s->be;
+        fwd_seq q = { be->kv, 0, 1 };
+        fwd_batch b = { 1, 1, &q };
+        double us[4][2];
+        uint64_t sum[4] = { 0, 0, 0, 0 };
+        for (int round = 0; round < 2; round++)
+            for (int v = 0; v < 4; v++) {
+                vset(v);
+                backend_cuda_x_io(be, x0, 1, 1);
+                for (int i = 0; i < 8; i++) be->ops->ffn_block(be, i % L, &b);   /* warm-up */
+                backend_cuda_x_io(be, x0, 1, 1);
+                double t0 = now_seconds();
+                for (int i = 0; i < N; i++) be->ops->ffn_block(be, i % L, &b);
+                backend_cuda_x_io(be, x, 1, 0);
+                us[v][round] = (now_seconds() - t0) / N * 1e6;
+                uint64_t h = fnv1a64(x, sizeof(float) * E);
+                if (round == 0) sum[v] = h;
+                else if (sum[v] != h) sum[v] = 0;   /* not reproducible: printed as 0 */
+            }
+        for (int v = 0; v < 4; v++)
+            printf("%-8s %-7s %9.1f %9.1f  %016llx%s\n", tok, k_vnames[v], us[v][0], us[v][1], (unsigned long long)sum[v],
+                   sum[v] == sum[0] && sum[0] ? "" : "  CHECKSUM DIFFERS");
+        vset(0);
+        free(x0); free(x);
+        strata_session_free(s);
+        strata_model_free(m);
+        fflush(stdout);
+    }
+}
+
+/* greedy decode tok/s (the step's CUDA graph, 128 steps after a 16-token prompt) of the
+ * Qwen3-30B-A3B shape with `layers` layers per expert format, variants off / decode / route /
+ * all, two alternating rounds; the ids hash must be equal across variants. IQ3_XXS at 48
+ * layers is bench_e2e's moe48 file (/tmp/strata-e2e-moe48.gguf, reused when present). */
+static void bench_variants_decode(int layers, const char *list) {
+    char names[256];
+    snprintf(names, sizeof names, "%s", list);
+    printf("\nMoE decode, Qwen3-30B-A3B shape, %d layers, greedy, 128 steps (tok/s)\n", layers);
+    printf("%-8s %-7s %9s %9s  %s\n", "experts", "variant", "round 1", "round 2", "ids hash");
+    for (char *tok = strtok(names, ","); tok; tok = strtok(NULL, ",")) {
+        int te = quant_type_from_name(tok);
+        if (te < 0) { printf("unknown type %s\n", tok); continue; }
+        synth_params p;
+        synth_default_params(&p, ARCH_QWEN3MOE);
+        p.n_layers = layers; p.type_experts = te;
+        p.tokenizer_path = "builtin"; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+        char path[256], err[512];
+        if (te == TYPE_IQ3_XXS && layers == 48) snprintf(path, sizeof path, "/tmp/strata-e2e-moe48.gguf");
+        else snprintf(path, sizeof path, "/tmp/strata-i20-moe%d-%s.gguf", layers, tok);
+        double t0 = now_seconds();
+        if (access(path, R_OK) != 0 && synth_write(&p, path, err, sizeof err) != 0) { printf("synth: %s\n", err); continue; }
+        double t1 = now_seconds();
+        vset(0);
+        strata_model_params mp = strata_model_default_params();
+        mp.path = path; mp.device = STRATA_DEVICE_CUDA;
+        strata_model *m = NULL;
+        if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); continue; }
+        printf("(%s: synth %.0f s, load %.0f s)\n", path, t1 - t0, now_seconds() - t1);
+        double tps[4][2];
+        uint64_t h[4][2];
+        for (int round = 0; round < 2; round++)
+            for (int v = 0; v < 4; v++) {
+                vset(v);
+                tps[v][round] = decode_tps(m, 128, &h[v][round]);
+            }
+        for (int v = 0; v < 4; v++)
+            printf("%-8s %-7s %9.1f %9.1f  %016llx%s\n", tok, k_vnames[v], tps[v][0], tps[v][1], (unsigned long long)h[v][0],
+                   h[v][0] == h[0][0] && h[v][1] == h[0][0] ? "" : "  IDS DIFFER");
+        vset(0);
+        strata_model_free(m);
+        fflush(stdout);
+    }
+}
+
 int main(int argc, char **argv) {
     int do_mv = 1, do_dec = 1, big = 0;
     for (int i = 1; i < argc; i++) {
@@ -279,6 +473,27 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(argv[i], "prof")) { profile_steps(); return 0; }
+        if (!strcmp(argv[i], "variants")) {   /* variants [matvec|ffn|decode ...] [layers=N] [experts=T1,T2] [only=F1,F2] */
+            int layers = 48, parts = 0;
+            const char *ex = "IQ3_XXS,IQ2_XXS,IQ4_XS,Q2_0,Q6_K", *dex = "IQ3_XXS";
+            for (int j = i + 1; j < argc; j++) {
+                if (!strcmp(argv[j], "matvec")) parts |= 1;
+                else if (!strcmp(argv[j], "ffn")) parts |= 2;
+                else if (!strcmp(argv[j], "decode")) parts |= 4;
+                else if (!strncmp(argv[j], "layers=", 7)) layers = atoi(argv[j] + 7);
+                else if (!strncmp(argv[j], "experts=", 8)) ex = dex = argv[j] + 8;
+                else if (!strncmp(argv[j], "only=", 5)) mv_only = argv[j] + 5;
+            }
+            if (!parts) parts = 7;
+            char desc[512];
+            if (cuda_device_class_describe(desc, sizeof desc) != 0) { printf("no CUDA device\n"); return 1; }
+            double bw = copy_bw();
+            printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write)\n", desc, bw);
+            if (parts & 1) bench_variants_matvec(bw > 0 ? bw : 4270);
+            if (parts & 2) bench_variants_ffn(ex);
+            if (parts & 4) bench_variants_decode(layers, dex);
+            return 0;
+        }
         if (!strcmp(argv[i], "prof_moe")) {   /* eager MoE decode steps (2 reference-shape layers) for ncu */
             synth_params p;
             synth_default_params(&p, ARCH_QWEN3MOE);

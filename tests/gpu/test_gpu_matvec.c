@@ -12,18 +12,8 @@
 #include "core/util.h"
 #include "cuda/cuda_backend.h"
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
-/* roughly Gaussian (sum of 4 uniforms), with occasional outliers: amax varies per block */
-static float rnd_val(void) {
-    float s = 0;
-    for (int i = 0; i < 4; i++) s += (float)(rnd() >> 40) / (float)(1 << 24) - 0.5f;
-    if (rnd() % 61 == 0) s *= 9.0f;
-    return s;
-}
+#define GPU_RAND_SEED 0x9E3779B97F4A7C15ull
+#include "gpu_rand.h"
 
 static int n_formats_tested;
 
@@ -97,8 +87,46 @@ out:
     free(W); free(src); free(x); free(act); free(act_gpu); free(ref); free(y); free(y1);
 }
 
+/* cuda_matvec_preq (activations already quantized) as the process's first matvec: it must
+ * upload the IQ codebooks itself (before 2026-12-02 only cuda_matvec and the backend did, so a
+ * caller of the pre-quantized entry alone got every IQ format decoded against zero tables:
+ * the variant benchmark's "off" figures of 2026-12-01) */
+static void preq_first(void) {
+    static const int types[] = { TYPE_IQ4_NL, TYPE_IQ2_XXS, TYPE_IQ3_S };
+    for (size_t f = 0; f < sizeof types / sizeof types[0]; f++) {
+        const quant_traits *qt = quant_traits_get(types[f]);
+        const int64_t n_in = 512, n_out = 16;
+        size_t rb = quant_row_bytes(qt->type, n_in), ab = act_row_bytes(qt->act, n_in);
+        uint8_t *W = malloc(rb * n_out), *act = malloc(ab);
+        float *src = malloc(sizeof(float) * n_in), *y = malloc(sizeof(float) * n_out);
+        for (int64_t r = 0; r < n_out; r++) {
+            for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+            qt->quant_row(src, W + r * rb, n_in);
+        }
+        for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+        act_quantize_row(qt->act, src, act, n_in);
+        void *dW = cuda_malloc(rb * n_out), *da = cuda_malloc(ab), *dy = cuda_malloc(sizeof(float) * n_out);
+        cuda_memcpy_h2d(dW, W, rb * n_out);
+        cuda_memcpy_h2d(da, act, ab);
+        int rc = cuda_matvec_preq(dW, qt->type, n_in, n_out, da, 1, (float *)dy, NULL);
+        CHECKF(rc == 0 && cuda_synchronize() == 0, "%s: cuda_matvec_preq failed", qt->name);
+        cuda_memcpy_d2h(y, dy, sizeof(float) * n_out);
+        int bad = 0, zero = 0;
+        for (int64_t r = 0; r < n_out; r++) {
+            float ref = qt->dot_ref(W + r * rb, act, n_in);
+            bad += memcmp(&ref, &y[r], 4) != 0;
+            zero += y[r] == 0.0f;
+        }
+        CHECKF(bad == 0 && zero < n_out, "%s: pre-quantized matvec first: %d of %lld rows differ, %d zero", qt->name, bad,
+               (long long)n_out, zero);
+        cuda_free(dW); cuda_free(da); cuda_free(dy);
+        free(W); free(act); free(src); free(y);
+    }
+}
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    preq_first();   /* first: nothing else has uploaded the codebooks yet */
     char desc[256];
     cuda_device_describe(desc, sizeof desc);
     fprintf(stderr, "device: %s\n", desc);

@@ -1,12 +1,12 @@
 /* Wide passes on the GPU (T > 8 columns): the tensor-core matmul (src/cuda/mm.cu) and the
  * matvec over slices of 8 give every column the bits of the CPU reference (act_quantize_row +
- * quant_traits.dot_ref), for the formats mm.cu covers and for the ones that fall back, at
+ * quant_traits.dot_ref), for every format mm.cu covers (all but Q2_0) and for Q2_0, which falls back, at
  * widths 9, 17, 64, 100 and 512, with rows that straddle tiles, rows of one block per lane,
  * of fewer blocks than lanes and of more than 32 blocks (two per lane).
  *
  *   test_gpu_mm            the parity test
  *   test_gpu_mm bench      the microbenchmark: 4096 rows of 14336 at 512 columns per format,
- *                          the tensor-core kernels (pipelined, first) against the matvec in slices of 8, over
+ *                          the tensor-core kernel (8 and 16 warps) against the matvec in slices of 8, over
  *                          four weight copies (132+ MB, more than the 60 MB L2); TFLOPS and a
  *                          checksum (FNV-1a of the output bits) per kernel */
 #include "test.h"
@@ -16,17 +16,8 @@
 #include "core/util.h"
 #include "cuda/cuda_backend.h"
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static float rnd_val(void) {
-    float s = 0;
-    for (int i = 0; i < 4; i++) s += (float)(rnd() >> 40) / (float)(1 << 24) - 0.5f;
-    if (rnd() % 61 == 0) s *= 9.0f;
-    return s;
-}
+#define GPU_RAND_SEED 0x243F6A8885A308D3ull
+#include "gpu_rand.h"
 static uint64_t fnv(const void *p, size_t n) {
     const uint8_t *b = p;
     uint64_t h = 0xcbf29ce484222325ull;
@@ -55,7 +46,7 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
     if (dW && dx && dy) {
         cuda_memcpy_h2d(dW, W, rb * n_out);
         cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * T);
-        for (int mm = 3; mm >= 0; mm--) {   /* the pipelined kernels (16, 8 warps), the first one, the matvec slices */
+        for (int mm = 3; mm >= 0; mm -= mm == 2 ? 2 : 1) {   /* tensor cores (16, 8 warps), the matvec slices */
             cuda_mm_set(mm);
             memset(y, 0xFF, sizeof(float) * n_out * T);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
@@ -67,9 +58,9 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
             for (size_t i = 0; i < (size_t)n_out * T; i++)
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
                     fprintf(stderr, "%s %s n_in=%lld T=%d col %zu row %zu: gpu %.9g ref %.9g\n", qt->name,
-                            mm == 3 ? "mm3" : mm == 2 ? "mm2" : mm ? "mm1" : "slices", (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
+                            mm == 3 ? "mm3" : mm == 2 ? "mm2" : "slices", (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
             CHECKF(bad == 0, "%s (%s) n_in=%lld n_out=%lld T=%d: %d outputs differ from the CPU reference", qt->name,
-                   mm == 3 ? "tensor cores, 16 warps" : mm == 2 ? "tensor cores, pipelined" : mm ? "tensor cores, first kernel" : "matvec slices", (long long)n_in, (long long)n_out, T, bad);
+                   mm == 3 ? "tensor cores, 16 warps" : mm == 2 ? "tensor cores, 8 warps" : "matvec slices", (long long)n_in, (long long)n_out, T, bad);
         }
         cuda_mm_set(2);
     }
@@ -100,7 +91,7 @@ static void bench(int type) {
     cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * T);
     double tf[4] = { 0, 0, 0, 0 };
     uint64_t sum[4] = { 0, 0, 0, 0 };
-    for (int mm = 3; mm >= 0; mm--) {
+    for (int mm = 3; mm >= 0; mm -= mm == 2 ? 2 : 1) {
         cuda_mm_set(mm);
         cuda_matvec(dW[0], type, n_in, n_out, dx, T, dy, NULL);
         cuda_synchronize();
@@ -113,9 +104,9 @@ static void bench(int type) {
         sum[mm] = fnv(y, sizeof(float) * n_out * T);
     }
     cuda_mm_set(2);
-    printf("mm %-8s m=4096 k=14336 n=512 TFLOPS: 16 warps %6.2f | pipelined %6.2f | first %6.2f | matvec slices %6.2f  "
-           "checksum %016llx%s\n", qt->name, tf[3], tf[2], tf[1], tf[0], (unsigned long long)sum[2],
-           sum[0] == sum[2] && sum[1] == sum[2] && sum[3] == sum[2] ? " (all four equal)" : "  CHECKSUMS DIFFER");
+    printf("mm %-8s m=4096 k=14336 n=512 TFLOPS: 8 warps (default) %6.2f | 16 warps %6.2f | matvec slices %6.2f  "
+           "checksum %016llx%s\n", qt->name, tf[2], tf[3], tf[0], (unsigned long long)sum[2],
+           sum[0] == sum[2] && sum[3] == sum[2] ? " (all three equal)" : "  CHECKSUMS DIFFER");
     for (int i = 0; i < copies; i++) cuda_free(dW[i]);
     cuda_free(dx); cuda_free(dy);
     free(W); free(src); free(x); free(y);
@@ -123,8 +114,10 @@ static void bench(int type) {
 
 int main(int argc, char **argv) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    cuda_mm_ext_set(1);   /* every format mm.cu has, STRATA_CUDA_MM_EXT's too */
     const int all[] = { TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q2_K,
-                        TYPE_IQ3_XXS };
+                        TYPE_Q3_K, TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,
+                        TYPE_IQ4_XS, TYPE_IQ4_NL, TYPE_MXFP4, TYPE_Q2_0 };
     const int n_all = (int)(sizeof all / sizeof all[0]);
     if (argc > 1 && !strcmp(argv[1], "bench")) {
         for (int i = 0; i < n_all; i++) bench(all[i]);
@@ -132,13 +125,13 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < n_all; i++) {
         int type = all[i];
-        int big = quant_traits_get(type)->blck == 256;
+        const int64_t blck = quant_traits_get(type)->blck, big = blck == 256;
         /* rows: fewer blocks than lanes, one per lane, more than 32 (two per lane for some) */
-        int64_t shapes[][2] = { { big ? 512 : 64, 70 }, { big ? 2048 : 576, 130 }, { big ? 8448 : 1056, 67 } };
+        int64_t shapes[][2] = { { 2 * blck, 70 }, { (big ? 8 : 18) * blck, 130 }, { 33 * blck, 67 } };
         int widths[] = { 9, 17, 64, 100 };
         for (int s = 0; s < 3; s++)
             for (int w = 0; w < 4; w++) check(type, shapes[s][0], shapes[s][1], widths[w]);
-        check(type, big ? 2048 : 576, 96, 512);
+        check(type, (big ? 8 : 18) * blck, 96, 512);
     }
     TEST_DONE();
 }

@@ -17,6 +17,7 @@
 #include "cuda/cuda_backend.h"
 #include "cpu/backend_cpu.h"
 #include "core/env.h"
+#include "moe_harness.h"
 
 static uint64_t rs = 99;
 static float rnd(void) {
@@ -26,55 +27,8 @@ static float rnd(void) {
 
 static int g_dim = 256;   /* model width of the next make_moe (2048 / 1024: the fused F32 router) */
 static int make_moe(const char *path, int layers, int type_experts, int type_attn, int type_out, int vocab) {
-    synth_params p;
-    synth_default_params(&p, ARCH_QWEN3MOE);
-    p.n_layers = layers; p.n_embd = g_dim; p.n_heads = g_dim / 64; p.n_kv_heads = 2; p.head_dim = 64;
-    p.n_experts = 16; p.n_experts_used = 4; p.n_ff_exp = 256; p.n_vocab = vocab; p.n_ctx = 1024;
-    p.type_attn = type_attn; p.type_experts = type_experts; p.type_output = type_out; p.type_embd = TYPE_Q8_0;
-    p.tokenizer_path = "builtin"; p.seed = 11;
-    p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    char err[512];
-    if (synth_write(&p, path, err, sizeof err) != 0) { fprintf(stderr, "synth %s: %s\n", path, err); return -1; }
-    return 0;
+    return moe_synth(path, layers, type_experts, type_attn, type_out, vocab, g_dim, 16, 4, 11);
 }
-
-static strata_model *load(const char *path, strata_device dev) {
-    strata_model_params mp = strata_model_default_params();
-    mp.path = path; mp.device = dev;
-    strata_model *m = NULL;
-    char err[512];
-    if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "load %s: %s\n", path, err); return NULL; }
-    return m;
-}
-static strata_session *session(strata_model *m) {
-    strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = 256;
-    char err[512];
-    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
-    if (!s) fprintf(stderr, "session: %s\n", err);
-    return s;
-}
-
-/* out = x + ffn_block(x) of layer 0 on a session's backend (the residual stream set and read
- * through backend_cpu_x / backend_cuda_x_io) */
-static int ffn_gpu(strata_session *sg, const float *x, int T, float *out) {
-    backend *be = sg->be;
-    fwd_seq q = { be->kv, 0, T };
-    fwd_batch b = { T, 1, &q };
-    if (backend_cuda_x_io(be, (float *)x, T, 1)) return -1;
-    be->ops->ffn_block(be, 0, &b);
-    return backend_cuda_x_io(be, out, T, 0);
-}
-static void ffn_cpu(strata_session *sc, const float *x, int T, float *out) {
-    backend *be = sc->be;
-    fwd_seq q = { be->kv, 0, T };
-    fwd_batch b = { T, 1, &q };
-    float *bx = backend_cpu_x(be);
-    memcpy(bx, x, sizeof(float) * (size_t)T * sc->m->hp.n_embd);
-    be->ops->ffn_block(be, 0, &b);
-    memcpy(out, bx, sizeof(float) * (size_t)T * sc->m->hp.n_embd);
-}
-
 static uint64_t fnv(const void *p, size_t n, uint64_t h) {
     const uint8_t *b = p;
     for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
@@ -85,9 +39,9 @@ static void kernel_parity(int type) {
     char path[256];
     snprintf(path, sizeof path, "/tmp/strata-gpu-moe-%s.gguf", quant_type_name(type));
     if (make_moe(path, 1, type, TYPE_Q8_0, TYPE_Q8_0, 512)) { CHECKF(0, "synth %s", quant_type_name(type)); return; }
-    strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
+    strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
     CHECKF(mc && mg, "%s: load", quant_type_name(type));
-    strata_session *sc = mc ? session(mc) : NULL, *sg = mg ? session(mg) : NULL;
+    strata_session *sc = mc ? moe_session(mc) : NULL, *sg = mg ? moe_session(mg) : NULL;
     CHECKF(sc && sg, "%s: sessions", quant_type_name(type));
     if (!sc || !sg) goto done;
     {
@@ -97,23 +51,23 @@ static void kernel_parity(int type) {
         uint64_t h = 14695981039346656037ull;
         for (int T = 1; T <= 8; T++) {
             for (int i = 0; i < T * E; i++) x[i] = rnd() * 2.0f;
-            ffn_cpu(sc, x, T, oc);
-            if (ffn_gpu(sg, x, T, og)) { ok_rand = 0; break; }
+            moe_ffn_cpu(sc, x, T, oc);
+            if (moe_ffn_gpu(sg, x, T, og)) { ok_rand = 0; break; }
             if (memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_rand = 0;
             h = fnv(og, sizeof(float) * (size_t)(T * E), h);
             /* batch invariance on the GPU: each token alone */
             for (int t = 0; t < T; t++) {
-                if (ffn_gpu(sg, x + (size_t)t * E, 1, o1)) { ok_inv = 0; break; }
+                if (moe_ffn_gpu(sg, x + (size_t)t * E, 1, o1)) { ok_inv = 0; break; }
                 if (memcmp(o1, og + (size_t)t * E, sizeof(float) * (size_t)E)) ok_inv = 0;
             }
             /* every token the same: one group of T columns per expert */
             for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
-            ffn_cpu(sc, x, T, oc);
-            if (ffn_gpu(sg, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_same = 0;
+            moe_ffn_cpu(sc, x, T, oc);
+            if (moe_ffn_gpu(sg, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_same = 0;
             /* zero input: equal logits, experts 0..k-1 by the tie rule */
             memset(x, 0, sizeof(float) * (size_t)(T * E));
-            ffn_cpu(sc, x, T, oc);
-            if (ffn_gpu(sg, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_zero = 0;
+            moe_ffn_cpu(sc, x, T, oc);
+            if (moe_ffn_gpu(sg, x, T, og) || memcmp(oc, og, sizeof(float) * (size_t)(T * E))) ok_zero = 0;
         }
         CHECKF(ok_rand, "%s: GPU MoE != CPU MoE (random inputs, T = 1..8)", quant_type_name(type));
         CHECKF(ok_same, "%s: GPU MoE != CPU MoE (shared experts)", quant_type_name(type));
@@ -128,48 +82,21 @@ done:
     unlink(path);
 }
 
-typedef struct { int32_t ids[128]; int n; } tok_list;
-static int collect(int32_t id, void *user) { tok_list *l = user; if (l->n < 128) l->ids[l->n++] = id; return 0; }
-
 static void model_parity(const char *label, int layers, int te, int ta, int to) {
     char path[256];
     snprintf(path, sizeof path, "/tmp/strata-gpu-moe-model-%d.gguf", te);
     if (make_moe(path, layers, te, ta, to, 3000)) { CHECKF(0, "%s: synth", label); return; }
-    strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
+    strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
     CHECKF(mc && mg, "%s: load", label);
     if (mc && mg) {
         strata_model_info info;
         strata_model_get_info(mg, &info);
         CHECK_STR(info.device, "cuda");
-        int V = strata_n_vocab(mc);
-        int32_t prompt[24];
-        for (int i = 0; i < 24; i++) prompt[i] = (int32_t)((i * 131 + 7) % V);
-        /* teacher-forced logits, prompt in 8-token passes then one token at a time */
-        strata_session *sc = session(mc), *sg = session(mg);
-        int same = sc && sg && strata_session_eval(sc, prompt, 24) == 0 && strata_session_eval(sg, prompt, 24) == 0;
-        int steps = 0;
-        for (int s = 0; same && s < 16; s++) {
-            const float *lc = strata_session_logits(sc), *lg = strata_session_logits(sg);
-            if (memcmp(lc, lg, sizeof(float) * (size_t)V)) { same = 0; break; }
-            int32_t a = 0;
-            for (int i = 1; i < V; i++) if (lc[i] > lc[a]) a = i;
-            steps++;
-            if (strata_session_eval(sc, &a, 1) || strata_session_eval(sg, &a, 1)) same = 0;
-        }
-        CHECKF(same && steps == 16, "%s: teacher-forced logits GPU != CPU (after %d steps)", label, steps);
-        strata_session_free(sc); strata_session_free(sg);
-        /* free-running greedy (GPU: the captured graph, MoE inside) */
-        sc = session(mc); sg = session(mg);
-        tok_list tc = { .n = 0 }, tg = { .n = 0 };
-        if (sc && sg) {
-            strata_generate(sc, prompt, 24, 48, collect, &tc);
-            strata_generate(sg, prompt, 24, 48, collect, &tg);
-        }
-        int d = 0;
-        while (d < tc.n && d < tg.n && tc.ids[d] == tg.ids[d]) d++;
-        CHECKF(tc.n > 0 && tc.n == tg.n && d == tc.n, "%s: greedy ids GPU != CPU from step %d", label, d);
-        printf("%-34s teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, tc.n);
-        strata_session_free(sc); strata_session_free(sg);
+        int steps, d, nc, ng;
+        int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
+        CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU != CPU (after %d steps)", label, steps);
+        CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU != CPU from step %d", label, d);
+        printf("%-34s teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, nc);
     }
     strata_model_free(mc); strata_model_free(mg);
     unlink(path);

@@ -1,13 +1,21 @@
 /* GPU: the same bits whatever the pass width (tests/widths_common.h), with the tensor-core
  * matmul (STRATA_CUDA_MM, default) and with the matvec in slices, and the CPU's bits: prompts of
  * 600 tokens in passes of 1, 7, 8, 9, 64 and 512 columns on small synthetic models covering the
- * matmul's formats, one that falls back (Q6_K / Q2_K FFN) and a Mixture-of-Experts model. */
+ * matmul's formats, one that falls back (Q6_K / Q2_K FFN) and a Mixture-of-Experts model; then with
+ * STRATA_CUDA_MM_EXT / STRATA_CUDA_MOE_MM on: IQ and Q3_K weights on tensor cores and the MoE's
+ * wide passes as grouped matmuls (IQ3_XXS experts, as the 48-layer MoE file). */
 #include "test.h"
 #include "widths_common.h"
 #include "cuda/cuda_backend.h"
+#include "core/env.h"
 
-static void widths(const char *name, int moe, int ta, int tf) {
+/* ext: STRATA_CUDA_MM_EXT and STRATA_CUDA_MOE_MM on (the formats added to the tensor-core
+ * kernel and the wide MoE path, written without device time on 2026-12-01) */
+static void widths(const char *name, int moe, int ta, int tf, int ext) {
     char path[256], err[512];
+    cuda_mm_ext_set(ext);
+    setenv("STRATA_CUDA_MOE_MM", ext ? "1" : "0", 1);
+    env_reset_cache();
     snprintf(path, sizeof path, "/tmp/strata-gpu-widths-%s.gguf", name);
     REQUIRE(wid_synth(path, moe, ta, tf, err, sizeof err) == 0, "synth: %s", err);
     strata_model *mc = wid_load(path, STRATA_DEVICE_CPU), *mg = wid_load(path, STRATA_DEVICE_CUDA);
@@ -34,10 +42,16 @@ static void widths(const char *name, int moe, int ta, int tf) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
-    widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K);
-    widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K);
-    widths("q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K);
-    widths("q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K);
-    widths("moe", 1, TYPE_Q4_K, TYPE_Q4_0);
+    widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0);
+    widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K, 0);
+    widths("q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K, 0);
+    widths("q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K, 0);
+    widths("moe", 1, TYPE_Q4_K, TYPE_Q4_0, 0);
+    /* the extended formats on tensor cores, and the wide MoE path (grouped matmuls) */
+    widths("ext-q3k-iq3xxs", 0, TYPE_Q3_K, TYPE_IQ3_XXS, 1);
+    widths("ext-iq4xs-iq2xxs", 0, TYPE_IQ4_XS, TYPE_IQ2_XXS, 1);
+    widths("ext-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 1);
+    widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1);
+    cuda_mm_ext_set(0);
     TEST_DONE();
 }

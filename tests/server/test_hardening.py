@@ -20,7 +20,7 @@ Prints "N passed, N failed" last, like the C tests.
 import argparse, http.client, json, os, re, resource, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import check, done  # noqa: E402  (also clears proxy variables)
+from harness import check, done, run_part  # noqa: E402  (also clears proxy variables)
 from harness import Server as _Server  # noqa: E402
 
 
@@ -114,13 +114,19 @@ def closed_by_server(c):
 
 
 def count_closed(socks, settle=0.5, want=None, limit=5.0):
-    """Closed connections once the count stops changing (or reaches want)."""
+    """Closed connections once the count reaches want, else once it stops changing for `settle` s.
+    With want, a pause in the closing (a loaded machine) does not end the wait early: only want
+    or the limit does (the count is then checked by the caller)."""
     t0 = time.time()
     last, stable_since = -1, time.time()
     while time.time() - t0 < limit:
         n = sum(1 for c in socks if closed_by_server(c))
-        if n == want:
+        if want is not None and n >= want:
             return n
+        if want is not None:
+            time.sleep(0.05)
+            last = n
+            continue
         if n != last:
             last, stable_since = n, time.time()
         elif time.time() - stable_since >= settle:
@@ -146,6 +152,8 @@ def test_floods(s, header_timeout, figures):
     closed = count_closed(socks, want=n - 64)
     t_open = time.time() - t0
     ok, dt = health_ok(s, "127.0.0.2")
+    # 1 s: a blocked server would answer only once the flood is cut (2 s) or not within health_ok's
+    # 2 s; a served one answers in milliseconds (1-9 ms measured, ASan and load 6 included)
     check(ok and dt < 1.0, "/health answers from another address during a 1,100-connection flood (%.3f s)" % dt)
     m = s.metrics(source="127.0.0.3")
     held = n - closed
@@ -159,7 +167,9 @@ def test_floods(s, header_timeout, figures):
         time.sleep(0.05)
     t_cut = time.time() - t1
     check(all(closed_by_server(c) for c in socks), "partial headers are cut after --header-timeout (%.1f s)" % t_cut)
-    check(t_cut <= header_timeout + 1.5, "cut within the header time-out + 1.5 s: %.1f s" % t_cut)
+    # + 2.5 s: the cut came at 2.06-2.12 s (ASan; load 6), the margin is for a loaded machine; a
+    # deadline not enforced leaves them open (the check above)
+    check(t_cut <= header_timeout + 2.5, "cut within the header time-out + 2.5 s: %.1f s" % t_cut)
     for c in socks:
         c.close()
     figures["single_cut"] = t_cut
@@ -179,8 +189,10 @@ def test_floods(s, header_timeout, figures):
             recovered = time.time() - t_full
             break
         time.sleep(0.1)
-    check(recovered is not None and recovered <= header_timeout + 2.0,
-          "/health answers again within the header time-out + 2 s of a full flood: %r" % recovered)
+    # measured 2.12-2.13 s; + 2.9 s of margin for a loaded machine, inside the loop's + 5 s, which a
+    # server that never frees its connection slots does not meet
+    check(recovered is not None and recovered <= header_timeout + 2.9,
+          "/health answers again within the header time-out + 2.9 s of a full flood: %r" % recovered)
     t1 = time.time()
     while time.time() - t1 < header_timeout + 3 and not all(closed_by_server(c) for c in socks):
         time.sleep(0.05)
@@ -211,7 +223,9 @@ def test_floods(s, header_timeout, figures):
         if time.time() - t0 > header_timeout + 5:
             break
     c.close()
-    check(cut is not None and cut <= header_timeout + 1.5, "a trickled header is cut at the deadline: %r s" % cut)
+    # cut at 2.40 s (a byte every 0.3 s: the first send after the deadline sees it); + 2.5 s for a
+    # loaded machine; a deadline that each byte renews never cuts it (None after + 5 s)
+    check(cut is not None and cut <= header_timeout + 2.5, "a trickled header is cut at the deadline: %r s" % cut)
     figures["trickle"] = cut
 
 
@@ -245,7 +259,10 @@ def test_prompt_flood(s, n_ctx):
     e = json.loads(b).get("error", {})
     check(st == 400 and e.get("code") == "context_length_exceeded" and "bytes of text" in e.get("message", ""),
           "2 MB of text refused by its length: %d %r" % (st, e))
-    check(dt < 1.0, "refused without tokenizing: %.3f s" % dt)
+    # the message ("bytes of text") is what shows the refusal by length (a tokenized prompt gets
+    # the token-count message); the time only bounds a hang (tokenizing these 2 MB takes about
+    # 0.2 s of CPU, so no time bound tells the two apart): 5 s for a loaded machine under ASan
+    check(dt < 5.0, "refused without tokenizing: %.3f s" % dt)
     # many prompts at once: the pool bounds how many are tokenized together
     m = s.metrics()
     pool = m.get("strata_tokenizer_pool")
@@ -398,14 +415,7 @@ def main():
     t00 = time.time()
 
     def run(name, fn, *args):
-        if only and name not in only:
-            return
-        t0 = time.time()
-        try:
-            fn(*args)
-        except Exception as e:
-            check(False, "%s raised %r" % (name, e))
-        print("%-14s %.1f s" % (name, time.time() - t0), file=sys.stderr)
+        run_part(only, name, fn, *args)
 
     tmp = tempfile.mkdtemp(prefix="strata-hardening-")
     try:

@@ -18,68 +18,18 @@
 usage: python3 tests/server/test_sched.py [--bin build/strata] [--model PATH] [--only a,b]
 Prints "N passed, N failed" last, like the C tests.
 """
-import argparse, http.client, json, os, re, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, http.client, json, os, re, socket, statistics, sys, threading, time
 
-for k in list(os.environ):
-    if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
-        del os.environ[k]
-
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, done, run_part  # noqa: E402  (also clears proxy variables)
+from harness import Server as _Server  # noqa: E402
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-    return cond
-
-
-class Server:
-    def __init__(self, binary, model, *args):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            self.proc.wait(10)
-            raise RuntimeError("server did not start: %r" % line)
-        self.port = int(m.group(1))
-
+class Server(_Server):
     def post(self, path, body, timeout=300):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, json.loads(data) if data.startswith(b"{") else data
-
-    def metrics(self):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        c.request("GET", "/metrics")
-        body = c.getresponse().read().decode()
-        c.close()
-        out = {}
-        for line in body.splitlines():
-            if line and not line.startswith("#"):
-                name, val = line.rsplit(" ", 1)
-                out[name] = float(val)
-        return out
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            rc = self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.errf.seek(0)
-        err = self.errf.read()
-        check("Sanitizer" not in err and "runtime error" not in err, "no sanitizer reports: %s" % err[-3000:])
-        return rc
+        """(status, parsed JSON body) of a POST"""
+        st, _, data = self.raw("POST", path, body, timeout=timeout)
+        return st, json.loads(data) if data.startswith(b"{") else data
 
 
 class Stream:
@@ -94,7 +44,7 @@ class Stream:
         else:
             body["prompt"] = prompt
         self.c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        self.t = threading.Thread(target=self._read)
+        self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
 
     def _read(self):
@@ -180,13 +130,15 @@ def test_flood(s, figures):
         a = Stream(s, STREAM_PROMPT, 40)
         a.first.wait(120)
         t0 = time.perf_counter()
-        th = [threading.Thread(target=flood) for _ in range(4)]
-        for t in th:
-            t.start()
-        a.join()
-        stop.set()
-        for t in th:
-            t.join()
+        th = [threading.Thread(target=flood, daemon=True) for _ in range(4)]
+        try:   # the flood ends with the stream, whatever happens to the stream
+            for t in th:
+                t.start()
+            a.join()
+        finally:
+            stop.set()
+            for t in th:
+                t.join(180)
         after = solo()
         return dict(alone=round(alone, 1), after=round(after, 1), during=round(a.rate(t0), 1), codes=codes,
                     chunks=len(a.arrivals), status=a.status)
@@ -204,6 +156,22 @@ def test_flood(s, figures):
     check(f["during"] >= 0.5 * min(f["alone"], f["after"]), "the stream keeps >= 50%% of its pace during the flood: %r" % tries)
     mt = s.metrics()
     check(mt.get("strata_tokenizer_busy_peak", 99) <= mt.get("strata_tokenizer_pool", 0), "the pool bounds the tokenizing: %r" % mt.get("strata_tokenizer_busy_peak"))
+    # The pace above is a rate on a shared machine: with one retry it held at 0.73-1.39 of the pace
+    # alone at load 9-11 (2026-12-01) against its 0.5 bound, and a pool at normal priority gave 0.13-0.36.
+    # What makes it hold is checked here without timing: the flood's prompts went through the pool
+    # (not the decode thread), and every pool thread runs under SCHED_IDLE (nice 19 where refused).
+    check(mt.get("strata_tokenizer_busy_peak", 0) >= 1, "the flood's prompts were tokenized by the pool: peak %r" % mt.get("strata_tokenizer_busy_peak"))
+    pols = {}
+    for tid in os.listdir("/proc/%d/task" % s.proc.pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (s.proc.pid, tid)) as f:
+                if f.read().strip() != "strata-tok":
+                    continue
+            pols[int(tid)] = (os.sched_getscheduler(int(tid)), os.getpriority(os.PRIO_PROCESS, int(tid)))
+        except OSError:
+            pass
+    check(pols and all(p == os.SCHED_IDLE or n == 19 for p, n in pols.values()),
+          "the tokenizer threads run under SCHED_IDLE (policy, nice): %r" % pols)
 
 
 def test_full_headers(s):
@@ -312,6 +280,9 @@ def test_prefill_budget(s, cold, figures):
     tpot = statistics.median(g)
     figures["prefill"] = dict(tpot_alone_ms=round(tpot_alone * 1e3, 1), tpot_during_ms=round(tpot * 1e3, 1),
                               max_gap_ms=round(max(g) * 1e3, 1), stream_tokens=len(g))
+    # a ratio of two paces measured a few seconds apart: 1.2-2.0x at load 9 (2026-12-01), so 12x
+    # leaves room for a load swing below the ~16x of the failure it guards against (16 passes per
+    # stream token instead of one, the docstring's)
     check(tpot <= 12 * tpot_alone, "the stream's time per token while a 2,000-token prompt is read stays within 12x "
           "its time alone: %r" % figures["prefill"])
     # a shorter prompt read beside a stream answers what it answers on a cold server
@@ -339,14 +310,7 @@ def main():
     t00 = time.time()
 
     def run(name, fn, *args):
-        if only and name not in only:
-            return
-        t0 = time.time()
-        try:
-            fn(*args)
-        except Exception as e:
-            check(False, "%s raised %r" % (name, e))
-        print("%-14s %.1f s" % (name, time.time() - t0), file=sys.stderr)
+        run_part(only, name, fn, *args)
 
     s = Server(a.bin, a.model, "--parallel", "2", "--queue", "2", "--ctx", "2560")
     cold = Server(a.bin, a.model, "--parallel", "1", "--ctx", "2560")
@@ -360,8 +324,7 @@ def main():
         check(cold.stop() == 0, "cold server exits 0")
     print("figures: %r" % figures, file=sys.stderr)
     print("total %.1f s" % (time.time() - t00), file=sys.stderr)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,122 @@
+/* The decode variants of issue 20 on the GPU (docs/KERNELS.md, "Decode variants"): block
+ * partials and cooperative parts built from src/quant/decode_fast.h (the functions
+ * tests/test_decode_fast.c checks exhaustively against the reference decodes on the CPU).
+ * They form the same int8 weights and integer multipliers as quant_blocks.cuh / iq_blocks.cuh /
+ * kquant_coop.cuh, pair them with the same activation bytes and keep every float operation of
+ * those files, so a variant changes instructions, never bits.
+ *
+ * A kernel template's V parameter is the variant bit it was built with (0: the default code,
+ * unchanged); dec_v<FMT, COOP>() is the bit that applies to a format on a path:
+ *   CUDA_DEC_IQ2      IQ2_XXS IQ2_XS IQ2_S (cooperative path)
+ *   CUDA_DEC_IQ3      IQ3_XXS IQ3_S (cooperative path)
+ *   CUDA_DEC_IQ4      IQ4_XS (cooperative path), IQ4_NL (lane path)
+ *   CUDA_DEC_Q2_WORD  Q2_0 (lane path)
+ *   CUDA_DEC_Q6_SWAR  Q6_K (cooperative path)
+ * IQ1_S / IQ1_M and the one-lane path of the 256-weight formats have no variant (V = 0). */
+#ifndef STRATA_DECODE_FAST_CUH
+#define STRATA_DECODE_FAST_CUH
+#include "cuda_internal.h"
+#include "quant_blocks.cuh"
+#include "iq_blocks.cuh"
+/* included by kquant_coop.cuh after its dot16 (the activation side of every part) */
+
+template <int FMT> struct dec_bit {
+    static constexpr int v = (FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ2_XS || FMT == TYPE_IQ2_S) ? CUDA_DEC_IQ2
+                           : (FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ3_S) ? CUDA_DEC_IQ3
+                           : (FMT == TYPE_IQ4_XS || FMT == TYPE_IQ4_NL) ? CUDA_DEC_IQ4
+                           : FMT == TYPE_Q2_0 ? CUDA_DEC_Q2_WORD
+                           : FMT == TYPE_Q6_K ? CUDA_DEC_Q6_SWAR : 0;
+};
+/* the variant bit of format FMT on the kernel path COOP (8: cooperative, 0: one lane per block) */
+template <int FMT, int COOP> constexpr int dec_v() {
+    return (FMT == TYPE_IQ4_NL || FMT == TYPE_Q2_0) ? (COOP == 0 ? dec_bit<FMT>::v : 0)
+                                                    : (COOP != 0 ? dec_bit<FMT>::v : 0);
+}
+
+/* this translation unit's device codebooks as decode_fast.h's table set */
+static __device__ __forceinline__ df_tables df_dev_tables(void) {
+    df_tables t;
+    t.iq2xxs = d_iq2xxs_grid; t.iq2xs = d_iq2xs_grid; t.iq2s = d_iq2s_grid;
+    t.iq3xxs = d_iq3xxs_grid; t.iq3s = d_iq3s_grid;
+    t.ksm = d_ksm; t.bsm = d_bsm;
+    return t;
+}
+
+/* Q2_0 block partial with the codes expanded word by word (bp_q2_0's sums and formula) */
+template <int TM> static __device__ __forceinline__ void bp_q2_0_word(BP_ARGS) {
+    const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q2_0);
+    float dw = h2f(ld_u16(blk));
+    uint32_t q[16];
+    df_q2_0_block(blk, q);
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        const uint8_t *a = act + t * as + (size_t)b * sizeof_i(act_q8_2);
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 16; i++) s = __dp4a((int)q[i], ld_i32(a + offsetof_i(act_q8_2, qs) + 4 * i), s);
+        p[t] = __fmul_rn(__int2float_rn(s), __fmul_rn(dw, ld_f32(a)));
+    }
+}
+
+/* IQ4_NL block partial with the codebook by byte_perm (bp_iq4_nl's sums and formula) */
+template <int TM> static __device__ __forceinline__ void bp_iq4_nl_fast(BP_ARGS) {
+    const uint8_t *blk = wr + (size_t)b * sizeof_i(block_iq4_nl);
+    float dw = h2f(ld_u16(blk));
+    uint32_t lo[4], hi[4];
+    df_iq4nl_block(blk, lo, hi);
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        const uint8_t *a = act + t * as + (size_t)b * sizeof_i(act_q8_0);
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            s = __dp4a((int)lo[i], ld_i32(a + offsetof_i(act_q8_0, qs) + 4 * i), s);
+            s = __dp4a((int)hi[i], ld_i32(a + (offsetof_i(act_q8_0, qs) + QK4_NL / 2) + 4 * i), s);
+        }
+        p[t] = __fmul_rn(__int2float_rn(s), __fmul_rn(dw, ld_f32(a)));
+    }
+}
+
+/* The cooperative part k of an IQ super-block or of a Q6_K one through decode_fast.h: the
+ * integer shares S[t] of coop_part (kquant_coop.cuh) for the same weights, multipliers and
+ * activation bytes. */
+template <int FMT, int TM>
+static __device__ __forceinline__ void coop_part_fast(const uint8_t *__restrict__ blk, int k, const uint8_t *__restrict__ a0,
+                                                      size_t as, int T, int *S) {
+    if constexpr (FMT == TYPE_Q6_K) {
+        uint32_t wa[4], wb[4];
+        df_q6_K_part(blk, k, wa, wb);
+        const int sA = 8 * (k >> 2) + (k & 3), sB = sA + 4;
+        const int scA = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sA],
+                  scB = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sB];
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const uint8_t *a = a0 + t * as;
+            S[t] = scA * dot16(wa, a + offsetof_i(act_q8_K, qs) + 16 * sA) +
+                   scB * dot16(wb, a + offsetof_i(act_q8_K, qs) + 16 * sB);
+        }
+    } else {
+        uint32_t w[8];
+        int m[2];
+        if constexpr (FMT == TYPE_IQ4_XS) df_iq4xs_part(blk, k, w, m);
+        else {
+            const df_tables tb = df_dev_tables();
+            if constexpr (FMT == TYPE_IQ2_XXS) df_iq2xxs_part(blk, k, &tb, w, m);
+            else if constexpr (FMT == TYPE_IQ2_XS) df_iq2xs_part(blk, k, &tb, w, m);
+            else if constexpr (FMT == TYPE_IQ2_S) df_iq2s_part(blk, k, &tb, w, m);
+            else if constexpr (FMT == TYPE_IQ3_XXS) df_iq3xxs_part(blk, k, &tb, w, m);
+            else df_iq3s_part(blk, k, &tb, w, m);
+        }
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= T) break;
+            const uint8_t *a = a0 + t * as;
+            S[t] = m[0] * dot16(w, a + offsetof_i(act_q8_K, qs) + 32 * k) +
+                   m[1] * dot16(w + 4, a + (offsetof_i(act_q8_K, qs) + 16) + 32 * k);
+        }
+    }
+}
+#endif

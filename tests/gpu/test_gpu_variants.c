@@ -1,0 +1,219 @@
+/* The decode variants and the parallel MoE routing of issue 20 on the GPU (docs/KERNELS.md,
+ * "Decode variants"): with each switch on, every output has the bits it has with the switch off,
+ * which are the CPU reference's. The switches go through the registry as a user sets them
+ * (setenv, env_reset_cache, cuda_device_choose, cuda_variants_apply: what a backend does when it
+ * is created), then:
+ *   matvec  every format a variant covers (IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_XS IQ4_NL Q2_0
+ *           Q6_K), rows of 1, 3, 33 and 41 / 136 blocks and 4096 weights, T = 1..8: off and on
+ *           against the reference dot and against each other (memcmp)
+ *   MoE     the FFN block (RMSNorm, router, routing, grouped gate/up and down, combine, residual)
+ *           of a synthetic qwen3moe layer (test_gpu_moe.c's harness) for the same expert formats,
+ *           T = 1..8, random, shared-expert and zero (router ties) inputs: every switch on == off
+ *           == the CPU; the routing switch alone with 16 and 128 experts (several per lane) and at
+ *           the widths whose F32 router is fused with the routing (1024, 2048)
+ *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU */
+#include "test.h"
+#include <stdint.h>
+#include <unistd.h>
+#include "strata.h"
+#include "engine/engine.h"
+#include "model/synth.h"
+#include "quant/quant.h"
+#include "cuda/cuda_backend.h"
+#include "cpu/backend_cpu.h"
+#include "core/env.h"
+#include "core/util.h"
+#include "moe_harness.h"
+
+static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ4_XS,
+                                 TYPE_IQ4_NL, TYPE_Q2_0, TYPE_Q6_K };
+#define N_FORMATS ((int)(sizeof k_formats / sizeof k_formats[0]))
+
+/* every switch of issue 20 off (0) or on (1), or only the routing one (2) */
+static void set_switches(int mode) {
+    const char *d = mode == 1 ? "1" : "0";
+    setenv("STRATA_IQ_DECODE_FAST", d, 1);
+    setenv("STRATA_Q2_WORD_EXPAND", d, 1);
+    setenv("STRATA_Q6_SWAR", d, 1);
+    setenv("STRATA_CUDA_ROUTE", mode ? "parallel" : "serial", 1);
+    env_reset_cache();
+    cuda_variants v;
+    cuda_device_choose(&v);
+    cuda_variants_apply(&v);
+    int want = mode == 1 ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
+    REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode != 0),
+            "switches %d: decode %d (want %d), route %d", mode, v.decode, want, v.route_parallel);
+}
+
+#define GPU_RAND_SEED 0x6A09E667F3BCC909ull
+#include "gpu_rand.h"
+
+/* ---- matvec --------------------------------------------------------------------------------- */
+static void matvec_case(const quant_traits *qt, int64_t n_in, int64_t n_out, uint64_t *hash) {
+    size_t rb = quant_row_bytes(qt->type, n_in), ab = act_row_bytes(qt->act, n_in);
+    uint8_t *W = malloc(rb * n_out), *act = malloc(ab * 8);
+    float *src = malloc(sizeof(float) * n_in), *x = malloc(sizeof(float) * n_in * 8);
+    float *ref = malloc(sizeof(float) * n_out * 8), *y[2] = { malloc(sizeof(float) * n_out * 8), malloc(sizeof(float) * n_out * 8) };
+    for (int64_t r = 0; r < n_out; r++) {
+        for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+        qt->quant_row(src, W + r * rb, n_in);
+    }
+    for (int64_t i = 0; i < n_in * 8; i++) x[i] = rnd_val();
+    for (int64_t i = 0; i < 32 && i < n_in; i++) x[i] = 0.0f;   /* a zero block: d = 0 */
+    for (int c = 0; c < 8; c++) act_quantize_row(qt->act, x + c * n_in, act + c * ab, n_in);
+    for (int c = 0; c < 8; c++)
+        for (int64_t r = 0; r < n_out; r++) ref[c * n_out + r] = qt->dot_ref(W + r * rb, act + c * ab, n_in);
+    void *dW = cuda_malloc(rb * n_out), *dx = cuda_malloc(sizeof(float) * n_in * 8), *dy = cuda_malloc(sizeof(float) * n_out * 8);
+    REQUIRE(dW && dx && dy, "device buffers");
+    if (dW && dx && dy) {
+        cuda_memcpy_h2d(dW, W, rb * n_out);
+        cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * 8);
+        for (int T = 1; T <= 8; T++) {
+            for (int on = 0; on < 2; on++) {
+                set_switches(on);
+                memset(y[on], 0xFF, sizeof(float) * n_out * 8);
+                cuda_memcpy_h2d(dy, y[on], sizeof(float) * n_out * 8);
+                int rc = cuda_matvec(dW, qt->type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
+                REQUIRE(rc == 0, "%s T=%d: %s", qt->name, T, cuda_last_error());
+                cuda_memcpy_d2h(y[on], dy, sizeof(float) * n_out * T);
+            }
+            int bad_ref = 0;
+            for (size_t i = 0; i < (size_t)n_out * T; i++) bad_ref += memcmp(&y[1][i], &ref[i], 4) != 0;
+            CHECKF(bad_ref == 0, "%s n_in=%lld T=%d: %d outputs with the variant on differ from the reference", qt->name,
+                   (long long)n_in, T, bad_ref);
+            CHECKF(!memcmp(y[0], y[1], sizeof(float) * n_out * T), "%s n_in=%lld T=%d: variant on != off", qt->name,
+                   (long long)n_in, T);
+            *hash = fnv1a64(y[1], sizeof(float) * n_out * T) ^ (*hash * 31);
+        }
+    }
+    set_switches(0);
+    cuda_free(dW); cuda_free(dx); cuda_free(dy);
+    free(W); free(act); free(src); free(x); free(ref); free(y[0]); free(y[1]);
+}
+
+static void test_matvec(void) {
+    for (int f = 0; f < N_FORMATS; f++) {
+        const quant_traits *qt = quant_traits_get(k_formats[f]);
+        t_current = qt->name;
+        int B = qt->blck;
+        int64_t lens[] = { B, 3 * B, 33 * B, B == 256 ? 41 * 256 : 136 * 32, 4096 };
+        uint64_t h = 0;
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+            if (lens[i] % B == 0) matvec_case(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), &h);
+        printf("matvec %-8s variant on == off == reference (5 row lengths, T = 1..8), checksum %016llx\n", qt->name,
+               (unsigned long long)h);
+    }
+}
+
+/* ---- MoE FFN block (test_gpu_moe.c's harness) ------------------------------------------------ */
+static int g_dim = 256, g_experts = 16, g_used = 4;
+static int make_moe(const char *path, int layers, int type_experts, int type_attn, int type_out, int vocab) {
+    return moe_synth(path, layers, type_experts, type_attn, type_out, vocab, g_dim, g_experts, g_used, 23);
+}
+/* modes: the switches compared with "all off" (1: every switch, 2: the routing alone) */
+static void moe_parity(int type, int mode) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/strata-gpu-variants-%s-%d.gguf", quant_type_name(type), g_dim);
+    if (make_moe(path, 1, type, TYPE_Q8_0, TYPE_Q8_0, 512)) { CHECKF(0, "synth %s", quant_type_name(type)); return; }
+    set_switches(0);
+    strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
+    strata_session *sc = mc ? moe_session(mc) : NULL, *sg = mg ? moe_session(mg) : NULL;
+    REQUIRE(sc && sg, "%s: models and sessions", quant_type_name(type));
+    if (sc && sg) {
+        const int E = mc->hp.n_embd;
+        static float x[8 * 2048], oc[8 * 2048], og[2][8 * 2048];
+        int bad_cpu = 0, bad_off = 0, runs = 0;
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (int T = 1; T <= 8; T++)
+            for (int kind = 0; kind < 3; kind++) {   /* random, every token the same, zero (router ties) */
+                for (int i = 0; i < T * E; i++) x[i] = kind == 2 ? 0.0f : rnd_val() * 2.0f;
+                if (kind == 1)
+                    for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
+                moe_ffn_cpu(sc, x, T, oc);
+                for (int on = 0; on < 2; on++) {
+                    set_switches(on ? mode : 0);
+                    REQUIRE(moe_ffn_gpu(sg, x, T, og[on]) == 0, "%s T=%d: ffn block", quant_type_name(type), T);
+                }
+                bad_cpu += memcmp(oc, og[1], sizeof(float) * (size_t)(T * E)) != 0;
+                bad_off += memcmp(og[0], og[1], sizeof(float) * (size_t)(T * E)) != 0;
+                h = fnv1a64(og[1], sizeof(float) * (size_t)(T * E)) ^ (h * 31);
+                runs++;
+            }
+        CHECKF(bad_cpu == 0, "%s dim %d, %d experts (mode %d): %d of %d FFN outputs with the switches on differ from the CPU",
+               quant_type_name(type), E, g_experts, mode, bad_cpu, runs);
+        CHECKF(bad_off == 0, "%s dim %d, %d experts (mode %d): %d of %d FFN outputs differ between the switches on and off",
+               quant_type_name(type), E, g_experts, mode, bad_off, runs);
+        printf("moe %-8s dim %4d experts %3d top-%d, %s on == off == CPU (T = 1..8, random/shared/ties): %s, checksum %016llx\n",
+               quant_type_name(type), E, g_experts, g_used, mode == 1 ? "every switch" : "parallel routing",
+               bad_cpu || bad_off ? "NO" : "yes", (unsigned long long)h);
+    }
+    set_switches(0);
+    strata_session_free(sc); strata_session_free(sg);
+    strata_model_free(mc); strata_model_free(mg);
+    unlink(path);
+}
+
+/* every switch on (set before the GPU sessions exist: their backends and graphs take it) */
+static void model_parity(const char *label, int layers, int te, int ta, int to) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/strata-gpu-variants-model-%d.gguf", te);
+    if (make_moe(path, layers, te, ta, to, 3000)) { CHECKF(0, "%s: synth", label); return; }
+    set_switches(1);
+    strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
+    REQUIRE(mc && mg, "%s: load", label);
+    if (mc && mg) {
+        int steps, d, nc, ng;
+        int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
+        CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU (switches on) != CPU after %d steps", label, steps);
+        CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU (switches on) != CPU from step %d", label, d);
+        printf("%-40s switches on: teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, nc);
+    }
+    set_switches(0);
+    strata_model_free(mc); strata_model_free(mg);
+    unlink(path);
+}
+
+/* the switches at auto: the device table's bits (on Hopper the variants measured faster on
+ * 2026-12-02: IQ3_XXS / IQ3_S, IQ4_XS / IQ4_NL, Q2_0; docs/BENCHMARKS.md) */
+static void table_choice(void) {
+    setenv("STRATA_IQ_DECODE_FAST", "auto", 1);
+    setenv("STRATA_Q2_WORD_EXPAND", "auto", 1);
+    setenv("STRATA_Q6_SWAR", "auto", 1);
+    env_reset_cache();
+    cuda_variants v;
+    cuda_device_choose(&v);
+    const cuda_device_class *c = cuda_device_class_get();
+    REQUIRE(c != NULL, "device class");
+    CHECKF(v.decode == c->table_decode && !strcmp(v.decode_from, "table"), "auto: decode %d, table %d (%s)", v.decode,
+           c->table_decode, v.decode_from);
+    if (c->major == 9)
+        CHECKF(v.decode == (CUDA_DEC_IQ3 | CUDA_DEC_IQ4 | CUDA_DEC_Q2_WORD), "hopper table: decode %d", v.decode);
+    setenv("STRATA_IQ_DECODE_FAST", "0", 1);   /* one switch forced: its formats off, the others the table's */
+    env_reset_cache();
+    cuda_device_choose(&v);
+    CHECKF(v.decode == (c->table_decode & ~CUDA_DEC_IQ_FAST) && !strcmp(v.decode_from, "switches"),
+           "IQ switch 0: decode %d", v.decode);
+}
+
+int main(void) {
+    if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    table_choice();
+    set_switches(0);
+    test_matvec();
+    for (int f = 0; f < N_FORMATS; f++) {
+        t_current = quant_type_name(k_formats[f]);
+        moe_parity(k_formats[f], 1);
+    }
+    t_current = "routing";
+    g_experts = 128; g_used = 8;   /* the reference shape's routing: 4 experts per lane */
+    moe_parity(TYPE_IQ3_XXS, 2);
+    moe_parity(TYPE_Q2_0, 1);
+    g_experts = 16; g_used = 4;
+    for (g_dim = 1024; g_dim <= 2048; g_dim *= 2) moe_parity(TYPE_IQ3_XXS, 1);   /* the fused F32 router */
+    g_dim = 256;
+    t_current = "models";
+    model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K", 3, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
+    model_parity("qwen3moe Q2_0 / IQ4_NL / Q6_K", 2, TYPE_Q2_0, TYPE_IQ4_NL, TYPE_Q6_K);
+    model_parity("qwen3moe IQ2_XXS / IQ4_XS / Q6_K", 2, TYPE_IQ2_XXS, TYPE_IQ4_XS, TYPE_Q6_K);
+    TEST_DONE();
+}
