@@ -10,7 +10,7 @@
  * once for all of them; the scores of a position for the AQ_QT queries are AQ_QT chains side by
  * side in one thread, the chunk maxima a warp per query, the sums one thread per (query,
  * chunk), the V chains one per (query, d), which close a chunk's u into o at its end. Every
- * query's value is computed by the same operations as in ops.cu's attn_chunk_kernel and the
+ * query's value is computed by the same operations as in ops.cu's attn_kernel (its chunk path) and the
  * CPU, so the bits are the same (tests/gpu/test_gpu_widths: prompts in passes of 9..512
  * columns against the CPU).
  * Used for passes of more than 8 columns whose queries see at most AQ_NMAX positions
@@ -154,13 +154,22 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
             float acc = u[k], oo = o[k];
             int ci = cix[k];
             float r = cr[qq][ci];
-            for (int i = lo; i <= hi; i++) {
-                if (i > fq[qq] - P0 && (i - (fq[qq] - P0)) % ATTN_CHUNK == 0) {   /* a chunk starts: close the last */
+            /* runs of positions inside one chunk, so that the inner loop is the plain chain of
+             * before (the branch's first version tested every position for a chunk start: the
+             * suspect of its prompt slowdown on the H200, not profiled); a run starting on a
+             * chunk boundary closes the previous chunk first */
+            const int f0 = fq[qq] - P0;
+            for (int i = lo; i <= hi;) {
+                const int rel = (i - f0) % ATTN_CHUNK;
+                if (i > f0 && rel == 0) {   /* a chunk starts: close the last */
                     oo = __fadd_rn(oo, __fmul_rn(acc, ca[qq][ci]));
                     acc = 0.0f;
                     r = cr[qq][++ci];
                 }
-                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), h2f(tile_h[(size_t)(i - p0) * 2 * RS + d])));
+                const int end = i + (ATTN_CHUNK - rel) - 1 < hi ? i + (ATTN_CHUNK - rel) - 1 : hi;
+#pragma unroll 8
+                for (; i <= end; i++)
+                    acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), h2f(tile_h[(size_t)(i - p0) * 2 * RS + d])));
             }
             u[k] = acc; o[k] = oo; cix[k] = ci;
         }
@@ -178,7 +187,7 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
         const int qq = j / head_dim, d = j % head_dim;
         outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
     }
-    if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_chunk_kernel) */
+    if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_kernel) */
         __syncthreads();
         const int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
         const size_t bb = act_block_bytes_dev(act_fmt);

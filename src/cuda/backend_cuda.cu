@@ -1141,24 +1141,41 @@ extern "C" int cuda_test_swiglu(const float *g, const float *u, float *out, int 
     return expf_init() ? -1 : test_sync(cuda_swiglu(g, u, out, n, 0));
 }
 extern "C" int cuda_test_geglu(const float *g, const float *u, float *out, int n) { return test_sync(cuda_geglu(g, u, out, n, 0)); }
-extern "C" int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
-                                   int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
-                                   int serial, float *out) {
+extern "C" int cuda_test_attention_ex(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
+                                      int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
+                                      int serial, int dev_pos, float *out, long *partials) {
     float *scratch = NULL;
-    int *counters = NULL;
-    if (expf_init() ||
-        cuda_dev_malloc((void **)&scratch, cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx) * sizeof(float)) ||
+    int *counters = NULL, *d_pos = NULL;
+    const size_t sf = cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx);
+    if (expf_init() || cuda_dev_malloc((void **)&scratch, sf * sizeof(float)) ||
         cuda_dev_malloc((void **)&counters, (size_t)T * n_heads * sizeof(int)) ||
-        CU_CHECK(cudaMemset(counters, 0, (size_t)T * n_heads * sizeof(int)))) {
-        cuda_dev_free(scratch); cuda_dev_free(counters);
+        cuda_dev_malloc((void **)&d_pos, sizeof(int)) ||
+        CU_CHECK(cudaMemset(counters, 0, (size_t)T * n_heads * sizeof(int))) ||
+        CU_CHECK(cudaMemset(scratch, 0xff, sf * sizeof(float))) ||
+        CU_CHECK(cudaMemcpy(d_pos, &pos0, sizeof(int), cudaMemcpyHostToDevice))) {
+        cuda_dev_free(scratch); cuda_dev_free(counters); cuda_dev_free(d_pos);
         return -1;
     }
     int rc = cuda_kv_store(k, v, kc, vc, T, n_kv_heads * head_dim, pos0, NULL, 0) ||
-             cuda_attention(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, NULL, -1, scale, window, n_ctx, scratch,
-                            counters, out, NULL, -1, NULL, NULL, serial, 0);
+             cuda_attention(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, dev_pos ? d_pos : NULL, -1, scale, window,
+                            n_ctx, scratch, counters, out, NULL, -1, NULL, NULL, serial, 0);
     rc = test_sync(rc);
-    cuda_dev_free(scratch); cuda_dev_free(counters);
+    if (!rc && partials) {
+        uint32_t *h = (uint32_t *)st_malloc(sf * sizeof(float));
+        if (!h || CU_CHECK(cudaMemcpy(h, scratch, sf * sizeof(float), cudaMemcpyDeviceToHost))) rc = -1;
+        long w = 0;
+        for (size_t i = 0; h && i < sf; i++) w += h[i] != 0xffffffffu;
+        *partials = w;
+        st_free(h);
+    }
+    cuda_dev_free(scratch); cuda_dev_free(counters); cuda_dev_free(d_pos);
     return rc;
+}
+extern "C" int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
+                                   int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
+                                   int serial, float *out) {
+    return cuda_test_attention_ex(q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, scale, window, n_ctx, serial, 0,
+                                  out, NULL);
 }
 extern "C" int32_t cuda_test_argmax(const float *x, int n) {
     int32_t *d = NULL, h = -1;

@@ -122,6 +122,13 @@ int cuda_test_geglu(const float *g, const float *u, float *out, int n);
  * attention (the CPU's chunked order: the chunks in parallel, or serial = 1: one CTA walks them) */
 int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
                         int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int serial, float *out);
+/* The same with the position read from device memory (dev_pos = 1: the decode graph's launch,
+ * a grid over every chunk of n_ctx) and, when partials is not NULL, how many floats of the
+ * chunk partials scratch (filled with a NaN pattern first) the launch wrote: 0 when every
+ * token took the one-chunk (exact) path, > 0 when one took the chunk path. */
+int cuda_test_attention_ex(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+                           int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int serial, int dev_pos,
+                           float *out, long *partials);
 int32_t cuda_test_argmax(const float *x, int n);   /* -1 on error */
 
 /* ---- kernels for tests and benchmarks (device pointers) ------------------------------ */

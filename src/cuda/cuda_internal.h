@@ -129,7 +129,7 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
                        cudaStream_t st);
 /* RoPE and the KV store folded into the attention (T = 1): q and k un-rotated, v, and the
  * tables of q and k; every CTA rotates its heads' q, the one holding the last chunk its KV
- * head's k (ops.cu, attn_chunk_kernel), and the group's first head group stores the position's
+ * head's k (ops.cu, attn_kernel), and the group's first head group stores the position's
  * K/V rows */
 typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neox; } cuda_rope_fold;
 /* The canonical chunked order (src/model/attn_order.h; bit-identical to the CPU), the chunks

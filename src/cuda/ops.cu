@@ -407,37 +407,47 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
 /* ---- attention: the canonical chunked order, bit-identical to src/cpu/backend_cpu.c ---------
  * src/model/attn_order.h, docs/KERNELS.md "Attention order": the positions [first, last] of a
  * token are cut into chunks of ATTN_CHUNK (256) from `first`; each chunk is reduced alone and
- * the chunks are merged in chunk order. Grid (nx, n_heads / gs, T): the CTA (x, y, t) takes
- * heads y*gs .. y*gs + gs - 1 of column t (gs heads of one KV group, so a K/V tile serves
- * them all) and chunks x, x + nx, x + 2 nx, ... of them, one at a time:
- *   K tile (cp.async) -> thread i: the gs scores of position i (the dot over head_dim in d
- *   order, products rounded, then added, times scale) -> per head the max m_c (exact, any
- *   order) -> e_i = expf_ref(s_i - m_c) -> V tile, and while it loads thread g sums head g's
- *   l_c = e_0 + e_1 + ... in order, r_c = 1 / l_c -> chains u[g][d] = u + (e_i r_c) v_i[d] in
- *   position order, one per (head, d), up to four per thread side by side.
- * One chunk in all: the CTA finishes the heads itself (the merge of one chunk: a = w / L with
- * w = L = l_c, out = 0 + u a). Several: each chunk's (m_c, l_c, u_c) goes to `part`
- * ([T][n_heads][nch_cap][2 + head_dim] floats), and the last CTA of the column's head group to
- * arrive (a counter per (t, y), reset by it) merges: M = max m_c, w_c = l_c expf_ref(m_c - M),
- * L = sum w_c in chunk order, a_c = w_c / L, out[d] = 0 + u_0[d] a_0 + u_1[d] a_1 + ... in chunk
- * order; then, when asked, it quantizes the heads' output into the activation blocks the next
- * matvec reads. nx does not change any bits (a chunk's result is the same whichever CTA
- * reduces it): it is min(chunks, enough CTAs to fill the GPU), or 1 (STRATA_CUDA_ATTN=serial).
- * In graph mode the position is read from device memory and nx spans the cache's chunks, so a
- * captured graph holds for every position.
- * The T = 1 RoPE and KV store can be folded in (rf): every CTA rotates its heads' q; the CTA
- * holding the last chunk rotates the position's k and converts v itself (kl / vl: the tile's
- * last row), and the group's first head group stores them in the cache. */
-#define ATTC_MAXG 8                     /* heads per CTA */
-#define ATTC_MAXQ 1024                  /* gs * head_dim at most */
-#define ATTC_ROUNDS 4                   /* V chains per thread: ATTC_MAXQ / 256 */
+ * the chunks are merged in chunk order. One kernel, attn_kernel<GS>, grid (nx, n_heads / GS, T);
+ * each CTA reads its column's position (from device memory in graph mode) and takes one of two
+ * paths, so the choice is made per token on the device:
+ *
+ * One chunk (the token attends to <= 256 positions): the exact path, the kernel of before
+ * (attn_exact_head, ops_dev.cuh): CTA x < GS takes head y*GS + x alone, CTAs x >= GS exit at
+ * once. With one chunk the chunked order is the sequential one (a_0 = l_0 / l_0 = 1 and
+ * o = 0 + u_0 * 1 = u_0), so this path gives the order's bits by construction, and short
+ * contexts keep the speed and the code of the one-head-per-CTA kernel: no merge, no partials.
+ *
+ * Several chunks: the CTA (x, y, t) takes heads y*GS .. y*GS + GS - 1 of column t (GS heads of
+ * one KV group, so a K/V tile serves them all) and chunks x, x + nxe, x + 2 nxe, ... of them
+ * (nxe = min(nxc, the token's chunks); CTAs x >= nxe exit at once), one at a time:
+ *   K and V tiles (cp.async; the V rows load while the scores are computed when two tiles fit)
+ *   -> thread i: the GS scores of position i (the dot over head_dim in d order, products
+ *   rounded, then added, times scale) -> per head the max m_c (exact, any order) ->
+ *   e_i = expf_ref(s_i - m_c) -> thread g sums head g's l_c = e_0 + e_1 + ... in order,
+ *   r_c = 1 / l_c -> chains u[g][d] = u + (e_i r_c) v_i[d] in position order, one per (head, d).
+ * Each chunk's (m_c, l_c, u_c) goes to `part` ([T][n_heads][nch_cap][2 + head_dim] floats), and
+ * the last of the nxe CTAs of the column's head group to arrive (a counter per (t, y), reset by
+ * it) merges: M = max m_c, w_c = l_c expf_ref(m_c - M), L = sum w_c in chunk order,
+ * a_c = w_c / L, out[d] = 0 + u_0[d] a_0 + u_1[d] a_1 + ... in chunk order; then, when asked, it
+ * quantizes the heads' output into the activation blocks the next matvec reads. nxc does not
+ * change any bits (a chunk's result is the same whichever CTA reduces it): min(chunks, enough
+ * CTAs to fill the GPU), or 1 (STRATA_CUDA_ATTN=serial). In graph mode nxc spans the cache's
+ * chunks, so a captured graph holds for every position; the CTAs past a token's chunks exit.
+ * GS: the largest divisor of the GQA group with GS <= 4 and GS * head_dim <= 256, so that the
+ * GS heads' V chains are one per thread (the chain over 256 positions is the latency; a second
+ * round of chains per thread would double it) and the scores GS chains side by side per thread.
+ * The T = 1 RoPE and KV store are folded in (rf): exact path, each CTA its head (rope_head_kv);
+ * chunk path, every CTA rotates its heads' q, the CTA holding the last chunk rotates the
+ * position's k and converts v itself (kl / vl: the tile's last row), and the group's first
+ * head group stores them in the cache. */
+#define ATTC_MAXG 4                     /* heads per CTA of the chunk path */
 static_assert(ATT_TILE == ATTN_CHUNK && ATTX_THREADS == ATTN_CHUNK, "one thread per position of a chunk");
 
-/* heads per CTA: the largest divisor of the GQA group with gs <= 8 and gs * head_dim <= 1024 */
+/* heads per CTA of the chunk path */
 static int attn_heads_per_cta(int n_heads, int n_kv_heads, int head_dim) {
     int G = n_heads / n_kv_heads, best = 1;
     for (int g = 1; g <= G && g <= ATTC_MAXG; g++)
-        if (G % g == 0 && g * head_dim <= ATTC_MAXQ) best = g;
+        if (G % g == 0 && g * head_dim <= ATTX_THREADS) best = g;
     return best;
 }
 
@@ -450,216 +460,222 @@ size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx
     return (size_t)T * n_heads * ATTN_N_CHUNKS(n_ctx) * (head_dim + 2);
 }
 
+/* The one-chunk path: head h of column t, the exact kernel of before (ops_dev.cuh), then the
+ * head's output quantized for wo when asked. dyn: a tile, then the <= 256 scores. */
+static __device__ __forceinline__ void attn_one_chunk(const float *q, uint16_t *kc, uint16_t *vc, int h, int t, int last,
+                                                      int n_heads, int n_kv_heads, int head_dim, float scale, int window,
+                                                      float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt,
+                                                      const cuda_rope_fold &rf, uint32_t *dyn, float *qr, uint16_t *kl,
+                                                      uint16_t *vl) {
+    const int warp = threadIdx.x >> 5;
+    float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
+    const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
+    const uint32_t *k_last = NULL, *v_last = NULL;
+    if (rf.k) {   /* T = 1: this head's RoPE, its KV head's rows of the position (ops_dev.cuh) */
+        const int grp = n_heads / n_kv_heads, kvh = h / grp, half = rf.n_rot / 2;
+        const size_t off = (size_t)last * n_kv_heads * head_dim + (size_t)kvh * head_dim;
+        rope_head_kv(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
+                     rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
+                     h % grp == 0 ? kc + off : NULL, vc + off);
+        qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
+    }
+    attn_exact_head(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window, NULL, orow, dyn, k_last, v_last);
+    if (act) {
+        __syncthreads();
+        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
+        size_t bb = act_block_bytes_dev(act_fmt);
+        for (int j = warp; j < head_dim / B; j += ATTX_THREADS / 32) {
+            size_t bi = ((size_t)h * head_dim) / B + j;
+            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+        }
+    }
+}
+
+template <int GS>
 __global__ void __launch_bounds__(ATTX_THREADS)
-attn_chunk_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int gs, int pos0,
-                  const int *d_pos, float scale, int window, int nch_cap, float *part, int *counters, float *outp,
-                  uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
+attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
+            const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, float *part, int *counters,
+            float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
     PDL_WAIT();
-    extern __shared__ uint32_t dyn[];                 /* the K or V tile: attn_tile_words(head_dim) */
-    __shared__ float qs[ATTC_MAXQ];                   /* [gs][head_dim] */
-    __shared__ float es[ATTC_MAXG * ATTN_CHUNK];      /* [gs][ATTN_CHUNK]: e of the chunk's positions */
-    __shared__ float red[ATTC_MAXG][ATTX_THREADS / 32];
-    __shared__ float ls[ATTC_MAXG], rs[ATTC_MAXG], ms[ATTC_MAXG];   /* per head: l_c (or L), 1 / l_c (or a), m_c (or M) */
+    extern __shared__ uint32_t dyn[];                 /* the K (and V) tile(s); the exact path's scores; the merge's m, w */
     __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
-    __shared__ int s_last;
+    __shared__ float qs[GS * ATT_MAX_HD];             /* [GS][head_dim] (the exact path: its head's rotated q) */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int t = blockIdx.z, hg = blockIdx.y, h0 = hg * gs;
-    const int G = n_heads / n_kv_heads, kvh = h0 / G, kv_dim = n_kv_heads * head_dim;
+    const int t = blockIdx.z, hg = blockIdx.y, h0 = hg * GS, x = blockIdx.x;
     const int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
     const int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
     const int n = last - first + 1, nch = ATTN_N_CHUNKS(n);
-    const int W = head_dim / 2, RS = W + 1;
-    const int nv = gs * head_dim;                     /* chains: one per (head, d) */
     kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
-    if ((int)blockIdx.x >= nch && nch == 1) return;   /* nothing to reduce, nothing to merge */
-    /* this thread's chains: round r is chain j = tid + r * ATTX_THREADS, (head j / head_dim, d) */
-    int cg[ATTC_ROUNDS], cd[ATTC_ROUNDS];
-#pragma unroll
-    for (int r = 0; r < ATTC_ROUNDS; r++) {
-        int j = tid + r * ATTX_THREADS;
-        cg[r] = j < nv ? j / head_dim : -1;
-        cd[r] = j < nv ? j % head_dim : 0;
+    if (nch == 1) {   /* the exact path: one head per CTA */
+        if (x < GS)
+            attn_one_chunk(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
+                           act_fmt, rf, dyn, qs, kl, vl);
+        return;
     }
-    float acc[ATTC_ROUNDS];
-    if ((int)blockIdx.x < nch) {
-        const float *qt = q + ((size_t)t * n_heads + h0) * head_dim;
-        const int lastc = nch - 1;
-        const int holds_last = (lastc - (int)blockIdx.x) % (int)gridDim.x == 0;
-        if (rf.k) {   /* T = 1: RoPE of the heads' q here; the position's K/V rows by the last chunk's CTA */
-            const int half = rf.n_rot / 2, rest = head_dim - rf.n_rot;
-            const float *csq = rf.cs_q + (size_t)last * half * 2, *csk = rf.cs_k + (size_t)last * half * 2;
-            for (int idx = tid; idx < gs * half; idx += ATTX_THREADS) {
-                int g = idx / half, i = idx % half, ia, ib;
+    const int nxe = nch < nxc ? nch : nxc;            /* CTAs reducing this token's chunks */
+    if (x >= nxe) return;
+    __shared__ float es[GS * ATTN_CHUNK];             /* [GS][ATTN_CHUNK]: e of the chunk's positions */
+    __shared__ float red[GS][ATTX_THREADS / 32];
+    __shared__ float ls[GS], rs[GS], ms[GS];          /* per head: l_c (or L), 1 / l_c, m_c (or M) */
+    __shared__ int s_last;
+    const int G = n_heads / n_kv_heads, kvh = h0 / G, kv_dim = n_kv_heads * head_dim;
+    const int W = head_dim / 2, RS = W + 1;
+    const int nv = GS * head_dim;                     /* chains: one per (head, d); <= ATTX_THREADS */
+    const int cg = tid < nv ? tid / head_dim : -1, cd = tid < nv ? tid % head_dim : 0;
+    float acc = 0.0f;
+    const float *qt = q + ((size_t)t * n_heads + h0) * head_dim;
+    const int lastc = nch - 1;
+    const int holds_last = (lastc - x) % nxe == 0;
+    if (rf.k) {   /* T = 1: RoPE of the heads' q here; the position's K/V rows by the last chunk's CTA */
+        const int half = rf.n_rot / 2, rest = head_dim - rf.n_rot;
+        const float *csq = rf.cs_q + (size_t)last * half * 2, *csk = rf.cs_k + (size_t)last * half * 2;
+        for (int idx = tid; idx < GS * half; idx += ATTX_THREADS) {
+            int g = idx / half, i = idx % half, ia, ib;
+            float o1, o2;
+            rope_pair(qt + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
+            qs[g * head_dim + ia] = o1; qs[g * head_dim + ib] = o2;
+        }
+        for (int idx = tid; idx < GS * rest; idx += ATTX_THREADS) {
+            int g = idx / rest, j = rf.n_rot + idx % rest;
+            qs[g * head_dim + j] = qt[(size_t)g * head_dim + j];
+        }
+        if (holds_last) {
+            const float *ks = rf.k + (size_t)kvh * head_dim, *vs = rf.v + (size_t)kvh * head_dim;
+            for (int i = tid; i < half; i += ATTX_THREADS) {
                 float o1, o2;
-                rope_pair(qt + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
-                qs[g * head_dim + ia] = o1; qs[g * head_dim + ib] = o2;
+                int ia, ib;
+                rope_pair(ks, i, rf.n_rot, rf.neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
+                kl[ia] = __half_as_ushort(__float2half_rn(o1));
+                kl[ib] = __half_as_ushort(__float2half_rn(o2));
             }
-            for (int idx = tid; idx < gs * rest; idx += ATTX_THREADS) {
-                int g = idx / rest, j = rf.n_rot + idx % rest;
-                qs[g * head_dim + j] = qt[(size_t)g * head_dim + j];
+            for (int j = rf.n_rot + tid; j < head_dim; j += ATTX_THREADS) kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
+            for (int j = tid; j < head_dim; j += ATTX_THREADS) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
+            __syncthreads();
+            if (h0 % G == 0) {   /* the group's first head group stores the rows */
+                const size_t off = (size_t)last * kv_dim + (size_t)kvh * head_dim;
+                for (int j = tid; j < head_dim; j += ATTX_THREADS) { kc[off + j] = kl[j]; vc[off + j] = vl[j]; }
             }
-            if (holds_last) {
-                const float *ks = rf.k + (size_t)kvh * head_dim, *vs = rf.v + (size_t)kvh * head_dim;
-                for (int i = tid; i < half; i += ATTX_THREADS) {
-                    float o1, o2;
-                    int ia, ib;
-                    rope_pair(ks, i, rf.n_rot, rf.neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
-                    kl[ia] = __half_as_ushort(__float2half_rn(o1));
-                    kl[ib] = __half_as_ushort(__float2half_rn(o2));
-                }
-                for (int j = rf.n_rot + tid; j < head_dim; j += ATTX_THREADS) kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
-                for (int j = tid; j < head_dim; j += ATTX_THREADS) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
-                __syncthreads();
-                if (h0 % G == 0) {   /* the group's first head group stores the rows */
-                    const size_t off = (size_t)last * kv_dim + (size_t)kvh * head_dim;
-                    for (int j = tid; j < head_dim; j += ATTX_THREADS) { kc[off + j] = kl[j]; vc[off + j] = vl[j]; }
-                }
+        }
+    } else {
+        for (int idx = tid; idx < nv; idx += ATTX_THREADS) qs[idx] = qt[idx];
+    }
+    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    uint32_t *ktile = dyn, *vtile = two_tiles ? dyn + attn_tile_words(head_dim) : dyn;
+    const uint16_t *kt_h = (const uint16_t *)ktile, *vt_h = (const uint16_t *)vtile;
+    for (int c = x; c < nch; c += nxe) {
+        const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
+        const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
+        const uint32_t *v_last = rf.k && c == lastc ? (const uint32_t *)vl : NULL;
+        __syncthreads();   /* the previous chunk's readers of the tiles are done; qs, kl, vl written */
+        attn_tile_issue(ktile, kbase, p0, nr, n, W, RS, kv_dim, k_last);
+        if (two_tiles) {   /* the V rows in flight while the scores are computed */
+            attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
+            cp_async_wait_prev();
+        } else cp_async_wait_all();
+        __syncthreads();
+        /* scores: thread i <- position first + p0 + i, the GS heads side by side */
+        float s[GS];
+#pragma unroll
+        for (int g = 0; g < GS; g++) s[g] = 0.0f;
+        if (tid < nr) {
+            const uint16_t *kr = kt_h + (size_t)tid * 2 * RS;
+#pragma unroll 8
+            for (int d = 0; d < head_dim; d++) {
+                const float kv = h2f(kr[d]);
+#pragma unroll
+                for (int g = 0; g < GS; g++) s[g] = __fadd_rn(s[g], __fmul_rn(qs[g * head_dim + d], kv));
             }
+#pragma unroll
+            for (int g = 0; g < GS; g++) s[g] = __fmul_rn(s[g], scale);
         } else {
-            for (int idx = tid; idx < nv; idx += ATTX_THREADS) qs[idx] = qt[idx];
+#pragma unroll
+            for (int g = 0; g < GS; g++) s[g] = -INFINITY;
         }
-        const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-        const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-        uint32_t *tile = dyn;
-        const uint16_t *tile_h = (const uint16_t *)tile;
-        for (int c = blockIdx.x; c < nch; c += gridDim.x) {
-            const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
-            const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
-            const uint32_t *v_last = rf.k && c == lastc ? (const uint32_t *)vl : NULL;
-            attn_tile_load(tile, kbase, p0, nr, n, W, RS, kv_dim, k_last);   /* barriers before and after */
-            /* scores: thread i <- position first + p0 + i, the gs heads side by side */
-            float s[ATTC_MAXG];
 #pragma unroll
-            for (int g = 0; g < ATTC_MAXG; g++) s[g] = 0.0f;
-            if (tid < nr) {
-                const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
-#pragma unroll 4
-                for (int d = 0; d < head_dim; d++) {
-                    const float kv = h2f(kr[d]);
+        for (int g = 0; g < GS; g++) {
+            float mx = s[g];
 #pragma unroll
-                    for (int g = 0; g < ATTC_MAXG; g++)
-                        if (g < gs) s[g] = __fadd_rn(s[g], __fmul_rn(qs[g * head_dim + d], kv));
-                }
+            for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+            if (lane == 0) red[g][warp] = mx;
+        }
+        __syncthreads();
 #pragma unroll
-                for (int g = 0; g < ATTC_MAXG; g++) s[g] = __fmul_rn(s[g], scale);
-            } else {
-#pragma unroll
-                for (int g = 0; g < ATTC_MAXG; g++) s[g] = -INFINITY;
-            }
-#pragma unroll
-            for (int g = 0; g < ATTC_MAXG; g++) {
-                if (g >= gs) break;
-                float mx = s[g];
-#pragma unroll
-                for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
-                if (lane == 0) red[g][warp] = mx;
-            }
-            __syncthreads();
-#pragma unroll
-            for (int g = 0; g < ATTC_MAXG; g++) {
-                if (g >= gs) break;
-                float mx = red[g][0];
-                for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
-                if (tid == 0) ms[g] = mx;
-                if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
-            }
-            /* the V tile; while it loads, thread g sums head g's e in position order */
-            __syncthreads();   /* es complete; the K tile's readers done */
-            attn_tile_issue(tile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
-            if (tid < gs) {
-                float l = 0.0f;
+        for (int g = 0; g < GS; g++) {
+            float mx = red[g][0];
+            for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
+            if (tid == 0) ms[g] = mx;
+            if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
+        }
+        __syncthreads();   /* es complete; the K tile's readers done */
+        if (!two_tiles) attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, kv_dim, v_last);   /* into the K tile's place */
+        if (tid < GS) {   /* while the V rows arrive: thread g sums head g's e in position order */
+            float l = 0.0f;
 #pragma unroll 8
-                for (int i = 0; i < nr; i++) l = __fadd_rn(l, es[tid * ATTN_CHUNK + i]);
-                ls[tid] = l;
-                rs[tid] = __fdiv_rn(1.0f, l);
-            }
-            cp_async_wait_all();
-            __syncthreads();
-            /* the chains, in position order; loads of 8 positions issued ahead of their adds */
-            float r_g[ATTC_ROUNDS];
-#pragma unroll
-            for (int r = 0; r < ATTC_ROUNDS; r++) { acc[r] = 0.0f; r_g[r] = cg[r] >= 0 ? rs[cg[r]] : 0.0f; }
+            for (int i = 0; i < nr; i++) l = __fadd_rn(l, es[tid * ATTN_CHUNK + i]);
+            ls[tid] = l;
+            rs[tid] = __fdiv_rn(1.0f, l);
+        }
+        cp_async_wait_all();
+        __syncthreads();
+        /* the chains, in position order; loads of 8 positions issued ahead of their adds */
+        acc = 0.0f;
+        if (cg >= 0) {
+            const float r = rs[cg];
+            const float *e = es + cg * ATTN_CHUNK;
 #pragma unroll 8
-            for (int i = 0; i < nr; i++) {
-                const uint16_t *vr = tile_h + (size_t)i * 2 * RS;
-#pragma unroll
-                for (int r = 0; r < ATTC_ROUNDS; r++) {
-                    if (cg[r] < 0) break;
-                    const float w = __fmul_rn(es[cg[r] * ATTN_CHUNK + i], r_g[r]);
-                    acc[r] = __fadd_rn(acc[r], __fmul_rn(w, h2f(vr[cd[r]])));
-                }
-            }
-            if (nch > 1) {   /* the chunk's (m, l, u) for the merge */
-#pragma unroll
-                for (int r = 0; r < ATTC_ROUNDS; r++) {
-                    if (cg[r] < 0) break;
-                    float *pp = part + (((size_t)t * n_heads + h0 + cg[r]) * nch_cap + c) * (head_dim + 2);
-                    pp[2 + cd[r]] = acc[r];
-                    if (cd[r] == 0) { pp[0] = ms[cg[r]]; pp[1] = ls[cg[r]]; }
-                }
-            }
+            for (int i = 0; i < nr; i++)
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), h2f(vt_h[(size_t)i * 2 * RS + cd])));
+            float *pp = part + (((size_t)t * n_heads + h0 + cg) * nch_cap + c) * (head_dim + 2);
+            pp[2 + cd] = acc;   /* the chunk's (m, l, u) for the merge */
+            if (cd == 0) { pp[0] = ms[cg]; pp[1] = ls[cg]; }
         }
     }
-    if (nch > 1) {   /* the last CTA of (t, head group) to arrive merges the chunks */
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-            int *cnt = counters + (size_t)t * gridDim.y + hg;
-            s_last = atomicAdd(cnt, 1) == (int)gridDim.x - 1;
-            if (s_last) *cnt = 0;
-        }
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();
-        /* the chunks' m and l of the gs heads into shared memory (the tile's: no tile is live) */
-        float *mm = (float *)dyn, *ww = mm + gs * nch;
-        for (int idx = tid; idx < gs * nch; idx += ATTX_THREADS) {
-            const float *pp = part + (((size_t)t * n_heads + h0 + idx / nch) * nch_cap + idx % nch) * (head_dim + 2);
-            mm[idx] = __ldcg(pp);
-            ww[idx] = __ldcg(pp + 1);
-        }
-        __syncthreads();
-        if (tid < gs) {   /* M: the max of the chunks' maxima */
-            float M = -INFINITY;
-            for (int c = 0; c < nch; c++) M = fmaxf(M, mm[tid * nch + c]);
-            ms[tid] = M;
-        }
-        __syncthreads();
-        for (int idx = tid; idx < gs * nch; idx += ATTX_THREADS)   /* w_c = l_c expf(m_c - M) */
-            ww[idx] = __fmul_rn(ww[idx], expf_ref(__fsub_rn(mm[idx], ms[idx / nch])));
-        __syncthreads();
-        if (tid < gs) {   /* L, chunks in order */
-            float L = 0.0f;
-            for (int c = 0; c < nch; c++) L = __fadd_rn(L, ww[tid * nch + c]);
-            ls[tid] = L;
-        }
-        __syncthreads();
-        for (int idx = tid; idx < gs * nch; idx += ATTX_THREADS) ww[idx] = __fdiv_rn(ww[idx], ls[idx / nch]);   /* a_c */
-        __syncthreads();
-#pragma unroll
-        for (int r = 0; r < ATTC_ROUNDS; r++) {
-            if (cg[r] < 0) break;
-            const float *pp = part + ((size_t)t * n_heads + h0 + cg[r]) * nch_cap * (head_dim + 2) + 2 + cd[r];
-            const float *a = ww + cg[r] * nch;
-            float o = 0.0f;
-            for (int c = 0; c < nch; c++) o = __fadd_rn(o, __fmul_rn(__ldcg(pp + (size_t)c * (head_dim + 2)), a[c]));
-            acc[r] = o;
-        }
-    } else {   /* one chunk: its merge here (w = l expf(m - m), L = 0 + w, a = w / L) */
-        __syncthreads();   /* every thread has read rs */
-        if (tid < gs) {
-            const float w = __fmul_rn(ls[tid], expf_ref(__fsub_rn(ms[tid], ms[tid])));
-            rs[tid] = __fdiv_rn(w, __fadd_rn(0.0f, w));
-        }
-        __syncthreads();
-#pragma unroll
-        for (int r = 0; r < ATTC_ROUNDS; r++)
-            if (cg[r] >= 0) acc[r] = __fadd_rn(0.0f, __fmul_rn(acc[r], rs[cg[r]]));
+    /* the last CTA of (t, head group) to arrive merges the chunks */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        int *cnt = counters + (size_t)t * gridDim.y + hg;
+        s_last = atomicAdd(cnt, 1) == nxe - 1;
+        if (s_last) *cnt = 0;
     }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    /* the chunks' m and l of the GS heads into shared memory (the tiles': no tile is live) */
+    float *mm = (float *)dyn, *ww = mm + GS * nch;
+    for (int idx = tid; idx < GS * nch; idx += ATTX_THREADS) {
+        const float *pp = part + (((size_t)t * n_heads + h0 + idx / nch) * nch_cap + idx % nch) * (head_dim + 2);
+        mm[idx] = __ldcg(pp);
+        ww[idx] = __ldcg(pp + 1);
+    }
+    __syncthreads();
+    if (tid < GS) {   /* M: the max of the chunks' maxima */
+        float M = -INFINITY;
+        for (int c = 0; c < nch; c++) M = fmaxf(M, mm[tid * nch + c]);
+        ms[tid] = M;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GS * nch; idx += ATTX_THREADS)   /* w_c = l_c expf(m_c - M) */
+        ww[idx] = __fmul_rn(ww[idx], expf_ref(__fsub_rn(mm[idx], ms[idx / nch])));
+    __syncthreads();
+    if (tid < GS) {   /* L, chunks in order */
+        float L = 0.0f;
+        for (int c = 0; c < nch; c++) L = __fadd_rn(L, ww[tid * nch + c]);
+        ls[tid] = L;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GS * nch; idx += ATTX_THREADS) ww[idx] = __fdiv_rn(ww[idx], ls[idx / nch]);   /* a_c */
+    __syncthreads();
     float *orow = outp + ((size_t)t * n_heads + h0) * head_dim;
-#pragma unroll
-    for (int r = 0; r < ATTC_ROUNDS; r++)
-        if (cg[r] >= 0) orow[cg[r] * head_dim + cd[r]] = acc[r];
+    if (cg >= 0) {
+        const float *pp = part + ((size_t)t * n_heads + h0 + cg) * nch_cap * (head_dim + 2) + 2 + cd;
+        const float *a = ww + cg * nch;
+        float o = 0.0f;
+        for (int c = 0; c < nch; c++) o = __fadd_rn(o, __fmul_rn(__ldcg(pp + (size_t)c * (head_dim + 2)), a[c]));
+        orow[cg * head_dim + cd] = o;
+    }
     if (act) {   /* the heads' blocks of activation row t (B divides head_dim: checked by the caller) */
         __syncthreads();
         int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
@@ -672,6 +688,22 @@ attn_chunk_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n
     }
 }
 
+template <int GS>
+static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, uint16_t *kc, uint16_t *vc, int n_heads,
+                       int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
+                       int two_tiles, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
+                       cuda_rope_fold rf, cuda_cols cols) {
+    static int attr_set = 0;
+    if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once per instance) */
+        if (CU_CHECK(cudaFuncSetAttribute(attn_kernel<GS>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
+            return -1;
+        attr_set = 1;
+    }
+    klaunch(attn_kernel<GS>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
+            nch_cap, nxc, two_tiles, part, counters, out, act, arb, act_fmt, rf, cols);
+    return CU_LAUNCHED();
+}
+
 int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
                    const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
                    float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols, int serial,
@@ -679,12 +711,6 @@ int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_head
     if (head_dim > ATT_MAX_HD || head_dim % 2 || n_heads % n_kv_heads || (rf && T != 1) || (rf && cols)) return -1;
     cuda_cols none = { NULL, NULL, NULL };
     cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
-    static int attr_set = 0;
-    if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once) */
-        if (CU_CHECK(cudaFuncSetAttribute(attn_chunk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
-            return -1;
-        attr_set = 1;
-    }
     static int sms = 0;
     if (!sms) {
         const cuda_device_class *dc = cuda_device_class_get();
@@ -697,17 +723,31 @@ int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_head
     int span = window > 0 && window < ml + 1 ? window : ml + 1;
     int nch = ATTN_N_CHUNKS(span) < nch_cap ? ATTN_N_CHUNKS(span) : nch_cap;
     int pairs = T * groups, fill = (4 * sms + pairs - 1) / pairs;
-    int nx = serial ? 1 : nch < fill ? nch : fill;
-    if (nx < 1) nx = 1;
+    int nxc = serial ? 1 : nch < fill ? nch : fill;
+    if (nxc < 1) nxc = 1;
+    const int nx = nxc > gs ? nxc : gs;   /* the exact path takes CTAs x < gs */
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)nx, (unsigned)groups, (unsigned)T);
-    /* the tile, which the merge reuses for the chunks' m and w of the gs heads */
-    size_t smem = attn_tile_words(head_dim) * 4, merge = (size_t)2 * gs * nch_cap * sizeof(float);
+    /* dynamic shared memory: the exact path's tile and <= 256 scores; the chunk path's K and V
+     * tiles (two where they fit, else one for both in turn); the merge's m and w (in the tiles) */
+    const size_t tile = attn_tile_words(head_dim) * 4, merge = (size_t)2 * gs * nch_cap * sizeof(float);
+    size_t smem = tile + ATTN_CHUNK * sizeof(float);
+    const int two_tiles = nch > 1 && 2 * tile <= 160 * 1024;
+    if (two_tiles && 2 * tile > smem) smem = 2 * tile;
     if (merge > smem) smem = merge;
     if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
-    klaunch(attn_chunk_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, gs, pos0, d_pos, scale,
-            window, nch_cap, scratch, counters, out, (uint8_t *)act, arb, act_fmt, rf ? *rf : no_fold, cols ? *cols : none);
-    return CU_LAUNCHED();
+    const cuda_rope_fold f = rf ? *rf : no_fold;
+    const cuda_cols cl = cols ? *cols : none;
+    switch (gs) {
+    case 1: return attn_launch<1>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    case 2: return attn_launch<2>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    case 3: return attn_launch<3>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    default: return attn_launch<4>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                   nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    }
 }
 
 /* ---- element-wise -------------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /* Device bodies of the op kernels (ops.cu, moe.cu): the RoPE pair, the norm's partial-sum
- * order, the last-CTA handshake, and the attention's K/V tiles. Include after
+ * order, the last-CTA handshake, and one (token, head) of the exact attention. Include after
  * EXPF_DEVICE_STATE (expf_ref). */
 #ifndef STRATA_OPS_DEV_CUH
 #define STRATA_OPS_DEV_CUH
@@ -42,19 +42,60 @@ static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
     return s_last;
 }
 
-/* ---- attention tiles (ops.cu's attn_chunk_kernel: the canonical chunked order) ------------
- * 256 threads, one per position of a 256-position chunk (ATTN_CHUNK), and 256-position tiles
- * of K or V rows in dynamic shared memory (dyn): row stride head_dim + 2 halves, an odd
- * number of words, so threads reading different rows at one column hit different banks.
+/* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
+ * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the f16 words the
+ * cache holds into kl / vl (all shared memory), then, when kc_row / vc_row are given (one CTA
+ * per KV group), stored there. The caller passes kl / vl to attn_exact_head as the row of
+ * that position, so no CTA reads back a row another CTA of the same launch writes. csq / csk:
+ * the position's [n_rot/2][cos, sin] of q's and k's tables. Ends with the CTA synchronized. */
+static __device__ __forceinline__ void rope_head_kv(const float *qs, const float *ks, const float *vs, const float *csq,
+                                                    const float *csk, int n_rot, int neox, int head_dim, float *qr,
+                                                    uint16_t *kl, uint16_t *vl, uint16_t *kc_row, uint16_t *vc_row) {
+    const int half = n_rot / 2;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float o1, o2;
+        int ia, ib;
+        rope_pair(qs, i, n_rot, neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
+        qr[ia] = o1; qr[ib] = o2;
+        rope_pair(ks, i, n_rot, neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
+        kl[ia] = __half_as_ushort(__float2half_rn(o1));
+        kl[ib] = __half_as_ushort(__float2half_rn(o2));
+    }
+    for (int j = n_rot + threadIdx.x; j < head_dim; j += blockDim.x) {
+        qr[j] = qs[j];
+        kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
+    }
+    for (int j = threadIdx.x; j < head_dim; j += blockDim.x) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
+    __syncthreads();
+    if (kc_row)
+        for (int j = threadIdx.x; j < head_dim; j += blockDim.x) { kc_row[j] = kl[j]; vc_row[j] = vl[j]; }
+}
+
+/* ---- attention, the CPU's order: bit-identical to src/cpu/backend_cpu.c --------------------
+ * One (token, head) per CTA of ATTX_THREADS threads. Scores in parallel over positions, each
+ * the dot over head_dim in order (products rounded, then added), times scale; max;
+ * e_p = expf(s_p - max) (the host libm's bits: expf_host.cuh); the sum of e_p in position
+ * order by one thread; then thread d accumulates o[d] = o[d] + (e_p * inv) * v_p[d] in
+ * position order. The sequential parts cost O(positions) per head.
+ * 256 threads and 256-position tiles: one score chain per thread per tile (the chains over d
+ * are the latency; more of them in flight, fewer tiles and barriers); the V phase uses
+ * head_dim threads. Measured at 128 threads / 64-position tiles before (docs/BENCHMARKS.md).
  * Tiles are filled with cp.async (all of a thread's copies in flight, then one wait): a plain
- * load-then-store loop waited for each load in turn. k_last / v_last: NULL, or the f16 rows of
- * position `last` (as words) to use instead of the cache's (the T = 1 attention with RoPE and
- * the KV store folded in writes them in the same launch). */
+ * load-then-store loop waited for each load in turn.
+ * Since issue 19 this is the one-chunk path of ops.cu's attn_kernel (tokens attending to at
+ * most ATTN_CHUNK = 256 positions), where this order is the canonical chunked order
+ * (src/model/attn_order.h: one chunk, a_0 = 1); longer spans take the kernel's chunk path. */
 #define ATTX_THREADS 256
 #define ATT_TILE 256
 #ifndef ATT_MAX_HD
 #define ATT_MAX_HD 256
 #endif
+/* Dynamic shared memory (dyn): a tile of ATT_TILE K or V rows (row stride head_dim + 2
+ * halves: an odd number of words, so threads reading different rows at one column hit
+ * different banks), then the scores when sc is NULL (else sc: positions floats of scratch).
+ * Positions [first, last] of the cache; k_last / v_last: NULL, or the f16 rows of position
+ * `last` (as words) to use instead of the cache's (the T = 1 attention with RoPE and the KV
+ * store folded in writes them in the same launch). Writes o to orow (head_dim floats). */
 /* 4-byte global -> shared copy without a register round trip (sm_80+: cp.async), so that a
  * thread's 32 loads of a tile are all in flight at once; the plain copy before sm_80 */
 static __device__ __forceinline__ void cp_async4(uint32_t *dst_smem, const uint32_t *src) {
@@ -70,6 +111,18 @@ static __device__ __forceinline__ void cp_async_wait_all(void) {
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
+/* the copies issued since the last commit as one group; wait until at most one group (the
+ * newest) is still in flight */
+static __device__ __forceinline__ void cp_async_commit(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void cp_async_wait_prev(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+}
 
 static __host__ __device__ __forceinline__ size_t attn_tile_words(int head_dim) {
     return ((size_t)ATT_TILE * (head_dim / 2 + 1) + 3) & ~(size_t)3;
@@ -77,9 +130,21 @@ static __host__ __device__ __forceinline__ size_t attn_tile_words(int head_dim) 
 /* rows p0 .. p0 + nr - 1 of one head's K or V cache (base: row 0 of the range; rows kv_dim
  * halves apart) into the tile, W words per row at stride RS, by cp.async; the range's last
  * row (n - 1) from last_row instead when given (a row this launch made). Between barriers:
- * the previous tile's readers are done before, the new tile is complete after (attn_tile_issue:
- * the copies alone, for a caller with work to overlap before its own wait and barrier). The
- * attention kernel itself is ops.cu's attn_chunk_kernel. */
+ * the previous tile's readers are done before, the new tile is complete after. */
+static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint16_t *base, int p0, int nr, int n, int W,
+                                                      int RS, int kv_dim, const uint32_t *last_row) {
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < nr * W; idx += ATTX_THREADS) {
+        int r = idx / W, w = idx % W;
+        if (last_row && p0 + r == n - 1) tile[r * RS + w] = last_row[w];
+        else cp_async4(&tile[r * RS + w], (const uint32_t *)(base + (size_t)(p0 + r) * kv_dim) + w);
+    }
+    cp_async_wait_all();
+    __syncthreads();
+}
+
+/* the copies of rows p0 .. p0 + nr - 1 into a tile, issued and committed as one group (no
+ * barrier: the caller's barriers order the tile's readers and writers) */
 static __device__ __forceinline__ void attn_tile_issue(uint32_t *tile, const uint16_t *base, int p0, int nr, int n, int W,
                                                        int RS, int kv_dim, const uint32_t *last_row) {
     for (int idx = threadIdx.x; idx < nr * W; idx += ATTX_THREADS) {
@@ -87,13 +152,81 @@ static __device__ __forceinline__ void attn_tile_issue(uint32_t *tile, const uin
         if (last_row && p0 + r == n - 1) tile[r * RS + w] = last_row[w];
         else cp_async4(&tile[r * RS + w], (const uint32_t *)(base + (size_t)(p0 + r) * kv_dim) + w);
     }
-}
-static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint16_t *base, int p0, int nr, int n, int W,
-                                                      int RS, int kv_dim, const uint32_t *last_row) {
-    __syncthreads();
-    attn_tile_issue(tile, base, p0, nr, n, W, RS, kv_dim, last_row);
-    cp_async_wait_all();
-    __syncthreads();
+    cp_async_commit();
 }
 
+static __device__ __forceinline__ void attn_exact_head(const float *qh, const uint16_t *kc, const uint16_t *vc, int h,
+                                                       int n_heads, int n_kv_heads, int head_dim, int last, float scale,
+                                                       int window, float *sc, float *orow, uint32_t *dyn,
+                                                       const uint32_t *k_last, const uint32_t *v_last) {
+    __shared__ float qs[ATT_MAX_HD];
+    __shared__ float red[ATTX_THREADS / 32];
+    __shared__ float inv_s;
+    const int W = head_dim / 2, RS = W + 1;           /* words per row, row stride in words */
+    uint32_t *tile = dyn;
+    const uint16_t *tile_h = (const uint16_t *)tile;
+    if (!sc) sc = (float *)(dyn + attn_tile_words(head_dim));
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    int n = last - first + 1;
+    for (int d = tid; d < head_dim; d += ATTX_THREADS) qs[d] = qh[d];
+    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
+    float mx = -INFINITY;
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        attn_tile_load(tile, kbase, p0, nr, n, W, RS, kv_dim, k_last);
+        if (tid < nr) {
+            const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
+            float s = 0.0f;
+#pragma unroll 16
+            for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
+            s = __fmul_rn(s, scale);
+            sc[p0 + tid] = s;
+            mx = fmaxf(mx, s);
+        }
+    }
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+    if (lane == 0) red[warp] = mx;
+    __syncthreads();
+    mx = red[0];
+    for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
+    for (int i = tid; i < n; i += ATTX_THREADS) sc[i] = expf_ref(__fsub_rn(sc[i], mx));
+    __syncthreads();
+    if (tid == 0) {
+        float sum = 0.0f;
+#pragma unroll 8
+        for (int i = 0; i < n; i++) sum = __fadd_rn(sum, sc[i]);
+        inv_s = __fdiv_rn(1.0f, sum);
+    }
+    __syncthreads();
+    float inv = inv_s;
+    /* o[d] = o[d] + (e_p * inv) * v_p[d] in position order, V tiles through shared memory */
+    float o[ATT_MAX_HD / ATTX_THREADS];
+#pragma unroll
+    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
+    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+        int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+        attn_tile_load(tile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
+#pragma unroll
+        for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
+            int d = tid + j * ATTX_THREADS;
+            if (d >= head_dim) break;
+            float acc = o[j];
+            /* loads of 16 positions issued ahead of their (ordered) adds */
+#pragma unroll 16
+            for (int i = 0; i < nr; i++)
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(sc[p0 + i], inv), h2f(tile_h[(size_t)i * 2 * RS + d])));
+            o[j] = acc;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
+        int d = tid + j * ATTX_THREADS;
+        if (d < head_dim) orow[d] = o[j];
+    }
+}
 #endif

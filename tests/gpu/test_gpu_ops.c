@@ -3,7 +3,9 @@
  *   rope, add, KV store: bit-identical          rmsnorm: bit-identical in practice (<= 1 ulp)
  *   attention (the chunked order, chunks in parallel and serial): bit-identical to the CPU at
  *     depths 1..5000 (every chunk boundary), full and sliding windows, GQA groups of 1 to 16,
- *     head_dim 64, 128 and 256 (a relative error <= 2e-5 when the GPU's expf is not libm's)
+ *     head_dim 64, 128 and 256 (a relative error <= 2e-5 when the GPU's expf is not libm's);
+ *     the paths: spans <= 256 the exact kernel (no chunk partials written), longer ones the
+ *     chunk path, at depths around 256, 512 and 4096, positions from the host or the device
  *   swiglu / geglu (CUDA expf / tanhf): <= 4 ulp-ish, checked as relative error <= 1e-6
  *   argmax: the CPU's index, including ties (lowest index wins). */
 #include "test.h"
@@ -146,6 +148,100 @@ static void test_attention(const attn_cfg *C, threadpool *tp, int libm) {
     cpu->ops->free(cpu);
 }
 
+/* ---- the attention's two paths (ops.cu attn_kernel): a token attending to <= 256 positions
+ * takes the exact (one-chunk) path and writes no chunk partials, a longer one the chunk path;
+ * both give the CPU's bits. Single-token steps (T = 1, as decode) at depths just below, at and
+ * past 256, 512 and 4096, with the position given by the host and read from device memory (the
+ * decode graph's launch: a grid over every chunk of n_ctx, the CTAs past the token's chunks
+ * exiting), the full cache or a window of 256 (one chunk at any depth: the exact path at 4096)
+ * or 600; SmolLM2's head shape and Gemma 3's (hd 256: one K/V tile) and a GQA group of 8 at
+ * hd 128 (two heads per CTA, two tiles). The cache is filled between the steps by passes of
+ * 64 (window 8) on both sides. */
+typedef struct { int pos, window; } attn_step;
+static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
+    t_current = C->name;
+    static const attn_step steps[] = {
+        { 0, 0 }, { 100, 0 }, { 254, 0 }, { 255, 0 }, { 256, 0 }, { 257, 0 }, { 300, 256 }, { 511, 0 }, { 512, 0 },
+        { 513, 0 }, { 700, 600 }, { 1000, 256 }, { 4094, 0 }, { 4095, 0 }, { 4096, 0 }, { 4097, 256 }, { 4098, 0 },
+        { 4099, 600 },
+    };
+    const int n_ctx = 4160, H = C->H, KVH = C->KVH, HD = C->HD, TF = 64;
+    hparams hp = make_hp(n_ctx);
+    hp.n_heads = H; hp.n_kv_heads = KVH; hp.head_dim = HD; hp.n_rot = HD; hp.n_embd = H * HD;
+    hp.attn_scale = 1.0f / sqrtf((float)HD);
+    model_weights mw;
+    memset(&mw, 0, sizeof mw);
+    char err[512];
+    backend *cpu = backend_cpu_new(&hp, &mw, n_ctx, tp, 0, 0, err, sizeof err);
+    REQUIRE(cpu != NULL, "%s", err);
+    if (!cpu) return;
+    size_t qn = (size_t)TF * H * HD, kn = (size_t)TF * KVH * HD, kvb = (size_t)n_ctx * KVH * HD * 2;
+    float *q = malloc(qn * 4), *k = malloc(kn * 4), *v = malloc(kn * 4), *ref = malloc(qn * 4), *out = malloc(qn * 4);
+    float *dq = cuda_malloc(qn * 4), *dk = cuda_malloc(kn * 4), *dv = cuda_malloc(kn * 4), *dout = cuda_malloc(qn * 4);
+    uint16_t *kc = cuda_malloc(kvb), *vc = cuda_malloc(kvb);
+    REQUIRE(q && k && v && ref && out && dq && dk && dv && dout && kc && vc, "allocation");
+    int ok = 1, bits = 1, exact_ok = 1, chunk_ok = 1, n_exact = 0, n_chunk = 0, at = 0;
+    double worst = 0;
+    for (size_t si = 0; si < sizeof steps / sizeof steps[0] && ok; si++) {
+        const int pos = steps[si].pos, window = steps[si].window;
+        while (at < pos && ok) {   /* the cache up to pos, both sides */
+            const int T = pos - at < TF ? pos - at : TF;
+            fill(q, (size_t)T * H * HD, 1.0f); fill(k, (size_t)T * KVH * HD, 1.0f); fill(v, (size_t)T * KVH * HD, 1.0f);
+            cuda_memcpy_h2d(dq, q, (size_t)T * H * HD * 4); cuda_memcpy_h2d(dk, k, (size_t)T * KVH * HD * 4);
+            cuda_memcpy_h2d(dv, v, (size_t)T * KVH * HD * 4);
+            backend_cpu_attention(cpu, cpu->kv, 0, q, k, v, T, at, hp.attn_scale, 8, ref);
+            ok = cuda_test_attention(dq, dk, dv, kc, vc, T, H, KVH, HD, at, hp.attn_scale, 8, n_ctx, 0, dout) == 0;
+            at += T;
+        }
+        fill(q, (size_t)H * HD, 3.0f); fill(k, (size_t)KVH * HD, 1.0f); fill(v, (size_t)KVH * HD, 1.0f);
+        cuda_memcpy_h2d(dq, q, (size_t)H * HD * 4); cuda_memcpy_h2d(dk, k, (size_t)KVH * HD * 4);
+        cuda_memcpy_h2d(dv, v, (size_t)KVH * HD * 4);
+        backend_cpu_attention(cpu, cpu->kv, 0, q, k, v, 1, pos, hp.attn_scale, window, ref);
+        const int span = window > 0 && window < pos + 1 ? window : pos + 1;
+        for (int dev_pos = 0; dev_pos <= 1 && ok; dev_pos++) {
+            long wrote = -1;
+            ok = cuda_test_attention_ex(dq, dk, dv, kc, vc, 1, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dev_pos, dout,
+                                        &wrote) == 0;
+            from_dev(out, dout, (size_t)H * HD);
+            const double e = max_rel(out, ref, (size_t)H * HD);
+            if (e > worst) worst = e;
+            if (!bits_equal(out, ref, (size_t)H * HD)) {
+                if (bits) fprintf(stderr, "%s: step at %d (window %d, %s) differs from the CPU: max rel %g\n", C->name, pos,
+                                  window, dev_pos ? "device position" : "host position", e);
+                bits = 0;
+            }
+            if (span <= 256) {   /* the exact path: no partials */
+                n_exact++;
+                if (wrote != 0) {
+                    if (exact_ok) fprintf(stderr, "%s: step at %d (span %d) wrote %ld partials\n", C->name, pos, span, wrote);
+                    exact_ok = 0;
+                }
+            } else {   /* the chunk path: (m, l, u) of every chunk of every head */
+                n_chunk++;
+                const long want = (long)H * ((span + 255) / 256) * (HD + 2);
+                if (wrote != want) {
+                    if (chunk_ok) fprintf(stderr, "%s: step at %d (span %d) wrote %ld partials, not %ld\n", C->name, pos, span,
+                                          wrote, want);
+                    chunk_ok = 0;
+                }
+            }
+        }
+        at = pos + 1;
+    }
+    CHECKF(ok, "%s: attention launch failed: %s", C->name, cuda_last_error());
+    CHECKF(worst <= 2e-5, "%s: attention paths max rel err %g", C->name, worst);
+    if (libm) CHECKF(bits, "%s: a step is not bit-identical to the CPU (max rel %g)", C->name, worst);
+    CHECKF(exact_ok && n_exact == 14, "%s: spans <= 256 took the exact path (no partials): %d steps", C->name, n_exact);
+    CHECKF(chunk_ok && n_chunk == 22, "%s: spans > 256 took the chunk path (every chunk's partials): %d steps", C->name,
+           n_chunk);
+    printf("attention  %-30s paths: %d steps of <= 256 positions without partials (exact path), %d with every chunk's "
+           "partials; bit-identical to the CPU: %s (max rel %.3g), host and device positions\n", C->name, n_exact, n_chunk,
+           bits ? "yes" : "no", worst);
+    free(q); free(k); free(v); free(ref); free(out);
+    cuda_free(dq); cuda_free(dk); cuda_free(dv); cuda_free(dout); cuda_free(kc); cuda_free(vc);
+    cpu->ops->free(cpu);
+}
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const int n_ctx = 1536;
@@ -217,6 +313,14 @@ int main(void) {
 
     /* ---- attention ---- */
     for (size_t i = 0; i < sizeof attn_cfgs / sizeof attn_cfgs[0]; i++) test_attention(&attn_cfgs[i], tp, libm);
+    {
+        static const attn_cfg path_cfgs[] = {
+            { "9 / 3, hd 64 (SmolLM2), paths", 9, 3, 64 },
+            { "4 / 1, hd 256 (Gemma 3), paths", 4, 1, 256 },
+            { "32 / 4, hd 128 (groups of 8), paths", 32, 4, 128 },
+        };
+        for (size_t i = 0; i < sizeof path_cfgs / sizeof path_cfgs[0]; i++) test_attention_paths(&path_cfgs[i], tp, libm);
+    }
     /* ---- argmax with ties: lowest index among equal maxima ---- */
     t_current = "argmax";
     {
