@@ -199,19 +199,27 @@ static void attn_worker(void *ctx, int ith, int nth) {
         const float *q = j->q + ((size_t)t * H + h) * HD;
         const void *K = j->kv->k_cache[j->layer], *V = j->kv->v_cache[j->layer];
         const int cap = j->kv->kv_cap[j->layer];
-        float mx = -INFINITY;
+        const int nch = ATTN_N_CHUNKS(last - first + 1);
+        float *cm = sc + c->scores_n, *cl = cm + ATTN_N_CHUNKS(c->scores_n), *ca = cl + ATTN_N_CHUNKS(c->scores_n);
+        /* the scores, and each chunk's max m_c along the way (positions in order; blocks of 32
+         * or 8 from `first` never straddle a chunk) */
+        for (int ci = 0; ci < nch; ci++) cm[ci] = -INFINITY;
         int p0 = first;
         if (c->attn_avx2) {   /* 32 or eight positions' chains side by side (the same per-position bits) */
             const float *rows[32];
             for (; p0 + 31 <= last; p0 += 32) {
                 for (int i = 0; i < 32; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
                 attn_scores32_avx2(q, rows, HD, j->scale, sc + p0);
-                for (int i = 0; i < 32; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
+                float m = cm[(p0 - first) / ATTN_CHUNK];
+                for (int i = 0; i < 32; i++) if (sc[p0 + i] > m) m = sc[p0 + i];
+                cm[(p0 - first) / ATTN_CHUNK] = m;
             }
             for (; p0 + 7 <= last; p0 += 8) {
                 for (int i = 0; i < 8; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
                 attn_scores8_avx2(q, rows, HD, j->scale, sc + p0);
-                for (int i = 0; i < 8; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
+                float m = cm[(p0 - first) / ATTN_CHUNK];
+                for (int i = 0; i < 8; i++) if (sc[p0 + i] > m) m = sc[p0 + i];
+                cm[(p0 - first) / ATTN_CHUNK] = m;
             }
         }
         for (int p = p0; p <= last; p++) {
@@ -220,8 +228,12 @@ static void attn_worker(void *ctx, int ith, int nth) {
             for (int d = 0; d < HD; d++) s += q[d] * kr[d];
             s *= j->scale;
             sc[p] = s;
-            if (s > mx) mx = s;
+            if (s > cm[(p - first) / ATTN_CHUNK]) cm[(p - first) / ATTN_CHUNK] = s;
         }
+        /* mx: the max of all scores = the max of the m_c (max is exact; a zero's sign cannot
+         * change expf(m_c - mx)) */
+        float mx = -INFINITY;
+        for (int ci = 0; ci < nch; ci++) if (cm[ci] > mx) mx = cm[ci];
         /* the chunks of ATTN_CHUNK positions from `first` (src/model/attn_order.h): each
          * chunk's max m_c, e_p = expf(s_p - m_c) (into sc) and sum l_c; then the weights
          * w_c = l_c expf(m_c - mx) (mx, the max of all scores, is the max of the m_c), their
@@ -229,14 +241,12 @@ static void attn_worker(void *ctx, int ith, int nth) {
          * added in chunk order: o[d] = o[d] + u_c[d] a_c. One chunk (<= ATTN_CHUNK positions):
          * a_0 = l_0 / l_0 = 1 and o = 0 + u_0 * 1 = u_0 (a chain from +0.0f is never -0.0f),
          * so the V sum goes straight into o, the old sequential order's operations. */
-        const int nch = ATTN_N_CHUNKS(last - first + 1);
-        float *cm = sc + c->scores_n, *cl = cm + ATTN_N_CHUNKS(c->scores_n), *ca = cl + ATTN_N_CHUNKS(c->scores_n);
         for (int ci = 0; ci < nch; ci++) {
             const int c0 = first + ci * ATTN_CHUNK, c1 = last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : last;
-            float m = -INFINITY, l = 0.0f;
-            for (int p = c0; p <= c1; p++) if (sc[p] > m) m = sc[p];
+            const float m = cm[ci];
+            float l = 0.0f;
             for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
-            cm[ci] = m; cl[ci] = l;
+            cl[ci] = l;
         }
         float L = 0.0f;
         for (int ci = 0; ci < nch; ci++) { ca[ci] = cl[ci] * expf(cm[ci] - mx); L += ca[ci]; }
@@ -357,13 +367,20 @@ static void dec_softmax_worker(void *ctx, int ith, int nth) {
     threadpool_split((long)c->hp.n_heads, ith, nth, 1, &lo, &hi);
     for (long h = lo; h < hi; h++) {
         float *sc = c->dec_w + (size_t)h * c->dec_n, *ca = c->dec_a + (size_t)h * ATTN_N_CHUNKS(c->dec_n);
+        /* the chunks' maxima (into ca for now) and mx, their max (= the max of all scores) */
         float mx = -INFINITY;
-        for (int p = 0; p < n; p++) if (sc[p] > mx) mx = sc[p];
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = ci * ATTN_CHUNK, c1 = n - 1 - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : n - 1;
+            float m = -INFINITY;
+            for (int p = c0; p <= c1; p++) if (sc[p] > m) m = sc[p];
+            ca[ci] = m;
+            if (m > mx) mx = m;
+        }
         float L = 0.0f;
         for (int ci = 0; ci < nch; ci++) {
             const int c0 = ci * ATTN_CHUNK, c1 = n - 1 - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : n - 1;
-            float m = -INFINITY, l = 0.0f;
-            for (int p = c0; p <= c1; p++) if (sc[p] > m) m = sc[p];
+            const float m = ca[ci];
+            float l = 0.0f;
             for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
             const float r = 1.0f / l;
             for (int p = c0; p <= c1; p++) sc[p] *= r;
