@@ -140,7 +140,8 @@ int main(void) {
     float *dout = cuda_malloc((size_t)T * H * HD * 4);
     CHECK(kc && vc && kc2 && vc2 && dout);
     double worst = 0, worst_split = 0;
-    int exact_bits = 1, ok = 1;
+    int exact_bits = 1, ok = 1, one_tile_same = 1;
+    float *out1 = malloc(sizeof(float) * (size_t)T * H * HD);
     for (int pos = 0; pos < 1300 && ok; pos += T) {
         fill(q, (size_t)T * H * HD, 1.0f); fill(k, (size_t)T * KVH * HD, 1.0f); fill(v, (size_t)T * KVH * HD, 1.0f);
         cuda_memcpy_h2d(da, q, (size_t)T * H * HD * 4); cuda_memcpy_h2d(db, k, (size_t)T * KVH * HD * 4);
@@ -152,6 +153,13 @@ int main(void) {
         double e = max_rel(out, ref, (size_t)T * H * HD);
         if (e > worst) worst = e;
         if (!bits_equal(out, ref, (size_t)T * H * HD)) exact_bits = 0;
+        /* the exact kernel with one K/V tile (STRATA_CUDA_ATTN_TILES=1; the default above has
+         * two from 257 positions of context): the same bits as the two-tile run */
+        cuda_attention_set_tiles(1);
+        ok = ok && cuda_test_attention(da, db, dc, kc, vc, T, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dout) == 0;
+        cuda_attention_set_tiles(2);
+        from_dev(out1, dout, (size_t)T * H * HD);
+        if (!bits_equal(out1, out, (size_t)T * H * HD)) one_tile_same = 0;
         ok = ok && cuda_test_attention(da, db, dc, kc2, vc2, T, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 1, dout) == 0;
         from_dev(out, dout, (size_t)T * H * HD);
         e = max_rel(out, ref, (size_t)T * H * HD);
@@ -161,6 +169,8 @@ int main(void) {
     CHECKF(worst <= 2e-5, "attention max rel err %g", worst);
     if (libm) CHECKF(exact_bits, "exact attention not bit-identical to the CPU (max rel %g)", worst);
     CHECKF(worst_split <= 2e-5, "split attention max rel err %g", worst_split);
+    CHECKF(one_tile_same, "exact attention: one K/V tile and two give different bits");
+    free(out1);
     printf("attention  exact: bit-identical %s (max rel %.3g); split-KV: max rel err %.3g; 163 passes up to 1300 "
            "positions, windowed too\n", exact_bits ? "yes" : "no", worst, worst_split);
 
