@@ -225,6 +225,7 @@ typedef struct {
     float *att_partial;         /* device scratch of the attention */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
+    float *mm_ws;               /* device: the split matmul's partials (CUDA_MM_WS_FLOATS, mm.cu) */
     /* the column table of a pass over several sequences (cuda_cols): per column its position,
      * per layer and column its sequence's K/V cache; uploaded by the embed block */
     int *d_cpos;                /* device [FWD_MAX_T] */
@@ -401,6 +402,7 @@ static int mv_group_make(cuda_be *c, mv_group *g, const weight *const *W, float 
         g->row_start[i + 1] = g->row_start[i] + (int)W[i]->n_out;
     }
     g->n = n;
+    g->ws = c->mm_ws; g->ws_floats = c->mm_ws ? CUDA_MM_WS_FLOATS : 0;
     return af;
 }
 
@@ -1003,6 +1005,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                                  "the attention counters", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->mm_ws, CUDA_MM_WS_FLOATS * sizeof(float), "the split matmul partials", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_cpos, FWD_MAX_T * sizeof(int), "the column positions", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_picks, FWD_MAX_LOGITS * sizeof(int32_t), "the picked ids", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ckv, (size_t)hp->n_layers * 2 * FWD_MAX_T * sizeof(uint16_t *),
@@ -1091,7 +1094,7 @@ static void cuda_free_be(backend *be) {
         cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->act);
         cuda_dev_free(c->act2);
         cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
-        cuda_dev_free(c->argmax_scratch);
+        cuda_dev_free(c->argmax_scratch); cuda_dev_free(c->mm_ws);
         cuda_dev_free(c->d_cpos); cuda_dev_free(c->d_ckv); st_free(c->h_ckv);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
         cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio); cuda_pinned_free(c->h_logits);

@@ -149,6 +149,8 @@ void cuda_matvec_set_coop(int variant);
 /* passes of more than 8 columns (mm.cu): 2 the tensor-core kernel (STRATA_CUDA_MM's default),
  * 3 its 16-warp variant, 0 the matvec in slices of 8 (tests, A/B; same bits) */
 void cuda_mm_set(int mode);
+void cuda_mm_split_set(int s);
+void cuda_attention_set_tiles(int n);   /* STRATA_CUDA_ATTN_TILES for tests: 2 two K/V tiles where they fit, 1 one */   /* STRATA_CUDA_MM_SPLIT for tests: -1 auto, 0 never, 2..32 that split */
 void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer formats on tensor cores too */
 /* Quantize T f32 rows of n values into the activation format act (act_format); dst holds
  * T rows of act_row_bytes(act, n) bytes. */

@@ -27,6 +27,8 @@ typedef struct mv_group {
     size_t row_bytes;
     int swiglu;
     float *swiglu_out;               /* [T][n_out[0]] */
+    float *ws;                       /* NULL, or the matmul's split partials (mm.cu): ws_floats */
+    size_t ws_floats;
 } mv_group;
 
 /* matvec.cu */
@@ -38,6 +40,7 @@ int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
  * without swiglu; formats with 32-value scale blocks); STRATA_CUDA_MM=0 turns it off */
 int    cuda_mm_supported(int type, int64_t n_in);
 int    cuda_mm_min_cols(void);
+#define CUDA_MM_WS_FLOATS ((size_t)2 << 20)   /* a backend's split-matmul partials: 8 MiB */
 int    cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
 int    cuda_mm_tables_init(void);   /* mm.cu's IQ codebooks into device memory (once) */
 /* the grouped matmul of MoE wide passes: for each tile of `tiles` ([0] the count, then (group,

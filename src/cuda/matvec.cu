@@ -309,6 +309,7 @@ int cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act
 /* ---- the standalone entry (tests, benchmarks): quantize into a private scratch, one weight */
 static void *mv_scratch;
 static size_t mv_scratch_cap;
+static float *mv_ws;   /* the split matmul's partials of this entry's calls */
 
 extern "C" int cuda_matvec(const void *W, int type, int64_t n_in, int64_t n_out, const float *x, int T, float *y,
                            void *stream) {
@@ -322,10 +323,12 @@ extern "C" int cuda_matvec(const void *W, int type, int64_t n_in, int64_t n_out,
         mv_scratch_cap = need;
     }
     if (cuda_tables_init()) return -1;
+    if (!mv_ws && CU_CHECK(cudaMalloc((void **)&mv_ws, CUDA_MM_WS_FLOATS * sizeof(float)))) return -1;
     cudaStream_t st = (cudaStream_t)stream;
     if (cuda_act_quantize(af, x, n_in, T, mv_scratch, st)) return -1;
     mv_group g;
     memset(&g, 0, sizeof g);
+    g.ws = mv_ws; g.ws_floats = CUDA_MM_WS_FLOATS;
     g.n = 1; g.W[0] = (const uint8_t *)W; g.y[0] = y; g.n_out[0] = n_out;
     g.row_start[0] = 0; g.row_start[1] = (int)n_out;
     g.row_bytes = (size_t)(n_in / blck) * (size_t)bs;

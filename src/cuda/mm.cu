@@ -486,9 +486,15 @@ struct mm_grouped {
     float *y;
 };
 
+/* Split over the lane positions (blockIdx.z, gridDim.z = S = 1 << ks, ks > 0: grids of fewer
+ * tiles than SMs): CTA z walks positions k in [32z/S, 32(z+1)/S) only. Those positions form a
+ * complete subtree of the binary counter (an aligned range of 32/S), so the CTA's counter ends
+ * with exactly the subtree value the whole walk forms there, and mm_split_combine adds the S
+ * values pairwise (adjacent ranges first): the 16-8-4-2-1 tree's remaining levels. Same bits
+ * for every S. The partials go to ws[z][t][row]; the combine writes y and add_to. */
 template <int FMT, int NI, int GR>
 __global__ void __launch_bounds__(512 / NI, 1)
-mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
+mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
     extern __shared__ __align__(16) uint8_t mm_smem[];
@@ -526,11 +532,16 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw;
-    /* the first step: lane 0, block 0 */
-    int k = 0, b = 0, buf = 0;
+    /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block */
+    const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
+    int k = kb;
+    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
+    for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
+    if (k < ke) {
+    int b = (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
-        if (wvalid) fetch_w<FMT>(raw, part, wr, 0);
-        issue_a<FMT>(tiles[0], li, part, ar, 0, avalid);
+        if (wvalid) fetch_w<FMT>(raw, part, wr, b);
+        issue_a<FMT>(tiles[0], li, part, ar, b, avalid);
         store_w<FMT>(tiles[0], li, part, raw, wvalid);
     }
     cp_wait();
@@ -542,10 +553,10 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         int nk = k, nbb = b + 32;
         if (nbb >= nb) {
             nk = k + 1;
-            while (nk < 32 && (int)(__brev((unsigned)nk) >> 27) >= nb) nk++;
-            nbb = nk < 32 ? (int)(__brev((unsigned)nk) >> 27) : 0;
+            while (nk < ke && (int)(__brev((unsigned)nk) >> 27) >= nb) nk++;
+            nbb = nk < ke ? (int)(__brev((unsigned)nk) >> 27) : 0;
         }
-        const bool more = nk < 32;
+        const bool more = nk < ke;
         if (more && loader) {
             if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
             issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
@@ -553,8 +564,8 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
         if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
         if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
-            canon_push<NO>(k, v, r0, r1, r2, r3, r4);
-            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk, NULL, r0, r1, r2, r3, r4);
+            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
+            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
 #pragma unroll
             for (int o = 0; o < NO; o++) v[o] = 0.0f;
         }
@@ -562,6 +573,12 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         cp_wait();
         __syncthreads();
         buf ^= 1; k = nk; b = nbb;
+    }
+    }
+    /* the range's value: its counter's top (32 or 16 positions: r4; 8: r3; 4: r2; 2: r1; 1: r0) */
+    if (npos < 16) {
+#pragma unroll
+        for (int o = 0; o < NO; o++) r4[o] = npos == 8 ? r3[o] : npos == 4 ? r2[o] : npos == 2 ? r1[o] : r0[o];
     }
 #pragma unroll
     for (int mi = 0; mi < 2; mi++)
@@ -572,6 +589,10 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
                 const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
                 const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
                 if (row >= rows || t >= T) continue;
+                if (ks) {   /* a split: the partial; mm_split_combine finishes */
+                    ws[((size_t)blockIdx.z * T + t) * rows + row] = r4[MM_O2(mi, ni, e)];
+                    continue;
+                }
                 if constexpr (GR != 0) {
                     gr.y[(size_t)(colbase + t) * gr.n_out + row] = r4[MM_O2(mi, ni, e)];
                     continue;
@@ -584,6 +605,31 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
                 g.y[wi][(size_t)t * no + r] = y;
                 if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
             }
+}
+
+/* the S = 1 << ks partials of every output, pairwise (adjacent ranges, then pairs of pairs, ...),
+ * then y (and add_to) as mm_kernel2's epilogue writes them */
+__global__ void mm_split_combine(mv_group g, const float *__restrict__ ws, int ks, int T) {
+    PDL_WAIT();
+    const int rows = g.row_start[g.n];
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)rows * T) return;
+    const int t = (int)(i / rows), row = (int)(i % rows), S = 1 << ks;
+    float p[32];
+#pragma unroll
+    for (int z = 0; z < 32; z++)
+        if (z < S) p[z] = ws[((size_t)z * T + t) * rows + row];
+#pragma unroll
+    for (int s = 1; s < 32; s <<= 1)
+#pragma unroll
+        for (int z = 0; z + s < 32; z += 2 * s)
+            if (z + s < S) p[z] = __fadd_rn(p[z], p[z + s]);
+    int wi = 0;
+    while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
+    const int r = row - g.row_start[wi];
+    const int64_t no = g.n_out[wi];
+    g.y[wi][(size_t)t * no + r] = p[0];
+    if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], p[0]);
 }
 
 /* ---- host ------------------------------------------------------------------------------------ */
@@ -601,7 +647,50 @@ extern "C" void cuda_mm_ext_set(int on) { mm_ext = on ? 1 : 0; }
  * bench_e2e batch, SmolLM2 / 1.5B shapes: at 16 columns slices 6,348 / 2,679 tok/s against the
  * matmul's 3,742 / 2,509; at 64 the matmul 9,919 / 5,460 against 7,236 / 2,564; 32 lies between
  * the two measured points and was not measured itself). Same bits either way. */
-int cuda_mm_min_cols(void) { return 32; }
+int cuda_mm_min_cols(void) {
+    static int v = -1;
+    if (v < 0) { long e = env_int(ENV_CUDA_MM_MIN); v = e >= 9 && e <= 4096 ? (int)e : 9; }
+    return v;
+}
+
+/* STRATA_CUDA_MM_SPLIT: -1 auto (split grids of fewer tiles than SMs), 0 never, S (2..32, a
+ * power of two) always S where the rows have the blocks for it (tests) */
+static int mm_split = -2;
+extern "C" void cuda_mm_split_set(int s) { mm_split = s; }
+static int mm_sms(void) {
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0, v = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v < 1) {
+            cudaGetLastError();
+            v = 132;
+        }
+        sms = v;
+    }
+    return sms;
+}
+/* log2 of the split of a grid of `tiles` tiles over rows of nb blocks (0: none) */
+static int mm_split_ks(const mv_group *g, int tiles, int nb, int rows, int T) {
+    if (mm_split == -2) {
+        const char *e = env_str(ENV_CUDA_MM_SPLIT);
+        mm_split = !strcmp(e, "auto") ? -1 : atoi(e);
+    }
+    if (!g->ws || mm_split == 0) return 0;
+    int ks = 0;
+    if (mm_split > 1) {   /* forced */
+        while ((2 << ks) <= mm_split && ks < 5) ks++;
+    } else {
+        /* the largest S whose CTAs still fit one wave (one CTA per SM): a grid that already
+         * fills the SMs gains nothing from a second wave of half-length CTAs (H200, 2026-12-02:
+         * splitting the SmolLM2 prompt's 120-tile grids in two cost 8 %) */
+        const int sms = mm_sms();
+        while (ks < 5 && (tiles << (ks + 1)) <= sms) ks++;
+    }
+    /* every range of 32 >> ks positions holds a block when S <= nb (lanes 0..nb-1 by bit reversal),
+     * and the partials must fit the workspace */
+    while (ks > 0 && ((1 << ks) > nb || (size_t)(1 << ks) * (size_t)T * (size_t)rows > g->ws_floats)) ks--;
+    return ks;
+}
 
 #define MM_FORMATS(F) F(TYPE_Q4_0) F(TYPE_Q4_1) F(TYPE_Q5_0) F(TYPE_Q5_1) F(TYPE_Q8_0) F(TYPE_MXFP4) F(TYPE_IQ4_NL) \
     F(TYPE_Q2_K) F(TYPE_Q3_K) F(TYPE_Q4_K) F(TYPE_Q5_K) F(TYPE_Q6_K) F(TYPE_IQ2_XXS) F(TYPE_IQ2_XS) F(TYPE_IQ2_S)   \
@@ -638,13 +727,18 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const int rows = g->row_start[g->n];
     dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
-    if constexpr (mm_both<FMT>::v) {
-        if (mode == 3) {
-            klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T);
-            return CU_LAUNCHED();
-        }
-    }
-    klaunch(mm_kernel2<FMT, 2, 0>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T);
+    const int ks = mm_split_ks(g, (int)(grid.x * grid.y), nb, rows, T);
+    grid.z = 1u << ks;
+    int rc = 0;
+    if (mm_both<FMT>::v && mode == 3) {
+        if constexpr (mm_both<FMT>::v)
+            klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws);
+    } else
+        klaunch(mm_kernel2<FMT, 2, 0>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws);
+    rc = CU_LAUNCHED();
+    if (rc || !ks) return rc;
+    const int64_t n = (int64_t)rows * T;
+    klaunch(mm_split_combine, dim3((unsigned)((n + 255) / 256)), 256, 0, st, *g, (const float *)g->ws, ks, T);
     return CU_LAUNCHED();
 }
 
@@ -663,7 +757,7 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
     mv_group g;
     memset(&g, 0, sizeof g);
     dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
-    klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0);
+    klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL);
     return CU_LAUNCHED();
 }
 

@@ -155,17 +155,38 @@ static __device__ __forceinline__ void attn_tile_issue(uint32_t *tile, const uin
     cp_async_commit();
 }
 
+/* Tile i of a phase: with two tiles (tile2 set), tile i + 1's copies are issued before tile i
+ * is read, so the loads of the next 256 rows overlap this tile's chains (same operations in
+ * the same order: the bits do not change); with one, load then read as before. On return the
+ * tile holding rows p0.. is complete and visible to every thread. */
+static __device__ __forceinline__ const uint32_t *attn_tile_next(uint32_t *tile, uint32_t *tile2, int i, const uint16_t *base,
+                                                                 int p0, int nr, int n, int W, int RS, int kv_dim,
+                                                                 const uint32_t *last_row) {
+    if (!tile2) {
+        attn_tile_load(tile, base, p0, nr, n, W, RS, kv_dim, last_row);
+        return tile;
+    }
+    uint32_t *cur = (i & 1) ? tile2 : tile, *nxt = (i & 1) ? tile : tile2;
+    __syncthreads();                       /* tile i - 1's readers are done with nxt's rows */
+    if (i == 0) attn_tile_issue(cur, base, p0, nr, n, W, RS, kv_dim, last_row);
+    const int p1 = p0 + ATT_TILE;
+    if (p1 < n) attn_tile_issue(nxt, base, p1, n - p1 < ATT_TILE ? n - p1 : ATT_TILE, n, W, RS, kv_dim, last_row);
+    else cp_async_commit();                /* an empty group: wait_prev still means "tile i" */
+    cp_async_wait_prev();
+    __syncthreads();
+    return cur;
+}
+
 static __device__ __forceinline__ void attn_exact_head(const float *qh, const uint16_t *kc, const uint16_t *vc, int h,
                                                        int n_heads, int n_kv_heads, int head_dim, int last, float scale,
                                                        int window, float *sc, float *orow, uint32_t *dyn,
-                                                       const uint32_t *k_last, const uint32_t *v_last) {
+                                                       const uint32_t *k_last, const uint32_t *v_last, int two_tiles) {
     __shared__ float qs[ATT_MAX_HD];
     __shared__ float red[ATTX_THREADS / 32];
     __shared__ float inv_s;
     const int W = head_dim / 2, RS = W + 1;           /* words per row, row stride in words */
-    uint32_t *tile = dyn;
-    const uint16_t *tile_h = (const uint16_t *)tile;
-    if (!sc) sc = (float *)(dyn + attn_tile_words(head_dim));
+    uint32_t *tile = dyn, *tile2 = two_tiles ? dyn + attn_tile_words(head_dim) : NULL;
+    if (!sc) sc = (float *)(dyn + (two_tiles ? 2 : 1) * attn_tile_words(head_dim));
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
     int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
@@ -175,9 +196,9 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const ui
     const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
     /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
     float mx = -INFINITY;
-    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+    for (int p0 = 0, ti = 0; p0 < n; p0 += ATT_TILE, ti++) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        attn_tile_load(tile, kbase, p0, nr, n, W, RS, kv_dim, k_last);
+        const uint16_t *tile_h = (const uint16_t *)attn_tile_next(tile, tile2, ti, kbase, p0, nr, n, W, RS, kv_dim, k_last);
         if (tid < nr) {
             const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
             float s = 0.0f;
@@ -208,9 +229,9 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const ui
     float o[ATT_MAX_HD / ATTX_THREADS];
 #pragma unroll
     for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
-    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+    for (int p0 = 0, ti = 0; p0 < n; p0 += ATT_TILE, ti++) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        attn_tile_load(tile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
+        const uint16_t *tile_h = (const uint16_t *)attn_tile_next(tile, tile2, ti, vbase, p0, nr, n, W, RS, kv_dim, v_last);
 #pragma unroll
         for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
             int d = tid + j * ATTX_THREADS;

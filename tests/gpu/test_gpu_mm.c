@@ -2,7 +2,8 @@
  * matvec over slices of 8 give every column the bits of the CPU reference (act_quantize_row +
  * quant_traits.dot_ref), for every format mm.cu covers (all but Q2_0) and for Q2_0, which falls back, at
  * widths 9, 17, 64, 100 and 512, with rows that straddle tiles, rows of one block per lane,
- * of fewer blocks than lanes and of more than 32 blocks (two per lane).
+ * of fewer blocks than lanes and of more than 32 blocks (two per lane); the 8-warp kernel also with
+ * its lane positions split over 2, 8 and 32 CTAs per tile (the split of small grids).
  *
  *   test_gpu_mm            the parity test
  *   test_gpu_mm bench      the microbenchmark: 4096 rows of 14336 at 512 columns per format,
@@ -46,8 +47,16 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
     if (dW && dx && dy) {
         cuda_memcpy_h2d(dW, W, rb * n_out);
         cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * T);
-        for (int mm = 3; mm >= 0; mm -= mm == 2 ? 2 : 1) {   /* tensor cores (16, 8 warps), the matvec slices */
+        /* tensor cores (16 warps, 8 warps), 8 warps with the lane positions split over 2, 8 and 32
+         * CTAs per tile (STRATA_CUDA_MM_SPLIT; "auto" splits only grids smaller than the SMs),
+         * the matvec slices */
+        static const int cfg_mm[] = { 3, 2, 2, 2, 2, 0 }, cfg_split[] = { -1, -1, 2, 8, 32, -1 };
+        static const char *const cfg_name[] = { "tensor cores, 16 warps", "tensor cores, 8 warps", "tensor cores, split 2",
+                                                "tensor cores, split 8", "tensor cores, split 32", "matvec slices" };
+        for (int ci = 0; ci < 6; ci++) {
+            const int mm = cfg_mm[ci];
             cuda_mm_set(mm);
+            cuda_mm_split_set(cfg_split[ci]);
             memset(y, 0xFF, sizeof(float) * n_out * T);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
             int rc = cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
@@ -58,11 +67,12 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
             for (size_t i = 0; i < (size_t)n_out * T; i++)
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
                     fprintf(stderr, "%s %s n_in=%lld T=%d col %zu row %zu: gpu %.9g ref %.9g\n", qt->name,
-                            mm == 3 ? "mm3" : mm == 2 ? "mm2" : "slices", (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
+                            cfg_name[ci], (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
             CHECKF(bad == 0, "%s (%s) n_in=%lld n_out=%lld T=%d: %d outputs differ from the CPU reference", qt->name,
-                   mm == 3 ? "tensor cores, 16 warps" : mm == 2 ? "tensor cores, 8 warps" : "matvec slices", (long long)n_in, (long long)n_out, T, bad);
+                   cfg_name[ci], (long long)n_in, (long long)n_out, T, bad);
         }
         cuda_mm_set(2);
+        cuda_mm_split_set(-1);
     }
     cuda_free(dW); cuda_free(dx); cuda_free(dy);
     free(W); free(act); free(src); free(x); free(ref); free(y);

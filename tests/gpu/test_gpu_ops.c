@@ -180,7 +180,8 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
     float *dq = cuda_malloc(qn * 4), *dk = cuda_malloc(kn * 4), *dv = cuda_malloc(kn * 4), *dout = cuda_malloc(qn * 4);
     uint16_t *kc = cuda_malloc(kvb), *vc = cuda_malloc(kvb);
     REQUIRE(q && k && v && ref && out && dq && dk && dv && dout && kc && vc, "allocation");
-    int ok = 1, bits = 1, exact_ok = 1, chunk_ok = 1, n_exact = 0, n_chunk = 0, at = 0;
+    int ok = 1, bits = 1, exact_ok = 1, chunk_ok = 1, n_exact = 0, n_chunk = 0, at = 0, one_tile_same = 1;
+    float *out1 = malloc((size_t)H * HD * 4);
     double worst = 0;
     for (size_t si = 0; si < sizeof steps / sizeof steps[0] && ok; si++) {
         const int pos = steps[si].pos, window = steps[si].window;
@@ -226,9 +227,17 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
                 }
             }
         }
+        /* one tile in the chunk path (STRATA_CUDA_ATTN_TILES=1; the default loads K and V at
+         * once where two fit): the same bits */
+        cuda_attention_set_tiles(1);
+        ok = ok && cuda_test_attention(dq, dk, dv, kc, vc, 1, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dout) == 0;
+        cuda_attention_set_tiles(2);
+        from_dev(out1, dout, (size_t)H * HD);
+        if (!bits_equal(out1, out, (size_t)H * HD)) one_tile_same = 0;
         at = pos + 1;
     }
     CHECKF(ok, "%s: attention launch failed: %s", C->name, cuda_last_error());
+    CHECKF(one_tile_same, "%s: the chunk path with one K/V tile and with two give different bits", C->name);
     CHECKF(worst <= 2e-5, "%s: attention paths max rel err %g", C->name, worst);
     if (libm) CHECKF(bits, "%s: a step is not bit-identical to the CPU (max rel %g)", C->name, worst);
     CHECKF(exact_ok && n_exact == 14, "%s: spans <= 256 took the exact path (no partials): %d steps", C->name, n_exact);
@@ -237,7 +246,7 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
     printf("attention  %-30s paths: %d steps of <= 256 positions without partials (exact path), %d with every chunk's "
            "partials; bit-identical to the CPU: %s (max rel %.3g), host and device positions\n", C->name, n_exact, n_chunk,
            bits ? "yes" : "no", worst);
-    free(q); free(k); free(v); free(ref); free(out);
+    free(q); free(k); free(v); free(ref); free(out); free(out1);
     cuda_free(dq); cuda_free(dk); cuda_free(dv); cuda_free(dout); cuda_free(kc); cuda_free(vc);
     cpu->ops->free(cpu);
 }
@@ -321,6 +330,7 @@ int main(void) {
         };
         for (size_t i = 0; i < sizeof path_cfgs / sizeof path_cfgs[0]; i++) test_attention_paths(&path_cfgs[i], tp, libm);
     }
+
     /* ---- argmax with ties: lowest index among equal maxima ---- */
     t_current = "argmax";
     {
