@@ -463,6 +463,19 @@ size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx
     return (size_t)T * n_heads * ATTN_N_CHUNKS(n_ctx) * (head_dim + 2);
 }
 
+/* The activation blocks of nh heads' outputs (orow: head h0's row; B divides head_dim) in row t
+ * of the next matvec's input, a warp per block */
+static __device__ __forceinline__ void attn_quant_heads(const float *orow, int h0, int nh, int head_dim, uint8_t *act, int t,
+                                                        size_t act_row_bytes, int act_fmt) {
+    const int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
+    const size_t bb = act_block_bytes_dev(act_fmt);
+    for (int j = threadIdx.x >> 5; j < nh * head_dim / B; j += ATTX_THREADS / 32) {
+        const size_t bi = ((size_t)h0 * head_dim) / B + j;
+        if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+        else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+    }
+}
+
 /* The one-chunk path: head h of column t, the exact kernel of before (ops_dev.cuh), then the
  * head's output quantized for wo when asked. dyn: a tile, then the <= 256 scores. */
 static __device__ __forceinline__ void attn_one_chunk(const float *q, uint16_t *kc, uint16_t *vc, int h, int t, int last,
@@ -470,7 +483,6 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, uint16_t *
                                                       float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt,
                                                       const cuda_rope_fold &rf, uint32_t *dyn, float *qr, uint16_t *kl,
                                                       uint16_t *vl) {
-    const int warp = threadIdx.x >> 5;
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
     const uint32_t *k_last = NULL, *v_last = NULL;
@@ -486,13 +498,7 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, uint16_t *
     attn_exact_head(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window, NULL, orow, dyn, k_last, v_last, 0);
     if (act) {
         __syncthreads();
-        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
-        size_t bb = act_block_bytes_dev(act_fmt);
-        for (int j = warp; j < head_dim / B; j += ATTX_THREADS / 32) {
-            size_t bi = ((size_t)h * head_dim) / B + j;
-            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-        }
+        attn_quant_heads(orow, h, 1, head_dim, act, t, act_row_bytes, act_fmt);
     }
 }
 
@@ -682,13 +688,7 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
     }
     if (act) {   /* the heads' blocks of activation row t (B divides head_dim: checked by the caller) */
         __syncthreads();
-        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
-        size_t bb = act_block_bytes_dev(act_fmt);
-        for (int j = warp; j < nv / B; j += ATTX_THREADS / 32) {
-            size_t bi = ((size_t)h0 * head_dim) / B + j;
-            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-        }
+        attn_quant_heads(orow, h0, GS, head_dim, act, t, act_row_bytes, act_fmt);
     }
 }
 

@@ -91,23 +91,52 @@ static int near_boundary(int pos, int T) {
     return 0;
 }
 
+/* What both attention tests need: a CPU backend of the configuration's head shape (the
+ * reference), host buffers for passes of up to tmax tokens, their device copies and the GPU's
+ * f16 K/V cache of n_ctx positions. */
+typedef struct {
+    hparams hp;
+    backend *cpu;
+    float *q, *k, *v, *ref, *out, *dq, *dk, *dv, *dout;
+    uint16_t *kc, *vc;
+} attn_rig;
+
+static void rig_free(attn_rig *R) {
+    free(R->q); free(R->k); free(R->v); free(R->ref); free(R->out);
+    cuda_free(R->dq); cuda_free(R->dk); cuda_free(R->dv); cuda_free(R->dout); cuda_free(R->kc); cuda_free(R->vc);
+    if (R->cpu) R->cpu->ops->free(R->cpu);
+}
+
+static int rig_new(attn_rig *R, const attn_cfg *C, int n_ctx, int tmax, threadpool *tp) {
+    memset(R, 0, sizeof *R);
+    const int H = C->H, KVH = C->KVH, HD = C->HD;
+    R->hp = make_hp(n_ctx);
+    R->hp.n_heads = H; R->hp.n_kv_heads = KVH; R->hp.head_dim = HD; R->hp.n_rot = HD; R->hp.n_embd = H * HD;
+    R->hp.attn_scale = 1.0f / sqrtf((float)HD);
+    static model_weights mw;
+    char err[512];
+    R->cpu = backend_cpu_new(&R->hp, &mw, n_ctx, tp, 0, 0, err, sizeof err);
+    REQUIRE(R->cpu != NULL, "%s", err);
+    if (!R->cpu) return -1;
+    size_t qn = (size_t)tmax * H * HD, kn = (size_t)tmax * KVH * HD, kvb = (size_t)n_ctx * KVH * HD * 2;
+    R->q = malloc(qn * 4); R->k = malloc(kn * 4); R->v = malloc(kn * 4); R->ref = malloc(qn * 4); R->out = malloc(qn * 4);
+    R->dq = cuda_malloc(qn * 4); R->dk = cuda_malloc(kn * 4); R->dv = cuda_malloc(kn * 4); R->dout = cuda_malloc(qn * 4);
+    R->kc = cuda_malloc(kvb); R->vc = cuda_malloc(kvb);
+    const int ok = R->q && R->k && R->v && R->ref && R->out && R->dq && R->dk && R->dv && R->dout && R->kc && R->vc;
+    REQUIRE(ok, "allocation");
+    if (!ok) { rig_free(R); return -1; }
+    return 0;
+}
+
 static void test_attention(const attn_cfg *C, threadpool *tp, int libm) {
     t_current = C->name;
     const int n_ctx = ATT_DEPTH + 80, H = C->H, KVH = C->KVH, HD = C->HD, TMAX = 64;
-    hparams hp = make_hp(n_ctx);
-    hp.n_heads = H; hp.n_kv_heads = KVH; hp.head_dim = HD; hp.n_rot = HD; hp.n_embd = H * HD;
-    hp.attn_scale = 1.0f / sqrtf((float)HD);
-    model_weights mw;
-    memset(&mw, 0, sizeof mw);
-    char err[512];
-    backend *cpu = backend_cpu_new(&hp, &mw, n_ctx, tp, 0, 0, err, sizeof err);
-    REQUIRE(cpu != NULL, "%s", err);
-    if (!cpu) return;
-    size_t qn = (size_t)TMAX * H * HD, kn = (size_t)TMAX * KVH * HD, kvb = (size_t)n_ctx * KVH * HD * 2;
-    float *q = malloc(qn * 4), *k = malloc(kn * 4), *v = malloc(kn * 4), *ref = malloc(qn * 4), *out = malloc(qn * 4);
-    float *dq = cuda_malloc(qn * 4), *dk = cuda_malloc(kn * 4), *dv = cuda_malloc(kn * 4), *dout = cuda_malloc(qn * 4);
-    uint16_t *kc = cuda_malloc(kvb), *vc = cuda_malloc(kvb);
-    REQUIRE(q && k && v && ref && out && dq && dk && dv && dout && kc && vc, "allocation");
+    attn_rig R;
+    if (rig_new(&R, C, n_ctx, TMAX, tp)) return;
+    const hparams hp = R.hp;
+    backend *cpu = R.cpu;
+    float *q = R.q, *k = R.k, *v = R.v, *ref = R.ref, *out = R.out, *dq = R.dq, *dk = R.dk, *dv = R.dv, *dout = R.dout;
+    uint16_t *kc = R.kc, *vc = R.vc;
     static const int Ts[] = { 1, 2, 3, 5, 8, 7, 1, 4 };
     int ok = 1, bits = 1, passes = 0, checked = 0, deepest = 0;
     double worst = 0;
@@ -143,9 +172,7 @@ static void test_attention(const attn_cfg *C, threadpool *tp, int libm) {
     printf("attention  %-30s bit-identical to the CPU: %s (max rel %.3g); %d passes to depth %d, %d attending over "
            "all (to %d) or a 300/1000 window, parallel and serial chunks\n", C->name, bits ? "yes" : "no", worst, passes,
            ATT_DEPTH, checked, deepest);
-    free(q); free(k); free(v); free(ref); free(out);
-    cuda_free(dq); cuda_free(dk); cuda_free(dv); cuda_free(dout); cuda_free(kc); cuda_free(vc);
-    cpu->ops->free(cpu);
+    rig_free(&R);
 }
 
 /* ---- the attention's two paths (ops.cu attn_kernel): a token attending to <= 256 positions
@@ -166,20 +193,12 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
         { 4099, 600 },
     };
     const int n_ctx = 4160, H = C->H, KVH = C->KVH, HD = C->HD, TF = 64;
-    hparams hp = make_hp(n_ctx);
-    hp.n_heads = H; hp.n_kv_heads = KVH; hp.head_dim = HD; hp.n_rot = HD; hp.n_embd = H * HD;
-    hp.attn_scale = 1.0f / sqrtf((float)HD);
-    model_weights mw;
-    memset(&mw, 0, sizeof mw);
-    char err[512];
-    backend *cpu = backend_cpu_new(&hp, &mw, n_ctx, tp, 0, 0, err, sizeof err);
-    REQUIRE(cpu != NULL, "%s", err);
-    if (!cpu) return;
-    size_t qn = (size_t)TF * H * HD, kn = (size_t)TF * KVH * HD, kvb = (size_t)n_ctx * KVH * HD * 2;
-    float *q = malloc(qn * 4), *k = malloc(kn * 4), *v = malloc(kn * 4), *ref = malloc(qn * 4), *out = malloc(qn * 4);
-    float *dq = cuda_malloc(qn * 4), *dk = cuda_malloc(kn * 4), *dv = cuda_malloc(kn * 4), *dout = cuda_malloc(qn * 4);
-    uint16_t *kc = cuda_malloc(kvb), *vc = cuda_malloc(kvb);
-    REQUIRE(q && k && v && ref && out && dq && dk && dv && dout && kc && vc, "allocation");
+    attn_rig R;
+    if (rig_new(&R, C, n_ctx, TF, tp)) return;
+    const hparams hp = R.hp;
+    backend *cpu = R.cpu;
+    float *q = R.q, *k = R.k, *v = R.v, *ref = R.ref, *out = R.out, *dq = R.dq, *dk = R.dk, *dv = R.dv, *dout = R.dout;
+    uint16_t *kc = R.kc, *vc = R.vc;
     int ok = 1, bits = 1, exact_ok = 1, chunk_ok = 1, n_exact = 0, n_chunk = 0, at = 0, one_tile_same = 1;
     float *out1 = malloc((size_t)H * HD * 4);
     double worst = 0;
@@ -246,9 +265,8 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
     printf("attention  %-30s paths: %d steps of <= 256 positions without partials (exact path), %d with every chunk's "
            "partials; bit-identical to the CPU: %s (max rel %.3g), host and device positions\n", C->name, n_exact, n_chunk,
            bits ? "yes" : "no", worst);
-    free(q); free(k); free(v); free(ref); free(out); free(out1);
-    cuda_free(dq); cuda_free(dk); cuda_free(dv); cuda_free(dout); cuda_free(kc); cuda_free(vc);
-    cpu->ops->free(cpu);
+    free(out1);
+    rig_free(&R);
 }
 
 int main(void) {
