@@ -204,6 +204,12 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
  * sessions whose position moved did step). */
 int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, int n, strata_session *p,
                                  const int32_t *pids, int pn, int want_logits);
+/* The same with the chunks of np prompts (1..63, distinct sessions): prompt j appends
+ * pids[j][0..pns[j]) and keeps its logits when want_logits[j] (its chunk ends its prompt); the
+ * prompts' columns go first, in order, then the decoding sessions'. Every logit is still the bit
+ * each session gets alone. Same return values. */
+int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t *ids, int n, strata_session *const *ps,
+                                       const int32_t *const *pids, const int *pns, const int *want_logits, int np);
 const float *strata_session_logits(const strata_session *s);
 /* Sample the next token from the current logits with the session's sampler. */
 int32_t strata_session_sample(strata_session *s);

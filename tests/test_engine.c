@@ -195,6 +195,86 @@ out:
     for (int i = 0; i < 3; i++) { strata_session_free(d[i]); strata_session_free(solo[i]); }
 }
 
+/* Several prompts' chunks in the same decode passes (strata_sessions_step_prefill_multi): two
+ * prompts ending in one pass (two logits rows ahead of the decoding ones), a chunk that spills
+ * into a second pass, a prompt ending alone; every session's logits are those it gets alone. */
+static void test_step_prefill_multi(strata_model *m) {
+    const int V = strata_n_vocab(m);
+    enum { NP = 3, MAXP = 700 };
+    static int32_t prompt[NP][MAXP];
+    const int len[NP] = { 9, 40, 700 };
+    for (int j = 0; j < NP; j++)
+        for (int i = 0; i < len[j]; i++) prompt[j][i] = 200 + 53 * i + 11 * j;
+    char err[256];
+    strata_session_params lp = strata_session_default_params();
+    lp.n_ctx = 768;
+    strata_session *p[NP], *ref[NP], *d[2], *solo[2];
+    const int32_t starts[2][3] = { { 1, 4093, 198 }, { 504, 3458, 282 } };
+    int ok = 1;
+    for (int j = 0; j < NP; j++) {
+        p[j] = strata_session_new(m, &lp, err, sizeof err);
+        ref[j] = strata_session_new(m, &lp, err, sizeof err);
+        ok = ok && p[j] && ref[j] && strata_session_eval(ref[j], prompt[j], len[j]) == 0;
+    }
+    for (int i = 0; i < 2; i++) {
+        d[i] = new_session(m); solo[i] = new_session(m);
+        ok = ok && d[i] && solo[i];
+        if (ok) { strata_session_eval(d[i], starts[i], 3); strata_session_eval(solo[i], starts[i], 3); }
+    }
+    if (!ok) { CHECK(0); goto out; }
+    /* step 1: prompts 0 and 1 whole (both end: two logits rows) and 100 of prompt 2; step 2:
+     * 560 of prompt 2 (510 columns beside the 2 decoding ones, then 50 alone); step 3: its last 40 */
+    const int chunks[3][NP] = { { 9, 40, 100 }, { 0, 0, 560 }, { 0, 0, 40 } };
+    int at[NP] = { 0, 0, 0 }, same = 1;
+    for (int st = 0; st < 3; st++) {
+        strata_session *ps[NP];
+        const int32_t *pids[NP];
+        int pns[NP], want[NP], np = 0;
+        for (int j = 0; j < NP; j++) {
+            if (!chunks[st][j]) continue;
+            ps[np] = p[j]; pids[np] = prompt[j] + at[j]; pns[np] = chunks[st][j];
+            want[np] = at[j] + chunks[st][j] == len[j];
+            np++;
+        }
+        int32_t next[2];
+        for (int i = 0; i < 2; i++) {
+            next[i] = strata_session_sample(solo[i]);
+            strata_session_eval(solo[i], &next[i], 1);
+        }
+        CHECK(strata_sessions_step_prefill_multi(d, next, 2, ps, pids, pns, want, np) == 0);
+        for (int j = 0; j < NP; j++) {
+            at[j] += chunks[st][j];
+            CHECK_EQ_INT(strata_session_pos(p[j]), at[j]);
+        }
+        for (int i = 0; i < 2; i++)
+            if (strata_session_pos(d[i]) != strata_session_pos(solo[i]) ||
+                memcmp(strata_session_logits(d[i]), strata_session_logits(solo[i]), (size_t)V * sizeof(float)))
+                same = 0;
+    }
+    CHECKF(same, "decoding sessions' logits differ beside several prompts' chunks");
+    for (int j = 0; j < NP; j++) {
+        CHECKF(strata_session_logits(p[j]) &&
+               !memcmp(strata_session_logits(p[j]), strata_session_logits(ref[j]), (size_t)V * sizeof(float)),
+               "prompt %d read beside other prompts and decoding sessions gives other logits than read alone", j);
+        CHECK(!memcmp(strata_session_history(p[j]), prompt[j], (size_t)len[j] * sizeof(int32_t)));
+    }
+    /* refused, nothing moved: the same prompt session twice, a prompt session among the decoding ones */
+    {
+        strata_session *twice[2] = { p[0], p[0] };
+        const int32_t *tp[2] = { prompt[0], prompt[0] };
+        int tn[2] = { 1, 1 }, tw[2] = { 0, 0 };
+        int32_t one = 5;
+        CHECK(strata_sessions_step_prefill_multi(d, &one, 1, twice, tp, tn, tw, 2) == -1);
+        strata_session *among[1] = { p[0] };
+        CHECK(strata_sessions_step_prefill_multi(among, &one, 1, p, tp, tn, tw, 1) == -1);
+        CHECK_EQ_INT(strata_session_pos(p[0]), len[0]);
+        CHECK_EQ_INT(strata_session_pos(p[1]), len[1]);
+    }
+out:
+    for (int j = 0; j < NP; j++) { strata_session_free(p[j]); strata_session_free(ref[j]); }
+    for (int i = 0; i < 2; i++) { strata_session_free(d[i]); strata_session_free(solo[i]); }
+}
+
 /* Speculative steps of several sessions (the server's decode path): greedy sessions that draft
  * produce exactly the ids plain greedy steps produce; a sampling session in the same batch draws
  * what it draws alone with the same seed and never drafts; the drafts of one step never exceed the
@@ -335,6 +415,7 @@ int main(void) {
     RUN_ARG(test_rewind_reeval, m);
     RUN_ARG(test_copy_prefix, m);
     RUN_ARG(test_step_prefill, m);
+    RUN_ARG(test_step_prefill_multi, m);
     RUN_ARG(test_spec_step, m);
     strata_model_free(m);
     TEST_DONE();

@@ -1061,55 +1061,104 @@ void strata_session_get_stats(const strata_session *s, strata_stats *st) {
 /* ---- a prompt chunk inside the decode passes (the server's per-step token budget) --------- */
 int strata_sessions_step_prefill(strata_session *const *ss, const int32_t *ids, int n, strata_session *p,
                                  const int32_t *pids, int pn, int want_logits) {
-    if (n < 0 || pn < 1 || !p || p->pos + pn > p->n_ctx) return -1;
-    strata_model *m = p->m;
+    if (!p) return -1;
+    return strata_sessions_step_prefill_multi(ss, ids, n, &p, &pids, &pn, &want_logits, 1);
+}
+
+/* Several prompts' chunks in the decode passes. Columns of a pass: the prompts' tokens that
+ * need no logits (each chunk in order, one sequence each; a chunk that ends its prompt with
+ * want_logits without its last token), then those last tokens (one column each, the same
+ * sequence continued: its KV rows of the pass are stored before its attention reads them),
+ * then the decoding sessions' tokens; the head runs from the first last-token column on. */
+int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t *ids, int n, strata_session *const *ps,
+                                       const int32_t *const *pids, const int *pns, const int *want_logits, int np) {
+    if (n < 0 || np < 1 || np > FWD_MAX_LOGITS - 1) return -1;
+    strata_model *m = ps[0]->m;
     const int V = m->hp.n_vocab;
-    for (int i = 0; i < pn; i++)
-        if (pids[i] < 0 || pids[i] >= V) return -1;
+    for (int j = 0; j < np; j++) {
+        strata_session *p = ps[j];
+        if (!p || p->m != m || pns[j] < 1 || p->pos + pns[j] > p->n_ctx) return -1;
+        for (int i = 0; i < pns[j]; i++)
+            if (pids[j][i] < 0 || pids[j][i] >= V) return -1;
+        for (int k = 0; k < j; k++)
+            if (ps[k] == p) return -1;
+    }
     for (int i = 0; i < n; i++) {
-        if (ss[i] == p || ss[i]->m != m || ss[i]->pos + 1 > ss[i]->n_ctx || ids[i] < 0 || ids[i] >= V) return -1;
+        if (ss[i]->m != m || ss[i]->pos + 1 > ss[i]->n_ctx || ids[i] < 0 || ids[i] >= V) return -1;
+        for (int j = 0; j < np; j++)
+            if (ss[i] == ps[j]) return -1;
         for (int j = 0; j < i; j++)
             if (ss[j] == ss[i]) return -1;
     }
-    /* passes of up to FWD_MAX_T columns: up to FWD_MAX_LOGITS - 1 decoding sessions' columns
-     * (their logits, and the prompt's last row, are what the head returns), the prompt's next
-     * tokens before them; the head computes logits from the prompt's last column when it ends
-     * there and the caller wants them, else from the first decoding column */
-    for (int done = 0, di = 0; done < pn || di < n;) {
-        fwd_seq g[FWD_MAX_LOGITS];
+    int done[FWD_MAX_LOGITS];   /* tokens of prompt j gone in so far */
+    for (int j = 0; j < np; j++) done[j] = 0;
+    int pj = 0, di = 0;         /* the next prompt with tokens left, the next decoding session */
+    while (pj < np || di < n) {
+        fwd_seq g[FWD_MAX_T];
         int32_t cols[FWD_MAX_T];
+        int fin[FWD_MAX_LOGITS], take[FWD_MAX_LOGITS], who[FWD_MAX_LOGITS];
+        int nw = 0, nfin = 0;
+        /* decoding columns first reserved, then prompt columns fill the pass */
         int nd = n - di < FWD_MAX_LOGITS - 1 ? n - di : FWD_MAX_LOGITS - 1;
-        int ng = 0, used = 0, np = pn - done < FWD_MAX_T - nd ? pn - done : FWD_MAX_T - nd, best = 0, i0 = di;
-        backend *pb = NULL;
-        if (np > 0) {
-            memcpy(cols, pids + done, (size_t)np * sizeof(int32_t));
-            g[ng++] = (fwd_seq){ p->be->kv, p->pos, np };
-            used = np;
-            pb = p->be;
-            best = p->n_ctx;
+        int room = FWD_MAX_T - nd;
+        for (int j = pj; j < np && room > 0; j++) {
+            int left = pns[j] - done[j], t = left < room ? left : room;
+            int ends = t == left && want_logits[j];
+            if (ends && nfin + nd >= FWD_MAX_LOGITS) {   /* no logits row left in this pass: all but the last token */
+                if (t < 2) break;
+                t--;
+                ends = 0;
+            }
+            who[nw] = j; take[nw] = t; fin[nw] = ends; nw++;
+            nfin += ends;
+            room -= t;
         }
+        int ng = 0, used = 0, best = 0;
+        backend *pb = NULL;
+        for (int w = 0; w < nw; w++) {   /* the prompts' columns without logits */
+            strata_session *p = ps[who[w]];
+            int c = take[w] - fin[w];
+            if (c > 0) {
+                memcpy(cols + used, pids[who[w]] + done[who[w]], (size_t)c * sizeof(int32_t));
+                g[ng++] = (fwd_seq){ p->be->kv, p->pos, c };
+                used += c;
+            }
+            if (!pb || p->n_ctx > best) { best = p->n_ctx; pb = p->be; }   /* the longest context's scratch */
+        }
+        const int from = used;
+        for (int w = 0; w < nw; w++) {   /* the last tokens of the prompts that end here */
+            if (!fin[w]) continue;
+            strata_session *p = ps[who[w]];
+            cols[used++] = pids[who[w]][done[who[w]] + take[w] - 1];
+            g[ng++] = (fwd_seq){ p->be->kv, p->pos + take[w] - 1, 1 };
+        }
+        const int i0 = di;
         for (; di < i0 + nd; di++) {
             cols[used++] = ids[di];
             g[ng++] = (fwd_seq){ ss[di]->be->kv, ss[di]->pos, 1 };
-            if (!pb || ss[di]->n_ctx > best) { best = ss[di]->n_ctx; pb = ss[di]->be; }   /* the longest context's scratch */
+            if (!pb || ss[di]->n_ctx > best) { best = ss[di]->n_ctx; pb = ss[di]->be; }
         }
-        int p_rows = np > 0 && done + np == pn && want_logits;
         fwd_batch fb = { used, ng, g };
-        if (forward_batch(pb, &m->hp, cols, &fb, np - p_rows) != 0) return -1;
-        const float *lg = used > np - p_rows ? pb->ops->logits(pb) : NULL;
-        if (np > 0) {
-            memcpy(p->history + p->pos, pids + done, (size_t)np * sizeof(int32_t));
-            p->pos += np;
-            done += np;
-            p->have_logits = p_rows;
-            if (p_rows) memcpy(p->last_logits, lg, (size_t)V * sizeof(float));
+        if (forward_batch(pb, &m->hp, cols, &fb, from) != 0) return -1;
+        const float *lg = used > from ? pb->ops->logits(pb) : NULL;
+        int row = 0;
+        for (int w = 0; w < nw; w++) {
+            strata_session *p = ps[who[w]];
+            const int j = who[w];
+            memcpy(p->history + p->pos, pids[j] + done[j], (size_t)take[w] * sizeof(int32_t));
+            p->pos += take[w];
+            done[j] += take[w];
+            p->have_logits = fin[w];
+            if (fin[w]) memcpy(p->last_logits, lg + (size_t)row++ * V, (size_t)V * sizeof(float));
         }
-        for (int i = i0, row = p_rows; i < di; i++, row++) {
+        for (int i = i0; i < di; i++, row++) {
             strata_session *s = ss[i];
             s->history[s->pos++] = ids[i];
             memcpy(s->last_logits, lg + (size_t)row * V, (size_t)V * sizeof(float));
             s->have_logits = 1;
         }
+        while (pj < np && done[pj] == pns[pj]) pj++;
+        if (nw == 0 && nd == 0) return -1;   /* no progress (cannot happen: a pass always takes a column) */
     }
     return 0;
 }

@@ -200,14 +200,21 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     int *n_acc = st_malloc((size_t)n_active * sizeof *n_acc);
     int32_t *picked = st_malloc((size_t)n_active * sizeof *picked);
     int *pos0 = st_malloc((size_t)n_active * sizeof *pos0);
-    int nb = 0;
-    srv_slot *pf = NULL;   /* the prompt this step reads inside the decode passes: the oldest */
+    int nb = 0, npw = 0;
+    /* the prompts waiting to be read: inside the decode passes the oldest go first */
+    srv_slot **pw = st_malloc((size_t)n_active * sizeof *pw);
+    srv_slot *pf = NULL;   /* non-NULL: this step reads prompts inside the decode passes */
     for (int i = 0; i < n_active; i++) {
         srv_slot *sl = active[i];
         sl->n_accepted = 0;
         sl->picked = -1;
         if (sl->phase == SLOT_PREFILL) {
             if (!pf || sl->job->t_start < pf->job->t_start) pf = sl;
+            if (pw) {   /* insertion by age */
+                int k = npw++;
+                while (k > 0 && pw[k - 1]->job->t_start > sl->job->t_start) { pw[k] = pw[k - 1]; k--; }
+                pw[k] = sl;
+            }
             continue;
         }
         if (strata_session_pos(sl->sess) >= strata_session_n_ctx(sl->sess)) { slot_end(sl, "length"); continue; }
@@ -222,19 +229,39 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         nb++;
     }
     /* prompts: with nobody decoding, each reads a chunk of SRV_PREFILL_CHUNK on its own passes;
-     * else the oldest one's next tokens ride in the decode passes, as many as the step's budget
-     * leaves after the decoding slots' columns (at least half the budget), and the others wait:
-     * a long prompt costs the streams one budget's worth of columns per token, not a chunk */
-    int pn = 0, pf_pos0 = 0;
+     * else prompts ride in the decode passes, as many tokens as the step's budget leaves after
+     * the decoding slots' columns (at least half the budget), the oldest prompts first (the
+     * next one takes what the one before leaves, up to 63 prompts): a long prompt costs the
+     * streams one budget's worth of columns per token, not a chunk */
+    enum { MAX_PW = 63 };
+    srv_slot *pfs[MAX_PW];
+    strata_session *pss[MAX_PW];
+    const int32_t *pids[MAX_PW];
+    int pns[MAX_PW], pwant[MAX_PW], ppos0[MAX_PW], np = 0;
     if (nb == 0) {
         for (int i = 0; i < n_active; i++)
             if (active[i]->phase == SLOT_PREFILL) slot_prefill(s, active[i]);
         pf = NULL;
     } else if (pf) {
-        pn = s->step_tokens - nb;
-        if (pn < (s->step_tokens + 1) / 2) pn = (s->step_tokens + 1) / 2;
-        if (pn > pf->job->n_prompt - pf->prefill_pos) pn = pf->job->n_prompt - pf->prefill_pos;
-        pf_pos0 = strata_session_pos(pf->sess);
+        int budget = s->step_tokens - nb;
+        if (budget < (s->step_tokens + 1) / 2) budget = (s->step_tokens + 1) / 2;
+        srv_slot *only[1] = { pf };
+        const int own = pw != NULL;
+        if (!own) { pw = only; npw = 1; }   /* out of memory: the oldest alone */
+        for (int k = 0; k < npw && np < MAX_PW && budget > 0; k++) {
+            srv_slot *sl = pw[k];
+            const srv_job *j = sl->job;
+            int n = j->n_prompt - sl->prefill_pos;
+            if (n > budget) n = budget;
+            if (n < 1) continue;
+            pfs[np] = sl; pss[np] = sl->sess; pids[np] = j->prompt + sl->prefill_pos; pns[np] = n;
+            pwant[np] = sl->prefill_pos + n == j->n_prompt;
+            ppos0[np] = strata_session_pos(sl->sess);
+            budget -= n;
+            np++;
+        }
+        if (!own) pw = NULL;   /* it pointed at `only`, not at memory of ours */
+        pf = np > 0 ? pfs[0] : NULL;
     }
     mask_job mj = { NULL, 0 };
     pthread_t helper;
@@ -245,26 +272,25 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     }
     int step_rc = 0;
     if (pf) {
-        const srv_job *pj = pf->job;
-        step_rc = strata_sessions_step_prefill(batch, toks, nb, pf->sess, pj->prompt + pf->prefill_pos, pn,
-                                               pf->prefill_pos + pn == pj->n_prompt);
+        step_rc = strata_sessions_step_prefill_multi(batch, toks, nb, pss, pids, pns, pwant, np);
         for (int i = 0; i < nb; i++) { n_acc[i] = 0; picked[i] = -1; }
     } else if (nb > 0)
         step_rc = strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked);
     if (helper_on) pthread_join(helper, NULL);
     st_free(mj.gm);
-    if (pf) {   /* the prompt's tokens that went in (all, unless a pass failed midway) */
-        int moved = strata_session_pos(pf->sess) - pf_pos0;
-        if (step_rc != 0 && moved == 0) slot_prefill(s, pf);   /* refused (maybe for another slot): alone */
+    for (int k = 0; pf && k < np; k++) {   /* each prompt's tokens that went in (all, unless a pass failed midway) */
+        srv_slot *sl = pfs[k];
+        int moved = strata_session_pos(sl->sess) - ppos0[k];
+        if (step_rc != 0 && moved == 0) slot_prefill(s, sl);   /* refused (maybe for another slot): alone */
         else {
-            pf->prefill_pos += moved;
-            if (pf->prefill_pos == pf->job->n_prompt) {
-                if (step_rc != 0 && !strata_session_logits(pf->sess)) {
-                    snprintf(pf->error, sizeof pf->error, "the prompt's last pass failed");
-                    slot_end(pf, NULL);
+            sl->prefill_pos += moved;
+            if (sl->prefill_pos == sl->job->n_prompt) {
+                if (step_rc != 0 && !strata_session_logits(sl->sess)) {
+                    snprintf(sl->error, sizeof sl->error, "the prompt's last pass failed");
+                    slot_end(sl, NULL);
                 } else {
-                    pf->phase = SLOT_DECODE;
-                    slot_after_eval(s, pf);
+                    sl->phase = SLOT_DECODE;
+                    slot_after_eval(s, sl);
                 }
             }
         }
@@ -287,7 +313,7 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         slot_after_eval(s, bslot[i]);
     }
     st_free(batch); st_free(toks); st_free(bslot); st_free(max_draft); st_free(acc); st_free(n_acc);
-    st_free(picked); st_free(pos0);
+    st_free(picked); st_free(pos0); st_free(pw);
 }
 
 /* ---- scheduler (s->mu held) -------------------------------------------------------------------- */

@@ -295,6 +295,41 @@ def test_prefill_budget(s, cold, figures):
           "a prompt read beside a stream answers (text and logprobs) what a cold server answers")
 
 
+def test_multi_prefill(binary, model, cold):
+    """Several prompts read together inside a stream's decode passes (--step-tokens 64: the
+    stream's column, the rest shared by the waiting prompts, oldest first): each answers (text and
+    logprobs) what a cold server answers."""
+    m = Server(binary, model, "--parallel", "5", "--ctx", "2560", "--step-tokens", "64")
+    try:
+        st, tk = m.post("/tokenize", {"content": "The library keeps its old maps in a cool room on the second floor. " * 20})
+        ids = tk["tokens"] if st == 200 else []
+        check(len(ids) >= 150, "a prompt of 150 tokens: %d" % len(ids))
+        a = Stream(m, STREAM_PROMPT, 400)
+        a.first.wait(120)
+        # the 150-token prompt needs three steps of 63 columns: the short ones, sent with it, end
+        # in the same passes as it and as each other (several logits rows of prompts in one pass)
+        lens = (150, 20, 21, 22)
+        res = [None] * len(lens)
+
+        def one(i, n):
+            res[i] = m.post("/v1/completions", {"prompt": ids[:n], "max_tokens": 5, "temperature": 0, "logprobs": 2})
+        ts = [threading.Thread(target=one, args=(i, n)) for i, n in enumerate(lens)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        busy = m.metrics().get("strata_slots_busy")
+        a.close()
+        for i, n in enumerate(lens):
+            st2, rc = cold.post("/v1/completions", {"prompt": ids[:n], "max_tokens": 5, "temperature": 0, "logprobs": 2})
+            st, r = res[i] if res[i] else (0, None)
+            check(st == 200 and st2 == 200 and json.dumps(r["choices"][0]) == json.dumps(rc["choices"][0]),
+                  "prompt of %d tokens read beside a stream and other prompts answers what a cold server answers" % n)
+        check(busy is not None and busy >= 1, "the stream was still running: %r slots busy" % busy)
+    finally:
+        check(m.stop() == 0, "the --step-tokens 64 server exits 0")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.environ.get("STRATA_BIN", os.path.join(os.environ.get("BUILD", "build"), "strata")))
@@ -317,6 +352,7 @@ def main():
     try:
         run("prefix", test_prefix, s, cold)
         run("prefill", test_prefill_budget, s, cold, figures)
+        run("multi_prefill", test_multi_prefill, a.bin, a.model, cold)
         run("flood", test_flood, s, figures)
         run("full_headers", test_full_headers, s)
     finally:
