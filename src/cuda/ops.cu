@@ -741,11 +741,15 @@ int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_head
      * tiles (two where they fit, else one for both in turn); the merge's m and w (in the tiles) */
     const size_t tile = attn_tile_words(head_dim) * 4, merge = (size_t)2 * gs * nch_cap * sizeof(float);
     size_t smem = tile + ATTN_CHUNK * sizeof(float);
-    /* two tiles for grids that leave SMs idle (decode): main's exact kernel measured a larger
-     * grid (a 4,096-token prompt) 9-25 % slower with two tiles (fewer CTAs per SM), decode at
-     * 4,096 positions 5 % faster (H200, 2026-12-02) */
+    /* two tiles only while the grid's CTAs still fit in one wave with them (decode): main's
+     * exact kernel measured a larger grid (a 4,096-token prompt) 9-25 % slower with two tiles
+     * (fewer CTAs per SM), decode at 4,096 positions 5 % faster (H200, 2026-12-02). CTAs per SM
+     * with two tiles: 227 KB of shared memory per SM (Hopper) over the tiles and ~8 KB of
+     * static arrays (head_dim 64: 3, 128: 1) */
     if (att_two_tiles < 0) att_two_tiles = env_int(ENV_CUDA_ATTN_TILES) != 1;
-    const int two_tiles = att_two_tiles && nch > 1 && 2 * tile <= 160 * 1024 && (int64_t)nxc * groups * T <= 2 * sms;
+    const int per_sm2 = (int)((size_t)227 * 1024 / (2 * tile + 8 * 1024));
+    const int two_tiles = att_two_tiles && nch > 1 && 2 * tile <= 160 * 1024 &&
+                          (int64_t)nxc * groups * T <= (int64_t)per_sm2 * sms;
     if (two_tiles && 2 * tile > smem) smem = 2 * tile;
     if (merge > smem) smem = merge;
     if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
