@@ -258,6 +258,47 @@ static void test_step_prefill_multi(strata_model *m) {
                "prompt %d read beside other prompts and decoding sessions gives other logits than read alone", j);
         CHECK(!memcmp(strata_session_history(p[j]), prompt[j], (size_t)len[j] * sizeof(int32_t)));
     }
+    /* 63 decoding sessions leave one logits row in the first pass: of three prompts ending in the
+     * same call, the first ends there, the others go in without their last token, which ends them
+     * in a second pass (with nothing else decoding); all logits still those of each alone */
+    {
+        enum { ND = 63 };
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 32;
+        strata_session *dd[ND], *ds[ND], *q[3], *qr[3];
+        int32_t nx[ND];
+        const int qlen[3] = { 3, 4, 5 };
+        int ok2 = 1, same2 = 1;
+        for (int i = 0; i < ND; i++) {
+            dd[i] = strata_session_new(m, &sp, err, sizeof err);
+            ds[i] = strata_session_new(m, &sp, err, sizeof err);
+            const int32_t t0 = 100 + 7 * i;
+            ok2 = ok2 && dd[i] && ds[i] && !strata_session_eval(dd[i], &t0, 1) && !strata_session_eval(ds[i], &t0, 1);
+        }
+        for (int j = 0; j < 3; j++) {
+            q[j] = strata_session_new(m, &sp, err, sizeof err);
+            qr[j] = strata_session_new(m, &sp, err, sizeof err);
+            ok2 = ok2 && q[j] && qr[j] && !strata_session_eval(qr[j], prompt[j], qlen[j]);
+        }
+        if (ok2) {
+            for (int i = 0; i < ND; i++) {
+                nx[i] = strata_session_sample(ds[i]);
+                strata_session_eval(ds[i], &nx[i], 1);
+            }
+            const int32_t *qp[3] = { prompt[0], prompt[1], prompt[2] };
+            const int qw[3] = { 1, 1, 1 };
+            CHECK(strata_sessions_step_prefill_multi(dd, nx, ND, q, qp, qlen, qw, 3) == 0);
+            for (int i = 0; i < ND; i++)
+                if (memcmp(strata_session_logits(dd[i]), strata_session_logits(ds[i]), (size_t)V * sizeof(float))) same2 = 0;
+            for (int j = 0; j < 3; j++)
+                if (strata_session_pos(q[j]) != qlen[j] || !strata_session_logits(q[j]) ||
+                    memcmp(strata_session_logits(q[j]), strata_session_logits(qr[j]), (size_t)V * sizeof(float)))
+                    same2 = 0;
+        }
+        CHECKF(ok2 && same2, "63 decoding sessions and three prompts ending in one call: logits differ from each alone");
+        for (int i = 0; i < ND; i++) { strata_session_free(dd[i]); strata_session_free(ds[i]); }
+        for (int j = 0; j < 3; j++) { strata_session_free(q[j]); strata_session_free(qr[j]); }
+    }
     /* refused, nothing moved: the same prompt session twice, a prompt session among the decoding ones */
     {
         strata_session *twice[2] = { p[0], p[0] };

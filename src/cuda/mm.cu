@@ -643,10 +643,11 @@ extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 2 || mode == 3 ? mode 
 static int mm_ext = -1;
 extern "C" void cuda_mm_ext_set(int on) { mm_ext = on ? 1 : 0; }
 
-/* Below this many columns the matvec in slices of 8 is faster than the 64 x 64 tiles (H200,
- * bench_e2e batch, SmolLM2 / 1.5B shapes: at 16 columns slices 6,348 / 2,679 tok/s against the
- * matmul's 3,742 / 2,509; at 64 the matmul 9,919 / 5,460 against 7,236 / 2,564; 32 lies between
- * the two measured points and was not measured itself). Same bits either way. */
+/* The narrowest pass on the matmul (STRATA_CUDA_MM_MIN). Without the split of small grids the
+ * matvec slices won below 32 columns (H200, 2026-12-01: at 16 columns slices 6,348 / 2,679 tok/s
+ * against the matmul's 3,742 / 2,509, SmolLM2 / 1.5B batches); with it, 9 is fastest (2026-12-02:
+ * the 1.5B batch of 16 2,787 tok/s at 32, 3,482 at 16, 3,620 at 9; SmolLM2 within the spread).
+ * Same bits either way. */
 int cuda_mm_min_cols(void) {
     static int v = -1;
     if (v < 0) { long e = env_int(ENV_CUDA_MM_MIN); v = e >= 9 && e <= 4096 ? (int)e : 9; }

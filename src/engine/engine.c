@@ -1103,6 +1103,7 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
         int room = FWD_MAX_T - nd;
         for (int j = pj; j < np && room > 0; j++) {
             int left = pns[j] - done[j], t = left < room ? left : room;
+            if (left == 0) continue;   /* all in already (a pass before took it whole) */
             int ends = t == left && want_logits[j];
             if (ends && nfin + nd >= FWD_MAX_LOGITS) {   /* no logits row left in this pass: all but the last token */
                 if (t < 2) break;
