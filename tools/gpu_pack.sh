@@ -23,7 +23,9 @@ pack)
   make -j"$(nproc)" BUILD="$b" all >/dev/null
   make -j"$(nproc)" BUILD="$b" $progs "$b/tests/gpu/bench_e2e" "$b/tests/gpu/bench_gpu" >/dev/null
   rm -rf .gpubin/bin .gpubin/bins.tar.xz && mkdir -p .gpubin/bin .gpubin/lib
-  grep -qx '/.gpubin/' .git/info/exclude 2>/dev/null || echo '/.gpubin/' >> .git/info/exclude
+  ex=$(git rev-parse --git-path info/exclude)   # a worktree's .git is a file
+  mkdir -p "$(dirname "$ex")"
+  grep -qx '/.gpubin/' "$ex" 2>/dev/null || echo '/.gpubin/' >> "$ex"
   for f in $progs "$b/tests/gpu/bench_e2e" "$b/tests/gpu/bench_gpu"; do strip -o ".gpubin/bin/$(basename "$f")" "$f"; done
   # what the programs link dynamically beyond glibc and libstdc++ (jansson on Debian 12)
   ldd .gpubin/bin/test_gpu_e2e | awk '/=> \//{print $3}' | while read -r lib; do

@@ -24,6 +24,15 @@ static inline void transpose8(__m256 r[8], __m256 c[8]) {
     c[3] = _mm256_permute2f128_ps(u3, u7, 0x20); c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/* Four chains of eight floats side by side (32 consecutive values): a[g] = a[g] + x * r[8g..8g+8),
+ * the product rounded, then added. Every 32-wide loop below is this step in its own order. */
+static inline void load32(__m256 a[4], const float *p) { for (int g = 0; g < 4; g++) a[g] = _mm256_loadu_ps(p + 8 * g); }
+static inline void store32(float *p, const __m256 a[4]) { for (int g = 0; g < 4; g++) _mm256_storeu_ps(p + 8 * g, a[g]); }
+static inline void madd32(__m256 a[4], float x, const float *r) {
+    const __m256 xv = _mm256_set1_ps(x);
+    for (int g = 0; g < 4; g++) a[g] = _mm256_add_ps(a[g], _mm256_mul_ps(xv, _mm256_loadu_ps(r + 8 * g)));
+}
+
 /* o[d] = o[d] + w[i] * rows[i][d] for i = 0..n-1 in order (product rounded, then added): the
  * scalar V loop's operations, eight d at a time. hd % 8 == 0. Four blocks of eight d side by
  * side where hd allows (independent chains: the adds' latencies overlap; each d's chain is
@@ -31,18 +40,10 @@ static inline void transpose8(__m256 r[8], __m256 c[8]) {
 void attn_vacc_avx2(float *o, const float *const *rows, const float *w, int n, int hd) {
     int d0 = 0;
     for (; d0 + 32 <= hd; d0 += 32) {
-        __m256 a0 = _mm256_loadu_ps(o + d0), a1 = _mm256_loadu_ps(o + d0 + 8);
-        __m256 a2 = _mm256_loadu_ps(o + d0 + 16), a3 = _mm256_loadu_ps(o + d0 + 24);
-        for (int i = 0; i < n; i++) {
-            const __m256 wi = _mm256_set1_ps(w[i]);
-            const float *r = rows[i] + d0;
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(wi, _mm256_loadu_ps(r)));
-            a1 = _mm256_add_ps(a1, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 8)));
-            a2 = _mm256_add_ps(a2, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 16)));
-            a3 = _mm256_add_ps(a3, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 24)));
-        }
-        _mm256_storeu_ps(o + d0, a0); _mm256_storeu_ps(o + d0 + 8, a1);
-        _mm256_storeu_ps(o + d0 + 16, a2); _mm256_storeu_ps(o + d0 + 24, a3);
+        __m256 a[4];
+        load32(a, o + d0);
+        for (int i = 0; i < n; i++) madd32(a, w[i], rows[i] + d0);
+        store32(o + d0, a);
     }
     for (; d0 < hd; d0 += 8) {
         __m256 acc = _mm256_loadu_ps(o + d0);
@@ -112,31 +113,18 @@ void attn_kt32_avx2(const void *const *rows, int n, int int8, int hd, float *kt)
  * positions j of a transposed block: the scalar loop's operations per position, four groups
  * of eight positions' chains side by side. */
 void attn_scores32t_avx2(const float *q, const float *kt, int hd, float scale, float *out) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    for (int d = 0; d < hd; d++) {
-        const __m256 qd = _mm256_set1_ps(q[d]);
-        const float *k = kt + (size_t)d * 32;
-        s0 = _mm256_add_ps(s0, _mm256_mul_ps(qd, _mm256_loadu_ps(k)));
-        s1 = _mm256_add_ps(s1, _mm256_mul_ps(qd, _mm256_loadu_ps(k + 8)));
-        s2 = _mm256_add_ps(s2, _mm256_mul_ps(qd, _mm256_loadu_ps(k + 16)));
-        s3 = _mm256_add_ps(s3, _mm256_mul_ps(qd, _mm256_loadu_ps(k + 24)));
-    }
+    __m256 s[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    for (int d = 0; d < hd; d++) madd32(s, q[d], kt + (size_t)d * 32);
     const __m256 sc = _mm256_set1_ps(scale);
-    _mm256_storeu_ps(out, _mm256_mul_ps(s0, sc)); _mm256_storeu_ps(out + 8, _mm256_mul_ps(s1, sc));
-    _mm256_storeu_ps(out + 16, _mm256_mul_ps(s2, sc)); _mm256_storeu_ps(out + 24, _mm256_mul_ps(s3, sc));
+    for (int g = 0; g < 4; g++) s[g] = _mm256_mul_ps(s[g], sc);
+    store32(out, s);
 }
 
 /* o[d] = o[d] + w[i] * vb[i][d] for i = 0..n-1 in order, d = 0..32 (vb: n rows of 32 floats):
  * the scalar V loop's operations for 32 d, four chains of eight d side by side. */
 void attn_vacc32_avx2(float *o, const float *vb, const float *w, int n) {
-    __m256 a0 = _mm256_loadu_ps(o), a1 = _mm256_loadu_ps(o + 8), a2 = _mm256_loadu_ps(o + 16), a3 = _mm256_loadu_ps(o + 24);
-    for (int i = 0; i < n; i++) {
-        const __m256 wi = _mm256_set1_ps(w[i]);
-        const float *r = vb + (size_t)i * 32;
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(wi, _mm256_loadu_ps(r)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 8)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 16)));
-        a3 = _mm256_add_ps(a3, _mm256_mul_ps(wi, _mm256_loadu_ps(r + 24)));
-    }
-    _mm256_storeu_ps(o, a0); _mm256_storeu_ps(o + 8, a1); _mm256_storeu_ps(o + 16, a2); _mm256_storeu_ps(o + 24, a3);
+    __m256 a[4];
+    load32(a, o);
+    for (int i = 0; i < n; i++) madd32(a, w[i], vb + (size_t)i * 32);
+    store32(o, a);
 }
