@@ -30,7 +30,7 @@ pack)
   printf '#!/bin/sh\nd=$(dirname "$0")\nLD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/strata.bin" "$@"\n' > .srvbin/strata
   chmod +x .srvbin/strata
   python3 tools/vocab_only.py "$model" .srvbin/smollm2-vocab.gguf
-  grep -qx '/.srvbin/' .git/info/exclude 2>/dev/null || echo '/.srvbin/' >> .git/info/exclude
+  ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"; grep -qx '/.srvbin/' "$ex" 2>/dev/null || echo '/.srvbin/' >> "$ex"
   du -sh .srvbin; ls .srvbin/lib
   ;;
 run)

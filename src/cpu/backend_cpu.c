@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "model/backend.h"
+#include "model/attn_order.h"
 #include "cpu/backend_cpu.h"
 #include "cpu/matvec.h"
 #include "cpu/moe.h"
@@ -35,9 +36,11 @@ typedef struct {
     fwd_sizes sz;
     int cap_T;              /* the columns the buffers below hold (grown by cpu_reserve) */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *logits;   /* cap_T columns each */
-    float *scores;          /* per thread: [scores_n] */
+    float *scores;          /* per thread: [scores_stride(scores_n)]: a score per position, then per chunk
+                               m_c, l_c and a_c (the attention order's chunks) */
     int scores_n;           /* n_ctx, or more once a pass reached a longer cache (another session's) */
-    float *kv_tmp;          /* per thread: [32][head_dim] K or V rows (32 positions) as f32 */
+    float *kv_tmp;          /* per thread: [32][head_dim] K or V rows (32 positions) as f32, then
+                               [head_dim]: a chunk's V sum */
     float *kv_f32;          /* the layer's K and V rows of the pass's positions, converted to f32
                                once per pass ([2][kv_f32_rows][kv_dim]), not per (token, head) */
     size_t kv_f32_rows;
@@ -47,13 +50,15 @@ typedef struct {
     int attn_avx2;          /* scores and V sums 8-32 at a time (src/cpu/attn_avx2.c, same bits) */
     int attn_dec;           /* decode steps grouped by KV head (attn_dec_*; STRATA_CPU_ATTN=auto) */
     float *dec_w;           /* [n_heads][dec_n]: a decode step's scores, then weights, per head */
+    float *dec_a;           /* [n_heads][ATTN_N_CHUNKS(dec_n)]: the chunks' a_c (in dec_w's block) */
     int dec_n;
-    float *dec_tmp;         /* per thread: DEC_TMP_FLOATS(head_dim) */
+    float *dec_tmp;         /* per thread: DEC_TMP_FLOATS(head_dim, G) */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
 
 static inline cpu_be *CB(backend *be) { return (cpu_be *)be->impl; }
+static inline size_t scores_stride(int n) { return (size_t)n + 3 * (size_t)ATTN_N_CHUNKS(n); }
 /* Sliding-window layers keep a ring of window + KV_RING_SLACK positions (position p in slot
  * p % cap), so their KV memory is bounded by the window. The slack covers a pass of
  * FWD_MAX_T tokens (writes before reads: cap >= window + T - 1) and lets a session rewind
@@ -183,8 +188,8 @@ static void attn_worker(void *ctx, int ith, int nth) {
     attn_job *j = ctx;
     cpu_be *c = j->c;
     const int H = c->hp.n_heads, HD = c->hp.head_dim, G = H / c->hp.n_kv_heads;
-    float *sc = c->scores + (size_t)ith * c->scores_n;
-    float *row = c->kv_tmp + (size_t)ith * 32 * HD;
+    float *sc = c->scores + (size_t)ith * scores_stride(c->scores_n);
+    float *row = c->kv_tmp + (size_t)ith * 33 * HD, *u = row + (size_t)32 * HD;   /* 32 rows, then a chunk's V sum */
     long lo, hi;
     threadpool_split((long)j->T * H, ith, nth, 1, &lo, &hi);
     for (long task = lo; task < hi; task++) {
@@ -194,19 +199,27 @@ static void attn_worker(void *ctx, int ith, int nth) {
         const float *q = j->q + ((size_t)t * H + h) * HD;
         const void *K = j->kv->k_cache[j->layer], *V = j->kv->v_cache[j->layer];
         const int cap = j->kv->kv_cap[j->layer];
-        float mx = -INFINITY;
+        const int nch = ATTN_N_CHUNKS(last - first + 1);
+        float *cm = sc + c->scores_n, *cl = cm + ATTN_N_CHUNKS(c->scores_n), *ca = cl + ATTN_N_CHUNKS(c->scores_n);
+        /* the scores, and each chunk's max m_c along the way (positions in order; blocks of 32
+         * or 8 from `first` never straddle a chunk) */
+        for (int ci = 0; ci < nch; ci++) cm[ci] = -INFINITY;
         int p0 = first;
         if (c->attn_avx2) {   /* 32 or eight positions' chains side by side (the same per-position bits) */
             const float *rows[32];
             for (; p0 + 31 <= last; p0 += 32) {
                 for (int i = 0; i < 32; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
                 attn_scores32_avx2(q, rows, HD, j->scale, sc + p0);
-                for (int i = 0; i < 32; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
+                float m = cm[(p0 - first) / ATTN_CHUNK];
+                for (int i = 0; i < 32; i++) if (sc[p0 + i] > m) m = sc[p0 + i];
+                cm[(p0 - first) / ATTN_CHUNK] = m;
             }
             for (; p0 + 7 <= last; p0 += 8) {
                 for (int i = 0; i < 8; i++) rows[i] = kv_at(j, j->kf, K, p0 + i, cap, kvh, HD, row + (size_t)i * HD);
                 attn_scores8_avx2(q, rows, HD, j->scale, sc + p0);
-                for (int i = 0; i < 8; i++) if (sc[p0 + i] > mx) mx = sc[p0 + i];
+                float m = cm[(p0 - first) / ATTN_CHUNK];
+                for (int i = 0; i < 8; i++) if (sc[p0 + i] > m) m = sc[p0 + i];
+                cm[(p0 - first) / ATTN_CHUNK] = m;
             }
         }
         for (int p = p0; p <= last; p++) {
@@ -215,31 +228,59 @@ static void attn_worker(void *ctx, int ith, int nth) {
             for (int d = 0; d < HD; d++) s += q[d] * kr[d];
             s *= j->scale;
             sc[p] = s;
-            if (s > mx) mx = s;
+            if (s > cm[(p - first) / ATTN_CHUNK]) cm[(p - first) / ATTN_CHUNK] = s;
         }
-        float sum = 0;
-        for (int p = first; p <= last; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
-        float inv = 1.0f / sum;
+        /* mx: the max of all scores = the max of the m_c (max is exact; a zero's sign cannot
+         * change expf(m_c - mx)) */
+        float mx = -INFINITY;
+        for (int ci = 0; ci < nch; ci++) if (cm[ci] > mx) mx = cm[ci];
+        /* the chunks of ATTN_CHUNK positions from `first` (src/model/attn_order.h): each
+         * chunk's max m_c, e_p = expf(s_p - m_c) (into sc) and sum l_c; then the weights
+         * w_c = l_c expf(m_c - mx) (mx, the max of all scores, is the max of the m_c), their
+         * sum L, and a_c = w_c / L; then each chunk's V sum u_c with its own normalization,
+         * added in chunk order: o[d] = o[d] + u_c[d] a_c. One chunk (<= ATTN_CHUNK positions):
+         * a_0 = l_0 / l_0 = 1 and o = 0 + u_0 * 1 = u_0 (a chain from +0.0f is never -0.0f),
+         * so the V sum goes straight into o, the old sequential order's operations. */
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = first + ci * ATTN_CHUNK, c1 = last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : last;
+            const float m = cm[ci];
+            float l = 0.0f;
+            for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
+            cl[ci] = l;
+        }
+        float L = 0.0f;
+        for (int ci = 0; ci < nch; ci++) { ca[ci] = cl[ci] * expf(cm[ci] - mx); L += ca[ci]; }
+        for (int ci = 0; ci < nch; ci++) ca[ci] = ca[ci] / L;
         float *o = j->out + ((size_t)t * H + h) * HD;
-        for (int d = 0; d < HD; d++) o[d] = 0;
-        int pv = first;
-        if (c->attn_avx2) {   /* up to 32 V rows per call, eight d per vector: the same order per d */
-            const float *rows[32];
-            float w32[32];
-            while (pv + 7 <= last) {
-                const int nr = last - pv + 1 >= 32 ? 32 : 8;
-                for (int i = 0; i < nr; i++) {
-                    w32[i] = sc[pv + i] * inv;
-                    rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
+        for (int d = 0; d < HD; d++) o[d] = 0.0f;
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = first + ci * ATTN_CHUNK, c1 = last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : last;
+            const float r = 1.0f / cl[ci];
+            float *uc = nch == 1 ? o : u;
+            if (nch > 1) for (int d = 0; d < HD; d++) u[d] = 0.0f;
+            int pv = c0;
+            if (c->attn_avx2) {   /* up to 32 V rows per call, eight d per vector: the same order per d */
+                const float *rows[32];
+                float w32[32];
+                for (; pv + 7 <= c1;) {
+                    const int nr = c1 - pv + 1 >= 32 ? 32 : 8;
+                    for (int i = 0; i < nr; i++) {
+                        w32[i] = sc[pv + i] * r;
+                        rows[i] = kv_at(j, j->vf, V, pv + i, cap, kvh, HD, row + (size_t)i * HD);
+                    }
+                    attn_vacc_avx2(uc, rows, w32, nr, HD);
+                    pv += nr;
                 }
-                attn_vacc_avx2(o, rows, w32, nr, HD);
-                pv += nr;
             }
-        }
-        for (int p = pv; p <= last; p++) {
-            float wgt = sc[p] * inv;
-            const float *vr = kv_at(j, j->vf, V, p, cap, kvh, HD, row);
-            for (int d = 0; d < HD; d++) o[d] += wgt * vr[d];
+            for (int p = pv; p <= c1; p++) {
+                const float wgt = sc[p] * r;
+                const float *vr = kv_at(j, j->vf, V, p, cap, kvh, HD, row);
+                for (int d = 0; d < HD; d++) uc[d] += wgt * vr[d];
+            }
+            if (nch > 1) {
+                const float a = ca[ci];
+                for (int d = 0; d < HD; d++) o[d] += u[d] * a;
+            }
         }
     }
 }
@@ -252,13 +293,18 @@ static void attn_worker(void *ctx, int ith, int nth) {
  *   scores:  tasks (KV head, block of DEC_PB positions); per 32 positions the K rows are
  *            converted to f32 and transposed once, then each query head of the group takes
  *            its 32 scores (each score its own chain in d order, as the scalar loop);
- *   softmax: a task per head: max, e_p = expf(s_p - max) and their sum in position order,
- *            then the weights e_p * (1 / sum) in place;
- *   values:  tasks (KV head, 32 d): o[d] = o[d] + w_p * v_p[d] in position order for each
- *            head of the group (the V rows' 32 d converted once per block of 32 positions). */
+ *   softmax: a task per head, the chunks of ATTN_CHUNK positions (src/model/attn_order.h) as
+ *            attn_worker: per chunk its max m_c, e_p = expf(s_p - m_c) and their sum l_c in
+ *            position order, w_c = l_c expf(m_c - max), the weights e_p * (1 / l_c) in place;
+ *            then L = the w_c summed in chunk order and a_c = w_c / L (dec_a);
+ *   values:  tasks (KV head, 32 d): per chunk u_c[d] = u_c[d] + w_p * v_p[d] in position
+ *            order for each head of the group (the V rows' 32 d converted once per block of 32
+ *            positions; chunks start at `first` + multiples of 256, so no block straddles two),
+ *            then o[d] = o[d] + u_c[d] a_c in chunk order; one chunk: the sums go into o
+ *            directly (a_0 = 1: the same bits). */
 #define DEC_PB 256
 #define DEC_MIN_POS 64   /* fewer positions: attn_worker (the extra pool job costs more) */
-#define DEC_TMP_FLOATS(hd) ((size_t)32 * (hd) + 32 * 32 + 32)
+#define DEC_TMP_FLOATS(hd, g) ((size_t)32 * (hd) + 32 * 32 + 32 + (size_t)32 * (g))   /* + the chunk sums u_c */
 
 typedef struct {
     cpu_be *c; const cpu_kv *kv; int layer; const float *q; float scale; float *out;
@@ -285,7 +331,7 @@ static void dec_scores_worker(void *ctx, int ith, int nth) {
     cpu_be *c = j->c;
     const int HD = c->hp.head_dim, G = c->hp.n_heads / c->hp.n_kv_heads, n = j->last - j->first + 1;
     const int nb = (n + DEC_PB - 1) / DEC_PB;
-    float *kt = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD), *s32 = kt + (size_t)32 * HD;
+    float *kt = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD, G), *s32 = kt + (size_t)32 * HD;
     const cpu_kv *kv = j->kv;
     const void *K = kv->k_cache[j->layer];
     const int cap = kv->kv_cap[j->layer];
@@ -316,17 +362,32 @@ static void dec_scores_worker(void *ctx, int ith, int nth) {
 static void dec_softmax_worker(void *ctx, int ith, int nth) {
     dec_job *j = ctx;
     cpu_be *c = j->c;
-    const int n = j->last - j->first + 1;
+    const int n = j->last - j->first + 1, nch = ATTN_N_CHUNKS(n);
     long lo, hi;
     threadpool_split((long)c->hp.n_heads, ith, nth, 1, &lo, &hi);
     for (long h = lo; h < hi; h++) {
-        float *sc = c->dec_w + (size_t)h * c->dec_n;
+        float *sc = c->dec_w + (size_t)h * c->dec_n, *ca = c->dec_a + (size_t)h * ATTN_N_CHUNKS(c->dec_n);
+        /* the chunks' maxima (into ca for now) and mx, their max (= the max of all scores) */
         float mx = -INFINITY;
-        for (int p = 0; p < n; p++) if (sc[p] > mx) mx = sc[p];
-        float sum = 0;
-        for (int p = 0; p < n; p++) { sc[p] = expf(sc[p] - mx); sum += sc[p]; }
-        const float inv = 1.0f / sum;
-        for (int p = 0; p < n; p++) sc[p] *= inv;
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = ci * ATTN_CHUNK, c1 = n - 1 - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : n - 1;
+            float m = -INFINITY;
+            for (int p = c0; p <= c1; p++) if (sc[p] > m) m = sc[p];
+            ca[ci] = m;
+            if (m > mx) mx = m;
+        }
+        float L = 0.0f;
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = ci * ATTN_CHUNK, c1 = n - 1 - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : n - 1;
+            const float m = ca[ci];
+            float l = 0.0f;
+            for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
+            const float r = 1.0f / l;
+            for (int p = c0; p <= c1; p++) sc[p] *= r;
+            ca[ci] = l * expf(m - mx);
+            L += ca[ci];
+        }
+        for (int ci = 0; ci < nch; ci++) ca[ci] = ca[ci] / L;
     }
 }
 
@@ -334,17 +395,29 @@ static void dec_values_worker(void *ctx, int ith, int nth) {
     dec_job *j = ctx;
     cpu_be *c = j->c;
     const int HD = c->hp.head_dim, G = c->hp.n_heads / c->hp.n_kv_heads, nd = HD / 32;
-    float *vb = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD);
+    const int nch = ATTN_N_CHUNKS(j->last - j->first + 1), ncap = ATTN_N_CHUNKS(c->dec_n);
+    float *vb = c->dec_tmp + (size_t)ith * DEC_TMP_FLOATS(HD, G), *u = vb + 32 * 32;   /* u: [G][32] */
     long lo, hi;
     threadpool_split((long)c->hp.n_kv_heads * nd, ith, nth, 1, &lo, &hi);
     for (long task = lo; task < hi; task++) {
         const int kvh = (int)(task / nd), d0 = (int)(task % nd) * 32;
         for (int h = kvh * G; h < (kvh + 1) * G; h++) memset(j->out + (size_t)h * HD + d0, 0, 32 * sizeof(float));
-        for (int p0 = j->first; p0 <= j->last; p0 += 32) {
-            const int m = j->last - p0 + 1 < 32 ? j->last - p0 + 1 : 32;
-            dec_rows(j, j->kv->v_cache[j->layer], p0, m, kvh, d0, 32, vb);
-            for (int h = kvh * G; h < (kvh + 1) * G; h++)
-                attn_vacc32_avx2(j->out + (size_t)h * HD + d0, vb, c->dec_w + (size_t)h * c->dec_n + (p0 - j->first), m);
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = j->first + ci * ATTN_CHUNK, c1 = j->last - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : j->last;
+            if (nch > 1) memset(u, 0, (size_t)G * 32 * sizeof(float));
+            for (int p0 = c0; p0 <= c1; p0 += 32) {
+                const int m = c1 - p0 + 1 < 32 ? c1 - p0 + 1 : 32;
+                dec_rows(j, j->kv->v_cache[j->layer], p0, m, kvh, d0, 32, vb);
+                for (int h = kvh * G; h < (kvh + 1) * G; h++)
+                    attn_vacc32_avx2(nch == 1 ? j->out + (size_t)h * HD + d0 : u + (size_t)(h - kvh * G) * 32, vb,
+                                     c->dec_w + (size_t)h * c->dec_n + (p0 - j->first), m);
+            }
+            if (nch > 1)
+                for (int h = kvh * G; h < (kvh + 1) * G; h++) {
+                    const float a = c->dec_a[(size_t)h * ncap + ci], *uh = u + (size_t)(h - kvh * G) * 32;
+                    float *o = j->out + (size_t)h * HD + d0;
+                    for (int d = 0; d < 32; d++) o[d] += uh[d] * a;
+                }
         }
     }
 }
@@ -358,12 +431,15 @@ static int attn_decode_grouped(cpu_be *c, const cpu_kv *kv, int layer, const flo
     if (n > c->dec_n || !c->dec_w) {   /* grown by doubling, up to the cache's positions */
         int want = c->dec_n * 2 > n ? c->dec_n * 2 : n < 1024 ? 1024 : n;
         if (want > kv->n_ctx && n <= kv->n_ctx) want = kv->n_ctx;
-        float *nw = st_malloc((size_t)c->hp.n_heads * (size_t)want * sizeof(float));
+        /* the scores / weights, then each head's a_c */
+        float *nw = st_malloc((size_t)c->hp.n_heads * ((size_t)want + ATTN_N_CHUNKS(want)) * sizeof(float));
         if (!nw) return -1;
         st_free(c->dec_w); c->dec_w = nw; c->dec_n = want;
+        c->dec_a = nw + (size_t)c->hp.n_heads * want;
     }
     if (!c->dec_tmp) {
-        c->dec_tmp = st_malloc((size_t)threadpool_size(c->tp) * DEC_TMP_FLOATS(c->hp.head_dim) * sizeof(float));
+        c->dec_tmp = st_malloc((size_t)threadpool_size(c->tp) *
+                               DEC_TMP_FLOATS(c->hp.head_dim, c->hp.n_heads / c->hp.n_kv_heads) * sizeof(float));
         if (!c->dec_tmp) return -1;
     }
     dec_job j = { c, kv, layer, q, scale, out, first, pos };
@@ -382,7 +458,7 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
     cpu_kv *kv = kvp;
     const size_t kd_n = kv->kv_dim;
     if (kv->n_ctx > c->scores_n) {   /* another session's longer cache: scores for all of it */
-        float *ns = st_malloc((size_t)threadpool_size(c->tp) * (size_t)kv->n_ctx * sizeof(float));
+        float *ns = st_malloc((size_t)threadpool_size(c->tp) * scores_stride(kv->n_ctx) * sizeof(float));
         if (!ns) {
             for (size_t i = 0; i < (size_t)T * c->hp.n_heads * c->hp.head_dim; i++) out[i] = NAN;   /* never silent */
             return;
@@ -411,7 +487,11 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
     if (!kv->exact && c->kv_pass) {
         int pl = pos0 + T - 1, pf = window > 0 && pos0 - window + 1 > 0 ? pos0 - window + 1 : 0;
         size_t rows = (size_t)(pl - pf + 1);
-        if (rows * kd_n * 2 * sizeof(float) <= ((size_t)64 << 20)) {
+        /* one token (decode): only while the copy stays cache-sized; deeper, converting each row
+         * per task (G times, in L1) costs less CPU than writing and reading the copy (SmolLM2 at
+         * 4096 positions, one thread: 1.8 vs 3.0-3.4 ms per layer; equal at 512-1024) */
+        const size_t bytes = rows * kd_n * 2 * sizeof(float);
+        if (bytes <= ((size_t)64 << 20) && (T > 1 || bytes <= ((size_t)2 << 20))) {
             if (rows > c->kv_f32_rows) {
                 size_t want = c->kv_f32_rows * 2 > rows ? c->kv_f32_rows * 2 : rows < 256 ? 256 : rows;
                 if (want * kd_n * 2 * sizeof(float) > ((size_t)64 << 20)) want = rows;
@@ -617,9 +697,9 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     kv->k_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
     kv->kv_cap = st_calloc((size_t)hp->n_layers, sizeof(int));
     kv->v_cache = st_calloc((size_t)hp->n_layers, sizeof(void *));
-    c->scores = st_malloc((size_t)threadpool_size(tp) * (size_t)n_ctx * sizeof(float));
+    c->scores = st_malloc((size_t)threadpool_size(tp) * scores_stride(n_ctx) * sizeof(float));
     c->scores_n = n_ctx;
-    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 32 * (size_t)hp->head_dim * sizeof(float));
+    c->kv_tmp = st_malloc((size_t)threadpool_size(tp) * 33 * (size_t)hp->head_dim * sizeof(float));
     c->f16_row = f16_to_f32_row_get();
     c->q8_row = q8_to_f32_row_get();
     c->kv_pass = env_bool(ENV_CPU_KV_PASS);

@@ -1,14 +1,18 @@
 /* The attention of a wide pass (a prompt chunk of one sequence), query tiles sharing K and V.
  *
- * Same order as attn_exact_head (ops_dev.cuh), per query: s_p = (sum over d in order of the
- * rounded products q[d] k_p[d]) * scale over the query's positions [first, last]; the maximum;
- * e_p = expf(s_p - max) (the host libm's bits); their sum in position order and inv = 1 / sum;
- * o[d] = o[d] + (e_p * inv) v_p[d] in position order. What changes is who does it: a CTA takes
- * AQ_QT consecutive columns (queries) of one head, so each K and V tile is loaded once for all
- * of them; the scores of a position for the AQ_QT queries are AQ_QT chains side by side in one
- * thread, the sums one thread per query, the V chains one per (query, d). Every query's value
- * is computed by the same operations as in the one-query kernel, so the bits are the same
- * (tests/gpu/test_gpu_widths: prompts in passes of 9..512 columns against the CPU).
+ * The canonical order (src/model/attn_order.h, docs/KERNELS.md "Attention order"), per query:
+ * s_p = (sum over d in order of the rounded products q[d] k_p[d]) * scale over the query's
+ * positions [first, last]; M = their maximum; per chunk c of 256 positions from `first`: m_c,
+ * e_p = expf(s_p - m_c) (the host libm's bits), l_c = their sum in position order, r_c = 1 / l_c;
+ * w_c = l_c expf(m_c - M), L = sum w_c, a_c = w_c / L; o[d] = 0 + u_0[d] a_0 + u_1[d] a_1 + ...
+ * with u_c[d] = 0 + (e_p r_c) v_p[d] + ... in position order. What changes is who does it: a
+ * CTA takes AQ_QT consecutive columns (queries) of one head, so each K and V tile is loaded
+ * once for all of them; the scores of a position for the AQ_QT queries are AQ_QT chains side by
+ * side in one thread, the chunk maxima a warp per query, the sums one thread per (query,
+ * chunk), the V chains one per (query, d), which close a chunk's u into o at its end. Every
+ * query's value is computed by the same operations as in ops.cu's attn_kernel (its chunk path) and the
+ * CPU, so the bits are the same (tests/gpu/test_gpu_widths: prompts in passes of 9..512
+ * columns against the CPU).
  * Used for passes of more than 8 columns whose queries see at most AQ_NMAX positions
  * (the scores live in shared memory); other passes take the one-query kernel. */
 #include "cuda_internal.h"
@@ -20,9 +24,11 @@
 EXPF_DEVICE_STATE
 int cuda_attnp_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
+#include "model/attn_order.h"
 
 #define AQ_QT 8          /* queries per CTA (ATTX_THREADS / 32 warps: one per query for the reductions) */
 #define AQ_NMAX 2048     /* positions a CTA's queries span at most */
+#define AQ_MAXCH (AQ_NMAX / ATTN_CHUNK + 1)   /* chunks of one query at most */
 static_assert(ATTX_THREADS / 32 == AQ_QT, "one warp per query");
 
 __global__ void __launch_bounds__(ATTX_THREADS)
@@ -32,7 +38,8 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
     PDL_WAIT();
     extern __shared__ uint32_t dyn[];
     __shared__ int fq[AQ_QT], lq[AQ_QT];
-    __shared__ float mxs[AQ_QT], invs[AQ_QT];
+    __shared__ float mxs[AQ_QT];
+    __shared__ float cm[AQ_QT][AQ_MAXCH], cr[AQ_QT][AQ_MAXCH], ca[AQ_QT][AQ_MAXCH];   /* per chunk: m_c, l_c -> r_c, a_c */
     const int h = blockIdx.x, t0 = blockIdx.y * AQ_QT;
     const int nq = T - t0 < AQ_QT ? T - t0 : AQ_QT;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -86,24 +93,52 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
         if (lane == 0) mxs[warp] = m;
     }
     __syncthreads();
-    for (int i = tid; i < nq * n; i += ATTX_THREADS) {
-        const int qq = i / n, p = P0 + i % n;
-        if (p >= fq[qq] && p <= lq[qq]) sc[i] = expf_ref(__fsub_rn(sc[i], mxs[qq]));
-    }
-    __syncthreads();
-    if (lane == 0 && warp < nq) {   /* the sum in position order, one thread per query */
-        float sum = 0.0f;
-        const float *e = sc + (size_t)warp * n - P0;
-#pragma unroll 8
-        for (int p = fq[warp]; p <= lq[warp]; p++) sum = __fadd_rn(sum, e[p]);
-        invs[warp] = __fdiv_rn(1.0f, sum);
-    }
-    __syncthreads();
-    /* o[d] = o[d] + (e_p * inv) * v_p[d] in position order: chain (query, d) = tid + 256 k */
-    constexpr int KP = AQ_QT * ATT_MAX_HD / ATTX_THREADS;
-    float o[KP];
+    /* each chunk's maximum m_c: warp qq, chunk after chunk */
+    if (warp < nq) {
+        for (int c0 = fq[warp], ci = 0; c0 <= lq[warp]; c0 += ATTN_CHUNK, ci++) {
+            const int c1 = lq[warp] - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : lq[warp];
+            float m = -INFINITY;
+            for (int p = c0 + lane; p <= c1; p += 32) m = fmaxf(m, sc[(size_t)warp * n + (p - P0)]);
 #pragma unroll
-    for (int k = 0; k < KP; k++) o[k] = 0.0f;
+            for (int o = 16; o >= 1; o >>= 1) m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
+            if (lane == 0) cm[warp][ci] = m;
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < nq * n; i += ATTX_THREADS) {   /* e_p = expf(s_p - m_c) */
+        const int qq = i / n, p = P0 + i % n;
+        if (p >= fq[qq] && p <= lq[qq]) sc[i] = expf_ref(__fsub_rn(sc[i], cm[qq][(p - fq[qq]) / ATTN_CHUNK]));
+    }
+    __syncthreads();
+    if (tid < AQ_QT * AQ_MAXCH) {   /* l_c in position order and r_c = 1 / l_c: one thread per (query, chunk) */
+        const int qq = tid / AQ_MAXCH, ci = tid % AQ_MAXCH, c0 = qq < nq ? fq[qq] + ci * ATTN_CHUNK : 0;
+        if (qq < nq && c0 <= lq[qq]) {
+            const int c1 = lq[qq] - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : lq[qq];
+            const float *e = sc + (size_t)qq * n - P0;
+            float l = 0.0f;
+#pragma unroll 8
+            for (int p = c0; p <= c1; p++) l = __fadd_rn(l, e[p]);
+            cr[qq][ci] = l;
+        }
+    }
+    __syncthreads();
+    if (tid < nq) {   /* w_c = l_c expf(m_c - M), L in chunk order, a_c = w_c / L; r_c = 1 / l_c */
+        const int nch = ATTN_N_CHUNKS(lq[tid] - fq[tid] + 1);
+        float L = 0.0f;
+        for (int ci = 0; ci < nch; ci++) {
+            ca[tid][ci] = __fmul_rn(cr[tid][ci], expf_ref(__fsub_rn(cm[tid][ci], mxs[tid])));
+            L = __fadd_rn(L, ca[tid][ci]);
+        }
+        for (int ci = 0; ci < nch; ci++) { ca[tid][ci] = __fdiv_rn(ca[tid][ci], L); cr[tid][ci] = __fdiv_rn(1.0f, cr[tid][ci]); }
+    }
+    __syncthreads();
+    /* u_c[d] = u + (e_p r_c) v_p[d] in position order, closed into o[d] = o + u_c[d] a_c at the
+     * chunk's end: chain (query, d) = tid + 256 k */
+    constexpr int KP = AQ_QT * ATT_MAX_HD / ATTX_THREADS;
+    float o[KP], u[KP];
+    int cix[KP];
+#pragma unroll
+    for (int k = 0; k < KP; k++) { o[k] = 0.0f; u[k] = 0.0f; cix[k] = 0; }
     for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
         const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
         attn_tile_load(tile, vbase, p0, nr, n, W, RS, kv_dim, NULL);
@@ -115,13 +150,35 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
             int lo = fq[qq] - P0, hi = lq[qq] - P0;
             if (lo < p0) lo = p0;
             if (hi > p0 + nr - 1) hi = p0 + nr - 1;
-            const float inv = invs[qq];
             const float *e = sc + (size_t)qq * n;
-            float acc = o[k];
-            for (int i = lo; i <= hi; i++)
-                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], inv), h2f(tile_h[(size_t)(i - p0) * 2 * RS + d])));
-            o[k] = acc;
+            float acc = u[k], oo = o[k];
+            int ci = cix[k];
+            float r = cr[qq][ci];
+            /* runs of positions inside one chunk, so that the inner loop is the plain chain of
+             * before (the branch's first version tested every position for a chunk start: the
+             * suspect of its prompt slowdown on the H200, not profiled); a run starting on a
+             * chunk boundary closes the previous chunk first */
+            const int f0 = fq[qq] - P0;
+            for (int i = lo; i <= hi;) {
+                const int rel = (i - f0) % ATTN_CHUNK;
+                if (i > f0 && rel == 0) {   /* a chunk starts: close the last */
+                    oo = __fadd_rn(oo, __fmul_rn(acc, ca[qq][ci]));
+                    acc = 0.0f;
+                    r = cr[qq][++ci];
+                }
+                const int end = i + (ATTN_CHUNK - rel) - 1 < hi ? i + (ATTN_CHUNK - rel) - 1 : hi;
+#pragma unroll 8
+                for (; i <= end; i++)
+                    acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), h2f(tile_h[(size_t)(i - p0) * 2 * RS + d])));
+            }
+            u[k] = acc; o[k] = oo; cix[k] = ci;
         }
+    }
+#pragma unroll
+    for (int k = 0; k < KP; k++) {   /* the last chunk */
+        const int j = tid + k * ATTX_THREADS;
+        if (j >= nq * head_dim) break;
+        o[k] = __fadd_rn(o[k], __fmul_rn(u[k], ca[j / head_dim][cix[k]]));
     }
 #pragma unroll
     for (int k = 0; k < KP; k++) {
@@ -130,7 +187,7 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
         const int qq = j / head_dim, d = j % head_dim;
         outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
     }
-    if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_exact_kernel) */
+    if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_kernel) */
         __syncthreads();
         const int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
         const size_t bb = act_block_bytes_dev(act_fmt);

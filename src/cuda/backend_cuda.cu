@@ -13,7 +13,7 @@
  *                                       matvec that reads it in one launch
  *   q, k, v matvecs                     one launch over the concatenated rows (same input)
  *   q norm + k norm                     one launch
- *   RoPE + KV store (+ attention)       one launch; at T = 1 inside the exact attention
+ *   RoPE + KV store (+ attention)       one launch; at T = 1 inside the attention
  *   attention + quantization for wo     the attention writes wo's activation rows
  *   gate, up matvecs + SwiGLU           one launch (the warp of row r computes both dots); at
  *                                       T = 1 it also writes h quantized for down
@@ -233,6 +233,7 @@ typedef struct {
     uint16_t **h_ckv;           /* host staging of the same */
     int h_cpos[FWD_MAX_T];
     int cols_on;                /* the pass in flight uses the table */
+    int cols_max_pos;           /* the table's largest position (how many chunks the attention spans) */
     float *embd_f32;            /* device: dequantized embeddings when their format has no device dequantizer */
     int32_t *d_ids;             /* device: token ids of the pass [FWD_MAX_T] */
     int *d_pos;                 /* device: position of token 0 (graph mode) */
@@ -261,7 +262,7 @@ typedef struct {
     int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
     int capturing;              /* the kernels read d_pos / d_ids */
     int fuse;                   /* STRATA_CUDA_FUSE */
-    int attn_split;             /* STRATA_CUDA_ATTN=split: the split-KV variant (not bit-exact) */
+    int attn_serial;            /* STRATA_CUDA_ATTN=serial: one CTA walks a head's chunks (same bits) */
     int attn_qtile;             /* STRATA_CUDA_ATTN_QTILE: wide passes' attention in query tiles */
     int failed;
 } cuda_be;
@@ -274,7 +275,7 @@ static void be_fail(cuda_be *c, const char *what) {
 }
 
 /* The attention's scratch covers ATT_COLS columns per launch; a wider pass launches in slices
- * when the kernel needs the scratch (the split variant; the exact one past 96 KB of scores). */
+ * when the kernel needs the scratch (a column attending over more than one chunk of 256). */
 #define ATT_COLS 8
 
 static void graphs_drop(cuda_be *c) {
@@ -460,12 +461,14 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     /* several sequences: one column table for the pass, so each layer's RoPE + KV store and
      * attention are one launch each for all of them */
     c->cols_on = 0;
-    if (b->n_seq > 1 && !c->capturing && c->fuse && !c->attn_split) {
+    c->cols_max_pos = 0;
+    if (b->n_seq > 1 && !c->capturing && c->fuse) {
         const int L = c->hp.n_layers;
         for (int s = 0, t = 0; s < b->n_seq; s++) {
             const cuda_kv *kv = (const cuda_kv *)b->seq[s].kv;
             for (int i = 0; i < b->seq[s].n; i++, t++) {
                 c->h_cpos[t] = b->seq[s].pos0 + i;
+                if (c->h_cpos[t] > c->cols_max_pos) c->cols_max_pos = c->h_cpos[t];
                 for (int l = 0; l < L; l++) {
                     c->h_ckv[((size_t)l * 2) * FWD_MAX_T + t] = kv->kc[l];
                     c->h_ckv[((size_t)l * 2 + 1) * FWD_MAX_T + t] = kv->vc[l];
@@ -509,8 +512,8 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const float *cs = L->sliding ? c->rope_local : c->rope_global;
     const float scale = hp->attn_scale;
     const int window = L->sliding ? hp->sliding_window : 0;
-    /* T = 1 with the exact attention: RoPE and the KV store inside the attention kernel */
-    const int folded = c->fuse && T == 1 && !c->attn_split;
+    /* T = 1: RoPE and the KV store inside the attention kernel */
+    const int folded = c->fuse && T == 1;
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
@@ -522,24 +525,22 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
             be_fail(c, "rope, kv store");
     }
     /* a wide pass: query tiles sharing the K and V tiles (attn_prompt.cu, the same bits) */
-    if (!folded && !c->attn_split && !dp && c->attn_qtile && cuda_attention_qtile_ok(T, HD, S->pos0, window)) {
+    if (!folded && !dp && c->attn_qtile && cuda_attention_qtile_ok(T, HD, S->pos0, window)) {
         if (cuda_attention_qtile(q, kc, vc, T, H, KVH, HD, S->pos0, scale, window, out, act, af_o, c->st))
             be_fail(c, "attention (query tiles)");
         return;
     }
-    /* the scratch holds ATT_COLS columns: slices of that when the kernel uses it */
-    const int step = c->attn_split || cuda_attention_exact_scratch(kv->n_ctx) ? ATT_COLS : T;
+    /* the scratch holds ATT_COLS columns: slices of that when a column spans several chunks */
+    const int ml = dp ? kv->n_ctx - 1 : S->pos0 + T - 1;
+    const int step = cuda_attention_uses_scratch(ml, window) ? ATT_COLS : T;
     const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
     int rc = 0;
     for (int t0 = 0; t0 < T && !rc; t0 += step) {
         const int n = T - t0 < step ? T - t0 : step;
         const size_t qo = (size_t)t0 * H * HD;
         void *a = act ? (uint8_t *)act + (size_t)t0 * arb : NULL;
-        rc = c->attn_split
-            ? cuda_attention(q + qo, kc, vc, n, H, KVH, HD, S->pos0 + t0, dp, scale, window, kv->n_ctx, c->att_partial,
-                             c->att_counters, out + qo, a, af_o, c->st)
-            : cuda_attention_exact(q + qo, kc, vc, n, H, KVH, HD, S->pos0 + t0, dp, scale, window, kv->n_ctx,
-                                   c->att_partial, out + qo, a, af_o, folded ? &fold : NULL, c->st);
+        rc = cuda_attention(q + qo, kc, vc, n, H, KVH, HD, S->pos0 + t0, dp, -1, scale, window, kv->n_ctx, c->att_partial,
+                            c->att_counters, out + qo, a, af_o, folded ? &fold : NULL, NULL, c->attn_serial, c->st);
     }
     if (rc) be_fail(c, "attention");
 }
@@ -578,17 +579,18 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             if (((const cuda_kv *)b->seq[s].kv)->n_ctx > c->n_ctx) { be_fail(c, "a sequence's KV cache is longer than the pass backend's scratch"); return; }
         cuda_cols cols = { c->d_cpos, c->d_ckv + (size_t)l * 2 * FWD_MAX_T, c->d_ckv + ((size_t)l * 2 + 1) * FWD_MAX_T };
         const float *cs = L->sliding ? c->rope_local : c->rope_global;
+        const int window = L->sliding ? hp->sliding_window : 0;
         int rc = cuda_rope_qk_store_cols(c->q, c->k, c->v, NULL, NULL, T, H, KVH, HD, hp->n_rot, hp->rope_neox, 0, NULL, cs,
                                          cs, &cols, c->st);
-        const int step = cuda_attention_exact_scratch(c->n_ctx) ? ATT_COLS : T;
+        const int step = cuda_attention_uses_scratch(c->cols_max_pos, window) ? ATT_COLS : T;
         const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
         for (int t0 = 0; t0 < T && !rc; t0 += step) {
             const int n = T - t0 < step ? T - t0 : step;
             const size_t qo = (size_t)t0 * H * HD;
             cuda_cols sl = { cols.pos + t0, cols.kc + t0, cols.vc + t0 };
-            rc = cuda_attention_exact_cols(c->q + qo, NULL, NULL, n, H, KVH, HD, 0, NULL, hp->attn_scale,
-                                           L->sliding ? hp->sliding_window : 0, c->n_ctx, c->att_partial, c->att + qo,
-                                           af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL, af_o, NULL, &sl, c->st);
+            rc = cuda_attention(c->q + qo, NULL, NULL, n, H, KVH, HD, 0, NULL, c->cols_max_pos, hp->attn_scale, window,
+                                c->n_ctx, c->att_partial, c->att_counters, c->att + qo,
+                                af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL, af_o, NULL, &sl, c->attn_serial, c->st);
         }
         if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
@@ -970,7 +972,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
-        c->attn_split = var.attn_split;
+        c->attn_serial = var.attn_serial;
         cuda_variants_apply(&var);   /* matvec kernel, dependent launch, decode variants, routing */
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
@@ -1142,26 +1144,41 @@ extern "C" int cuda_test_swiglu(const float *g, const float *u, float *out, int 
     return expf_init() ? -1 : test_sync(cuda_swiglu(g, u, out, n, 0));
 }
 extern "C" int cuda_test_geglu(const float *g, const float *u, float *out, int n) { return test_sync(cuda_geglu(g, u, out, n, 0)); }
-extern "C" int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
-                                   int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
-                                   int split, float *out) {
+extern "C" int cuda_test_attention_ex(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
+                                      int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
+                                      int serial, int dev_pos, float *out, long *partials) {
     float *scratch = NULL;
-    int *counters = NULL;
-    if (expf_init() ||
-        cuda_dev_malloc((void **)&scratch, cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx) * sizeof(float)) ||
+    int *counters = NULL, *d_pos = NULL;
+    const size_t sf = cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx);
+    if (expf_init() || cuda_dev_malloc((void **)&scratch, sf * sizeof(float)) ||
         cuda_dev_malloc((void **)&counters, (size_t)T * n_heads * sizeof(int)) ||
-        CU_CHECK(cudaMemset(counters, 0, (size_t)T * n_heads * sizeof(int)))) {
-        cuda_dev_free(scratch); cuda_dev_free(counters);
+        cuda_dev_malloc((void **)&d_pos, sizeof(int)) ||
+        CU_CHECK(cudaMemset(counters, 0, (size_t)T * n_heads * sizeof(int))) ||
+        CU_CHECK(cudaMemset(scratch, 0xff, sf * sizeof(float))) ||
+        CU_CHECK(cudaMemcpy(d_pos, &pos0, sizeof(int), cudaMemcpyHostToDevice))) {
+        cuda_dev_free(scratch); cuda_dev_free(counters); cuda_dev_free(d_pos);
         return -1;
     }
     int rc = cuda_kv_store(k, v, kc, vc, T, n_kv_heads * head_dim, pos0, NULL, 0) ||
-             (split ? cuda_attention(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, NULL, scale, window, n_ctx,
-                                     scratch, counters, out, NULL, -1, 0)
-                    : cuda_attention_exact(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, NULL, scale, window, n_ctx,
-                                           scratch, out, NULL, -1, NULL, 0));
+             cuda_attention(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, dev_pos ? d_pos : NULL, -1, scale, window,
+                            n_ctx, scratch, counters, out, NULL, -1, NULL, NULL, serial, 0);
     rc = test_sync(rc);
-    cuda_dev_free(scratch); cuda_dev_free(counters);
+    if (!rc && partials) {
+        uint32_t *h = (uint32_t *)st_malloc(sf * sizeof(float));
+        if (!h || CU_CHECK(cudaMemcpy(h, scratch, sf * sizeof(float), cudaMemcpyDeviceToHost))) rc = -1;
+        long w = 0;
+        for (size_t i = 0; h && i < sf; i++) w += h[i] != 0xffffffffu;
+        *partials = w;
+        st_free(h);
+    }
+    cuda_dev_free(scratch); cuda_dev_free(counters); cuda_dev_free(d_pos);
     return rc;
+}
+extern "C" int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
+                                   int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
+                                   int serial, float *out) {
+    return cuda_test_attention_ex(q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, scale, window, n_ctx, serial, 0,
+                                  out, NULL);
 }
 extern "C" int32_t cuda_test_argmax(const float *x, int n) {
     int32_t *d = NULL, h = -1;

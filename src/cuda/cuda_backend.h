@@ -57,7 +57,7 @@ const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
  * (STRATA_CUDA_MATVEC, STRATA_CUDA_ATTN). *_from: "table" or the switch's name. */
 typedef struct cuda_variants {
     int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
-    int attn_split;         /* 0: exact (the CPU's order); 1: split-KV (opt-in, other bits) */
+    int attn_serial;        /* 0: the attention's chunks in parallel; 1: one CTA per head walks them (same bits) */
     int pdl;                /* programmatic dependent launch of the backend's kernels (same bits) */
     int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): the table's by default */
     int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
@@ -119,9 +119,16 @@ int cuda_test_add(float *x, const float *y, int n);
 int cuda_test_swiglu(const float *g, const float *u, float *out, int n);
 int cuda_test_geglu(const float *g, const float *u, float *out, int n);
 /* KV store of T tokens at pos0 into kc / vc (f16 [n_ctx][n_kv_heads * head_dim]), then the
- * exact attention (split = 0, the CPU's order) or the split-KV variant (1) */
+ * attention (the CPU's chunked order: the chunks in parallel, or serial = 1: one CTA walks them) */
 int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
-                        int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int split, float *out);
+                        int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int serial, float *out);
+/* The same with the position read from device memory (dev_pos = 1: the decode graph's launch,
+ * a grid over every chunk of n_ctx) and, when partials is not NULL, how many floats of the
+ * chunk partials scratch (filled with a NaN pattern first) the launch wrote: 0 when every
+ * token took the one-chunk (exact) path, > 0 when one took the chunk path. */
+int cuda_test_attention_ex(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+                           int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int serial, int dev_pos,
+                           float *out, long *partials);
 int32_t cuda_test_argmax(const float *x, int n);   /* -1 on error */
 
 /* ---- kernels for tests and benchmarks (device pointers) ------------------------------ */

@@ -130,26 +130,25 @@ int cuda_rope_qk_store_cols(float *q, float *k, const float *v, uint16_t *kc, ui
 int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
                        int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q, const float *cs_k,
                        cudaStream_t st);
-/* split-KV attention; counters: T * n_heads zeroed ints (left zeroed); act: NULL, or the
- * activation rows (format act_fmt, block size dividing head_dim) to quantize the output into */
-int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                   int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
-                   int *counters, float *out, void *act, int act_fmt, cudaStream_t st);
-/* RoPE and the KV store folded into the exact attention (T = 1): q and k un-rotated, v, and
- * the tables of q and k; each CTA rotates its head's q and its KV head's k itself (ops_dev.cuh,
- * rope_head_kv) and the group's first head stores the position's K/V rows */
+/* RoPE and the KV store folded into the attention (T = 1): q and k un-rotated, v, and the
+ * tables of q and k; every CTA rotates its heads' q, the one holding the last chunk its KV
+ * head's k (ops.cu, attn_kernel), and the group's first head group stores the position's
+ * K/V rows */
 typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neox; } cuda_rope_fold;
-/* the CPU's summation order (bit-identical); scratch: T * n_heads * n_ctx floats; rf: NULL, or
- * (T = 1) the RoPE + KV store to fold in (kc / vc are then written) */
-int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                         int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                         float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st);
-/* does the exact attention keep its scores in the scratch ([T][H][n_ctx]) at this n_ctx? */
-int cuda_attention_exact_scratch(int n_ctx);
-int cuda_attention_exact_cols(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                              int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                              float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols,
-                              cudaStream_t st);
+/* The canonical chunked order (src/model/attn_order.h; bit-identical to the CPU), the chunks
+ * in parallel. scratch: cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx) floats;
+ * counters: T * n_heads zeroed ints (left zeroed); max_last: the largest position of the
+ * columns when the host knows it (the column table), else -1; act: NULL, or the activation
+ * rows (format act_fmt, block size dividing head_dim) to quantize the output into; rf: NULL,
+ * or (T = 1) the RoPE + KV store to fold in (kc / vc are then written); cols: NULL, or the
+ * column table (several sequences); serial: one CTA walks all of a head's chunks (same bits). */
+int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
+                   const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
+                   float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols, int serial,
+                   cudaStream_t st);
+/* does a launch whose columns' largest position is max_last use the scratch (a column with
+ * more than one chunk)? The scratch covers ATT_COLS columns: wider passes launch in slices */
+int cuda_attention_uses_scratch(int max_last, int window);
 /* expf with the host libm's bits (expf_host.cuh): set once per process */
 struct expf_table;
 int cuda_ops_expf_init(const struct expf_table *t, int mode);

@@ -1,8 +1,8 @@
 /* Device classification: read the GPU once (compute capability, SMs, memory, L2) and pick the
  * kernel variants for its generation from a small table. Every choice can be overridden
- * through the switch registry (STRATA_CUDA_MATVEC, STRATA_CUDA_ATTN; docs/KERNELS.md). Only
- * variants with the same bits are picked by the table: the split-KV attention, which sums in
- * another order, is never a table default (opt-in with STRATA_CUDA_ATTN=split). */
+ * through the switch registry (STRATA_CUDA_MATVEC, STRATA_CUDA_ATTN; docs/KERNELS.md). Every
+ * variant gives the same bits (the attention's chunked order does not depend on how many CTAs
+ * reduce the chunks). */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 extern "C" {
@@ -70,8 +70,8 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->matvec_from = "table";
     if (!strcmp(mv, "coop")) { v->matvec_coop = 8; v->matvec_from = "STRATA_CUDA_MATVEC"; }
     else if (!strcmp(mv, "lane")) { v->matvec_coop = 0; v->matvec_from = "STRATA_CUDA_MATVEC"; }
-    /* attention: the table says exact for every class (split sums in another order) */
-    v->attn_split = !strcmp(at, "split");
+    /* attention: the chunks in parallel on every class; serial: one CTA per head (the same bits) */
+    v->attn_serial = !strcmp(at, "serial");
     v->attn_from = !strcmp(at, "auto") ? "table" : "STRATA_CUDA_ATTN";
     const char *pd = env_str(ENV_CUDA_PDL);
     v->pdl = c ? c->table_pdl : 0;
@@ -106,7 +106,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              "attention: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
-             v.matvec_from, v.attn_split ? "split-KV" : "exact", v.attn_from, v.pdl ? "on" : "off", v.pdl_from,
+             v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from, v.pdl ? "on" : "off", v.pdl_from,
              v.decode ? "" : " none", v.decode & CUDA_DEC_IQ2 ? " iq2" : "", v.decode & CUDA_DEC_IQ3 ? " iq3" : "", v.decode & CUDA_DEC_IQ4 ? " iq4" : "", v.decode & CUDA_DEC_Q2_WORD ? " q2-word" : "",
              v.decode & CUDA_DEC_Q6_SWAR ? " q6-swar" : "", v.decode_from, v.route_parallel ? "parallel" : "serial");
     return 0;

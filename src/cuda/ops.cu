@@ -1,5 +1,5 @@
 /* CUDA ops other than matvec: embedding, RMSNorm (+ fused activation quantization), RoPE,
- * KV-cache store, split-KV attention decode, SwiGLU, residual add, greedy argmax.
+ * KV-cache store, attention (chunks of the sequence in parallel), SwiGLU, residual add, greedy argmax.
  *
  * Agreement with the CPU backend (src/cpu/backend_cpu.c), op by op:
  *   embed     bit-identical (same dequantization formula, rounded operations)
@@ -7,7 +7,7 @@
  *             float formula; equal bits except when the double sums round apart (rare)
  *   rope      bit-identical: cos/sin come from a host table made with the CPU's cosf/sinf
  *   kv store  bit-identical (f32 -> f16 round to nearest even)
- *   attention within 1e-5 relative (split-KV: partial softmax per block, then combined)
+ *   attention bit-identical: the canonical chunked order (src/model/attn_order.h), chunks in parallel
  *   swiglu    CUDA expf (<= 2 ulp) vs glibc expf: within 1e-6 relative
  *   add       bit-identical */
 #include "cuda_internal.h"
@@ -19,6 +19,7 @@
 EXPF_DEVICE_STATE
 int cuda_ops_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
+#include "model/attn_order.h"
 extern "C" {
 #include "core/env.h"
 }
@@ -406,172 +407,82 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_
                                    NULL, st);
 }
 
-/* ---- attention decode, split over KV ranges --------------------------------------------
- * Grid (splits, heads, T): CTA s handles cache positions [s*ATT_CHUNK, (s+1)*ATT_CHUNK) of
- * the token's window [first, last]: one thread per position computes its score (the dot over
- * head_dim in order, K row read with 16-byte loads), then the CTA forms m = max score,
- * e_i = exp(score_i - m), l = sum e_i and o[d] = sum e_i v_i[d] (threads split over d and
- * position groups) and writes (m, l, o) to `partial`. The last CTA of a (token, head) to
- * finish (an atomic counter, reset by that CTA) combines the splits: M = max m_s,
- * out = sum o_s exp(m_s - M) / sum l_s exp(m_s - M), and, when asked, quantizes the head's
- * output into the activation blocks the next matvec reads (fused). Splits past the window
- * write m = -inf. The grid spans n_ctx in graph mode (the position is read from device
- * memory), so a captured graph holds for every position. */
-#define ATT_CHUNK 64
-#define ATT_THREADS 128
+/* ---- attention: the canonical chunked order, bit-identical to src/cpu/backend_cpu.c ---------
+ * src/model/attn_order.h, docs/KERNELS.md "Attention order": the positions [first, last] of a
+ * token are cut into chunks of ATTN_CHUNK (256) from `first`; each chunk is reduced alone and
+ * the chunks are merged in chunk order. One kernel, attn_kernel<GS>, grid (nx, n_heads / GS, T);
+ * each CTA reads its column's position (from device memory in graph mode) and takes one of two
+ * paths, so the choice is made per token on the device:
+ *
+ * One chunk (the token attends to <= 256 positions): the exact path, the kernel of before
+ * (attn_exact_head, ops_dev.cuh): CTA x < GS takes head y*GS + x alone, CTAs x >= GS exit at
+ * once. With one chunk the chunked order is the sequential one (a_0 = l_0 / l_0 = 1 and
+ * o = 0 + u_0 * 1 = u_0), so this path gives the order's bits by construction, and short
+ * contexts keep the speed and the code of the one-head-per-CTA kernel: no merge, no partials.
+ *
+ * Several chunks: the CTA (x, y, t) takes heads y*GS .. y*GS + GS - 1 of column t (GS heads of
+ * one KV group, so a K/V tile serves them all) and chunks x, x + nxe, x + 2 nxe, ... of them
+ * (nxe = min(nxc, the token's chunks); CTAs x >= nxe exit at once), one at a time:
+ *   K and V tiles (cp.async; the V rows load while the scores are computed when two tiles fit)
+ *   -> thread i: the GS scores of position i (the dot over head_dim in d order, products
+ *   rounded, then added, times scale) -> per head the max m_c (exact, any order) ->
+ *   e_i = expf_ref(s_i - m_c) -> thread g sums head g's l_c = e_0 + e_1 + ... in order,
+ *   r_c = 1 / l_c -> chains u[g][d] = u + (e_i r_c) v_i[d] in position order, one per (head, d).
+ * Each chunk's (m_c, l_c, u_c) goes to `part` ([T][n_heads][nch_cap][2 + head_dim] floats), and
+ * the last of the nxe CTAs of the column's head group to arrive (a counter per (t, y), reset by
+ * it) merges: M = max m_c, w_c = l_c expf_ref(m_c - M), L = sum w_c in chunk order,
+ * a_c = w_c / L, out[d] = 0 + u_0[d] a_0 + u_1[d] a_1 + ... in chunk order; then, when asked, it
+ * quantizes the heads' output into the activation blocks the next matvec reads. nxc does not
+ * change any bits (a chunk's result is the same whichever CTA reduces it): min(chunks, enough
+ * CTAs to fill the GPU), or 1 (STRATA_CUDA_ATTN=serial). In graph mode nxc spans the cache's
+ * chunks, so a captured graph holds for every position; the CTAs past a token's chunks exit.
+ * GS: the largest divisor of the GQA group with GS <= 4 and GS * head_dim <= 256, so that the
+ * GS heads' V chains are one per thread (the chain over 256 positions is the latency; a second
+ * round of chains per thread would double it) and the scores GS chains side by side per thread.
+ * The T = 1 RoPE and KV store are folded in (rf): exact path, each CTA its head (rope_head_kv);
+ * chunk path, every CTA rotates its heads' q, the CTA holding the last chunk rotates the
+ * position's k and converts v itself (kl / vl: the tile's last row), and the group's first
+ * head group stores them in the cache. */
+#define ATTC_MAXG 4                     /* heads per CTA of the chunk path */
+static_assert(ATT_TILE == ATTN_CHUNK && ATTX_THREADS == ATTN_CHUNK, "one thread per position of a chunk");
+
+/* heads per CTA of the chunk path */
+static int attn_heads_per_cta(int n_heads, int n_kv_heads, int head_dim) {
+    int G = n_heads / n_kv_heads, best = 1;
+    for (int g = 1; g <= G && g <= ATTC_MAXG; g++)
+        if (G % g == 0 && g * head_dim <= ATTX_THREADS) best = g;
+    return best;
+}
+
+int cuda_attention_uses_scratch(int max_last, int window) {
+    int span = window > 0 && window < max_last + 1 ? window : max_last + 1;
+    return span > ATTN_CHUNK;
+}
 
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx) {
-    int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
-    size_t split = (size_t)T * n_heads * splits * (head_dim + 2), exact = (size_t)T * n_heads * n_ctx;
-    return split > exact ? split : exact;   /* the split variant's partials or the exact one's scores */
+    return (size_t)T * n_heads * ATTN_N_CHUNKS(n_ctx) * (head_dim + 2);
 }
 
-__global__ void __launch_bounds__(ATT_THREADS)
-attn_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
-            const int *d_pos, float scale, int window, float *partial, int *counters, float *outp, uint8_t *act,
-            size_t act_row_bytes, int act_fmt) {
-    PDL_WAIT();
-    __shared__ float qs[ATT_MAX_HD];
-    __shared__ float sc[ATT_CHUNK];
-    __shared__ float obuf[ATT_THREADS];
-    __shared__ float red[ATT_THREADS / 32];
-    __shared__ int is_last;
-    int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
-    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    int last = (d_pos ? d_pos[0] : pos0) + t;
-    int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
-    int lo = split * ATT_CHUNK > first ? split * ATT_CHUNK : first;
-    int hi = (split + 1) * ATT_CHUNK - 1 < last ? (split + 1) * ATT_CHUNK - 1 : last;
-    float *out = partial + (((size_t)t * n_heads + h) * splits + split) * (head_dim + 2);
-    int n = hi - lo + 1;
-    if (n <= 0) {
-        for (int d = tid; d < head_dim; d += ATT_THREADS) out[2 + d] = 0.0f;
-        if (tid == 0) { out[0] = -INFINITY; out[1] = 0.0f; }
-    } else {
-        const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
-        for (int d = tid; d < head_dim; d += ATT_THREADS) qs[d] = qh[d];
-        __syncthreads();
-        /* scores: thread i <- position lo + i */
-        float s = -INFINITY;
-        if (tid < n) {
-            const uint16_t *kr = kc + (size_t)(lo + tid) * kv_dim + (size_t)kvh * head_dim;
-            float acc = 0.0f;
-            if ((head_dim & 7) == 0) {
-                for (int d = 0; d < head_dim; d += 8) {
-                    uint4 u = *(const uint4 *)(kr + d);
-                    const uint16_t *hv = (const uint16_t *)&u;
-#pragma unroll
-                    for (int j = 0; j < 8; j++) acc += qs[d + j] * h2f(hv[j]);
-                }
-            } else {
-                for (int d = 0; d < head_dim; d++) acc += qs[d] * h2f(kr[d]);
-            }
-            s = acc * scale;
-        }
-        float mx = s;
-#pragma unroll
-        for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
-        if (lane == 0) red[warp] = mx;
-        __syncthreads();
-        mx = red[0];
-        for (int w = 1; w < ATT_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
-        float e = tid < n ? expf(s - mx) : 0.0f;
-        if (tid < ATT_CHUNK) sc[tid] = e;
-        float l = e;
-#pragma unroll
-        for (int o = 16; o >= 1; o >>= 1) l += __shfl_xor_sync(FULL_MASK, l, o);
-        __syncthreads();   /* sc complete; red may be reused */
-        if (lane == 0) red[warp] = l;
-        /* o[d]: G groups of head_dim threads, group g takes positions i = g, g + G, ... */
-        const uint16_t *vbase = vc + (size_t)lo * kv_dim + (size_t)kvh * head_dim;
-        if (head_dim <= ATT_THREADS) {
-            int G = ATT_THREADS / head_dim, g = tid / head_dim, d = tid % head_dim;
-            float o = 0.0f;
-            if (g < G) {
-#pragma unroll 8
-                for (int i = g; i < n; i += G) o += sc[i] * h2f(vbase[(size_t)i * kv_dim + d]);
-            }
-            obuf[tid] = o;
-            __syncthreads();
-            if (tid < head_dim) {
-                float acc = 0.0f;
-                for (int gg = 0; gg < G; gg++) acc += obuf[gg * head_dim + tid];
-                out[2 + tid] = acc;
-            }
-        } else {
-            for (int d = tid; d < head_dim; d += ATT_THREADS) {
-                float o = 0.0f;
-#pragma unroll 8
-                for (int i = 0; i < n; i++) o += sc[i] * h2f(vbase[(size_t)i * kv_dim + d]);
-                out[2 + d] = o;
-            }
-            __syncthreads();
-        }
-        if (tid == 0) {
-            float lt = 0.0f;
-            for (int w = 0; w < ATT_THREADS / 32; w++) lt += red[w];
-            out[0] = mx; out[1] = lt;
-        }
-    }
-    /* the last CTA of this (t, h) combines */
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        int done = atomicAdd(&counters[t * n_heads + h], 1);
-        is_last = done == splits - 1;
-        if (is_last) counters[t * n_heads + h] = 0;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    const volatile float *pp = partial + ((size_t)t * n_heads + h) * splits * (head_dim + 2);
-    float M = -INFINITY;
-    for (int sp = 0; sp < splits; sp++) M = fmaxf(M, pp[(size_t)sp * (head_dim + 2)]);
-    float L = 0.0f;
-    for (int sp = 0; sp < splits; sp++) {
-        float m = pp[(size_t)sp * (head_dim + 2)];
-        if (m != -INFINITY) L += pp[(size_t)sp * (head_dim + 2) + 1] * expf(m - M);
-    }
-    float inv = 1.0f / L;
-    float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
-    for (int d = tid; d < head_dim; d += ATT_THREADS) {
-        float o = 0.0f;
-        for (int sp = 0; sp < splits; sp++) {
-            float m = pp[(size_t)sp * (head_dim + 2)];
-            if (m != -INFINITY) o += pp[(size_t)sp * (head_dim + 2) + 2 + d] * expf(m - M);
-        }
-        orow[d] = o * inv;
-    }
-    if (act) {
-        /* this head's blocks of the activation row t (B divides head_dim: checked by the caller) */
-        __syncthreads();
-        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
-        size_t bb = act_block_bytes_dev(act_fmt);
-        for (int j = warp; j < head_dim / B; j += ATT_THREADS / 32) {
-            size_t bi = ((size_t)h * head_dim) / B + j;
-            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-        }
+/* The activation blocks of nh heads' outputs (orow: head h0's row; B divides head_dim) in row t
+ * of the next matvec's input, a warp per block */
+static __device__ __forceinline__ void attn_quant_heads(const float *orow, int h0, int nh, int head_dim, uint8_t *act, int t,
+                                                        size_t act_row_bytes, int act_fmt) {
+    const int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
+    const size_t bb = act_block_bytes_dev(act_fmt);
+    for (int j = threadIdx.x >> 5; j < nh * head_dim / B; j += ATTX_THREADS / 32) {
+        const size_t bi = ((size_t)h0 * head_dim) / B + j;
+        if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
+        else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
     }
 }
 
-/* ---- attention, the CPU's order (default): bit-identical to src/cpu/backend_cpu.c -----------
- * One CTA per (token, head); the body is ops_dev.cuh's attn_exact_head, then the head's
- * output quantized for wo when asked. At T = 1 the RoPE
- * and KV store can be folded in (rf: each CTA rotates its own q and k; one launch less). sc: [T][H][n_ctx]
- * scratch when the scores do not fit in shared memory. */
-__global__ void __launch_bounds__(ATTX_THREADS)
-attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim,
-                  int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch, float *outp, uint8_t *act,
-                  size_t act_row_bytes, int act_fmt, int use_smem, int two_tiles, cuda_rope_fold rf, cuda_cols cols) {
-    PDL_WAIT();
-    extern __shared__ uint32_t dyn[];
-    __shared__ float qr[ATT_MAX_HD];
-    __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
-    int h = blockIdx.x, t = blockIdx.y, warp = threadIdx.x >> 5;
-    int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
-    kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
+/* The one-chunk path: head h of column t, the exact kernel of before (ops_dev.cuh), then the
+ * head's output quantized for wo when asked. dyn: a tile, then the <= 256 scores. */
+static __device__ __forceinline__ void attn_one_chunk(const float *q, uint16_t *kc, uint16_t *vc, int h, int t, int last,
+                                                      int n_heads, int n_kv_heads, int head_dim, float scale, int window,
+                                                      float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt,
+                                                      const cuda_rope_fold &rf, uint32_t *dyn, float *qr, uint16_t *kl,
+                                                      uint16_t *vl) {
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
     const uint32_t *k_last = NULL, *v_last = NULL;
@@ -583,88 +494,277 @@ attn_exact_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n
                      h % grp == 0 ? kc + off : NULL, vc + off);
         qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
     }
-    attn_exact_head(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window,
-                    use_smem ? NULL : scratch + ((size_t)t * n_heads + h) * n_ctx, orow, dyn, k_last, v_last, two_tiles);
+    /* one tile: a span of <= 256 positions is one tile (a second would only cost shared memory) */
+    attn_exact_head(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window, NULL, orow, dyn, k_last, v_last, 0);
     if (act) {
         __syncthreads();
-        int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
-        size_t bb = act_block_bytes_dev(act_fmt);
-        for (int j = warp; j < head_dim / B; j += ATTX_THREADS / 32) {
-            size_t bi = ((size_t)h * head_dim) / B + j;
-            if (B == 32) act_quant_block<32>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-            else act_quant_block<64>(orow + j * B, act + (size_t)t * act_row_bytes + bi * bb, act_fmt);
-        }
+        attn_quant_heads(orow, h, 1, head_dim, act, t, act_row_bytes, act_fmt);
     }
 }
 
-int cuda_attention_exact_scratch(int n_ctx) { return (size_t)n_ctx * sizeof(float) > 96 * 1024; }
-
-/* STRATA_CUDA_ATTN_TILES: 2 (default) two K/V tiles in the exact attention where they fit, 1 one */
-static int att_two_tiles = -1;
-extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : 1; }
-
-int cuda_attention_exact(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                         int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                         float *out, void *act, int act_fmt, const cuda_rope_fold *rf, cudaStream_t st) {
-    return cuda_attention_exact_cols(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, scratch,
-                                     out, act, act_fmt, rf, NULL, st);
+template <int GS>
+__global__ void __launch_bounds__(ATTX_THREADS)
+attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
+            const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, float *part, int *counters,
+            float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
+    PDL_WAIT();
+    extern __shared__ uint32_t dyn[];                 /* the K (and V) tile(s); the exact path's scores; the merge's m, w */
+    __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
+    __shared__ float qs[GS * ATT_MAX_HD];             /* [GS][head_dim] (the exact path: its head's rotated q) */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int t = blockIdx.z, hg = blockIdx.y, h0 = hg * GS, x = blockIdx.x;
+    const int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
+    const int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    const int n = last - first + 1, nch = ATTN_N_CHUNKS(n);
+    kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
+    if (nch == 1) {   /* the exact path: one head per CTA */
+        if (x < GS)
+            attn_one_chunk(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
+                           act_fmt, rf, dyn, qs, kl, vl);
+        return;
+    }
+    const int nxe = nch < nxc ? nch : nxc;            /* CTAs reducing this token's chunks */
+    if (x >= nxe) return;
+    __shared__ float es[GS * ATTN_CHUNK];             /* [GS][ATTN_CHUNK]: e of the chunk's positions */
+    __shared__ float red[GS][ATTX_THREADS / 32];
+    __shared__ float ls[GS], rs[GS], ms[GS];          /* per head: l_c (or L), 1 / l_c, m_c (or M) */
+    __shared__ int s_last;
+    const int G = n_heads / n_kv_heads, kvh = h0 / G, kv_dim = n_kv_heads * head_dim;
+    const int W = head_dim / 2, RS = W + 1;
+    const int nv = GS * head_dim;                     /* chains: one per (head, d); <= ATTX_THREADS */
+    const int cg = tid < nv ? tid / head_dim : -1, cd = tid < nv ? tid % head_dim : 0;
+    float acc = 0.0f;
+    const float *qt = q + ((size_t)t * n_heads + h0) * head_dim;
+    const int lastc = nch - 1;
+    const int holds_last = (lastc - x) % nxe == 0;
+    if (rf.k) {   /* T = 1: RoPE of the heads' q here; the position's K/V rows by the last chunk's CTA */
+        const int half = rf.n_rot / 2, rest = head_dim - rf.n_rot;
+        const float *csq = rf.cs_q + (size_t)last * half * 2, *csk = rf.cs_k + (size_t)last * half * 2;
+        for (int idx = tid; idx < GS * half; idx += ATTX_THREADS) {
+            int g = idx / half, i = idx % half, ia, ib;
+            float o1, o2;
+            rope_pair(qt + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
+            qs[g * head_dim + ia] = o1; qs[g * head_dim + ib] = o2;
+        }
+        for (int idx = tid; idx < GS * rest; idx += ATTX_THREADS) {
+            int g = idx / rest, j = rf.n_rot + idx % rest;
+            qs[g * head_dim + j] = qt[(size_t)g * head_dim + j];
+        }
+        if (holds_last) {
+            const float *ks = rf.k + (size_t)kvh * head_dim, *vs = rf.v + (size_t)kvh * head_dim;
+            for (int i = tid; i < half; i += ATTX_THREADS) {
+                float o1, o2;
+                int ia, ib;
+                rope_pair(ks, i, rf.n_rot, rf.neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
+                kl[ia] = __half_as_ushort(__float2half_rn(o1));
+                kl[ib] = __half_as_ushort(__float2half_rn(o2));
+            }
+            for (int j = rf.n_rot + tid; j < head_dim; j += ATTX_THREADS) kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
+            for (int j = tid; j < head_dim; j += ATTX_THREADS) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
+            __syncthreads();
+            if (h0 % G == 0) {   /* the group's first head group stores the rows */
+                const size_t off = (size_t)last * kv_dim + (size_t)kvh * head_dim;
+                for (int j = tid; j < head_dim; j += ATTX_THREADS) { kc[off + j] = kl[j]; vc[off + j] = vl[j]; }
+            }
+        }
+    } else {
+        for (int idx = tid; idx < nv; idx += ATTX_THREADS) qs[idx] = qt[idx];
+    }
+    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    uint32_t *ktile = dyn, *vtile = two_tiles ? dyn + attn_tile_words(head_dim) : dyn;
+    const uint16_t *kt_h = (const uint16_t *)ktile, *vt_h = (const uint16_t *)vtile;
+    for (int c = x; c < nch; c += nxe) {
+        const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
+        const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
+        const uint32_t *v_last = rf.k && c == lastc ? (const uint32_t *)vl : NULL;
+        __syncthreads();   /* the previous chunk's readers of the tiles are done; qs, kl, vl written */
+        attn_tile_issue(ktile, kbase, p0, nr, n, W, RS, kv_dim, k_last);
+        if (two_tiles) {   /* the V rows in flight while the scores are computed */
+            attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
+            cp_async_wait_prev();
+        } else cp_async_wait_all();
+        __syncthreads();
+        /* scores: thread i <- position first + p0 + i, the GS heads side by side */
+        float s[GS];
+#pragma unroll
+        for (int g = 0; g < GS; g++) s[g] = 0.0f;
+        if (tid < nr) {
+            const uint16_t *kr = kt_h + (size_t)tid * 2 * RS;
+#pragma unroll 8
+            for (int d = 0; d < head_dim; d++) {
+                const float kv = h2f(kr[d]);
+#pragma unroll
+                for (int g = 0; g < GS; g++) s[g] = __fadd_rn(s[g], __fmul_rn(qs[g * head_dim + d], kv));
+            }
+#pragma unroll
+            for (int g = 0; g < GS; g++) s[g] = __fmul_rn(s[g], scale);
+        } else {
+#pragma unroll
+            for (int g = 0; g < GS; g++) s[g] = -INFINITY;
+        }
+#pragma unroll
+        for (int g = 0; g < GS; g++) {
+            float mx = s[g];
+#pragma unroll
+            for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+            if (lane == 0) red[g][warp] = mx;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int g = 0; g < GS; g++) {
+            float mx = red[g][0];
+            for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
+            if (tid == 0) ms[g] = mx;
+            if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
+        }
+        __syncthreads();   /* es complete; the K tile's readers done */
+        if (!two_tiles) attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, kv_dim, v_last);   /* into the K tile's place */
+        if (tid < GS) {   /* while the V rows arrive: thread g sums head g's e in position order */
+            float l = 0.0f;
+#pragma unroll 8
+            for (int i = 0; i < nr; i++) l = __fadd_rn(l, es[tid * ATTN_CHUNK + i]);
+            ls[tid] = l;
+            rs[tid] = __fdiv_rn(1.0f, l);
+        }
+        cp_async_wait_all();
+        __syncthreads();
+        /* the chains, in position order; loads of 8 positions issued ahead of their adds */
+        acc = 0.0f;
+        if (cg >= 0) {
+            const float r = rs[cg];
+            const float *e = es + cg * ATTN_CHUNK;
+#pragma unroll 8
+            for (int i = 0; i < nr; i++)
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), h2f(vt_h[(size_t)i * 2 * RS + cd])));
+            float *pp = part + (((size_t)t * n_heads + h0 + cg) * nch_cap + c) * (head_dim + 2);
+            pp[2 + cd] = acc;   /* the chunk's (m, l, u) for the merge */
+            if (cd == 0) { pp[0] = ms[cg]; pp[1] = ls[cg]; }
+        }
+    }
+    /* the last CTA of (t, head group) to arrive merges the chunks */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        int *cnt = counters + (size_t)t * gridDim.y + hg;
+        s_last = atomicAdd(cnt, 1) == nxe - 1;
+        if (s_last) *cnt = 0;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    /* the chunks' m and l of the GS heads into shared memory (the tiles': no tile is live) */
+    float *mm = (float *)dyn, *ww = mm + GS * nch;
+    for (int idx = tid; idx < GS * nch; idx += ATTX_THREADS) {
+        const float *pp = part + (((size_t)t * n_heads + h0 + idx / nch) * nch_cap + idx % nch) * (head_dim + 2);
+        mm[idx] = __ldcg(pp);
+        ww[idx] = __ldcg(pp + 1);
+    }
+    __syncthreads();
+    if (tid < GS) {   /* M: the max of the chunks' maxima */
+        float M = -INFINITY;
+        for (int c = 0; c < nch; c++) M = fmaxf(M, mm[tid * nch + c]);
+        ms[tid] = M;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GS * nch; idx += ATTX_THREADS)   /* w_c = l_c expf(m_c - M) */
+        ww[idx] = __fmul_rn(ww[idx], expf_ref(__fsub_rn(mm[idx], ms[idx / nch])));
+    __syncthreads();
+    if (tid < GS) {   /* L, chunks in order */
+        float L = 0.0f;
+        for (int c = 0; c < nch; c++) L = __fadd_rn(L, ww[tid * nch + c]);
+        ls[tid] = L;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GS * nch; idx += ATTX_THREADS) ww[idx] = __fdiv_rn(ww[idx], ls[idx / nch]);   /* a_c */
+    __syncthreads();
+    float *orow = outp + ((size_t)t * n_heads + h0) * head_dim;
+    if (cg >= 0) {
+        const float *pp = part + ((size_t)t * n_heads + h0 + cg) * nch_cap * (head_dim + 2) + 2 + cd;
+        const float *a = ww + cg * nch;
+        float o = 0.0f;
+        for (int c = 0; c < nch; c++) o = __fadd_rn(o, __fmul_rn(__ldcg(pp + (size_t)c * (head_dim + 2)), a[c]));
+        orow[cg * head_dim + cd] = o;
+    }
+    if (act) {   /* the heads' blocks of activation row t (B divides head_dim: checked by the caller) */
+        __syncthreads();
+        attn_quant_heads(orow, h0, GS, head_dim, act, t, act_row_bytes, act_fmt);
+    }
 }
-int cuda_attention_exact_cols(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                              int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *scratch,
-                              float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols,
-                              cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD || head_dim % 2 || (rf && T != 1) || (rf && cols)) return -1;
-    cuda_cols none = { NULL, NULL, NULL };
-    cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
+
+template <int GS>
+static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, uint16_t *kc, uint16_t *vc, int n_heads,
+                       int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
+                       int two_tiles, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
+                       cuda_rope_fold rf, cuda_cols cols) {
     static int attr_set = 0;
-    if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once) */
-        if (CU_CHECK(cudaFuncSetAttribute(attn_exact_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
+    if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once per instance) */
+        if (CU_CHECK(cudaFuncSetAttribute(attn_kernel<GS>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
             return -1;
         attr_set = 1;
     }
-    size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
-    dim3 g((unsigned)n_heads, (unsigned)T);
-    size_t tile_words = attn_tile_words(head_dim);
-    size_t sc_bytes = (size_t)n_ctx * sizeof(float);
-    int use_smem = !cuda_attention_exact_scratch(n_ctx);
-    /* two K/V tiles (the next one's loads in flight while this one is read) where they fit
-     * beside the scores in the 200 KB; contexts within one tile gain nothing from a second */
-    if (att_two_tiles < 0) att_two_tiles = env_int(ENV_CUDA_ATTN_TILES) != 1;
-    /* only for grids that leave SMs idle (decode: T heads' CTAs): a larger grid runs more CTAs
-     * per SM with one tile (H200, 2026-12-02: two tiles made the 4,096-token prompt 9-25 %
-     * slower, the decode at 4,096 5 % faster) */
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            sms < 1) {
-            cudaGetLastError();
-            sms = 132;
-        }
-    }
-    const int two_tiles = att_two_tiles && n_ctx > ATT_TILE && (int64_t)n_heads * T <= sms &&
-                          2 * tile_words * 4 + (use_smem ? sc_bytes : 0) <= 200 * 1024;
-    size_t smem = (two_tiles ? 2 : 1) * tile_words * 4 + (use_smem ? sc_bytes : 0);
-    klaunch(attn_exact_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
-                                                   n_ctx, scratch, out, (uint8_t *)act, arb, act_fmt, use_smem, two_tiles,
-                                                   rf ? *rf : no_fold, cols ? *cols : none);
+    klaunch(attn_kernel<GS>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
+            nch_cap, nxc, two_tiles, part, counters, out, act, arb, act_fmt, rf, cols);
     return CU_LAUNCHED();
 }
 
-int cuda_attention(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
-                   int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *partial,
-                   int *counters, float *out, void *act, int act_fmt, cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD) return -1;
-    int splits = (n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
-    if (!d_pos) {   /* eager: launch only the splits that can hold positions <= pos0 + T - 1 */
-        int s_needed = (pos0 + T - 1) / ATT_CHUNK + 1;
-        if (s_needed < splits) splits = s_needed;
+/* STRATA_CUDA_ATTN_TILES: 2 (default) the chunk path's K and V tiles at once where they fit and
+ * the grid leaves SMs idle, 1 one tile */
+static int att_two_tiles = -1;
+extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : 1; }
+
+int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
+                   const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
+                   float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols, int serial,
+                   cudaStream_t st) {
+    if (head_dim > ATT_MAX_HD || head_dim % 2 || n_heads % n_kv_heads || (rf && T != 1) || (rf && cols)) return -1;
+    cuda_cols none = { NULL, NULL, NULL };
+    cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
+    static int sms = 0;
+    if (!sms) {
+        const cuda_device_class *dc = cuda_device_class_get();
+        sms = dc && dc->sms > 0 ? dc->sms : 32;
     }
+    const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim), groups = n_heads / gs;
+    const int nch_cap = ATTN_N_CHUNKS(n_ctx);
+    /* the most chunks a column can have: from the largest position when known, else the cache's */
+    int ml = d_pos ? n_ctx - 1 : max_last >= 0 ? max_last : pos0 + T - 1;
+    int span = window > 0 && window < ml + 1 ? window : ml + 1;
+    int nch = ATTN_N_CHUNKS(span) < nch_cap ? ATTN_N_CHUNKS(span) : nch_cap;
+    int pairs = T * groups, fill = (4 * sms + pairs - 1) / pairs;
+    int nxc = serial ? 1 : nch < fill ? nch : fill;
+    if (nxc < 1) nxc = 1;
+    const int nx = nxc > gs ? nxc : gs;   /* the exact path takes CTAs x < gs */
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
-    dim3 g1((unsigned)splits, (unsigned)n_heads, (unsigned)T);
-    klaunch(attn_kernel, g1, ATT_THREADS, 0, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, partial,
-                                           counters, out, (uint8_t *)act, arb, act_fmt);
-    return CU_LAUNCHED();
+    dim3 g((unsigned)nx, (unsigned)groups, (unsigned)T);
+    /* dynamic shared memory: the exact path's tile and <= 256 scores; the chunk path's K and V
+     * tiles (two where they fit, else one for both in turn); the merge's m and w (in the tiles) */
+    const size_t tile = attn_tile_words(head_dim) * 4, merge = (size_t)2 * gs * nch_cap * sizeof(float);
+    size_t smem = tile + ATTN_CHUNK * sizeof(float);
+    /* two tiles only while the grid's CTAs still fit in one wave with them (decode): main's
+     * exact kernel measured a larger grid (a 4,096-token prompt) 9-25 % slower with two tiles
+     * (fewer CTAs per SM), decode at 4,096 positions 5 % faster (H200, 2026-12-02). CTAs per SM
+     * with two tiles: 227 KB of shared memory per SM (Hopper) over the tiles and ~8 KB of
+     * static arrays (head_dim 64: 3, 128: 1) */
+    if (att_two_tiles < 0) att_two_tiles = env_int(ENV_CUDA_ATTN_TILES) != 1;
+    const int per_sm2 = (int)((size_t)227 * 1024 / (2 * tile + 8 * 1024));
+    const int two_tiles = att_two_tiles && nch > 1 && 2 * tile <= 160 * 1024 &&
+                          (int64_t)nxc * groups * T <= (int64_t)per_sm2 * sms;
+    if (two_tiles && 2 * tile > smem) smem = 2 * tile;
+    if (merge > smem) smem = merge;
+    if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
+    const cuda_rope_fold f = rf ? *rf : no_fold;
+    const cuda_cols cl = cols ? *cols : none;
+    switch (gs) {
+    case 1: return attn_launch<1>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    case 2: return attn_launch<2>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    case 3: return attn_launch<3>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    default: return attn_launch<4>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
+                                   nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+    }
 }
 
 /* ---- element-wise -------------------------------------------------------------------------- */

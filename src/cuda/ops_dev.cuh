@@ -81,7 +81,10 @@ static __device__ __forceinline__ void rope_head_kv(const float *qs, const float
  * are the latency; more of them in flight, fewer tiles and barriers); the V phase uses
  * head_dim threads. Measured at 128 threads / 64-position tiles before (docs/BENCHMARKS.md).
  * Tiles are filled with cp.async (all of a thread's copies in flight, then one wait): a plain
- * load-then-store loop waited for each load in turn. */
+ * load-then-store loop waited for each load in turn.
+ * Since issue 19 this is the one-chunk path of ops.cu's attn_kernel (tokens attending to at
+ * most ATTN_CHUNK = 256 positions), where this order is the canonical chunked order
+ * (src/model/attn_order.h: one chunk, a_0 = 1); longer spans take the kernel's chunk path. */
 #define ATTX_THREADS 256
 #define ATT_TILE 256
 #ifndef ATT_MAX_HD

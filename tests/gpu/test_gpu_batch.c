@@ -2,7 +2,8 @@
  * own KV cache, through the CUDA blocks): every session's logits are the bits of the same
  * session stepped alone on the GPU and of the CPU's, whatever the other sessions in the pass
  * and however many passes the step needs (12 sessions: a pass of 8 and a pass of 4), for
- * several steps at different positions; then the speculative step with suffix drafts gives the
+ * several steps at different positions (up to 900 deep: several attention chunks per column);
+ * then the speculative step with suffix drafts gives the
  * ids of plain greedy steps (the next ids picked on the device: head_argmax). Model: synthetic (src/model/synth.h), made here. */
 #include "test.h"
 #include <stdint.h>
@@ -24,7 +25,7 @@ static strata_model *load(const char *path, strata_device dev) {
 }
 static strata_session *session(strata_model *m, int spec) {
     strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = 256; sp.spec_draft = spec;
+    sp.n_ctx = 1024; sp.spec_draft = spec;
     char err[512];
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
     if (!s) fprintf(stderr, "session: %s\n", err);
@@ -52,8 +53,11 @@ int main(void) {
         bat[i] = session(mg, 0); solo[i] = session(mg, 0); cpu[i] = session(mc, 0);
         ok = bat[i] && solo[i] && cpu[i];
         if (!ok) break;
-        int32_t pr[24];
-        int len = 3 + (i * 5) % 20;   /* different positions per session */
+        static int32_t pr[1000];
+        /* different positions per session; the last four deep in the cache, around and past
+         * attention chunk boundaries (256 positions: 1 to 4 chunks, one crossed during the steps) */
+        static const int deep[4] = { 250, 256, 600, 900 };
+        int len = i < NS - 4 ? 3 + (i * 5) % 20 : deep[i - (NS - 4)];
         for (int t = 0; t < len; t++) pr[t] = (int32_t)(3 + (i * 977 + t * 131) % (V - 3));
         ok = !strata_session_eval(bat[i], pr, len) && !strata_session_eval(solo[i], pr, len) &&
              !strata_session_eval(cpu[i], pr, len);

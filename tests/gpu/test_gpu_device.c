@@ -30,22 +30,22 @@ static void test_class(void) {
     cuda_device_choose(&v);
     CHECK_EQ_INT(v.matvec_coop, c->table_coop);
     CHECK_STR(v.matvec_from, "table");
-    CHECK_EQ_INT(v.attn_split, 0);   /* split changes bits: never a table default */
+    CHECK_EQ_INT(v.attn_serial, 0);   /* the table: the attention's chunks in parallel */
     CHECK_STR(v.attn_from, "table");
-    set_env("STRATA_CUDA_MATVEC", "lane"); set_env("STRATA_CUDA_ATTN", "split");
+    set_env("STRATA_CUDA_MATVEC", "lane"); set_env("STRATA_CUDA_ATTN", "serial");
     cuda_device_choose(&v);
     CHECK_EQ_INT(v.matvec_coop, 0);
     CHECK_STR(v.matvec_from, "STRATA_CUDA_MATVEC");
-    CHECK_EQ_INT(v.attn_split, 1);
+    CHECK_EQ_INT(v.attn_serial, 1);
     CHECK_STR(v.attn_from, "STRATA_CUDA_ATTN");
-    set_env("STRATA_CUDA_MATVEC", "coop"); set_env("STRATA_CUDA_ATTN", "exact");
+    set_env("STRATA_CUDA_MATVEC", "coop"); set_env("STRATA_CUDA_ATTN", "parallel");
     cuda_device_choose(&v);
     CHECK_EQ_INT(v.matvec_coop, 8);
-    CHECK_EQ_INT(v.attn_split, 0);
+    CHECK_EQ_INT(v.attn_serial, 0);
     char d[512];
     CHECK(strata_cuda_describe(d, sizeof d) == 0);
     printf("strata_cuda_describe: %s\n", d);
-    CHECK(strstr(d, "class ") && strstr(d, "coop8 (STRATA_CUDA_MATVEC)") && strstr(d, "exact (STRATA_CUDA_ATTN)"));
+    CHECK(strstr(d, "class ") && strstr(d, "coop8 (STRATA_CUDA_MATVEC)") && strstr(d, "parallel chunks (STRATA_CUDA_ATTN)"));
     set_env("STRATA_CUDA_MATVEC", NULL); set_env("STRATA_CUDA_ATTN", NULL);
 }
 

@@ -34,14 +34,15 @@ static strata_model *load(const char *path, strata_device dev) {
     return m;
 }
 
-static strata_session *session(strata_model *m) {
+static strata_session *session_ctx(strata_model *m, int n_ctx) {
     strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = 512;
+    sp.n_ctx = n_ctx;
     char err[512];
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
     if (!s) fprintf(stderr, "session: %s\n", err);
     return s;
 }
+static strata_session *session(strata_model *m) { return session_ctx(m, 512); }
 
 static void prompt_ids(int which, int n_vocab, int32_t *ids, int n) {
     uint64_t x = 0x1234567ull * (uint64_t)(which + 1);
@@ -61,8 +62,9 @@ static int argmax(const float *x, int n) { int b = 0; for (int i = 1; i < n; i++
 static void set_env(const char *name, const char *v) { setenv(name, v, 1); env_reset_cache(); }
 
 static void graph_check(const char *label, strata_model *mc, strata_model *mg, int np, int n);
+static void deep_check(const char *label, strata_model *mc, strata_model *mg, int np, int n);
 
-static void run_model(const char *label, const char *path, int n_gen, int n_steps) {
+static void run_model(const char *label, const char *path, int n_gen, int n_steps, int deep_np, int deep_n) {
     t_current = label;
     strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
     CHECK(mc && mg);
@@ -164,6 +166,7 @@ static void run_model(const char *label, const char *path, int n_gen, int n_step
         free(ref);
     }
     graph_check(label, mc, mg, plen[1], n_steps);
+    if (deep_np > 0) deep_check(label, mc, mg, deep_np, deep_n);
     strata_model_free(mc);
     strata_model_free(mg);
 }
@@ -195,6 +198,58 @@ out:
     free(ids);
 }
 
+/* Deep in the cache, several attention chunks of 256 positions: after an np-token prompt
+ * (passes of many columns), the GPU's logits are the CPU's bit for bit (libm expf), the
+ * attention's chunks walked by one CTA (STRATA_CUDA_ATTN=serial) give the same bits as in
+ * parallel, and n graph decode steps from np + 3 (across the boundary at 768 from 700, at 4096
+ * from 4090: the chunk path in the graph, the position read on the device) give the CPU's
+ * argmax ids */
+static void deep_check(const char *label, strata_model *mc, strata_model *mg, int np, int n) {
+    const int V = strata_n_vocab(mg), n_ctx = (np + n + 64 + 255) / 256 * 256;
+    int libm = !strncmp(cuda_expf_mode(), "libm", 4);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(np + n + 1));
+    prompt_ids(3, V, ids, np);
+    strata_session *sc = session_ctx(mc, n_ctx), *sg = session_ctx(mg, n_ctx);
+    set_env("STRATA_CUDA_ATTN", "serial");
+    strata_session *ss = session_ctx(mg, n_ctx);
+    unsetenv("STRATA_CUDA_ATTN"); env_reset_cache();
+    CHECK(ids && sc && sg && ss && sg->be->ops->decode_step);
+    if (!ids || !sc || !sg || !ss || !sg->be->ops->decode_step) goto out;
+    CHECK(strata_session_eval(sc, ids, np) == 0 && strata_session_eval(sg, ids, np) == 0 &&
+          strata_session_eval(ss, ids, np) == 0);
+    int same_cpu = 0, same_serial = 0, steps = 0;
+    for (int i = 0; i < 4; i++) {   /* the prompt's last logits, then three teacher-forced steps */
+        const float *lc = strata_session_logits(sc), *lg = strata_session_logits(sg), *ls = strata_session_logits(ss);
+        if (!lc || !lg || !ls) break;
+        same_cpu += !memcmp(lc, lg, sizeof(float) * (size_t)V);
+        same_serial += !memcmp(ls, lg, sizeof(float) * (size_t)V);
+        steps++;
+        ids[np + i] = argmax(lc, V);
+        if (i < 3 && (strata_session_eval(sc, &ids[np + i], 1) || strata_session_eval(sg, &ids[np + i], 1) ||
+                      strata_session_eval(ss, &ids[np + i], 1)))
+            break;
+    }
+    printf("%-28s at depth %d-%d: logits == CPU at %d of %d, serial == parallel chunks at %d\n", label, np, np + 3,
+           same_cpu, steps, same_serial);
+    CHECKF(steps == 4 && same_serial == 4, "%s: serial vs parallel attention chunks differ at depth", label);
+    if (libm) CHECKF(same_cpu == 4, "%s: GPU logits differ from the CPU's at depth %d", label, np);
+    /* graph decode steps from np + 3 */
+    int pos = np + 3, equal = 0, gsteps = 0;
+    int32_t cur = ids[np + 3];
+    for (int i = 0; i < n; i++) {
+        int32_t nx = sg->be->ops->decode_step(sg->be, cur, pos + i, NULL);
+        if (nx < 0 || strata_session_eval(sc, &cur, 1)) break;
+        gsteps++;
+        equal += argmax(strata_session_logits(sc), V) == nx;
+        cur = nx;
+    }
+    printf("%-28s graph decode steps at depth %d-%d: %d, ids == CPU argmax at %d\n", label, pos, pos + n, gsteps, equal);
+    CHECKF(gsteps == n && equal == n, "%s: deep graph steps vs CPU: %d of %d, %d equal", label, gsteps, n, equal);
+out:
+    strata_session_free(sc); strata_session_free(sg); strata_session_free(ss);
+    free(ids);
+}
+
 static int make_model(const char *path, int layers, int dim, int ffn, int heads, int kvh, int vocab, int ta, int tf,
                       int to, int te) {
     synth_params p;
@@ -219,9 +274,9 @@ int main(void) {
     CHECK(make_model(p1, 30, 576, 1536, 9, 3, 49152, TYPE_Q4_1, TYPE_Q4_1, TYPE_Q8_0, TYPE_Q8_0) == 0);
     CHECK(make_model(p2, 6, 512, 1536, 8, 2, 8000, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q4_0) == 0);
     CHECK(make_model(p3, 4, 512, 1024, 4, 4, 6000, TYPE_IQ4_XS, TYPE_IQ3_S, TYPE_Q5_1, TYPE_F16) == 0);
-    run_model("smollm2-shape Q4_1/Q8_0", p1, 64, 260);
-    run_model("Q4_K/Q5_K/Q6_K/Q4_0", p2, 48, 40);
-    run_model("IQ4_XS/IQ3_S/Q5_1/F16", p3, 48, 40);
+    run_model("smollm2-shape Q4_1/Q8_0", p1, 64, 260, 700, 80);
+    run_model("Q4_K/Q5_K/Q6_K/Q4_0", p2, 48, 40, 4090, 12);   /* 6 layers: a 4k prompt on the CPU is cheap */
+    run_model("IQ4_XS/IQ3_S/Q5_1/F16", p3, 48, 40, 0, 0);
     unlink(p1); unlink(p2); unlink(p3);
     TEST_DONE();
 }

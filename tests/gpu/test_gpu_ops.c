@@ -1,7 +1,11 @@
 /* The GPU's op kernels (src/cuda/ops.cu, called alone through cuda_test_*) against the CPU
  * backend's primitives (src/cpu/backend_cpu.h, the reference), on the same inputs:
  *   rope, add, KV store: bit-identical          rmsnorm: bit-identical in practice (<= 1 ulp)
- *   attention (split-KV, long and windowed ranges): max relative error <= 2e-5
+ *   attention (the chunked order, chunks in parallel and serial): bit-identical to the CPU at
+ *     depths 1..5000 (every chunk boundary), full and sliding windows, GQA groups of 1 to 16,
+ *     head_dim 64, 128 and 256 (a relative error <= 2e-5 when the GPU's expf is not libm's);
+ *     the paths: spans <= 256 the exact kernel (no chunk partials written), longer ones the
+ *     chunk path, at depths around 256, 512 and 4096, positions from the host or the device
  *   swiglu / geglu (CUDA expf / tanhf): <= 4 ulp-ish, checked as relative error <= 1e-6
  *   argmax: the CPU's index, including ties (lowest index wins). */
 #include "test.h"
@@ -62,6 +66,209 @@ static float *dev_of(const float *h, size_t n) {
 }
 static void from_dev(float *h, const float *d, size_t n) { cuda_memcpy_d2h(h, d, n * 4); }
 
+/* ---- attention: the CPU backend's attention (the reference) and the CUDA one on the same
+ * rows, pass by pass, to a depth of 5000. Most passes fill the cache cheaply (window 8: both
+ * sides still compared); around every chunk boundary (multiples of 256), at the start, every
+ * 16th pass and at the end the pass attends over everything (or a 300 / 1000 window). Each
+ * checked pass runs the CUDA kernel twice: chunks in parallel, then one CTA walking them
+ * (serial), on the same cache (the second store writes the same rows). */
+typedef struct { const char *name; int H, KVH, HD; } attn_cfg;
+static const attn_cfg attn_cfgs[] = {
+    { "4 heads / 2 kv, hd 64", 4, 2, 64 },
+    { "9 / 3, hd 64 (SmolLM2)", 9, 3, 64 },
+    { "12 / 2, hd 128 (groups of 6)", 12, 2, 128 },
+    { "4 / 1, hd 256 (Gemma 3)", 4, 1, 256 },
+    { "32 / 4, hd 128 (groups of 8)", 32, 4, 128 },
+    { "16 / 1, hd 64 (group of 16)", 16, 1, 64 },
+};
+#define ATT_DEPTH 5000
+
+static int near_boundary(int pos, int T) {
+    for (int p = pos; p < pos + T; p++) {
+        int r = p % 256;
+        if (p < 8 || r < 4 || r > 251) return 1;
+    }
+    return 0;
+}
+
+/* What both attention tests need: a CPU backend of the configuration's head shape (the
+ * reference), host buffers for passes of up to tmax tokens, their device copies and the GPU's
+ * f16 K/V cache of n_ctx positions. */
+typedef struct {
+    hparams hp;
+    backend *cpu;
+    float *q, *k, *v, *ref, *out, *dq, *dk, *dv, *dout;
+    uint16_t *kc, *vc;
+} attn_rig;
+
+static void rig_free(attn_rig *R) {
+    free(R->q); free(R->k); free(R->v); free(R->ref); free(R->out);
+    cuda_free(R->dq); cuda_free(R->dk); cuda_free(R->dv); cuda_free(R->dout); cuda_free(R->kc); cuda_free(R->vc);
+    if (R->cpu) R->cpu->ops->free(R->cpu);
+}
+
+static int rig_new(attn_rig *R, const attn_cfg *C, int n_ctx, int tmax, threadpool *tp) {
+    memset(R, 0, sizeof *R);
+    const int H = C->H, KVH = C->KVH, HD = C->HD;
+    R->hp = make_hp(n_ctx);
+    R->hp.n_heads = H; R->hp.n_kv_heads = KVH; R->hp.head_dim = HD; R->hp.n_rot = HD; R->hp.n_embd = H * HD;
+    R->hp.attn_scale = 1.0f / sqrtf((float)HD);
+    static model_weights mw;
+    char err[512];
+    R->cpu = backend_cpu_new(&R->hp, &mw, n_ctx, tp, 0, 0, err, sizeof err);
+    REQUIRE(R->cpu != NULL, "%s", err);
+    if (!R->cpu) return -1;
+    size_t qn = (size_t)tmax * H * HD, kn = (size_t)tmax * KVH * HD, kvb = (size_t)n_ctx * KVH * HD * 2;
+    R->q = malloc(qn * 4); R->k = malloc(kn * 4); R->v = malloc(kn * 4); R->ref = malloc(qn * 4); R->out = malloc(qn * 4);
+    R->dq = cuda_malloc(qn * 4); R->dk = cuda_malloc(kn * 4); R->dv = cuda_malloc(kn * 4); R->dout = cuda_malloc(qn * 4);
+    R->kc = cuda_malloc(kvb); R->vc = cuda_malloc(kvb);
+    const int ok = R->q && R->k && R->v && R->ref && R->out && R->dq && R->dk && R->dv && R->dout && R->kc && R->vc;
+    REQUIRE(ok, "allocation");
+    if (!ok) { rig_free(R); return -1; }
+    return 0;
+}
+
+static void test_attention(const attn_cfg *C, threadpool *tp, int libm) {
+    t_current = C->name;
+    const int n_ctx = ATT_DEPTH + 80, H = C->H, KVH = C->KVH, HD = C->HD, TMAX = 64;
+    attn_rig R;
+    if (rig_new(&R, C, n_ctx, TMAX, tp)) return;
+    const hparams hp = R.hp;
+    backend *cpu = R.cpu;
+    float *q = R.q, *k = R.k, *v = R.v, *ref = R.ref, *out = R.out, *dq = R.dq, *dk = R.dk, *dv = R.dv, *dout = R.dout;
+    uint16_t *kc = R.kc, *vc = R.vc;
+    static const int Ts[] = { 1, 2, 3, 5, 8, 7, 1, 4 };
+    int ok = 1, bits = 1, passes = 0, checked = 0, deepest = 0;
+    double worst = 0;
+    for (int pos = 0, i = 0; pos < ATT_DEPTH && ok; i++) {
+        int T = pos == 1000 ? TMAX : Ts[i % 8];      /* one wide pass across the boundary at 1024 */
+        if (pos < 1000 && pos + T > 1000) T = 1000 - pos;
+        if (pos + T > ATT_DEPTH) T = ATT_DEPTH - pos;
+        int check = near_boundary(pos, T) || i % 16 == 0 || pos + T == ATT_DEPTH || T == TMAX;
+        int window = !check ? 8 : checked % 5 == 3 ? 300 : checked % 5 == 4 ? 1000 : 0;
+        fill(q, (size_t)T * H * HD, 1.0f); fill(k, (size_t)T * KVH * HD, 1.0f); fill(v, (size_t)T * KVH * HD, 1.0f);
+        cuda_memcpy_h2d(dq, q, (size_t)T * H * HD * 4); cuda_memcpy_h2d(dk, k, (size_t)T * KVH * HD * 4);
+        cuda_memcpy_h2d(dv, v, (size_t)T * KVH * HD * 4);
+        backend_cpu_attention(cpu, cpu->kv, 0, q, k, v, T, pos, hp.attn_scale, window, ref);
+        for (int serial = 0; serial <= (check ? 1 : 0) && ok; serial++) {
+            ok = cuda_test_attention(dq, dk, dv, kc, vc, T, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, serial, dout) == 0;
+            from_dev(out, dout, (size_t)T * H * HD);
+            double e = max_rel(out, ref, (size_t)T * H * HD);
+            if (e > worst) worst = e;
+            if (!bits_equal(out, ref, (size_t)T * H * HD)) {
+                if (bits) fprintf(stderr, "%s: pass at %d (T %d, window %d, %s) differs from the CPU: max rel %g\n", C->name,
+                                  pos, T, window, serial ? "serial" : "parallel", e);
+                bits = 0;
+            }
+        }
+        passes++;
+        checked += check;
+        if (check && window == 0) deepest = pos + T;
+        pos += T;
+    }
+    CHECKF(ok, "%s: attention launch failed: %s", C->name, cuda_last_error());
+    CHECKF(worst <= 2e-5, "%s: attention max rel err %g", C->name, worst);
+    if (libm) CHECKF(bits, "%s: attention not bit-identical to the CPU (max rel %g)", C->name, worst);
+    printf("attention  %-30s bit-identical to the CPU: %s (max rel %.3g); %d passes to depth %d, %d attending over "
+           "all (to %d) or a 300/1000 window, parallel and serial chunks\n", C->name, bits ? "yes" : "no", worst, passes,
+           ATT_DEPTH, checked, deepest);
+    rig_free(&R);
+}
+
+/* ---- the attention's two paths (ops.cu attn_kernel): a token attending to <= 256 positions
+ * takes the exact (one-chunk) path and writes no chunk partials, a longer one the chunk path;
+ * both give the CPU's bits. Single-token steps (T = 1, as decode) at depths just below, at and
+ * past 256, 512 and 4096, with the position given by the host and read from device memory (the
+ * decode graph's launch: a grid over every chunk of n_ctx, the CTAs past the token's chunks
+ * exiting), the full cache or a window of 256 (one chunk at any depth: the exact path at 4096)
+ * or 600; SmolLM2's head shape and Gemma 3's (hd 256: one K/V tile) and a GQA group of 8 at
+ * hd 128 (two heads per CTA, two tiles). The cache is filled between the steps by passes of
+ * 64 (window 8) on both sides. */
+typedef struct { int pos, window; } attn_step;
+static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
+    t_current = C->name;
+    static const attn_step steps[] = {
+        { 0, 0 }, { 100, 0 }, { 254, 0 }, { 255, 0 }, { 256, 0 }, { 257, 0 }, { 300, 256 }, { 511, 0 }, { 512, 0 },
+        { 513, 0 }, { 700, 600 }, { 1000, 256 }, { 4094, 0 }, { 4095, 0 }, { 4096, 0 }, { 4097, 256 }, { 4098, 0 },
+        { 4099, 600 },
+    };
+    const int n_ctx = 4160, H = C->H, KVH = C->KVH, HD = C->HD, TF = 64;
+    attn_rig R;
+    if (rig_new(&R, C, n_ctx, TF, tp)) return;
+    const hparams hp = R.hp;
+    backend *cpu = R.cpu;
+    float *q = R.q, *k = R.k, *v = R.v, *ref = R.ref, *out = R.out, *dq = R.dq, *dk = R.dk, *dv = R.dv, *dout = R.dout;
+    uint16_t *kc = R.kc, *vc = R.vc;
+    int ok = 1, bits = 1, exact_ok = 1, chunk_ok = 1, n_exact = 0, n_chunk = 0, at = 0, one_tile_same = 1;
+    float *out1 = malloc((size_t)H * HD * 4);
+    double worst = 0;
+    for (size_t si = 0; si < sizeof steps / sizeof steps[0] && ok; si++) {
+        const int pos = steps[si].pos, window = steps[si].window;
+        while (at < pos && ok) {   /* the cache up to pos, both sides */
+            const int T = pos - at < TF ? pos - at : TF;
+            fill(q, (size_t)T * H * HD, 1.0f); fill(k, (size_t)T * KVH * HD, 1.0f); fill(v, (size_t)T * KVH * HD, 1.0f);
+            cuda_memcpy_h2d(dq, q, (size_t)T * H * HD * 4); cuda_memcpy_h2d(dk, k, (size_t)T * KVH * HD * 4);
+            cuda_memcpy_h2d(dv, v, (size_t)T * KVH * HD * 4);
+            backend_cpu_attention(cpu, cpu->kv, 0, q, k, v, T, at, hp.attn_scale, 8, ref);
+            ok = cuda_test_attention(dq, dk, dv, kc, vc, T, H, KVH, HD, at, hp.attn_scale, 8, n_ctx, 0, dout) == 0;
+            at += T;
+        }
+        fill(q, (size_t)H * HD, 3.0f); fill(k, (size_t)KVH * HD, 1.0f); fill(v, (size_t)KVH * HD, 1.0f);
+        cuda_memcpy_h2d(dq, q, (size_t)H * HD * 4); cuda_memcpy_h2d(dk, k, (size_t)KVH * HD * 4);
+        cuda_memcpy_h2d(dv, v, (size_t)KVH * HD * 4);
+        backend_cpu_attention(cpu, cpu->kv, 0, q, k, v, 1, pos, hp.attn_scale, window, ref);
+        const int span = window > 0 && window < pos + 1 ? window : pos + 1;
+        for (int dev_pos = 0; dev_pos <= 1 && ok; dev_pos++) {
+            long wrote = -1;
+            ok = cuda_test_attention_ex(dq, dk, dv, kc, vc, 1, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dev_pos, dout,
+                                        &wrote) == 0;
+            from_dev(out, dout, (size_t)H * HD);
+            const double e = max_rel(out, ref, (size_t)H * HD);
+            if (e > worst) worst = e;
+            if (!bits_equal(out, ref, (size_t)H * HD)) {
+                if (bits) fprintf(stderr, "%s: step at %d (window %d, %s) differs from the CPU: max rel %g\n", C->name, pos,
+                                  window, dev_pos ? "device position" : "host position", e);
+                bits = 0;
+            }
+            if (span <= 256) {   /* the exact path: no partials */
+                n_exact++;
+                if (wrote != 0) {
+                    if (exact_ok) fprintf(stderr, "%s: step at %d (span %d) wrote %ld partials\n", C->name, pos, span, wrote);
+                    exact_ok = 0;
+                }
+            } else {   /* the chunk path: (m, l, u) of every chunk of every head */
+                n_chunk++;
+                const long want = (long)H * ((span + 255) / 256) * (HD + 2);
+                if (wrote != want) {
+                    if (chunk_ok) fprintf(stderr, "%s: step at %d (span %d) wrote %ld partials, not %ld\n", C->name, pos, span,
+                                          wrote, want);
+                    chunk_ok = 0;
+                }
+            }
+        }
+        /* one tile in the chunk path (STRATA_CUDA_ATTN_TILES=1; the default loads K and V at
+         * once where two fit): the same bits */
+        cuda_attention_set_tiles(1);
+        ok = ok && cuda_test_attention(dq, dk, dv, kc, vc, 1, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dout) == 0;
+        cuda_attention_set_tiles(2);
+        from_dev(out1, dout, (size_t)H * HD);
+        if (!bits_equal(out1, out, (size_t)H * HD)) one_tile_same = 0;
+        at = pos + 1;
+    }
+    CHECKF(ok, "%s: attention launch failed: %s", C->name, cuda_last_error());
+    CHECKF(one_tile_same, "%s: the chunk path with one K/V tile and with two give different bits", C->name);
+    CHECKF(worst <= 2e-5, "%s: attention paths max rel err %g", C->name, worst);
+    if (libm) CHECKF(bits, "%s: a step is not bit-identical to the CPU (max rel %g)", C->name, worst);
+    CHECKF(exact_ok && n_exact == 14, "%s: spans <= 256 took the exact path (no partials): %d steps", C->name, n_exact);
+    CHECKF(chunk_ok && n_chunk == 22, "%s: spans > 256 took the chunk path (every chunk's partials): %d steps", C->name,
+           n_chunk);
+    printf("attention  %-30s paths: %d steps of <= 256 positions without partials (exact path), %d with every chunk's "
+           "partials; bit-identical to the CPU: %s (max rel %.3g), host and device positions\n", C->name, n_exact, n_chunk,
+           bits ? "yes" : "no", worst);
+    free(out1);
+    rig_free(&R);
+}
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const int n_ctx = 1536;
@@ -73,7 +280,7 @@ int main(void) {
     backend *cpu = backend_cpu_new(&hp, &mw, n_ctx, tp, 0, 0, err, sizeof err);
     CHECKF(cpu != NULL, "%s", err);
     if (!cpu) TEST_DONE();
-    const int T = 8, E = hp.n_embd, H = hp.n_heads, KVH = hp.n_kv_heads, HD = hp.head_dim;
+    const int T = 8, E = hp.n_embd, H = hp.n_heads, HD = hp.head_dim;
     size_t big = (size_t)T * 2048;
     float *a = malloc(big * 4), *b = malloc(big * 4), *c = malloc(big * 4), *ref = malloc(big * 4), *out = malloc(big * 4);
     float *da = cuda_malloc(big * 4), *db = cuda_malloc(big * 4), *dc = cuda_malloc(big * 4);
@@ -131,48 +338,16 @@ int main(void) {
     CHECKF(max_rel(c, ref, n) <= 1e-6, "geglu max rel %g", max_rel(c, ref, n));
     printf("geglu      max rel err %.3g\n", max_rel(c, ref, n));
 
-    /* ---- attention: fill the cache to 1300 positions with T-token passes, then compare every
-     * pass (full range, then windowed), the exact kernel and the split-KV variant ---- */
-    t_current = "attention";
-    float *q = a, *k = b, *v = c;
-    size_t kvb = (size_t)n_ctx * KVH * HD * 2;
-    uint16_t *kc = cuda_malloc(kvb), *vc = cuda_malloc(kvb), *kc2 = cuda_malloc(kvb), *vc2 = cuda_malloc(kvb);
-    float *dout = cuda_malloc((size_t)T * H * HD * 4);
-    CHECK(kc && vc && kc2 && vc2 && dout);
-    double worst = 0, worst_split = 0;
-    int exact_bits = 1, ok = 1, one_tile_same = 1;
-    float *out1 = malloc(sizeof(float) * (size_t)T * H * HD);
-    for (int pos = 0; pos < 1300 && ok; pos += T) {
-        fill(q, (size_t)T * H * HD, 1.0f); fill(k, (size_t)T * KVH * HD, 1.0f); fill(v, (size_t)T * KVH * HD, 1.0f);
-        cuda_memcpy_h2d(da, q, (size_t)T * H * HD * 4); cuda_memcpy_h2d(db, k, (size_t)T * KVH * HD * 4);
-        cuda_memcpy_h2d(dc, v, (size_t)T * KVH * HD * 4);
-        int window = pos >= 1280 ? 100 : 0;
-        backend_cpu_attention(cpu, cpu->kv, 0, q, k, v, T, pos, hp.attn_scale, window, ref);
-        ok = cuda_test_attention(da, db, dc, kc, vc, T, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dout) == 0;
-        from_dev(out, dout, (size_t)T * H * HD);
-        double e = max_rel(out, ref, (size_t)T * H * HD);
-        if (e > worst) worst = e;
-        if (!bits_equal(out, ref, (size_t)T * H * HD)) exact_bits = 0;
-        /* the exact kernel with one K/V tile (STRATA_CUDA_ATTN_TILES=1; the default above has
-         * two from 257 positions of context): the same bits as the two-tile run */
-        cuda_attention_set_tiles(1);
-        ok = ok && cuda_test_attention(da, db, dc, kc, vc, T, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dout) == 0;
-        cuda_attention_set_tiles(2);
-        from_dev(out1, dout, (size_t)T * H * HD);
-        if (!bits_equal(out1, out, (size_t)T * H * HD)) one_tile_same = 0;
-        ok = ok && cuda_test_attention(da, db, dc, kc2, vc2, T, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 1, dout) == 0;
-        from_dev(out, dout, (size_t)T * H * HD);
-        e = max_rel(out, ref, (size_t)T * H * HD);
-        if (e > worst_split) worst_split = e;
+    /* ---- attention ---- */
+    for (size_t i = 0; i < sizeof attn_cfgs / sizeof attn_cfgs[0]; i++) test_attention(&attn_cfgs[i], tp, libm);
+    {
+        static const attn_cfg path_cfgs[] = {
+            { "9 / 3, hd 64 (SmolLM2), paths", 9, 3, 64 },
+            { "4 / 1, hd 256 (Gemma 3), paths", 4, 1, 256 },
+            { "32 / 4, hd 128 (groups of 8), paths", 32, 4, 128 },
+        };
+        for (size_t i = 0; i < sizeof path_cfgs / sizeof path_cfgs[0]; i++) test_attention_paths(&path_cfgs[i], tp, libm);
     }
-    CHECKF(ok, "attention launch failed: %s", cuda_last_error());
-    CHECKF(worst <= 2e-5, "attention max rel err %g", worst);
-    if (libm) CHECKF(exact_bits, "exact attention not bit-identical to the CPU (max rel %g)", worst);
-    CHECKF(worst_split <= 2e-5, "split attention max rel err %g", worst_split);
-    CHECKF(one_tile_same, "exact attention: one K/V tile and two give different bits");
-    free(out1);
-    printf("attention  exact: bit-identical %s (max rel %.3g); split-KV: max rel err %.3g; 163 passes up to 1300 "
-           "positions, windowed too\n", exact_bits ? "yes" : "no", worst, worst_split);
 
     /* ---- argmax with ties: lowest index among equal maxima ---- */
     t_current = "argmax";
@@ -188,8 +363,7 @@ int main(void) {
         }
         CHECK(good);
     }
-    cuda_free(dg); cuda_free(da); cuda_free(db); cuda_free(dc); cuda_free(kc); cuda_free(vc); cuda_free(kc2); cuda_free(vc2);
-    cuda_free(dout);
+    cuda_free(dg); cuda_free(da); cuda_free(db); cuda_free(dc);
     cpu->ops->free(cpu);
     threadpool_free(tp);
     free(a); free(b); free(c); free(ref); free(out); free(g);
