@@ -1439,7 +1439,12 @@ int srv_run(const srv_options *o) {
         atomic_store(&s->state, SRV_FAILED);
         goto out;
     }
-    sched_set_step_tokens(&s->sched, o->step_tokens);
+    {   /* --step-tokens' default by device: wide passes cost little more than narrow ones on the GPU */
+        strata_model_info mi;
+        strata_model_get_info(s->model, &mi);
+        sched_set_step_tokens(&s->sched, o->step_tokens > 0 ? o->step_tokens
+                              : mi.device && !strcmp(mi.device, "cuda") ? SRV_STEP_TOKENS_CUDA : SRV_STEP_TOKENS);
+    }
     /* no token is longer than max_token_len bytes, so text longer than n_ctx of them cannot fit */
     for (int i = 0, nv = strata_n_vocab(s->model); i < nv; i++) {
         size_t l = 0;

@@ -228,8 +228,8 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         pos0[nb] = strata_session_pos(sl->sess);
         nb++;
     }
-    /* prompts: with nobody decoding, each reads a chunk of SRV_PREFILL_CHUNK on its own passes;
-     * else prompts ride in the decode passes, as many tokens as the step's budget leaves after
+    /* prompts: with nobody decoding, they share passes of the step's budget (at least
+     * SRV_PREFILL_CHUNK tokens); else they ride in the decode passes, as many tokens as the step's budget leaves after
      * the decoding slots' columns (at least half the budget), the oldest prompts first (the
      * next one takes what the one before leaves, up to 63 prompts): a long prompt costs the
      * streams one budget's worth of columns per token, not a chunk */
@@ -238,13 +238,15 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
     strata_session *pss[MAX_PW];
     const int32_t *pids[MAX_PW];
     int pns[MAX_PW], pwant[MAX_PW], ppos0[MAX_PW], np = 0;
-    if (nb == 0) {
+    if (nb == 0 && !pw) {   /* out of memory: each prompt a chunk on its own passes */
         for (int i = 0; i < n_active; i++)
             if (active[i]->phase == SLOT_PREFILL) slot_prefill(s, active[i]);
         pf = NULL;
     } else if (pf) {
-        int budget = s->step_tokens - nb;
-        if (budget < (s->step_tokens + 1) / 2) budget = (s->step_tokens + 1) / 2;
+        /* nobody decoding: the prompts share passes of the step's budget (at least a chunk),
+         * the oldest first; a burst of prompts goes through wide passes, not one per slot */
+        int budget = nb == 0 ? (s->step_tokens > SRV_PREFILL_CHUNK ? s->step_tokens : SRV_PREFILL_CHUNK) : s->step_tokens - nb;
+        if (nb > 0 && budget < (s->step_tokens + 1) / 2) budget = (s->step_tokens + 1) / 2;
         srv_slot *only[1] = { pf };
         const int own = pw != NULL;
         if (!own) { pw = only; npw = 1; }   /* out of memory: the oldest alone */

@@ -13,8 +13,11 @@ the figures are medians over clients, after one warm-up request.
 sends a P-token prompt (max_tokens 1); the table then adds the streams' TPOT while that prompt
 is read (median of the gaps between chunks that arrive before its answer) and its TTFT.
 
+--prompt-tokens P: every client's prompt is P token ids (a different first sentence each, so the
+prefix cache shares nothing): TTFT then includes reading P tokens beside the other streams.
+
 usage: python3 tests/server/bench_server.py [--bin build/strata] [--model M] [--clients 1,2,4] [-n 64]
-                                            [--prompt-while 2000]
+                                            [--prompt-while 2000] [--prompt-tokens 512]
 """
 import argparse, http.client, json, os, re, statistics, subprocess, sys, threading, time
 
@@ -84,11 +87,12 @@ def long_prompt(port, ids, res):
     c.close()
 
 
-def round_(port, clients, n, long_ids=None):
+def round_(port, clients, n, long_ids=None, prompts=None):
     out = [None] * clients
     go = threading.Event()
     first = threading.Semaphore(0)
-    ts = [threading.Thread(target=one, args=(port, PROMPTS[i % len(PROMPTS)], n, out, i, go, first)) for i in range(clients)]
+    prompts = prompts or PROMPTS
+    ts = [threading.Thread(target=one, args=(port, prompts[i % len(prompts)], n, out, i, go, first)) for i in range(clients)]
     for t in ts:
         t.start()
     go.set()
@@ -113,6 +117,8 @@ def main():
     ap.add_argument("-n", type=int, default=64)
     ap.add_argument("--extra", default="", help="more serve options, space separated")
     ap.add_argument("--prompt-while", type=int, default=0, help="a prompt of this many tokens arrives mid-round")
+    ap.add_argument("--prompt-tokens", type=int, default=0,
+                    help="every client's prompt is this many tokens (ids; a different first sentence each, so no prefix is shared)")
     a = ap.parse_args()
     extra_cols = " TPOT while the long prompt is read (ms) | long prompt's TTFT (s) |" if a.prompt_while else ""
     print("| clients | slots | TTFT median (ms) | TPOT median (ms) | tokens | aggregate tok/s | tok per server CPU-s | `strata run` tok/s just before |" + extra_cols)
@@ -127,9 +133,19 @@ def main():
                 tc.request("POST", "/tokenize", body=json.dumps({"content": "The old maps of the harbour are kept in a cool room. " * (a.prompt_while // 8 + 8)}))
                 long_ids = json.loads(tc.getresponse().read())["tokens"][:a.prompt_while]
                 tc.close()
+            prompts = None
+            if a.prompt_tokens:
+                prompts = []
+                for i in range(c):
+                    tc = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                    text = "Client %d asks about parcel %d. " % (i, 7 * i + 3) + \
+                        "The old maps of the harbour are kept in a cool room. " * (a.prompt_tokens // 8 + 8)
+                    tc.request("POST", "/tokenize", body=json.dumps({"content": text}))
+                    prompts.append(json.loads(tc.getresponse().read())["tokens"][:a.prompt_tokens])
+                    tc.close()
             base = engine_baseline(a.bin, a.model, a.n)
             cpu0 = cpu_seconds(p.pid)
-            out, wall, lp = round_(port, c, a.n, long_ids)
+            out, wall, lp = round_(port, c, a.n, long_ids, prompts)
             cpu = cpu_seconds(p.pid) - cpu0
             tok = sum(o["tokens"] for o in out)
             extra = ""
