@@ -152,6 +152,13 @@ void cuda_mm_set(int mode);
 void cuda_mm_split_set(int s);
 void cuda_attention_set_tiles(int n);   /* STRATA_CUDA_ATTN_TILES for tests: 2 two K/V tiles where they fit, 1 one */   /* STRATA_CUDA_MM_SPLIT for tests: -1 auto, 0 never, 2..32 that split */
 void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer formats on tensor cores too */
+void cuda_mm_pipe_set(int on);  /* STRATA_CUDA_MM_PIPE for tests: 1 the pipelined tensor-core kernel, 0 the two-tile one */
+/* tests: mm.cu's grouped (MoE) matmul from host lists: groups (count, then expert, first pair,
+ * pairs, source row per group), tiles (count, then group, first column per tile); act holds the
+ * pairs' rows in the format's activation layout (device), y [pairs][n_out]; synchronous */
+int cuda_mm_grouped_test(int type, const void *W, size_t expert_bytes, size_t row_bytes, int n_out, int64_t n_in,
+                         const void *act, const int *groups, int n_groups_ints, const int *tiles, int n_tiles_ints,
+                         int max_tiles, float *y);
 /* Quantize T f32 rows of n values into the activation format act (act_format); dst holds
  * T rows of act_row_bytes(act, n) bytes. */
 int cuda_act_quantize(int act, const float *x, int64_t n, int T, void *dst, void *stream);

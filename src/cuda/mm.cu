@@ -30,7 +30,8 @@
  * block is decoded into int8 weights w8 and integer multipliers m as the matvec does
  * (iq_blocks.cuh: iq_group8, iq_mult), so its isum = sum_j m_j * (w8 . a)_j is the matvec's
  * and p_b = ((float)isum * k) * (h(d) * a.d) follows. Q2_0 (64-value blocks against act_q8_2)
- * runs as the matvec over slices of 8 columns (cuda_matvec_group). */
+ * runs as the matvec over slices of 8 columns (cuda_matvec_group). STRATA_CUDA_MM_PIPE=1 runs
+ * mm_kernel3 instead: the same steps' bytes brought in by cp.async in 3-4 shared-memory stages. */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "formats.cuh"
@@ -632,12 +633,230 @@ __global__ void mm_split_combine(mv_group g, const float *__restrict__ ws, int k
     if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], p[0]);
 }
 
+/* ---- the pipelined kernel (STRATA_CUDA_MM_PIPE=1): S stages of raw bytes in flight ------------
+ * mm_kernel2 keeps one step of global loads in flight per SM (the next step's weight words in
+ * registers while the MMAs run), and a step of a 32-value format is 64 rows of 18-34 bytes: its
+ * time is a memory round trip, not the MMAs. Here a step's weight bytes are copied RAW into
+ * shared memory by cp.async (16-byte copies of the aligned 16-byte chunks that cover each row's
+ * block; the last chunk zero-filled past the block's end, so nothing past a block is read, and
+ * the bytes before it in its first chunk share its aligned 16 bytes, inside the allocation), its
+ * activation codes as mm_kernel2 copies them, and S - 1 steps of copies are in flight while a
+ * step's MMAs run. After the MMAs of step i a thread decodes step i + 1's weights from shared
+ * memory (fetch_w and store_w, the same functions, on a pointer into shared memory that keeps the
+ * block's address modulo 16, so every aligned word load stays aligned); the four threads of a
+ * row are lanes of one warp, so their own cp.async waits and a __syncwarp make the row's chunks
+ * visible to each other; one __syncthreads per step, as mm_kernel2.
+ *
+ * Steps and order: a step is NB blocks b, b + 32, ..., b + 32 (NB - 1) of ONE lane (those below
+ * nb), each with its own tile (mm_tile2) and block_step2 in increasing b, so v receives the same
+ * p_b in the same order as mm_kernel2's one-block steps; positions, the counter, the split and
+ * the epilogue are mm_kernel2's. NB = 4 for the 32-value formats (one barrier per 128 values of
+ * a row), 1 for the 256-value ones. */
+template <int FMT> struct mm_pcfg {
+    static constexpr int QK = mmf<FMT>::QK, NB = QK == 32 ? 4 : 1;
+    /* bytes of raw chunks per row and block: the 16-byte chunks covering bsize bytes at any offset */
+    static constexpr int RB = (15 + wfmt<FMT>::bsize + 15) / 16 * 16;
+    static constexpr int STAGE = NB * ((int)sizeof(mm_tile2<QK>) + MM_BM * RB);
+    static constexpr int MAXS = 227 * 1024;
+    static constexpr int S = 4 * STAGE <= MAXS ? 4 : 3 * STAGE <= MAXS ? 3 : 2;
+};
+template <int FMT> struct mm_stage3 {
+    mm_tile2<mm_pcfg<FMT>::QK> t[mm_pcfg<FMT>::NB];
+    __align__(16) uint8_t raw[mm_pcfg<FMT>::NB][MM_BM][mm_pcfg<FMT>::RB];
+};
+
+static __device__ __forceinline__ void cp16z(void *dst_smem, const void *src, int n) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
+static __device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_wait_n(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+/* the next step after (k, b): the lane's block b + 32 NB, else the next position whose lane has one */
+template <int NB>
+static __device__ __forceinline__ void mm_next(int &k, int &b, int ke, int nb) {
+    b += 32 * NB;
+    if (b < nb) return;
+    k++;
+    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
+    b = k < ke ? (int)(__brev((unsigned)k) >> 27) : 0;
+}
+
+/* step (b)'s copies into stage s: row li's raw block chunks (parts split the chunks), column li's
+ * activation blocks (issue_a) */
+template <int FMT>
+static __device__ __forceinline__ void issue3(mm_stage3<FMT> &s, int li, int part, const uint8_t *wr, bool wvalid,
+                                              const uint8_t *ar, bool avalid, int b, int nb) {
+    constexpr int NB = mm_pcfg<FMT>::NB, BS = wfmt<FMT>::bsize;
+#pragma unroll
+    for (int u = 0; u < NB; u++) {
+        const int bu = b + 32 * u;
+        if (bu >= nb) break;
+        if (wvalid) {
+            const uint8_t *g = wr + (size_t)bu * BS;
+            const int off = (int)((uintptr_t)g & 15), end = off + BS, nch = (end + 15) >> 4;
+            const uint8_t *g0 = g - off;
+            for (int c = part; c < nch; c += 4) cp16z(&s.raw[u][li][16 * c], g0 + 16 * c, min(16, end - 16 * c));
+        }
+        issue_a<FMT>(s.t[u], li, part, ar, bu, avalid);
+    }
+}
+
+/* step (b)'s weights of row li from stage s's raw bytes into its tiles */
+template <int FMT>
+static __device__ __forceinline__ void decode3(mm_stage3<FMT> &s, int li, int part, const uint8_t *wr, bool wvalid, int b,
+                                               int nb) {
+    constexpr int NB = mm_pcfg<FMT>::NB, BS = wfmt<FMT>::bsize;
+#pragma unroll
+    for (int u = 0; u < NB; u++) {
+        const int bu = b + 32 * u;
+        if (bu >= nb) break;
+        mm_wraw raw;
+        if (wvalid) {
+            const int off = (int)((uintptr_t)(wr + (size_t)bu * BS) & 15);
+            fetch_w<FMT>(raw, part, &s.raw[u][li][off], 0);
+        }
+        store_w<FMT>(s.t[u], li, part, raw, wvalid);
+    }
+}
+
+template <int FMT, int GR>
+__global__ void __launch_bounds__(256, 1)
+mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws) {
+    PDL_WAIT();
+    constexpr int NI = 2, NO = 8 * NI, WNC = 8 / NI;
+    constexpr int NB = mm_pcfg<FMT>::NB, S = mm_pcfg<FMT>::S;
+    extern __shared__ __align__(16) uint8_t mm_smem[];
+    mm_stage3<FMT> *st = (mm_stage3<FMT> *)mm_smem;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
+    int rows, col0 = blockIdx.y * MM_BN, colbase = 0;
+    const uint8_t *wexp = NULL;
+    if constexpr (GR != 0) {
+        const int ti = blockIdx.y;
+        if (ti >= gr.tiles[0]) return;
+        const int *grp = gr.groups + 1 + MOE_GROUP_INTS * gr.tiles[1 + 2 * ti];
+        rows = gr.n_out;
+        col0 = gr.tiles[2 + 2 * ti];
+        colbase = grp[1];
+        T = grp[2];
+        wexp = gr.W + (size_t)grp[0] * gr.expert_bytes;
+    } else
+        rows = g.row_start[g.n];
+    const int row0 = blockIdx.x * MM_BM;
+    /* every thread loads and decodes: 4 per tile row (lanes of one warp) and column */
+    const int li = tid >> 2, part = tid & 3;
+    const int lrow = row0 + li, lcol = col0 + li;
+    const bool wvalid = lrow < rows, avalid = lcol < T;
+    const uint8_t *wr = NULL;
+    if (wvalid) {
+        if constexpr (GR != 0) wr = wexp + (size_t)lrow * gr.row_bytes;
+        else {
+            int wi = 0;
+            while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
+            wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
+        }
+    }
+    const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
+    float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
+    const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
+    int k = kb;
+    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
+    for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
+    if (k < ke) {
+    int b = (int)(__brev((unsigned)k) >> 27);
+    /* the load cursor (lk, lb) runs S - 1 steps ahead of (k, b); one commit group per step */
+    int lk = k, lb = b;
+#pragma unroll
+    for (int s = 0; s < S - 1; s++) {
+        if (lk < ke) issue3<FMT>(st[s], li, part, wr, wvalid, ar, avalid, lb, nb);
+        cp_commit();
+        if (lk < ke) mm_next<NB>(lk, lb, ke, nb);
+    }
+    cp_wait_n<S - 2>();
+    __syncwarp();
+    decode3<FMT>(st[0], li, part, wr, wvalid, b, nb);
+    __syncthreads();
+#pragma unroll
+    for (int o = 0; o < NO; o++) v[o] = 0.0f;
+    int cur = 0;   /* the stage of step (k, b) */
+    for (;;) {
+        {   /* the copies of the step S - 1 ahead, into the stage the previous step used */
+            const int ls = cur == 0 ? S - 1 : cur - 1;
+            if (lk < ke) issue3<FMT>(st[ls], li, part, wr, wvalid, ar, avalid, lb, nb);
+            cp_commit();
+            if (lk < ke) mm_next<NB>(lk, lb, ke, nb);
+        }
+#pragma unroll
+        for (int u = 0; u < NB; u++)   /* blocks b, b + 32, ... in increasing b */
+            if (b + 32 * u < nb) block_step2<FMT, NI>(st[cur].t[u], wm, wn, gq, tq, v);
+        int nk = k, nbb = b;
+        mm_next<NB>(nk, nbb, ke, nb);
+        const bool more = nk < ke;
+        const int nxt = cur + 1 == S ? 0 : cur + 1;
+        if (more) {   /* step (nk, nbb)'s copies (this thread's) have landed: decode its weights */
+            cp_wait_n<S - 2>();
+            __syncwarp();
+            decode3<FMT>(st[nxt], li, part, wr, wvalid, nbb, nb);
+        }
+        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
+            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
+            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
+#pragma unroll
+            for (int o = 0; o < NO; o++) v[o] = 0.0f;
+        }
+        if (!more) break;
+        __syncthreads();
+        cur = nxt; k = nk; b = nbb;
+    }
+    cp_wait_n<0>();   /* no copy outlives the CTA */
+    }
+    if (npos < 16) {
+#pragma unroll
+        for (int o = 0; o < NO; o++) r4[o] = npos == 8 ? r3[o] : npos == 4 ? r2[o] : npos == 2 ? r1[o] : r0[o];
+    }
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
+                const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
+                if (row >= rows || t >= T) continue;
+                if (ks) {
+                    ws[((size_t)blockIdx.z * T + t) * rows + row] = r4[MM_O2(mi, ni, e)];
+                    continue;
+                }
+                if constexpr (GR != 0) {
+                    gr.y[(size_t)(colbase + t) * gr.n_out + row] = r4[MM_O2(mi, ni, e)];
+                    continue;
+                }
+                int wi = 0;
+                while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
+                const int r = row - g.row_start[wi];
+                const int64_t no = g.n_out[wi];
+                const float y = r4[MM_O2(mi, ni, e)];
+                g.y[wi][(size_t)t * no + r] = y;
+                if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
+            }
+}
+
 /* ---- host ------------------------------------------------------------------------------------ */
 /* STRATA_CUDA_MM: 2 the kernel with 8 warps of 32 x 16 outputs (default), 3 the same with 16
  * warps of 32 x 8 outputs, 0 the matvec in slices of 8 */
 static int mm_mode = -1;
 
 extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 2 || mode == 3 ? mode : 0; }
+
+/* STRATA_CUDA_MM_PIPE: 1 the pipelined kernel (mm_kernel3, 8 warps) for every tensor-core pass,
+ * plain and grouped, whatever STRATA_CUDA_MM's 2 / 3; 0 mm_kernel2 */
+static int mm_pipe = -1;
+extern "C" void cuda_mm_pipe_set(int on) { mm_pipe = on ? 1 : 0; }
+static int mm_pipe_on(void) {
+    if (mm_pipe < 0) mm_pipe = env_int(ENV_CUDA_MM_PIPE) == 1;
+    return mm_pipe;
+}
 
 /* STRATA_CUDA_MM_EXT: the formats beyond the first kernel's (mm_both) on tensor cores too */
 static int mm_ext = -1;
@@ -709,6 +928,19 @@ int cuda_mm_supported(int type, int64_t n_in) {
     }
 }
 
+/* the pipelined kernel's launches: its shared memory, once per instantiation */
+template <int FMT, int GR>
+static int mm_attr3(void) {
+    static int attr;
+    if (!attr) {
+        const size_t smem = mm_pcfg<FMT>::S * sizeof(mm_stage3<FMT>);
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel3<FMT, GR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return -1;
+        attr = 1;
+    }
+    return 0;
+}
+
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
     static int attr[4];
@@ -731,7 +963,11 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     const int ks = mm_split_ks(g, (int)(grid.x * grid.y), nb, rows, T);
     grid.z = 1u << ks;
     int rc = 0;
-    if (mm_both<FMT>::v && mode == 3) {
+    if (mm_pipe_on()) {
+        if (mm_attr3<FMT, 0>()) return -1;
+        klaunch(mm_kernel3<FMT, 0>, grid, 256, mm_pcfg<FMT>::S * sizeof(mm_stage3<FMT>), st, *g, mm_grouped{}, nb,
+                (const uint8_t *)act, as, T, ks, g->ws);
+    } else if (mm_both<FMT>::v && mode == 3) {
         if constexpr (mm_both<FMT>::v)
             klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws);
     } else
@@ -758,6 +994,12 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
     mv_group g;
     memset(&g, 0, sizeof g);
     dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
+    if (mm_pipe_on()) {
+        if (mm_attr3<FMT, 1>()) return -1;
+        klaunch(mm_kernel3<FMT, 1>, grid, 256, mm_pcfg<FMT>::S * sizeof(mm_stage3<FMT>), st, g, *gr, nb,
+                (const uint8_t *)act, as, 0, 0, (float *)NULL);
+        return CU_LAUNCHED();
+    }
     klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL);
     return CU_LAUNCHED();
 }
@@ -786,4 +1028,21 @@ int cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, in
 #undef F
     default: return -1;
     }
+}
+
+/* tests: a grouped launch from host lists (groups and tiles as moe.cu builds them), synchronous */
+extern "C" int cuda_mm_grouped_test(int type, const void *W, size_t expert_bytes, size_t row_bytes, int n_out, int64_t n_in,
+                                    const void *act, const int *groups, int n_groups_ints, const int *tiles,
+                                    int n_tiles_ints, int max_tiles, float *y) {
+    int *dg = NULL, *dt = NULL, rc = -1;
+    if (cudaMalloc((void **)&dg, sizeof(int) * n_groups_ints) == cudaSuccess &&
+        cudaMalloc((void **)&dt, sizeof(int) * n_tiles_ints) == cudaSuccess &&
+        cudaMemcpy(dg, groups, sizeof(int) * n_groups_ints, cudaMemcpyHostToDevice) == cudaSuccess &&
+        cudaMemcpy(dt, tiles, sizeof(int) * n_tiles_ints, cudaMemcpyHostToDevice) == cudaSuccess)
+        rc = cuda_mm_grouped(type, W, expert_bytes, row_bytes, n_out, n_in, act, dg, dt, max_tiles, y, 0);
+    if (!rc && cudaDeviceSynchronize() != cudaSuccess) rc = -1;
+    if (rc) cudaGetLastError();
+    cudaFree(dg);
+    cudaFree(dt);
+    return rc;
 }

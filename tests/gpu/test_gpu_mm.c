@@ -2,14 +2,17 @@
  * matvec over slices of 8 give every column the bits of the CPU reference (act_quantize_row +
  * quant_traits.dot_ref), for every format mm.cu covers (all but Q2_0) and for Q2_0, which falls back, at
  * widths 9, 17, 64, 100 and 512, with rows that straddle tiles, rows of one block per lane,
- * of fewer blocks than lanes and of more than 32 blocks (two per lane); the 8-warp kernel also with
- * its lane positions split over 2, 8 and 32 CTAs per tile (the split of small grids).
+ * of fewer blocks than lanes, of more than 32 blocks (two per lane) and of 6-7 blocks per lane;
+ * the 8-warp kernel also with its lane positions split over 2, 8 and 32 CTAs per tile (the split
+ * of small grids); all of that again with the pipelined kernel (STRATA_CUDA_MM_PIPE=1); and the
+ * grouped (MoE) matmul, two-tile and pipelined, on three experts' tiles.
  *
- *   test_gpu_mm            the parity test
- *   test_gpu_mm bench      the microbenchmark: 4096 rows of 14336 at 512 columns per format,
- *                          the tensor-core kernel (8 and 16 warps) against the matvec in slices of 8, over
- *                          four weight copies (132+ MB, more than the 60 MB L2); TFLOPS and a
- *                          checksum (FNV-1a of the output bits) per kernel */
+ *   test_gpu_mm                    the parity test
+ *   test_gpu_mm bench [F1,F2..]    the microbenchmark: 4096 rows of 14336 at 512, 64 and 16 columns
+ *                                  per format (or only the listed ones), the two-tile kernel against
+ *                                  the pipelined one, over four weight copies (132+ MB, more than the
+ *                                  60 MB L2); TFLOPS and a checksum (FNV-1a of the output bits) each
+ *   test_gpu_mm bench-modes [..]   at 512 columns: the 8- and 16-warp kernels and the matvec slices */
 #include "test.h"
 #include <stdint.h>
 #include <time.h>
@@ -48,15 +51,20 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
         cuda_memcpy_h2d(dW, W, rb * n_out);
         cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * T);
         /* tensor cores (16 warps, 8 warps), 8 warps with the lane positions split over 2, 8 and 32
-         * CTAs per tile (STRATA_CUDA_MM_SPLIT; "auto" splits only grids smaller than the SMs),
-         * the matvec slices */
-        static const int cfg_mm[] = { 3, 2, 2, 2, 2, 0 }, cfg_split[] = { -1, -1, 2, 8, 32, -1 };
-        static const char *const cfg_name[] = { "tensor cores, 16 warps", "tensor cores, 8 warps", "tensor cores, split 2",
-                                                "tensor cores, split 8", "tensor cores, split 32", "matvec slices" };
-        for (int ci = 0; ci < 6; ci++) {
-            const int mm = cfg_mm[ci];
-            cuda_mm_set(mm);
-            cuda_mm_split_set(cfg_split[ci]);
+         * CTAs per tile (STRATA_CUDA_MM_SPLIT; "auto" splits only grids smaller than the SMs), the
+         * same with the pipelined kernel (STRATA_CUDA_MM_PIPE=1), the matvec slices */
+        static const struct { int mm, split, pipe; const char *name; } cfg[] = {
+            { 3, -1, 0, "tensor cores, 16 warps" },     { 2, -1, 0, "tensor cores, 8 warps" },
+            { 2, 2, 0, "tensor cores, split 2" },       { 2, 8, 0, "tensor cores, split 8" },
+            { 2, 32, 0, "tensor cores, split 32" },     { 2, -1, 1, "pipelined" },
+            { 3, -1, 1, "pipelined (MM=3 set)" },       { 2, 2, 1, "pipelined, split 2" },
+            { 2, 8, 1, "pipelined, split 8" },          { 2, 32, 1, "pipelined, split 32" },
+            { 0, -1, 0, "matvec slices" },
+        };
+        for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
+            cuda_mm_set(cfg[ci].mm);
+            cuda_mm_split_set(cfg[ci].split);
+            cuda_mm_pipe_set(cfg[ci].pipe);
             memset(y, 0xFF, sizeof(float) * n_out * T);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
             int rc = cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
@@ -67,56 +75,140 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
             for (size_t i = 0; i < (size_t)n_out * T; i++)
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
                     fprintf(stderr, "%s %s n_in=%lld T=%d col %zu row %zu: gpu %.9g ref %.9g\n", qt->name,
-                            cfg_name[ci], (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
+                            cfg[ci].name, (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
             CHECKF(bad == 0, "%s (%s) n_in=%lld n_out=%lld T=%d: %d outputs differ from the CPU reference", qt->name,
-                   cfg_name[ci], (long long)n_in, (long long)n_out, T, bad);
+                   cfg[ci].name, (long long)n_in, (long long)n_out, T, bad);
         }
         cuda_mm_set(2);
         cuda_mm_split_set(-1);
+        cuda_mm_pipe_set(0);
     }
     cuda_free(dW); cuda_free(dx); cuda_free(dy);
     free(W); free(act); free(src); free(x); free(ref); free(y);
 }
 
+/* The grouped (MoE) matmul against the CPU reference, two-tile and pipelined kernels: three
+ * experts' weights, groups of 70 pairs (expert 1: two column tiles, the second ragged), 9 (expert
+ * 0) and 33 (expert 2), launched with a grid bound of one tile more than the list holds. */
+static void check_grouped(int type, int64_t n_in, int64_t n_out) {
+    const quant_traits *qt = quant_traits_get(type);
+    const int E = 3, P = 112;
+    const int groups[] = { 3, 1, 0, 70, 0, 0, 70, 9, 0, 2, 79, 33, 0 };
+    const int tiles[] = { 4, 0, 0, 0, 64, 1, 0, 2, 0 };
+    const int expert_of[] = { 1, 0, 2 }, first[] = { 0, 70, 79 }, count[] = { 70, 9, 33 };
+    size_t rb = quant_row_bytes(type, n_in), ab = act_row_bytes(qt->act, n_in), eb = rb * n_out;
+    uint8_t *W = malloc(eb * E), *act = malloc(ab * P);
+    float *src = malloc(sizeof(float) * n_in), *ref = malloc(sizeof(float) * n_out * P), *y = malloc(sizeof(float) * n_out * P);
+    for (int64_t r = 0; r < n_out * E; r++) {
+        for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+        qt->quant_row(src, W + r * rb, n_in);
+    }
+    for (int p = 0; p < P; p++) {
+        for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
+        act_quantize_row(qt->act, src, act + (size_t)p * ab, n_in);
+    }
+    for (int gi = 0; gi < 3; gi++)
+        for (int c = 0; c < count[gi]; c++)
+            for (int64_t r = 0; r < n_out; r++) {
+                const size_t pr = (size_t)(first[gi] + c);
+                ref[pr * n_out + r] = qt->dot_ref(W + expert_of[gi] * eb + r * rb, act + pr * ab, n_in);
+            }
+    void *dW = cuda_malloc(eb * E), *da = cuda_malloc(ab * P), *dy = cuda_malloc(sizeof(float) * n_out * P);
+    CHECK(dW && da && dy);
+    if (dW && da && dy) {
+        cuda_memcpy_h2d(dW, W, eb * E);
+        cuda_memcpy_h2d(da, act, ab * P);
+        cuda_mm_set(2);
+        for (int pipe = 0; pipe < 2; pipe++) {
+            cuda_mm_pipe_set(pipe);
+            memset(y, 0xFF, sizeof(float) * n_out * P);
+            cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * P);
+            int rc = cuda_mm_grouped_test(type, dW, eb, rb, (int)n_out, n_in, da, groups, 13, tiles, 9, 5, dy);
+            CHECKF(rc == 0, "%s: grouped matmul (pipe %d) failed: %s", qt->name, pipe, cuda_last_error());
+            if (rc) break;
+            cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * P);
+            int bad = 0;
+            for (size_t i = 0; i < (size_t)n_out * P; i++)
+                if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
+                    fprintf(stderr, "%s grouped pipe %d n_in=%lld pair %zu row %zu: gpu %.9g ref %.9g\n", qt->name, pipe,
+                            (long long)n_in, i / n_out, i % n_out, y[i], ref[i]);
+            CHECKF(bad == 0, "%s grouped (%s) n_in=%lld n_out=%lld: %d outputs differ from the CPU reference", qt->name,
+                   pipe ? "pipelined" : "two-tile", (long long)n_in, (long long)n_out, bad);
+        }
+        cuda_mm_pipe_set(0);
+    }
+    cuda_free(dW); cuda_free(da); cuda_free(dy);
+    free(W); free(act); free(src); free(ref); free(y);
+}
+
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 
-/* llama.cpp's MUL_MAT perf shape m = 4096, k = 14336, n = 512 (n_out 4096, n_in 14336), four
- * weight copies in rotation */
-static void bench(int type) {
+/* one configuration's time on the bench shape: TFLOPS over reps launches rotating the weight
+ * copies (after one warm-up), and the FNV-1a checksum of the last output */
+static double bench_one(void *const *dW, int copies, int type, int64_t n_in, int64_t n_out, const void *dx, int T, void *dy,
+                        float *y, int reps, uint64_t *sum) {
+    cuda_matvec(dW[0], type, n_in, n_out, dx, T, dy, NULL);
+    cuda_synchronize();
+    double t0 = now();
+    for (int r = 0; r < reps; r++) cuda_matvec(dW[r % copies], type, n_in, n_out, dx, T, dy, NULL);
+    cuda_synchronize();
+    double dt = (now() - t0) / reps;
+    cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * T);
+    *sum = fnv(y, sizeof(float) * n_out * T);
+    return 2.0 * n_in * n_out * T / dt / 1e12;
+}
+
+/* llama.cpp's MUL_MAT perf shape m = 4096, k = 14336 (n_out 4096, n_in 14336), four weight
+ * copies in rotation. modes = 0: the two-tile kernel (8 warps) against the pipelined one
+ * (STRATA_CUDA_MM_PIPE) at n = 512, 64 and 16; modes = 1: at n = 512 the 8- and 16-warp two-tile
+ * kernels against the matvec in slices of 8. */
+static void bench(int type, int modes) {
     const quant_traits *qt = quant_traits_get(type);
     const int64_t n_in = 14336, n_out = 4096;
-    const int T = 512, copies = 4, reps = 8;
+    const int TM = 512, copies = 4;
     size_t rb = quant_row_bytes(type, n_in);
     uint8_t *W = malloc(rb * n_out);
-    float *src = malloc(sizeof(float) * n_in), *x = malloc(sizeof(float) * n_in * T), *y = malloc(sizeof(float) * n_out * T);
+    float *src = malloc(sizeof(float) * n_in), *x = malloc(sizeof(float) * n_in * TM), *y = malloc(sizeof(float) * n_out * TM);
     for (int64_t r = 0; r < n_out; r++) {   /* 64 quantized rows, repeated: quantizing is the slow part here */
         if (r < 64) {
             for (int64_t i = 0; i < n_in; i++) src[i] = rnd_val();
             qt->quant_row(src, W + r * rb, n_in);
         } else memcpy(W + r * rb, W + (r % 64) * rb, rb);
     }
-    for (int64_t i = 0; i < n_in * T; i++) x[i] = rnd_val();
-    void *dW[4], *dx = cuda_malloc(sizeof(float) * n_in * T), *dy = cuda_malloc(sizeof(float) * n_out * T);
+    for (int64_t i = 0; i < n_in * TM; i++) x[i] = rnd_val();
+    void *dW[4], *dx = cuda_malloc(sizeof(float) * n_in * TM), *dy = cuda_malloc(sizeof(float) * n_out * TM);
     for (int i = 0; i < copies; i++) { dW[i] = cuda_malloc(rb * n_out); cuda_memcpy_h2d(dW[i], W, rb * n_out); }
-    cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * T);
-    double tf[4] = { 0, 0, 0, 0 };
-    uint64_t sum[4] = { 0, 0, 0, 0 };
-    for (int mm = 3; mm >= 0; mm -= mm == 2 ? 2 : 1) {
-        cuda_mm_set(mm);
-        cuda_matvec(dW[0], type, n_in, n_out, dx, T, dy, NULL);
-        cuda_synchronize();
-        double t0 = now();
-        for (int r = 0; r < reps; r++) cuda_matvec(dW[r % copies], type, n_in, n_out, dx, T, dy, NULL);
-        cuda_synchronize();
-        double dt = (now() - t0) / reps;
-        tf[mm] = 2.0 * n_in * n_out * T / dt / 1e12;
-        cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * T);
-        sum[mm] = fnv(y, sizeof(float) * n_out * T);
+    cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * TM);
+    if (modes) {
+        double tf[4] = { 0, 0, 0, 0 };
+        uint64_t sum[4] = { 0, 0, 0, 0 };
+        cuda_mm_pipe_set(0);
+        for (int mm = 3; mm >= 0; mm -= mm == 2 ? 2 : 1) {
+            cuda_mm_set(mm);
+            tf[mm] = bench_one(dW, copies, type, n_in, n_out, dx, TM, dy, y, 8, &sum[mm]);
+        }
+        printf("mm %-8s m=4096 k=14336 n=512 TFLOPS: 8 warps (default) %6.2f | 16 warps %6.2f | matvec slices %6.2f  "
+               "checksum %016llx%s\n", qt->name, tf[2], tf[3], tf[0], (unsigned long long)sum[2],
+               sum[0] == sum[2] && sum[3] == sum[2] ? " (all three equal)" : "  CHECKSUMS DIFFER");
+    } else {
+        static const int widths[] = { 512, 64, 16 };
+        cuda_mm_set(2);
+        for (int wi = 0; wi < 3; wi++) {
+            const int T = widths[wi], reps = T >= 512 ? 8 : 32;
+            double tf[2];
+            uint64_t sum[2];
+            for (int pipe = 0; pipe < 2; pipe++) {
+                cuda_mm_pipe_set(pipe);
+                tf[pipe] = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum[pipe]);
+            }
+            printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: two-tile %6.2f | pipelined %6.2f (x%.2f)  checksums %016llx %016llx%s\n",
+                   qt->name, T, tf[0], tf[1], tf[1] / tf[0], (unsigned long long)sum[0], (unsigned long long)sum[1],
+                   sum[0] == sum[1] ? " (equal)" : "  DIFFER");
+        }
     }
     cuda_mm_set(2);
-    printf("mm %-8s m=4096 k=14336 n=512 TFLOPS: 8 warps (default) %6.2f | 16 warps %6.2f | matvec slices %6.2f  "
-           "checksum %016llx%s\n", qt->name, tf[2], tf[3], tf[0], (unsigned long long)sum[2],
-           sum[0] == sum[2] && sum[3] == sum[2] ? " (all three equal)" : "  CHECKSUMS DIFFER");
+    cuda_mm_pipe_set(0);
+    fflush(stdout);
     for (int i = 0; i < copies; i++) cuda_free(dW[i]);
     cuda_free(dx); cuda_free(dy);
     free(W); free(src); free(x); free(y);
@@ -129,8 +221,19 @@ int main(int argc, char **argv) {
                         TYPE_Q3_K, TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,
                         TYPE_IQ4_XS, TYPE_IQ4_NL, TYPE_MXFP4, TYPE_Q2_0 };
     const int n_all = (int)(sizeof all / sizeof all[0]);
-    if (argc > 1 && !strcmp(argv[1], "bench")) {
-        for (int i = 0; i < n_all; i++) bench(all[i]);
+    if (argc > 1 && (!strcmp(argv[1], "bench") || !strcmp(argv[1], "bench-modes"))) {
+        /* an optional second argument: only the formats whose names it lists (comma-separated) */
+        for (int i = 0; i < n_all; i++) {
+            const char *name = quant_traits_get(all[i])->name;
+            if (argc > 2) {
+                char list[256];
+                snprintf(list, sizeof list, ",%s,", argv[2]);
+                char key[32];
+                snprintf(key, sizeof key, ",%s,", name);
+                if (!strstr(list, key)) continue;
+            }
+            bench(all[i], !strcmp(argv[1], "bench-modes"));
+        }
         return 0;
     }
     for (int i = 0; i < n_all; i++) {
@@ -142,6 +245,13 @@ int main(int argc, char **argv) {
         for (int s = 0; s < 3; s++)
             for (int w = 0; w < 4; w++) check(type, shapes[s][0], shapes[s][1], widths[w]);
         check(type, (big ? 8 : 18) * blck, 96, 512);
+        /* lanes of 6-7 blocks (32-value formats: a full pipelined step of 4 blocks, then 2 or 3) */
+        check(type, (big ? 40 : 200) * blck, 67, 9);
+        check(type, (big ? 40 : 200) * blck, 67, 100);
+        if (type != TYPE_Q2_0) {   /* the grouped matmul (Q2_0 has none) */
+            check_grouped(type, 33 * blck, 70);
+            check_grouped(type, (big ? 8 : 200) * blck, 64);
+        }
     }
     TEST_DONE();
 }
