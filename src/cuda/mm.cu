@@ -487,26 +487,27 @@ struct mm_grouped {
     float *y;
 };
 
-/* Split over the lane positions (blockIdx.z, gridDim.z = S = 1 << ks, ks > 0: grids of fewer
- * tiles than SMs): CTA z walks positions k in [32z/S, 32(z+1)/S) only. Those positions form a
- * complete subtree of the binary counter (an aligned range of 32/S), so the CTA's counter ends
- * with exactly the subtree value the whole walk forms there, and mm_split_combine adds the S
- * values pairwise (adjacent ranges first): the 16-8-4-2-1 tree's remaining levels. Same bits
- * for every S. The partials go to ws[z][t][row]; the combine writes y and add_to. */
-template <int FMT, int NI, int GR>
-__global__ void __launch_bounds__(512 / NI, 1)
-mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws) {
-    PDL_WAIT();
-    constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
-    extern __shared__ __align__(16) uint8_t mm_smem[];
-    mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
-    int rows, col0 = blockIdx.y * MM_BN, colbase = 0;   /* colbase: the group's first pair */
-    const uint8_t *wexp = NULL;
+/* the next step after (k, b): the lane's block b + 32 NB, else the next position whose lane has one */
+template <int NB>
+static __device__ __forceinline__ void mm_next(int &k, int &b, int ke, int nb) {
+    b += 32 * NB;
+    if (b < nb) return;
+    k++;
+    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
+    b = k < ke ? (int)(__brev((unsigned)k) >> 27) : 0;
+}
+
+/* a CTA's tile: rows, first column, the group's first pair and its expert's weights (grouped
+ * launches: false for a CTA past the tile list's count) */
+template <int GR>
+static __device__ __forceinline__ bool mm_tile_setup(const mv_group &g, const mm_grouped &gr, int &T, int &rows, int &col0,
+                                                     int &colbase, const uint8_t *&wexp) {
+    col0 = blockIdx.y * MM_BN;
+    colbase = 0;
+    wexp = NULL;
     if constexpr (GR != 0) {
         const int ti = blockIdx.y;
-        if (ti >= gr.tiles[0]) return;                  /* fewer tiles than the grid's bound */
+        if (ti >= gr.tiles[0]) return false;
         const int *grp = gr.groups + 1 + MOE_GROUP_INTS * gr.tiles[1 + 2 * ti];
         rows = gr.n_out;
         col0 = gr.tiles[2 + 2 * ti];
@@ -515,68 +516,27 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         wexp = gr.W + (size_t)grp[0] * gr.expert_bytes;
     } else
         rows = g.row_start[g.n];
-    const int row0 = blockIdx.x * MM_BM;
-    /* the first 256 threads load: 4 per tile row and column */
-    const bool loader = tid < 256;
-    const int li = (tid & 255) >> 2, part = tid & 3;
-    const int lrow = row0 + li, lcol = col0 + li;
-    const bool wvalid = lrow < rows, avalid = lcol < T;
-    const uint8_t *wr = NULL;
-    if (wvalid) {
-        if constexpr (GR != 0) wr = wexp + (size_t)lrow * gr.row_bytes;
-        else {
-            int wi = 0;
-            while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
-            wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
-        }
-    }
-    const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
-    float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
-    mm_wraw raw;
-    /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block */
-    const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
-    int k = kb;
-    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
-    for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
-    if (k < ke) {
-    int b = (int)(__brev((unsigned)k) >> 27), buf = 0;
-    if (loader) {
-        if (wvalid) fetch_w<FMT>(raw, part, wr, b);
-        issue_a<FMT>(tiles[0], li, part, ar, b, avalid);
-        store_w<FMT>(tiles[0], li, part, raw, wvalid);
-    }
-    cp_wait();
-    __syncthreads();
-#pragma unroll
-    for (int o = 0; o < NO; o++) v[o] = 0.0f;
-    for (;;) {
-        /* the next step: the lane's next block, else the next position whose lane has one */
-        int nk = k, nbb = b + 32;
-        if (nbb >= nb) {
-            nk = k + 1;
-            while (nk < ke && (int)(__brev((unsigned)nk) >> 27) >= nb) nk++;
-            nbb = nk < ke ? (int)(__brev((unsigned)nk) >> 27) : 0;
-        }
-        const bool more = nk < ke;
-        if (more && loader) {
-            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
-            issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
-        }
-        block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
-        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
-        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
-            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
-            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
-#pragma unroll
-            for (int o = 0; o < NO; o++) v[o] = 0.0f;
-        }
-        if (!more) break;
-        cp_wait();
-        __syncthreads();
-        buf ^= 1; k = nk; b = nbb;
-    }
-    }
-    /* the range's value: its counter's top (32 or 16 positions: r4; 8: r3; 4: r2; 2: r1; 1: r0) */
+    return true;
+}
+
+/* weight row lrow (< rows) of the tile's weights */
+template <int GR>
+static __device__ __forceinline__ const uint8_t *mm_row_ptr(const mv_group &g, const mm_grouped &gr, const uint8_t *wexp,
+                                                            int lrow) {
+    if constexpr (GR != 0) return wexp + (size_t)lrow * gr.row_bytes;
+    int wi = 0;
+    while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
+    return g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
+}
+
+/* the range's value (its counter's top: 32 or 16 positions r4; 8 r3; 4 r2; 2 r1; 1 r0) to y
+ * (and add_to), to the group's rows, or to the split's partials */
+template <int NI, int GR>
+static __device__ __forceinline__ void mm_epilogue(const mv_group &g, const mm_grouped &gr, const float *r0, const float *r1,
+                                                   const float *r2, const float *r3, float *r4, int npos, int row0, int col0,
+                                                   int colbase, int rows, int T, int ks, float *ws, int wm, int wn, int gq,
+                                                   int tq) {
+    constexpr int NO = 8 * NI;
     if (npos < 16) {
 #pragma unroll
         for (int o = 0; o < NO; o++) r4[o] = npos == 8 ? r3[o] : npos == 4 ? r2[o] : npos == 2 ? r1[o] : r0[o];
@@ -606,6 +566,76 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
                 g.y[wi][(size_t)t * no + r] = y;
                 if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
             }
+}
+
+/* Split over the lane positions (blockIdx.z, gridDim.z = S = 1 << ks, ks > 0: grids of fewer
+ * tiles than SMs): CTA z walks positions k in [32z/S, 32(z+1)/S) only. Those positions form a
+ * complete subtree of the binary counter (an aligned range of 32/S), so the CTA's counter ends
+ * with exactly the subtree value the whole walk forms there, and mm_split_combine adds the S
+ * values pairwise (adjacent ranges first): the 16-8-4-2-1 tree's remaining levels. Same bits
+ * for every S. The partials go to ws[z][t][row]; the combine writes y and add_to. */
+template <int FMT, int NI, int GR>
+__global__ void __launch_bounds__(512 / NI, 1)
+mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws) {
+    PDL_WAIT();
+    constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
+    extern __shared__ __align__(16) uint8_t mm_smem[];
+    mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
+    int rows, col0, colbase;   /* colbase: the group's first pair */
+    const uint8_t *wexp;
+    if (!mm_tile_setup<GR>(g, gr, T, rows, col0, colbase, wexp)) return;   /* fewer tiles than the grid's bound */
+    const int row0 = blockIdx.x * MM_BM;
+    /* the first 256 threads load: 4 per tile row and column */
+    const bool loader = tid < 256;
+    const int li = (tid & 255) >> 2, part = tid & 3;
+    const int lrow = row0 + li, lcol = col0 + li;
+    const bool wvalid = lrow < rows, avalid = lcol < T;
+    const uint8_t *wr = wvalid ? mm_row_ptr<GR>(g, gr, wexp, lrow) : NULL;
+    const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
+    float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
+    mm_wraw raw;
+    /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block */
+    const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
+    int k = kb;
+    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
+    for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
+    if (k < ke) {
+    int b = (int)(__brev((unsigned)k) >> 27), buf = 0;
+    if (loader) {
+        if (wvalid) fetch_w<FMT>(raw, part, wr, b);
+        issue_a<FMT>(tiles[0], li, part, ar, b, avalid);
+        store_w<FMT>(tiles[0], li, part, raw, wvalid);
+    }
+    cp_wait();
+    __syncthreads();
+#pragma unroll
+    for (int o = 0; o < NO; o++) v[o] = 0.0f;
+    for (;;) {
+        /* the next step: the lane's next block, else the next position whose lane has one */
+        int nk = k, nbb = b;
+        mm_next<1>(nk, nbb, ke, nb);
+        const bool more = nk < ke;
+        if (more && loader) {
+            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
+            issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
+        }
+        block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
+        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
+        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
+            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
+            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
+#pragma unroll
+            for (int o = 0; o < NO; o++) v[o] = 0.0f;
+        }
+        if (!more) break;
+        cp_wait();
+        __syncthreads();
+        buf ^= 1; k = nk; b = nbb;
+    }
+    }
+    mm_epilogue<NI, GR>(g, gr, r0, r1, r2, r3, r4, npos, row0, col0, colbase, rows, T, ks, ws, wm, wn, gq, tq);
 }
 
 /* the S = 1 << ks partials of every output, pairwise (adjacent ranges, then pairs of pairs, ...),
@@ -672,16 +702,6 @@ static __device__ __forceinline__ void cp16z(void *dst_smem, const void *src, in
 static __device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void cp_wait_n(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-/* the next step after (k, b): the lane's block b + 32 NB, else the next position whose lane has one */
-template <int NB>
-static __device__ __forceinline__ void mm_next(int &k, int &b, int ke, int nb) {
-    b += 32 * NB;
-    if (b < nb) return;
-    k++;
-    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
-    b = k < ke ? (int)(__brev((unsigned)k) >> 27) : 0;
-}
-
 /* step (b)'s copies into stage s: row li's raw block chunks (parts split the chunks), column li's
  * activation blocks (issue_a) */
 template <int FMT>
@@ -730,33 +750,15 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     mm_stage3<FMT> *st = (mm_stage3<FMT> *)mm_smem;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
-    int rows, col0 = blockIdx.y * MM_BN, colbase = 0;
-    const uint8_t *wexp = NULL;
-    if constexpr (GR != 0) {
-        const int ti = blockIdx.y;
-        if (ti >= gr.tiles[0]) return;
-        const int *grp = gr.groups + 1 + MOE_GROUP_INTS * gr.tiles[1 + 2 * ti];
-        rows = gr.n_out;
-        col0 = gr.tiles[2 + 2 * ti];
-        colbase = grp[1];
-        T = grp[2];
-        wexp = gr.W + (size_t)grp[0] * gr.expert_bytes;
-    } else
-        rows = g.row_start[g.n];
+    int rows, col0, colbase;   /* colbase: the group's first pair */
+    const uint8_t *wexp;
+    if (!mm_tile_setup<GR>(g, gr, T, rows, col0, colbase, wexp)) return;   /* fewer tiles than the grid's bound */
     const int row0 = blockIdx.x * MM_BM;
     /* every thread loads and decodes: 4 per tile row (lanes of one warp) and column */
     const int li = tid >> 2, part = tid & 3;
     const int lrow = row0 + li, lcol = col0 + li;
     const bool wvalid = lrow < rows, avalid = lcol < T;
-    const uint8_t *wr = NULL;
-    if (wvalid) {
-        if constexpr (GR != 0) wr = wexp + (size_t)lrow * gr.row_bytes;
-        else {
-            int wi = 0;
-            while (wi + 1 < g.n && lrow >= g.row_start[wi + 1]) wi++;
-            wr = g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
-        }
-    }
+    const uint8_t *wr = wvalid ? mm_row_ptr<GR>(g, gr, wexp, lrow) : NULL;
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
@@ -811,35 +813,7 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     }
     cp_wait_n<0>();   /* no copy outlives the CTA */
     }
-    if (npos < 16) {
-#pragma unroll
-        for (int o = 0; o < NO; o++) r4[o] = npos == 8 ? r3[o] : npos == 4 ? r2[o] : npos == 2 ? r1[o] : r0[o];
-    }
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
-                const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
-                if (row >= rows || t >= T) continue;
-                if (ks) {
-                    ws[((size_t)blockIdx.z * T + t) * rows + row] = r4[MM_O2(mi, ni, e)];
-                    continue;
-                }
-                if constexpr (GR != 0) {
-                    gr.y[(size_t)(colbase + t) * gr.n_out + row] = r4[MM_O2(mi, ni, e)];
-                    continue;
-                }
-                int wi = 0;
-                while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
-                const int r = row - g.row_start[wi];
-                const int64_t no = g.n_out[wi];
-                const float y = r4[MM_O2(mi, ni, e)];
-                g.y[wi][(size_t)t * no + r] = y;
-                if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
-            }
+    mm_epilogue<NI, GR>(g, gr, r0, r1, r2, r3, r4, npos, row0, col0, colbase, rows, T, ks, ws, wm, wn, gq, tq);
 }
 
 /* ---- host ------------------------------------------------------------------------------------ */
