@@ -487,10 +487,10 @@ struct mm_grouped {
     float *y;
 };
 
-/* the next step after (k, b): the lane's block b + 32 NB, else the next position whose lane has one */
-template <int NB>
-static __device__ __forceinline__ void mm_next(int &k, int &b, int ke, int nb) {
-    b += 32 * NB;
+/* the next step after (k, b) for steps of nbs blocks of a lane: the lane's block b + 32 nbs,
+ * else the next position whose lane has one */
+static __device__ __forceinline__ void mm_next(int &k, int &b, int ke, int nb, int nbs) {
+    b += 32 * nbs;
     if (b < nb) return;
     k++;
     while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
@@ -615,7 +615,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     for (;;) {
         /* the next step: the lane's next block, else the next position whose lane has one */
         int nk = k, nbb = b;
-        mm_next<1>(nk, nbb, ke, nb);
+        mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
         if (more && loader) {
             if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
@@ -680,19 +680,29 @@ __global__ void mm_split_combine(mv_group g, const float *__restrict__ ws, int k
  * Steps and order: a step is NB blocks b, b + 32, ..., b + 32 (NB - 1) of ONE lane (those below
  * nb), each with its own tile (mm_tile2) and block_step2 in increasing b, so v receives the same
  * p_b in the same order as mm_kernel2's one-block steps; positions, the counter, the split and
- * the epilogue are mm_kernel2's. NB = 4 for the 32-value formats (one barrier per 128 values of
- * a row), 1 for the 256-value ones. */
+ * the epilogue are mm_kernel2's. S and NB are launch arguments (mm_pipe_shape): by default NB = 4
+ * for the 32-value formats (one barrier per 128 values of a row), 1 for the 256-value ones, and
+ * S = 4 where four stages fit, else 3. */
 template <int FMT> struct mm_pcfg {
-    static constexpr int QK = mmf<FMT>::QK, NB = QK == 32 ? 4 : 1;
+    static constexpr int QK = mmf<FMT>::QK, NBMAX = QK == 32 ? 4 : 1;
     /* bytes of raw chunks per row and block: the 16-byte chunks covering bsize bytes at any offset */
     static constexpr int RB = (15 + wfmt<FMT>::bsize + 15) / 16 * 16;
-    static constexpr int STAGE = NB * ((int)sizeof(mm_tile2<QK>) + MM_BM * RB);
-    static constexpr int MAXS = 227 * 1024;
-    static constexpr int S = 4 * STAGE <= MAXS ? 4 : 3 * STAGE <= MAXS ? 3 : 2;
+    static constexpr int TILE = (int)sizeof(mm_tile2<QK>);
+    /* a stage of NB blocks: NB tiles, then NB x 64 rows of RB raw bytes (all 16-byte multiples) */
+    __host__ __device__ static constexpr int stage_bytes(int nbs) { return nbs * (TILE + MM_BM * RB); }
 };
-template <int FMT> struct mm_stage3 {
-    mm_tile2<mm_pcfg<FMT>::QK> t[mm_pcfg<FMT>::NB];
-    __align__(16) uint8_t raw[mm_pcfg<FMT>::NB][MM_BM][mm_pcfg<FMT>::RB];
+static_assert(sizeof(mm_tile2<32>) % 16 == 0 && sizeof(mm_tile2<256>) % 16 == 0, "mm: stage alignment");
+#define MM_PIPE_SMEM (227 * 1024)   /* the most dynamic shared memory a CTA may have (sm_90) */
+#define MM_PIPE_SMAX 8              /* stages at most */
+
+/* stage si of a CTA's shared memory (stages of nbs blocks) */
+template <int FMT> struct mm_stg {
+    uint8_t *base;
+    int nbs;
+    __device__ __forceinline__ mm_tile2<mm_pcfg<FMT>::QK> &t(int u) const { return ((mm_tile2<mm_pcfg<FMT>::QK> *)base)[u]; }
+    __device__ __forceinline__ uint8_t *raw(int u, int li) const {
+        return base + nbs * mm_pcfg<FMT>::TILE + (u * MM_BM + li) * mm_pcfg<FMT>::RB;
+    }
 };
 
 static __device__ __forceinline__ void cp16z(void *dst_smem, const void *src, int n) {
@@ -701,53 +711,67 @@ static __device__ __forceinline__ void cp16z(void *dst_smem, const void *src, in
 }
 static __device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void cp_wait_n(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+/* at most n groups pending (n = S - 2; a smaller immediate only waits longer) */
+static __device__ __forceinline__ void cp_wait_dyn(int n) {
+    switch (n) {
+    case 0: cp_wait_n<0>(); break;
+    case 1: cp_wait_n<1>(); break;
+    case 2: cp_wait_n<2>(); break;
+    case 3: cp_wait_n<3>(); break;
+    case 4: cp_wait_n<4>(); break;
+    case 5: cp_wait_n<5>(); break;
+    default: cp_wait_n<6>(); break;
+    }
+}
 
 /* step (b)'s copies into stage s: row li's raw block chunks (parts split the chunks), column li's
  * activation blocks (issue_a) */
 template <int FMT>
-static __device__ __forceinline__ void issue3(mm_stage3<FMT> &s, int li, int part, const uint8_t *wr, bool wvalid,
+static __device__ __forceinline__ void issue3(const mm_stg<FMT> &s, int li, int part, const uint8_t *wr, bool wvalid,
                                               const uint8_t *ar, bool avalid, int b, int nb) {
-    constexpr int NB = mm_pcfg<FMT>::NB, BS = wfmt<FMT>::bsize;
+    constexpr int BS = wfmt<FMT>::bsize;
 #pragma unroll
-    for (int u = 0; u < NB; u++) {
+    for (int u = 0; u < mm_pcfg<FMT>::NBMAX; u++) {
         const int bu = b + 32 * u;
-        if (bu >= nb) break;
+        if (u >= s.nbs || bu >= nb) break;
         if (wvalid) {
             const uint8_t *g = wr + (size_t)bu * BS;
             const int off = (int)((uintptr_t)g & 15), end = off + BS, nch = (end + 15) >> 4;
             const uint8_t *g0 = g - off;
-            for (int c = part; c < nch; c += 4) cp16z(&s.raw[u][li][16 * c], g0 + 16 * c, min(16, end - 16 * c));
+            uint8_t *d = s.raw(u, li);
+            for (int c = part; c < nch; c += 4) cp16z(d + 16 * c, g0 + 16 * c, min(16, end - 16 * c));
         }
-        issue_a<FMT>(s.t[u], li, part, ar, bu, avalid);
+        issue_a<FMT>(s.t(u), li, part, ar, bu, avalid);
     }
 }
 
 /* step (b)'s weights of row li from stage s's raw bytes into its tiles */
 template <int FMT>
-static __device__ __forceinline__ void decode3(mm_stage3<FMT> &s, int li, int part, const uint8_t *wr, bool wvalid, int b,
+static __device__ __forceinline__ void decode3(const mm_stg<FMT> &s, int li, int part, const uint8_t *wr, bool wvalid, int b,
                                                int nb) {
-    constexpr int NB = mm_pcfg<FMT>::NB, BS = wfmt<FMT>::bsize;
+    constexpr int BS = wfmt<FMT>::bsize;
 #pragma unroll
-    for (int u = 0; u < NB; u++) {
+    for (int u = 0; u < mm_pcfg<FMT>::NBMAX; u++) {
         const int bu = b + 32 * u;
-        if (bu >= nb) break;
+        if (u >= s.nbs || bu >= nb) break;
         mm_wraw raw;
         if (wvalid) {
             const int off = (int)((uintptr_t)(wr + (size_t)bu * BS) & 15);
-            fetch_w<FMT>(raw, part, &s.raw[u][li][off], 0);
+            fetch_w<FMT>(raw, part, s.raw(u, li) + off, 0);
         }
-        store_w<FMT>(s.t[u], li, part, raw, wvalid);
+        store_w<FMT>(s.t(u), li, part, raw, wvalid);
     }
 }
 
+/* S stages (2..MM_PIPE_SMAX) of nbs blocks a step (1..NBMAX), both chosen by the host */
 template <int FMT, int GR>
 __global__ void __launch_bounds__(256, 1)
-mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws) {
+mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int S,
+           int nbs) {
     PDL_WAIT();
     constexpr int NI = 2, NO = 8 * NI, WNC = 8 / NI;
-    constexpr int NB = mm_pcfg<FMT>::NB, S = mm_pcfg<FMT>::S;
     extern __shared__ __align__(16) uint8_t mm_smem[];
-    mm_stage3<FMT> *st = (mm_stage3<FMT> *)mm_smem;
+    const int sbytes = mm_pcfg<FMT>::stage_bytes(nbs);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
     int rows, col0, colbase;   /* colbase: the group's first pair */
@@ -769,15 +793,14 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     int b = (int)(__brev((unsigned)k) >> 27);
     /* the load cursor (lk, lb) runs S - 1 steps ahead of (k, b); one commit group per step */
     int lk = k, lb = b;
-#pragma unroll
     for (int s = 0; s < S - 1; s++) {
-        if (lk < ke) issue3<FMT>(st[s], li, part, wr, wvalid, ar, avalid, lb, nb);
+        if (lk < ke) issue3<FMT>(mm_stg<FMT>{mm_smem + s * sbytes, nbs}, li, part, wr, wvalid, ar, avalid, lb, nb);
         cp_commit();
-        if (lk < ke) mm_next<NB>(lk, lb, ke, nb);
+        if (lk < ke) mm_next(lk, lb, ke, nb, nbs);
     }
-    cp_wait_n<S - 2>();
+    cp_wait_dyn(S - 2);
     __syncwarp();
-    decode3<FMT>(st[0], li, part, wr, wvalid, b, nb);
+    decode3<FMT>(mm_stg<FMT>{mm_smem, nbs}, li, part, wr, wvalid, b, nb);
     __syncthreads();
 #pragma unroll
     for (int o = 0; o < NO; o++) v[o] = 0.0f;
@@ -785,21 +808,22 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     for (;;) {
         {   /* the copies of the step S - 1 ahead, into the stage the previous step used */
             const int ls = cur == 0 ? S - 1 : cur - 1;
-            if (lk < ke) issue3<FMT>(st[ls], li, part, wr, wvalid, ar, avalid, lb, nb);
+            if (lk < ke) issue3<FMT>(mm_stg<FMT>{mm_smem + ls * sbytes, nbs}, li, part, wr, wvalid, ar, avalid, lb, nb);
             cp_commit();
-            if (lk < ke) mm_next<NB>(lk, lb, ke, nb);
+            if (lk < ke) mm_next(lk, lb, ke, nb, nbs);
         }
+        const mm_stg<FMT> sc{mm_smem + cur * sbytes, nbs};
 #pragma unroll
-        for (int u = 0; u < NB; u++)   /* blocks b, b + 32, ... in increasing b */
-            if (b + 32 * u < nb) block_step2<FMT, NI>(st[cur].t[u], wm, wn, gq, tq, v);
+        for (int u = 0; u < mm_pcfg<FMT>::NBMAX; u++)   /* blocks b, b + 32, ... in increasing b */
+            if (u < nbs && b + 32 * u < nb) block_step2<FMT, NI>(sc.t(u), wm, wn, gq, tq, v);
         int nk = k, nbb = b;
-        mm_next<NB>(nk, nbb, ke, nb);
+        mm_next(nk, nbb, ke, nb, nbs);
         const bool more = nk < ke;
         const int nxt = cur + 1 == S ? 0 : cur + 1;
         if (more) {   /* step (nk, nbb)'s copies (this thread's) have landed: decode its weights */
-            cp_wait_n<S - 2>();
+            cp_wait_dyn(S - 2);
             __syncwarp();
-            decode3<FMT>(st[nxt], li, part, wr, wvalid, nbb, nb);
+            decode3<FMT>(mm_stg<FMT>{mm_smem + nxt * sbytes, nbs}, li, part, wr, wvalid, nbb, nb);
         }
         if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
             canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
@@ -823,13 +847,28 @@ static int mm_mode = -1;
 
 extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 2 || mode == 3 ? mode : 0; }
 
-/* STRATA_CUDA_MM_PIPE: 1 the pipelined kernel (mm_kernel3, 8 warps) for every tensor-core pass,
- * plain and grouped, whatever STRATA_CUDA_MM's 2 / 3; 0 mm_kernel2 */
+/* STRATA_CUDA_MM_PIPE: 0 mm_kernel2; else the pipelined kernel (mm_kernel3, 8 warps) for every
+ * tensor-core pass, plain and grouped, whatever STRATA_CUDA_MM's 2 / 3: 1 its default stages
+ * (mm_pipe_shape), 10 S + NB (S 2..8, NB 1..4) S stages of NB blocks a step (tuning; NB is 1
+ * for the 256-value formats, and S shrinks to what fits the shared memory) */
 static int mm_pipe = -1;
-extern "C" void cuda_mm_pipe_set(int on) { mm_pipe = on ? 1 : 0; }
+extern "C" void cuda_mm_pipe_set(int code) { mm_pipe = code > 0 ? code : 0; }
 static int mm_pipe_on(void) {
-    if (mm_pipe < 0) mm_pipe = env_int(ENV_CUDA_MM_PIPE) == 1;
+    if (mm_pipe < 0) { long v = env_int(ENV_CUDA_MM_PIPE); mm_pipe = v > 0 && v < 100 ? (int)v : 0; }
     return mm_pipe;
+}
+/* the stages S and blocks a step nbs of code for FMT: default 4 stages of 4 blocks (32-value
+ * formats) or of 1 (256-value ones), fewer stages where they do not fit */
+template <int FMT>
+static void mm_pipe_shape(int code, int *S, int *nbs) {
+    int sv = code >= 20 ? code / 10 : 4, nv = code >= 20 ? code % 10 : mm_pcfg<FMT>::NBMAX;
+    if (nv < 1) nv = 1;
+    if (nv > mm_pcfg<FMT>::NBMAX) nv = mm_pcfg<FMT>::NBMAX;
+    if (sv > MM_PIPE_SMAX) sv = MM_PIPE_SMAX;
+    while (sv > 2 && sv * mm_pcfg<FMT>::stage_bytes(nv) > MM_PIPE_SMEM) sv--;
+    while (nv > 1 && sv * mm_pcfg<FMT>::stage_bytes(nv) > MM_PIPE_SMEM) nv--;
+    *S = sv;
+    *nbs = nv;
 }
 
 /* STRATA_CUDA_MM_EXT: the formats beyond the first kernel's (mm_both) on tensor cores too */
@@ -902,13 +941,12 @@ int cuda_mm_supported(int type, int64_t n_in) {
     }
 }
 
-/* the pipelined kernel's launches: its shared memory, once per instantiation */
+/* the pipelined kernel's launches: the most shared memory a CTA may have, once per instantiation */
 template <int FMT, int GR>
 static int mm_attr3(void) {
     static int attr;
     if (!attr) {
-        const size_t smem = mm_pcfg<FMT>::S * sizeof(mm_stage3<FMT>);
-        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel3<FMT, GR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel3<FMT, GR>, cudaFuncAttributeMaxDynamicSharedMemorySize, MM_PIPE_SMEM)))
             return -1;
         attr = 1;
     }
@@ -938,9 +976,11 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     grid.z = 1u << ks;
     int rc = 0;
     if (mm_pipe_on()) {
+        int S, nbs;
+        mm_pipe_shape<FMT>(mm_pipe_on(), &S, &nbs);
         if (mm_attr3<FMT, 0>()) return -1;
-        klaunch(mm_kernel3<FMT, 0>, grid, 256, mm_pcfg<FMT>::S * sizeof(mm_stage3<FMT>), st, *g, mm_grouped{}, nb,
-                (const uint8_t *)act, as, T, ks, g->ws);
+        klaunch(mm_kernel3<FMT, 0>, grid, 256, (size_t)S * mm_pcfg<FMT>::stage_bytes(nbs), st, *g, mm_grouped{}, nb,
+                (const uint8_t *)act, as, T, ks, g->ws, S, nbs);
     } else if (mm_both<FMT>::v && mode == 3) {
         if constexpr (mm_both<FMT>::v)
             klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws);
@@ -969,9 +1009,11 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
     memset(&g, 0, sizeof g);
     dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
     if (mm_pipe_on()) {
+        int S, nbs;
+        mm_pipe_shape<FMT>(mm_pipe_on(), &S, &nbs);
         if (mm_attr3<FMT, 1>()) return -1;
-        klaunch(mm_kernel3<FMT, 1>, grid, 256, mm_pcfg<FMT>::S * sizeof(mm_stage3<FMT>), st, g, *gr, nb,
-                (const uint8_t *)act, as, 0, 0, (float *)NULL);
+        klaunch(mm_kernel3<FMT, 1>, grid, 256, (size_t)S * mm_pcfg<FMT>::stage_bytes(nbs), st, g, *gr, nb,
+                (const uint8_t *)act, as, 0, 0, (float *)NULL, S, nbs);
         return CU_LAUNCHED();
     }
     klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL);

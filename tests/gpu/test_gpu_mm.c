@@ -8,11 +8,14 @@
  * grouped (MoE) matmul, two-tile and pipelined, on three experts' tiles.
  *
  *   test_gpu_mm                    the parity test
- *   test_gpu_mm bench [F1,F2..]    the microbenchmark: 4096 rows of 14336 at 512, 64 and 16 columns
+ *   test_gpu_mm bench [F1,F2..|all] [C1,C2..]
+ *                                  the microbenchmark: 4096 rows of 14336 at 512, 64 and 16 columns
  *                                  per format (or only the listed ones), the two-tile kernel against
- *                                  the pipelined one, over four weight copies (132+ MB, more than the
- *                                  60 MB L2); TFLOPS and a checksum (FNV-1a of the output bits) each
- *   test_gpu_mm bench-modes [..]   at 512 columns: the 8- and 16-warp kernels and the matvec slices */
+ *                                  the pipelined one (STRATA_CUDA_MM_PIPE codes C: 1 its default,
+ *                                  10 S + NB S stages of NB blocks), over four weight copies (132+ MB,
+ *                                  more than the 60 MB L2); TFLOPS and a checksum (FNV-1a of the
+ *                                  output bits) each
+ *   test_gpu_mm bench-modes [F..]  at 512 columns: the 8- and 16-warp kernels and the matvec slices */
 #include "test.h"
 #include <stdint.h>
 #include <time.h>
@@ -59,6 +62,7 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
             { 2, 32, 0, "tensor cores, split 32" },     { 2, -1, 1, "pipelined" },
             { 3, -1, 1, "pipelined (MM=3 set)" },       { 2, 2, 1, "pipelined, split 2" },
             { 2, 8, 1, "pipelined, split 8" },          { 2, 32, 1, "pipelined, split 32" },
+            { 2, -1, 22, "pipelined, 2 stages of 2" },  { 2, 8, 63, "pipelined, 6 stages of 3, split 8" },
             { 0, -1, 0, "matvec slices" },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
@@ -119,7 +123,9 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
         cuda_memcpy_h2d(dW, W, eb * E);
         cuda_memcpy_h2d(da, act, ab * P);
         cuda_mm_set(2);
-        for (int pipe = 0; pipe < 2; pipe++) {
+        static const int pipes[] = { 0, 1, 22 };   /* two-tile, pipelined, pipelined with 2 stages of 2 */
+        for (int pi = 0; pi < 3; pi++) {
+            const int pipe = pipes[pi];
             cuda_mm_pipe_set(pipe);
             memset(y, 0xFF, sizeof(float) * n_out * P);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * P);
@@ -132,8 +138,8 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
                     fprintf(stderr, "%s grouped pipe %d n_in=%lld pair %zu row %zu: gpu %.9g ref %.9g\n", qt->name, pipe,
                             (long long)n_in, i / n_out, i % n_out, y[i], ref[i]);
-            CHECKF(bad == 0, "%s grouped (%s) n_in=%lld n_out=%lld: %d outputs differ from the CPU reference", qt->name,
-                   pipe ? "pipelined" : "two-tile", (long long)n_in, (long long)n_out, bad);
+            CHECKF(bad == 0, "%s grouped (STRATA_CUDA_MM_PIPE %d) n_in=%lld n_out=%lld: %d outputs differ from the CPU reference",
+                   qt->name, pipe, (long long)n_in, (long long)n_out, bad);
         }
         cuda_mm_pipe_set(0);
     }
@@ -162,7 +168,7 @@ static double bench_one(void *const *dW, int copies, int type, int64_t n_in, int
  * copies in rotation. modes = 0: the two-tile kernel (8 warps) against the pipelined one
  * (STRATA_CUDA_MM_PIPE) at n = 512, 64 and 16; modes = 1: at n = 512 the 8- and 16-warp two-tile
  * kernels against the matvec in slices of 8. */
-static void bench(int type, int modes) {
+static void bench(int type, int modes, const int *codes, int n_codes) {
     const quant_traits *qt = quant_traits_get(type);
     const int64_t n_in = 14336, n_out = 4096;
     const int TM = 512, copies = 4;
@@ -195,15 +201,17 @@ static void bench(int type, int modes) {
         cuda_mm_set(2);
         for (int wi = 0; wi < 3; wi++) {
             const int T = widths[wi], reps = T >= 512 ? 8 : 32;
-            double tf[2];
-            uint64_t sum[2];
-            for (int pipe = 0; pipe < 2; pipe++) {
-                cuda_mm_pipe_set(pipe);
-                tf[pipe] = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum[pipe]);
+            uint64_t sum0, sum;
+            cuda_mm_pipe_set(0);
+            const double tf0 = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum0);
+            printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: two-tile %6.2f  checksum %016llx\n", qt->name, T, tf0,
+                   (unsigned long long)sum0);
+            for (int ci = 0; ci < n_codes; ci++) {
+                cuda_mm_pipe_set(codes[ci]);
+                const double tf = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum);
+                printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: pipelined (STRATA_CUDA_MM_PIPE %2d) %6.2f (x%.2f)  checksum %016llx%s\n",
+                       qt->name, T, codes[ci], tf, tf / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
             }
-            printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: two-tile %6.2f | pipelined %6.2f (x%.2f)  checksums %016llx %016llx%s\n",
-                   qt->name, T, tf[0], tf[1], tf[1] / tf[0], (unsigned long long)sum[0], (unsigned long long)sum[1],
-                   sum[0] == sum[1] ? " (equal)" : "  DIFFER");
         }
     }
     cuda_mm_set(2);
@@ -222,17 +230,25 @@ int main(int argc, char **argv) {
                         TYPE_IQ4_XS, TYPE_IQ4_NL, TYPE_MXFP4, TYPE_Q2_0 };
     const int n_all = (int)(sizeof all / sizeof all[0]);
     if (argc > 1 && (!strcmp(argv[1], "bench") || !strcmp(argv[1], "bench-modes"))) {
-        /* an optional second argument: only the formats whose names it lists (comma-separated) */
+        /* optional: the formats to time (comma-separated names, or "all"), then the pipelined
+         * kernel's shapes (STRATA_CUDA_MM_PIPE codes, comma-separated; default 1) */
+        int codes[16], n_codes = 0;
+        for (const char *c = argc > 3 ? argv[3] : "1"; *c && n_codes < 16;) {
+            const int v = atoi(c);
+            if (v > 0) codes[n_codes++] = v;
+            while (*c && *c != ',') c++;
+            if (*c == ',') c++;
+        }
         for (int i = 0; i < n_all; i++) {
             const char *name = quant_traits_get(all[i])->name;
-            if (argc > 2) {
+            if (argc > 2 && strcmp(argv[2], "all")) {
                 char list[256];
                 snprintf(list, sizeof list, ",%s,", argv[2]);
                 char key[32];
                 snprintf(key, sizeof key, ",%s,", name);
                 if (!strstr(list, key)) continue;
             }
-            bench(all[i], !strcmp(argv[1], "bench-modes"));
+            bench(all[i], !strcmp(argv[1], "bench-modes"), codes, n_codes);
         }
         return 0;
     }
@@ -245,12 +261,13 @@ int main(int argc, char **argv) {
         for (int s = 0; s < 3; s++)
             for (int w = 0; w < 4; w++) check(type, shapes[s][0], shapes[s][1], widths[w]);
         check(type, (big ? 8 : 18) * blck, 96, 512);
-        /* lanes of 6-7 blocks (32-value formats: a full pipelined step of 4 blocks, then 2 or 3) */
-        check(type, (big ? 40 : 200) * blck, 67, 9);
-        check(type, (big ? 40 : 200) * blck, 67, 100);
+        if (!big) {   /* lanes of 6-7 blocks: a full pipelined step of 4 blocks, then one of 2 or 3 */
+            check(type, 200 * blck, 67, 9);
+            check(type, 200 * blck, 67, 100);
+        }
         if (type != TYPE_Q2_0) {   /* the grouped matmul (Q2_0 has none) */
-            check_grouped(type, 33 * blck, 70);
-            check_grouped(type, (big ? 8 : 200) * blck, 64);
+            check_grouped(type, (big ? 8 : 33) * blck, 70);
+            check_grouped(type, (big ? 33 : 200) * blck, 64);
         }
     }
     TEST_DONE();
