@@ -418,8 +418,15 @@ static __device__ __forceinline__ void mma_k16_acc(int *d, const uint32_t *a, ui
                      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
 }
-/* byte k of w, sign-extended (an int8 scale) */
-static __device__ __forceinline__ int sbyte(uint32_t w, int k) { return (int)(int8_t)(uint8_t)(w >> (8 * k)); }
+/* byte k of w, sign-extended (an int8 scale): one prmt (selector nibbles 8 + k: byte k's sign) */
+static __device__ __forceinline__ int sbyte(uint32_t w, int k) {
+    int r;
+    if (k == 0) asm("prmt.b32 %0, %1, 0, 0x8880;" : "=r"(r) : "r"(w));
+    else if (k == 1) asm("prmt.b32 %0, %1, 0, 0x9991;" : "=r"(r) : "r"(w));
+    else if (k == 2) asm("prmt.b32 %0, %1, 0, 0xAAA2;" : "=r"(r) : "r"(w));
+    else asm("prmt.b32 %0, %1, 0, 0xBBB3;" : "=r"(r) : "r"(w));
+    return r;
+}
 
 template <int FMT, int NI>
 static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
@@ -430,11 +437,11 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
 #pragma unroll
     for (int o = 0; o < NO; o++) S[o] = 0;
     if constexpr (mmf<FMT>::SUB == 16) {   /* a scale per 16 values: one m16n8k16 per sub-block */
-        const uint32_t pa = wbase + (R + lane) * RB;
 #pragma unroll 1
         for (int q = 0; q < QK / 64; q++) {   /* sub-blocks j = 4q .. 4q + 3 */
             int l = lane;
-            asm volatile("" : "+r"(l));   /* the B address recomputed per step, not kept live (or spilled) across the loop */
+            asm volatile("" : "+r"(l));   /* the addresses recomputed per iteration, not kept live (or spilled) across the loop */
+            const uint32_t pa = wbase + (R + l) * RB;
             const uint32_t pb = NI == 2 ? abase + (C + (l & 15)) * RB + 16 * (l >> 4) : abase + (C + (l & 7)) * RB + 16 * (l >> 3);
             uint32_t scw[4], bf[4][NI];   /* scw[i]: the 4 scales of row R + g + 8i; bf[j - 4q][ni] */
 #pragma unroll
@@ -468,42 +475,47 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
             }
         }
     } else {
-        const uint32_t pa = wbase + (R + (lane & 15)) * RB + 16 * (lane >> 4);
-        const uint32_t pb = NI == 2 ? abase + (C + 8 * (lane >> 4) + (lane & 7)) * RB + 16 * ((lane >> 3) & 1)
-                                    : abase + (C + (lane & 7)) * RB + 16 * (lane >> 3);
-        uint32_t scw[4];   /* the scales j .. j + 3 (j % 4 == 0) of row R + g + 8i */
-        uint32_t bp[4];   /* NI 1: slices j and j + 1 */
-#pragma unroll 4
-        for (int j = 0; j < NS; j++) {
-            uint32_t bf[NI][2], af[2][4];
-            if (NS > 1 && j % 4 == 0)
+        constexpr int JG = NS < 4 ? NS : 4;   /* slices per group: one group for QK 32, two for QK 256 */
+#pragma unroll 1
+        for (int q = 0; q < NS / JG; q++) {   /* slices j = JG q .. JG q + JG - 1 */
+            int l = lane;
+            if (NS > 1) asm volatile("" : "+r"(l));   /* as above */
+            const uint32_t pa = wbase + (R + (l & 15)) * RB + 16 * (l >> 4) + 32 * JG * q;
+            const uint32_t pb = (NI == 2 ? abase + (C + 8 * (l >> 4) + (l & 7)) * RB + 16 * ((l >> 3) & 1)
+                                         : abase + (C + (l & 7)) * RB + 16 * (l >> 3)) + 32 * JG * q;
+            uint32_t scw[4], bp[4];   /* scw[i]: the scales of slices JG q .. of row R + g + 8i; bp: NI 1, two slices */
+            if constexpr (NS > 1)
 #pragma unroll
-                for (int i = 0; i < 4; i++) scw[i] = *(const uint32_t *)&s.sc[R + g + 8 * i][j];
-            if constexpr (NI == 2) {
-                uint32_t t[4];
-                ldsm_x4(t, pb + 32 * j);
-                bf[0][0] = t[0]; bf[0][1] = t[1]; bf[NI - 1][0] = t[2]; bf[NI - 1][1] = t[3];
-            } else if constexpr (NS == 1) {
-                ldsm_x2(bf[0], pb);
-            } else {
-                if (j % 2 == 0) ldsm_x4(bp, pb + 32 * j);
-                bf[0][0] = bp[2 * (j % 2)]; bf[0][1] = bp[2 * (j % 2) + 1];
-            }
+                for (int i = 0; i < 4; i++) scw[i] = *(const uint32_t *)&s.sc[R + g + 8 * i][JG * q];
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++) ldsm_x4(af[mi], pa + mi * 16 * RB + 32 * j);
-#pragma unroll
-            for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-                for (int ni = 0; ni < NI; ni++) {
-                    int d[4];
-                    mma_s8_16x8x32(d, af[mi], bf[ni]);
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int o = MM_O2(mi, ni, e);
-                        if constexpr (NS == 1) S[o] = d[e];
-                        else S[o] += sbyte(scw[2 * mi + (e >> 1)], j & 3) * d[e];
-                    }
+            for (int jj = 0; jj < JG; jj++) {
+                uint32_t bf[NI][2], af[2][4];
+                if constexpr (NI == 2) {
+                    uint32_t t[4];
+                    ldsm_x4(t, pb + 32 * jj);
+                    bf[0][0] = t[0]; bf[0][1] = t[1]; bf[NI - 1][0] = t[2]; bf[NI - 1][1] = t[3];
+                } else if constexpr (NS == 1) {
+                    ldsm_x2(bf[0], pb);
+                } else {
+                    if (jj % 2 == 0) ldsm_x4(bp, pb + 32 * jj);
+                    bf[0][0] = bp[2 * (jj % 2)]; bf[0][1] = bp[2 * (jj % 2) + 1];
                 }
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++) ldsm_x4(af[mi], pa + mi * 16 * RB + 32 * jj);
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ni++) {
+                        int d[4];
+                        mma_s8_16x8x32(d, af[mi], bf[ni]);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int o = MM_O2(mi, ni, e);
+                            if constexpr (NS == 1) S[o] = d[e];
+                            else S[o] += sbyte(scw[2 * mi + (e >> 1)], jj) * d[e];
+                        }
+                    }
+            }
         }
     }
     constexpr bool MINS = KIND == 1 || KIND == 4;
