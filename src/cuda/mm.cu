@@ -388,9 +388,9 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
  * groups of 4 banks, so every matrix is one conflict-free wavefront.
  *
  * Per thread the outputs are rows R + g + 8i (i = 2 mi + h, h = e >> 1) and columns
- * C + 8 ni + 2 tq + (e & 1): the integer scales of its 4 rows come once per step (one 8- or 16-byte
- * row of s.sc each, bytes taken out by shifts), the block's d, m and the columns' d, s once per
- * step too (float2 for the column pairs). The min term of Q4_K / Q5_K / Q2_K,
+ * C + 8 ni + 2 tq + (e & 1): the integer scales of its 4 rows are read once per step (a 32-bit
+ * word of s.sc per row and 4 scales, each byte taken out by one prmt), the rows' d, m and the
+ * columns' d, s once per step too (float2 for the column pairs). The min term of Q4_K / Q5_K / Q2_K,
  *   M(r, c) = sum_k mn'(r, k) * bsum(c, k)   over the 16 bsums of the block
  * (mn'(r, k) = mn[r][k / 2] for Q4_K / Q5_K, whose mins are per 32 values: the reference's
  * sum_j mn_j (bsum_2j + bsum_2j+1); mn[r][k] for Q2_K), is a 16 x 16 by 16 x 8 integer product:
