@@ -98,13 +98,17 @@ static __device__ __forceinline__ void mma_s8_16x8x16(int *d, const uint32_t *a,
  * weight bytes are in registers (decoded into the other tile after the MMAs) and its activation
  * codes are on their way by cp.async. (A first kernel that loaded, synchronized, computed and
  * synchronized again per step measured 5-35 % slower (H200, m 4096 k 14336 n 512) and was removed; BENCHMARKS.md.) */
-template <int QK> struct mm_tile2 {
-    int8_t w[MM_BM][QK + MM_PAD];
+template <int QK> struct alignas(16) mm_tile2 {
+    int8_t w[MM_BM][QK + MM_PAD];   /* rows of 16-byte multiples: ldmatrix rows (block_step2) */
     int8_t a[MM_BN][QK + MM_PAD];
     float dw[MM_BM], mw[MM_BM];
     float da[MM_BN], sa[MM_BN];
-    int sc[QK == 256 ? 16 : 1][MM_BM];   /* integer scale per 32 values, or per 16 (SUB 16) */
-    int mn[QK == 256 ? 16 : 1][MM_BM];   /* min per 32 (Q4_K / Q5_K) or per 16 (Q2_K) */
+    /* per row, as int8 (every format's values fit: K-quant scales and mins 0..63, Q6_K int8, Q3_K and
+     * IQ4_XS -32..31, the other IQ multipliers 1..31): the integer scale per 32 values (bytes 0..7) or
+     * per 16 (SUB 16: bytes 0..15); the min per 32 (Q4_K / Q5_K: bytes 0..7) or per 16 (Q2_K). A row
+     * is one 16-byte line: one vector load per row, and mn an ldmatrix operand (Q2_K). */
+    alignas(16) int8_t sc[MM_BM][QK == 256 ? 16 : 4];
+    alignas(16) int8_t mn[MM_BM][QK == 256 ? 16 : 4];
     int16_t bsum[MM_BN][QK == 256 ? 16 : 2];   /* act_q8_K's sums per 16 values, as stored */
 };
 
@@ -194,7 +198,7 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
         if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }
         if (QK == 256)
-            for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[j][i] = 0; s.mn[j][i] = 0; }
+            for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[i][j] = 0; s.mn[i][j] = 0; }
         return;
     }
     if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
@@ -231,7 +235,7 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
         if (part < 2)
 #pragma unroll
-            for (int jj = 0; jj < 8; jj++) s.sc[part * 8 + jj][i] = (int)(int8_t)(r.s[jj / 4] >> (8 * (jj % 4)));
+            for (int jj = 0; jj < 8; jj++) s.sc[i][part * 8 + jj] = (int8_t)(r.s[jj / 4] >> (8 * (jj % 4)));
     } else if constexpr (FMT == TYPE_IQ4_NL || FMT == TYPE_MXFP4) {
         const uint32_t q = r.q[0];
         uint32_t lo, hi;
@@ -263,8 +267,8 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
             for (int jj = 0; jj < 4; jj++) {   /* 6-bit scales: low nibbles in bytes 0..7, high pairs in 8..11 */
                 const int j = part * 4 + jj;
                 const int lo = j < 8 ? SB(j) & 15 : SB(j - 8) >> 4, hi = (SB(8 + j % 4) >> (2 * (j / 4))) & 3;
-                s.sc[j][i] = (lo | hi << 4) - 32;
-                s.mn[j][i] = 0;
+                s.sc[i][j] = (int8_t)((lo | hi << 4) - 32);
+                s.mn[i][j] = 0;
             }
 #undef SB
         } else {
@@ -272,8 +276,8 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
 #pragma unroll
             for (int jj = 0; jj < 4; jj++) {   /* scale byte: low nibble scale, high nibble min */
                 const int b8 = (int)((r.s[0] >> (8 * jj)) & 255u);
-                s.sc[part * 4 + jj][i] = b8 & 15;
-                s.mn[part * 4 + jj][i] = b8 >> 4;
+                s.sc[i][part * 4 + jj] = (int8_t)(b8 & 15);
+                s.mn[i][part * 4 + jj] = (int8_t)(b8 >> 4);
             }
         }
     } else if constexpr (mmf<FMT>::kind == 3) {
@@ -288,10 +292,10 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         if (part == 0) { s.dw[i] = iq_d<FMT>(r.blk); s.mw[i] = 0.0f; }
         if (mmf<FMT>::SUB == 32) {   /* the multiplier of 16-value unit 2 j (= that of 2 j + 1) */
 #pragma unroll
-            for (int jj = 0; jj < 2; jj++) s.sc[2 * part + jj][i] = iq_mult<FMT>(r.blk, 2 * (2 * part + jj));
+            for (int jj = 0; jj < 2; jj++) s.sc[i][2 * part + jj] = (int8_t)iq_mult<FMT>(r.blk, 2 * (2 * part + jj));
         } else {
 #pragma unroll
-            for (int jj = 0; jj < 4; jj++) s.sc[4 * part + jj][i] = iq_mult<FMT>(r.blk, 4 * part + jj);
+            for (int jj = 0; jj < 4; jj++) s.sc[i][4 * part + jj] = (int8_t)iq_mult<FMT>(r.blk, 4 * part + jj);
         }
     } else {
         constexpr bool Q5 = FMT == TYPE_Q5_K;
@@ -315,7 +319,7 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
                 int sc, m;
                 if (j < 4) { sc = SB(j) & 63; m = SB(j + 4) & 63; }
                 else { sc = (SB(j + 4) & 15) | (SB(j - 4) >> 6) << 4; m = (SB(j + 4) >> 4) | (SB(j) >> 6) << 4; }
-                s.sc[j][i] = sc; s.mn[j][i] = m;
+                s.sc[i][j] = (int8_t)sc; s.mn[i][j] = (int8_t)m;
             }
 #undef SB
         }
@@ -361,98 +365,213 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
 
 #define MM_O2(mi, ni, e) (((mi) * NI + (ni)) * 4 + (e))
 
+/* ---- the compute of one block step ---------------------------------------------------------------
+ * Fragments by ldmatrix (m8n8.x4.b16): four 8 x 8 matrices of 16-bit elements, for int8 data four
+ * matrices of 8 rows x 16 bytes. Lanes 8m .. 8m + 7 give the shared addresses of matrix m's rows 0..7
+ * (16-byte aligned); lane l receives in register m row l / 4, bytes 4 (l % 4) .. 4 (l % 4) + 3, of
+ * matrix m. With g = l / 4 and tq = l % 4 these are the MMAs' fragments (PTX ISA, mma .s8 row.col):
+ *   m16n8k32  A (16 rows x 32 k): a0 = A[g][4tq..+3], a1 = A[g+8][4tq..], a2 = A[g][16+4tq..], a3 = A[g+8][16+4tq..]
+ *             B (32 k x 8 cols):  b0 = B[4tq..+3][g], b1 = B[16+4tq..][g]   (B[k][col] = s.a[col][k])
+ *   m16n8k16  A: a0 = A[g][4tq..+3], a1 = A[g+8][4tq..];  B: b0 = B[4tq..+3][g]
+ *   D (both)  d0, d1 = (row g, cols 2tq, 2tq+1); d2, d3 = (row g+8, the same cols)
+ * So one x4 whose matrix m holds the 8 rows (or columns) and 16 bytes that register m of a fragment
+ * names replaces four 32-bit loads. Row address of lane l, and what the four registers are
+ * (R, C: the warp's first row and column; j: the 32-value slice, or the 16-value sub-block):
+ *   k32 A, rows R..R+15:      row R + (l & 15), byte 32j + 16 (l >> 4)              -> a0 a1 a2 a3
+ *   k32 B, NI 2, cols C..C+15: col C + 8 (l >> 4) + (l & 7), byte 32j + 16 ((l >> 3) & 1)
+ *                                                                  -> (ni 0: b0 b1) (ni 1: b0 b1)
+ *   k32 B, NI 1, slices j, j+1: col C + (l & 7), byte 32j + 16 (l >> 3)  -> (j: b0 b1) (j+1: b0 b1)
+ *                               (QK 32, one slice: .x2, lanes 0..15's addresses)
+ *   k16 A, rows R..R+31:      row R + l, byte 16j                   -> (mi 0: a0 a1) (mi 1: a0 a1)
+ *   k16 B, NI 2, j and j+1:   col C + (l & 15), byte 16j + 16 (l >> 4)   -> (j: ni 0, ni 1) (j+1: ..)
+ *   k16 B, NI 1, j .. j+3:    col C + (l & 7), byte 16j + 16 (l >> 3)    -> j, j+1, j+2, j+3
+ * Rows of w and a are QK + MM_PAD = 48 or 272 bytes apart: 8 consecutive rows fall on 8 distinct
+ * groups of 4 banks, so every matrix is one conflict-free wavefront.
+ *
+ * Per thread the outputs are rows R + g + 8i (i = 2 mi + h, h = e >> 1) and columns
+ * C + 8 ni + 2 tq + (e & 1): the integer scales of its 4 rows are read once per step (a 32-bit
+ * word of s.sc per row and 4 scales, each byte taken out by one prmt), the rows' d, m and the
+ * columns' d, s once per step too (float2 for the column pairs). The min term of Q4_K / Q5_K / Q2_K,
+ *   M(r, c) = sum_k mn'(r, k) * bsum(c, k)   over the 16 bsums of the block
+ * (mn'(r, k) = mn[r][k / 2] for Q4_K / Q5_K, whose mins are per 32 values: the reference's
+ * sum_j mn_j (bsum_2j + bsum_2j+1); mn[r][k] for Q2_K), is a 16 x 16 by 16 x 8 integer product:
+ * two m16n8k16 MMAs per fragment, the bsums (int16) split exactly into 256 hi + lo (hi = the high
+ * byte, signed: s8; lo = the low byte, unsigned: u8), M = lo-MMA with the accumulator 256 * hi-MMA.
+ * Every value is an integer far inside int32 (|mn| <= 63, |bsum| <= 32767: 16 * 63 * 32767 < 2^25),
+ * so M is the reference's integer. The float operations per output are the reference's, unchanged. */
+static __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void ldsm_x4(uint32_t *d, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]) : "r"(addr));
+}
+static __device__ __forceinline__ void ldsm_x2(uint32_t *d, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(d[0]), "=r"(d[1]) : "r"(addr));
+}
+/* d = a (s8) x b (u8 when BU8, else s8) + c, m16n8k16 */
+template <bool BU8>
+static __device__ __forceinline__ void mma_k16_acc(int *d, const uint32_t *a, uint32_t b, const int *c) {
+    if constexpr (BU8)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.u8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+                     : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+                     : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+}
+/* byte k of w, sign-extended (an int8 scale): one prmt (selector nibbles 8 + k: byte k's sign) */
+static __device__ __forceinline__ int sbyte(uint32_t w, int k) {
+    int r;
+    if (k == 0) asm("prmt.b32 %0, %1, 0, 0x8880;" : "=r"(r) : "r"(w));
+    else if (k == 1) asm("prmt.b32 %0, %1, 0, 0x9991;" : "=r"(r) : "r"(w));
+    else if (k == 2) asm("prmt.b32 %0, %1, 0, 0xAAA2;" : "=r"(r) : "r"(w));
+    else asm("prmt.b32 %0, %1, 0, 0xBBB3;" : "=r"(r) : "r"(w));
+    return r;
+}
+
 template <int FMT, int NI>
 static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
-    constexpr int QK = mmf<FMT>::QK, NS = QK / 32, NO = 8 * NI;
+    constexpr int QK = mmf<FMT>::QK, NS = QK / 32, NO = 8 * NI, KIND = mmf<FMT>::kind, RB = QK + MM_PAD;
+    const int lane = 4 * g + tq, R = wm * 32, C = wn * 8 * NI;
+    const uint32_t wbase = smem_u32(&s.w[0][0]), abase = smem_u32(&s.a[0][0]);
     int S[NO];
 #pragma unroll
     for (int o = 0; o < NO; o++) S[o] = 0;
     if constexpr (mmf<FMT>::SUB == 16) {   /* a scale per 16 values: one m16n8k16 per sub-block */
-#pragma unroll 4
-        for (int j = 0; j < QK / 16; j++) {
-            uint32_t af[2][2], bf[NI];
+#pragma unroll 1
+        for (int q = 0; q < QK / 64; q++) {   /* sub-blocks j = 4q .. 4q + 3 */
+            int l = lane;
+            asm volatile("" : "+r"(l));   /* the addresses recomputed per iteration, not kept live (or spilled) across the loop */
+            const uint32_t pa = wbase + (R + l) * RB;
+            const uint32_t pb = NI == 2 ? abase + (C + (l & 15)) * RB + 16 * (l >> 4) : abase + (C + (l & 7)) * RB + 16 * (l >> 3);
+            uint32_t scw[4], bf[4][NI];   /* scw[i]: the 4 scales of row R + g + 8i; bf[j - 4q][ni] */
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++) {
-                const int r = wm * 32 + mi * 16 + g;
-                af[mi][0] = *(const uint32_t *)&s.w[r][16 * j + 4 * tq];
-                af[mi][1] = *(const uint32_t *)&s.w[r + 8][16 * j + 4 * tq];
+            for (int i = 0; i < 4; i++) scw[i] = *(const uint32_t *)&s.sc[R + g + 8 * i][4 * q];
+            if constexpr (NI == 2) {
+                uint32_t t[4];
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    ldsm_x4(t, pb + 64 * q + 32 * h);
+                    bf[2 * h][0] = t[0]; bf[2 * h][1] = t[1]; bf[2 * h + 1][0] = t[2]; bf[2 * h + 1][1] = t[3];
+                }
+            } else {
+                uint32_t t[4];
+                ldsm_x4(t, pb + 64 * q);
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) bf[jj][0] = t[jj];
             }
 #pragma unroll
-            for (int ni = 0; ni < NI; ni++) bf[ni] = *(const uint32_t *)&s.a[wn * 8 * NI + ni * 8 + g][16 * j + 4 * tq];
+            for (int jj = 0; jj < 4; jj++) {
+                uint32_t af[4];   /* (mi 0: a0 a1) (mi 1: a0 a1) */
+                ldsm_x4(af, pa + 16 * (4 * q + jj));
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++)
+                for (int mi = 0; mi < 2; mi++)
 #pragma unroll
-                for (int ni = 0; ni < NI; ni++) {
-                    int d[4];
-                    mma_s8_16x8x16(d, af[mi], bf[ni]);
+                    for (int ni = 0; ni < NI; ni++) {
+                        int d[4];
+                        mma_s8_16x8x16(d, af + 2 * mi, bf[jj][ni]);
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        S[MM_O2(mi, ni, e)] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
-                }
+                        for (int e = 0; e < 4; e++) S[MM_O2(mi, ni, e)] += sbyte(scw[2 * mi + (e >> 1)], jj) * d[e];
+                    }
+            }
         }
     } else {
+        constexpr int JG = NS < 4 ? NS : 4;   /* slices per group: one group for QK 32, two for QK 256 */
+#pragma unroll 1
+        for (int q = 0; q < NS / JG; q++) {   /* slices j = JG q .. JG q + JG - 1 */
+            int l = lane;
+            if (NS > 1) asm volatile("" : "+r"(l));   /* as above */
+            const uint32_t pa = wbase + (R + (l & 15)) * RB + 16 * (l >> 4) + 32 * JG * q;
+            const uint32_t pb = (NI == 2 ? abase + (C + 8 * (l >> 4) + (l & 7)) * RB + 16 * ((l >> 3) & 1)
+                                         : abase + (C + (l & 7)) * RB + 16 * (l >> 3)) + 32 * JG * q;
+            uint32_t scw[4], bp[4];   /* scw[i]: the scales of slices JG q .. of row R + g + 8i; bp: NI 1, two slices */
+            if constexpr (NS > 1)
 #pragma unroll
-    for (int j = 0; j < NS; j++) {
-        uint32_t af[2][4], bf[NI][2];
+                for (int i = 0; i < 4; i++) scw[i] = *(const uint32_t *)&s.sc[R + g + 8 * i][JG * q];
+#pragma unroll
+            for (int jj = 0; jj < JG; jj++) {
+                uint32_t bf[NI][2], af[2][4];
+                if constexpr (NI == 2) {
+                    uint32_t t[4];
+                    ldsm_x4(t, pb + 32 * jj);
+                    bf[0][0] = t[0]; bf[0][1] = t[1]; bf[NI - 1][0] = t[2]; bf[NI - 1][1] = t[3];
+                } else if constexpr (NS == 1) {
+                    ldsm_x2(bf[0], pb);
+                } else {
+                    if (jj % 2 == 0) ldsm_x4(bp, pb + 32 * jj);
+                    bf[0][0] = bp[2 * (jj % 2)]; bf[0][1] = bp[2 * (jj % 2) + 1];
+                }
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++) ldsm_x4(af[mi], pa + mi * 16 * RB + 32 * jj);
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ni++) {
+                        int d[4];
+                        mma_s8_16x8x32(d, af[mi], bf[ni]);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int o = MM_O2(mi, ni, e);
+                            if constexpr (NS == 1) S[o] = d[e];
+                            else S[o] += sbyte(scw[2 * mi + (e >> 1)], jj) * d[e];
+                        }
+                    }
+            }
+        }
+    }
+    constexpr bool MINS = KIND == 1 || KIND == 4;
+    uint32_t am[4];   /* the mins: A of the min MMAs, rows R + g + 8i: (mi 0: a0 a1) (mi 1: a0 a1) */
+    if constexpr (KIND == 4)
+        ldsm_x4(am, smem_u32(&s.mn[R + lane][0]));   /* a0 = mn[row][4tq .. 4tq + 3] */
+    else if constexpr (KIND == 1)
+#pragma unroll
+        for (int i = 0; i < 4; i++)   /* a0 = mn[row][2tq], mn[row][2tq], mn[row][2tq + 1], mn[row][2tq + 1] */
+            am[i] = __byte_perm((uint32_t)*(const uint16_t *)&s.mn[R + g + 8 * i][2 * tq], 0u, 0x1100u);
+    float dwr[4], mwr[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        dwr[i] = s.dw[R + g + 8 * i];
+        mwr[i] = MINS || KIND == 2 ? s.mw[R + g + 8 * i] : 0.0f;
+    }
+#pragma unroll
+    for (int ni = 0; ni < NI; ni++) {
+        const float2 dac = *(const float2 *)&s.da[C + 8 * ni + 2 * tq];
+        const float2 sac = KIND == 2 ? *(const float2 *)&s.sa[C + 8 * ni + 2 * tq] : make_float2(0.0f, 0.0f);
+        uint32_t lo = 0, hi = 0;
+        if constexpr (MINS) {   /* B of the min MMAs: bsum[col][4tq .. 4tq + 3], low bytes (u8) and high bytes (s8) */
+            const uint2 x = *(const uint2 *)&s.bsum[C + 8 * ni + g][4 * tq];
+            lo = __byte_perm(x.x, x.y, 0x6420u);
+            hi = __byte_perm(x.x, x.y, 0x7531u);
+        }
 #pragma unroll
         for (int mi = 0; mi < 2; mi++) {
-            const int r = wm * 32 + mi * 16 + g;
-            af[mi][0] = *(const uint32_t *)&s.w[r][32 * j + 4 * tq];
-            af[mi][1] = *(const uint32_t *)&s.w[r + 8][32 * j + 4 * tq];
-            af[mi][2] = *(const uint32_t *)&s.w[r][32 * j + 16 + 4 * tq];
-            af[mi][3] = *(const uint32_t *)&s.w[r + 8][32 * j + 16 + 4 * tq];
-        }
+            int M[4];
+            if constexpr (MINS) {   /* M = 256 * (mins x hi) + mins x lo */
+                const int z[4] = { 0, 0, 0, 0 };
+                int h[4];
+                mma_k16_acc<false>(h, am + 2 * mi, hi, z);
 #pragma unroll
-        for (int ni = 0; ni < NI; ni++) {
-            const int c = wn * 8 * NI + ni * 8 + g;
-            bf[ni][0] = *(const uint32_t *)&s.a[c][32 * j + 4 * tq];
-            bf[ni][1] = *(const uint32_t *)&s.a[c][32 * j + 16 + 4 * tq];
-        }
-#pragma unroll
-        for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-            for (int ni = 0; ni < NI; ni++) {
-                int d[4];
-                mma_s8_16x8x32(d, af[mi], bf[ni]);
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int o = MM_O2(mi, ni, e);
-                    if (NS == 1) S[o] = d[e];
-                    else S[o] += s.sc[j][wm * 32 + mi * 16 + g + 8 * (e >> 1)] * d[e];
-                }
+                for (int e = 0; e < 4; e++) h[e] *= 256;
+                mma_k16_acc<true>(M, am + 2 * mi, lo, h);
             }
-    }
-    }
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int o = MM_O2(mi, ni, e);
-                const int r = wm * 32 + mi * 16 + g + 8 * (e >> 1), c = wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
-                const float dw = s.dw[r], da = s.da[c];
+                const int o = MM_O2(mi, ni, e), i = 2 * mi + (e >> 1);
+                const float dw = dwr[i], da = (e & 1) ? dac.y : dac.x;
                 float p;
-                if constexpr (mmf<FMT>::kind == 4) {   /* Q2_K: a min per 16 values against bsums */
-                    int M = 0;
-#pragma unroll
-                    for (int j = 0; j < 16; j++) M += s.mn[j][r] * (int)s.bsum[c][j];
+                if constexpr (MINS)   /* Q4_K / Q5_K: mins per 32 values; Q2_K: per 16 */
                     p = __fsub_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)),
-                                  __fmul_rn(__int2float_rn(M), __fmul_rn(s.mw[r], da)));
-                } else if constexpr (mmf<FMT>::kind == 3)
+                                  __fmul_rn(__int2float_rn(M[e]), __fmul_rn(mwr[i], da)));
+                else if constexpr (KIND == 3)
                     p = __fmul_rn(__fmul_rn(__int2float_rn(S[o]), iq_fmt<FMT>::k()), __fmul_rn(dw, da));
-                else if constexpr (mmf<FMT>::kind == 1) {
-                    int M = 0;
-#pragma unroll
-                    for (int j = 0; j < NS; j++) M += s.mn[j][r] * ((int)s.bsum[c][2 * j] + (int)s.bsum[c][2 * j + 1]);
-                    p = __fsub_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)),
-                                  __fmul_rn(__int2float_rn(M), __fmul_rn(s.mw[r], da)));
-                } else if (mmf<FMT>::kind == 2)
-                    p = __fadd_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)), __fmul_rn(s.mw[r], s.sa[c]));
+                else if constexpr (KIND == 2)
+                    p = __fadd_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)), __fmul_rn(mwr[i], (e & 1) ? sac.y : sac.x));
                 else
                     p = __fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da));
                 v[o] = __fadd_rn(v[o], p);
             }
+        }
+    }
 }
 
 /* position k's lane value c into the binary counter r0..r4 (r4 ends as the result) */

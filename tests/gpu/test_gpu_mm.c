@@ -2,7 +2,8 @@
  * matvec over slices of 8 give every column the bits of the CPU reference (act_quantize_row +
  * quant_traits.dot_ref), for every format mm.cu covers (all but Q2_0) and for Q2_0, which falls back, at
  * widths 9, 17, 64, 100 and 512, with rows that straddle tiles, rows of one block per lane,
- * of fewer blocks than lanes, of more than 32 blocks (two per lane) and of 6-7 blocks per lane;
+ * of fewer blocks than lanes, of more than 32 blocks (two per lane) and of 6-7 blocks per lane,
+ * columns of N(0,1) and columns whose activation codes are all +-127 (extreme bsums);
  * the 8-warp kernel also with its lane positions split over 2, 8 and 32 CTAs per tile (the split
  * of small grids); all of that again with the pipelined kernel (STRATA_CUDA_MM_PIPE=1); and the
  * grouped (MoE) matmul, two-tile and pipelined, on three experts' tiles.
@@ -32,7 +33,11 @@ static uint64_t fnv(const void *p, size_t n) {
     return h;
 }
 
-static void check(int type, int64_t n_in, int64_t n_out, int T) {
+/* xmode 0: N(0,1) columns (column 0 with a zero block); 1: columns of constant magnitude, the
+ * activation codes all +-127 (the act_q8_K sums per 16 at their extremes +-2032, both signs in one
+ * block: the min term's largest integers): column c is +1 everywhere (c % 3 == 0), -1 (c % 3 == 1),
+ * or +-1000 alternating per 16 values (c % 3 == 2) */
+static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
     const quant_traits *qt = quant_traits_get(type);
     size_t rb = quant_row_bytes(type, n_in), ab = act_row_bytes(qt->act, n_in);
     uint8_t *W = malloc(rb * n_out), *act = malloc(ab * T);
@@ -44,6 +49,10 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
     }
     for (int64_t i = 0; i < n_in * T; i++) x[i] = rnd_val();
     for (int64_t i = 0; i < 32 && i < n_in; i++) x[i] = 0.0f;   /* a zero block in column 0 */
+    if (xmode == 1)
+        for (int c = 0; c < T; c++)
+            for (int64_t i = 0; i < n_in; i++)
+                x[(size_t)c * n_in + i] = c % 3 == 0 ? 1.0f : c % 3 == 1 ? -1.0f : (i / 16) % 2 ? 1000.0f : -1000.0f;
     for (int c = 0; c < T; c++) act_quantize_row(qt->act, x + (size_t)c * n_in, act + (size_t)c * ab, n_in);
     for (int c = 0; c < T; c++)
         for (int64_t r = 0; r < n_out; r++)
@@ -80,8 +89,8 @@ static void check(int type, int64_t n_in, int64_t n_out, int T) {
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
                     fprintf(stderr, "%s %s n_in=%lld T=%d col %zu row %zu: gpu %.9g ref %.9g\n", qt->name,
                             cfg[ci].name, (long long)n_in, T, i / n_out, i % n_out, y[i], ref[i]);
-            CHECKF(bad == 0, "%s (%s) n_in=%lld n_out=%lld T=%d: %d outputs differ from the CPU reference", qt->name,
-                   cfg[ci].name, (long long)n_in, (long long)n_out, T, bad);
+            CHECKF(bad == 0, "%s (%s) n_in=%lld n_out=%lld T=%d xmode %d: %d outputs differ from the CPU reference",
+                   qt->name, cfg[ci].name, (long long)n_in, (long long)n_out, T, xmode, bad);
         }
         cuda_mm_set(2);
         cuda_mm_split_set(-1);
@@ -259,11 +268,13 @@ int main(int argc, char **argv) {
         int64_t shapes[][2] = { { 2 * blck, 70 }, { (big ? 8 : 18) * blck, 130 }, { 33 * blck, 67 } };
         int widths[] = { 9, 17, 64, 100 };
         for (int s = 0; s < 3; s++)
-            for (int w = 0; w < 4; w++) check(type, shapes[s][0], shapes[s][1], widths[w]);
-        check(type, (big ? 8 : 18) * blck, 96, 512);
+            for (int w = 0; w < 4; w++) check(type, shapes[s][0], shapes[s][1], widths[w], 0);
+        check(type, (big ? 8 : 18) * blck, 96, 512, 0);
+        check(type, (big ? 8 : 18) * blck, 70, 17, 1);   /* the extreme activation sums */
+        check(type, 33 * blck, 130, 64, 1);
         if (!big) {   /* lanes of 6-7 blocks: a full pipelined step of 4 blocks, then one of 2 or 3 */
-            check(type, 200 * blck, 67, 9);
-            check(type, 200 * blck, 67, 100);
+            check(type, 200 * blck, 67, 9, 0);
+            check(type, 200 * blck, 67, 100, 0);
         }
         if (type != TYPE_Q2_0) {   /* the grouped matmul (Q2_0 has none) */
             check_grouped(type, (big ? 8 : 33) * blck, 70);
