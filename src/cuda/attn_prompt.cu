@@ -72,21 +72,8 @@ attn_qtile_kernel(const float *q, const void *kc, const void *vc, int T, int n_h
             float s[AQ_QT];
 #pragma unroll
             for (int qq = 0; qq < AQ_QT; qq++) s[qq] = 0.0f;
-            if (KV8) {   /* block by block: d, then the codes a word (four values) at a time */
-                const uint32_t *kr = tile + (size_t)tid * RS;
-                for (int b = 0; b < head_dim / 32; b++) {
-                    const float dsc = __uint_as_float(kr[b * KV_Q8_WORDS]);
-                    for (int w = 0; w < 8; w++) {
-                        float kv[4];
-                        kv8_quad(dsc, kr[b * KV_Q8_WORDS + 1 + w], kv);
-#pragma unroll
-                        for (int k = 0; k < 4; k++)
-#pragma unroll
-                            for (int qq = 0; qq < AQ_QT; qq++)
-                                s[qq] = __fadd_rn(s[qq], __fmul_rn(qs[qq * head_dim + b * 32 + w * 4 + k], kv[k]));
-                    }
-                }
-            } else {
+            if (KV8) kv8_scores<AQ_QT>(tile + (size_t)tid * RS, qs, head_dim, s);
+            else {
                 const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
 #pragma unroll 4
                 for (int d = 0; d < head_dim; d++) {

@@ -562,18 +562,11 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
     const uint32_t *k_last = NULL, *v_last = NULL;
     if (rf.k) {   /* T = 1: this head's RoPE, its KV head's rows of the position (ops_dev.cuh) */
         const int grp = n_heads / n_kv_heads, kvh = h / grp, half = rf.n_rot / 2;
-        if (KV8) {
-            const int hw = kv_head_words(head_dim, 1);
-            const size_t off = (size_t)last * n_kv_heads * hw + (size_t)kvh * hw;   /* words */
-            rope_head_kv8(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
-                          rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, (uint32_t *)kl, (uint32_t *)vl,
+        const int hw = kv_head_words(head_dim, KV8);
+        const size_t off = (size_t)last * n_kv_heads * hw + (size_t)kvh * hw;   /* words */
+        rope_head_kv<KV8>(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
+                          rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
                           h % grp == 0 ? (uint32_t *)kc + off : NULL, (uint32_t *)vc + off);
-        } else {
-            const size_t off = (size_t)last * n_kv_heads * head_dim + (size_t)kvh * head_dim;
-            rope_head_kv(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
-                         rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
-                         h % grp == 0 ? (uint16_t *)kc + off : NULL, (uint16_t *)vc + off);
-        }
         qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
     }
     /* one tile: a span of <= 256 positions is one tile (a second would only cost shared memory) */
@@ -683,21 +676,8 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
         float s[GS];
 #pragma unroll
         for (int g = 0; g < GS; g++) s[g] = 0.0f;
-        if (tid < nr && KV8) {   /* block by block: d, then the codes a word (four values) at a time */
-            const uint32_t *kr = ktile + (size_t)tid * RS;
-            for (int b = 0; b < head_dim / 32; b++) {
-                const float dsc = __uint_as_float(kr[b * KV_Q8_WORDS]);
-#pragma unroll 2
-                for (int w = 0; w < 8; w++) {
-                    float kv[4];
-                    kv8_quad(dsc, kr[b * KV_Q8_WORDS + 1 + w], kv);
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-#pragma unroll
-                        for (int g = 0; g < GS; g++)
-                            s[g] = __fadd_rn(s[g], __fmul_rn(qs[g * head_dim + b * 32 + w * 4 + k], kv[k]));
-                }
-            }
+        if (tid < nr && KV8) {
+            kv8_scores<GS>(ktile + (size_t)tid * RS, qs, head_dim, s);
 #pragma unroll
             for (int g = 0; g < GS; g++) s[g] = __fmul_rn(s[g], scale);
         } else if (tid < nr) {

@@ -10,6 +10,10 @@
 /* an int8 KV cache's blocks (act_q8_0): 32-bit words per block of 32 values */
 #define KV_Q8_WORDS (sizeof_i(act_q8_0) / 4)   /* words per block of 32 values */
 static_assert(sizeof_i(act_q8_0) == 36 && offsetof_i(act_q8_0, qs) == 4, "act_q8_0: d, then 32 int8");
+/* 32-bit words of one head's K (or V) row: int8 (kv8 = 1) or f16 values */
+static __host__ __device__ __forceinline__ int kv_head_words(int head_dim, int kv8) {
+    return kv8 ? head_dim / 32 * KV_Q8_WORDS : head_dim / 2;
+}
 
 /* RoPE, cos/sin from the host table [pos][n_rot/2][2]: pairs (2i, 2i+1) (llama's GGUF
  * layout) or, with neox, (i, i + n_rot/2). */
@@ -46,35 +50,6 @@ static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
     return s_last;
 }
 
-/* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
- * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the f16 words the
- * cache holds into kl / vl (all shared memory), then, when kc_row / vc_row are given (one CTA
- * per KV group), stored there. The caller passes kl / vl to attn_exact_head as the row of
- * that position, so no CTA reads back a row another CTA of the same launch writes. csq / csk:
- * the position's [n_rot/2][cos, sin] of q's and k's tables. Ends with the CTA synchronized. */
-static __device__ __forceinline__ void rope_head_kv(const float *qs, const float *ks, const float *vs, const float *csq,
-                                                    const float *csk, int n_rot, int neox, int head_dim, float *qr,
-                                                    uint16_t *kl, uint16_t *vl, uint16_t *kc_row, uint16_t *vc_row) {
-    const int half = n_rot / 2;
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        float o1, o2;
-        int ia, ib;
-        rope_pair(qs, i, n_rot, neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
-        qr[ia] = o1; qr[ib] = o2;
-        rope_pair(ks, i, n_rot, neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
-        kl[ia] = __half_as_ushort(__float2half_rn(o1));
-        kl[ib] = __half_as_ushort(__float2half_rn(o2));
-    }
-    for (int j = n_rot + threadIdx.x; j < head_dim; j += blockDim.x) {
-        qr[j] = qs[j];
-        kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
-    }
-    for (int j = threadIdx.x; j < head_dim; j += blockDim.x) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
-    __syncthreads();
-    if (kc_row)
-        for (int j = threadIdx.x; j < head_dim; j += blockDim.x) { kc_row[j] = kl[j]; vc_row[j] = vl[j]; }
-}
-
 /* Element j of a head row v after RoPE: rope_pair's operations for j's pair (cs: the position's
  * [n_rot/2][cos, sin]); past n_rot, v[j] as it is. */
 static __device__ __forceinline__ float rope_elem(const float *v, int j, int n_rot, int neox, const float *cs) {
@@ -99,24 +74,42 @@ static __device__ __forceinline__ void kv8_rows(const float *ks, const float *vs
     }
 }
 
-/* rope_head_kv for an int8 cache: q rotated into qr, the KV head's rows as act_q8_0 blocks
- * into kl / vl (kv8_rows), stored at kc_row / vc_row (words) when given. Ends with the CTA
- * synchronized. */
-static __device__ __forceinline__ void rope_head_kv8(const float *qs, const float *ks, const float *vs, const float *csq,
-                                                     const float *csk, int n_rot, int neox, int head_dim, float *qr,
-                                                     uint32_t *kl, uint32_t *vl, uint32_t *kc_row, uint32_t *vc_row) {
+/* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
+ * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the cache holds
+ * them into kl / vl (all shared memory: f16 words, or with KV8 act_q8_0 blocks by kv8_rows),
+ * then, when kc_row / vc_row are given (one CTA per KV group), stored there. The caller passes
+ * kl / vl to attn_exact_head as the row of that position, so no CTA reads back a row another
+ * CTA of the same launch writes. csq / csk: the position's [n_rot/2][cos, sin] of q's and k's
+ * tables. Ends with the CTA synchronized. */
+template <int KV8>
+static __device__ __forceinline__ void rope_head_kv(const float *qs, const float *ks, const float *vs, const float *csq,
+                                                    const float *csk, int n_rot, int neox, int head_dim, float *qr,
+                                                    uint16_t *kl, uint16_t *vl, void *kc_row, void *vc_row) {
     const int half = n_rot / 2;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float o1, o2;
         int ia, ib;
         rope_pair(qs, i, n_rot, neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
         qr[ia] = o1; qr[ib] = o2;
+        if (KV8) continue;
+        rope_pair(ks, i, n_rot, neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
+        kl[ia] = __half_as_ushort(__float2half_rn(o1));
+        kl[ib] = __half_as_ushort(__float2half_rn(o2));
     }
-    for (int j = n_rot + threadIdx.x; j < head_dim; j += blockDim.x) qr[j] = qs[j];
-    kv8_rows(ks, vs, csk, n_rot, neox, head_dim, kl, vl);
+    for (int j = n_rot + threadIdx.x; j < head_dim; j += blockDim.x) {
+        qr[j] = qs[j];
+        if (!KV8) kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
+    }
+    if (KV8) kv8_rows(ks, vs, csk, n_rot, neox, head_dim, (uint32_t *)kl, (uint32_t *)vl);
+    else
+        for (int j = threadIdx.x; j < head_dim; j += blockDim.x) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
     __syncthreads();
-    if (kc_row)
-        for (int j = threadIdx.x; j < head_dim / 32 * KV_Q8_WORDS; j += blockDim.x) { kc_row[j] = kl[j]; vc_row[j] = vl[j]; }
+    if (!kc_row) return;
+    const int words = kv_head_words(head_dim, KV8);   /* the rows as 32-bit words, either format */
+    for (int j = threadIdx.x; j < words; j += blockDim.x) {
+        ((uint32_t *)kc_row)[j] = ((const uint32_t *)kl)[j];
+        ((uint32_t *)vc_row)[j] = ((const uint32_t *)vl)[j];
+    }
 }
 
 /* ---- attention, the CPU's order: bit-identical to src/cpu/backend_cpu.c --------------------
@@ -182,9 +175,6 @@ static __host__ __device__ __forceinline__ size_t attn_tile_words(int head_dim) 
  * row n_kv_heads times that; a tile row is the head's words at stride kv_tile_rs (odd: threads
  * reading one word of 32 rows hit 32 banks). An int8 value is read as d * (float)q, one
  * rounded product (the CPU's q8_to_f32_row). */
-static __host__ __device__ __forceinline__ int kv_head_words(int head_dim, int kv8) {
-    return kv8 ? head_dim / 32 * KV_Q8_WORDS : head_dim / 2;
-}
 static __host__ __device__ __forceinline__ int kv_tile_rs(int head_dim, int kv8) {
     return kv8 ? kv_head_words(head_dim, 1) | 1 : head_dim / 2 + 1;
 }
@@ -205,6 +195,24 @@ static __device__ __forceinline__ float kv_val(const uint32_t *row, int d) {
 static __device__ __forceinline__ void kv8_quad(float dsc, uint32_t x, float *o) {
 #pragma unroll
     for (int k = 0; k < 4; k++) o[k] = __fmul_rn(dsc, __int2float_rn((int)(int8_t)(uint8_t)(x >> (8 * k))));
+}
+
+/* NC score chains over one int8 K row (kr: the head's blocks): s[c] = s[c] + q_c[d] * k[d], d
+ * in order (q_c = qs + c * head_dim), a block's d read once, its codes four per word */
+template <int NC>
+static __device__ __forceinline__ void kv8_scores(const uint32_t *kr, const float *qs, int head_dim, float *s) {
+    for (int b = 0; b < head_dim / 32; b++) {
+        const float dsc = __uint_as_float(kr[b * KV_Q8_WORDS]);
+#pragma unroll 2
+        for (int w = 0; w < 8; w++) {
+            float kv[4];
+            kv8_quad(dsc, kr[b * KV_Q8_WORDS + 1 + w], kv);
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+#pragma unroll
+                for (int c = 0; c < NC; c++) s[c] = __fadd_rn(s[c], __fmul_rn(qs[c * head_dim + b * 32 + w * 4 + k], kv[k]));
+        }
+    }
 }
 
 /* rows p0 .. p0 + nr - 1 of one head's K or V cache (base: row 0 of the range; rows row_words
@@ -283,19 +291,8 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const vo
         const uint32_t *tl = attn_tile_next(tile, tile2, ti, kbase, p0, nr, n, W, RS, row_words, k_last);
         if (tid < nr) {
             float s = 0.0f;
-            if (KV8) {   /* block by block: d, then the codes a word (four values) at a time */
-                const uint32_t *kr = tl + (size_t)tid * RS;
-                for (int b = 0; b < head_dim / 32; b++) {
-                    const float dsc = __uint_as_float(kr[b * KV_Q8_WORDS]);
-#pragma unroll
-                    for (int w = 0; w < 8; w++) {
-                        float kv[4];
-                        kv8_quad(dsc, kr[b * KV_Q8_WORDS + 1 + w], kv);
-#pragma unroll
-                        for (int k = 0; k < 4; k++) s = __fadd_rn(s, __fmul_rn(qs[b * 32 + w * 4 + k], kv[k]));
-                    }
-                }
-            } else {
+            if (KV8) kv8_scores<1>(tl + (size_t)tid * RS, qs, head_dim, &s);
+            else {
                 const uint16_t *kr = (const uint16_t *)tl + (size_t)tid * 2 * RS;
 #pragma unroll 16
                 for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
