@@ -14,7 +14,8 @@
  * CPU, so the bits are the same (tests/gpu/test_gpu_widths: prompts in passes of 9..512
  * columns against the CPU).
  * Used for passes of more than 8 columns whose queries see at most AQ_NMAX positions
- * (the scores live in shared memory); other passes take the one-query kernel. */
+ * (the scores live in shared memory); other passes take the one-query kernel. The cache is f16
+ * or int8 blocks (KV8: ops_dev.cuh's kv_val / kv8_scores, the values d * (float)q). */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "formats.cuh"

@@ -6,7 +6,8 @@
  *   rmsnorm   sum of squares in double (order differs: tree, not sequential), then the CPU's
  *             float formula; equal bits except when the double sums round apart (rare)
  *   rope      bit-identical: cos/sin come from a host table made with the CPU's cosf/sinf
- *   kv store  bit-identical (f32 -> f16 round to nearest even)
+ *   kv store  bit-identical (f32 -> f16 round to nearest even; or the int8 cache's act_q8_0
+ *             blocks: the CPU's act_quantize_row bytes)
  *   attention bit-identical: the canonical chunked order (src/model/attn_order.h), chunks in parallel
  *   swiglu    CUDA expf (<= 2 ulp) vs glibc expf: within 1e-6 relative
  *   add       bit-identical */
@@ -362,6 +363,17 @@ __device__ __forceinline__ int col_pos(const cuda_cols &c, int p0, int t) { retu
 __device__ __forceinline__ void *col_k(const cuda_cols &c, void *kc, int t) { return c.kc ? c.kc[t] : kc; }
 __device__ __forceinline__ void *col_v(const cuda_cols &c, void *vc, int t) { return c.vc ? c.vc[t] : vc; }
 
+/* q's pair idx (pairs of the T columns' heads in order) rotated in place */
+__device__ __forceinline__ void rope_q_pair(float *q, int idx, int n_heads, int head_dim, int n_rot, int neox, int p0,
+                                            const float *cs_q, const cuda_cols &cols) {
+    const int half = n_rot / 2, i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
+    const float *cs = cs_q + ((size_t)col_pos(cols, p0, t) * half + i) * 2;
+    float *vv = q + ((size_t)t * n_heads + h) * head_dim;
+    float a, b; int ia, ib;
+    rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
+    vv[ia] = a; vv[ib] = b;
+}
+
 __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, void *kc, void *vc, int T, int n_heads,
                                      int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
                                      const float *cs_q, const float *cs_k, cuda_cols cols) {
@@ -371,12 +383,7 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, void *k
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     int p0 = d_pos ? d_pos[0] : pos0;
     if (idx < nq) {
-        int i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
-        const float *cs = cs_q + ((size_t)col_pos(cols, p0, t) * half + i) * 2;
-        float *vv = q + ((size_t)t * n_heads + h) * head_dim;
-        float a, b; int ia, ib;
-        rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
-        vv[ia] = a; vv[ib] = b;
+        rope_q_pair(q, idx, n_heads, head_dim, n_rot, neox, p0, cs_q, cols);
         return;
     }
     idx -= nq;
@@ -420,13 +427,7 @@ __global__ void rope_qk_store_q8_kernel(float *q, float *k, const float *v, void
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     const int p0 = d_pos ? d_pos[0] : pos0;
     if (idx < nq32) {
-        if (idx >= nq) return;
-        int i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
-        const float *cs = cs_q + ((size_t)col_pos(cols, p0, t) * half + i) * 2;
-        float *vv = q + ((size_t)t * n_heads + h) * head_dim;
-        float a, b; int ia, ib;
-        rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
-        vv[ia] = a; vv[ib] = b;
+        if (idx < nq) rope_q_pair(q, idx, n_heads, head_dim, n_rot, neox, p0, cs_q, cols);
         return;
     }
     const int wi = (idx - nq32) >> 5, lane = idx & 31;   /* warps: nq32 is a multiple of 32 */
