@@ -126,7 +126,7 @@ typedef struct strata_session_params {
     strata_sampler_params sampler;
     int spec_draft;             /* speculative drafts per step, at most 7 (0: off) */
     int spec_min_match;         /* suffix drafter: shortest match worth drafting from (default 2) */
-    int kv_type;                /* STRATA_KV_F16 (default) or STRATA_KV_INT8 (CPU backend) */
+    int kv_type;                /* STRATA_KV_F16 (default) or STRATA_KV_INT8 (CPU and CUDA: the same bytes) */
 } strata_session_params;
 /* KV cache element types. INT8: each head's row of K or V is stored as int8 blocks of 32 with
  * one f32 scale (act_q8_0's layout: 1.125 bytes per value instead of f16's 2); other bits

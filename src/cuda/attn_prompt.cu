@@ -14,7 +14,8 @@
  * CPU, so the bits are the same (tests/gpu/test_gpu_widths: prompts in passes of 9..512
  * columns against the CPU).
  * Used for passes of more than 8 columns whose queries see at most AQ_NMAX positions
- * (the scores live in shared memory); other passes take the one-query kernel. */
+ * (the scores live in shared memory); other passes take the one-query kernel. The cache is f16
+ * or int8 blocks (KV8: ops_dev.cuh's kv_val / kv8_scores, the values d * (float)q). */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "formats.cuh"
@@ -31,8 +32,9 @@ int cuda_attnp_expf_init(const expf_table *t, int mode) { return expf_device_set
 #define AQ_MAXCH (AQ_NMAX / ATTN_CHUNK + 1)   /* chunks of one query at most */
 static_assert(ATTX_THREADS / 32 == AQ_QT, "one warp per query");
 
+template <int KV8>
 __global__ void __launch_bounds__(ATTX_THREADS)
-attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+attn_qtile_kernel(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads,
                   int head_dim, int pos0, float scale, int window, float *outp, uint8_t *act, size_t act_row_bytes,
                   int act_fmt) {
     PDL_WAIT();
@@ -43,8 +45,8 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
     const int h = blockIdx.x, t0 = blockIdx.y * AQ_QT;
     const int nq = T - t0 < AQ_QT ? T - t0 : AQ_QT;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    const int W = head_dim / 2, RS = W + 1;
+    const int kvh = h / (n_heads / n_kv_heads);
+    const int W = kv_head_words(head_dim, KV8), RS = kv_tile_rs(head_dim, KV8), row_words = n_kv_heads * W;
     if (tid < AQ_QT) {
         int last = pos0 + t0 + (tid < nq ? tid : nq - 1);
         lq[tid] = last;
@@ -54,29 +56,32 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
     const int P0 = fq[0], P1 = lq[nq - 1], n = P1 - P0 + 1;
     uint32_t *tile = dyn;
     const uint16_t *tile_h = (const uint16_t *)tile;
-    float *qs = (float *)(dyn + attn_tile_words(head_dim));   /* [AQ_QT][head_dim] */
+    float *qs = (float *)(dyn + attn_tile_words(head_dim));   /* [AQ_QT][head_dim] (after a tile of either format) */
     float *sc = qs + AQ_QT * head_dim;                         /* [AQ_QT][n]: scores, then e */
     for (int i = tid; i < AQ_QT * head_dim; i += ATTX_THREADS) {
         int qq = i / head_dim, d = i % head_dim;
         qs[i] = qq < nq ? q[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] : 0.0f;
     }
-    const uint16_t *kbase = kc + (size_t)P0 * kv_dim + (size_t)kvh * head_dim;
-    const uint16_t *vbase = vc + (size_t)P0 * kv_dim + (size_t)kvh * head_dim;
+    const uint32_t *kbase = (const uint32_t *)kc + (size_t)P0 * row_words + (size_t)kvh * W;
+    const uint32_t *vbase = (const uint32_t *)vc + (size_t)P0 * row_words + (size_t)kvh * W;
     /* scores: thread i <- position P0 + p0 + i, the AQ_QT queries side by side */
     for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
         const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        attn_tile_load(tile, kbase, p0, nr, n, W, RS, kv_dim, NULL);
+        attn_tile_load(tile, kbase, p0, nr, n, W, RS, row_words, NULL);
         if (tid < nr) {
             const int p = P0 + p0 + tid;
-            const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
             float s[AQ_QT];
 #pragma unroll
             for (int qq = 0; qq < AQ_QT; qq++) s[qq] = 0.0f;
+            if (KV8) kv8_scores<AQ_QT>(tile + (size_t)tid * RS, qs, head_dim, s);
+            else {
+                const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
 #pragma unroll 4
-            for (int d = 0; d < head_dim; d++) {
-                const float kv = h2f(kr[d]);
+                for (int d = 0; d < head_dim; d++) {
+                    const float kv = h2f(kr[d]);
 #pragma unroll
-                for (int qq = 0; qq < AQ_QT; qq++) s[qq] = __fadd_rn(s[qq], __fmul_rn(qs[qq * head_dim + d], kv));
+                    for (int qq = 0; qq < AQ_QT; qq++) s[qq] = __fadd_rn(s[qq], __fmul_rn(qs[qq * head_dim + d], kv));
+                }
             }
 #pragma unroll
             for (int qq = 0; qq < AQ_QT; qq++)
@@ -141,7 +146,7 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
     for (int k = 0; k < KP; k++) { o[k] = 0.0f; u[k] = 0.0f; cix[k] = 0; }
     for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
         const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        attn_tile_load(tile, vbase, p0, nr, n, W, RS, kv_dim, NULL);
+        attn_tile_load(tile, vbase, p0, nr, n, W, RS, row_words, NULL);
 #pragma unroll
         for (int k = 0; k < KP; k++) {
             const int j = tid + k * ATTX_THREADS;
@@ -169,7 +174,7 @@ attn_qtile_kernel(const float *q, const uint16_t *kc, const uint16_t *vc, int T,
                 const int end = i + (ATTN_CHUNK - rel) - 1 < hi ? i + (ATTN_CHUNK - rel) - 1 : hi;
 #pragma unroll 8
                 for (; i <= end; i++)
-                    acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), h2f(tile_h[(size_t)(i - p0) * 2 * RS + d])));
+                    acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), kv_val<KV8>(tile + (size_t)(i - p0) * RS, d)));
             }
             u[k] = acc; o[k] = oo; cix[k] = ci;
         }
@@ -219,20 +224,21 @@ int cuda_attention_qtile_ok(int T, int head_dim, int pos0, int window) {
            qtile_smem(T, head_dim, pos0, window) <= AQ_SMEM_MAX;
 }
 
-int cuda_attention_qtile(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+int cuda_attention_qtile(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, float scale, int window, float *out, void *act, int act_fmt,
                          cudaStream_t st) {
-    if (!cuda_attention_qtile_ok(T, head_dim, pos0, window)) return -1;
+    if (!cuda_attention_qtile_ok(T, head_dim, pos0, window) || (kv8 && head_dim % 32)) return -1;
     static int attr = 0;
     if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)))
+        if (CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)))
             return -1;
         attr = 1;
     }
     const size_t smem = qtile_smem(T, head_dim, pos0, window);
     const size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)n_heads, (unsigned)((T + AQ_QT - 1) / AQ_QT));
-    klaunch(attn_qtile_kernel, g, ATTX_THREADS, smem, st, q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, scale, window,
-            out, (uint8_t *)act, arb, act_fmt);
+    klaunch(kv8 ? attn_qtile_kernel<1> : attn_qtile_kernel<0>, g, ATTX_THREADS, smem, st, q, kc, vc, T, n_heads, n_kv_heads,
+            head_dim, pos0, scale, window, out, (uint8_t *)act, arb, act_fmt);
     return CU_LAUNCHED();
 }

@@ -202,8 +202,11 @@ extern "C" void cuda_weights_free(const hparams *hp, model_weights *w) {
 
 /* ---- the backend state ---------------------------------------------------------------------- */
 typedef struct cuda_kv {
-    uint16_t **kc, **vc;        /* per layer, device: [n_ctx][kv_dim] f16 */
+    void **kc, **vc;            /* per layer, device: [n_ctx] rows of row_bytes */
     int n_ctx;
+    int kv8;                    /* 0: f16 rows of kv_dim values; 1: int8, kv_dim / 32 act_q8_0 blocks (the CPU's
+                                   int8 cache byte for byte; cuda_internal.h) */
+    size_t row_bytes;           /* one position's K (or V) row of one layer */
 } cuda_kv;
 
 typedef struct {
@@ -229,8 +232,9 @@ typedef struct {
     /* the column table of a pass over several sequences (cuda_cols): per column its position,
      * per layer and column its sequence's K/V cache; uploaded by the embed block */
     int *d_cpos;                /* device [FWD_MAX_T] */
-    uint16_t **d_ckv;           /* device [n_layers][2][FWD_MAX_T]: K then V pointers */
-    uint16_t **h_ckv;           /* host staging of the same */
+    void **d_ckv;               /* device [n_layers][2][FWD_MAX_T]: K then V pointers */
+    void **h_ckv;               /* host staging of the same */
+    int cols_kv8;               /* the format of the table's caches (one per pass: cols_on needs them equal) */
     int h_cpos[FWD_MAX_T];
     int cols_on;                /* the pass in flight uses the table */
     int cols_max_pos;           /* the table's largest position (how many chunks the attention spans) */
@@ -462,7 +466,11 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
      * attention are one launch each for all of them */
     c->cols_on = 0;
     c->cols_max_pos = 0;
-    if (b->n_seq > 1 && !c->capturing && c->fuse) {
+    int one_fmt = 1;   /* one launch serves caches of one format (mixed: a launch per sequence) */
+    for (int s = 1; s < b->n_seq; s++)
+        one_fmt &= ((const cuda_kv *)b->seq[s].kv)->kv8 == ((const cuda_kv *)b->seq[0].kv)->kv8;
+    if (b->n_seq > 1 && !c->capturing && c->fuse && one_fmt) {
+        c->cols_kv8 = ((const cuda_kv *)b->seq[0].kv)->kv8;
         const int L = c->hp.n_layers;
         for (int s = 0, t = 0; s < b->n_seq; s++) {
             const cuda_kv *kv = (const cuda_kv *)b->seq[s].kv;
@@ -476,7 +484,7 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
             }
         }
         if (CU_CHECK(cudaMemcpyAsync(c->d_cpos, c->h_cpos, sizeof c->h_cpos, cudaMemcpyHostToDevice, c->st)) ||
-            CU_CHECK(cudaMemcpyAsync(c->d_ckv, c->h_ckv, (size_t)L * 2 * FWD_MAX_T * sizeof(uint16_t *),
+            CU_CHECK(cudaMemcpyAsync(c->d_ckv, c->h_ckv, (size_t)L * 2 * FWD_MAX_T * sizeof(void *),
                                      cudaMemcpyHostToDevice, c->st))) {
             be_fail(c, "column table");
             return;
@@ -504,7 +512,8 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
     cuda_kv *kv = (cuda_kv *)S->kv;
     if (kv->n_ctx > c->n_ctx) { be_fail(c, "a sequence's KV cache is longer than the pass backend's scratch"); return; }
-    uint16_t *kc = kv->kc[l], *vc = kv->vc[l];
+    void *kc = kv->kc[l], *vc = kv->vc[l];
+    const int kv8 = kv->kv8;
     float *q = c->q + (size_t)t0 * H * HD, *k = c->k + (size_t)t0 * KVH * HD, *v = c->v + (size_t)t0 * KVH * HD;
     float *out = c->att + (size_t)t0 * H * HD;
     void *act = af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * cuda_act_row_bytes(af_o, (int64_t)H * HD) : NULL;
@@ -517,16 +526,16 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
-            if (cuda_rope_qk_store(q, k, v, kc, vc, T, H, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, cs, c->st))
+            if (cuda_rope_qk_store(q, k, v, kc, vc, kv8, T, H, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, cs, c->st))
                 be_fail(c, "rope + kv store");
         } else if (cuda_rope(q, T, H, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, c->st) ||
                    cuda_rope(k, T, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, c->st) ||
-                   cuda_kv_store(k, v, kc, vc, T, (int)c->kv_dim, S->pos0, dp, c->st))
+                   cuda_kv_store(k, v, kc, vc, kv8, T, (int)c->kv_dim, S->pos0, dp, c->st))
             be_fail(c, "rope, kv store");
     }
     /* a wide pass: query tiles sharing the K and V tiles (attn_prompt.cu, the same bits) */
     if (!folded && !dp && c->attn_qtile && cuda_attention_qtile_ok(T, HD, S->pos0, window)) {
-        if (cuda_attention_qtile(q, kc, vc, T, H, KVH, HD, S->pos0, scale, window, out, act, af_o, c->st))
+        if (cuda_attention_qtile(q, kc, vc, kv8, T, H, KVH, HD, S->pos0, scale, window, out, act, af_o, c->st))
             be_fail(c, "attention (query tiles)");
         return;
     }
@@ -539,7 +548,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
         const int n = T - t0 < step ? T - t0 : step;
         const size_t qo = (size_t)t0 * H * HD;
         void *a = act ? (uint8_t *)act + (size_t)t0 * arb : NULL;
-        rc = cuda_attention(q + qo, kc, vc, n, H, KVH, HD, S->pos0 + t0, dp, -1, scale, window, kv->n_ctx, c->att_partial,
+        rc = cuda_attention(q + qo, kc, vc, kv8, n, H, KVH, HD, S->pos0 + t0, dp, -1, scale, window, kv->n_ctx, c->att_partial,
                             c->att_counters, out + qo, a, af_o, folded ? &fold : NULL, NULL, c->attn_serial, c->st);
     }
     if (rc) be_fail(c, "attention");
@@ -580,7 +589,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         cuda_cols cols = { c->d_cpos, c->d_ckv + (size_t)l * 2 * FWD_MAX_T, c->d_ckv + ((size_t)l * 2 + 1) * FWD_MAX_T };
         const float *cs = L->sliding ? c->rope_local : c->rope_global;
         const int window = L->sliding ? hp->sliding_window : 0;
-        int rc = cuda_rope_qk_store_cols(c->q, c->k, c->v, NULL, NULL, T, H, KVH, HD, hp->n_rot, hp->rope_neox, 0, NULL, cs,
+        int rc = cuda_rope_qk_store_cols(c->q, c->k, c->v, NULL, NULL, c->cols_kv8, T, H, KVH, HD, hp->n_rot, hp->rope_neox, 0, NULL, cs,
                                          cs, &cols, c->st);
         const int step = cuda_attention_uses_scratch(c->cols_max_pos, window) ? ATT_COLS : T;
         const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
@@ -588,7 +597,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             const int n = T - t0 < step ? T - t0 : step;
             const size_t qo = (size_t)t0 * H * HD;
             cuda_cols sl = { cols.pos + t0, cols.kc + t0, cols.vc + t0 };
-            rc = cuda_attention(c->q + qo, NULL, NULL, n, H, KVH, HD, 0, NULL, c->cols_max_pos, hp->attn_scale, window,
+            rc = cuda_attention(c->q + qo, NULL, NULL, c->cols_kv8, n, H, KVH, HD, 0, NULL, c->cols_max_pos, hp->attn_scale, window,
                                 c->n_ctx, c->att_partial, c->att_counters, c->att + qo,
                                 af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL, af_o, NULL, &sl, c->attn_serial, c->st);
         }
@@ -914,8 +923,10 @@ static int32_t cuda_decode_step(backend *be, int32_t id, int pos, const backend_
 static int cuda_kv_copy(backend *dst, const backend *src, int n) {
     cuda_be *d = CB(dst);
     const cuda_be *s = (const cuda_be *)src->impl;
-    if (dst == src || n < 0 || n > d->n_ctx || n > s->n_ctx || d->kv_dim != s->kv_dim || d->failed) return -1;
-    size_t bytes = (size_t)n * d->kv_dim * sizeof(uint16_t);
+    if (dst == src || n < 0 || n > d->n_ctx || n > s->n_ctx || d->kv_dim != s->kv_dim || d->kv.kv8 != s->kv.kv8 ||
+        d->failed)
+        return -1;
+    size_t bytes = (size_t)n * d->kv.row_bytes;
     for (int l = 0; l < d->hp.n_layers && bytes; l++)
         if (CU_CHECK(cudaMemcpyAsync(d->kv.kc[l], s->kv.kc[l], bytes, cudaMemcpyDeviceToDevice, d->st)) ||
             CU_CHECK(cudaMemcpyAsync(d->kv.vc[l], s->kv.vc[l], bytes, cudaMemcpyDeviceToDevice, d->st)))
@@ -926,11 +937,19 @@ static int cuda_kv_copy(backend *dst, const backend *src, int n) {
     return 0;
 }
 
+/* every layer keeps every position (no ring on the GPU): n_ctx rows of K and of V per layer */
+static size_t cuda_kv_bytes(const backend *be, size_t *per_pos) {
+    const cuda_be *c = (const cuda_be *)be->impl;
+    const size_t pp = 2 * (size_t)c->hp.n_layers * c->kv.row_bytes;
+    if (per_pos) *per_pos = pp;
+    return pp * (size_t)c->kv.n_ctx;
+}
+
 static void cuda_free_be(backend *be);
 
 static const backend_ops cuda_ops = {
     "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, blk_head_argmax, cuda_decode_step, cuda_max_rewind,
-    cuda_free_be, cuda_kv_copy, NULL /* kv_bytes: f16 rows of every layer for every position (the engine's formula) */,
+    cuda_free_be, cuda_kv_copy, cuda_kv_bytes,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
@@ -960,7 +979,12 @@ static int rope_table_upload(const hparams *hp, int n_ctx, float base, float **o
     return rc ? -1 : 0;
 }
 
-extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, char *err, size_t errlen) {
+extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, int kv_int8, char *err,
+                                     size_t errlen) {
+    if (kv_int8 && hp->head_dim % 32) {
+        snprintf(err, errlen, "the int8 KV cache needs head_dim %% 32 == 0 (this model: %d)", hp->head_dim);
+        return NULL;
+    }
     backend *be = (backend *)st_calloc(1, sizeof *be);
     cuda_be *c = (cuda_be *)st_calloc(1, sizeof *c);
     if (!be || !c) { st_free(be); st_free(c); snprintf(err, errlen, "out of memory"); return NULL; }
@@ -977,15 +1001,17 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     c->kv.n_ctx = n_ctx;
-    c->kv.kc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
-    c->kv.vc = (uint16_t **)st_calloc((size_t)hp->n_layers, sizeof(uint16_t *));
+    c->kv.kv8 = kv_int8 ? 1 : 0;
+    c->kv.row_bytes = kv_int8 ? c->kv_dim / 32 * sizeof(act_q8_0) : c->kv_dim * sizeof(uint16_t);
+    c->kv.kc = (void **)st_calloc((size_t)hp->n_layers, sizeof(void *));
+    c->kv.vc = (void **)st_calloc((size_t)hp->n_layers, sizeof(void *));
     if (!c->kv.kc || !c->kv.vc) { snprintf(err, errlen, "out of memory"); cuda_free_be(be); return NULL; }
     if (cuda_tables_init() || cuda_mm_tables_init() || expf_init() || CU_CHECK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking))) goto cuda_fail;
     {
-        size_t kv_bytes = (size_t)n_ctx * c->kv_dim * sizeof(uint16_t);
+        size_t kv_bytes = (size_t)n_ctx * c->kv.row_bytes;
         for (int l = 0; l < hp->n_layers; l++)
-            if (cuda_dev_malloc((void **)&c->kv.kc[l], kv_bytes) != cudaSuccess ||
-                cuda_dev_malloc((void **)&c->kv.vc[l], kv_bytes) != cudaSuccess) {
+            if (cuda_dev_malloc(&c->kv.kc[l], kv_bytes) != cudaSuccess ||
+                cuda_dev_malloc(&c->kv.vc[l], kv_bytes) != cudaSuccess) {
                 size_t fr = 0, tot = 0;
                 cudaMemGetInfo(&fr, &tot);
                 snprintf(err, errlen, "not enough GPU memory for the KV cache of %d positions (%.1f MiB; %.1f MiB free): use a smaller --ctx",
@@ -1008,7 +1034,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             cuda_dev_alloc_named((void **)&c->mm_ws, CUDA_MM_WS_FLOATS * sizeof(float), "the split matmul partials", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_cpos, FWD_MAX_T * sizeof(int), "the column positions", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_picks, FWD_MAX_LOGITS * sizeof(int32_t), "the picked ids", err, errlen) ||
-            cuda_dev_alloc_named((void **)&c->d_ckv, (size_t)hp->n_layers * 2 * FWD_MAX_T * sizeof(uint16_t *),
+            cuda_dev_alloc_named((void **)&c->d_ckv, (size_t)hp->n_layers * 2 * FWD_MAX_T * sizeof(void *),
                                  "the column KV table", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
                                  errlen) ||
@@ -1024,7 +1050,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         }
         memset(c->h_sio, 0, sizeof *c->h_sio);
-        if (!(c->h_ckv = (uint16_t **)st_calloc((size_t)hp->n_layers * 2 * FWD_MAX_T, sizeof(uint16_t *)))) {
+        if (!(c->h_ckv = (void **)st_calloc((size_t)hp->n_layers * 2 * FWD_MAX_T, sizeof(void *)))) {
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
@@ -1122,6 +1148,16 @@ extern "C" int backend_cuda_x_io(backend *be, float *host, int T, int to_device)
     return rc || CU_CHECK(cudaStreamSynchronize(c->st)) || c->failed ? -1 : 0;
 }
 
+/* ---- test access to the KV cache: rows p0 .. p0 + n - 1 of a layer's K (which = 0) or V -------- */
+extern "C" int backend_cuda_kv_read(const backend *be, int layer, int which, int p0, int n, void *host, size_t *row_bytes) {
+    const cuda_be *c = (const cuda_be *)be->impl;
+    *row_bytes = c->kv.row_bytes;
+    if (layer < 0 || layer >= c->hp.n_layers || p0 < 0 || n < 0 || p0 + n > c->kv.n_ctx) return -1;
+    const uint8_t *src = (const uint8_t *)(which ? c->kv.vc[layer] : c->kv.kc[layer]) + (size_t)p0 * c->kv.row_bytes;
+    return CU_CHECK(cudaStreamSynchronize(c->st)) || CU_CHECK(cudaMemcpy(host, src, (size_t)n * c->kv.row_bytes, cudaMemcpyDeviceToHost))
+               ? -1 : 0;
+}
+
 /* ---- the op kernels alone, on device pointers (tests/gpu/test_gpu_ops.c) ---------------------- */
 static int test_sync(int rc) { return rc || CU_CHECK(cudaDeviceSynchronize()) ? -1 : 0; }
 extern "C" int cuda_test_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps) {
@@ -1144,7 +1180,7 @@ extern "C" int cuda_test_swiglu(const float *g, const float *u, float *out, int 
     return expf_init() ? -1 : test_sync(cuda_swiglu(g, u, out, n, 0));
 }
 extern "C" int cuda_test_geglu(const float *g, const float *u, float *out, int n) { return test_sync(cuda_geglu(g, u, out, n, 0)); }
-extern "C" int cuda_test_attention_ex(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
+extern "C" int cuda_test_attention_kv(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int T,
                                       int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
                                       int serial, int dev_pos, float *out, long *partials) {
     float *scratch = NULL;
@@ -1159,8 +1195,8 @@ extern "C" int cuda_test_attention_ex(const float *q, const float *k, const floa
         cuda_dev_free(scratch); cuda_dev_free(counters); cuda_dev_free(d_pos);
         return -1;
     }
-    int rc = cuda_kv_store(k, v, kc, vc, T, n_kv_heads * head_dim, pos0, NULL, 0) ||
-             cuda_attention(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, dev_pos ? d_pos : NULL, -1, scale, window,
+    int rc = cuda_kv_store(k, v, kc, vc, kv8, T, n_kv_heads * head_dim, pos0, NULL, 0) ||
+             cuda_attention(q, kc, vc, kv8, T, n_heads, n_kv_heads, head_dim, pos0, dev_pos ? d_pos : NULL, -1, scale, window,
                             n_ctx, scratch, counters, out, NULL, -1, NULL, NULL, serial, 0);
     rc = test_sync(rc);
     if (!rc && partials) {
@@ -1173,6 +1209,12 @@ extern "C" int cuda_test_attention_ex(const float *q, const float *k, const floa
     }
     cuda_dev_free(scratch); cuda_dev_free(counters); cuda_dev_free(d_pos);
     return rc;
+}
+extern "C" int cuda_test_attention_ex(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
+                                      int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
+                                      int serial, int dev_pos, float *out, long *partials) {
+    return cuda_test_attention_kv(q, k, v, kc, vc, 0, T, n_heads, n_kv_heads, head_dim, pos0, scale, window, n_ctx, serial,
+                                  dev_pos, out, partials);
 }
 extern "C" int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T,
                                    int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,

@@ -6,7 +6,7 @@
  * (eager passes) or one token id (the decode step's graph) out.
  *
  * Weights are uploaded once per model (cuda_weights_upload sets weight.dev); the KV cache
- * (f16, like the CPU's) lives in device memory, one per session/backend.
+ * (f16, or int8 blocks as the CPU's --kv int8) lives in device memory, one per session/backend.
  *
  * Bit-exactness: cuda_matvec gives the bits of the CPU reference (quant_traits.dot_ref) for
  * every format it supports: activations quantized on the GPU with src/quant/act.c's formula,
@@ -102,10 +102,15 @@ int  cuda_weights_upload(const hparams *hp, model_weights *w, void (*progress)(f
 void cuda_weights_free(const hparams *hp, model_weights *w);
 
 /* ---- backend (the blocks of src/model/backend.h on the GPU) ---------------------------- */
-backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, char *err, size_t errlen);
+/* KV cache: f16, or with kv_int8 the CPU's int8 rows (act_q8_0 blocks, byte for byte the CPU's;
+ * head_dim % 32 == 0). */
+backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, int kv_int8, char *err, size_t errlen);
 /* The residual stream x of the pass, T rows (tests: set before a block, read after it);
  * to_device 1 writes host into x, 0 reads x into host; synchronous. 0 / -1. */
 int backend_cuda_x_io(backend *be, float *host, int T, int to_device);
+/* Rows p0 .. p0 + n - 1 of a layer's K (which = 0) or V (1) cache into host memory, as stored
+ * (*row_bytes: one row's bytes: f16 values or act_q8_0 blocks); synchronous (tests). 0 / -1. */
+int backend_cuda_kv_read(const backend *be, int layer, int which, int p0, int n, void *host, size_t *row_bytes);
 /* The device sampler on device logits (tests): the token sampler_sample would pick for these
  * parameters, history and RNG state (rng is advanced the same way). -1 on error. */
 int32_t cuda_sample_logits(const float *d_logits, int n_vocab, const struct strata_sampler_params *p, uint64_t rng[4],
@@ -127,6 +132,11 @@ int cuda_test_attention(const float *q, const float *k, const float *v, uint16_t
  * chunk partials scratch (filled with a NaN pattern first) the launch wrote: 0 when every
  * token took the one-chunk (exact) path, > 0 when one took the chunk path. */
 int cuda_test_attention_ex(const float *q, const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+                           int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int serial, int dev_pos,
+                           float *out, long *partials);
+/* cuda_test_attention_ex on a cache of either format: kv8 = 1, kc / vc hold n_ctx rows of
+ * n_kv_heads * head_dim / 32 act_q8_0 blocks (the CPU's int8 rows; head_dim % 32 == 0) */
+int cuda_test_attention_kv(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int T, int n_heads,
                            int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int serial, int dev_pos,
                            float *out, long *partials);
 int32_t cuda_test_argmax(const float *x, int n);   /* -1 on error */

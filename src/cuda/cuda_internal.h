@@ -118,16 +118,20 @@ int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const 
                   int rows2, int n, float eps, cudaStream_t st);
 int cuda_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
               const float *cos_sin, cudaStream_t st);
-int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
+/* KV caches: kc / vc point to a layer's rows of n_ctx positions, f16 values (kv8 = 0: kv_dim
+ * halves a row) or int8 blocks (kv8 = 1: act_q8_0, kv_dim / 32 blocks of 36 bytes a row, the
+ * CPU's int8 cache byte for byte; head_dim % 32 == 0). Every kernel below that writes or
+ * reads a cache takes kv8. */
+int cuda_kv_store(const float *k, const float *v, void *kc, void *vc, int kv8, int T, int kv_dim, int pos0,
                   const int *d_pos, cudaStream_t st);
 /* Several sequences in one launch: column t's position pos[t] and its sequence's K/V cache of
- * the layer kc[t] / vc[t] (device arrays of T entries); the kernels take it by value, all NULL
- * for one sequence at pos0 + t of kc / vc. */
-typedef struct cuda_cols { const int *pos; uint16_t *const *kc; uint16_t *const *vc; } cuda_cols;
-int cuda_rope_qk_store_cols(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+ * the layer kc[t] / vc[t] (device arrays of T entries; the caches of one launch share a
+ * format); the kernels take it by value, all NULL for one sequence at pos0 + t of kc / vc. */
+typedef struct cuda_cols { const int *pos; void *const *kc; void *const *vc; } cuda_cols;
+int cuda_rope_qk_store_cols(float *q, float *k, const float *v, void *kc, void *vc, int kv8, int T, int n_heads,
                             int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q,
                             const float *cs_k, const cuda_cols *cols, cudaStream_t st);
-int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
+int cuda_rope_qk_store(float *q, float *k, const float *v, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                        int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q, const float *cs_k,
                        cudaStream_t st);
 /* RoPE and the KV store folded into the attention (T = 1): q and k un-rotated, v, and the
@@ -142,7 +146,7 @@ typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neo
  * rows (format act_fmt, block size dividing head_dim) to quantize the output into; rf: NULL,
  * or (T = 1) the RoPE + KV store to fold in (kc / vc are then written); cols: NULL, or the
  * column table (several sequences); serial: one CTA walks all of a head's chunks (same bits). */
-int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
+int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
                    const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
                    float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols, int serial,
                    cudaStream_t st);
@@ -158,7 +162,7 @@ int cuda_attnp_expf_init(const struct expf_table *t, int mode);
 /* attn_prompt.cu: the attention of a wide pass of one sequence in query tiles (the exact
  * order's bits); _ok says whether a pass qualifies (T > 8, the span fits shared memory) */
 int cuda_attention_qtile_ok(int T, int head_dim, int pos0, int window);
-int cuda_attention_qtile(const float *q, const uint16_t *kc, const uint16_t *vc, int T, int n_heads, int n_kv_heads,
+int cuda_attention_qtile(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, float scale, int window, float *out, void *act, int act_fmt,
                          cudaStream_t st);
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);

@@ -6,7 +6,8 @@
  *   rmsnorm   sum of squares in double (order differs: tree, not sequential), then the CPU's
  *             float formula; equal bits except when the double sums round apart (rare)
  *   rope      bit-identical: cos/sin come from a host table made with the CPU's cosf/sinf
- *   kv store  bit-identical (f32 -> f16 round to nearest even)
+ *   kv store  bit-identical (f32 -> f16 round to nearest even; or the int8 cache's act_q8_0
+ *             blocks: the CPU's act_quantize_row bytes)
  *   attention bit-identical: the canonical chunked order (src/model/attn_order.h), chunks in parallel
  *   swiglu    CUDA expf (<= 2 ulp) vs glibc expf: within 1e-6 relative
  *   add       bit-identical */
@@ -328,10 +329,29 @@ __global__ void kv_store_kernel(const float *k, const float *v, uint16_t *kc, ui
     vc[off] = __half_as_ushort(__float2half_rn(v[idx]));
 }
 
-int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int kv_dim, int pos0,
+/* ... -> int8 cache: a warp per block of 32 values (K's blocks of the T rows, then V's),
+ * act_quant_block_regs: the CPU's act_quantize_row(ACT_Q8_0) bytes */
+__global__ void kv_store_q8_kernel(const float *k, const float *v, uint8_t *kc, uint8_t *vc, int T, int kv_dim, int pos0,
+                                   const int *d_pos) {
+    PDL_WAIT();
+    const int wi = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31, nb = kv_dim / 32;
+    if (wi >= 2 * T * nb) return;   /* whole warps */
+    const int isv = wi >= T * nb, r = isv ? wi - T * nb : wi, t = r / nb, b = r % nb;
+    const size_t pos = (size_t)((d_pos ? d_pos[0] : pos0) + t);
+    float x = (isv ? v : k)[(size_t)t * kv_dim + (size_t)b * 32 + lane];
+    act_quant_block_regs<32>(&x, (isv ? vc : kc) + (pos * nb + b) * sizeof_i(act_q8_0), ACT_Q8_0);
+}
+
+int cuda_kv_store(const float *k, const float *v, void *kc, void *vc, int kv8, int T, int kv_dim, int pos0,
                   const int *d_pos, cudaStream_t st) {
+    if (kv8) {
+        if (kv_dim % 32) return -1;
+        const int n = 2 * T * (kv_dim / 32) * 32;
+        klaunch(kv_store_q8_kernel, (n + 255) / 256, 256, 0, st, k, v, (uint8_t *)kc, (uint8_t *)vc, T, kv_dim, pos0, d_pos);
+        return CU_LAUNCHED();
+    }
     int n = T * kv_dim;
-    klaunch(kv_store_kernel, (n + 255) / 256, 256, 0, st, k, v, kc, vc, T, kv_dim, pos0, d_pos);
+    klaunch(kv_store_kernel, (n + 255) / 256, 256, 0, st, k, v, (uint16_t *)kc, (uint16_t *)vc, T, kv_dim, pos0, d_pos);
     return CU_LAUNCHED();
 }
 
@@ -340,10 +360,21 @@ int cuda_kv_store(const float *k, const float *v, uint16_t *kc, uint16_t *vc, in
 /* Column t's position and KV cache: pos0 + t in the one cache (a single sequence), or the
  * column table's entries (several sequences in one launch: cuda_cols). */
 __device__ __forceinline__ int col_pos(const cuda_cols &c, int p0, int t) { return c.pos ? c.pos[t] : p0 + t; }
-__device__ __forceinline__ uint16_t *col_k(const cuda_cols &c, uint16_t *kc, int t) { return c.kc ? c.kc[t] : kc; }
-__device__ __forceinline__ uint16_t *col_v(const cuda_cols &c, uint16_t *vc, int t) { return c.vc ? c.vc[t] : vc; }
+__device__ __forceinline__ void *col_k(const cuda_cols &c, void *kc, int t) { return c.kc ? c.kc[t] : kc; }
+__device__ __forceinline__ void *col_v(const cuda_cols &c, void *vc, int t) { return c.vc ? c.vc[t] : vc; }
 
-__global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+/* q's pair idx (pairs of the T columns' heads in order) rotated in place */
+__device__ __forceinline__ void rope_q_pair(float *q, int idx, int n_heads, int head_dim, int n_rot, int neox, int p0,
+                                            const float *cs_q, const cuda_cols &cols) {
+    const int half = n_rot / 2, i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
+    const float *cs = cs_q + ((size_t)col_pos(cols, p0, t) * half + i) * 2;
+    float *vv = q + ((size_t)t * n_heads + h) * head_dim;
+    float a, b; int ia, ib;
+    rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
+    vv[ia] = a; vv[ib] = b;
+}
+
+__global__ void rope_qk_store_kernel(float *q, float *k, const float *v, void *kc, void *vc, int T, int n_heads,
                                      int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
                                      const float *cs_q, const float *cs_k, cuda_cols cols) {
     PDL_WAIT();
@@ -352,12 +383,7 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     int p0 = d_pos ? d_pos[0] : pos0;
     if (idx < nq) {
-        int i = idx % half, h = (idx / half) % n_heads, t = idx / (half * n_heads);
-        const float *cs = cs_q + ((size_t)col_pos(cols, p0, t) * half + i) * 2;
-        float *vv = q + ((size_t)t * n_heads + h) * head_dim;
-        float a, b; int ia, ib;
-        rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
-        vv[ia] = a; vv[ib] = b;
+        rope_q_pair(q, idx, n_heads, head_dim, n_rot, neox, p0, cs_q, cols);
         return;
     }
     idx -= nq;
@@ -369,7 +395,7 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
         float a, b; int ia, ib;
         rope_pair(vv, i, n_rot, neox, cs[0], cs[1], &a, &b, &ia, &ib);
         vv[ia] = a; vv[ib] = b;
-        uint16_t *kr = col_k(cols, kc, t) + (size_t)pt * kv_dim + (size_t)h * head_dim;
+        uint16_t *kr = (uint16_t *)col_k(cols, kc, t) + (size_t)pt * kv_dim + (size_t)h * head_dim;
         kr[ia] = __half_as_ushort(__float2half_rn(a));
         kr[ib] = __half_as_ushort(__float2half_rn(b));
         return;
@@ -377,7 +403,7 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
     idx -= nk;
     if (idx < nv) {
         int t = idx / kv_dim, i = idx % kv_dim;
-        col_v(cols, vc, t)[(size_t)col_pos(cols, p0, t) * kv_dim + i] = __half_as_ushort(__float2half_rn(v[idx]));
+        ((uint16_t *)col_v(cols, vc, t))[(size_t)col_pos(cols, p0, t) * kv_dim + i] = __half_as_ushort(__float2half_rn(v[idx]));
         return;
     }
     /* k dims past n_rot are not rotated: stored as they are */
@@ -385,26 +411,74 @@ __global__ void rope_qk_store_kernel(float *q, float *k, const float *v, uint16_
     int rest = head_dim - n_rot;
     if (rest > 0 && idx < T * n_kv_heads * rest) {
         int j = n_rot + idx % rest, h = (idx / rest) % n_kv_heads, t = idx / (rest * n_kv_heads);
-        col_k(cols, kc, t)[(size_t)col_pos(cols, p0, t) * kv_dim + (size_t)h * head_dim + j] =
+        ((uint16_t *)col_k(cols, kc, t))[(size_t)col_pos(cols, p0, t) * kv_dim + (size_t)h * head_dim + j] =
             __half_as_ushort(__float2half_rn(k[((size_t)t * n_kv_heads + h) * head_dim + j]));
     }
 }
 
-int cuda_rope_qk_store_cols(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads,
+/* The same for an int8 cache: q rotated as above (a thread per pair), then a warp per (token,
+ * KV head) for k (rotated in place: every lane reads its values and their pairs' before any
+ * is written, rope_elem; each block of 32 quantized: act_quant_block_regs) and one for v. */
+__global__ void rope_qk_store_q8_kernel(float *q, float *k, const float *v, void *kc, void *vc, int T, int n_heads,
+                                        int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
+                                        const float *cs_q, const float *cs_k, cuda_cols cols) {
+    PDL_WAIT();
+    const int half = n_rot / 2, nq = T * n_heads * half, nq32 = (nq + 31) & ~31;
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p0 = d_pos ? d_pos[0] : pos0;
+    if (idx < nq32) {
+        if (idx < nq) rope_q_pair(q, idx, n_heads, head_dim, n_rot, neox, p0, cs_q, cols);
+        return;
+    }
+    const int wi = (idx - nq32) >> 5, lane = idx & 31;   /* warps: nq32 is a multiple of 32 */
+    if (wi >= 2 * T * n_kv_heads) return;
+    const int isv = wi >= T * n_kv_heads, th = isv ? wi - T * n_kv_heads : wi, t = th / n_kv_heads, h = th % n_kv_heads;
+    const int pt = col_pos(cols, p0, t), nb = head_dim / 32, hw = nb * KV_Q8_WORDS;
+    uint32_t *row = (uint32_t *)(isv ? col_v(cols, vc, t) : col_k(cols, kc, t)) + ((size_t)pt * n_kv_heads + h) * hw;
+    float x[ATT_MAX_HD / 32];
+    if (!isv) {
+        float *kr = k + ((size_t)t * n_kv_heads + h) * head_dim;
+        const float *cs = cs_k + (size_t)pt * half * 2;
+#pragma unroll
+        for (int m = 0; m < ATT_MAX_HD / 32; m++)
+            if (m < nb) x[m] = rope_elem(kr, 32 * m + lane, n_rot, neox, cs);
+        __syncwarp();
+#pragma unroll
+        for (int m = 0; m < ATT_MAX_HD / 32; m++)
+            if (m < nb) kr[32 * m + lane] = x[m];
+    } else {
+        const float *vr = v + ((size_t)t * n_kv_heads + h) * head_dim;
+#pragma unroll
+        for (int m = 0; m < ATT_MAX_HD / 32; m++)
+            if (m < nb) x[m] = vr[32 * m + lane];
+    }
+#pragma unroll
+    for (int m = 0; m < ATT_MAX_HD / 32; m++)
+        if (m < nb) act_quant_block_regs<32>(&x[m], (uint8_t *)(row + m * KV_Q8_WORDS), ACT_Q8_0);
+}
+
+int cuda_rope_qk_store_cols(float *q, float *k, const float *v, void *kc, void *vc, int kv8, int T, int n_heads,
                             int n_kv_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q,
                             const float *cs_k, const cuda_cols *cols, cudaStream_t st) {
     int half = n_rot / 2;
-    int n = T * n_heads * half + T * n_kv_heads * half + T * n_kv_heads * head_dim + T * n_kv_heads * (head_dim - n_rot);
     cuda_cols none = { NULL, NULL, NULL };
+    if (kv8) {
+        if (head_dim % 32 || head_dim > ATT_MAX_HD) return -1;
+        const int n = ((T * n_heads * half + 31) & ~31) + 2 * T * n_kv_heads * 32;
+        klaunch(rope_qk_store_q8_kernel, (n + 255) / 256, 256, 0, st, q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot,
+                neox, pos0, d_pos, cs_q, cs_k, cols ? *cols : none);
+        return CU_LAUNCHED();
+    }
+    int n = T * n_heads * half + T * n_kv_heads * half + T * n_kv_heads * head_dim + T * n_kv_heads * (head_dim - n_rot);
     klaunch(rope_qk_store_kernel, (n + 255) / 256, 256, 0, st, q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox,
                                                           pos0, d_pos, cs_q, cs_k, cols ? *cols : none);
     return CU_LAUNCHED();
 }
-int cuda_rope_qk_store(float *q, float *k, const float *v, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads,
+int cuda_rope_qk_store(float *q, float *k, const float *v, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                        int head_dim, int n_rot, int neox, int pos0, const int *d_pos, const float *cs_q, const float *cs_k,
                        cudaStream_t st) {
-    return cuda_rope_qk_store_cols(q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, n_rot, neox, pos0, d_pos, cs_q, cs_k,
-                                   NULL, st);
+    return cuda_rope_qk_store_cols(q, k, v, kc, vc, kv8, T, n_heads, n_kv_heads, head_dim, n_rot, neox, pos0, d_pos, cs_q,
+                                   cs_k, NULL, st);
 }
 
 /* ---- attention: the canonical chunked order, bit-identical to src/cpu/backend_cpu.c ---------
@@ -478,7 +552,8 @@ static __device__ __forceinline__ void attn_quant_heads(const float *orow, int h
 
 /* The one-chunk path: head h of column t, the exact kernel of before (ops_dev.cuh), then the
  * head's output quantized for wo when asked. dyn: a tile, then the <= 256 scores. */
-static __device__ __forceinline__ void attn_one_chunk(const float *q, uint16_t *kc, uint16_t *vc, int h, int t, int last,
+template <int KV8>
+static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, void *vc, int h, int t, int last,
                                                       int n_heads, int n_kv_heads, int head_dim, float scale, int window,
                                                       float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt,
                                                       const cuda_rope_fold &rf, uint32_t *dyn, float *qr, uint16_t *kl,
@@ -488,23 +563,24 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, uint16_t *
     const uint32_t *k_last = NULL, *v_last = NULL;
     if (rf.k) {   /* T = 1: this head's RoPE, its KV head's rows of the position (ops_dev.cuh) */
         const int grp = n_heads / n_kv_heads, kvh = h / grp, half = rf.n_rot / 2;
-        const size_t off = (size_t)last * n_kv_heads * head_dim + (size_t)kvh * head_dim;
-        rope_head_kv(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
-                     rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
-                     h % grp == 0 ? kc + off : NULL, vc + off);
+        const int hw = kv_head_words(head_dim, KV8);
+        const size_t off = (size_t)last * n_kv_heads * hw + (size_t)kvh * hw;   /* words */
+        rope_head_kv<KV8>(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
+                          rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
+                          h % grp == 0 ? (uint32_t *)kc + off : NULL, (uint32_t *)vc + off);
         qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
     }
     /* one tile: a span of <= 256 positions is one tile (a second would only cost shared memory) */
-    attn_exact_head(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window, NULL, orow, dyn, k_last, v_last, 0);
+    attn_exact_head<KV8>(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window, NULL, orow, dyn, k_last, v_last, 0);
     if (act) {
         __syncthreads();
         attn_quant_heads(orow, h, 1, head_dim, act, t, act_row_bytes, act_fmt);
     }
 }
 
-template <int GS>
+template <int GS, int KV8>
 __global__ void __launch_bounds__(ATTX_THREADS)
-attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
+attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
             const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, float *part, int *counters,
             float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
     PDL_WAIT();
@@ -519,7 +595,7 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
     kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
     if (nch == 1) {   /* the exact path: one head per CTA */
         if (x < GS)
-            attn_one_chunk(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
+            attn_one_chunk<KV8>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
                            act_fmt, rf, dyn, qs, kl, vl);
         return;
     }
@@ -529,8 +605,8 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
     __shared__ float red[GS][ATTX_THREADS / 32];
     __shared__ float ls[GS], rs[GS], ms[GS];          /* per head: l_c (or L), 1 / l_c, m_c (or M) */
     __shared__ int s_last;
-    const int G = n_heads / n_kv_heads, kvh = h0 / G, kv_dim = n_kv_heads * head_dim;
-    const int W = head_dim / 2, RS = W + 1;
+    const int G = n_heads / n_kv_heads, kvh = h0 / G;
+    const int W = kv_head_words(head_dim, KV8), RS = kv_tile_rs(head_dim, KV8), row_words = n_kv_heads * W;
     const int nv = GS * head_dim;                     /* chains: one per (head, d); <= ATTX_THREADS */
     const int cg = tid < nv ? tid / head_dim : -1, cd = tid < nv ? tid % head_dim : 0;
     float acc = 0.0f;
@@ -550,7 +626,19 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
             int g = idx / rest, j = rf.n_rot + idx % rest;
             qs[g * head_dim + j] = qt[(size_t)g * head_dim + j];
         }
-        if (holds_last) {
+        if (holds_last && KV8) {   /* int8 blocks (kv8_rows), stored as words */
+            kv8_rows(rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, csk, rf.n_rot, rf.neox, head_dim,
+                     (uint32_t *)kl, (uint32_t *)vl);
+            __syncthreads();
+            if (h0 % G == 0) {   /* the group's first head group stores the rows */
+                const size_t off = (size_t)last * row_words + (size_t)kvh * W;
+                for (int j = tid; j < W; j += ATTX_THREADS) {
+                    ((uint32_t *)kc)[off + j] = ((const uint32_t *)kl)[j];
+                    ((uint32_t *)vc)[off + j] = ((const uint32_t *)vl)[j];
+                }
+            }
+        } else if (holds_last) {
+            const int kv_dim = n_kv_heads * head_dim;
             const float *ks = rf.k + (size_t)kvh * head_dim, *vs = rf.v + (size_t)kvh * head_dim;
             for (int i = tid; i < half; i += ATTX_THREADS) {
                 float o1, o2;
@@ -564,24 +652,24 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
             __syncthreads();
             if (h0 % G == 0) {   /* the group's first head group stores the rows */
                 const size_t off = (size_t)last * kv_dim + (size_t)kvh * head_dim;
-                for (int j = tid; j < head_dim; j += ATTX_THREADS) { kc[off + j] = kl[j]; vc[off + j] = vl[j]; }
+                for (int j = tid; j < head_dim; j += ATTX_THREADS) { ((uint16_t *)kc)[off + j] = kl[j]; ((uint16_t *)vc)[off + j] = vl[j]; }
             }
         }
     } else {
         for (int idx = tid; idx < nv; idx += ATTX_THREADS) qs[idx] = qt[idx];
     }
-    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-    uint32_t *ktile = dyn, *vtile = two_tiles ? dyn + attn_tile_words(head_dim) : dyn;
-    const uint16_t *kt_h = (const uint16_t *)ktile, *vt_h = (const uint16_t *)vtile;
+    const uint32_t *kbase = (const uint32_t *)kc + (size_t)first * row_words + (size_t)kvh * W;
+    const uint32_t *vbase = (const uint32_t *)vc + (size_t)first * row_words + (size_t)kvh * W;
+    uint32_t *ktile = dyn, *vtile = two_tiles ? dyn + attn_tile_words_kv(head_dim, KV8) : dyn;
+    const uint16_t *kt_h = (const uint16_t *)ktile;
     for (int c = x; c < nch; c += nxe) {
         const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
         const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
         const uint32_t *v_last = rf.k && c == lastc ? (const uint32_t *)vl : NULL;
         __syncthreads();   /* the previous chunk's readers of the tiles are done; qs, kl, vl written */
-        attn_tile_issue(ktile, kbase, p0, nr, n, W, RS, kv_dim, k_last);
+        attn_tile_issue(ktile, kbase, p0, nr, n, W, RS, row_words, k_last);
         if (two_tiles) {   /* the V rows in flight while the scores are computed */
-            attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, kv_dim, v_last);
+            attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, row_words, v_last);
             cp_async_wait_prev();
         } else cp_async_wait_all();
         __syncthreads();
@@ -589,7 +677,11 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
         float s[GS];
 #pragma unroll
         for (int g = 0; g < GS; g++) s[g] = 0.0f;
-        if (tid < nr) {
+        if (tid < nr && KV8) {
+            kv8_scores<GS>(ktile + (size_t)tid * RS, qs, head_dim, s);
+#pragma unroll
+            for (int g = 0; g < GS; g++) s[g] = __fmul_rn(s[g], scale);
+        } else if (tid < nr) {
             const uint16_t *kr = kt_h + (size_t)tid * 2 * RS;
 #pragma unroll 8
             for (int d = 0; d < head_dim; d++) {
@@ -619,7 +711,7 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
             if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
         }
         __syncthreads();   /* es complete; the K tile's readers done */
-        if (!two_tiles) attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, kv_dim, v_last);   /* into the K tile's place */
+        if (!two_tiles) attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, row_words, v_last);   /* into the K tile's place */
         if (tid < GS) {   /* while the V rows arrive: thread g sums head g's e in position order */
             float l = 0.0f;
 #pragma unroll 8
@@ -636,7 +728,7 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
             const float *e = es + cg * ATTN_CHUNK;
 #pragma unroll 8
             for (int i = 0; i < nr; i++)
-                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), h2f(vt_h[(size_t)i * 2 * RS + cd])));
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), kv_val<KV8>(vtile + (size_t)i * RS, cd)));
             float *pp = part + (((size_t)t * n_heads + h0 + cg) * nch_cap + c) * (head_dim + 2);
             pp[2 + cd] = acc;   /* the chunk's (m, l, u) for the merge */
             if (cd == 0) { pp[0] = ms[cg]; pp[1] = ls[cg]; }
@@ -692,18 +784,18 @@ attn_kernel(const float *q, uint16_t *kc, uint16_t *vc, int n_heads, int n_kv_he
     }
 }
 
-template <int GS>
-static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, uint16_t *kc, uint16_t *vc, int n_heads,
+template <int GS, int KV8>
+static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, void *kc, void *vc, int n_heads,
                        int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
                        int two_tiles, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
                        cuda_rope_fold rf, cuda_cols cols) {
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once per instance) */
-        if (CU_CHECK(cudaFuncSetAttribute(attn_kernel<GS>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
+        if (CU_CHECK(cudaFuncSetAttribute(attn_kernel<GS, KV8>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
             return -1;
         attr_set = 1;
     }
-    klaunch(attn_kernel<GS>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
+    klaunch(attn_kernel<GS, KV8>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
             nch_cap, nxc, two_tiles, part, counters, out, act, arb, act_fmt, rf, cols);
     return CU_LAUNCHED();
 }
@@ -713,11 +805,13 @@ static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, uin
 static int att_two_tiles = -1;
 extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : 1; }
 
-int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
+int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
                    const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
                    float *out, void *act, int act_fmt, const cuda_rope_fold *rf, const cuda_cols *cols, int serial,
                    cudaStream_t st) {
-    if (head_dim > ATT_MAX_HD || head_dim % 2 || n_heads % n_kv_heads || (rf && T != 1) || (rf && cols)) return -1;
+    if (head_dim > ATT_MAX_HD || head_dim % 2 || n_heads % n_kv_heads || (rf && T != 1) || (rf && cols) ||
+        (kv8 && head_dim % 32))
+        return -1;
     cuda_cols none = { NULL, NULL, NULL };
     cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
     static int sms = 0;
@@ -739,7 +833,7 @@ int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_head
     dim3 g((unsigned)nx, (unsigned)groups, (unsigned)T);
     /* dynamic shared memory: the exact path's tile and <= 256 scores; the chunk path's K and V
      * tiles (two where they fit, else one for both in turn); the merge's m and w (in the tiles) */
-    const size_t tile = attn_tile_words(head_dim) * 4, merge = (size_t)2 * gs * nch_cap * sizeof(float);
+    const size_t tile = attn_tile_words_kv(head_dim, kv8) * 4, merge = (size_t)2 * gs * nch_cap * sizeof(float);
     size_t smem = tile + ATTN_CHUNK * sizeof(float);
     /* two tiles only while the grid's CTAs still fit in one wave with them (decode): main's
      * exact kernel measured a larger grid (a 4,096-token prompt) 9-25 % slower with two tiles
@@ -755,16 +849,20 @@ int cuda_attention(const float *q, uint16_t *kc, uint16_t *vc, int T, int n_head
     if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
     const cuda_rope_fold f = rf ? *rf : no_fold;
     const cuda_cols cl = cols ? *cols : none;
-    switch (gs) {
-    case 1: return attn_launch<1>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
-                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
-    case 2: return attn_launch<2>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
-                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
-    case 3: return attn_launch<3>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
-                                  nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
-    default: return attn_launch<4>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap,
-                                   nxc, two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl);
+#define ATTN_LAUNCH(GS, KV8)                                                                                            \
+    attn_launch<GS, KV8>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
+                         two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl)
+    switch (gs * 2 + (kv8 ? 1 : 0)) {
+    case 2: return ATTN_LAUNCH(1, 0);
+    case 3: return ATTN_LAUNCH(1, 1);
+    case 4: return ATTN_LAUNCH(2, 0);
+    case 5: return ATTN_LAUNCH(2, 1);
+    case 6: return ATTN_LAUNCH(3, 0);
+    case 7: return ATTN_LAUNCH(3, 1);
+    case 9: return ATTN_LAUNCH(4, 1);
+    default: return ATTN_LAUNCH(4, 0);
     }
+#undef ATTN_LAUNCH
 }
 
 /* ---- element-wise -------------------------------------------------------------------------- */

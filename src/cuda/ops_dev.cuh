@@ -7,6 +7,14 @@
 #include "act_quant.cuh"
 #include "cuda_internal.h"
 
+/* an int8 KV cache's blocks (act_q8_0): 32-bit words per block of 32 values */
+#define KV_Q8_WORDS (sizeof_i(act_q8_0) / 4)   /* words per block of 32 values */
+static_assert(sizeof_i(act_q8_0) == 36 && offsetof_i(act_q8_0, qs) == 4, "act_q8_0: d, then 32 int8");
+/* 32-bit words of one head's K (or V) row: int8 (kv8 = 1) or f16 values */
+static __host__ __device__ __forceinline__ int kv_head_words(int head_dim, int kv8) {
+    return kv8 ? head_dim / 32 * KV_Q8_WORDS : head_dim / 2;
+}
+
 /* RoPE, cos/sin from the host table [pos][n_rot/2][2]: pairs (2i, 2i+1) (llama's GGUF
  * layout) or, with neox, (i, i + n_rot/2). */
 static __device__ __forceinline__ void rope_pair(const float *v, int i, int n_rot, int neox, float c, float s, float *oa,
@@ -42,33 +50,66 @@ static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
     return s_last;
 }
 
+/* Element j of a head row v after RoPE: rope_pair's operations for j's pair (cs: the position's
+ * [n_rot/2][cos, sin]); past n_rot, v[j] as it is. */
+static __device__ __forceinline__ float rope_elem(const float *v, int j, int n_rot, int neox, const float *cs) {
+    if (j >= n_rot) return v[j];
+    const int half = n_rot / 2, i = neox ? (j < half ? j : j - half) : j / 2;
+    const int ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
+    const float a = v[ia], b = v[ib], c = cs[2 * i], s = cs[2 * i + 1];
+    return j == ia ? __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)) : __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+}
+
+/* One KV head's rows of an int8 cache at one position, by the warps of the calling CTA: k
+ * rotated (rope_elem) and v, each block of 32 values quantized by one warp (lane l: value
+ * 32 b + l; act_quant_block_regs: src/quant/act.c's act_q8_0 bytes) into kl / vl
+ * (kv_head_words(head_dim, 1) words each, shared memory). No barrier. */
+static __device__ __forceinline__ void kv8_rows(const float *ks, const float *vs, const float *csk, int n_rot, int neox,
+                                                int head_dim, uint32_t *kl, uint32_t *vl) {
+    const int nb = head_dim / 32, lane = threadIdx.x & 31;
+    for (int b = threadIdx.x >> 5; b < 2 * nb; b += blockDim.x >> 5) {   /* warp-uniform */
+        const int j = (b % nb) * 32 + lane;
+        float x = b < nb ? rope_elem(ks, j, n_rot, neox, csk) : vs[j];
+        act_quant_block_regs<32>(&x, (uint8_t *)((b < nb ? kl : vl) + (b % nb) * KV_Q8_WORDS), ACT_Q8_0);
+    }
+}
+
 /* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
- * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the f16 words the
- * cache holds into kl / vl (all shared memory), then, when kc_row / vc_row are given (one CTA
- * per KV group), stored there. The caller passes kl / vl to attn_exact_head as the row of
- * that position, so no CTA reads back a row another CTA of the same launch writes. csq / csk:
- * the position's [n_rot/2][cos, sin] of q's and k's tables. Ends with the CTA synchronized. */
+ * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the cache holds
+ * them into kl / vl (all shared memory: f16 words, or with KV8 act_q8_0 blocks by kv8_rows),
+ * then, when kc_row / vc_row are given (one CTA per KV group), stored there. The caller passes
+ * kl / vl to attn_exact_head as the row of that position, so no CTA reads back a row another
+ * CTA of the same launch writes. csq / csk: the position's [n_rot/2][cos, sin] of q's and k's
+ * tables. Ends with the CTA synchronized. */
+template <int KV8>
 static __device__ __forceinline__ void rope_head_kv(const float *qs, const float *ks, const float *vs, const float *csq,
                                                     const float *csk, int n_rot, int neox, int head_dim, float *qr,
-                                                    uint16_t *kl, uint16_t *vl, uint16_t *kc_row, uint16_t *vc_row) {
+                                                    uint16_t *kl, uint16_t *vl, void *kc_row, void *vc_row) {
     const int half = n_rot / 2;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float o1, o2;
         int ia, ib;
         rope_pair(qs, i, n_rot, neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
         qr[ia] = o1; qr[ib] = o2;
+        if (KV8) continue;
         rope_pair(ks, i, n_rot, neox, csk[2 * i], csk[2 * i + 1], &o1, &o2, &ia, &ib);
         kl[ia] = __half_as_ushort(__float2half_rn(o1));
         kl[ib] = __half_as_ushort(__float2half_rn(o2));
     }
     for (int j = n_rot + threadIdx.x; j < head_dim; j += blockDim.x) {
         qr[j] = qs[j];
-        kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
+        if (!KV8) kl[j] = __half_as_ushort(__float2half_rn(ks[j]));
     }
-    for (int j = threadIdx.x; j < head_dim; j += blockDim.x) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
+    if (KV8) kv8_rows(ks, vs, csk, n_rot, neox, head_dim, (uint32_t *)kl, (uint32_t *)vl);
+    else
+        for (int j = threadIdx.x; j < head_dim; j += blockDim.x) vl[j] = __half_as_ushort(__float2half_rn(vs[j]));
     __syncthreads();
-    if (kc_row)
-        for (int j = threadIdx.x; j < head_dim; j += blockDim.x) { kc_row[j] = kl[j]; vc_row[j] = vl[j]; }
+    if (!kc_row) return;
+    const int words = kv_head_words(head_dim, KV8);   /* the rows as 32-bit words, either format */
+    for (int j = threadIdx.x; j < words; j += blockDim.x) {
+        ((uint32_t *)kc_row)[j] = ((const uint32_t *)kl)[j];
+        ((uint32_t *)vc_row)[j] = ((const uint32_t *)vl)[j];
+    }
 }
 
 /* ---- attention, the CPU's order: bit-identical to src/cpu/backend_cpu.c --------------------
@@ -127,17 +168,64 @@ static __device__ __forceinline__ void cp_async_wait_prev(void) {
 static __host__ __device__ __forceinline__ size_t attn_tile_words(int head_dim) {
     return ((size_t)ATT_TILE * (head_dim / 2 + 1) + 3) & ~(size_t)3;
 }
-/* rows p0 .. p0 + nr - 1 of one head's K or V cache (base: row 0 of the range; rows kv_dim
- * halves apart) into the tile, W words per row at stride RS, by cp.async; the range's last
+
+/* ---- KV cache formats (docs/KERNELS.md "KV cache formats"): KV8 = 0 f16 values, KV8 = 1
+ * act_q8_0 blocks (f32 d, then 32 int8: the CPU's int8 cache byte for byte; head_dim % 32 == 0).
+ * Kernels address a cache in 32-bit words: a head's row is kv_head_words words, a position's
+ * row n_kv_heads times that; a tile row is the head's words at stride kv_tile_rs (odd: threads
+ * reading one word of 32 rows hit 32 banks). An int8 value is read as d * (float)q, one
+ * rounded product (the CPU's q8_to_f32_row). */
+static __host__ __device__ __forceinline__ int kv_tile_rs(int head_dim, int kv8) {
+    return kv8 ? kv_head_words(head_dim, 1) | 1 : head_dim / 2 + 1;
+}
+/* a tile's words (f16: attn_tile_words; int8 rows are 9/16 of the f16 ones) */
+static __host__ __device__ __forceinline__ size_t attn_tile_words_kv(int head_dim, int kv8) {
+    return kv8 ? ((size_t)ATT_TILE * kv_tile_rs(head_dim, 1) + 3) & ~(size_t)3 : attn_tile_words(head_dim);
+}
+/* value d of a head row (words) */
+template <int KV8>
+static __device__ __forceinline__ float kv_val(const uint32_t *row, int d) {
+    if (KV8) {
+        const uint32_t *b = row + (d >> 5) * KV_Q8_WORDS;
+        return __fmul_rn(__uint_as_float(b[0]), __int2float_rn((int)((const int8_t *)(b + 1))[d & 31]));
+    }
+    return h2f(((const uint16_t *)row)[d]);
+}
+/* the four values of word x of an int8 block's codes (bytes in memory order), scale dsc */
+static __device__ __forceinline__ void kv8_quad(float dsc, uint32_t x, float *o) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) o[k] = __fmul_rn(dsc, __int2float_rn((int)(int8_t)(uint8_t)(x >> (8 * k))));
+}
+
+/* NC score chains over one int8 K row (kr: the head's blocks): s[c] = s[c] + q_c[d] * k[d], d
+ * in order (q_c = qs + c * head_dim), a block's d read once, its codes four per word */
+template <int NC>
+static __device__ __forceinline__ void kv8_scores(const uint32_t *kr, const float *qs, int head_dim, float *s) {
+    for (int b = 0; b < head_dim / 32; b++) {
+        const float dsc = __uint_as_float(kr[b * KV_Q8_WORDS]);
+#pragma unroll 2
+        for (int w = 0; w < 8; w++) {
+            float kv[4];
+            kv8_quad(dsc, kr[b * KV_Q8_WORDS + 1 + w], kv);
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+#pragma unroll
+                for (int c = 0; c < NC; c++) s[c] = __fadd_rn(s[c], __fmul_rn(qs[c * head_dim + b * 32 + w * 4 + k], kv[k]));
+        }
+    }
+}
+
+/* rows p0 .. p0 + nr - 1 of one head's K or V cache (base: row 0 of the range; rows row_words
+ * words apart) into the tile, W words per row at stride RS, by cp.async; the range's last
  * row (n - 1) from last_row instead when given (a row this launch made). Between barriers:
  * the previous tile's readers are done before, the new tile is complete after. */
-static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint16_t *base, int p0, int nr, int n, int W,
-                                                      int RS, int kv_dim, const uint32_t *last_row) {
+static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint32_t *base, int p0, int nr, int n, int W,
+                                                      int RS, int row_words, const uint32_t *last_row) {
     __syncthreads();
     for (int idx = threadIdx.x; idx < nr * W; idx += ATTX_THREADS) {
         int r = idx / W, w = idx % W;
         if (last_row && p0 + r == n - 1) tile[r * RS + w] = last_row[w];
-        else cp_async4(&tile[r * RS + w], (const uint32_t *)(base + (size_t)(p0 + r) * kv_dim) + w);
+        else cp_async4(&tile[r * RS + w], base + (size_t)(p0 + r) * row_words + w);
     }
     cp_async_wait_all();
     __syncthreads();
@@ -145,12 +233,12 @@ static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint
 
 /* the copies of rows p0 .. p0 + nr - 1 into a tile, issued and committed as one group (no
  * barrier: the caller's barriers order the tile's readers and writers) */
-static __device__ __forceinline__ void attn_tile_issue(uint32_t *tile, const uint16_t *base, int p0, int nr, int n, int W,
-                                                       int RS, int kv_dim, const uint32_t *last_row) {
+static __device__ __forceinline__ void attn_tile_issue(uint32_t *tile, const uint32_t *base, int p0, int nr, int n, int W,
+                                                       int RS, int row_words, const uint32_t *last_row) {
     for (int idx = threadIdx.x; idx < nr * W; idx += ATTX_THREADS) {
         int r = idx / W, w = idx % W;
         if (last_row && p0 + r == n - 1) tile[r * RS + w] = last_row[w];
-        else cp_async4(&tile[r * RS + w], (const uint32_t *)(base + (size_t)(p0 + r) * kv_dim) + w);
+        else cp_async4(&tile[r * RS + w], base + (size_t)(p0 + r) * row_words + w);
     }
     cp_async_commit();
 }
@@ -159,51 +247,56 @@ static __device__ __forceinline__ void attn_tile_issue(uint32_t *tile, const uin
  * is read, so the loads of the next 256 rows overlap this tile's chains (same operations in
  * the same order: the bits do not change); with one, load then read as before. On return the
  * tile holding rows p0.. is complete and visible to every thread. */
-static __device__ __forceinline__ const uint32_t *attn_tile_next(uint32_t *tile, uint32_t *tile2, int i, const uint16_t *base,
-                                                                 int p0, int nr, int n, int W, int RS, int kv_dim,
+static __device__ __forceinline__ const uint32_t *attn_tile_next(uint32_t *tile, uint32_t *tile2, int i, const uint32_t *base,
+                                                                 int p0, int nr, int n, int W, int RS, int row_words,
                                                                  const uint32_t *last_row) {
     if (!tile2) {
-        attn_tile_load(tile, base, p0, nr, n, W, RS, kv_dim, last_row);
+        attn_tile_load(tile, base, p0, nr, n, W, RS, row_words, last_row);
         return tile;
     }
     uint32_t *cur = (i & 1) ? tile2 : tile, *nxt = (i & 1) ? tile : tile2;
     __syncthreads();                       /* tile i - 1's readers are done with nxt's rows */
-    if (i == 0) attn_tile_issue(cur, base, p0, nr, n, W, RS, kv_dim, last_row);
+    if (i == 0) attn_tile_issue(cur, base, p0, nr, n, W, RS, row_words, last_row);
     const int p1 = p0 + ATT_TILE;
-    if (p1 < n) attn_tile_issue(nxt, base, p1, n - p1 < ATT_TILE ? n - p1 : ATT_TILE, n, W, RS, kv_dim, last_row);
+    if (p1 < n) attn_tile_issue(nxt, base, p1, n - p1 < ATT_TILE ? n - p1 : ATT_TILE, n, W, RS, row_words, last_row);
     else cp_async_commit();                /* an empty group: wait_prev still means "tile i" */
     cp_async_wait_prev();
     __syncthreads();
     return cur;
 }
 
-static __device__ __forceinline__ void attn_exact_head(const float *qh, const uint16_t *kc, const uint16_t *vc, int h,
+template <int KV8>
+static __device__ __forceinline__ void attn_exact_head(const float *qh, const void *kc, const void *vc, int h,
                                                        int n_heads, int n_kv_heads, int head_dim, int last, float scale,
                                                        int window, float *sc, float *orow, uint32_t *dyn,
                                                        const uint32_t *k_last, const uint32_t *v_last, int two_tiles) {
     __shared__ float qs[ATT_MAX_HD];
     __shared__ float red[ATTX_THREADS / 32];
     __shared__ float inv_s;
-    const int W = head_dim / 2, RS = W + 1;           /* words per row, row stride in words */
-    uint32_t *tile = dyn, *tile2 = two_tiles ? dyn + attn_tile_words(head_dim) : NULL;
-    if (!sc) sc = (float *)(dyn + (two_tiles ? 2 : 1) * attn_tile_words(head_dim));
+    const int W = kv_head_words(head_dim, KV8), RS = kv_tile_rs(head_dim, KV8);   /* words per row, row stride in words */
+    const size_t tw = attn_tile_words_kv(head_dim, KV8);
+    uint32_t *tile = dyn, *tile2 = two_tiles ? dyn + tw : NULL;
+    if (!sc) sc = (float *)(dyn + (two_tiles ? 2 : 1) * tw);
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    int kvh = h / (n_heads / n_kv_heads), row_words = n_kv_heads * W;
     int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
     int n = last - first + 1;
     for (int d = tid; d < head_dim; d += ATTX_THREADS) qs[d] = qh[d];
-    const uint16_t *kbase = kc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
-    const uint16_t *vbase = vc + (size_t)first * kv_dim + (size_t)kvh * head_dim;
+    const uint32_t *kbase = (const uint32_t *)kc + (size_t)first * row_words + (size_t)kvh * W;
+    const uint32_t *vbase = (const uint32_t *)vc + (size_t)first * row_words + (size_t)kvh * W;
     /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
     float mx = -INFINITY;
     for (int p0 = 0, ti = 0; p0 < n; p0 += ATT_TILE, ti++) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        const uint16_t *tile_h = (const uint16_t *)attn_tile_next(tile, tile2, ti, kbase, p0, nr, n, W, RS, kv_dim, k_last);
+        const uint32_t *tl = attn_tile_next(tile, tile2, ti, kbase, p0, nr, n, W, RS, row_words, k_last);
         if (tid < nr) {
-            const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
             float s = 0.0f;
+            if (KV8) kv8_scores<1>(tl + (size_t)tid * RS, qs, head_dim, &s);
+            else {
+                const uint16_t *kr = (const uint16_t *)tl + (size_t)tid * 2 * RS;
 #pragma unroll 16
-            for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
+                for (int d = 0; d < head_dim; d++) s = __fadd_rn(s, __fmul_rn(qs[d], h2f(kr[d])));
+            }
             s = __fmul_rn(s, scale);
             sc[p0 + tid] = s;
             mx = fmaxf(mx, s);
@@ -231,7 +324,7 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const ui
     for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
     for (int p0 = 0, ti = 0; p0 < n; p0 += ATT_TILE, ti++) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        const uint16_t *tile_h = (const uint16_t *)attn_tile_next(tile, tile2, ti, vbase, p0, nr, n, W, RS, kv_dim, v_last);
+        const uint32_t *tl = attn_tile_next(tile, tile2, ti, vbase, p0, nr, n, W, RS, row_words, v_last);
 #pragma unroll
         for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
             int d = tid + j * ATTX_THREADS;
@@ -240,7 +333,7 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const ui
             /* loads of 16 positions issued ahead of their (ordered) adds */
 #pragma unroll 16
             for (int i = 0; i < nr; i++)
-                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(sc[p0 + i], inv), h2f(tile_h[(size_t)i * 2 * RS + d])));
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(sc[p0 + i], inv), kv_val<KV8>(tl + (size_t)i * RS, d)));
             o[j] = acc;
         }
     }

@@ -79,7 +79,8 @@ typedef struct backend_ops {
      * backends of the same kind, model and cache format; src still keeps those rows (the
      * caller checks src's position - n <= max_rewind(src)). 0 / -1. */
     int (*kv_copy)(backend *dst, const backend *src, int n);
-    /* Optional (NULL: f16 K and V rows of every layer for every position, as CUDA keeps them).
+    /* Optional (NULL: f16 K and V rows of every layer for every position; the CPU and CUDA
+     * backends say what their cache holds: f16, f32 or int8 rows, CUDA without a ring).
      * The bytes the KV cache holds; *per_pos: the bytes of one position in every layer (K and
      * V). A sliding-window layer's ring makes the total less than per_pos * n_ctx. */
     size_t (*kv_bytes)(const backend *be, size_t *per_pos);

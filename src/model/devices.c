@@ -81,11 +81,7 @@ backend *backend_new(int device, const hparams *hp, const model_weights *w, int 
                      int kv_int8, char *err, size_t errlen) {
 #ifdef STRATA_HAVE_CUDA
     if (device == BACKEND_DEVICE_CUDA) {
-        if (kv_int8) {
-            snprintf(err, errlen, "the int8 KV cache is implemented on the CPU backend only (use --device cpu or --kv f16)");
-            return NULL;
-        }
-        return backend_cuda_new(hp, w, n_ctx, err, errlen);
+        return backend_cuda_new(hp, w, n_ctx, kv_int8, err, errlen);
     }
 #endif
     if (device != BACKEND_DEVICE_CPU) { snprintf(err, errlen, "no backend for device %d in this build", device); return NULL; }

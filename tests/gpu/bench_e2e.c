@@ -12,7 +12,8 @@
  * Environment: E2E_BATCH=16,64 the session counts of "batch" (default 1,4,16,64); E2E_SKIP_MAIN=1
  * skips the prompt / decode rounds (profiles of the batch alone); E2E_DEPTH=1024,4096 adds decode
  * at depth: a prompt of d tokens through strata_generate, then 128 greedy tokens (what `strata
- * run` does after a long prompt; prompt and decode tok/s, ids hash). */
+ * run` does after a long prompt; prompt and decode tok/s, ids hash). E2E_KV=int8: every session
+ * with the int8 KV cache (`--kv int8`; default f16). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,11 @@ int main(int argc, char **argv) {
     strata_model *m = NULL;
     if (strata_model_load(&mp, &m, err, sizeof err) != 0) { fprintf(stderr, "load: %s\n", err); return 1; }
     const int V = strata_n_vocab(m);
+    const int kv_type = getenv("E2E_KV") && !strcmp(getenv("E2E_KV"), "int8") ? STRATA_KV_INT8 : STRATA_KV_F16;
+    if (getenv("E2E_KV") && kv_type == STRATA_KV_F16 && strcmp(getenv("E2E_KV"), "f16")) {
+        fprintf(stderr, "E2E_KV=%s: f16 or int8\n", getenv("E2E_KV"));
+        return 2;
+    }
     int32_t prompt[512];
     uint64_t x = 12345;
     for (int i = 0; i < 512; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; prompt[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(V - 3)); }
@@ -62,6 +68,7 @@ int main(int argc, char **argv) {
     if (getenv("E2E_SKIP_MAIN")) reps = 0;
     for (int r = 0; r < reps; r++) {
         strata_session_params sp = strata_session_default_params();
+        sp.kv_type = kv_type;
         sp.n_ctx = 1024;
         strata_session *s = strata_session_new(m, &sp, err, sizeof err);
         if (!s) { fprintf(stderr, "session: %s\n", err); return 1; }
@@ -99,6 +106,7 @@ int main(int argc, char **argv) {
             uint64_t h = 1469598103934665603ull;
             for (int i = 0; i < n; i++) {
                 strata_session_params sp = strata_session_default_params();
+                sp.kv_type = kv_type;
                 sp.n_ctx = 256;
                 ss[i] = strata_session_new(m, &sp, err, sizeof err);
                 if (!ss[i] || strata_session_eval(ss[i], prompt + (i % 32) * 16, 16)) { fprintf(stderr, "session %d\n", i); return 1; }
@@ -130,6 +138,7 @@ int main(int argc, char **argv) {
         int32_t *pr = malloc(sizeof(int32_t) * (size_t)d);
         for (int i = 0; i < d; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; pr[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(V - 3)); }
         strata_session_params sp = strata_session_default_params();
+        sp.kv_type = kv_type;
         sp.n_ctx = d + 256;
         strata_session *s = strata_session_new(m, &sp, err, sizeof err);
         if (!s) { fprintf(stderr, "session: %s\n", err); return 1; }
@@ -139,8 +148,8 @@ int main(int argc, char **argv) {
         double wall = now() - t0;
         strata_stats st;
         strata_session_get_stats(s, &st);
-        printf("%-8s depth %5d: prompt %8.0f tok/s  decode 128: %7.0f tok/s  (wall %.2f s)  ids %d hash %016llx\n", shape, d,
-               st.prompt_tps, st.gen_tps, wall, h.n, (unsigned long long)h.h);
+        printf("%-8s kv %-4s depth %5d: prompt %8.0f tok/s  decode 128: %7.0f tok/s  (wall %.2f s)  ids %d hash %016llx\n", shape,
+               kv_type == STRATA_KV_INT8 ? "int8" : "f16", d, st.prompt_tps, st.gen_tps, wall, h.n, (unsigned long long)h.h);
         strata_session_free(s);
         free(pr);
     }
