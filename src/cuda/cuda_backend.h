@@ -106,6 +106,9 @@ backend *backend_cuda_new(const hparams *hp, const model_weights *w, int n_ctx, 
 /* The residual stream x of the pass, T rows (tests: set before a block, read after it);
  * to_device 1 writes host into x, 0 reads x into host; synchronous. 0 / -1. */
 int backend_cuda_x_io(backend *be, float *host, int T, int to_device);
+/* The greedy verify windows of the backend so far (verify_step): graphs captured, graph
+ * replays, windows launched one kernel at a time (STRATA_CUDA_GRAPH=0); tests. */
+void backend_cuda_verify_counts(const backend *be, long *captures, long *replays, long *eager);
 /* The device sampler on device logits (tests): the token sampler_sample would pick for these
  * parameters, history and RNG state (rng is advanced the same way). -1 on error. */
 int32_t cuda_sample_logits(const float *d_logits, int n_vocab, const struct strata_sampler_params *p, uint64_t rng[4],
