@@ -186,7 +186,8 @@ int strata_sessions_step(strata_session *const *ss, const int32_t *ids, int n);
  * gets it, or -1 when the caller samples from the logits as usual. On the GPU a plain greedy
  * session (temperature 0, no repetition penalty) that drafted nothing runs its whole step as one
  * CUDA graph that returns only the argmax; its logits are then unavailable (strata_session_logits
- * gives NULL). A negative max_draft[i] asks to keep session i's logits (no drafts, no pick: a
+ * gives NULL); a lone one that drafted runs its window (forward + each column's argmax) as one
+ * graph replay (STRATA_CUDA_VERIFY_GRAPH), the logits likewise unavailable. A negative max_draft[i] asks to keep session i's logits (no drafts, no pick: a
  * request that wants logprobs). The CPU never picks (next[i] = -1).
  * 0, or -1 as strata_sessions_step (nothing changed, unless a device pass failed midway: then
  * the sessions whose position moved did step, and their n_accepted / next entries are set). */

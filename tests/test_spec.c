@@ -460,6 +460,111 @@ static void test_grounded_identical(strata_model *m, const char *label, int n_ge
     CHECKF(accepted > 0, "%s: no draft was verified and kept on the grounded prompts", label);
 }
 
+/* ---- the engine's verify-step path (a backend's verify_step: CUDA's graph), on the CPU ----
+ * The CPU backend has no verify_step; here a session's ops get one that does what the CUDA
+ * graph does (forward of the window, each column's argmax), so the engine's use of it (the
+ * kept drafts, the next token, the cache and history, the statistics) is checked without a
+ * GPU: ids equal --spec 0's and the eager verify's, the same windows and kept drafts, every
+ * window through verify_step, none with STRATA_CUDA_VERIFY_GRAPH=0; the server's step of one
+ * session likewise. */
+static const hparams *fv_hp;
+static long fv_calls, fv_first[FWD_INIT_T + 1];
+static backend_ops fv_ops;
+static int fake_verify(backend *be, const int32_t *ids, int T, int pos, int32_t *out) {
+    if (T < 1 || T > FWD_INIT_T || forward(be, fv_hp, ids, T, pos, 0) != 0) return -1;
+    const float *lg = be->ops->logits(be);
+    for (int t = 0; t < T; t++) out[t] = sample_argmax(lg + (size_t)t * fv_hp->n_vocab, fv_hp->n_vocab);
+    fv_calls++;
+    return fv_first[T]++ == 0;   /* as the graph: "captured" at a width's first window */
+}
+
+static strata_session *fv_session(strata_model *m, int spec, int fake) {
+    char err[256];
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 512;
+    sp.spec_draft = spec;
+    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+    if (s && fake) {
+        fv_hp = &m->hp;
+        fv_ops = *s->be->ops;
+        fv_ops.verify_step = fake_verify;
+        s->be->ops = &fv_ops;
+    }
+    return s;
+}
+
+static int fv_gen(strata_model *m, const char *prompt, int spec, int fake, int n_gen, collected *out, strata_stats *st) {
+    strata_session *s = fv_session(m, spec, fake);
+    if (!s) return -1;
+    int32_t ids[512];
+    int n = strata_tokenize(m, prompt, strlen(prompt), 1, 1, ids, 512);
+    out->n = 0;
+    int r = strata_generate(s, ids, n, n_gen, collect, out);
+    strata_session_get_stats(s, st);
+    strata_session_free(s);
+    return r;
+}
+
+static int same_ids(const collected *a, const collected *b) {
+    return a->n == b->n && !memcmp(a->ids, b->ids, (size_t)a->n * sizeof(int32_t));
+}
+
+static void test_verify_step_engine(strata_model *m) {
+    const int n_gen = 48;
+    long windows = 0, kept = 0;
+    for (int p = 0; p < 2; p++) {   /* the input-grounded prompts: drafts are kept */
+        collected base, eager, dev, off;
+        strata_stats se, sd, so;
+        CHECK(gen_ids(m, prompts[p], 0, n_gen, &base, NULL) > 0);
+        CHECK(fv_gen(m, prompts[p], 7, 0, n_gen, &eager, &se) > 0);
+        long c0 = fv_calls;
+        CHECK(fv_gen(m, prompts[p], 7, 1, n_gen, &dev, &sd) > 0);
+        long calls = fv_calls - c0;
+        CHECKF(same_ids(&dev, &base), "prompt %d: ids through verify_step differ from --spec 0 (n %d vs %d)", p, dev.n, base.n);
+        CHECKF(same_ids(&eager, &base), "prompt %d: eager verify ids differ from --spec 0", p);
+        CHECKF(sd.n_windows == se.n_windows && sd.n_drafted == se.n_drafted && sd.n_accepted == se.n_accepted,
+               "prompt %d: windows / drafted / kept %ld %ld %ld through verify_step, %ld %ld %ld eager", p, sd.n_windows,
+               sd.n_drafted, sd.n_accepted, se.n_windows, se.n_drafted, se.n_accepted);
+        CHECKF(calls == sd.n_windows && calls > 0, "prompt %d: %ld verify_step calls for %ld windows", p, calls, sd.n_windows);
+        windows += sd.n_windows; kept += sd.n_accepted;
+        /* the switch off: the eager verify, verify_step never called */
+        setenv("STRATA_CUDA_VERIFY_GRAPH", "0", 1); env_reset_cache();
+        c0 = fv_calls;
+        CHECK(fv_gen(m, prompts[p], 7, 1, n_gen, &off, &so) > 0);
+        CHECKF(fv_calls == c0, "STRATA_CUDA_VERIFY_GRAPH=0: verify_step called %ld times", fv_calls - c0);
+        CHECKF(same_ids(&off, &base) && so.n_windows == se.n_windows, "prompt %d: STRATA_CUDA_VERIFY_GRAPH=0 differs", p);
+        unsetenv("STRATA_CUDA_VERIFY_GRAPH"); env_reset_cache();
+        /* the server's step of one session: the window through verify_step, next picked */
+        strata_session *s = fv_session(m, 7, 1);
+        CHECK(s != NULL);
+        if (!s) continue;
+        int32_t ids[512];
+        int n = strata_tokenize(m, prompts[p], strlen(prompts[p]), 1, 1, ids, 512);
+        collected srv = { .n = 0 };
+        CHECK(strata_session_eval(s, ids, n) == 0);
+        int32_t id = strata_session_sample(s);
+        c0 = fv_calls;
+        while (srv.n < n_gen && id >= 0) {
+            collect(id, &srv);
+            if (strata_token_is_eog(m, id)) break;
+            int md = STRATA_MAX_DRAFT, na = 0;
+            int32_t acc[STRATA_MAX_DRAFT], nx = -1;
+            if (strata_sessions_step_spec(&s, &id, &md, 1, acc, &na, &nx) != 0) { CHECK(0); break; }
+            for (int a = 0; a < na; a++) collect(acc[a], &srv);
+            id = nx >= 0 ? nx : strata_session_sample(s);
+        }
+        if (srv.n > base.n) srv.n = base.n;
+        strata_stats ss;
+        strata_session_get_stats(s, &ss);
+        CHECKF(same_ids(&srv, &base), "prompt %d: the server step through verify_step differs from --spec 0", p);
+        CHECKF(fv_calls - c0 == ss.n_windows && ss.n_windows > 0, "prompt %d: server step: %ld verify_step calls, %ld windows", p,
+               fv_calls - c0, ss.n_windows);
+        strata_session_free(s);
+    }
+    fprintf(stderr, "verify_step (emulated on the CPU): %ld windows, %ld drafts kept, %ld calls\n", windows, kept, fv_calls);
+    CHECK(kept > 0);
+}
+
 int main(void) {
     RUN(test_suffix_vs_brute);
     RUN(test_acceptance_statistics);
@@ -487,6 +592,7 @@ int main(void) {
         t_current = exact ? "greedy_identical_exact" : "greedy_identical_default";
         test_greedy_identical(m, t_current, exact ? 24 : 40);
         if (!exact) { t_current = "rollback_bits"; test_rollback_bits(m); }
+        if (!exact) { t_current = "verify_step_engine"; test_verify_step_engine(m); }
         if (!exact) { t_current = "draft_model"; test_draft_model(m); }
         if (!exact) { t_current = "timed_costs"; test_timed_costs(m); }
         if (!exact) { t_current = "grounded_identical_smollm2"; test_grounded_identical(m, t_current, 48); }

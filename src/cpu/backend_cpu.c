@@ -670,7 +670,7 @@ static void cpu_free(backend *be);
 static const backend_ops cpu_ops = {
     .name = "cpu", .embed = blk_embed, .attn_block = blk_attn, .ffn_block = blk_ffn, .head = blk_head,
     .logits = cpu_logits, .head_argmax = NULL, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
-    .kv_copy = cpu_kv_copy, .kv_bytes = cpu_kv_bytes,
+    .kv_copy = cpu_kv_copy, .kv_bytes = cpu_kv_bytes, .verify_step = NULL,
 };
 
 backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *tp, int exact, int kv_int8,

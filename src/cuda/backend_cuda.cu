@@ -25,7 +25,11 @@
  * Graph decode (decode_step): forward(T = 1) + argmax (or the device sampler) is captured
  * once; in that capture every kernel reads the position (d_pos) and the token (d_ids) from
  * device memory, the attention grid spans n_ctx, and the draw writes the next token into
- * d_ids and advances d_pos, so replaying the graph is the whole step. */
+ * d_ids and advances d_pos, so replaying the graph is the whole step.
+ *
+ * Graph verify (verify_step): a greedy speculative window of T = 1..8 columns, forward(T) +
+ * an argmax per column, is captured the same way, one graph per T, its ids and position read
+ * from device memory (d_vin), so one graph serves every position; only the T ids come back. */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "expf_host.cuh"
@@ -263,6 +267,13 @@ typedef struct {
      * [2] sampler */
     cudaGraphExec_t graph[3];
     int graph_ok[3];
+    /* the greedy verify windows (cuda_verify_step): vgraph[T] holds a window of T columns; its
+     * ids and position come from d_vin (uploaded from pinned h_vin before each replay), its
+     * argmax ids go through d_picks to pinned h_picks */
+    cudaGraphExec_t vgraph[FWD_INIT_T + 1];
+    int vgraph_ok[FWD_INIT_T + 1];
+    int32_t *d_vin, *h_vin;     /* device / pinned host [FWD_INIT_T + 1]: the window's ids, then its position */
+    long verify_captures, verify_replays, verify_eager;   /* counters (tests: backend_cuda_verify_counts) */
     int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
     int capturing;              /* the kernels read d_pos / d_ids */
     int fuse;                   /* STRATA_CUDA_FUSE */
@@ -285,6 +296,8 @@ static void be_fail(cuda_be *c, const char *what) {
 static void graphs_drop(cuda_be *c) {
     for (int i = 0; i < 3; i++)
         if (c->graph_ok[i]) { cudaGraphExecDestroy(c->graph[i]); c->graph_ok[i] = 0; }
+    for (int i = 0; i <= FWD_INIT_T; i++)
+        if (c->vgraph_ok[i]) { cudaGraphExecDestroy(c->vgraph[i]); c->vgraph_ok[i] = 0; }
 }
 
 /* The activation buffers for T columns and the logits for n_logits rows (fwd_buffer_sizes),
@@ -917,6 +930,88 @@ static int32_t cuda_decode_step(backend *be, int32_t id, int pos, const backend_
     return c->h_sio->token;
 }
 
+/* ---- the greedy verify window: forward(T) and each column's argmax, one graph per T ----------
+ * The window the graph holds: forward(T) on the ids and the position in d_vin (every kernel
+ * reads them there while capturing, as the decode step's read d_ids / d_pos: RoPE, the KV store
+ * and the attention take column t's position as d_pos[0] + t, and the attention's grid spans
+ * n_ctx), the head of the T columns, an argmax per column into d_picks (the kernel of the
+ * decode step and head_argmax: sample_argmax's rule) and the T ids into pinned h_picks. A
+ * window of T <= ATT_COLS columns is one attention launch per layer, so d_pos[0] + t is every
+ * column's position (a wider pass would slice the columns). The decode step's d_ids / d_pos
+ * are left as they are (dev_pos_known stays true). */
+static_assert(FWD_INIT_T <= ATT_COLS, "a verify window is one attention launch per layer");
+static int record_verify(backend *be, const int32_t *ids, int T, int pos) {
+    cuda_be *c = CB(be);
+    const int E = c->hp.n_embd, V = c->hp.n_vocab;
+    int32_t *ids_step = c->d_ids;
+    int *pos_step = c->d_pos;
+    c->d_ids = c->d_vin;
+    c->d_pos = c->d_vin + FWD_INIT_T;
+    int rc = forward(be, &c->hp, ids, T, pos, T);   /* logits_from = T: the layers, no head */
+    c->d_ids = ids_step;
+    c->d_pos = pos_step;
+    if (rc || c->failed) return -1;
+    act_state as;   /* the head: blk_head's launches for columns 0 .. T-1 */
+    norm_for(c, &as, c->x, &c->w->output_norm, c->xb, T, E, &c->w->output);
+    mv1(c, &as, &c->w->output, c->xb, T, c->logits, NULL);
+    for (int r = 0; r < T && !c->failed; r++)
+        if (cuda_argmax(c->logits + (size_t)r * V, V, c->d_picks + r, NULL, c->argmax_scratch, c->st)) be_fail(c, "argmax");
+    if (c->failed ||
+        CU_CHECK(cudaMemcpyAsync(c->h_picks, c->d_picks, (size_t)T * sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)))
+        return -1;
+    return 0;
+}
+
+/* Upload the window (one copy: ids and position), replay vgraph[T] (captured at the first
+ * window of T columns), wait for the ids. STRATA_CUDA_GRAPH=0 launches the same kernels one by
+ * one (still reading d_vin). */
+static int cuda_verify_step(backend *be, const int32_t *ids, int T, int pos, int32_t *out_ids) {
+    cuda_be *c = CB(be);
+    if (!ids || !out_ids || T < 1 || T > FWD_INIT_T || pos < 0 || pos + T > c->n_ctx || c->failed) return -1;
+    for (int t = 0; t < T; t++)
+        if (ids[t] < 0 || ids[t] >= c->hp.n_vocab) return -1;
+    if (!logits_ok(c, T)) return -1;   /* T rows of logits: grown (dropping the graphs) before any capture */
+    memcpy(c->h_vin, ids, (size_t)T * sizeof(int32_t));
+    c->h_vin[FWD_INIT_T] = pos;
+    if (CU_CHECK(cudaMemcpyAsync(c->d_vin, c->h_vin, (FWD_INIT_T + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, c->st))) {
+        be_fail(c, "verify window upload");
+        return -1;
+    }
+    const int graph = env_bool(ENV_CUDA_GRAPH);
+    int rc = 0, captured = 0;
+    c->capturing = 1;
+    if (!graph) rc = record_verify(be, ids, T, pos);
+    else if (!c->vgraph_ok[T]) {
+        cudaGraph_t g;
+        if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
+        else {
+            int r1 = record_verify(be, ids, T, pos);
+            int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
+            rc = r1 || r2 ? -1 : 0;
+            if (!rc) {
+                rc = CU_CHECK(cudaGraphInstantiate(&c->vgraph[T], g, 0));
+                if (!rc) { c->vgraph_ok[T] = 1; captured = 1; c->verify_captures++; }
+            }
+            if (!r2) cudaGraphDestroy(g);
+        }
+    }
+    c->capturing = 0;
+    if (!rc && graph) {
+        rc = CU_CHECK(cudaGraphLaunch(c->vgraph[T], c->st));
+        if (!rc) c->verify_replays++;
+    } else if (!rc) c->verify_eager++;
+    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "verify step"); return -1; }
+    memcpy(out_ids, c->h_picks, (size_t)T * sizeof(int32_t));
+    return captured;
+}
+
+extern "C" void backend_cuda_verify_counts(const backend *be, long *captures, long *replays, long *eager) {
+    const cuda_be *c = (const cuda_be *)be->impl;
+    if (captures) *captures = c->verify_captures;
+    if (replays) *replays = c->verify_replays;
+    if (eager) *eager = c->verify_eager;
+}
+
 /* Rows 0 .. n-1 of every layer's K and V, device to device on dst's stream (both backends are
  * idle between passes: every pass ends with its read-back). d_hist no longer matches dst's
  * history, so the sampler's graph uploads it again. */
@@ -950,6 +1045,7 @@ static void cuda_free_be(backend *be);
 static const backend_ops cuda_ops = {
     "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, blk_head_argmax, cuda_decode_step, cuda_max_rewind,
     cuda_free_be, cuda_kv_copy, cuda_kv_bytes,
+    cuda_verify_step,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
@@ -1034,6 +1130,8 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             cuda_dev_alloc_named((void **)&c->mm_ws, CUDA_MM_WS_FLOATS * sizeof(float), "the split matmul partials", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_cpos, FWD_MAX_T * sizeof(int), "the column positions", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_picks, FWD_MAX_LOGITS * sizeof(int32_t), "the picked ids", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_vin, (FWD_INIT_T + 1) * sizeof(int32_t), "the verify window's ids", err,
+                                 errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ckv, (size_t)hp->n_layers * 2 * FWD_MAX_T * sizeof(void *),
                                  "the column KV table", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_hist, (size_t)n_ctx * sizeof(int32_t), "the sampler's token history", err,
@@ -1045,7 +1143,8 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         if (cuda_pinned_malloc((void **)&c->h_token, sizeof(int32_t)) != cudaSuccess ||
             cuda_pinned_malloc((void **)&c->h_sio, sizeof(cuda_sample_io)) != cudaSuccess ||
-            cuda_pinned_malloc((void **)&c->h_picks, FWD_MAX_LOGITS * sizeof(int32_t)) != cudaSuccess) {
+            cuda_pinned_malloc((void **)&c->h_picks, FWD_MAX_LOGITS * sizeof(int32_t)) != cudaSuccess ||
+            cuda_pinned_malloc((void **)&c->h_vin, (FWD_INIT_T + 1) * sizeof(int32_t)) != cudaSuccess) {
             snprintf(err, errlen, "not enough pinned host memory for the read-back buffers");
             goto fail;
         }
@@ -1112,6 +1211,8 @@ static void cuda_free_be(backend *be) {
         if (c->st) cudaStreamSynchronize(c->st);
         for (int i = 0; i < 3; i++)
             if (c->graph_ok[i]) cudaGraphExecDestroy(c->graph[i]);
+        for (int i = 0; i <= FWD_INIT_T; i++)
+            if (c->vgraph_ok[i]) cudaGraphExecDestroy(c->vgraph[i]);
         for (int l = 0; c->kv.kc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.kc[l]);
         for (int l = 0; c->kv.vc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.vc[l]);
         st_free(c->kv.kc); st_free(c->kv.vc);
@@ -1125,6 +1226,7 @@ static void cuda_free_be(backend *be) {
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);
         cuda_pinned_free(c->h_token); cuda_pinned_free(c->h_sio); cuda_pinned_free(c->h_logits);
         cuda_pinned_free(c->h_picks); cuda_dev_free(c->d_picks);
+        cuda_pinned_free(c->h_vin); cuda_dev_free(c->d_vin);
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
         cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
         cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter);

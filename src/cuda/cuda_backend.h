@@ -111,6 +111,9 @@ int backend_cuda_x_io(backend *be, float *host, int T, int to_device);
 /* Rows p0 .. p0 + n - 1 of a layer's K (which = 0) or V (1) cache into host memory, as stored
  * (*row_bytes: one row's bytes: f16 values or act_q8_0 blocks); synchronous (tests). 0 / -1. */
 int backend_cuda_kv_read(const backend *be, int layer, int which, int p0, int n, void *host, size_t *row_bytes);
+/* The greedy verify windows of the backend so far (verify_step): graphs captured, graph
+ * replays, windows launched one kernel at a time (STRATA_CUDA_GRAPH=0); tests. */
+void backend_cuda_verify_counts(const backend *be, long *captures, long *replays, long *eager);
 /* The device sampler on device logits (tests): the token sampler_sample would pick for these
  * parameters, history and RNG state (rng is advanced the same way). -1 on error. */
 int32_t cuda_sample_logits(const float *d_logits, int n_vocab, const struct strata_sampler_params *p, uint64_t rng[4],

@@ -711,6 +711,15 @@ static int spec_window(strata_session *s, int32_t id, int cap, int32_t *out) {
     return k;
 }
 
+/* Does a greedy window of T columns go through the backend's verify step (CUDA: forward +
+ * each column's argmax as one graph replay, only the ids come back)? Plain greedy sessions
+ * only (no grammar mask, no repetition penalty: the argmax of each row is the choice), and not
+ * with STRATA_CUDA_VERIFY_GRAPH=0 (the eager pass, the logits to the host). */
+static int verify_on_device(const strata_session *s, int T) {
+    return T >= 2 && T <= FWD_INIT_T && s->be->ops->verify_step && s->smp.p.temperature <= 0 &&
+           s->smp.p.repeat_penalty == 1.0f && !s->smp.mask && env_bool(ENV_CUDA_VERIFY_GRAPH);
+}
+
 /* Time passes of 1, 2, 4 and 8 columns on the session's backend at its position (then
  * dropped: the rows are overwritten before they are read), the fastest of two after a
  * warm-up each; the other widths interpolated. A plain step is what the decode loop runs: the
@@ -728,6 +737,9 @@ static int spec_calibrate(strata_session *s, spec_costs *out) {
             double t0 = now_seconds();
             if (T == 1 && s->be->ops->decode_step) {
                 if (s->be->ops->decode_step(s->be, ids[0], pos, NULL) < 0) return -1;
+            } else if (verify_on_device(s, T)) {   /* the verify the windows will run (rep 0 captures its graph) */
+                int32_t picks[SPEC_WIN_COLS];
+                if (s->be->ops->verify_step(s->be, ids, T, pos, picks) < 0) return -1;
             } else {
                 if (forward(s->be, &s->m->hp, ids, T, pos, 0) != 0) return -1;
                 const float *lg = s->be->ops->logits(s->be);
@@ -771,6 +783,24 @@ static void spec_start(strata_session *s) {
     }
     spec_ctl_init(&s->spec, have ? &prior : NULL);
     s->spec.given = given;
+}
+
+/* The window win[0..T) through the backend's verify step at the session's position (a plain
+ * greedy session, verify_on_device): the rows are in the cache and the history, the drafts
+ * kept as spec_verify keeps them (each row's argmax against the next draft), *next = the token
+ * after them. Returns the drafts kept, or -1 (the session is unchanged); *captured: the step
+ * also captured its graph (its time is left out of the cost model). */
+static int spec_verify_picks(strata_session *s, const int32_t *win, int T, int pos0, const int32_t *picks, int32_t *next);
+static int spec_verify_device(strata_session *s, const int32_t *win, int T, int32_t *next, int *captured) {
+    int32_t picks[SPEC_WIN_COLS];
+    const int pos0 = s->pos;
+    if (T > SPEC_WIN_COLS || pos0 + T > s->n_ctx) return -1;
+    int r = s->be->ops->verify_step(s->be, win, T, pos0, picks);
+    if (r < 0) return -1;
+    *captured = r == 1;
+    memcpy(s->history + pos0, win, (size_t)T * sizeof(int32_t));
+    s->pos += T;
+    return spec_verify_picks(s, win, T, pos0, picks, next);
 }
 
 /* A window of nd drafts at pos0 kept j of them: the statistics, the source's acceptance, and
@@ -859,7 +889,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
         T[i] += nd;
         spare -= nd;
     }
-    int rc = 0;
+    int rc = 0, timed = 1;
     strata_session *s0 = ss[0];
     double t_pass = now_seconds();   /* a lone session's pass is timed for its cost model */
     if (n == 1 && next && T[0] == 1 && s0->be->ops->decode_step && s0->smp.p.temperature <= 0 &&
@@ -872,6 +902,17 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
             s0->history[s0->pos++] = win[0][0];
             s0->have_logits = 0;
             next[0] = nx;
+        }
+    } else if (n == 1 && next && T[0] > 1 && verify_on_device(s0, T[0]) && !(max_draft && max_draft[0] < 0)) {
+        /* one session, greedy, a window of drafts: the backend's verify step (on the GPU one
+         * graph replay, only the T argmax ids return; the kernels of the eager pass) */
+        int captured = 0;
+        int j = spec_verify_device(s0, win[0], T[0], &next[0], &captured);
+        if (j < 0) rc = -1;
+        else {
+            if (accepted) memcpy(accepted, &win[0][1], (size_t)j * sizeof(int32_t));
+            if (n_accepted) n_accepted[0] = j;
+            timed = !captured;
         }
     } else {
         /* passes of up to STEP_MAX_COLS columns; a window that would overflow the pass keeps only
@@ -920,7 +961,7 @@ int strata_sessions_step_spec(strata_session *const *ss, const int32_t *ids, con
             i0 = i1;
         }
     }
-    if (n == 1 && !rc && s0->p.spec_draft > 0) spec_ctl_time(&s0->spec, T[0], now_seconds() - t_pass);
+    if (n == 1 && !rc && timed && s0->p.spec_draft > 0) spec_ctl_time(&s0->spec, T[0], now_seconds() - t_pass);
     st_free(win);
     st_free(T);
     return rc;
@@ -1027,12 +1068,18 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             if (spec) spec_ctl_time(&s->spec, 1, now_seconds() - t_pass);
             continue;
         }
-        /* evaluate the window in one pass, verify */
-        int T = 1 + nd, pos0 = s->pos;
-        if (session_forward(s, win, T, 0) != 0) break;
+        /* evaluate the window in one pass, verify: on the device for plain greedy where the
+         * backend has a verify step (CUDA: one graph replay, the T argmax ids back), else the
+         * eager pass with the logits on the host */
+        int T = 1 + nd, pos0 = s->pos, j, captured = 0;
         int32_t next = -1;
-        int j = spec_verify(s, win, T, pos0, session_logits(s), &next);
-        if (spec) spec_ctl_time(&s->spec, T, now_seconds() - t_pass);
+        if (verify_on_device(s, T)) {
+            if ((j = spec_verify_device(s, win, T, &next, &captured)) < 0) break;
+        } else {
+            if (session_forward(s, win, T, 0) != 0) break;
+            j = spec_verify(s, win, T, pos0, session_logits(s), &next);
+        }
+        if (spec && !captured) spec_ctl_time(&s->spec, T, now_seconds() - t_pass);
         /* win[0..j] stay in the cache (id and the accepted drafts): emit the drafts */
         for (int a = 0; a < j; a++) {
             int32_t t = win[1 + a];

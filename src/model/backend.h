@@ -84,6 +84,15 @@ typedef struct backend_ops {
      * The bytes the KV cache holds; *per_pos: the bytes of one position in every layer (K and
      * V). A sliding-window layer's ring makes the total less than per_pos * n_ctx. */
     size_t (*kv_bytes)(const backend *be, size_t *per_pos);
+    /* Optional (NULL: the caller runs forward() and takes each row's argmax on the host). A
+     * greedy verify window on the device: ids[0..T) (T = 1..FWD_INIT_T) at positions pos ..
+     * pos + T - 1 of the backend's own KV cache through the model (every column's K and V
+     * stored, as forward() stores them), then out_ids[t] = the argmax of column t's logits
+     * (the lowest id among equal maxima, as sample_argmax); only the ids come back (CUDA: one
+     * graph per width, captured at its first use, replayed at any position). The logits are
+     * not readable afterwards. 0; 1 when this call also captured the width's graph (its time
+     * is not a verify's: the cost model leaves it out); -1 on error. */
+    int (*verify_step)(backend *be, const int32_t *ids, int T, int pos, int32_t *out_ids);
 } backend_ops;
 
 struct backend {

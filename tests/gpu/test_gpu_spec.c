@@ -1,12 +1,19 @@
 /* Speculative decoding on CUDA: greedy token ids identical with --spec 0, 1, 4 and 7 on a
  * synthetic SmolLM2-shape model (and equal to the CPU's), on prompts that repeat themselves so
- * the suffix drafter drafts; prints decode tok/s per setting (the issue's H200 speed-up). */
+ * the suffix drafter drafts; prints decode tok/s per setting (the issue's H200 speed-up).
+ * The verify window as a graph (verify_step, issue 24): its ids equal the host's argmax of the
+ * eager pass's logits for T = 1..8 at positions up to 810 (past 256: several attention chunks),
+ * each width captured once and replayed at every other position (and with STRATA_CUDA_GRAPH=0,
+ * its kernels one by one); strata_generate with windows through it gives --spec 0's ids over
+ * 300 tokens, every window a replay (the counters), and STRATA_CUDA_VERIFY_GRAPH=0 none. */
 #include "test.h"
 #include <stdint.h>
 #include <unistd.h>
 #include "strata.h"
+#include "core/env.h"
 #include "core/util.h"
 #include "cuda/cuda_backend.h"
+#include "engine/engine.h"
 #include "model/synth.h"
 #include "quant/blocks.h"
 
@@ -34,6 +41,114 @@ static double gen(strata_model *m, const int32_t *prompt, int n_prompt, int spec
     strata_session_get_stats(s, st);
     strata_session_free(s);
     return t;
+}
+
+static int32_t host_argmax(const float *x, int n) { int32_t b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
+
+/* verify_step's ids against the host argmax of forward()'s logits (the eager verify) on the
+ * same cache, T = 1..8 at positions inside and past the first attention chunks. */
+static void test_verify_ids(strata_model *m) {
+    char err[256];
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 1024;
+    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+    REQUIRE(s != NULL, "%s", err);
+    if (!s) return;
+    backend *be = s->be;
+    const int V = m->hp.n_vocab;
+    REQUIRE(be->ops->verify_step != NULL, "the CUDA backend has verify_step");
+    if (!be->ops->verify_step) { strata_session_free(s); return; }
+    static int32_t pr[820];
+    for (int i = 0; i < 820; i++) pr[i] = (int32_t)((7 + i * 131) % V);
+    REQUIRE(strata_session_eval(s, pr, 820) == 0, "prompt of 820");   /* the buffers grow here, before any capture */
+    static const int poss[] = { 3, 100, 250, 255, 256, 300, 511, 700, 810 };
+    const int NP = (int)(sizeof poss / sizeof poss[0]);
+    long cap0, rep0, eag0, cap1, rep1, eag1;
+    backend_cuda_verify_counts(be, &cap0, &rep0, &eag0);
+    long calls = 0;
+    for (int pi = 0; pi < NP; pi++)
+        for (int T = 1; T <= 8; T++) {
+            const int pos = poss[pi];
+            int32_t win[8], got[8], again[8], ref[8];
+            for (int t = 0; t < T; t++) win[t] = (int32_t)((pos * 31 + t * 977 + 5) % V);
+            int r = be->ops->verify_step(be, win, T, pos, got);
+            calls++;
+            REQUIRE(r >= 0, "verify_step T %d pos %d", T, pos);
+            REQUIRE(forward(be, &m->hp, win, T, pos, 0) == 0, "eager forward T %d pos %d", T, pos);
+            const float *lg = be->ops->logits(be);
+            for (int t = 0; t < T; t++) ref[t] = host_argmax(lg + (size_t)t * V, V);
+            int same = r >= 0 && !memcmp(got, ref, (size_t)T * sizeof(int32_t));
+            CHECKF(same, "T %d pos %d: verify_step ids differ from the eager logits' argmax (column 0: %d vs %d)", T, pos,
+                   got[0], ref[0]);
+            /* replayed again on the rows the eager pass stored: the same ids */
+            r = be->ops->verify_step(be, win, T, pos, again);
+            calls++;
+            CHECKF(r == 0 && !memcmp(again, ref, (size_t)T * sizeof(int32_t)), "T %d pos %d: a second replay differs", T, pos);
+        }
+    backend_cuda_verify_counts(be, &cap1, &rep1, &eag1);
+    CHECKF(cap1 - cap0 == 8, "one capture per width: %ld", cap1 - cap0);
+    CHECKF(rep1 - rep0 == calls && eag1 == eag0, "every window a graph replay: %ld replays, %ld eager, %ld calls", rep1 - rep0,
+           eag1 - eag0, calls);
+    /* STRATA_CUDA_GRAPH=0: the same kernels one by one (reading the window from device memory) */
+    setenv("STRATA_CUDA_GRAPH", "0", 1);
+    env_reset_cache();
+    for (int T = 2; T <= 8; T += 3) {
+        const int pos = 600 + T;
+        int32_t win[8], got[8], ref[8];
+        for (int t = 0; t < T; t++) win[t] = (int32_t)((pos * 17 + t * 1231 + 9) % V);
+        int r = be->ops->verify_step(be, win, T, pos, got);
+        REQUIRE(r >= 0 && forward(be, &m->hp, win, T, pos, 0) == 0, "T %d pos %d without graphs", T, pos);
+        const float *lg = be->ops->logits(be);
+        for (int t = 0; t < T; t++) ref[t] = host_argmax(lg + (size_t)t * V, V);
+        CHECKF(r >= 0 && !memcmp(got, ref, (size_t)T * sizeof(int32_t)), "STRATA_CUDA_GRAPH=0 T %d pos %d: ids differ", T, pos);
+    }
+    long cap2, rep2, eag2;
+    backend_cuda_verify_counts(be, &cap2, &rep2, &eag2);
+    CHECKF(eag2 - eag1 == 3 && rep2 == rep1 && cap2 == cap1, "STRATA_CUDA_GRAPH=0: %ld eager windows", eag2 - eag1);
+    unsetenv("STRATA_CUDA_GRAPH");
+    env_reset_cache();
+    fprintf(stderr, "verify_step: %ld windows at %d positions, %ld captures, %ld replays\n", calls, NP, cap1 - cap0, rep1 - rep0);
+    strata_session_free(s);
+}
+
+/* strata_generate with every drafted window verified (STRATA_SPEC_WINDOW=fixed): the ids of
+ * --spec 0 over 300 tokens, each window one replay of its width's graph; the switch off: the
+ * eager verify (no replay), the same ids. */
+static void test_generate_verify_graph(strata_model *m, const int32_t *prompt, int n_prompt) {
+    char err[256];
+    collected base, on, off;
+    long reps[2] = { 0 }, caps[2] = { 0 }, wins[2] = { 0 }, kept[2] = { 0 };
+    setenv("STRATA_SPEC_WINDOW", "fixed", 1);
+    env_reset_cache();
+    for (int k = 0; k < 3; k++) {
+        if (k == 2) { setenv("STRATA_CUDA_VERIFY_GRAPH", "0", 1); env_reset_cache(); }
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 1024; sp.spec_draft = k == 0 ? 0 : 7;
+        strata_session *s = strata_session_new(m, &sp, err, sizeof err);
+        REQUIRE(s != NULL, "%s", err);
+        if (!s) break;
+        collected *out = k == 0 ? &base : k == 1 ? &on : &off;
+        out->n = 0;
+        strata_generate(s, prompt, n_prompt, 300, collect, out);
+        strata_stats st;
+        strata_session_get_stats(s, &st);
+        long cap, rep, eag;
+        backend_cuda_verify_counts(s->be, &cap, &rep, &eag);
+        if (k) { reps[k - 1] = rep; caps[k - 1] = cap; wins[k - 1] = st.n_windows; kept[k - 1] = st.n_accepted; }
+        strata_session_free(s);
+    }
+    unsetenv("STRATA_CUDA_VERIFY_GRAPH");
+    unsetenv("STRATA_SPEC_WINDOW");
+    env_reset_cache();
+    CHECKF(base.n == 300, "300 tokens (%d)", base.n);
+    CHECKF(on.n == base.n && !memcmp(on.ids, base.ids, (size_t)base.n * sizeof(int32_t)), "graph verify: ids differ from --spec 0");
+    CHECKF(off.n == base.n && !memcmp(off.ids, base.ids, (size_t)base.n * sizeof(int32_t)), "eager verify: ids differ from --spec 0");
+    CHECKF(wins[0] > 0 && reps[0] == wins[0] && caps[0] >= 1 && caps[0] <= 7, "graph verify: %ld windows, %ld replays, %ld captures",
+           wins[0], reps[0], caps[0]);
+    CHECKF(reps[1] == 0 && wins[1] == wins[0] && kept[1] == kept[0], "STRATA_CUDA_VERIFY_GRAPH=0: %ld replays, windows %ld vs %ld",
+           reps[1], wins[1], wins[0]);
+    fprintf(stderr, "generate: 300 tokens, %ld windows (%ld drafts kept), %ld graph replays, %ld captures\n", wins[0], kept[0],
+            reps[0], caps[0]);
 }
 
 int main(void) {
@@ -88,6 +203,10 @@ int main(void) {
             t_spec[0], t_spec[1], t_spec[2], t_spec[3], t_spec[0] / t_spec[2], t_spec[0] / t_spec[3],
             win4 ? (double)acc4 / win4 : 0.0);
     CHECK(win4 > 0);
+    t_current = "verify_ids";
+    test_verify_ids(mg);
+    t_current = "generate_verify_graph";
+    test_generate_verify_graph(mg, prompts[0], lens[0]);
     strata_model_free(mg);
     strata_model_free(mc);
     unlink(path);
