@@ -978,6 +978,12 @@ static int32_t choose_token(strata_session *s, const float *logits, int hist_len
     return sampler_sample(&s->smp, logits, s->history, hist_len);
 }
 
+static void *mask_prepare_main(void *arg) {
+    strata_session *s = arg;
+    s->mask_prepare(s->smp.mask_user);
+    return NULL;
+}
+
 /* The CLI's loop: the prompt, then one step per window (a single column when speculation is
  * off or paused): drafts, one pass, verification; the same spec_budget / spec_draft_after /
  * spec_verify as the server's steps. */
@@ -1027,9 +1033,19 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
             if (spec) spec_ctl_time(&s->spec, 1, now_seconds() - t_pass);
             continue;
         }
-        /* evaluate the window in one pass, verify */
+        /* evaluate the window in one pass, verify; with a mask, the next one is prepared on a
+         * helper thread meanwhile (no drafts then: the window is id alone, and the matcher has
+         * taken id in on_token) */
         int T = 1 + nd, pos0 = s->pos;
-        if (session_forward(s, win, T, 0) != 0) break;
+        pthread_t helper;
+        int helper_on = s->smp.mask && s->mask_overlap && nd == 0 &&
+                        pthread_create(&helper, NULL, mask_prepare_main, s) == 0;
+        int frc = session_forward(s, win, T, 0);
+        if (helper_on) {
+            pthread_join(helper, NULL);
+            s->st.n_mask_overlap++;
+        }
+        if (frc != 0) break;
         int32_t next = -1;
         int j = spec_verify(s, win, T, pos0, session_logits(s), &next);
         if (spec) spec_ctl_time(&s->spec, T, now_seconds() - t_pass);
@@ -1168,6 +1184,17 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
 void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user) {
     s->smp.mask = fn;
     s->smp.mask_user = user;
+    s->mask_prepare = NULL;   /* it belonged to the previous user */
+    s->mask_overlap = 0;
+}
+
+void strata_session_set_logits_mask_prepare(strata_session *s, strata_logits_mask_prepare fn, int overlap) {
+    s->mask_prepare = fn;
+    if (overlap < 0) {
+        const char *ov = env_str(ENV_GRAMMAR_OVERLAP);
+        overlap = !strcmp(ov, "auto") ? s->m->device == STRATA_DEVICE_CUDA : env_bool(ENV_GRAMMAR_OVERLAP);
+    }
+    s->mask_overlap = fn && overlap;
 }
 
 int strata_token_is_control(const strata_model *m, int32_t id) {
