@@ -531,6 +531,21 @@ static void test_canonical_masks(const char *model) {
         grammar_match_free(a);
         grammar_match_free(b);
     }
+    /* deep stacks: k frames that each end with one '-', then 'x'; SmolLM2's 64-dash token is
+     * allowed exactly when k >= 64, and frames below the 81 bytes of its longest token are cut */
+    grammar *gd = grammar_parse("root ::= unit \"x\"\nunit ::= \"(\" unit? \"-\"\n", err, sizeof err);
+    CHECK(gd != NULL);
+    for (int k = 40; k <= 100 && gd && v; k += 3) {
+        grammar_match *a = grammar_match_new(gd, v), *b = grammar_match_new(gd, v);
+        grammar_match_set_canonical(b, 0);
+        for (int i = 0; i < k; i++) { grammar_match_bytes(a, "(", 1); grammar_match_bytes(b, "(", 1); }
+        const uint8_t *ma = grammar_match_mask(a), *mb = grammar_match_mask(b);
+        steps++;
+        if (!ma || !mb || memcmp(ma, mb, ((size_t)nv + 7) / 8)) { differ++; fprintf(stderr, "  %d frames: masks differ\n", k); }
+        grammar_match_free(a);
+        grammar_match_free(b);
+    }
+    grammar_free(gd);
     fprintf(stderr, "  canonical masks: %d steps, %ld from the cache (full-state keys: %ld)\n", steps, hits, plain_hits);
     CHECK_EQ_INT(differ, 0);
     CHECK(steps >= 600);
