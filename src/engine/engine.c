@@ -980,7 +980,7 @@ static int32_t choose_token(strata_session *s, const float *logits, int hist_len
 
 static void *mask_prepare_main(void *arg) {
     strata_session *s = arg;
-    s->mask_prepare(s->smp.mask_user);
+    (void)s->mask_prepare(s->smp.mask_user);
     return NULL;
 }
 
@@ -1023,6 +1023,16 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
          * step, not an eager pass); a sampler when speculation is off (STRATA_CUDA_SAMPLE=0:
          * logits to the host, the CPU sampler). */
         int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
+        if (nd == 0 && s->smp.mask && s->mask_device && plain_greedy && s->be->ops->decode_step_masked) {
+            /* a mask and greedy: the step on the device all the same, its argmax under the mask */
+            int32_t nx = s->be->ops->decode_step_masked(s->be, id, s->pos, s->mask_prepare, s->smp.mask_user);
+            if (nx < 0) break;
+            s->history[s->pos++] = id;
+            s->have_logits = 0;
+            id = nx;
+            s->st.n_mask_device++;
+            continue;
+        }
         if (nd == 0 && s->be->ops->decode_step && !s->smp.mask && (plain_greedy || (!spec && env_bool(ENV_CUDA_SAMPLE)))) {
             backend_sampling bs = { &s->smp.p, s->smp.rng, s->history };
             int32_t nx = s->be->ops->decode_step(s->be, id, s->pos, plain_greedy ? NULL : &bs);
@@ -1185,16 +1195,18 @@ void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, vo
     s->smp.mask = fn;
     s->smp.mask_user = user;
     s->mask_prepare = NULL;   /* it belonged to the previous user */
-    s->mask_overlap = 0;
+    s->mask_overlap = s->mask_device = 0;
 }
 
-void strata_session_set_logits_mask_prepare(strata_session *s, strata_logits_mask_prepare fn, int overlap) {
+void strata_session_set_logits_mask_prepare(strata_session *s, strata_logits_mask_prepare fn, int modes) {
     s->mask_prepare = fn;
-    if (overlap < 0) {
+    if (modes < 0) {
         const char *ov = env_str(ENV_GRAMMAR_OVERLAP);
-        overlap = !strcmp(ov, "auto") ? s->m->device == STRATA_DEVICE_CUDA : env_bool(ENV_GRAMMAR_OVERLAP);
+        int overlap = !strcmp(ov, "auto") ? s->m->device == STRATA_DEVICE_CUDA : env_bool(ENV_GRAMMAR_OVERLAP);
+        modes = (overlap ? STRATA_MASK_OVERLAP : 0) | (env_bool(ENV_CUDA_MASK_ARGMAX) ? STRATA_MASK_DEVICE : 0);
     }
-    s->mask_overlap = fn && overlap;
+    s->mask_overlap = fn && (modes & STRATA_MASK_OVERLAP);
+    s->mask_device = fn && (modes & STRATA_MASK_DEVICE);
 }
 
 int strata_token_is_control(const strata_model *m, int32_t id) {

@@ -1304,9 +1304,9 @@ const uint8_t *grammar_match_mask(grammar_match *m) {
     return compute_mask(m);
 }
 
-void grammar_match_prepare(grammar_match *m) {
+const uint8_t *grammar_match_prepare(grammar_match *m) {
     m->prep_mask = NULL;
-    m->prep_mask = compute_mask(m);
+    return m->prep_mask = compute_mask(m);
 }
 
 void grammar_match_set_canonical(grammar_match *m, int on) { m->canon_off = !on; }

@@ -74,8 +74,9 @@ int grammar_match_must_end(const grammar_match *m);
 const uint8_t *grammar_match_mask(grammar_match *m);
 /* Compute the current state's mask now (counted as grammar_match_mask counts it) and keep it for
  * the next grammar_match_mask call, which then returns it without counting: the caller computes
- * it ahead, e.g. on another thread while nothing else touches m. Taking a token drops it. */
-void grammar_match_prepare(grammar_match *m);
+ * it ahead, e.g. on another thread while nothing else touches m. Taking a token drops it.
+ * Returns the mask (NULL out of memory). */
+const uint8_t *grammar_match_prepare(grammar_match *m);
 /* Masks are cached per canonical state (the stacks cut where one token's bytes cannot reach);
  * 0 keys them by the full state (tests: the masks must not differ). */
 void grammar_match_set_canonical(grammar_match *m, int on);

@@ -16,7 +16,7 @@ void grammar_logits_mask(float *logits, int n_vocab, void *user) {
     grammar_match_apply(user, logits);
 }
 
-void grammar_logits_mask_prepare(void *user) { grammar_match_prepare(user); }
+const uint8_t *grammar_logits_mask_prepare(void *user) { return grammar_match_prepare(user); }
 
 grammar *grammar_from_options(const char *gbnf, const char *json_schema, int json_object, char *err, size_t errlen) {
     if (gbnf) return grammar_parse(gbnf, err, errlen);

@@ -83,6 +83,11 @@ typedef struct backend_ops {
      * The bytes the KV cache holds; *per_pos: the bytes of one position in every layer (K and
      * V). A sliding-window layer's ring makes the total less than per_pos * n_ctx. */
     size_t (*kv_bytes)(const backend *be, size_t *per_pos);
+    /* Optional (NULL: the caller evaluates and masks on the host). A greedy decode step under a
+     * mask: as decode_step without a sampler, but the argmax takes only the tokens whose bit is
+     * set in mask(user) (n_vocab bits, LSB first in each byte; called on the host while the
+     * device runs the forward pass; NULL from it fails the step). -1 on error. */
+    int32_t (*decode_step_masked)(backend *be, int32_t id, int pos, const uint8_t *(*mask)(void *), void *user);
 } backend_ops;
 
 struct backend {
