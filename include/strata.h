@@ -223,6 +223,25 @@ void strata_session_set_sampler(strata_session *s, const strata_sampler_params *
  * the host), so every token goes through fn. */
 typedef void (*strata_logits_mask)(float *logits, int n_vocab, void *user);
 void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user);
+/* Optional, with a mask set (after it: setting a mask removes the hook): prepare(user) computes
+ * and keeps the mask of the state the tokens taken so far lead to, so that the next fn call only
+ * applies it, and returns it as bits (n_vocab bits, LSB first in each byte; NULL out of memory).
+ * modes, or -1 for the switches' say:
+ *   STRATA_MASK_OVERLAP  strata_generate runs prepare on a helper thread while a step's forward
+ *                        pass runs (the state changes only in on_token, before the pass; the pass
+ *                        does not touch user): the mask costs no time of its own.
+ *                        STRATA_GRAMMAR_OVERLAP (auto: on with CUDA).
+ *   STRATA_MASK_DEVICE   greedy decoding (temperature 0, no repetition penalty) on a backend with
+ *                        a masked decode step (CUDA): the step stays on the device (the forward
+ *                        graph, then an argmax that skips the forbidden tokens, the bits uploaded
+ *                        from prepare, which runs while the graph does). STRATA_CUDA_MASK_ARGMAX
+ *                        (default off).
+ * NULL removes it. Same tokens in every mode; strata_stats.n_mask_overlap / n_mask_device count
+ * the steps that took each way. */
+typedef const uint8_t *(*strata_logits_mask_prepare)(void *user);
+#define STRATA_MASK_OVERLAP 1
+#define STRATA_MASK_DEVICE 2
+void strata_session_set_logits_mask_prepare(strata_session *s, strata_logits_mask_prepare fn, int modes);
 /* Control tokens (chat markup such as <|im_start|>) never appear in constrained text. */
 int strata_token_is_control(const strata_model *m, int32_t id);
 
@@ -244,6 +263,9 @@ typedef struct strata_stats {
     uint64_t weight_bytes_per_token;
     /* speculative decoding */
     long n_drafted, n_accepted, n_windows;
+    /* constrained sampling: steps whose mask was prepared during the forward pass */
+    long n_mask_overlap;
+    long n_mask_device;                   /* greedy steps masked on the device */
 } strata_stats;
 void strata_session_get_stats(const strata_session *s, strata_stats *st);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "strata.h"
 #include "model/backend.h"   /* FWD_MAX_LOGITS: the columns of one pass of strata_sessions_step_spec */
+#include "grammar/grammar_model.h"
 
 static strata_session *new_session(strata_model *m) {
     char err[256];
@@ -435,6 +436,61 @@ static void test_spec_step(strata_model *m) {
     }
 }
 
+/* A grammar's next mask prepared on a helper thread during the forward pass (issue 22): the same
+ * tokens as without, every step after the first overlapped, and each prepared mask used (masks
+ * computed + served from the cache = tokens: none computed twice). */
+typedef struct { grammar_match *gm; int32_t ids[64]; int n, bad; } gram_run;
+static int gram_on_token(int32_t id, void *u) {
+    gram_run *r = u;
+    if (r->n < 64) r->ids[r->n++] = id;
+    if (grammar_match_token(r->gm, id)) r->bad++;
+    return 0;
+}
+static void test_mask_overlap(strata_model *m) {
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"items\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,"
+                         "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":20},"
+                         "\"year\":{\"type\":\"integer\"}},\"required\":[\"name\",\"year\"]}}},\"required\":[\"items\"]}";
+    char err[256];
+    grammar *g = grammar_from_options(NULL, schema, 0, err, sizeof err);
+    grammar_vocab *v = grammar_vocab_for_model(m);
+    CHECK(g && v);
+    if (!g || !v) { grammar_free(g); grammar_vocab_free(v); return; }
+    const char *text = "Three famous scientists and their birth years as JSON:";
+    int32_t prompt[64];
+    int np = strata_tokenize(m, text, strlen(text), 1, 0, prompt, 64);
+    CHECK(np > 1);
+    gram_run run[2];
+    enum { N = 40 };
+    for (int ov = 0; ov < 2; ov++) {
+        gram_run *r = &run[ov];
+        memset(r, 0, sizeof *r);
+        r->gm = grammar_match_new(g, v);
+        strata_session *s = new_session(m);
+        CHECK(r->gm && s);
+        if (!r->gm || !s) { grammar_match_free(r->gm); if (s) strata_session_free(s); continue; }
+        strata_sampler_params sp = strata_sampler_default_params();
+        sp.temperature = 0;
+        strata_session_set_sampler(s, &sp);
+        strata_session_set_logits_mask(s, grammar_logits_mask, r->gm);
+        strata_session_set_logits_mask_prepare(s, grammar_logits_mask_prepare, ov);
+        int n = strata_generate(s, prompt, np, N, gram_on_token, r);
+        strata_stats st;
+        strata_session_get_stats(s, &st);
+        long computed, cached;
+        grammar_match_stats(r->gm, &computed, &cached, NULL);
+        CHECK_EQ_INT(n, N);
+        CHECK_EQ_INT(r->bad, 0);
+        CHECK_EQ_INT((int)st.n_mask_overlap, ov ? N - 1 : 0);
+        CHECKF(computed + cached == N, "overlap %d: masks computed %ld + cached %ld != %d tokens", ov, computed, cached, N);
+        strata_session_free(s);
+        grammar_match_free(r->gm);
+    }
+    CHECK_EQ_INT(run[0].n, run[1].n);
+    CHECK(!memcmp(run[0].ids, run[1].ids, sizeof run[0].ids));
+    grammar_vocab_free(v);
+    grammar_free(g);
+}
+
 int main(void) {
     /* the speculative steps here test the step machinery (drafts, verification, budgets), not
      * the cost model (test_spec does): a given cost table, final (not re-timed), so a loaded
@@ -458,6 +514,7 @@ int main(void) {
     RUN_ARG(test_step_prefill, m);
     RUN_ARG(test_step_prefill_multi, m);
     RUN_ARG(test_spec_step, m);
+    RUN_ARG(test_mask_overlap, m);
     strata_model_free(m);
     TEST_DONE();
 }

@@ -419,13 +419,20 @@ static void test_mask_cache(void) {
  * tokens): random walks through the mask must never find it empty before the grammar can end,
  * every token the mask allows must be accepted, and every document that reaches the end must
  * parse and validate. Caught a lead byte alone (F0) counted as viable before '{'. */
-static void test_real_vocab(const char *model) {
+static strata_model *load_vocab(const char *model) {
     strata_model_params mp = strata_model_default_params();
     mp.path = model;
     mp.vocab_only = 1;
     strata_model *m;
     char err[512];
-    if (strata_model_load(&mp, &m, err, sizeof err)) { CHECKF(0, "%s", err); return; }
+    if (strata_model_load(&mp, &m, err, sizeof err)) { CHECKF(0, "%s", err); return NULL; }
+    return m;
+}
+
+static void test_real_vocab(const char *model) {
+    strata_model *m = load_vocab(model);
+    if (!m) return;
+    char err[512];
     const char *schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
                          "\"age\":{\"type\":\"integer\"},\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\\u00e9\"]},"
                          "\"maxItems\":3},\"note\":{\"type\":[\"string\",\"null\"],\"maxLength\":8}},\"required\":[\"name\",\"age\"]}";
@@ -482,6 +489,74 @@ static void test_real_vocab(const char *model) {
     strata_model_free(m);
 }
 
+/* Masks keyed by canonical states (stacks cut below the reach of one token) are the masks of the
+ * full states: random walks through the bench schema of bench/grammar_bench.sh (an array of
+ * eight objects with length-bounded strings) and a GBNF grammar with nesting, two matchers fed
+ * the same tokens, one with canonical keys and one without, masks compared at every step; the
+ * canonical one must serve masks from its cache where the other cannot. */
+static void test_canonical_masks(const char *model) {
+    strata_model *m = load_vocab(model);
+    if (!m) return;
+    char err[512];
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"scientists\":{\"type\":\"array\",\"minItems\":8,\"maxItems\":8,"
+        "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":40},\"field\":{\"type\":\"string\","
+        "\"maxLength\":40},\"born\":{\"type\":\"integer\"}},\"required\":[\"name\",\"field\",\"born\"]}}},\"required\":[\"scientists\"]}";
+    const char *gbnf = "root ::= item (\",\" item){5}\nitem ::= \"(\" [a-z]{0,12} (\" \" item)? \")\" | [0-9]+\n";
+    grammar *gs[2] = { grammar_from_options(NULL, schema, 0, err, sizeof err), grammar_parse(gbnf, err, sizeof err) };
+    grammar_vocab *v = grammar_vocab_for_model(m);
+    CHECK(gs[0] && gs[1] && v);
+    int nv = strata_n_vocab(m), differ = 0, steps = 0;
+    uint32_t *allowed = malloc((size_t)nv * sizeof *allowed);
+    long hits = 0, plain_hits = 0;
+    for (int run = 0; run < 8 && gs[0] && gs[1] && v; run++) {
+        grammar_match *a = grammar_match_new(gs[run & 1], v), *b = grammar_match_new(gs[run & 1], v);
+        grammar_match_set_canonical(b, 0);
+        for (int step = 0; step < 150; step++) {
+            const uint8_t *ma = grammar_match_mask(a), *mb = grammar_match_mask(b);
+            if (!ma || !mb) { differ++; break; }
+            steps++;
+            if (memcmp(ma, mb, ((size_t)nv + 7) / 8)) { differ++; break; }
+            int cnt = 0;
+            for (int i = 0; i < nv; i++) if (ma[i >> 3] >> (i & 7) & 1) allowed[cnt++] = (uint32_t)i;
+            if (cnt == 0) break;
+            int id = (int)allowed[(int)(urand() * cnt)];
+            if (strata_token_is_eog(m, id)) break;
+            if (grammar_match_token(a, id) || grammar_match_token(b, id)) { differ++; break; }
+        }
+        long c, h;
+        grammar_match_stats(a, &c, &h, NULL);
+        hits += h;
+        grammar_match_stats(b, &c, &h, NULL);
+        plain_hits += h;
+        grammar_match_free(a);
+        grammar_match_free(b);
+    }
+    /* deep stacks: k frames that each end with one '-', then 'x'; SmolLM2's 64-dash token is
+     * allowed exactly when k >= 64, and frames below the 81 bytes of its longest token are cut */
+    grammar *gd = grammar_parse("root ::= unit \"x\"\nunit ::= \"(\" unit? \"-\"\n", err, sizeof err);
+    CHECK(gd != NULL);
+    for (int k = 40; k <= 100 && gd && v; k += 3) {
+        grammar_match *a = grammar_match_new(gd, v), *b = grammar_match_new(gd, v);
+        grammar_match_set_canonical(b, 0);
+        for (int i = 0; i < k; i++) { grammar_match_bytes(a, "(", 1); grammar_match_bytes(b, "(", 1); }
+        const uint8_t *ma = grammar_match_mask(a), *mb = grammar_match_mask(b);
+        steps++;
+        if (!ma || !mb || memcmp(ma, mb, ((size_t)nv + 7) / 8)) { differ++; fprintf(stderr, "  %d frames: masks differ\n", k); }
+        grammar_match_free(a);
+        grammar_match_free(b);
+    }
+    grammar_free(gd);
+    fprintf(stderr, "  canonical masks: %d steps, %ld from the cache (full-state keys: %ld)\n", steps, hits, plain_hits);
+    CHECK_EQ_INT(differ, 0);
+    CHECK(steps >= 600);
+    CHECKF(hits > plain_hits, "canonical cache hits %ld, full-state %ld", hits, plain_hits);
+    free(allowed);
+    grammar_vocab_free(v);
+    grammar_free(gs[0]);
+    grammar_free(gs[1]);
+    strata_model_free(m);
+}
+
 int main(void) {
     grammar_vocab *v = make_vocab();   /* fills g_tok for accepts() */
     grammar_vocab_free(v);
@@ -491,8 +566,10 @@ int main(void) {
     RUN(test_mask_cache);
     RUN(test_schemas);
     const char *model = getenv("STRATA_MODEL");
-    if (model && *model) RUN_ARG(test_real_vocab, model);
-    else SKIP("model", "test_real_vocab: STRATA_MODEL is not set");
+    if (model && *model) {
+        RUN_ARG(test_real_vocab, model);
+        RUN_ARG(test_canonical_masks, model);
+    } else SKIP("model", "test_real_vocab, test_canonical_masks: STRATA_MODEL is not set");
     for (int i = 0; i < g_nv; i++) free(g_tok[i]);
     TEST_DONE();
 }

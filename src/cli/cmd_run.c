@@ -37,6 +37,7 @@ static int open_grammar(const strata_model *m, const cli_opts *o, strata_session
     gc->match = gc->v ? grammar_match_new(gc->g, gc->v) : NULL;
     if (!gc->match) { fprintf(stderr, "strata: out of memory for the grammar\n"); return -1; }
     strata_session_set_logits_mask(s, grammar_logits_mask, gc->match);
+    strata_session_set_logits_mask_prepare(s, grammar_logits_mask_prepare, -1);
     return 0;
 }
 
@@ -116,8 +117,11 @@ int cmd_run(int argc, char **argv) {
         if (gc.match && o.show_stats && !cli_interrupted) {
             long computed, cached;
             double secs;
+            strata_stats ss;
             grammar_match_stats(gc.match, &computed, &cached, &secs);
-            fprintf(stderr, "[grammar] masks computed %ld (%.1f ms), from the cache %ld\n", computed, secs * 1e3, cached);
+            strata_session_get_stats(s, &ss);
+            fprintf(stderr, "[grammar] masks computed %ld (%.1f ms), from the cache %ld, during the forward pass %ld\n",
+                    computed, secs * 1e3, cached, ss.n_mask_overlap);
         }
         if (cli_interrupted) { fprintf(stderr, "strata: interrupted\n"); rc = CLI_INTERRUPTED; }
     }

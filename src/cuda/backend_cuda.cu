@@ -265,8 +265,9 @@ typedef struct {
     int moe_wide_min;           /* STRATA_CUDA_MOE_MM: the narrowest pass that takes the wide path */
     /* graphs: [0] greedy (argmax), [1] sampler at temperature 0 (penalty + argmax: no sort),
      * [2] sampler */
-    cudaGraphExec_t graph[3];
-    int graph_ok[3];
+    cudaGraphExec_t graph[4];   /* decode step graphs: 0 argmax, 1 greedy sampler, 2 sampler, 3 forward only */
+    int graph_ok[4];
+    uint32_t *d_mask;           /* device: the allowed tokens of a masked step (n_vocab bits), at first use */
     /* the greedy verify windows (cuda_verify_step): vgraph[T] holds a window of T columns; its
      * ids and position come from d_vin (uploaded from pinned h_vin before each replay), its
      * argmax ids go through d_picks to pinned h_picks */
@@ -294,7 +295,7 @@ static void be_fail(cuda_be *c, const char *what) {
 #define ATT_COLS 8
 
 static void graphs_drop(cuda_be *c) {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (c->graph_ok[i]) { cudaGraphExecDestroy(c->graph[i]); c->graph_ok[i] = 0; }
     for (int i = 0; i <= FWD_INIT_T; i++)
         if (c->vgraph_ok[i]) { cudaGraphExecDestroy(c->vgraph[i]); c->vgraph_ok[i] = 0; }
@@ -844,6 +845,7 @@ static int cuda_max_rewind(const backend *be) { (void)be; return 1 << 30; }   /*
 static int record_step(backend *be, int32_t id, int pos, int kind) {
     cuda_be *c = CB(be);
     if (forward(be, &c->hp, &id, 1, pos, 0) != 0) return -1;
+    if (kind == 3) return c->failed ? -1 : 0;   /* the masked step: its argmax follows the graph */
     int rc = kind == 0
         ? cuda_argmax(c->logits, c->hp.n_vocab, c->d_ids, c->d_pos, c->argmax_scratch, c->st) ||
               CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st))
@@ -854,8 +856,9 @@ static int record_step(backend *be, int32_t id, int pos, int kind) {
 }
 
 /* Replay (capturing at first use) the step graph `kind`; STRATA_CUDA_GRAPH=0 launches the same
- * kernels one by one (they still read d_pos / d_ids). */
-static int run_step(backend *be, int32_t id, int pos, int kind) {
+ * kernels one by one (they still read d_pos / d_ids). sync 0: return once launched (the caller
+ * synchronizes; on an error the backend has failed). */
+static int launch_step(backend *be, int32_t id, int pos, int kind, int sync) {
     cuda_be *c = CB(be);
     int rc = 0;
     c->capturing = 1;
@@ -876,7 +879,20 @@ static int run_step(backend *be, int32_t id, int pos, int kind) {
     }
     c->capturing = 0;
     if (!rc && env_bool(ENV_CUDA_GRAPH)) rc = CU_CHECK(cudaGraphLaunch(c->graph[kind], c->st));
-    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "decode step"); return -1; }
+    if (rc || (sync && CU_CHECK(cudaStreamSynchronize(c->st)))) { be_fail(c, "decode step"); return -1; }
+    return 0;
+}
+
+static int run_step(backend *be, int32_t id, int pos, int kind) { return launch_step(be, id, pos, kind, 1); }
+
+/* d_ids / d_pos must hold a greedy step's token and position (after a greedy step they do). */
+static int greedy_input(cuda_be *c, int32_t id, int pos) {
+    if (c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id) return 0;
+    int32_t hv[2] = { id, pos };
+    if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
+        CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
+        CU_CHECK(cudaStreamSynchronize(c->st)))
+        return -1;
     return 0;
 }
 
@@ -885,13 +901,7 @@ static int32_t cuda_decode_step(backend *be, int32_t id, int pos, const backend_
     if (pos < 0 || pos >= c->n_ctx || id < 0 || id >= c->hp.n_vocab || c->failed) return -1;
     if (!smp) {
         /* d_ids / d_pos must hold this step's token and position */
-        if (!(c->dev_pos_known && c->dev_pos == pos && c->dev_tok == id)) {
-            int32_t hv[2] = { id, pos };
-            if (CU_CHECK(cudaMemcpyAsync(c->d_ids, &hv[0], sizeof(int32_t), cudaMemcpyHostToDevice, c->st)) ||
-                CU_CHECK(cudaMemcpyAsync(c->d_pos, &hv[1], sizeof(int), cudaMemcpyHostToDevice, c->st)) ||
-                CU_CHECK(cudaStreamSynchronize(c->st)))
-                return -1;
-        }
+        if (greedy_input(c, id, pos)) return -1;
         if (run_step(be, id, pos, 0)) return -1;
         c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_token[0];
         return c->h_token[0];
@@ -1010,6 +1020,35 @@ extern "C" void backend_cuda_verify_counts(const backend *be, long *captures, lo
     if (captures) *captures = c->verify_captures;
     if (replays) *replays = c->verify_replays;
     if (eager) *eager = c->verify_eager;
+
+/* A greedy step under a mask (backend_ops.decode_step_masked): the forward graph (kind 3) is
+ * launched, the mask computed on the host while it runs, uploaded behind it on the stream, and
+ * the argmax skips the tokens it forbids (then the token comes back as in the greedy graph). */
+static int32_t cuda_decode_step_masked(backend *be, int32_t id, int pos, const uint8_t *(*mask)(void *), void *user) {
+    cuda_be *c = CB(be);
+    if (pos < 0 || pos >= c->n_ctx || id < 0 || id >= c->hp.n_vocab || c->failed || !mask) return -1;
+    const size_t mbytes = ((size_t)c->hp.n_vocab + 7) / 8;
+    if (!c->d_mask) {
+        char err[128];
+        if (cuda_dev_alloc_named((void **)&c->d_mask, (mbytes + 3) / 4 * 4, "the token mask", err, sizeof err)) {
+            fprintf(stderr, "strata: %s\n", err);
+            return -1;
+        }
+    }
+    if (greedy_input(c, id, pos)) return -1;
+    c->dev_pos_known = 0;
+    if (launch_step(be, id, pos, 3, 0)) return -1;
+    const uint8_t *bits = mask(user);   /* on the host, while the device runs the forward pass */
+    if (!bits || CU_CHECK(cudaMemcpyAsync(c->d_mask, bits, mbytes, cudaMemcpyHostToDevice, c->st)) ||
+        cuda_argmax_masked(c->logits, c->hp.n_vocab, c->d_mask, c->d_ids, c->d_pos, c->argmax_scratch, c->st) ||
+        CU_CHECK(cudaMemcpyAsync(c->h_token, c->d_ids, sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)) ||
+        CU_CHECK(cudaStreamSynchronize(c->st))) {
+        cudaStreamSynchronize(c->st);
+        if (bits) be_fail(c, "masked decode step");
+        return -1;
+    }
+    c->dev_pos_known = 1; c->dev_pos = pos + 1; c->dev_tok = c->h_token[0];
+    return c->h_token[0];
 }
 
 /* Rows 0 .. n-1 of every layer's K and V, device to device on dst's stream (both backends are
@@ -1046,6 +1085,7 @@ static const backend_ops cuda_ops = {
     "cuda", blk_embed, blk_attn, blk_ffn, blk_head, cuda_logits_host, blk_head_argmax, cuda_decode_step, cuda_max_rewind,
     cuda_free_be, cuda_kv_copy, cuda_kv_bytes,
     cuda_verify_step,
+    cuda_decode_step_masked,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
@@ -1209,10 +1249,11 @@ static void cuda_free_be(backend *be) {
     cuda_be *c = CB(be);
     if (c) {
         if (c->st) cudaStreamSynchronize(c->st);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             if (c->graph_ok[i]) cudaGraphExecDestroy(c->graph[i]);
         for (int i = 0; i <= FWD_INIT_T; i++)
             if (c->vgraph_ok[i]) cudaGraphExecDestroy(c->vgraph[i]);
+        cuda_dev_free(c->d_mask);
         for (int l = 0; c->kv.kc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.kc[l]);
         for (int l = 0; c->kv.vc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.vc[l]);
         st_free(c->kv.kc); st_free(c->kv.vc);

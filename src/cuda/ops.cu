@@ -910,7 +910,7 @@ int cuda_add(float *x, const float *y, int n, cudaStream_t st) {
 static __device__ __forceinline__ void argmax_merge(float *bv, int *bi, float v, int i) {
     if (v > *bv || (v == *bv && i < *bi)) { *bv = v; *bi = i; }
 }
-__global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc, int *scratch) {
+__global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc, int *scratch, const uint32_t *mask) {
     PDL_WAIT();
     __shared__ float sv[ARGMAX_THREADS / 32];
     __shared__ int si[ARGMAX_THREADS / 32];
@@ -920,6 +920,7 @@ __global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc,
     int idx = 0x7fffffff;
     for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         float v = x[i];
+        if (mask && !(mask[i >> 5] >> (i & 31) & 1u)) v = -INFINITY;   /* forbidden (masked steps) */
         if (v > best) { best = v; idx = i; }   /* strided: first max of this thread's indices */
     }
 #pragma unroll
@@ -953,6 +954,12 @@ __global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc,
 size_t cuda_argmax_scratch_ints(void) { return 2 * ARGMAX_CTAS + 1; }
 
 int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, int *scratch, cudaStream_t st) {
-    klaunch(argmax_kernel, ARGMAX_CTAS, ARGMAX_THREADS, 0, st, x, n, d_out, d_pos_inc, scratch);
+    klaunch(argmax_kernel, ARGMAX_CTAS, ARGMAX_THREADS, 0, st, x, n, d_out, d_pos_inc, scratch, (const uint32_t *)NULL);
+    return CU_LAUNCHED();
+}
+
+int cuda_argmax_masked(const float *x, int n, const uint32_t *mask, int32_t *d_out, int *d_pos_inc, int *scratch,
+                       cudaStream_t st) {
+    klaunch(argmax_kernel, ARGMAX_CTAS, ARGMAX_THREADS, 0, st, x, n, d_out, d_pos_inc, scratch, mask);
     return CU_LAUNCHED();
 }

@@ -1019,6 +1019,12 @@ static int32_t choose_token(strata_session *s, const float *logits, int hist_len
     return sampler_sample(&s->smp, logits, s->history, hist_len);
 }
 
+static void *mask_prepare_main(void *arg) {
+    strata_session *s = arg;
+    (void)s->mask_prepare(s->smp.mask_user);
+    return NULL;
+}
+
 /* The CLI's loop: the prompt, then one step per window (a single column when speculation is
  * off or paused): drafts, one pass, verification; the same spec_budget / spec_draft_after /
  * spec_verify as the server's steps. */
@@ -1058,6 +1064,16 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
          * step, not an eager pass); a sampler when speculation is off (STRATA_CUDA_SAMPLE=0:
          * logits to the host, the CPU sampler). */
         int plain_greedy = greedy && s->smp.p.repeat_penalty == 1.0f;
+        if (nd == 0 && s->smp.mask && s->mask_device && plain_greedy && s->be->ops->decode_step_masked) {
+            /* a mask and greedy: the step on the device all the same, its argmax under the mask */
+            int32_t nx = s->be->ops->decode_step_masked(s->be, id, s->pos, s->mask_prepare, s->smp.mask_user);
+            if (nx < 0) break;
+            s->history[s->pos++] = id;
+            s->have_logits = 0;
+            id = nx;
+            s->st.n_mask_device++;
+            continue;
+        }
         if (nd == 0 && s->be->ops->decode_step && !s->smp.mask && (plain_greedy || (!spec && env_bool(ENV_CUDA_SAMPLE)))) {
             backend_sampling bs = { &s->smp.p, s->smp.rng, s->history };
             int32_t nx = s->be->ops->decode_step(s->be, id, s->pos, plain_greedy ? NULL : &bs);
@@ -1070,13 +1086,23 @@ int strata_generate(strata_session *s, const int32_t *prompt, int n_prompt, int 
         }
         /* evaluate the window in one pass, verify: on the device for plain greedy where the
          * backend has a verify step (CUDA: one graph replay, the T argmax ids back), else the
-         * eager pass with the logits on the host */
+         * eager pass with the logits on the host; with a mask, the next one is prepared on a
+         * helper thread meanwhile (no drafts then: the window is id alone, and the matcher has
+         * taken id in on_token) */
         int T = 1 + nd, pos0 = s->pos, j, captured = 0;
         int32_t next = -1;
         if (verify_on_device(s, T)) {
             if ((j = spec_verify_device(s, win, T, &next, &captured)) < 0) break;
         } else {
-            if (session_forward(s, win, T, 0) != 0) break;
+            pthread_t helper;
+            int helper_on = s->smp.mask && s->mask_overlap && nd == 0 &&
+                            pthread_create(&helper, NULL, mask_prepare_main, s) == 0;
+            int frc = session_forward(s, win, T, 0);
+            if (helper_on) {
+                pthread_join(helper, NULL);
+                s->st.n_mask_overlap++;
+            }
+            if (frc != 0) break;
             j = spec_verify(s, win, T, pos0, session_logits(s), &next);
         }
         if (spec && !captured) spec_ctl_time(&s->spec, T, now_seconds() - t_pass);
@@ -1215,6 +1241,19 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
 void strata_session_set_logits_mask(strata_session *s, strata_logits_mask fn, void *user) {
     s->smp.mask = fn;
     s->smp.mask_user = user;
+    s->mask_prepare = NULL;   /* it belonged to the previous user */
+    s->mask_overlap = s->mask_device = 0;
+}
+
+void strata_session_set_logits_mask_prepare(strata_session *s, strata_logits_mask_prepare fn, int modes) {
+    s->mask_prepare = fn;
+    if (modes < 0) {
+        const char *ov = env_str(ENV_GRAMMAR_OVERLAP);
+        int overlap = !strcmp(ov, "auto") ? s->m->device == STRATA_DEVICE_CUDA : env_bool(ENV_GRAMMAR_OVERLAP);
+        modes = (overlap ? STRATA_MASK_OVERLAP : 0) | (env_bool(ENV_CUDA_MASK_ARGMAX) ? STRATA_MASK_DEVICE : 0);
+    }
+    s->mask_overlap = fn && (modes & STRATA_MASK_OVERLAP);
+    s->mask_device = fn && (modes & STRATA_MASK_DEVICE);
 }
 
 int strata_token_is_control(const strata_model *m, int32_t id) {

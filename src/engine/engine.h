@@ -47,6 +47,9 @@ struct strata_session {
     /* history[0..sfx_n) is in sfx (-1: rebuild it) */
     int sfx_n;
     spec_ctl spec;               /* cost model and acceptance rates: the draft window's choice */
+    /* the mask's prepare hook (strata_session_set_logits_mask_prepare) and whether it overlaps */
+    strata_logits_mask_prepare mask_prepare;
+    int mask_overlap, mask_device;
 };
 
 /* Evaluate T <= FWD_MAX_T tokens; logits of tokens logits_from.. are left in session_logits(s). */

@@ -19,6 +19,11 @@ struct grammar {
      * one at a time (nested groups first), so they are kept as lists and flattened at the end */
     int32_t *alt; int n_alt;
     int32_t *ralt;                 /* n_rules + 1 */
+    /* per element: the fewest bytes that finish its alternative from it (itself included; a
+     * character is at least one byte), capped at MINREST_INF: how far below the top of a stack
+     * the bytes of one token can reach (canonical states, grammar_match_mask) */
+    int32_t *minrest;
+    int32_t *rmin;                 /* per rule: its shortest length in bytes (MINREST_INF: none) */
     char **names; int n_rules, cap_rules;
     int32_t **ralts; int *nralts;  /* while parsing: per rule its alternative starts */
     int root;
@@ -49,6 +54,7 @@ typedef struct {
 #define GRAMMAR_MAX_NEST 200       /* nested groups */
 #define GRAMMAR_MAX_ELEMENTS (1 << 20)   /* elements after {m,n} expansion */
 #define MATCH_MAX_STACKS 4096      /* live stacks in one state (a highly ambiguous grammar) */
+#define MINREST_INF (1 << 24)
 
 static int gp_fail(gparser *P, const char *msg) {
     if (!P->failed) {
@@ -405,6 +411,36 @@ static int nullable_fix(const grammar *g, uint8_t *nullable) {
     return 0;
 }
 
+/* g->minrest: the rules' shortest lengths by relaxation (from "infinite": a rule with no finite
+ * derivation keeps it), then each alternative's suffix sums, back to front. */
+static int min_lengths(grammar *g) {
+    int32_t *rmin = g->rmin = st_malloc((size_t)(g->n_rules ? g->n_rules : 1) * sizeof *rmin);
+    g->minrest = st_malloc((size_t)(g->n_el ? g->n_el : 1) * sizeof *g->minrest);
+    if (!rmin || !g->minrest) return -1;
+    for (int r = 0; r < g->n_rules; r++) rmin[r] = MINREST_INF;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int r = 0; r < g->n_rules; r++)
+            for (int a = g->ralt[r]; a < g->ralt[r + 1]; a++) {
+                int32_t len = 0;
+                for (int e = g->alt[a]; g->el[e].kind != G_END && len < MINREST_INF; e++)
+                    len += g->el[e].kind == G_CHARS ? 1 : rmin[g->el[e].v];
+                if (len > MINREST_INF) len = MINREST_INF;
+                if (len < rmin[r]) { rmin[r] = len; changed = 1; }
+            }
+    }
+    int32_t acc = 0;
+    for (int e = g->n_el - 1; e >= 0; e--) {
+        if (g->el[e].kind == G_END) acc = 0;
+        else {
+            acc += g->el[e].kind == G_CHARS ? 1 : rmin[g->el[e].v];
+            if (acc > MINREST_INF) acc = MINREST_INF;
+        }
+        g->minrest[e] = acc;
+    }
+    return 0;
+}
+
 /* 1: rule r can reach itself without consuming a character; 2: the chain of leading references
  * is too deep to follow (refused too: the check recurses). */
 static int left_recursive(const grammar *g, int r, const uint8_t *nullable, uint8_t *state, int depth) {
@@ -474,6 +510,7 @@ grammar *grammar_parse(const char *text, char *err, size_t errlen) {
             g->ralt[g->n_rules] = k;
             g->n_alt = k;
             nullable_fix(g, nullable);
+            if (min_lengths(g)) { snprintf(err, errlen, "out of memory"); P.failed = 1; }
             for (int i = 0; i < g->n_rules && !P.failed; i++) {
                 int x = left_recursive(g, i, nullable, state, 0);
                 if (x) {
@@ -499,7 +536,7 @@ void grammar_free(grammar *g) {
     for (int i = 0; i < g->n_rules; i++) st_free(g->names[i]);
     if (g->ralts) for (int i = 0; i < g->n_rules; i++) st_free(g->ralts[i]);
     st_free(g->ralts); st_free(g->nralts);
-    st_free(g->el); st_free(g->cs); st_free(g->alt); st_free(g->ralt); st_free(g->names);
+    st_free(g->el); st_free(g->cs); st_free(g->alt); st_free(g->ralt); st_free(g->names); st_free(g->minrest); st_free(g->rmin);
     st_free(g);
 }
 
@@ -538,7 +575,40 @@ struct grammar_vocab {
     int32_t *same;                    /* next id with the same bytes as this one (the trie keeps one), -1 */
     uint8_t *eog;
     int max_len;
+    /* the trie in depth-first order without its root (what the mask walks): node i's byte, its
+     * first token (-1: none; the rest through same), its depth (1 = a first byte) and the index
+     * past its subtree */
+    uint8_t *fbyte; int32_t *ftok, *fskip; uint16_t *fdepth; int n_flat;
 };
+
+/* v->f*: the linked trie flattened, children in byte order. */
+static int flatten_trie(grammar_vocab *v) {
+    int n = v->n_node - 1;
+    v->fbyte = st_malloc((size_t)(n ? n : 1));
+    v->ftok = st_malloc((size_t)(n ? n : 1) * sizeof *v->ftok);
+    v->fskip = st_malloc((size_t)(n ? n : 1) * sizeof *v->fskip);
+    v->fdepth = st_malloc((size_t)(n ? n : 1) * sizeof *v->fdepth);
+    int32_t *stk = st_malloc((size_t)(v->max_len + 2) * sizeof *stk), *at = st_malloc((size_t)(v->max_len + 2) * sizeof *at);
+    if (!v->fbyte || !v->ftok || !v->fskip || !v->fdepth || !stk || !at) { st_free(stk); st_free(at); return -1; }
+    /* stk[d]: the node being visited at depth d (its children next), at[d]: its flat index */
+    int d = 0, k = 0;
+    stk[0] = v->node[0].child;
+    while (d >= 0) {
+        int t = stk[d];
+        if (t < 0) {                  /* depth d done: close the parent's subtree */
+            if (--d >= 0) { v->fskip[at[d]] = k; stk[d] = v->node[stk[d]].sibling; }
+            continue;
+        }
+        v->fbyte[k] = v->node[t].byte;
+        v->ftok[k] = v->node[t].token;
+        v->fdepth[k] = (uint16_t)(d + 1);
+        at[d] = k++;
+        stk[++d] = v->node[t].child;
+    }
+    v->n_flat = k;
+    st_free(stk); st_free(at);
+    return 0;
+}
 
 grammar_vocab *grammar_vocab_new(const grammar_vocab_src *src) {
     grammar_vocab *v = st_calloc(1, sizeof *v);
@@ -588,6 +658,7 @@ grammar_vocab *grammar_vocab_new(const grammar_vocab_src *src) {
         if (v->node[cur].token >= 0) v->same[id] = v->node[cur].token;   /* same bytes: chained */
         v->node[cur].token = id;
     }
+    if (flatten_trie(v)) { grammar_vocab_free(v); return NULL; }
     return v;
 }
 
@@ -595,6 +666,7 @@ void grammar_vocab_free(grammar_vocab *v) {
     if (!v) return;
     if (v->tok) for (int i = 0; i < v->n_vocab; i++) st_free(v->tok[i]);
     st_free(v->tok); st_free(v->tok_len); st_free(v->eog); st_free(v->same); st_free(v->node);
+    st_free(v->fbyte); st_free(v->ftok); st_free(v->fskip); st_free(v->fdepth);
     st_free(v);
 }
 
@@ -607,14 +679,19 @@ void grammar_vocab_free(grammar_vocab *v) {
  * UTF-8 is assembled by the callers (the byte feed, the trie walk), so a character split over
  * tokens or trie levels creates no states; a pending partial character is "alive" when some
  * stack's class can still take a character of that prefix. */
-typedef struct { int32_t *ids; int n, cap; int accept; } gstate;
+typedef struct { int32_t *ids; int n, cap; int accept, beyond; } gstate;
+
+/* The parent of a stack cut by canonical_state: whatever lies below is out of reach of one token's
+ * bytes; reaching it (only ever at the last byte of the longest token) keeps a state alive. */
+#define STACK_BEYOND (-3)
 
 typedef struct { uint64_t sig; int32_t next; } cpent;   /* signature (0 = empty slot) -> state */
 
 typedef struct {
     int32_t *ids; int n;
-    int accept;
+    int accept, beyond;
     uint64_t hash;
+    int32_t canon;                 /* the canonical state for masks (canonical_state), -1 not yet */
     int32_t *next;                 /* [128] ASCII: -2 not computed, -1 dead, else a state */
     cpent *umap; uint32_t umask; int un;   /* above ASCII: by signature (cp_signature) */
     uint8_t *mask;                 /* allowed tokens, or NULL until asked for */
@@ -640,7 +717,13 @@ struct grammar_match {
     int32_t cur;
     upend pend;                    /* a character the last token left unfinished */
     uint8_t *pend_mask;            /* the mask computed with a character pending (not cached) */
+    const uint8_t *prep_mask;      /* grammar_match_prepare's mask of the current state, or NULL */
     gstate tmp_a;
+    int32_t *chain; int cap_chain; /* canonical_state's scratch: one stack's nodes */
+    int32_t *wsid; upend *wpend;   /* the walk's state per trie depth (max_len + 1) */
+    int canon_off;                 /* grammar_match_set_canonical(m, 0) */
+    /* canonical positions (canon_pos): entries (signature hash, budget, position) */
+    struct cpos { uint64_t h; int32_t b, pos; } *cpos; uint32_t cpmask; int n_cpos;
     int n_masks;
     long computed, cached;
     double t_mask;                 /* seconds spent computing masks */
@@ -719,17 +802,18 @@ static int32_t norm(grammar_match *m, int32_t pos, int32_t par) {
 /* Add stack `id` to s with its top expanded down to character classes. */
 static void expand(grammar_match *m, gstate *s, int32_t id) {
     if (id == -1) { s->accept = 1; return; }
+    if (id == STACK_BEYOND) { s->beyond = 1; return; }
     if (id < -1 || m->oom) return;
     const gel *e = &m->g->el[m->npos[id]];
     if (e->kind == G_CHARS) { gs_add(m, s, id); return; }
     /* G_REF: the continuation, then every alternative of the rule on top of it */
     if (++m->depth > 2000) { m->depth--; return; }   /* cannot happen without left recursion */
     int32_t cont = norm(m, m->npos[id] + 1, m->npar[id]);
-    if (cont < -1) { m->depth--; return; }
+    if (cont == -2) { m->depth--; return; }
     const grammar *g = m->g;
     for (int a = g->ralt[e->v]; a < g->ralt[e->v + 1] && !m->oom; a++) {
         int32_t n = norm(m, g->alt[a], cont);
-        if (n < -1) break;
+        if (n == -2) break;
         expand(m, s, n);
     }
     m->depth--;
@@ -739,12 +823,13 @@ static void expand(grammar_match *m, gstate *s, int32_t id) {
 static void advance_cp(grammar_match *m, const gsrec *src, uint32_t cp, gstate *dst) {
     dst->n = 0;
     dst->accept = 0;
+    dst->beyond = src->beyond;     /* past the horizon anything goes */
     for (int i = 0; i < src->n; i++) {
         int32_t id = src->ids[i];
         const gel *e = &m->g->el[m->npos[id]];
         if (!cs_match(&m->g->cs[e->v], cp)) continue;
         int32_t nx = norm(m, m->npos[id] + 1, m->npar[id]);
-        if (nx < -1) return;
+        if (nx == -2) return;
         expand(m, dst, nx);
     }
 }
@@ -756,11 +841,11 @@ static uint64_t gs_hash(gstate *s) {
         while (j >= 0 && s->ids[j] > x) { s->ids[j + 1] = s->ids[j]; j--; }
         s->ids[j + 1] = x;
     }
-    return fnv1a64(s->ids, (size_t)s->n * sizeof *s->ids) * 31 + (uint64_t)s->accept;
+    return fnv1a64(s->ids, (size_t)s->n * sizeof *s->ids) * 31 + (uint64_t)s->accept + 2 * (uint64_t)s->beyond;
 }
 
 static int gs_same(const gsrec *r, const gstate *s, uint64_t h) {
-    return r->hash == h && r->n == s->n && r->accept == s->accept &&
+    return r->hash == h && r->n == s->n && r->accept == s->accept && r->beyond == s->beyond &&
            (s->n == 0 || !memcmp(r->ids, s->ids, (size_t)s->n * sizeof *s->ids));
 }
 
@@ -804,7 +889,9 @@ static int32_t intern_state(grammar_match *m, gstate *s) {
     if (s->n) memcpy(r->ids, s->ids, (size_t)s->n * sizeof *s->ids);
     r->n = s->n;
     r->accept = s->accept;
+    r->beyond = s->beyond;
     r->hash = h;
+    r->canon = -1;
     m->sslot[k] = m->n_st;
     return m->n_st++;
 }
@@ -812,7 +899,7 @@ static int32_t intern_state(grammar_match *m, gstate *s) {
 /* Which of sid's stacks take cp, as bits: code points with the same answer lead to the same
  * state, so transitions above ASCII are cached by this signature, not per code point. */
 static uint64_t cp_signature(const grammar_match *m, const gsrec *r, uint32_t cp) {
-    uint64_t sig = 0;
+    uint64_t sig = r->beyond ? 1ull << 63 : 0;
     for (int i = 0; i < r->n; i++)
         if (cs_match(&m->g->cs[m->g->el[m->npos[r->ids[i]]].v], cp)) sig |= 1ull << i;
     return sig;
@@ -852,7 +939,7 @@ static int32_t step_cp(grammar_match *m, int32_t sid, uint32_t cp) {
             for (int i = 0; i < 128; i++) r->next[i] = -2;
         }
         slot = &r->next[cp];
-    } else if (r->n <= 64) {
+    } else if (r->n <= 63) {
         sig = cp_signature(m, r, cp);
         if (!sig) return -1;                         /* no stack takes it */
         slot = sig_slot(m, sid, sig);
@@ -862,7 +949,7 @@ static int32_t step_cp(grammar_match *m, int32_t sid, uint32_t cp) {
     gstate *d = &m->tmp_a;
     advance_cp(m, &m->st[sid], cp, d);
     if (m->oom) return -2;
-    int32_t nx = d->n > 0 || d->accept ? intern_state(m, d) : -1;
+    int32_t nx = d->n > 0 || d->accept || d->beyond ? intern_state(m, d) : -1;
     if (nx < -1) return -2;
     /* m->st (and its tables) may have moved */
     if (cp < 128) m->st[sid].next[cp] = nx;
@@ -873,6 +960,7 @@ static int32_t step_cp(grammar_match *m, int32_t sid, uint32_t cp) {
 /* Can some stack of sid take a character in [lo, hi]? (a pending partial character) */
 static int viable_range(const grammar_match *m, int32_t sid, uint32_t lo, uint32_t hi) {
     const gsrec *r = &m->st[sid];
+    if (r->beyond) return 1;
     for (int i = 0; i < r->n; i++)
         if (cs_intersects(&m->g->cs[m->g->el[m->npos[r->ids[i]]].v], lo, hi)) return 1;
     return 0;
@@ -938,7 +1026,9 @@ grammar_match *grammar_match_new(const grammar *g, const grammar_vocab *v) {
     m->hslot = st_malloc(((size_t)m->hmask + 1) * sizeof *m->hslot);
     m->smask = 255;
     m->sslot = st_malloc(((size_t)m->smask + 1) * sizeof *m->sslot);
-    if (!m->npos || !m->npar || !m->hslot || !m->sslot) { grammar_match_free(m); return NULL; }
+    m->wsid = st_malloc(((size_t)v->max_len + 1) * sizeof *m->wsid);
+    m->wpend = st_malloc(((size_t)v->max_len + 1) * sizeof *m->wpend);
+    if (!m->npos || !m->npar || !m->hslot || !m->sslot || !m->wsid || !m->wpend) { grammar_match_free(m); return NULL; }
     for (uint32_t i = 0; i <= m->hmask; i++) m->hslot[i] = -1;
     for (uint32_t i = 0; i <= m->smask; i++) m->sslot[i] = -1;
     /* the start: root's alternatives on the empty stack */
@@ -956,6 +1046,7 @@ void grammar_match_free(grammar_match *m) {
     st_free(m->st); st_free(m->sslot);
     gs_free(&m->tmp_a);
     st_free(m->pend_mask);
+    st_free(m->chain); st_free(m->wsid); st_free(m->wpend); st_free(m->cpos);
     st_free(m->npos); st_free(m->npar); st_free(m->hslot);
     st_free(m);
 }
@@ -968,6 +1059,7 @@ static int compact(grammar_match *m) {
     gstate s = { 0 };
     for (int i = 0; i < r->n; i++) if (gs_add(m, &s, r->ids[i])) { gs_free(&s); return -1; }
     s.accept = r->accept;
+    s.beyond = r->beyond;
     free_states(m);
     m->cur = intern_state(m, &s);
     gs_free(&s);
@@ -982,6 +1074,7 @@ static int advance_bytes(grammar_match *m, const uint8_t *s, size_t n) {
         if (feed_byte(m, &c, &p, s[i]) != 1) return -1;
     m->cur = c;
     m->pend = p;
+    m->prep_mask = NULL;
     return 0;
 }
 
@@ -998,33 +1091,198 @@ int grammar_match_token(grammar_match *m, int32_t id) {
 int grammar_match_can_end(const grammar_match *m) { return m->st[m->cur].accept && m->pend.rem == 0; }
 int grammar_match_must_end(const grammar_match *m) { return grammar_match_can_end(m) && m->st[m->cur].n == 0; }
 
-/* ---- masks ------------------------------------------------------------------------------------ */
-/* Tokens below trie node t (whose bytes led to state sid with p pending) that keep the grammar
- * alive. */
-static void mask_walk(grammar_match *m, int t, int32_t sid, upend p, uint8_t *mask) {
-    const grammar_vocab *v = m->v;
-    for (int k = v->node[t].child; k >= 0 && !m->oom; k = v->node[k].sibling) {
-        int32_t nsid = sid;
-        upend np = p;
-        if (feed_byte(m, &nsid, &np, v->node[k].byte) != 1) continue;
-        for (int32_t id = v->node[k].token; id >= 0; id = v->same[id]) mask[id >> 3] |= (uint8_t)(1u << (id & 7));
-        if (v->node[k].child >= 0) mask_walk(m, k, nsid, np, mask);
+/* ---- masks ------------------------------------------------------------------------------------
+ * A token is allowed when its bytes are a viable prefix from the current state: only what the
+ * state accepts within max_len bytes (the longest token) matters. Below a stack's top, a frame
+ * is entered only after the frames above it are finished, which takes at least their minrest
+ * bytes: where those add up to max_len or more, the rest of the stack is cut (STACK_BEYOND). The
+ * canonical state (stacks cut so) has the same mask, and states that differ only deep down (the
+ * n-th element of an array, the same string inside another object) share one cached mask. */
+
+/* Positions alike within a budget: where a frame can take at most b more bytes (those above it
+ * need the rest of the token), two positions whose alternatives read the same for b bytes (the
+ * same character classes; references to rules alike within the budget left, alternative by
+ * alternative) lead to the same masks, whatever follows further on: length-bounded strings
+ * (char{0,40} is 40 rules, one per length left) and repeated elements (x{8}) then share one
+ * canonical position. Structural and conservative: "different" is always safe (a mask less
+ * shared), so a comparison that takes too long answers it. */
+static int cs_equal(const gcharset *a, const gcharset *b) {
+    return a->n == b->n && a->neg == b->neg && (a->n == 0 || !memcmp(a->r, b->r, (size_t)a->n * 2 * sizeof *a->r));
+}
+
+static int rule_alike(const grammar *g, int r1, int r2, int32_t b, int *work);
+
+static int seq_alike(const grammar *g, int p, int q, int32_t b, int *work) {
+    for (;; p++, q++) {
+        if (b <= 0 || p == q) return 1;
+        if (++*work > 20000) return 0;
+        gel x = g->el[p], y = g->el[q];
+        if (x.kind != y.kind) return 0;
+        if (x.kind == G_END) return 1;
+        if (x.kind == G_CHARS) {
+            if (x.v != y.v && !cs_equal(&g->cs[x.v], &g->cs[y.v])) return 0;
+            b -= 1;
+            continue;
+        }
+        int32_t m1 = g->rmin[x.v], m2 = g->rmin[y.v];
+        if (m1 != m2 && (m1 < b || m2 < b)) return 0;
+        if (!rule_alike(g, x.v, y.v, b, work)) return 0;
+        b -= m1;
     }
 }
 
-const uint8_t *grammar_match_mask(grammar_match *m) {
+static int rule_alike(const grammar *g, int r1, int r2, int32_t b, int *work) {
+    if (r1 == r2 || b <= 0) return 1;
+    int n = g->ralt[r1 + 1] - g->ralt[r1];
+    if (n != g->ralt[r2 + 1] - g->ralt[r2]) return 0;
+    for (int a = 0; a < n; a++)
+        if (!seq_alike(g, g->alt[g->ralt[r1] + a], g->alt[g->ralt[r2] + a], b, work)) return 0;
+    return 1;
+}
+
+static uint64_t mix64(uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001B3ull + (h >> 29); }
+
+/* What seq_alike compares, hashed (alike positions hash alike). */
+static uint64_t pos_signature(const grammar *g, int p, int32_t b) {
+    uint64_t h = mix64(0xcbf29ce484222325ull, (uint64_t)b);
+    for (; b > 0; p++) {
+        gel x = g->el[p];
+        h = mix64(h, (uint64_t)x.kind);
+        if (x.kind == G_END) break;
+        if (x.kind == G_CHARS) {
+            const gcharset *c = &g->cs[x.v];
+            h = mix64(h, (uint64_t)c->neg << 32 | (uint32_t)c->n);
+            for (int i = 0; i < 2 * c->n; i++) h = mix64(h, c->r[i]);
+            b -= 1;
+        } else {
+            int32_t mn = g->rmin[x.v];
+            h = mix64(h, (uint64_t)(g->ralt[x.v + 1] - g->ralt[x.v]) << 32 | (uint32_t)(mn < b ? mn : b));
+            b -= mn;
+        }
+    }
+    return h;
+}
+
+/* The canonical position for p within budget b (the first alike one seen); -2 out of memory. */
+static int32_t canon_pos(grammar_match *m, int32_t p, int32_t b) {
+    if ((uint32_t)(m->n_cpos + 1) * 2 > m->cpmask) {
+        uint32_t nm = m->cpmask ? m->cpmask * 2 + 1 : 255;
+        struct cpos *t = st_malloc(((size_t)nm + 1) * sizeof *t);
+        if (!t) { m->oom = 1; return -2; }
+        for (uint32_t i = 0; i <= nm; i++) t[i].pos = -1;
+        for (uint32_t i = 0; m->cpos && i <= m->cpmask; i++) {
+            if (m->cpos[i].pos < 0) continue;
+            uint32_t q = (uint32_t)m->cpos[i].h & nm;
+            while (t[q].pos >= 0) q = (q + 1) & nm;
+            t[q] = m->cpos[i];
+        }
+        st_free(m->cpos);
+        m->cpos = t;
+        m->cpmask = nm;
+    }
+    uint64_t h = pos_signature(m->g, p, b);
+    uint32_t q = (uint32_t)h & m->cpmask;
+    for (; m->cpos[q].pos >= 0; q = (q + 1) & m->cpmask) {
+        int work = 0;
+        if (m->cpos[q].h == h && m->cpos[q].b == b && seq_alike(m->g, p, m->cpos[q].pos, b, &work)) return m->cpos[q].pos;
+    }
+    m->cpos[q] = (struct cpos){ h, b, p };
+    m->n_cpos++;
+    return p;
+}
+
+/* The stack id cut at the horizon, its positions canonical (itself when nothing changes); -2 out
+ * of memory. */
+static int32_t cut_stack(grammar_match *m, int32_t id, int32_t budget) {
+    int k = 0, changed = 0;
+    int32_t x = id;
+    while (x >= 0) {
+        if (k == m->cap_chain) {
+            int c = m->cap_chain ? m->cap_chain * 2 : 64;
+            int32_t *p = st_realloc(m->chain, (size_t)c * sizeof *p);
+            if (!p) { m->oom = 1; return -2; }
+            m->chain = p;
+            m->cap_chain = c;
+        }
+        int32_t cp = canon_pos(m, m->npos[x], budget);
+        if (cp < 0) return -2;
+        changed |= cp != m->npos[x];
+        m->chain[k++] = cp;
+        int32_t mr = m->g->minrest[m->npos[x]];
+        if (mr >= budget) { x = STACK_BEYOND; break; }
+        budget -= mr;
+        x = m->npar[x];
+    }
+    if (x != STACK_BEYOND && !changed) return id;
+    int32_t par = x;
+    for (int i = k - 1; i >= 0 && par != -2; i--) par = intern(m, m->chain[i], par);
+    return par;
+}
+
+/* The canonical state of sid (memoized); -2 out of memory. */
+static int32_t canonical_state(grammar_match *m, int32_t sid) {
+    if (m->canon_off) return sid;
+    if (m->st[sid].canon >= 0) return m->st[sid].canon;
+    gstate c = { 0 };
+    int cut = 0;
+    for (int i = 0; i < m->st[sid].n; i++) {
+        int32_t id = m->st[sid].ids[i];
+        int32_t x = cut_stack(m, id, m->v->max_len);
+        if (x == -2 || gs_add(m, &c, x)) { gs_free(&c); return -2; }
+        cut |= x != id;
+    }
+    c.accept = m->st[sid].accept;
+    c.beyond = m->st[sid].beyond;
+    int32_t cs = cut ? intern_state(m, &c) : sid;
+    gs_free(&c);
+    if (cs >= 0) m->st[sid].canon = cs;
+    return cs;
+}
+
+/* Tokens whose bytes keep the grammar alive from state sid with p pending: the flattened trie in
+ * order, a subtree skipped where its first byte is refused. */
+static void mask_walk(grammar_match *m, int32_t sid, upend p, uint8_t *mask) {
+    const grammar_vocab *v = m->v;
+    int32_t *wsid = m->wsid;
+    upend *wp = m->wpend;
+    wsid[0] = sid;
+    wp[0] = p;
+    for (int i = 0; i < v->n_flat && !m->oom;) {
+        int d = v->fdepth[i];
+        int32_t s = wsid[d - 1];
+        uint8_t b = v->fbyte[i];
+        if (wp[d - 1].rem == 0 && b < 0x80) {      /* ASCII: the state's table (filled once) */
+            const int32_t *nx = m->st[s].next;
+            int32_t t = nx ? nx[b] : -2;
+            if (t == -2) t = step_cp(m, s, b);
+            if (t < 0) { i = v->fskip[i]; continue; }
+            wp[d].rem = 0;
+            s = t;
+        } else {
+            upend q = wp[d - 1];
+            if (feed_byte(m, &s, &q, b) != 1) { i = v->fskip[i]; continue; }
+            wp[d] = q;
+        }
+        wsid[d] = s;
+        for (int32_t id = v->ftok[i]; id >= 0; id = v->same[id]) mask[id >> 3] |= (uint8_t)(1u << (id & 7));
+        i++;
+    }
+}
+
+static const uint8_t *compute_mask(grammar_match *m) {
     const grammar_vocab *v = m->v;
     int pending = m->pend.rem > 0;       /* the last token ended inside a character: not cached */
-    if (!pending && m->st[m->cur].mask) { m->cached++; return m->st[m->cur].mask; }
+    int32_t key = pending ? m->cur : canonical_state(m, m->cur);
+    if (key < 0) return NULL;
+    if (!pending && m->st[key].mask) { m->cached++; return m->st[key].mask; }
     if (m->n_masks >= MASKS_MAX) {    /* bounded memory: drop every mask and start over */
         for (int i = 0; i < m->n_st; i++) { st_free(m->st[i].mask); m->st[i].mask = NULL; }
         m->n_masks = 0;
     }
     uint8_t *mask = st_calloc(((size_t)v->n_vocab + 7) / 8, 1);
     if (!mask) return NULL;
-    int32_t cur = m->cur;
     double t0 = now_seconds();
-    mask_walk(m, 0, cur, m->pend, mask);
+    mask_walk(m, key, m->pend, mask);
     m->t_mask += now_seconds() - t0;
     if (m->oom) { st_free(mask); return NULL; }
     if (grammar_match_can_end(m))
@@ -1036,9 +1294,22 @@ const uint8_t *grammar_match_mask(grammar_match *m) {
         return mask;
     }
     m->n_masks++;
-    m->st[cur].mask = mask;
+    m->st[key].mask = mask;
     return mask;
 }
+
+const uint8_t *grammar_match_mask(grammar_match *m) {
+    const uint8_t *p = m->prep_mask;
+    if (p) { m->prep_mask = NULL; return p; }   /* prepared for this state: counted then */
+    return compute_mask(m);
+}
+
+const uint8_t *grammar_match_prepare(grammar_match *m) {
+    m->prep_mask = NULL;
+    return m->prep_mask = compute_mask(m);
+}
+
+void grammar_match_set_canonical(grammar_match *m, int on) { m->canon_off = !on; }
 
 int grammar_match_apply(grammar_match *m, float *logits) {
     const uint8_t *mask = grammar_match_mask(m);

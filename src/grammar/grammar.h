@@ -13,7 +13,8 @@
  * Newlines end a rule except inside parentheses and after '|'. Left recursion is refused.
  *
  * Stacks are interned cons cells (position, parent), so a state is a small set of ids and the
- * same state reached again has the same ids: the mask cache is keyed by them. A rule reference
+ * same state reached again has the same ids: the mask cache is keyed by them (after cutting each
+ * stack below the depth one token can reach). A rule reference
  * in tail position does not grow the stack, so repetitions (x*) run in constant space. */
 #ifndef STRATA_GRAMMAR_H
 #define STRATA_GRAMMAR_H
@@ -71,6 +72,14 @@ int grammar_match_must_end(const grammar_match *m);
 /* Allowed tokens in the current state as a bitmap (n_vocab bits, LSB first in each byte);
  * computed once per distinct state and cached. NULL when out of memory. */
 const uint8_t *grammar_match_mask(grammar_match *m);
+/* Compute the current state's mask now (counted as grammar_match_mask counts it) and keep it for
+ * the next grammar_match_mask call, which then returns it without counting: the caller computes
+ * it ahead, e.g. on another thread while nothing else touches m. Taking a token drops it.
+ * Returns the mask (NULL out of memory). */
+const uint8_t *grammar_match_prepare(grammar_match *m);
+/* Masks are cached per canonical state (the stacks cut where one token's bytes cannot reach);
+ * 0 keys them by the full state (tests: the masks must not differ). */
+void grammar_match_set_canonical(grammar_match *m, int on);
 /* logits[i] = -inf for every token the grammar does not allow now. 0, -1 out of memory. */
 int grammar_match_apply(grammar_match *m, float *logits);
 /* counters: masks computed, masks served from the cache, seconds spent computing */

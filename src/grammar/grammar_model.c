@@ -16,6 +16,8 @@ void grammar_logits_mask(float *logits, int n_vocab, void *user) {
     grammar_match_apply(user, logits);
 }
 
+const uint8_t *grammar_logits_mask_prepare(void *user) { return grammar_match_prepare(user); }
+
 grammar *grammar_from_options(const char *gbnf, const char *json_schema, int json_object, char *err, size_t errlen) {
     if (gbnf) return grammar_parse(gbnf, err, errlen);
     if (!json_schema && !json_object) return NULL;

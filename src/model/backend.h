@@ -93,6 +93,11 @@ typedef struct backend_ops {
      * not readable afterwards. 0; 1 when this call also captured the width's graph (its time
      * is not a verify's: the cost model leaves it out); -1 on error. */
     int (*verify_step)(backend *be, const int32_t *ids, int T, int pos, int32_t *out_ids);
+    /* Optional (NULL: the caller evaluates and masks on the host). A greedy decode step under a
+     * mask: as decode_step without a sampler, but the argmax takes only the tokens whose bit is
+     * set in mask(user) (n_vocab bits, LSB first in each byte; called on the host while the
+     * device runs the forward pass; NULL from it fails the step). -1 on error. */
+    int32_t (*decode_step_masked)(backend *be, int32_t id, int pos, const uint8_t *(*mask)(void *), void *user);
 } backend_ops;
 
 struct backend {

@@ -187,7 +187,7 @@ static void slot_prefill(srv_sched *s, srv_slot *sl) {
 typedef struct { grammar_match **gm; int n; } mask_job;
 static void *mask_worker(void *arg) {
     mask_job *mj = arg;
-    for (int i = 0; i < mj->n; i++) grammar_match_mask(mj->gm[i]);
+    for (int i = 0; i < mj->n; i++) (void)grammar_match_prepare(mj->gm[i]);
     return NULL;
 }
 
