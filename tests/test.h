@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <time.h>
 
 static int t_passed, t_failed, t_skipped;
 static const char *t_current = "";
@@ -27,8 +28,16 @@ static const char *t_current = "";
     CHECKF(_a == _b, "%lld != %lld", _a, _b); } while (0)
 #define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); \
     CHECKF(_a && _b && !strcmp(_a, _b), "\"%s\" != \"%s\"", _a ? _a : "(null)", _b ? _b : "(null)"); } while (0)
-#define RUN(fn) do { t_current = #fn; fn(); } while (0)
-#define RUN_ARG(fn, arg) do { t_current = #fn; fn(arg); } while (0)
+/* Each RUN prints its wall and process CPU time to stderr ("  time fn: W s, cpu C s"): which part
+ * of a binary costs what, for choosing what quick mode shortens (docs/RELIABILITY.md, "CI time"). */
+static inline double t_clock(clockid_t id) {
+    struct timespec ts; clock_gettime(id, &ts); return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+#define T_TIMED(name, call) do { t_current = name; double _w0 = t_clock(CLOCK_MONOTONIC), \
+    _c0 = t_clock(CLOCK_PROCESS_CPUTIME_ID); call; fprintf(stderr, "  time %s: %.2f s, cpu %.2f s\n", name, \
+    t_clock(CLOCK_MONOTONIC) - _w0, t_clock(CLOCK_PROCESS_CPUTIME_ID) - _c0); } while (0)
+#define RUN(fn) T_TIMED(#fn, fn())
+#define RUN_ARG(fn, arg) T_TIMED(#fn, fn(arg))
 /* A part that does not run: one counted skip with its reason (stdout, where tests/run.sh reads it). */
 #define SKIP(key, ...) do { t_skipped++; printf("SKIP %s: ", key); printf(__VA_ARGS__); putchar('\n'); \
     fflush(stdout); } while (0)
