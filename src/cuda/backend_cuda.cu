@@ -1020,6 +1020,7 @@ extern "C" void backend_cuda_verify_counts(const backend *be, long *captures, lo
     if (captures) *captures = c->verify_captures;
     if (replays) *replays = c->verify_replays;
     if (eager) *eager = c->verify_eager;
+}
 
 /* A greedy step under a mask (backend_ops.decode_step_masked): the forward graph (kind 3) is
  * launched, the mask computed on the host while it runs, uploaded behind it on the stream, and
