@@ -131,12 +131,13 @@ static __device__ __forceinline__ void rope_head_kv(const float *qs, const float
 #ifndef ATT_MAX_HD
 #define ATT_MAX_HD 256
 #endif
-/* Dynamic shared memory (dyn): a tile of ATT_TILE K or V rows (row stride head_dim + 2
- * halves: an odd number of words, so threads reading different rows at one column hit
- * different banks), then the scores when sc is NULL (else sc: positions floats of scratch).
- * Positions [first, last] of the cache; k_last / v_last: NULL, or the f16 rows of position
- * `last` (as words) to use instead of the cache's (the T = 1 attention with RoPE and the KV
- * store folded in writes them in the same launch). Writes o to orow (head_dim floats). */
+/* Dynamic shared memory (dyn): a tile of ATT_TILE K or V rows (row stride kv_tile_rs words:
+ * f16 head_dim + 2 halves, int8 the blocks' words made odd; an odd number of words, so threads
+ * reading different rows at one column hit different banks), then the scores when sc is NULL
+ * (else sc: positions floats of scratch). Positions [first, last] of the cache; k_last /
+ * v_last: NULL, or the rows of position `last` as the cache holds them (words) to use instead
+ * of the cache's (the T = 1 attention with RoPE and the KV store folded in writes them in the
+ * same launch). Writes o to orow (head_dim floats). */
 /* 4-byte global -> shared copy without a register round trip (sm_80+: cp.async), so that a
  * thread's 32 loads of a tile are all in flight at once; the plain copy before sm_80 */
 static __device__ __forceinline__ void cp_async4(uint32_t *dst_smem, const uint32_t *src) {
