@@ -288,4 +288,41 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
 #pragma unroll
         for (int t = 0; t < TM; t++) acc[r][t] = warp_canon_finish(acc[r][t]);
 }
+/* The block partials of one row at T = 1 for a split row (STRATA_CUDA_MV_SPLIT, matvec.cu):
+ * warp `part` of W takes the steps part, part + W, ... of row_dot_coop's loop (G = 32 / TPB
+ * blocks per step) and writes each block's p (coop_final's value, row_dot_coop's operations) to
+ * sp[b]; the caller adds sp[b] into lane b % 32 in block order and finishes the warp tree, which
+ * is row_dot_coop's canonical result. */
+template <int FMT, int TPB, int V = 0>
+static __device__ __forceinline__ void row_parts_coop(const uint8_t *__restrict__ wr, int nb, const uint8_t *__restrict__ act,
+                                                      int part, int W, float *sp) {
+    const int BS = wfmt<FMT>::bsize, G = 32 / TPB, U = 8 / TPB;
+    const int lane = threadIdx.x & 31, g = lane / TPB, k = lane % TPB;
+#pragma unroll 2
+    for (int base = part * G; base < nb; base += W * G) {
+        const int b = base + g;
+        int S[1] = { 0 }, M[1] = { 0 };
+        float p[1] = { 0.0f };
+        if (b < nb) {
+#pragma unroll
+            for (int i = 0; i < U; i++) {
+                int s2[1] = { 0 }, m2[1] = { 0 };
+                if constexpr (V != 0)
+                    coop_part_fast<FMT, 1>(wr + (size_t)b * BS, k + TPB * i, act + (size_t)b * sizeof_i(act_q8_K), 0, 1, s2);
+                else
+                    coop_part<FMT, 1>(wr + (size_t)b * BS, k + TPB * i, act + (size_t)b * sizeof_i(act_q8_K), 0, 1, s2, m2);
+                S[0] += s2[0]; M[0] += m2[0];
+            }
+        }
+#pragma unroll
+        for (int o = TPB / 2; o >= 1; o >>= 1) {
+            S[0] += __shfl_xor_sync(FULL_MASK, S[0], o);
+            if (coop_fmt<FMT>::has_m) M[0] += __shfl_xor_sync(FULL_MASK, M[0], o);
+        }
+        if (b < nb) {
+            coop_final<FMT, 1>(wr + (size_t)b * BS, act + (size_t)b * sizeof_i(act_q8_K), 0, 1, S, M, p);
+            if (k == 0) sp[b] = p[0];
+        }
+    }
+}
 #endif

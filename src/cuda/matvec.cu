@@ -123,6 +123,36 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
     if (lane == 0) store_row<TM>(g, wi, r, T, acc);
 }
 
+/* STRATA_CUDA_MV_SPLIT: a row of the cooperative kernel at T = 1 split over W warps (2 or 4)
+ * of a 4-warp CTA (4 / W rows per CTA), where the row takes more than one step of G blocks:
+ * each warp computes the block partials of its steps into shared memory (row_parts_coop), then
+ * the row's first warp adds them into the lanes in block order and finishes the warp tree, so
+ * the result is row_dot_coop's bit for bit; the row's loads are in flight on W warps at once
+ * (for 2,048 rows of 4,096 Q4_K weights: 2,048 CTAs of 4 warps instead of 512). */
+#define MV_SPLIT_MAXNB 64
+template <int FMT, int V>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) {
+    PDL_WAIT();
+    __shared__ float sp[MV_WARPS][MV_SPLIT_MAXNB];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rl = warp / W, part = warp % W, row = blockIdx.x * (MV_WARPS / W) + rl;
+    const int live = row < g.row_start[g.n];
+    int wi = 0, r = 0;
+    if (live) {
+        wi = group_weight(g, row);
+        r = row - g.row_start[wi];
+        row_parts_coop<FMT, 8, V>(g.W[wi] + (size_t)r * g.row_bytes, nb, act, part, W, sp[rl]);
+    }
+    __syncthreads();
+    if (live && part == 0) {
+        float acc = 0.0f;
+        for (int b = lane; b < nb; b += 32) acc = __fadd_rn(acc, sp[rl][b]);
+        acc = warp_canon_finish(acc);
+        if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
+    }
+}
+
 /* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that
  * read 32-value blocks (act_q8_0 / act_q8_1): 32 warps per CTA, warp w takes row
  * 32 * blockIdx.x + w (store_swiglu's values), then warp 0 quantizes the CTA's 32 h values as
@@ -239,12 +269,27 @@ static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a,
     else launch_tm_v<FMT, COOP, 0>(g, n_in, nb, a, as, T, blocks, st);
 }
 
+/* STRATA_CUDA_MV_SPLIT (1: on, the default; 0: off): matvec_split_kernel for T = 1 rows of the
+ * cooperative kernel that take more than one step (nb > 4 super-blocks) */
+static int mv_split = 1;
+extern "C" void cuda_matvec_set_split(int on) { mv_split = on ? 1 : 0; }
+
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
     int rows = g->swiglu ? (int)g->n_out[0] : g->row_start[g->n];
     unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
+    if constexpr (coop_fmt<FMT>::ok) {
+        if (mv_split && coop == 8 && T == 1 && !g->swiglu && nb > 32 / 8 && nb <= MV_SPLIT_MAXNB) {
+            const int W = nb > 2 * (32 / 8) ? 4 : 2;
+            const unsigned sb = (unsigned)((rows + MV_WARPS / W - 1) / (MV_WARPS / W));
+            constexpr int V = dec_v<FMT, coop_fmt<FMT>::ok * 8>();
+            if (V != 0 && (mv_decode & V)) klaunch(matvec_split_kernel<FMT, V>, sb, MV_WARPS * 32, 0, st, *g, nb, a, W);
+            else klaunch(matvec_split_kernel<FMT, 0>, sb, MV_WARPS * 32, 0, st, *g, nb, a, W);
+            return CU_LAUNCHED();
+        }
+    }
     if (coop_fmt<FMT>::ok && coop == 8) launch_tm<FMT, coop_fmt<FMT>::ok * 8>(g, n_in, nb, a, as, T, blocks, st);
     else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
     return CU_LAUNCHED();

@@ -280,14 +280,21 @@ static void bench_moe(int layers, const char *list) {
 
 /* ---- issue 20: the decode variants and the parallel routing, switch off / on ------------------
  * (docs/KERNELS.md "Decode variants"; bench/i20_gpu.sh runs these in one device call) */
-static const char *const k_vnames[4] = { "off", "decode", "route", "all" };
-/* variant v: 0 every switch off, 1 the decode switches, 2 the parallel routing, 3 both */
+static const char *const k_vnames[14] = { "off", "decode", "route", "all", "fold0", "fold1", "fold2", "fold3",
+                                          "fold4", "fold5", "fold6", "fold7", "nosplit", "base" };
+/* variant v: 0 every switch off, 1 the decode switches, 2 the parallel routing, 3 both (the MoE
+ * folds and split rows off); 4 + b (b < 8): the decode switches at auto (the table's), serial
+ * routing, STRATA_CUDA_MOE_FAST = b and split rows; 12 every fold without split rows; 13 neither */
 static void vset(int v) {
-    const char *d = v & 1 ? "1" : "0";
+    const char *d = v >= 4 ? "auto" : v & 1 ? "1" : "0";
+    char fast[4];
+    snprintf(fast, sizeof fast, "%d", v >= 4 && v < 12 ? v - 4 : v == 12 ? 7 : 0);
+    setenv("STRATA_CUDA_MV_SPLIT", v >= 4 && v < 12 ? "1" : "0", 1);
     setenv("STRATA_IQ_DECODE_FAST", d, 1);
     setenv("STRATA_Q2_WORD_EXPAND", d, 1);
     setenv("STRATA_Q6_SWAR", d, 1);
-    set_env("STRATA_CUDA_ROUTE", v & 2 ? "parallel" : "serial");
+    setenv("STRATA_CUDA_MOE_FAST", fast, 1);
+    set_env("STRATA_CUDA_ROUTE", v < 4 && (v & 2) ? "parallel" : "serial");
     cuda_variants cv;
     cuda_device_choose(&cv);
     cuda_variants_apply(&cv);
@@ -419,7 +426,7 @@ static void bench_variants_ffn(const char *list) {
  * Qwen3-30B-A3B shape with `layers` layers per expert format, variants off / decode / route /
  * all, two alternating rounds; the ids hash must be equal across variants. IQ3_XXS at 48
  * layers is bench_e2e's moe48 file (/tmp/strata-e2e-moe48.gguf, reused when present). */
-static void bench_variants_decode(int layers, const char *list) {
+static void bench_variants_decode(int layers, const char *list, const int *vl, int nv) {
     char names[256];
     snprintf(names, sizeof names, "%s", list);
     printf("\nMoE decode, Qwen3-30B-A3B shape, %d layers, greedy, 128 steps (tok/s)\n", layers);
@@ -443,16 +450,16 @@ static void bench_variants_decode(int layers, const char *list) {
         strata_model *m = NULL;
         if (strata_model_load(&mp, &m, err, sizeof err) != 0) { printf("load: %s\n", err); continue; }
         printf("(%s: synth %.0f s, load %.0f s)\n", path, t1 - t0, now_seconds() - t1);
-        double tps[4][2];
-        uint64_t h[4][2];
+        double tps[14][2];
+        uint64_t h[14][2];
         for (int round = 0; round < 2; round++)
-            for (int v = 0; v < 4; v++) {
-                vset(v);
-                tps[v][round] = decode_tps(m, 128, &h[v][round]);
+            for (int i = 0; i < nv; i++) {
+                vset(vl[i]);
+                tps[i][round] = decode_tps(m, 128, &h[i][round]);
             }
-        for (int v = 0; v < 4; v++)
-            printf("%-8s %-7s %9.1f %9.1f  %016llx%s\n", tok, k_vnames[v], tps[v][0], tps[v][1], (unsigned long long)h[v][0],
-                   h[v][0] == h[0][0] && h[v][1] == h[0][0] ? "" : "  IDS DIFFER");
+        for (int i = 0; i < nv; i++)
+            printf("%-8s %-7s %9.1f %9.1f  %016llx%s\n", tok, k_vnames[vl[i]], tps[i][0], tps[i][1], (unsigned long long)h[i][0],
+                   h[i][0] == h[0][0] && h[i][1] == h[0][0] ? "" : "  IDS DIFFER");
         vset(0);
         strata_model_free(m);
         fflush(stdout);
@@ -473,13 +480,14 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(argv[i], "prof")) { profile_steps(); return 0; }
-        if (!strcmp(argv[i], "variants")) {   /* variants [matvec|ffn|decode ...] [layers=N] [experts=T1,T2] [only=F1,F2] */
+        if (!strcmp(argv[i], "variants")) {   /* variants [matvec|ffn|decode|folds ...] [layers=N] [experts=T1,T2] [only=F1,F2] */
             int layers = 48, parts = 0;
             const char *ex = "IQ3_XXS,IQ2_XXS,IQ4_XS,Q2_0,Q6_K", *dex = "IQ3_XXS";
             for (int j = i + 1; j < argc; j++) {
                 if (!strcmp(argv[j], "matvec")) parts |= 1;
                 else if (!strcmp(argv[j], "ffn")) parts |= 2;
                 else if (!strcmp(argv[j], "decode")) parts |= 4;
+                else if (!strcmp(argv[j], "folds")) parts |= 8;   /* decode tok/s: MoE folds and split rows (vset 13, 4, 12, 11, 5, 6, 8) */
                 else if (!strncmp(argv[j], "layers=", 7)) layers = atoi(argv[j] + 7);
                 else if (!strncmp(argv[j], "experts=", 8)) ex = dex = argv[j] + 8;
                 else if (!strncmp(argv[j], "only=", 5)) mv_only = argv[j] + 5;
@@ -491,7 +499,9 @@ int main(int argc, char **argv) {
             printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write)\n", desc, bw);
             if (parts & 1) bench_variants_matvec(bw > 0 ? bw : 4270);
             if (parts & 2) bench_variants_ffn(ex);
-            if (parts & 4) bench_variants_decode(layers, dex);
+            static const int k_all[4] = { 0, 1, 2, 3 }, k_folds[7] = { 13, 4, 12, 11, 5, 6, 8 };
+            if (parts & 4) bench_variants_decode(layers, dex, k_all, 4);
+            if (parts & 8) bench_variants_decode(layers, dex, k_folds, 7);
             return 0;
         }
         if (!strcmp(argv[i], "prof_moe")) {   /* eager MoE decode steps (2 reference-shape layers) for ncu */

@@ -29,20 +29,31 @@ static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3
                                  TYPE_IQ4_NL, TYPE_Q2_0, TYPE_Q6_K };
 #define N_FORMATS ((int)(sizeof k_formats / sizeof k_formats[0]))
 
-/* every switch of issue 20 off (0) or on (1), or only the routing one (2) */
+/* every switch of issue 20 off (0) or on (1), or only the routing one (2), or only the MoE
+ * folds of STRATA_CUDA_MOE_FAST = mode - 8 (modes 9 .. 15) */
 static void set_switches(int mode) {
     const char *d = mode == 1 ? "1" : "0";
+    char fast[8];
+    snprintf(fast, sizeof fast, "%d", mode == 1 ? CUDA_MOE_FAST_ALL : mode >= 8 ? mode - 8 : 0);
     setenv("STRATA_IQ_DECODE_FAST", d, 1);
     setenv("STRATA_Q2_WORD_EXPAND", d, 1);
     setenv("STRATA_Q6_SWAR", d, 1);
-    setenv("STRATA_CUDA_ROUTE", mode ? "parallel" : "serial", 1);
+    setenv("STRATA_CUDA_ROUTE", mode == 1 || mode == 2 ? "parallel" : "serial", 1);
+    setenv("STRATA_CUDA_MOE_FAST", fast, 1);
+    setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "1" : "0", 1);
     env_reset_cache();
     cuda_variants v;
     cuda_device_choose(&v);
     cuda_variants_apply(&v);
     int want = mode == 1 ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
-    REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode != 0),
-            "switches %d: decode %d (want %d), route %d", mode, v.decode, want, v.route_parallel);
+    REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
+            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1),
+            "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
+}
+static const char *mode_name(int mode) {
+    static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine", "h-quant fold",
+                                   "route1+hq", "combine+hq", "every MoE fold" };
+    return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 7] : "?";
 }
 
 #define GPU_RAND_SEED 0x6A09E667F3BCC909ull
@@ -144,7 +155,7 @@ static void moe_parity(int type, int mode) {
         CHECKF(bad_off == 0, "%s dim %d, %d experts (mode %d): %d of %d FFN outputs differ between the switches on and off",
                quant_type_name(type), E, g_experts, mode, bad_off, runs);
         printf("moe %-8s dim %4d experts %3d top-%d, %s on == off == CPU (T = 1..8, random/shared/ties): %s, checksum %016llx\n",
-               quant_type_name(type), E, g_experts, g_used, mode == 1 ? "every switch" : "parallel routing",
+               quant_type_name(type), E, g_experts, g_used, mode_name(mode),
                bad_cpu || bad_off ? "NO" : "yes", (unsigned long long)h);
     }
     set_switches(0);
@@ -208,6 +219,14 @@ int main(void) {
     g_experts = 128; g_used = 8;   /* the reference shape's routing: 4 experts per lane */
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
+    t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
+    for (int bit = 1; bit <= 4; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* h in 32-value blocks */
+    moe_parity(TYPE_Q2_0, 8 + CUDA_MOE_FAST_ALL);   /* 64-value blocks */
+    g_dim = 2048;   /* the reference shape's fused router (64 values per lane) */
+    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTE1);
+    g_dim = 256;
+    t_current = "routing";
     g_experts = 16; g_used = 4;
     for (g_dim = 1024; g_dim <= 2048; g_dim *= 2) moe_parity(TYPE_IQ3_XXS, 1);   /* the fused F32 router */
     g_dim = 256;
