@@ -1228,13 +1228,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                 cuda_dev_alloc_named((void **)&b->h, P * F * sizeof(float), "the MoE hidden rows", err, errlen) ||
                 cuda_dev_alloc_named(&b->act_h, P * (F * 4 + 64), "the MoE hidden activations", err, errlen) ||
                 cuda_dev_alloc_named((void **)&b->y, P * E * sizeof(float), "the MoE expert outputs", err, errlen) ||
-                cuda_dev_alloc_named((void **)&b->counter, sizeof(unsigned), "the MoE router counter", err, errlen) ||
-                cuda_dev_alloc_named((void **)&b->fold_ctr, cuda_moe_fold_ctrs(hp->n_experts_used, (int64_t)E, (int64_t)F) * sizeof(unsigned),
-                                     "the MoE fold counters", err, errlen))
+                cuda_dev_alloc_named((void **)&b->counter, sizeof(unsigned), "the MoE router counter", err, errlen))
                 goto fail;
-            if (CU_CHECK(cudaMemset(b->counter, 0, sizeof(unsigned))) ||
-                CU_CHECK(cudaMemset(b->fold_ctr, 0, cuda_moe_fold_ctrs(hp->n_experts_used, (int64_t)E, (int64_t)F) * sizeof(unsigned))))
-                goto cuda_fail;
+            if (CU_CHECK(cudaMemset(b->counter, 0, sizeof(unsigned)))) goto cuda_fail;
         }
         if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global, "the RoPE table", err, errlen) ||
             rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local, "the local RoPE table", err, errlen))
@@ -1274,7 +1270,7 @@ static void cuda_free_be(backend *be) {
         cuda_pinned_free(c->h_vin); cuda_dev_free(c->d_vin);
         cuda_dev_free(c->moe_logits); cuda_dev_free(c->moe_act_r); cuda_dev_free(c->moe_bufs.act_pairs);
         cuda_dev_free(c->moe_bufs.groups); cuda_dev_free(c->moe_bufs.pair_of); cuda_dev_free(c->moe_bufs.wts);
-        cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter); cuda_dev_free(c->moe_bufs.fold_ctr);
+        cuda_dev_free(c->moe_bufs.h); cuda_dev_free(c->moe_bufs.act_h); cuda_dev_free(c->moe_bufs.y); cuda_dev_free(c->moe_bufs.counter);
         cuda_moe_wide *mw = &c->moe_wide;
         cuda_dev_free((void *)mw->m.logits); cuda_dev_free(mw->m.act_pairs); cuda_dev_free(mw->m.groups);
         cuda_dev_free(mw->m.pair_of); cuda_dev_free(mw->m.wts); cuda_dev_free(mw->m.h); cuda_dev_free(mw->m.act_h);

@@ -62,7 +62,7 @@ typedef struct cuda_variants {
     int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): the table's by default */
     int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */
-    int mv_split;           /* STRATA_CUDA_MV_SPLIT: T = 1 rows over several warps (same bits) */
+    int mv_split;           /* STRATA_CUDA_MV_SPLIT: rows of at least this many super-blocks over several warps at T = 1 (0: none; same bits) */
     const char *matvec_from, *attn_from, *pdl_from, *decode_from;
 } cuda_variants;
 /* The decode variants (src/cuda/decode_fast.cuh, docs/KERNELS.md "Decode variants"): the same
@@ -87,11 +87,10 @@ int  cuda_matvec_decode(void);
 void cuda_moe_set_route(int parallel);
 /* STRATA_CUDA_MOE_FAST (issue 20; every bit keeps the bits): */
 #define CUDA_MOE_FAST_ROUTE1  1   /* T = 1: the F32 router over X / 4 CTAs, the routing by a whole CTA */
-#define CUDA_MOE_FAST_COMBINE 2   /* the combine (+ residual) in the down kernel's last CTA per row slice */
-#define CUDA_MOE_FAST_HQ      4   /* h's activation quantization in the gate/up kernel's last CTA per block */
-#define CUDA_MOE_FAST_ALL     7
+#define CUDA_MOE_FAST_COMBINE 2   /* the combine (+ residual) in the down kernel, each CTA its row slice */
+#define CUDA_MOE_FAST_ALL     3
 void cuda_moe_set_fast(int bits);
-void cuda_matvec_set_split(int on);
+void cuda_matvec_set_split(int min_blocks);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 

@@ -87,13 +87,8 @@ typedef struct cuda_moe {
     void *act_h;                    /* [P] rows of F in type_down's activation format */
     float *y;                       /* [P][E] */
     float *out;                     /* [T][E] */
-    unsigned *fold_ctr;             /* NULL, or cuda_moe_fold_ctrs(k, E, F) zeroed counters of the
-                                       STRATA_CUDA_MOE_FAST folds (left zeroed) */
 } cuda_moe;
-/* The fold counters: h's blocks (CUDA_MOE_COLS * k pairs, F / 32 blocks each at most), then one
- * per row slice of the down kernel (4 rows at least) */
-static inline size_t cuda_moe_fold_down_offset(int k, int64_t F) { return (size_t)CUDA_MOE_COLS * (size_t)k * (size_t)(F / 32); }
-static inline size_t cuda_moe_fold_ctrs(int k, int64_t E, int64_t F) { return cuda_moe_fold_down_offset(k, F) + (size_t)E / 4 + 64; }
+
 int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* (router +) route .. down */
 /* cuda_moe_experts + cuda_moe_combine(m, add_to): the whole block after the router input, the
  * STRATA_CUDA_MOE_FAST folds applied (the same bits) */

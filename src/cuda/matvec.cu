@@ -269,10 +269,12 @@ static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a,
     else launch_tm_v<FMT, COOP, 0>(g, n_in, nb, a, as, T, blocks, st);
 }
 
-/* STRATA_CUDA_MV_SPLIT (1: on, the default; 0: off): matvec_split_kernel for T = 1 rows of the
- * cooperative kernel that take more than one step (nb > 4 super-blocks) */
-static int mv_split = 1;
-extern "C" void cuda_matvec_set_split(int on) { mv_split = on ? 1 : 0; }
+/* STRATA_CUDA_MV_SPLIT = N (default 24; 0 off): matvec_split_kernel for T = 1 rows of the
+ * cooperative kernel of at least N super-blocks (and more than one step of 4). H200,
+ * 2026-12-02: rows of 8 and 16 super-blocks (the MoE shape's q/k/v, wo, head) measured slower
+ * split; the 1.5B shape's decode, whose down rows have 32, +1.5-2 % with every row split. */
+static int mv_split = 24;
+extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 0 ? min_blocks : 0; }
 
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
@@ -281,7 +283,7 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
     if constexpr (coop_fmt<FMT>::ok) {
-        if (mv_split && coop == 8 && T == 1 && !g->swiglu && nb > 32 / 8 && nb <= MV_SPLIT_MAXNB) {
+        if (mv_split && nb >= mv_split && coop == 8 && T == 1 && !g->swiglu && nb > 32 / 8 && nb <= MV_SPLIT_MAXNB) {
             const int W = nb > 2 * (32 / 8) ? 4 : 2;
             const unsigned sb = (unsigned)((rows + MV_WARPS / W - 1) / (MV_WARPS / W));
             constexpr int V = dec_v<FMT, coop_fmt<FMT>::ok * 8>();

@@ -18,7 +18,9 @@
  *                       the same canonical dot as the matvec kernels) and writes
  *                       h = silu(g) * u (moe.c's silu_mul) per pair.
  *   act quantization    h rows into the down weight's activation format (cuda_act_quantize).
- *   moe_down_kernel     grid (rows of E / MV_WARPS, group): y[pair] = down_e h[pair].
+ *   moe_down_kernel     grid (row slices of E): the slice's rows for every group, y[pair] =
+ *                       down_e h[pair]; STRATA_CUDA_MOE_FAST bit 2: then the combine below for
+ *                       the slice's rows in the same CTA.
  *   moe_combine_kernel  out[t] = sum over ranks r = 0..k-1 of w[t][r] * y[pair(t, r)], from
  *                       0.0f, product rounded then added (moe.c's combine); optionally the
  *                       residual add x += out as its epilogue.
@@ -393,159 +395,100 @@ moe_router_route1_kernel(const float *__restrict__ W, const float *__restrict__ 
 }
 
 /* ---- grouped expert matvecs ------------------------------------------------------------------ */
-/* The folds of STRATA_CUDA_MOE_FAST (bits 2 and 4) into the grouped kernels; ctr == NULL: none.
- * gate/up (CUDA_MOE_FAST_HQ): h's activation quantization. The B rows of one activation block
- * of h (B = 32, 64 or 256: the down format's) are B / MV_WARPS CTAs of a group; the last of them
- * to finish (a counter per (group, block), reset by it) quantizes the block for each of the
- * group's tokens with act_quantize_kernel's operations (act_quant_block_regs), so act_h holds
- * the bytes cuda_act_quantize would write.
- * down (CUDA_MOE_FAST_COMBINE): the combine. The last of a row slice's gridDim.y CTAs (every
- * group slot, a counter per slice) computes out[t][i] (+ the residual) for the slice's rows with
- * moe_combine_kernel's operations. */
-typedef struct moe_fold {
-    unsigned *ctr;
-    uint8_t *act_h;                 /* gate/up: h's activation rows, as_h bytes each, format hq_fmt */
-    size_t as_h;
-    int hq_fmt, hq_b;
-    const int *pair_of;             /* down: the routing, k per token, T tokens */
+/* STRATA_CUDA_MOE_FAST bit 2 (CUDA_MOE_FAST_COMBINE): the combine inside the down kernel; out
+ * == NULL: not there (cuda_moe_combine runs after it). */
+typedef struct moe_comb {
+    const int *pair_of;             /* the routing: k per token, T tokens */
     const float *wts;
     int k, T;
     float *out, *add_to;
-} moe_fold;
-
-/* Whether the calling CTA is the last of `count` to arrive at *c (then *c is reset to 0). */
-static __device__ __forceinline__ int moe_last_of(unsigned *c, unsigned count) {
-    __shared__ int s_last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        s_last = atomicAdd(c, 1u) == count - 1;
-        if (s_last) *c = 0;
-    }
-    __syncthreads();
-    if (s_last) __threadfence();
-    return s_last;
-}
-
-template <int B>
-static __device__ __forceinline__ void moe_hq_block(const float *hb, uint8_t *dst, int fmt) {
-    const int V = B / 32, lane = threadIdx.x & 31;
-    float v[V];
-#pragma unroll
-    for (int i = 0; i < V; i++) v[i] = __ldcg(hb + lane * V + i);   /* other CTAs wrote them */
-    act_quant_block_regs<B>(v, dst, fmt);
-}
+} moe_comb;
 
 template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
-                   const int *__restrict__ groups, float *__restrict__ h, moe_fold fd) {
+                   const int *__restrict__ groups, float *__restrict__ h) {
     PDL_WAIT();
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
     const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
     const int e = gr[0], start = gr[1], n = gr[2], src = gr[3];
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-    if (row < F) {
-        const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
-        const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
-        float ga[TM], ua[TM];
-        if constexpr (COOP != 0) {
-            /* gate row and up row in one pass (R = 2: each row keeps its own lane sums, so the
-             * bits are those of two separate dots) */
-            float acc[2][TM];
-            const uint8_t *w2[2] = { Wg + off, Wu + off };
-            row_dot_coop<FMT, TM, 8, 2, V>(w2, nb, a, as, n, acc);
-#pragma unroll
-            for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
-        } else {
-            row_dot<FMT, TM, COOP, V>(Wg + off, n_in, nb, a, as, n, ga);
-            row_dot<FMT, TM, COOP, V>(Wu + off, n_in, nb, a, as, n, ua);
-        }
-        if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-            for (int t = 0; t < TM; t++) {
-                if (t >= n) break;
-                float gv = ga[t], uv = ua[t];
-                h[(size_t)(start + t) * F + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
-            }
-        }
-    }
-    if (fd.ctr) {   /* CUDA_MOE_FAST_HQ (the launch checked F % B == 0 and B % MV_WARPS == 0) */
-        const int B = fd.hq_b, b = blockIdx.x * MV_WARPS / B;
-        if (!moe_last_of(fd.ctr + (size_t)gi * (F / B) + b, (unsigned)(B / MV_WARPS))) return;
-        const size_t bb = act_block_bytes_dev(fd.hq_fmt);
-        for (int t = threadIdx.x >> 5; t < n; t += MV_WARPS) {
-            const float *hb = h + (size_t)(start + t) * F + (size_t)b * B;
-            uint8_t *dst = fd.act_h + (size_t)(start + t) * fd.as_h + (size_t)b * bb;
-            if (B == 32) moe_hq_block<32>(hb, dst, fd.hq_fmt);
-            else if (B == 64) moe_hq_block<64>(hb, dst, fd.hq_fmt);
-            else moe_hq_block<256>(hb, dst, fd.hq_fmt);
-        }
-    }
-}
-
-/* CUDA_MOE_FAST_COMBINE: the last CTA of row slice blockIdx.x (rows r0 .. r0 + rpc - 1) combines them */
-static __device__ __forceinline__ void moe_down_combine(const moe_fold &fd, const float *__restrict__ y, int E, int rpc) {
-    if (!moe_last_of(fd.ctr + blockIdx.x, gridDim.y)) return;
-    const int r0 = blockIdx.x * rpc, k = fd.k;
-    for (int idx = threadIdx.x; idx < fd.T * rpc; idx += blockDim.x) {
-        const int t = idx / rpc, i = r0 + idx % rpc;
-        if (i >= E) continue;
-        float o = 0.0f;
-        for (int r = 0; r < k; r++)
-            o = __fadd_rn(o, __fmul_rn(fd.wts[t * k + r], __ldcg(y + (size_t)fd.pair_of[t * k + r] * E + i)));
-        fd.out[(size_t)t * E + i] = o;
-        if (fd.add_to) fd.add_to[(size_t)t * E + i] = __fadd_rn(fd.add_to[(size_t)t * E + i], o);
-    }
-}
-
-template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32)
-moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
-                const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_fold fd) {
-    PDL_WAIT();
-    const int gi = blockIdx.y;
-    const int live = gi < groups[0];   /* CTAs past the groups still count for the combine */
-    const int *gr = groups + 1 + MOE_GROUP_INTS * (live ? gi : 0);
-    const int e = gr[0], start = gr[1], n = gr[2];
-    const uint8_t *a = act + (size_t)start * as;
+    if (row >= F) return;
+    const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
+    const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
+    float ga[TM], ua[TM];
     if constexpr (COOP != 0) {
-        /* DOWN_R rows per warp (E % DOWN_R == 0): more loads in flight for short rows */
-        const int row = (blockIdx.x * MV_WARPS + (threadIdx.x >> 5)) * DOWN_R;
-        if (live && row < E) {
-            float acc[DOWN_R][TM];
-            const uint8_t *wr[DOWN_R];
+        /* gate row and up row in one pass (R = 2: each row keeps its own lane sums, so the
+         * bits are those of two separate dots) */
+        float acc[2][TM];
+        const uint8_t *w2[2] = { Wg + off, Wu + off };
+        row_dot_coop<FMT, TM, 8, 2, V>(w2, nb, a, as, n, acc);
 #pragma unroll
-            for (int r = 0; r < DOWN_R; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(row + r) * row_bytes;
-            row_dot_coop<FMT, TM, 8, DOWN_R, V>(wr, nb, a, as, n, acc);
-            if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-                for (int r = 0; r < DOWN_R; r++)
-#pragma unroll
-                    for (int t = 0; t < TM; t++) {
-                        if (t >= n) break;
-                        y[(size_t)(start + t) * E + row + r] = acc[r][t];
-                    }
-            }
-        }
-        if (fd.ctr) moe_down_combine(fd, y, E, MV_WARPS * DOWN_R);
-        return;
+        for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
+    } else {
+        row_dot<FMT, TM, COOP, V>(Wg + off, n_in, nb, a, as, n, ga);
+        row_dot<FMT, TM, COOP, V>(Wu + off, n_in, nb, a, as, n, ua);
     }
-    const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-    if (live && row < E) {
-        float acc[TM];
-        row_dot<FMT, TM, COOP, V>(Wd + (size_t)e * expert_bytes + (size_t)row * row_bytes, n_in, nb, a, as, n, acc);
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+        for (int t = 0; t < TM; t++) {
+            if (t >= n) break;
+            float gv = ga[t], uv = ua[t];
+            h[(size_t)(start + t) * F + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
+        }
+    }
+}
+
+/* grid: E / RPC row slices (RPC = DOWN_R rows for the cooperative formats, else 1); CTA of
+ * DN_WARPS warps: warp w computes the slice's rows for groups w, w + DN_WARPS, ... (at T = 1:
+ * one expert per warp), y[pair][row] = down_e h[pair] (the matvec's row dot); with cb.out the
+ * CTA then combines its rows: out[t][i] = 0.0f + w * y in rank order (moe_combine_kernel's
+ * operations, y read from shared memory), + the residual add. */
+#define DN_WARPS 8
+#define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
+template <int FMT, int TM, int COOP, int V>
+__global__ void __launch_bounds__(DN_WARPS * 32)
+moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
+                const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb) {
+    PDL_WAIT();
+    constexpr int RPC = COOP != 0 ? DOWN_R : 1;
+    __shared__ float s_y[DN_MAX_PAIRS][RPC];
+    const int ng = groups[0], warp = threadIdx.x >> 5, r0 = blockIdx.x * RPC;
+    for (int gi = warp; gi < ng; gi += DN_WARPS) {
+        const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
+        const int e = gr[0], start = gr[1], n = gr[2];
+        const uint8_t *a = act + (size_t)start * as;
+        float acc[RPC][TM];
+        if constexpr (COOP != 0) {
+            const uint8_t *wr[RPC];
+#pragma unroll
+            for (int r = 0; r < RPC; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(r0 + r) * row_bytes;
+            row_dot_coop<FMT, TM, 8, RPC, V>(wr, nb, a, as, n, acc);
+        } else
+            row_dot<FMT, TM, COOP, V>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, n_in, nb, a, as, n, acc[0]);
         if ((threadIdx.x & 31) == 0) {
 #pragma unroll
-            for (int t = 0; t < TM; t++) {
-                if (t >= n) break;
-                y[(size_t)(start + t) * E + row] = acc[t];
-            }
+            for (int r = 0; r < RPC; r++)
+#pragma unroll
+                for (int t = 0; t < TM; t++) {
+                    if (t >= n) break;
+                    y[(size_t)(start + t) * E + r0 + r] = acc[r][t];
+                    s_y[start + t][r] = acc[r][t];
+                }
         }
     }
-    if (fd.ctr) moe_down_combine(fd, y, E, MV_WARPS);
+    if (!cb.out) return;
+    __syncthreads();
+    const int k = cb.k;
+    for (int idx = threadIdx.x; idx < cb.T * RPC; idx += blockDim.x) {
+        const int t = idx / RPC, r = idx % RPC, i = r0 + r;
+        float o = 0.0f;
+        for (int j = 0; j < k; j++) o = __fadd_rn(o, __fmul_rn(cb.wts[t * k + j], s_y[cb.pair_of[t * k + j]][r]));
+        cb.out[(size_t)t * E + i] = o;
+        if (cb.add_to) cb.add_to[(size_t)t * E + i] = __fadd_rn(cb.add_to[(size_t)t * E + i], o);
+    }
 }
 
 /* out[t][i] = sum_r w[t][r] * y[pair(t, r)][i] in rank order from 0.0f; add_to += out */
@@ -578,44 +521,42 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 }
 
 template <int FMT, int COOP, int V>
-static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_fold &fd,
-                             cudaStream_t st) {
+static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
     const uint8_t *ax = (const uint8_t *)m->act_x;
     int F = (int)m->F;
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, fd)
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
     if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
 
 template <int FMT, int COOP, int V>
-static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_fold &fd,
+static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
                           cudaStream_t st) {
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
-#define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, fd)
+#define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP, V>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb)
     if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
 #undef DN
 }
 
 /* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
 template <int FMT, int COOP>
-static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_fold &fd,
-                           cudaStream_t st) {
+static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
-    if (V != 0 && (cuda_matvec_decode() & V)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, fd, st);
-    else launch_gate_up_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, fd, st);
+    if (V != 0 && (cuda_matvec_decode() & V)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
+    else launch_gate_up_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, st);
 }
 template <int FMT, int COOP>
-static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_fold &fd,
+static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
                         cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
-    if (V != 0 && (cuda_matvec_decode() & V)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, fd, st);
-    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, fd, st);
+    if (V != 0 && (cuda_matvec_decode() & V)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, st);
+    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, cb, st);
 }
 
 template <int FMT>
-static int moe_matvecs(const cuda_moe *m, int down, const moe_fold &fd, cudaStream_t st) {
+static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStream_t st) {
     int blck, af, bs;
     int64_t n_in = down ? m->F : m->E, n_out = down ? m->E : m->F;
     if (cuda_type_info(FMT, &blck, &af, &bs) || n_in % blck) return -1;
@@ -624,21 +565,20 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_fold &fd, cudaStre
     dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS), (unsigned)(m->T * m->k));
     if (!down) {
         const uint8_t *W[2] = { (const uint8_t *)m->gate, (const uint8_t *)m->up };
-        if (moe_coop<FMT>(W, 2, rb, eb)) launch_gate_up<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, fd, st);
-        else launch_gate_up<FMT, 0>(m, grid, eb, rb, nb, as, fd, st);
-    } else {
+        if (moe_coop<FMT>(W, 2, rb, eb)) launch_gate_up<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, st);
+        else launch_gate_up<FMT, 0>(m, grid, eb, rb, nb, as, st);
+    } else {   /* one CTA per row slice, every group (moe_down_kernel) */
         const uint8_t *W[1] = { (const uint8_t *)m->down };
-        if (moe_coop<FMT>(W, 1, rb, eb) && n_out % DOWN_R == 0) {
-            dim3 g2((unsigned)((n_out / DOWN_R + MV_WARPS - 1) / MV_WARPS), grid.y);
-            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, g2, eb, rb, nb, as, fd, st);
-        } else launch_down<FMT, 0>(m, grid, eb, rb, nb, as, fd, st);
+        if (moe_coop<FMT>(W, 1, rb, eb) && n_out % DOWN_R == 0)
+            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / DOWN_R)), eb, rb, nb, as, cb, st);
+        else launch_down<FMT, 0>(m, dim3((unsigned)n_out), eb, rb, nb, as, cb, st);
     }
     return CU_LAUNCHED();
 }
 
-static int moe_dispatch(int type, const cuda_moe *m, int down, const moe_fold &fd, cudaStream_t st) {
+static int moe_dispatch(int type, const cuda_moe *m, int down, const moe_comb &cb, cudaStream_t st) {
     switch (type) {   /* every row of src/quant/formats.h */
-#define F(NAME, T_, fn, BLCK, BSIZE, ACT) case T_: return moe_matvecs<T_>(m, down, fd, st);
+#define F(NAME, T_, fn, BLCK, BSIZE, ACT) case T_: return moe_matvecs<T_>(m, down, cb, st);
     STRATA_WEIGHT_FORMATS(F)
 #undef F
     default: return -1;
@@ -661,8 +601,8 @@ static int moe_experts(const cuda_moe *m, float *add_to, int combine, cudaStream
         cuda_type_info(m->type_gu, NULL, &gaf, NULL) || cuda_type_info(m->type_down, NULL, &daf, NULL))
         return -1;
     if (cuda_moe_tables_init()) return -1;
-    size_t as_x = cuda_act_row_bytes(gaf, m->E), as_h = cuda_act_row_bytes(daf, m->F);
-    if (!as_x || as_x % 4 || !as_h) return -1;
+    size_t as_x = cuda_act_row_bytes(gaf, m->E);
+    if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
     const int route1 = m->T == 1 && (moe_fast & CUDA_MOE_FAST_ROUTE1);
     if (route1) {   /* T = 1: the routing by a whole CTA */
@@ -695,25 +635,13 @@ static int moe_experts(const cuda_moe *m, float *add_to, int combine, cudaStream
     klaunch(moe_route_kernel<0>, 1, ROUTE_THREADS, shm, st, m->logits, m->X, m->k, m->T, (const uint8_t *)m->act_x, as_x,
                                                     (uint8_t *)m->act_pairs, m->groups, m->pair_of, m->wts);
     if (CU_LAUNCHED()) return -1;
-    /* h's quantization folded into gate/up where the down format reads 32-, 64- or 256-value blocks
-     * that whole CTAs' rows cover */
-    moe_fold fd;
-    memset(&fd, 0, sizeof fd);
-    const int hq_b = daf == ACT_Q8_0 || daf == ACT_Q8_1 ? 32 : daf == ACT_Q8_2 ? 64 : daf == ACT_Q8_K ? 256 : 0;
-    const int hq = (moe_fast & CUDA_MOE_FAST_HQ) && m->fold_ctr && hq_b && m->F % hq_b == 0 && hq_b % MV_WARPS == 0 &&
-                   m->F % MV_WARPS == 0;
-    if (hq) {
-        fd.ctr = m->fold_ctr; fd.act_h = (uint8_t *)m->act_h; fd.as_h = as_h; fd.hq_fmt = daf; fd.hq_b = hq_b;
-    }
-    if (moe_dispatch(m->type_gu, m, 0, fd, st)) return -1;
-    if (!hq && cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
-    memset(&fd, 0, sizeof fd);
-    const int cf = combine && (moe_fast & CUDA_MOE_FAST_COMBINE) && m->fold_ctr;
-    if (cf) {
-        fd.ctr = m->fold_ctr + cuda_moe_fold_down_offset(m->k, m->F);
-        fd.pair_of = m->pair_of; fd.wts = m->wts; fd.k = m->k; fd.T = m->T; fd.out = m->out; fd.add_to = add_to;
-    }
-    if (moe_dispatch(m->type_down, m, 1, fd, st)) return -1;
+    moe_comb cb;
+    memset(&cb, 0, sizeof cb);
+    if (moe_dispatch(m->type_gu, m, 0, cb, st)) return -1;
+    if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
+    const int cf = combine && (moe_fast & CUDA_MOE_FAST_COMBINE);
+    if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
+    if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
     return combine && !cf ? cuda_moe_combine(m, add_to, st) : 0;
 }
 

@@ -557,7 +557,7 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
                                                       int n_heads, int n_kv_heads, int head_dim, float scale, int window,
                                                       float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt,
                                                       const cuda_rope_fold &rf, uint32_t *dyn, float *qr, uint16_t *kl,
-                                                      uint16_t *vl) {
+                                                      uint16_t *vl, int vpre) {
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
     const uint32_t *k_last = NULL, *v_last = NULL;
@@ -571,7 +571,8 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
         qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
     }
     /* one tile: a span of <= 256 positions is one tile (a second would only cost shared memory) */
-    attn_exact_head<KV8>(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window, NULL, orow, dyn, k_last, v_last, 0);
+    attn_exact_head<KV8>(qh, kc, vc, h, n_heads, n_kv_heads, head_dim, last, scale, window, NULL, orow, dyn, k_last, v_last,
+                         vpre ? 2 : 0);
     if (act) {
         __syncthreads();
         attn_quant_heads(orow, h, 1, head_dim, act, t, act_row_bytes, act_fmt);
@@ -581,8 +582,8 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
 template <int GS, int KV8>
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
-            const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, float *part, int *counters,
-            float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
+            const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, int vpre, float *part,
+            int *counters, float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
     PDL_WAIT();
     extern __shared__ uint32_t dyn[];                 /* the K (and V) tile(s); the exact path's scores; the merge's m, w */
     __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
@@ -596,7 +597,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     if (nch == 1) {   /* the exact path: one head per CTA */
         if (x < GS)
             attn_one_chunk<KV8>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
-                           act_fmt, rf, dyn, qs, kl, vl);
+                           act_fmt, rf, dyn, qs, kl, vl, vpre);
         return;
     }
     const int nxe = nch < nxc ? nch : nxc;            /* CTAs reducing this token's chunks */
@@ -787,7 +788,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
 template <int GS, int KV8>
 static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, void *kc, void *vc, int n_heads,
                        int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
-                       int two_tiles, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
+                       int two_tiles, int vpre, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
                        cuda_rope_fold rf, cuda_cols cols) {
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once per instance) */
@@ -796,13 +797,13 @@ static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, voi
         attr_set = 1;
     }
     klaunch(attn_kernel<GS, KV8>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
-            nch_cap, nxc, two_tiles, part, counters, out, act, arb, act_fmt, rf, cols);
+            nch_cap, nxc, two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols);
     return CU_LAUNCHED();
 }
 
 /* STRATA_CUDA_ATTN_TILES: 2 (default) the chunk path's K and V tiles at once where they fit and
  * the grid leaves SMs idle, 1 one tile */
-static int att_two_tiles = -1;
+static int att_two_tiles = -1, att_vpre = -1;
 extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : 1; }
 
 int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
@@ -845,13 +846,18 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     const int two_tiles = att_two_tiles && nch > 1 && 2 * tile <= 160 * 1024 &&
                           (int64_t)nxc * groups * T <= (int64_t)per_sm2 * sms;
     if (two_tiles && 2 * tile > smem) smem = 2 * tile;
+    /* STRATA_CUDA_ATTN_VPRE (T = 1): the one-chunk path issues the V rows with the K rows (a
+     * second tile, the scores after it) */
+    if (att_vpre < 0) att_vpre = env_int(ENV_CUDA_ATTN_VPRE) != 0;
+    const int vpre = att_vpre && T == 1 && 2 * tile + ATTN_CHUNK * sizeof(float) <= 200 * 1024;
+    if (vpre && 2 * tile + ATTN_CHUNK * sizeof(float) > smem) smem = 2 * tile + ATTN_CHUNK * sizeof(float);
     if (merge > smem) smem = merge;
     if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
     const cuda_rope_fold f = rf ? *rf : no_fold;
     const cuda_cols cl = cols ? *cols : none;
 #define ATTN_LAUNCH(GS, KV8)                                                                                            \
     attn_launch<GS, KV8>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
-                         two_tiles, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl)
+                         two_tiles, vpre, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl)
     switch (gs * 2 + (kv8 ? 1 : 0)) {
     case 2: return ATTN_LAUNCH(1, 0);
     case 3: return ATTN_LAUNCH(1, 1);

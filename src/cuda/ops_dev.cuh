@@ -282,14 +282,24 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const vo
     int kvh = h / (n_heads / n_kv_heads), row_words = n_kv_heads * W;
     int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
     int n = last - first + 1;
+    /* two_tiles == 2 and one tile of positions (STRATA_CUDA_ATTN_VPRE): the V rows are issued
+     * into the second tile with the K rows, so they arrive while the scores are computed */
+    const int vpre = two_tiles == 2 && n <= ATT_TILE;
     for (int d = tid; d < head_dim; d += ATTX_THREADS) qs[d] = qh[d];
     const uint32_t *kbase = (const uint32_t *)kc + (size_t)first * row_words + (size_t)kvh * W;
     const uint32_t *vbase = (const uint32_t *)vc + (size_t)first * row_words + (size_t)kvh * W;
+    if (vpre) {
+        __syncthreads();   /* qs, and the caller's kl / vl rows, written */
+        attn_tile_issue(tile, kbase, 0, n, n, W, RS, row_words, k_last);
+        attn_tile_issue(tile2, vbase, 0, n, n, W, RS, row_words, v_last);
+        cp_async_wait_prev();
+        __syncthreads();
+    }
     /* scores, a tile of positions at a time: s = sum_d q[d] * k[d] in d order, times scale */
     float mx = -INFINITY;
     for (int p0 = 0, ti = 0; p0 < n; p0 += ATT_TILE, ti++) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        const uint32_t *tl = attn_tile_next(tile, tile2, ti, kbase, p0, nr, n, W, RS, row_words, k_last);
+        const uint32_t *tl = vpre ? tile : attn_tile_next(tile, tile2, ti, kbase, p0, nr, n, W, RS, row_words, k_last);
         if (tid < nr) {
             float s = 0.0f;
             if (KV8) kv8_scores<1>(tl + (size_t)tid * RS, qs, head_dim, &s);
@@ -323,9 +333,13 @@ static __device__ __forceinline__ void attn_exact_head(const float *qh, const vo
     float o[ATT_MAX_HD / ATTX_THREADS];
 #pragma unroll
     for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) o[j] = 0.0f;
+    if (vpre) {
+        cp_async_wait_all();
+        __syncthreads();
+    }
     for (int p0 = 0, ti = 0; p0 < n; p0 += ATT_TILE, ti++) {
         int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        const uint32_t *tl = attn_tile_next(tile, tile2, ti, vbase, p0, nr, n, W, RS, row_words, v_last);
+        const uint32_t *tl = vpre ? tile2 : attn_tile_next(tile, tile2, ti, vbase, p0, nr, n, W, RS, row_words, v_last);
 #pragma unroll
         for (int j = 0; j < ATT_MAX_HD / ATTX_THREADS; j++) {
             int d = tid + j * ATTX_THREADS;

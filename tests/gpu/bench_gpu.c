@@ -284,12 +284,12 @@ static const char *const k_vnames[14] = { "off", "decode", "route", "all", "fold
                                           "fold4", "fold5", "fold6", "fold7", "nosplit", "base" };
 /* variant v: 0 every switch off, 1 the decode switches, 2 the parallel routing, 3 both (the MoE
  * folds and split rows off); 4 + b (b < 8): the decode switches at auto (the table's), serial
- * routing, STRATA_CUDA_MOE_FAST = b and split rows; 12 every fold without split rows; 13 neither */
+ * routing, STRATA_CUDA_MOE_FAST = b and split rows (24); 12 both folds without split rows; 13 neither */
 static void vset(int v) {
     const char *d = v >= 4 ? "auto" : v & 1 ? "1" : "0";
     char fast[4];
-    snprintf(fast, sizeof fast, "%d", v >= 4 && v < 12 ? v - 4 : v == 12 ? 7 : 0);
-    setenv("STRATA_CUDA_MV_SPLIT", v >= 4 && v < 12 ? "1" : "0", 1);
+    snprintf(fast, sizeof fast, "%d", v >= 4 && v < 12 ? v - 4 : v == 12 ? 3 : 0);
+    setenv("STRATA_CUDA_MV_SPLIT", v >= 4 && v < 12 ? "24" : "0", 1);
     setenv("STRATA_IQ_DECODE_FAST", d, 1);
     setenv("STRATA_Q2_WORD_EXPAND", d, 1);
     setenv("STRATA_Q6_SWAR", d, 1);
@@ -487,7 +487,7 @@ int main(int argc, char **argv) {
                 if (!strcmp(argv[j], "matvec")) parts |= 1;
                 else if (!strcmp(argv[j], "ffn")) parts |= 2;
                 else if (!strcmp(argv[j], "decode")) parts |= 4;
-                else if (!strcmp(argv[j], "folds")) parts |= 8;   /* decode tok/s: MoE folds and split rows (vset 13, 4, 12, 11, 5, 6, 8) */
+                else if (!strcmp(argv[j], "folds")) parts |= 8;   /* decode tok/s: MoE folds and split rows (vset 13, 4, 5, 6, 7, 12) */
                 else if (!strncmp(argv[j], "layers=", 7)) layers = atoi(argv[j] + 7);
                 else if (!strncmp(argv[j], "experts=", 8)) ex = dex = argv[j] + 8;
                 else if (!strncmp(argv[j], "only=", 5)) mv_only = argv[j] + 5;
@@ -499,9 +499,9 @@ int main(int argc, char **argv) {
             printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write)\n", desc, bw);
             if (parts & 1) bench_variants_matvec(bw > 0 ? bw : 4270);
             if (parts & 2) bench_variants_ffn(ex);
-            static const int k_all[4] = { 0, 1, 2, 3 }, k_folds[7] = { 13, 4, 12, 11, 5, 6, 8 };
+            static const int k_all[4] = { 0, 1, 2, 3 }, k_folds[6] = { 13, 4, 5, 6, 7, 12 };
             if (parts & 4) bench_variants_decode(layers, dex, k_all, 4);
-            if (parts & 8) bench_variants_decode(layers, dex, k_folds, 7);
+            if (parts & 8) bench_variants_decode(layers, dex, k_folds, 6);
             return 0;
         }
         if (!strcmp(argv[i], "prof_moe")) {   /* eager MoE decode steps (2 reference-shape layers) for ncu */

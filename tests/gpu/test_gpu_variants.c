@@ -40,20 +40,19 @@ static void set_switches(int mode) {
     setenv("STRATA_Q6_SWAR", d, 1);
     setenv("STRATA_CUDA_ROUTE", mode == 1 || mode == 2 ? "parallel" : "serial", 1);
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
-    setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "1" : "0", 1);
+    setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
     env_reset_cache();
     cuda_variants v;
     cuda_device_choose(&v);
     cuda_variants_apply(&v);
     int want = mode == 1 ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
     REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
-            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1),
+            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0),
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
 static const char *mode_name(int mode) {
-    static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine", "h-quant fold",
-                                   "route1+hq", "combine+hq", "every MoE fold" };
-    return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 7] : "?";
+    static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine" };
+    return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 3] : "?";
 }
 
 #define GPU_RAND_SEED 0x6A09E667F3BCC909ull
@@ -107,11 +106,11 @@ static void test_matvec(void) {
         const quant_traits *qt = quant_traits_get(k_formats[f]);
         t_current = qt->name;
         int B = qt->blck;
-        int64_t lens[] = { B, 3 * B, 33 * B, B == 256 ? 41 * 256 : 136 * 32, 4096 };
+        int64_t lens[] = { B, 3 * B, 33 * B, B == 256 ? 41 * 256 : 136 * 32, 4096, 7 * B };   /* 7: split over 2 warps */
         uint64_t h = 0;
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
             if (lens[i] % B == 0) matvec_case(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), &h);
-        printf("matvec %-8s variant on == off == reference (5 row lengths, T = 1..8), checksum %016llx\n", qt->name,
+        printf("matvec %-8s variant on == off == reference (6 row lengths, T = 1..8), checksum %016llx\n", qt->name,
                (unsigned long long)h);
     }
 }
@@ -220,9 +219,9 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
-    for (int bit = 1; bit <= 4; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
-    moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* h in 32-value blocks */
-    moe_parity(TYPE_Q2_0, 8 + CUDA_MOE_FAST_ALL);   /* 64-value blocks */
+    for (int bit = 1; bit <= 2; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* the one-lane down kernel (a row per CTA) */
+    moe_parity(TYPE_Q2_0, 8 + CUDA_MOE_FAST_ALL);
     g_dim = 2048;   /* the reference shape's fused router (64 values per lane) */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTE1);
     g_dim = 256;
