@@ -1190,6 +1190,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         }
         memset(c->h_sio, 0, sizeof *c->h_sio);
+        memset(c->h_vin, 0, (FWD_INIT_T + 1) * sizeof(int32_t));
         if (!(c->h_ckv = (void **)st_calloc((size_t)hp->n_layers * 2 * FWD_MAX_T, sizeof(void *)))) {
             snprintf(err, errlen, "out of memory");
             goto fail;
