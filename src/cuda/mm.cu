@@ -594,6 +594,18 @@ static __device__ __forceinline__ void canon_push(int k, const float *c, float *
     }
 }
 
+/* position k is complete (the walk moved on to nk): its value v into the counter, +0.0 for the
+ * positions between k and nk (their lanes hold no block), and v zeroed for the next position;
+ * positions count from the CTA's first one, kb */
+template <int NO>
+static __device__ __forceinline__ void mm_position_done(int k, int nk, int kb, float *v, float *r0, float *r1, float *r2,
+                                                        float *r3, float *r4) {
+    canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
+    for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
+#pragma unroll
+    for (int o = 0; o < NO; o++) v[o] = 0.0f;
+}
+
 /* Grouped (MoE) launches: the CTA column blockIdx.y is tile ti of the list `tiles` ([0] the
  * count, then (group, first column) per tile); group gi of `groups` (moe.cu's layout: expert,
  * first pair, pairs, source row) has its pairs' activation rows at act + (first pair + c) * as
@@ -742,12 +754,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         }
         block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
         if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
-        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
-            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
-            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
-#pragma unroll
-            for (int o = 0; o < NO; o++) v[o] = 0.0f;
-        }
+        if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if (!more) break;
         cp_wait();
         __syncthreads();
@@ -944,12 +951,7 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
             __syncwarp();
             decode3<FMT>(mm_stg<FMT>{mm_smem + nxt * sbytes, nbs}, li, part, wr, wvalid, nbb, nb);
         }
-        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
-            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
-            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
-#pragma unroll
-            for (int o = 0; o < NO; o++) v[o] = 0.0f;
-        }
+        if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if (!more) break;
         __syncthreads();
         cur = nxt; k = nk; b = nbb;
