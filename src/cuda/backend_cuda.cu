@@ -90,12 +90,6 @@ extern "C" int cuda_device_describe(char *out, size_t cap) {
     return 0;
 }
 
-extern "C" int cuda_sm_count(void) {
-    int n = 0;
-    if (cuda_device_count() <= 0 || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 0;
-    return n;
-}
-
 extern "C" void *cuda_malloc(size_t bytes) {
     void *p = NULL;
     if (CU_CHECK(cudaMalloc(&p, bytes ? bytes : 1))) return NULL;

@@ -1011,18 +1011,6 @@ int cuda_mm_min_cols(void) {
  * power of two) always S where the rows have the blocks for it (tests) */
 static int mm_split = -2;
 extern "C" void cuda_mm_split_set(int s) { mm_split = s; }
-static int mm_sms(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0, v = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v < 1) {
-            cudaGetLastError();
-            v = 132;
-        }
-        sms = v;
-    }
-    return sms;
-}
 /* log2 of the split of a grid of `tiles` tiles over rows of nb blocks (0: none) */
 static int mm_split_ks(const mv_group *g, int tiles, int nb, int rows, int T) {
     if (mm_split == -2) {
@@ -1037,7 +1025,8 @@ static int mm_split_ks(const mv_group *g, int tiles, int nb, int rows, int T) {
         /* the largest S whose CTAs still fit one wave (one CTA per SM): a grid that already
          * fills the SMs gains nothing from a second wave of half-length CTAs (H200, 2026-12-02:
          * splitting the SmolLM2 prompt's 120-tile grids in two cost 8 %) */
-        const int sms = mm_sms();
+        int sms = cuda_sm_count();   /* device_class.cu's reading; an H200's 132 without a device */
+        if (sms < 1) sms = 132;
         while (ks < 5 && (tiles << (ks + 1)) <= sms) ks++;
     }
     /* every range of 32 >> ks positions holds a block when S <= nb (lanes 0..nb-1 by bit reversal),
