@@ -90,12 +90,6 @@ extern "C" int cuda_device_describe(char *out, size_t cap) {
     return 0;
 }
 
-extern "C" int cuda_sm_count(void) {
-    int n = 0;
-    if (cuda_device_count() <= 0 || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 0;
-    return n;
-}
-
 extern "C" void *cuda_malloc(size_t bytes) {
     void *p = NULL;
     if (CU_CHECK(cudaMalloc(&p, bytes ? bytes : 1))) return NULL;
@@ -274,7 +268,7 @@ typedef struct {
     cudaGraphExec_t vgraph[FWD_INIT_T + 1];
     int vgraph_ok[FWD_INIT_T + 1];
     int32_t *d_vin, *h_vin;     /* device / pinned host [FWD_INIT_T + 1]: the window's ids, then its position */
-    long verify_captures, verify_replays, verify_eager;   /* counters (tests: backend_cuda_verify_counts) */
+    long verify_counts[3];      /* captures, graph replays, eager windows (tests: backend_cuda_verify_counts) */
     int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
     int capturing;              /* the kernels read d_pos / d_ids */
     int fuse;                   /* STRATA_CUDA_FUSE */
@@ -837,6 +831,45 @@ static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *i
 static const float *cuda_logits_host(backend *be) { return CB(be)->h_logits; }
 static int cuda_max_rewind(const backend *be) { (void)be; return 1 << 30; }   /* every position is kept */
 
+/* ---- a step as a CUDA graph: captured at first use, then replayed ----------------------------
+ * rec(be, arg) enqueues the step's kernels on c->st with c->capturing set (the kernels read
+ * their inputs from device memory, so a replay takes the inputs uploaded before it). With
+ * STRATA_CUDA_GRAPH on (the default) the first call captures rec's launches into a graph and
+ * instantiates it into *exec (*ok = 1), and every call launches *exec; with it off rec launches
+ * the kernels one by one. sync: wait for the step (0: return once launched; the caller
+ * synchronizes). On an error the backend fails with `what` and -1 returns; else 1 when this
+ * call captured the graph, 0 when not. counts (NULL: none): captures, replays, eager steps. */
+typedef int (*step_recorder)(backend *be, const void *arg);
+static int graph_step(backend *be, cudaGraphExec_t *exec, int *ok, step_recorder rec, const void *arg, int sync,
+                      const char *what, long *counts) {
+    cuda_be *c = CB(be);
+    const int graph = env_bool(ENV_CUDA_GRAPH);
+    int rc = 0, captured = 0;
+    c->capturing = 1;
+    if (!graph) rc = rec(be, arg);
+    else if (!*ok) {
+        cudaGraph_t g;
+        if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
+        else {
+            int r1 = rec(be, arg);
+            int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
+            rc = r1 || r2 ? -1 : 0;
+            if (!rc) {
+                rc = CU_CHECK(cudaGraphInstantiate(exec, g, 0));
+                if (!rc) { *ok = 1; captured = 1; if (counts) counts[0]++; }
+            }
+            if (!r2) cudaGraphDestroy(g);
+        }
+    }
+    c->capturing = 0;
+    if (!rc && graph) {
+        rc = CU_CHECK(cudaGraphLaunch(*exec, c->st));
+        if (!rc && counts) counts[1]++;
+    } else if (!rc && counts) counts[2]++;
+    if (rc || (sync && CU_CHECK(cudaStreamSynchronize(c->st)))) { be_fail(c, what); return -1; }
+    return captured;
+}
+
 /* ---- the decode step: forward(T = 1) and the draw, one graph ---------------------------------- */
 /* The step the graph holds: forward(T = 1) on d_ids / d_pos, then the draw writes the next id
  * into d_ids and advances d_pos, and the id (greedy) or the sampler's io goes to pinned host
@@ -854,32 +887,19 @@ static int record_step(backend *be, int32_t id, int pos, int kind) {
     return rc || c->failed ? -1 : 0;
 }
 
+struct step_arg { int32_t id; int pos, kind; };
+static int record_step_cb(backend *be, const void *arg) {
+    const step_arg *a = (const step_arg *)arg;
+    return record_step(be, a->id, a->pos, a->kind);
+}
+
 /* Replay (capturing at first use) the step graph `kind`; STRATA_CUDA_GRAPH=0 launches the same
  * kernels one by one (they still read d_pos / d_ids). sync 0: return once launched (the caller
  * synchronizes; on an error the backend has failed). */
 static int launch_step(backend *be, int32_t id, int pos, int kind, int sync) {
     cuda_be *c = CB(be);
-    int rc = 0;
-    c->capturing = 1;
-    if (!env_bool(ENV_CUDA_GRAPH)) rc = record_step(be, id, pos, kind);
-    else if (!c->graph_ok[kind]) {
-        cudaGraph_t g;
-        if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
-        else {
-            int r1 = record_step(be, id, pos, kind);
-            int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
-            rc = r1 || r2 ? -1 : 0;
-            if (!rc) {
-                rc = CU_CHECK(cudaGraphInstantiate(&c->graph[kind], g, 0));
-                cudaGraphDestroy(g);
-                if (!rc) c->graph_ok[kind] = 1;
-            }
-        }
-    }
-    c->capturing = 0;
-    if (!rc && env_bool(ENV_CUDA_GRAPH)) rc = CU_CHECK(cudaGraphLaunch(c->graph[kind], c->st));
-    if (rc || (sync && CU_CHECK(cudaStreamSynchronize(c->st)))) { be_fail(c, "decode step"); return -1; }
-    return 0;
+    const step_arg a = { id, pos, kind };
+    return graph_step(be, &c->graph[kind], &c->graph_ok[kind], record_step_cb, &a, sync, "decode step", NULL) < 0 ? -1 : 0;
 }
 
 static int run_step(backend *be, int32_t id, int pos, int kind) { return launch_step(be, id, pos, kind, 1); }
@@ -971,6 +991,12 @@ static int record_verify(backend *be, const int32_t *ids, int T, int pos) {
     return 0;
 }
 
+struct verify_arg { const int32_t *ids; int T, pos; };
+static int record_verify_cb(backend *be, const void *arg) {
+    const verify_arg *a = (const verify_arg *)arg;
+    return record_verify(be, a->ids, a->T, a->pos);
+}
+
 /* Upload the window (one copy: ids and position), replay vgraph[T] (captured at the first
  * window of T columns), wait for the ids. STRATA_CUDA_GRAPH=0 launches the same kernels one by
  * one (still reading d_vin). */
@@ -986,39 +1012,19 @@ static int cuda_verify_step(backend *be, const int32_t *ids, int T, int pos, int
         be_fail(c, "verify window upload");
         return -1;
     }
-    const int graph = env_bool(ENV_CUDA_GRAPH);
-    int rc = 0, captured = 0;
-    c->capturing = 1;
-    if (!graph) rc = record_verify(be, ids, T, pos);
-    else if (!c->vgraph_ok[T]) {
-        cudaGraph_t g;
-        if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;
-        else {
-            int r1 = record_verify(be, ids, T, pos);
-            int r2 = CU_CHECK(cudaStreamEndCapture(c->st, &g));
-            rc = r1 || r2 ? -1 : 0;
-            if (!rc) {
-                rc = CU_CHECK(cudaGraphInstantiate(&c->vgraph[T], g, 0));
-                if (!rc) { c->vgraph_ok[T] = 1; captured = 1; c->verify_captures++; }
-            }
-            if (!r2) cudaGraphDestroy(g);
-        }
-    }
-    c->capturing = 0;
-    if (!rc && graph) {
-        rc = CU_CHECK(cudaGraphLaunch(c->vgraph[T], c->st));
-        if (!rc) c->verify_replays++;
-    } else if (!rc) c->verify_eager++;
-    if (rc || CU_CHECK(cudaStreamSynchronize(c->st))) { be_fail(c, "verify step"); return -1; }
+    const verify_arg a = { ids, T, pos };
+    const int captured = graph_step(be, &c->vgraph[T], &c->vgraph_ok[T], record_verify_cb, &a, 1, "verify step",
+                                    c->verify_counts);
+    if (captured < 0) return -1;
     memcpy(out_ids, c->h_picks, (size_t)T * sizeof(int32_t));
     return captured;
 }
 
 extern "C" void backend_cuda_verify_counts(const backend *be, long *captures, long *replays, long *eager) {
     const cuda_be *c = (const cuda_be *)be->impl;
-    if (captures) *captures = c->verify_captures;
-    if (replays) *replays = c->verify_replays;
-    if (eager) *eager = c->verify_eager;
+    if (captures) *captures = c->verify_counts[0];
+    if (replays) *replays = c->verify_counts[1];
+    if (eager) *eager = c->verify_counts[2];
 }
 
 /* A greedy step under a mask (backend_ops.decode_step_masked): the forward graph (kind 3) is
@@ -1189,6 +1195,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         }
         memset(c->h_sio, 0, sizeof *c->h_sio);
+        memset(c->h_vin, 0, (FWD_INIT_T + 1) * sizeof(int32_t));
         if (!(c->h_ckv = (void **)st_calloc((size_t)hp->n_layers * 2 * FWD_MAX_T, sizeof(void *)))) {
             snprintf(err, errlen, "out of memory");
             goto fail;

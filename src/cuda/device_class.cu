@@ -55,6 +55,12 @@ extern "C" const cuda_device_class *cuda_device_class_get(void) {
     return c;
 }
 
+/* the one reading of the SM count (the matmul's split, the attention's chunks per column) */
+extern "C" int cuda_sm_count(void) {
+    const cuda_device_class *c = cuda_device_class_get();
+    return c && c->sms > 0 ? c->sms : 0;
+}
+
 /* a decode-variant switch: auto (the table's bits of `mask`), 1 / on (all of them), else none */
 static int dec_switch(const char *s, int table, int mask) {
     if (!strcmp(s, "auto")) return table & mask;

@@ -594,6 +594,18 @@ static __device__ __forceinline__ void canon_push(int k, const float *c, float *
     }
 }
 
+/* position k is complete (the walk moved on to nk): its value v into the counter, +0.0 for the
+ * positions between k and nk (their lanes hold no block), and v zeroed for the next position;
+ * positions count from the CTA's first one, kb */
+template <int NO>
+static __device__ __forceinline__ void mm_position_done(int k, int nk, int kb, float *v, float *r0, float *r1, float *r2,
+                                                        float *r3, float *r4) {
+    canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
+    for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
+#pragma unroll
+    for (int o = 0; o < NO; o++) v[o] = 0.0f;
+}
+
 /* Grouped (MoE) launches: the CTA column blockIdx.y is tile ti of the list `tiles` ([0] the
  * count, then (group, first column) per tile); group gi of `groups` (moe.cu's layout: expert,
  * first pair, pairs, source row) has its pairs' activation rows at act + (first pair + c) * as
@@ -742,12 +754,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         }
         block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
         if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
-        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
-            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
-            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
-#pragma unroll
-            for (int o = 0; o < NO; o++) v[o] = 0.0f;
-        }
+        if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if (!more) break;
         cp_wait();
         __syncthreads();
@@ -944,12 +951,7 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
             __syncwarp();
             decode3<FMT>(mm_stg<FMT>{mm_smem + nxt * sbytes, nbs}, li, part, wr, wvalid, nbb, nb);
         }
-        if (nk != k) {   /* position k is complete; the positions up to nk hold no block (+0.0) */
-            canon_push<NO>(k - kb, v, r0, r1, r2, r3, r4);
-            for (int kk = k + 1; kk < nk; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);
-#pragma unroll
-            for (int o = 0; o < NO; o++) v[o] = 0.0f;
-        }
+        if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if (!more) break;
         __syncthreads();
         cur = nxt; k = nk; b = nbb;
@@ -1009,18 +1011,6 @@ int cuda_mm_min_cols(void) {
  * power of two) always S where the rows have the blocks for it (tests) */
 static int mm_split = -2;
 extern "C" void cuda_mm_split_set(int s) { mm_split = s; }
-static int mm_sms(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0, v = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v < 1) {
-            cudaGetLastError();
-            v = 132;
-        }
-        sms = v;
-    }
-    return sms;
-}
 /* log2 of the split of a grid of `tiles` tiles over rows of nb blocks (0: none) */
 static int mm_split_ks(const mv_group *g, int tiles, int nb, int rows, int T) {
     if (mm_split == -2) {
@@ -1035,7 +1025,8 @@ static int mm_split_ks(const mv_group *g, int tiles, int nb, int rows, int T) {
         /* the largest S whose CTAs still fit one wave (one CTA per SM): a grid that already
          * fills the SMs gains nothing from a second wave of half-length CTAs (H200, 2026-12-02:
          * splitting the SmolLM2 prompt's 120-tile grids in two cost 8 %) */
-        const int sms = mm_sms();
+        int sms = cuda_sm_count();   /* device_class.cu's reading; an H200's 132 without a device */
+        if (sms < 1) sms = 132;
         while (ks < 5 && (tiles << (ks + 1)) <= sms) ks++;
     }
     /* every range of 32 >> ks positions holds a block when S <= nb (lanes 0..nb-1 by bit reversal),

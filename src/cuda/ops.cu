@@ -815,11 +815,8 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
         return -1;
     cuda_cols none = { NULL, NULL, NULL };
     cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
-    static int sms = 0;
-    if (!sms) {
-        const cuda_device_class *dc = cuda_device_class_get();
-        sms = dc && dc->sms > 0 ? dc->sms : 32;
-    }
+    int sms = cuda_sm_count();   /* device_class.cu's reading */
+    if (sms < 1) sms = 32;
     const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim), groups = n_heads / gs;
     const int nch_cap = ATTN_N_CHUNKS(n_ctx);
     /* the most chunks a column can have: from the largest position when known, else the cache's */

@@ -6,32 +6,16 @@
  * then the speculative step with suffix drafts gives the
  * ids of plain greedy steps (the next ids picked on the device: head_argmax). Model: synthetic (src/model/synth.h), made here. */
 #include "test.h"
-#include <stdint.h>
-#include <unistd.h>
-#include "strata.h"
-#include "model/synth.h"
+#include "rig.h"
 #include "quant/quant.h"
-#include "cuda/cuda_backend.h"
 
 #define NS 12
 
-static strata_model *load(const char *path, strata_device dev) {
-    strata_model_params mp = strata_model_default_params();
-    mp.path = path; mp.device = dev;
-    strata_model *m = NULL;
-    char err[512];
-    if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "load: %s\n", err); return NULL; }
-    return m;
-}
 static strata_session *session(strata_model *m, int spec) {
     strata_session_params sp = strata_session_default_params();
     sp.n_ctx = 1024; sp.spec_draft = spec;
-    char err[512];
-    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
-    if (!s) fprintf(stderr, "session: %s\n", err);
-    return s;
+    return rig_session_p(m, &sp);
 }
-static int32_t argmax(const float *x, int n) { int32_t b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
@@ -40,10 +24,9 @@ int main(void) {
     synth_default_params(&p, ARCH_LLAMA);
     p.n_layers = 6; p.n_vocab = 8000; p.n_embd = 512; p.n_heads = 8; p.n_kv_heads = 2; p.head_dim = 64;
     p.type_attn = TYPE_Q4_1; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
-    p.tokenizer_path = "builtin"; p.seed = 5; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    char err[512];
-    CHECKF(synth_write(&p, path, err, sizeof err) == 0, "synth: %s", err);
-    strata_model *mg = load(path, STRATA_DEVICE_CUDA), *mc = load(path, STRATA_DEVICE_CPU);
+    p.seed = 5;
+    CHECKF(rig_synth_write(&p, path) == 0, "synth %s", path);
+    strata_model *mg = rig_load(path, STRATA_DEVICE_CUDA), *mc = rig_load(path, STRATA_DEVICE_CPU);
     CHECK(mg && mc);
     if (!mg || !mc) TEST_DONE();
     const int V = strata_n_vocab(mg);
@@ -87,7 +70,7 @@ int main(void) {
     printf("%d steps of up to %d sessions in shared GPU passes: logits == alone on the GPU: %s, == CPU: %s\n", steps, NS,
            same_solo ? "yes" : "NO", same_cpu ? "yes" : "NO");
     CHECKF(steps == 12 && same_solo, "batched GPU logits differ from the same sessions alone");
-    if (!strncmp(cuda_expf_mode(), "libm", 4)) CHECKF(same_cpu, "batched GPU logits differ from the CPU's");
+    if (rig_libm()) CHECKF(same_cpu, "batched GPU logits differ from the CPU's");
     for (int i = 0; i < NS; i++) { strata_session_free(bat[i]); strata_session_free(solo[i]); strata_session_free(cpu[i]); }
 
     /* the speculative step (greedy, suffix drafts in the spare columns) on prompts that repeat,

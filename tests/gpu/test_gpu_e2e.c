@@ -9,64 +9,23 @@
  * Models: the SmolLM2-135M shape with the real file's formats (Q4_1 blocks, Q8_0
  * embeddings/output), and two small ones that cover K-quant, IQ and other legacy formats. */
 #include "test.h"
-#include <stdint.h>
-#include <unistd.h>
-#include "strata.h"
-#include "model/synth.h"
-#include "core/env.h"
-#include "quant/blocks.h"
-#include "cuda/cuda_backend.h"
+#include "rig.h"
 #include "engine/engine.h"
 
-typedef struct { int32_t ids[256]; int n; } tok_list;
-static int collect(int32_t id, void *user) {
-    tok_list *l = user;
-    if (l->n < 256) l->ids[l->n++] = id;
-    return 0;
-}
-
-static strata_model *load(const char *path, strata_device dev) {
-    strata_model_params mp = strata_model_default_params();
-    mp.path = path; mp.device = dev; mp.n_threads = 0;
-    strata_model *m = NULL;
-    char err[512];
-    if (strata_model_load(&mp, &m, err, sizeof err) != 0) { fprintf(stderr, "load %s: %s\n", path, err); return NULL; }
-    return m;
-}
-
-static strata_session *session_ctx(strata_model *m, int n_ctx) {
-    strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = n_ctx;
-    char err[512];
-    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
-    if (!s) fprintf(stderr, "session: %s\n", err);
-    return s;
-}
-static strata_session *session(strata_model *m) { return session_ctx(m, 512); }
-
-static void prompt_ids(int which, int n_vocab, int32_t *ids, int n) {
-    uint64_t x = 0x1234567ull * (uint64_t)(which + 1);
-    for (int i = 0; i < n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(n_vocab - 3));
-    }
-}
+static strata_session *session(strata_model *m) { return rig_session(m, 512); }
+static void prompt_ids(int which, int n_vocab, int32_t *ids, int n) { rig_prompt_ids(0x1234567ull, which, n_vocab, ids, n); }
 
 static double max_rel(const float *a, const float *b, int n) {
     double m = 0, r = 0;
     for (int i = 0; i < n; i++) { r = fmax(r, fabs(b[i])); m = fmax(m, fabs((double)a[i] - b[i])); }
     return r > 0 ? m / r : m;
 }
-static int argmax(const float *x, int n) { int b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
-
-static void set_env(const char *name, const char *v) { setenv(name, v, 1); env_reset_cache(); }
-
 static void graph_check(const char *label, strata_model *mc, strata_model *mg, int np, int n);
 static void deep_check(const char *label, strata_model *mc, strata_model *mg, int np, int n);
 
 static void run_model(const char *label, const char *path, int n_gen, int n_steps, int deep_np, int deep_n) {
     t_current = label;
-    strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
+    strata_model *mc = rig_load(path, STRATA_DEVICE_CPU), *mg = rig_load(path, STRATA_DEVICE_CUDA);
     CHECK(mc && mg);
     if (!mc || !mg) { strata_model_free(mc); strata_model_free(mg); return; }
     strata_model_info info;
@@ -76,7 +35,7 @@ static void run_model(const char *label, const char *path, int n_gen, int n_step
     static const int plen[3] = { 5, 19, 40 };
     double worst = 0;
     int close_calls = 0, steps = 0, diverged = 0, bit_steps = 0;
-    int libm = !strncmp(cuda_expf_mode(), "libm", 4);
+    int libm = rig_libm();
     for (int p = 0; p < 3; p++) {
         int32_t ids[64];
         prompt_ids(p, V, ids, plen[p]);
@@ -206,13 +165,13 @@ out:
  * argmax ids */
 static void deep_check(const char *label, strata_model *mc, strata_model *mg, int np, int n) {
     const int V = strata_n_vocab(mg), n_ctx = (np + n + 64 + 255) / 256 * 256;
-    int libm = !strncmp(cuda_expf_mode(), "libm", 4);
+    int libm = rig_libm();
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(np + n + 1));
     prompt_ids(3, V, ids, np);
-    strata_session *sc = session_ctx(mc, n_ctx), *sg = session_ctx(mg, n_ctx);
+    strata_session *sc = rig_session(mc, n_ctx), *sg = rig_session(mg, n_ctx);
     set_env("STRATA_CUDA_ATTN", "serial");
-    strata_session *ss = session_ctx(mg, n_ctx);
-    unsetenv("STRATA_CUDA_ATTN"); env_reset_cache();
+    strata_session *ss = rig_session(mg, n_ctx);
+    set_env("STRATA_CUDA_ATTN", NULL);
     CHECK(ids && sc && sg && ss && sg->be->ops->decode_step);
     if (!ids || !sc || !sg || !ss || !sg->be->ops->decode_step) goto out;
     CHECK(strata_session_eval(sc, ids, np) == 0 && strata_session_eval(sg, ids, np) == 0 &&
@@ -250,20 +209,6 @@ out:
     free(ids);
 }
 
-static int make_model(const char *path, int layers, int dim, int ffn, int heads, int kvh, int vocab, int ta, int tf,
-                      int to, int te) {
-    synth_params p;
-    synth_default_params(&p, ARCH_LLAMA);
-    p.n_layers = layers; p.n_embd = dim; p.n_ff = ffn; p.n_heads = heads; p.n_kv_heads = kvh;
-    p.head_dim = dim / heads; p.n_vocab = vocab; p.n_ctx = 2048;
-    p.type_attn = ta; p.type_ffn = tf; p.type_output = to; p.type_embd = te;
-    p.tokenizer_path = "builtin"; p.seed = 7;
-    p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    char err[512];
-    if (synth_write(&p, path, err, sizeof err) != 0) { fprintf(stderr, "synth %s: %s\n", path, err); return -1; }
-    return 0;
-}
-
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const char *dir = "/tmp";
@@ -271,9 +216,9 @@ int main(void) {
     snprintf(p1, sizeof p1, "%s/strata-gpu-smollm2-shape.gguf", dir);
     snprintf(p2, sizeof p2, "%s/strata-gpu-kquants.gguf", dir);
     snprintf(p3, sizeof p3, "%s/strata-gpu-iq.gguf", dir);
-    CHECK(make_model(p1, 30, 576, 1536, 9, 3, 49152, TYPE_Q4_1, TYPE_Q4_1, TYPE_Q8_0, TYPE_Q8_0) == 0);
-    CHECK(make_model(p2, 6, 512, 1536, 8, 2, 8000, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q4_0) == 0);
-    CHECK(make_model(p3, 4, 512, 1024, 4, 4, 6000, TYPE_IQ4_XS, TYPE_IQ3_S, TYPE_Q5_1, TYPE_F16) == 0);
+    CHECK(rig_model(p1, ARCH_LLAMA, 30, 576, 1536, 9, 3, 64, 49152, TYPE_Q4_1, TYPE_Q4_1, TYPE_Q8_0, TYPE_Q8_0, 7) == 0);
+    CHECK(rig_model(p2, ARCH_LLAMA, 6, 512, 1536, 8, 2, 64, 8000, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q4_0, 7) == 0);
+    CHECK(rig_model(p3, ARCH_LLAMA, 4, 512, 1024, 4, 4, 128, 6000, TYPE_IQ4_XS, TYPE_IQ3_S, TYPE_Q5_1, TYPE_F16, 7) == 0);
     run_model("smollm2-shape Q4_1/Q8_0", p1, 64, 260, 700, 80);
     run_model("Q4_K/Q5_K/Q6_K/Q4_0", p2, 48, 40, 4090, 12);   /* 6 layers: a 4k prompt on the CPU is cheap */
     run_model("IQ4_XS/IQ3_S/Q5_1/F16", p3, 48, 40, 0, 0);

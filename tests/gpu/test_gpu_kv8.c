@@ -19,16 +19,10 @@
  * GPU-vs-CPU bits are asserted when the GPU's expf has libm's bits (expf_host.cuh), as in
  * test_gpu_e2e; GPU-vs-GPU comparisons always. */
 #include "test.h"
-#include <stdint.h>
-#include <unistd.h>
-#include "strata.h"
-#include "model/synth.h"
+#include "rig.h"
 #include "model/backend.h"
 #include "cpu/backend_cpu.h"
 #include "cpu/threadpool.h"
-#include "core/env.h"
-#include "quant/blocks.h"
-#include "cuda/cuda_backend.h"
 #include "engine/engine.h"
 
 static int libm;
@@ -39,12 +33,6 @@ static float rnd(void) {
     return (float)(rs >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
 }
 static void fill(float *p, size_t n, float scale) { for (size_t i = 0; i < n; i++) p[i] = rnd() * scale; }
-static void set_env(const char *name, const char *v) {
-    if (v) setenv(name, v, 1);
-    else unsetenv(name);
-    env_reset_cache();
-}
-static int argmax(const float *x, int n) { int b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
 
 /* ---- ops: KV store + attention on an int8 cache vs the CPU int8 backend ------------------ */
 typedef struct { const char *name; int H, KVH, HD; } shape;
@@ -138,35 +126,12 @@ static void ops_attention(const shape *S, threadpool *tp) {
 }
 
 /* ---- models ---------------------------------------------------------------------------- */
-static strata_model *load(const char *path, strata_device dev) {
-    strata_model_params mp = strata_model_default_params();
-    mp.path = path; mp.device = dev; mp.n_threads = 0;
-    strata_model *m = NULL;
-    char err[512];
-    if (strata_model_load(&mp, &m, err, sizeof err) != 0) { fprintf(stderr, "load %s: %s\n", path, err); return NULL; }
-    return m;
-}
 static strata_session *session(strata_model *m, int n_ctx, int kv) {
     strata_session_params sp = strata_session_default_params();
     sp.n_ctx = n_ctx; sp.kv_type = kv;
-    char err[512];
-    strata_session *s = strata_session_new(m, &sp, err, sizeof err);
-    if (!s) fprintf(stderr, "session: %s\n", err);
-    return s;
+    return rig_session_p(m, &sp);
 }
-typedef struct { int32_t ids[256]; int n; } tok_list;
-static int collect(int32_t id, void *user) {
-    tok_list *l = user;
-    if (l->n < 256) l->ids[l->n++] = id;
-    return 0;
-}
-static void prompt_ids(int which, int V, int32_t *ids, int n) {
-    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(which + 1);
-    for (int i = 0; i < n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(V - 3));
-    }
-}
+static void prompt_ids(int which, int V, int32_t *ids, int n) { rig_prompt_ids(0x9e3779b97f4a7c15ull, which, V, ids, n); }
 /* ids[0..n) in passes of w columns */
 static int eval_by(strata_session *s, const int32_t *ids, int n, int w) {
     for (int i = 0; i < n; i += w)
@@ -192,7 +157,7 @@ static int gpu_logits(strata_model *mg, const int32_t *pr, int d, int w, const c
 
 static void model_check(const char *label, const char *path) {
     t_current = label;
-    strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
+    strata_model *mc = rig_load(path, STRATA_DEVICE_CPU), *mg = rig_load(path, STRATA_DEVICE_CUDA);
     REQUIRE(mc && mg, "load");
     if (!mc || !mg) { strata_model_free(mc); strata_model_free(mg); return; }
     const int V = strata_n_vocab(mg);
@@ -310,7 +275,7 @@ static void model_check(const char *label, const char *path) {
 #define NB 10
 static void sessions_check(const char *label, const char *path) {
     t_current = label;
-    strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
+    strata_model *mc = rig_load(path, STRATA_DEVICE_CPU), *mg = rig_load(path, STRATA_DEVICE_CUDA);
     REQUIRE(mc && mg, "load");
     if (!mc || !mg) { strata_model_free(mc); strata_model_free(mg); return; }
     const int V = strata_n_vocab(mg);
@@ -409,26 +374,9 @@ static void sessions_check(const char *label, const char *path) {
     strata_model_free(mc); strata_model_free(mg);
 }
 
-static int make_model(const char *path, arch_id arch, int layers, int dim, int ffn, int heads, int kvh, int hd, int vocab,
-                      int ta, int tf, int to, int te) {
-    synth_params p;
-    synth_default_params(&p, arch);
-    p.n_layers = layers; p.n_embd = dim; p.n_ff = ffn; p.n_heads = heads; p.n_kv_heads = kvh; p.head_dim = hd;
-    p.n_vocab = vocab; p.n_ctx = 2048;
-    p.type_attn = ta; p.type_output = to; p.type_embd = te;
-    if (arch == ARCH_QWEN3MOE) {
-        p.n_experts = 8; p.n_experts_used = 2; p.n_ff_exp = ffn; p.type_experts = tf; p.type_router = TYPE_F32;
-    } else p.type_ffn = tf;
-    p.tokenizer_path = "builtin"; p.seed = 11;
-    p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    char err[512];
-    if (synth_write(&p, path, err, sizeof err) != 0) { fprintf(stderr, "synth %s: %s\n", path, err); return -1; }
-    return 0;
-}
-
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
-    libm = !strncmp(cuda_expf_mode(), "libm", 4);
+    libm = rig_libm();
     printf("expf on the GPU: %s\n", cuda_expf_mode());
     threadpool *tp = threadpool_create(4);
     static const shape shapes[] = {
@@ -441,9 +389,11 @@ int main(void) {
     threadpool_free(tp);
     const char *p1 = "/tmp/strata-gpu-kv8-hd64.gguf", *p2 = "/tmp/strata-gpu-kv8-hd256.gguf",
                *p3 = "/tmp/strata-gpu-kv8-moe.gguf";
-    REQUIRE(make_model(p1, ARCH_LLAMA, 6, 512, 1024, 8, 2, 64, 4000, TYPE_Q4_1, TYPE_Q4_K, TYPE_Q8_0, TYPE_Q8_0) == 0, "synth");
-    REQUIRE(make_model(p2, ARCH_LLAMA, 4, 1024, 1024, 4, 1, 256, 3000, TYPE_Q4_K, TYPE_Q5_0, TYPE_Q6_K, TYPE_Q4_0) == 0, "synth");
-    REQUIRE(make_model(p3, ARCH_QWEN3MOE, 3, 1024, 256, 8, 2, 128, 3000, TYPE_Q4_K, TYPE_Q4_K, TYPE_Q6_K, TYPE_Q8_0) == 0,
+    REQUIRE(rig_model(p1, ARCH_LLAMA, 6, 512, 1024, 8, 2, 64, 4000, TYPE_Q4_1, TYPE_Q4_K, TYPE_Q8_0, TYPE_Q8_0, 11) == 0,
+            "synth");
+    REQUIRE(rig_model(p2, ARCH_LLAMA, 4, 1024, 1024, 4, 1, 256, 3000, TYPE_Q4_K, TYPE_Q5_0, TYPE_Q6_K, TYPE_Q4_0, 11) == 0,
+            "synth");
+    REQUIRE(rig_model(p3, ARCH_QWEN3MOE, 3, 1024, 256, 8, 2, 128, 3000, TYPE_Q4_K, TYPE_Q4_K, TYPE_Q6_K, TYPE_Q8_0, 11) == 0,
             "synth");
     model_check("llama 8/2 hd 64", p1);
     model_check("llama 4/1 hd 256", p2);

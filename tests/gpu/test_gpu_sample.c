@@ -12,15 +12,9 @@
  *    CPU session's ids for the same seed; graph == eager; device sampling == host sampling
  *    of the GPU's logits (STRATA_CUDA_SAMPLE=0); the RNG stream continues across calls. */
 #include "test.h"
-#include <stdint.h>
-#include <unistd.h>
-#include "strata.h"
-#include "core/env.h"
+#include "rig.h"
 #include "core/util.h"
-#include "model/synth.h"
-#include "quant/blocks.h"
 #include "sample/sample.h"
-#include "cuda/cuda_backend.h"
 
 #define TOL 1e-6
 
@@ -140,30 +134,12 @@ static void test_kernel_parity(void) {
 }
 
 /* ---- engine: sampled decode with the draw on the device ----------------------------------- */
-typedef struct { int32_t ids[512]; int n; } tok_list;
-static int collect(int32_t id, void *user) {
-    tok_list *l = user;
-    if (l->n < 512) l->ids[l->n++] = id;
-    return 0;
-}
-static strata_model *load(const char *path, strata_device dev) {
-    strata_model_params mp = strata_model_default_params();
-    mp.path = path; mp.device = dev; mp.n_threads = 0;
-    strata_model *m = NULL;
-    char err[512];
-    if (strata_model_load(&mp, &m, err, sizeof err) != 0) { fprintf(stderr, "load %s: %s\n", path, err); return NULL; }
-    return m;
-}
 static strata_session *session(strata_model *m, const strata_sampler_params *sp) {
     strata_session_params p = strata_session_default_params();
     p.n_ctx = 512;
     p.sampler = *sp;
-    char err[512];
-    strata_session *s = strata_session_new(m, &p, err, sizeof err);
-    if (!s) fprintf(stderr, "session: %s\n", err);
-    return s;
+    return rig_session_p(m, &p);
 }
-static void set_env(const char *name, const char *v) { setenv(name, v, 1); env_reset_cache(); }
 
 /* generate twice in a row (the RNG continues) from a fresh session; ids concatenated */
 static void gen2(strata_model *m, const strata_sampler_params *sp, const int32_t *prompt, int n_prompt, int n_gen,
@@ -186,19 +162,12 @@ static int same(const tok_list *a, const tok_list *b) { return a->n == b->n && !
 
 static void test_engine(void) {
     const char *path = "/tmp/strata-gpu-sample.gguf";
-    synth_params sp;
-    synth_default_params(&sp, ARCH_LLAMA);
-    sp.n_layers = 4; sp.n_embd = 576; sp.n_ff = 1536; sp.n_heads = 9; sp.n_kv_heads = 3; sp.head_dim = 64;
-    sp.n_vocab = 49152; sp.n_ctx = 2048;
-    sp.type_attn = TYPE_Q4_1; sp.type_ffn = TYPE_Q4_1; sp.type_output = TYPE_Q8_0; sp.type_embd = TYPE_Q8_0;
-    sp.tokenizer_path = "builtin"; sp.seed = 11;
-    sp.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    char err[512];
-    CHECKF(synth_write(&sp, path, err, sizeof err) == 0, "synth: %s", err);
-    strata_model *mc = load(path, STRATA_DEVICE_CPU), *mg = load(path, STRATA_DEVICE_CUDA);
+    CHECKF(rig_model(path, ARCH_LLAMA, 4, 576, 1536, 9, 3, 64, 49152, TYPE_Q4_1, TYPE_Q4_1, TYPE_Q8_0, TYPE_Q8_0, 11) == 0,
+           "synth %s", path);
+    strata_model *mc = rig_load(path, STRATA_DEVICE_CPU), *mg = rig_load(path, STRATA_DEVICE_CUDA);
     CHECK(mc && mg);
     if (!mc || !mg) { strata_model_free(mc); strata_model_free(mg); unlink(path); return; }
-    int libm = !strncmp(cuda_expf_mode(), "libm", 4);
+    int libm = rig_libm();
     int32_t prompt[24];
     uint64_t x = 99;
     for (int i = 0; i < 24; i++) prompt[i] = 3 + (int32_t)(lcg(&x) % 49000);
