@@ -287,7 +287,7 @@ static const char *const k_vnames[14] = { "off", "decode", "route", "all", "fold
  * routing, STRATA_CUDA_MOE_FAST = b and split rows (24); 12 both folds without split rows; 13 neither */
 static void vset(int v) {
     const char *d = v >= 4 ? "auto" : v & 1 ? "1" : "0";
-    char fast[4];
+    char fast[16];
     snprintf(fast, sizeof fast, "%d", v >= 4 && v < 12 ? v - 4 : v == 12 ? 3 : 0);
     setenv("STRATA_CUDA_MV_SPLIT", v >= 4 && v < 12 ? "24" : "0", 1);
     setenv("STRATA_IQ_DECODE_FAST", d, 1);

@@ -33,7 +33,7 @@ static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3
  * folds of STRATA_CUDA_MOE_FAST = mode - 8 (modes 9 .. 15) */
 static void set_switches(int mode) {
     const char *d = mode == 1 ? "1" : "0";
-    char fast[8];
+    char fast[16];
     snprintf(fast, sizeof fast, "%d", mode == 1 ? CUDA_MOE_FAST_ALL : mode >= 8 ? mode - 8 : 0);
     setenv("STRATA_IQ_DECODE_FAST", d, 1);
     setenv("STRATA_Q2_WORD_EXPAND", d, 1);
