@@ -11,7 +11,8 @@
  *     weight position of a block (both kernels' layouts) against q6_K_unpack_ref
  * plus the tables (sign masks against ksigns_iq2xs, the IQ4 codebook words against
  * kvalues_iq4nl) and the precondition of the signed-byte trick (no grid byte is 0).
- * And the rule of STRATA_CUDA_ROUTE=parallel (src/cuda/moe.cu, moe_route_token_par), written
+ * And the rules of STRATA_CUDA_ROUTE=parallel (src/cuda/moe.cu, moe_route_token_par) and of
+ * STRATA_CUDA_MOE_FAST's routing by a CTA (moe_route1_body: ranks computed per expert), written
  * out lane by lane in C, against the CPU's routing (moe_route): same experts, same weight bits,
  * on random logits, ties, underflowing probabilities and expert counts that are not multiples
  * of 32 (the warp intrinsics themselves are checked on the GPU: tests/gpu/test_gpu_variants). */
@@ -364,9 +365,31 @@ static void route_par_emul(const float *l, int X, int k, int32_t *sel, float *w)
     for (int r = 0; r < k; r++) w[r] = w[r] / ssel;
 }
 
+/* moe_route1_body (STRATA_CUDA_MOE_FAST bit 1, T = 1) thread by thread: the max in any order,
+ * e = expf(l - max), the sum in expert order, p = e / sum, expert i's rank = #{j : p_j > p_i or
+ * (p_j == p_i and j < i)}, the experts of ranks < k in rank order, the sum in rank order */
+static void route1_emul(const float *l, int X, int k, int32_t *sel, float *w) {
+    float e[256], p[256], mx = -INFINITY;
+    for (int i = X - 1; i >= 0; i--)   /* another order than the CPU's scan: the max is order-free */
+        if (l[i] > mx) mx = l[i];
+    for (int i = 0; i < X; i++) e[i] = expf(l[i] - mx);
+    float sum = 0.0f;
+    for (int i = 0; i < X; i++) sum += e[i];
+    for (int i = 0; i < X; i++) p[i] = e[i] / sum;
+    float pw[8];
+    for (int i = 0; i < X; i++) {
+        int rank = 0;
+        for (int j = 0; j < X; j++) rank += (p[j] > p[i]) | ((p[j] == p[i]) & (j < i));
+        if (rank < k) { sel[rank] = i; pw[rank] = p[i]; }
+    }
+    float ssel = 0.0f;
+    for (int r = 0; r < k; r++) ssel += pw[r];
+    for (int r = 0; r < k; r++) w[r] = pw[r] / ssel;
+}
+
 static void test_route_rule(void) {
     static const int xs[] = { 16, 33, 128, 200, 256 }, ks[] = { 1, 4, 8 };
-    int cases = 0, bad = 0;
+    int cases = 0, bad = 0, bad1 = 0;
     float l[256];
     for (int kind = 0; kind < 5; kind++)
         for (size_t xi = 0; xi < sizeof xs / sizeof xs[0]; xi++)
@@ -381,15 +404,19 @@ static void test_route_rule(void) {
                              : kind == 3 ? (e % 7 == 3 ? 30.0f : -120.0f * (1 + u))    /* probabilities that underflow to 0 */
                                          : 1e-3f * u + (e % 9 == 0 ? 1.0f : 0.0f);     /* near-ties */
                     }
-                    int32_t s_ref[8], s_par[8];
-                    float w_ref[8], w_par[8];
+                    int32_t s_ref[8], s_par[8], s_1[8];
+                    float w_ref[8], w_par[8], w_1[8];
                     moe_route(l, X, k, 1, s_ref, w_ref);
                     route_par_emul(l, X, k, s_par, w_par);
+                    route1_emul(l, X, k, s_1, w_1);
                     bad += memcmp(s_ref, s_par, sizeof(int32_t) * k) != 0 || memcmp(w_ref, w_par, sizeof(float) * k) != 0;
+                    bad1 += memcmp(s_ref, s_1, sizeof(int32_t) * k) != 0 || memcmp(w_ref, w_1, sizeof(float) * k) != 0;
                     cases++;
                 }
     CHECKF(bad == 0, "parallel routing rule: %d of %d cases differ from moe_route", bad, cases);
     printf("routing rule (warp max of bits, min index, chained sums): %d cases vs moe_route: %s\n", cases, bad ? "DIFFER" : "equal");
+    CHECKF(bad1 == 0, "CTA routing rule (ranks): %d of %d cases differ from moe_route", bad1, cases);
+    printf("routing rule of the CTA (ranks, chained sums): %d cases vs moe_route: %s\n", cases, bad1 ? "DIFFER" : "equal");
 }
 
 int main(void) {
