@@ -63,7 +63,7 @@ int    cuda_matvec_coop_setting(void);
 /* moe.cu: the Mixture-of-Experts FFN after the router matvec (see the file's comment). All
  * pointers are device memory; P = T * k pairs. */
 #define CUDA_MOE_MAX_K CUDA_MOE_MAX_EXPERTS_USED
-#define CUDA_MOE_COLS 8    /* tokens per cuda_moe_experts call (a wider pass runs in slices) */
+#define CUDA_MOE_COLS 8    /* tokens per cuda_moe_block call (a wider pass runs in slices) */
 #define CUDA_MOE_MAX_X CUDA_MOE_MAX_EXPERTS
 #define MOE_GROUP_INTS 4   /* expert, first pair, pairs, source row */
 #define CUDA_MOE_WIDE_MAX_T 512   /* tokens of a cuda_moe_experts_wide call (FWD_MAX_T) */
@@ -89,12 +89,11 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
 } cuda_moe;
 
-int cuda_moe_experts(const cuda_moe *m, cudaStream_t st);            /* (router +) route .. down */
-/* cuda_moe_experts + cuda_moe_combine(m, add_to): the whole block after the router input, the
- * STRATA_CUDA_MOE_FAST folds applied (the same bits) */
+/* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the
+ * combine into out (+ add_to), STRATA_CUDA_MOE_FAST's launches (the same bits) */
 int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st);
 /* Wide passes (STRATA_CUDA_MOE_MM): all T tokens routed at once and each expert's pairs through
- * the grouped tensor-core matmul (mm.cu), the same bits as cuda_moe_experts over slices. Uses
+ * the grouped tensor-core matmul (mm.cu), the same bits as cuda_moe_block over slices. Uses
  * of m: X, k, T, E, F, types, weights, logits ([T][X], computed by the caller), act_x, and
  * the buffers below; groups and pair_of / wts as cuda_moe's (cuda_moe_combine follows). */
 typedef struct cuda_moe_wide {

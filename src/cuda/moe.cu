@@ -593,9 +593,9 @@ extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 
 static int moe_fast = CUDA_MOE_FAST_ALL;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
-/* The routing .. down of cuda_moe_experts; with `combine` also the combine (+ add_to), folded
- * into the down kernel when CUDA_MOE_FAST_COMBINE is on. */
-static int moe_experts(const cuda_moe *m, float *add_to, int combine, cudaStream_t st) {
+/* The routing, grouped gate/up, h's quantization, grouped down and the combine (+ add_to),
+ * the combine inside the down kernel when CUDA_MOE_FAST_COMBINE is on. */
+int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     int gaf, daf;
     if (m->T < 1 || m->T > CUDA_MOE_COLS || m->k < 1 || m->k > CUDA_MOE_MAX_K || m->k > m->X || m->X > CUDA_MOE_MAX_X ||
         cuda_type_info(m->type_gu, NULL, &gaf, NULL) || cuda_type_info(m->type_down, NULL, &daf, NULL))
@@ -639,14 +639,11 @@ static int moe_experts(const cuda_moe *m, float *add_to, int combine, cudaStream
     memset(&cb, 0, sizeof cb);
     if (moe_dispatch(m->type_gu, m, 0, cb, st)) return -1;
     if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
-    const int cf = combine && (moe_fast & CUDA_MOE_FAST_COMBINE);
+    const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
     if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
-    return combine && !cf ? cuda_moe_combine(m, add_to, st) : 0;
+    return cf ? 0 : cuda_moe_combine(m, add_to, st);
 }
-
-int cuda_moe_experts(const cuda_moe *m, cudaStream_t st) { return moe_experts(m, NULL, 0, st); }
-int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) { return moe_experts(m, add_to, 1, st); }
 
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {
     dim3 grid((unsigned)((m->E + 127) / 128), (unsigned)m->T);
@@ -655,7 +652,7 @@ int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {
 }
 
 /* ---- wide passes: every token routed at once, each expert's pairs as one grouped matmul ------
- * The same bits as the slices of cuda_moe_experts: each token's routing is moe_route_token; a
+ * The same bits as the slices of cuda_moe_block: each token's routing is moe_route_token; a
  * pair's gate, up and down rows are the matvec's canonical dots (mm.cu's grouped kernel); h =
  * silu(g) * u with moe_gate_up_kernel's expression; the combine is cuda_moe_combine's. Only the
  * grouping (which pairs share a launch) differs, and no result depends on it. */

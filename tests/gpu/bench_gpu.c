@@ -13,9 +13,10 @@
  * limits matvec to those formats, "shape=1" to one shape (0: 4096x4096, 1: 14336x4096,
  * 2: 151936x2048). 256-weight formats are timed with each kernel ("lane": one lane per
  * super-block, the first kernel; "coop8": 8 lanes per super-block, the default).
- *   variants [matvec] [ffn] [decode] [layers=N] [experts=T1,T2] [only=F1,F2]: issue 20's decode
- *            variants and parallel routing, switch off / on: the dense matvec per format, the
- *            MoE FFN block and the MoE decode (bench/i20_gpu.sh; docs/KERNELS.md). */
+ *   variants [matvec] [ffn] [decode] [folds] [layers=N] [experts=T1,T2] [only=F1,F2]: issue 20's
+ *            decode variants and parallel routing, switch off / on: the dense matvec per format,
+ *            the MoE FFN block and the MoE decode (bench/i20_gpu.sh; docs/KERNELS.md); folds: the
+ *            MoE decode with STRATA_CUDA_MOE_FAST / STRATA_CUDA_MV_SPLIT variants. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
