@@ -43,17 +43,41 @@ def done():
     return 1 if failed else 0
 
 
+_live = set()   # the Server processes not yet reaped (their CPU time is read from /proc)
+
+
+def cpu_seconds():
+    """CPU seconds (user + system) of this process, its reaped children and the live servers: what
+    the suite has cost so far, the servers' model work included (docs/RELIABILITY.md, "CI time")."""
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    tick = os.sysconf("SC_CLK_TCK")
+    for p in list(_live):
+        try:
+            with open("/proc/%d/stat" % p.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick   # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def part_time(name, t0, c0):
+    """The part's line on stderr: "  time NAME: W s, cpu C s" (tests/test.h's form)."""
+    print("  time %s: %.2f s, cpu %.2f s" % (name, time.time() - t0, cpu_seconds() - c0), file=sys.stderr, flush=True)
+
+
 def run_part(only, name, fn, *args):
     """fn(*args) unless `only` (a set of names, or None) leaves name out; an exception is a failed
-    check, and the part's wall time goes to stderr."""
+    check, and the part's wall and CPU time (the servers' included) go to stderr."""
     if only and name not in only:
         return
-    t0 = time.time()
+    t0, c0 = time.time(), cpu_seconds()
     try:
         fn(*args)
     except Exception as e:
         check(False, "%s raised %r" % (name, e))
-    print("%-14s %.1f s" % (name, time.time() - t0), file=sys.stderr)
+    part_time(name, t0, c0)
 
 
 def sanitizer_report(text):
@@ -81,6 +105,7 @@ class Server:
                 self.proc.wait()
             raise RuntimeError("server did not start: %r %s" % (line, self.stderr()))
         self.port = int(m.group(1))
+        _live.add(self.proc)
         self.base = "http://127.0.0.1:%d" % self.port
 
     def client(self, key="none", **kw):
@@ -130,6 +155,7 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         rc = self.proc.returncode
+        _live.discard(self.proc)
         if check_reports:
             err = self.stderr()
             check(not sanitizer_report(err), "no sanitizer reports: %s" % err[-3000:])

@@ -15,7 +15,7 @@ Prints "N passed, N failed" last, like the C tests.
 import argparse, json, os, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import Server, check, done  # noqa: E402  (also clears proxy variables)
+from harness import Server, check, done, cpu_seconds, part_time  # noqa: E402  (also clears proxy variables)
 import jsonschema  # noqa: E402
 import openai  # noqa: E402
 
@@ -233,7 +233,7 @@ def main():
     a = ap.parse_args()
     global QUICK
     QUICK = a.quick
-    t0 = time.time()
+    t0, c0 = time.time(), cpu_seconds()
     plain = Server(a.bin, a.model, "--parallel", "2")
     # the tool server computes its grammar masks on the helper thread that overlaps the step
     # (the default only with CUDA), so that path runs here too
@@ -245,18 +245,18 @@ def main():
     try:
         for name, fn, srv in (("json_schema", test_json_schema, plain), ("no_tool_support", test_no_tool_support, plain),
                               ("agent_loop", test_agent_loop, tools)):
-            t = time.time()
+            t, c = time.time(), cpu_seconds()
             try:
                 fn(srv)
             except Exception as e:  # noqa: BLE001
                 check(False, "%s raised %r" % (name, e))
-            print("  %s: %.1f s" % (name, time.time() - t), file=sys.stderr)
+            part_time(name, t, c)
     finally:
         for srv in (plain, tools):
             srv.stop()
             err = srv.stderr()
             check("ERROR: AddressSanitizer" not in err and "runtime error:" not in err, "no sanitizer report")
-    print("  total %.1f s" % (time.time() - t0), file=sys.stderr)
+    print("  total %.1f s, cpu %.1f s" % (time.time() - t0, cpu_seconds() - c0), file=sys.stderr)
     return done()
 
 

@@ -12,11 +12,12 @@ Prints "N passed, N failed[, N skipped]" last, like the C tests (tests/test.h).
 import argparse, http.client, json, os, random, re, shutil, socket, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import check, skip, done, Server  # noqa: E402  (also clears proxy variables)
+from harness import check, skip, done, Server, cpu_seconds, part_time  # noqa: E402  (also clears proxy variables)
 import openai  # noqa: E402
 
 BIN = MODEL = None
-QUICK = False   # --quick (sanitizer builds): test_spec compares the two quoting prompts only
+QUICK = False   # --quick (sanitizer builds): test_spec compares the two quoting prompts only, and the
+#                 chat, completion and speculation requests generate fewer tokens (the same checks)
 
 
 MSGS = [{"role": "user", "content": "Write one sentence about the sea."}]
@@ -60,17 +61,18 @@ def test_basics(s):
 
 def test_chat(s):
     c = s.client()
-    kw = dict(model="any", messages=MSGS, temperature=0, seed=7, max_tokens=24)
+    n_max = 12 if QUICK else 24
+    kw = dict(model="any", messages=MSGS, temperature=0, seed=7, max_tokens=n_max)
     r = c.chat.completions.create(**kw)
     text = r.choices[0].message.content
     u = r.usage
     check(len(text) > 0, "non-stream chat content is non-empty")
     check(r.object == "chat.completion" and r.choices[0].message.role == "assistant", "chat.completion object")
-    check(u.prompt_tokens > 5 and 0 < u.completion_tokens <= 24 and u.total_tokens == u.prompt_tokens + u.completion_tokens,
+    check(u.prompt_tokens > 5 and 0 < u.completion_tokens <= n_max and u.total_tokens == u.prompt_tokens + u.completion_tokens,
           "usage consistent: %s" % u)
     check(r.choices[0].finish_reason in ("stop", "length"), "finish_reason")
     if r.choices[0].finish_reason == "length":
-        check(u.completion_tokens == 24, "length means max_tokens tokens")
+        check(u.completion_tokens == n_max, "length means max_tokens tokens")
     t = r.model_extra.get("timings") or {}
     check(t.get("prompt_n") + t.get("cache_n") == u.prompt_tokens and t.get("predicted_n") == u.completion_tokens
           and t.get("prompt_per_second", 0) > 0 and t.get("predicted_per_second", 0) > 0, "timings: %s" % t)
@@ -114,7 +116,7 @@ def test_chat(s):
     check(r3.usage.prompt_tokens_details.cached_tokens >= u.prompt_tokens, "chat continuation reuses the earlier turn: %s" % r3.usage)
 
     # seeds: same seed, same sample
-    kw2 = dict(model="any", messages=MSGS, temperature=0.9, top_p=0.95, max_tokens=16)
+    kw2 = dict(model="any", messages=MSGS, temperature=0.9, top_p=0.95, max_tokens=8 if QUICK else 16)
     a = c.chat.completions.create(seed=1234, **kw2).choices[0].message.content
     b = c.chat.completions.create(seed=1234, **kw2).choices[0].message.content
     check(a == b, "same seed, same text: %r vs %r" % (a, b))
@@ -128,17 +130,18 @@ def test_length_and_stop(s):
     r = c.chat.completions.create(model="m", messages=MSGS, temperature=0, max_completion_tokens=3)
     check(r.usage.completion_tokens == 3, "max_completion_tokens honoured")
 
-    base = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32)
+    n_max = 16 if QUICK else 32
+    base = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=n_max)
     full = base.choices[0].text
     check(base.object == "text_completion" and len(full) > 8, "completions: text %r" % full)
-    st = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32, stream=True)
+    st = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=n_max, stream=True)
     check("".join(ch.choices[0].text for ch in st) == full, "completions stream == non-stream")
     # a stop string from the middle of the greedy text: output is everything before it
     stop = full[len(full) // 2: len(full) // 2 + 4]
     want = full[: full.index(stop)]
-    r = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32, stop=[stop, "zzzz"])
+    r = c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=n_max, stop=[stop, "zzzz"])
     check(r.choices[0].text == want and r.choices[0].finish_reason == "stop", "stop %r: %r vs %r" % (stop, r.choices[0].text, want))
-    chunks = list(c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=32, stop=stop, stream=True))
+    chunks = list(c.completions.create(model="m", prompt="The sea is", temperature=0, max_tokens=n_max, stop=stop, stream=True))
     got = "".join(ch.choices[0].text for ch in chunks)
     check(got == want, "streamed stop: held back partial match: %r vs %r" % (got, want))
     check(chunks[-1].choices[0].finish_reason == "stop", "streamed stop: finish_reason stop")
@@ -397,9 +400,9 @@ def test_spec(s):
               tot["decode_passes"], tot["predicted_n"]), file=sys.stderr)
 
         # four greedy requests at once (their drafts share the pass's spare columns), streamed:
-        # each text equals the main server's (--quick: two requests of 24 tokens)
+        # each text equals the main server's (--quick: two requests of 16 tokens)
         conc = SPEC_PROMPTS[:2] if QUICK else SPEC_PROMPTS
-        n_tok = 24 if QUICK else 48
+        n_tok = 16 if QUICK else 48
         want = []
         for msgs in conc:
             _, _, b = s.raw("POST", "/v1/chat/completions", {"messages": msgs, "temperature": 0, "max_tokens": n_tok})
@@ -562,33 +565,42 @@ def main():
     p = subprocess.run([a.bin, "serve", "-m", "/nonexistent.gguf", "--port", "0"], capture_output=True, text=True, timeout=30)
     check(p.returncode != 0 and "/nonexistent.gguf" in p.stderr, "missing model: error names the file, exit %d" % p.returncode)
 
+    c0 = cpu_seconds()
+    tt, ct = time.time(), cpu_seconds()
     test_loading(a.bin)
+    part_time("test_loading", tt, ct)
+    tt, ct = time.time(), cpu_seconds()
     s = Server(a.bin, a.model, "--parallel", "4", "--queue", "16", "--ctx", "1024")
+    part_time("server start", tt, ct)
     try:
         for t in (test_basics, test_chat, test_length_and_stop, test_logprobs, test_errors, test_tokenize_metrics):
-            t0t = time.time()
+            tt, ct = time.time(), cpu_seconds()
             try:
                 t(s)
             except Exception as e:
                 check(False, "%s raised %r" % (t.__name__, e))
-            print("%-22s %.1f s" % (t.__name__, time.time() - t0t), file=sys.stderr)
-        t0t = time.time()
+            part_time(t.__name__, tt, ct)
+        tt, ct = time.time(), cpu_seconds()
         test_concurrency(s, a.clients)
-        print("%-22s %.1f s" % ("test_concurrency", time.time() - t0t), file=sys.stderr)
+        part_time("test_concurrency", tt, ct)
+        tt, ct = time.time(), cpu_seconds()
         test_cancel(s)
-        t0t = time.time()
+        part_time("test_cancel", tt, ct)
+        tt, ct = time.time(), cpu_seconds()
         try:
             test_spec(s)
         except Exception as e:
             check(False, "test_spec raised %r" % e)
-        print("%-22s %.1f s" % ("test_spec", time.time() - t0t), file=sys.stderr)
+        part_time("test_spec", tt, ct)
     finally:
         check(s.stop() == 0, "server exits 0 on SIGTERM")
+    tt, ct = time.time(), cpu_seconds()
     try:
         test_small_server(a.bin, a.model)
     except Exception as e:
         check(False, "small server raised %r" % e)
-    print("total %.1f s" % (time.time() - t0), file=sys.stderr)
+    part_time("test_small_server", tt, ct)
+    print("total %.1f s, cpu %.1f s" % (time.time() - t0, cpu_seconds() - c0), file=sys.stderr)
     return done()
 
 
