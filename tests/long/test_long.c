@@ -283,8 +283,8 @@ static void check_attention_at(strata_session *d, int layer, int pos, int kv_int
            tag, layer, pos, n, nch, bad_bits, H);
     CHECKF(bad_tol == 0, "%s layer %d at position %d: %d values off the double softmax by more than 1e-5 of max|v| (worst %.3g)",
            tag, layer, pos, bad_tol, worst);
-    fprintf(stderr, "%s: layer %d (%s) at position %d: %d positions, %d chunks; == the documented order; %.2g of max|v| from double\n",
-            tag, layer, win ? "window" : "global", pos, n, nch, worst);
+    fprintf(stderr, "%s: layer %d (%s) at position %d: %d positions, %d chunks; %s the documented order; %.2g of max|v| from double\n",
+            tag, layer, win ? "window" : "global", pos, n, nch, bad_bits ? "!=" : "==", worst);
     free(q); free(k); free(v); free(out); free(ref); free(ks); free(vs); free(s); free(u); free(mc); free(lc); free(rd); free(sd);
 }
 
