@@ -276,12 +276,16 @@ static strata_model *load(const char *path) {
     return m;
 }
 
-/* strata loads and runs both architectures; llama greedy output is not one token forever */
+/* strata loads and runs the three architectures; greedy output is not one token forever */
 static void test_strata_loads(void) {
-    for (int arch = 0; arch < 2; arch++) {
+    for (int arch = 0; arch < 3; arch++) {
         synth_params p;
-        if (arch) small_moe(&p);
-        else {
+        if (arch == 1) small_moe(&p);
+        else if (arch == 2) {   /* gemma3: layers 0-4 a window of 16, layer 5 global */
+            synth_default_params(&p, ARCH_GEMMA3);
+            p.n_layers = 6; p.n_embd = 128; p.n_ff = 256; p.n_heads = 2; p.n_kv_heads = 1; p.head_dim = 64;
+            p.n_vocab = 400; p.n_ctx = 128; p.sliding_window = 16; p.tokenizer_path = "builtin";
+        } else {
             synth_default_params(&p, ARCH_LLAMA);
             p.n_layers = 2; p.n_embd = 128; p.n_ff = 256; p.n_heads = 4; p.n_kv_heads = 2; p.head_dim = 32;
             p.n_vocab = 400; p.n_ctx = 128; p.tokenizer_path = "builtin";
@@ -294,9 +298,9 @@ static void test_strata_loads(void) {
         if (!m) continue;
         strata_model_info info;
         strata_model_get_info(m, &info);
-        CHECK_STR(info.arch, arch ? "qwen3moe" : "llama");
+        CHECK_STR(info.arch, arch == 2 ? "gemma3" : arch ? "qwen3moe" : "llama");
         CHECK_EQ_INT(info.n_vocab, p.n_vocab);
-        CHECK_EQ_INT(info.n_layers, 2);
+        CHECK_EQ_INT(info.n_layers, p.n_layers);
         CHECK(strata_model_chat_template(m) != NULL);
         int32_t ids[16];
         int n = strata_tokenize(m, "hi <|im_start|>", 15, 0, 1, ids, 16);
@@ -326,6 +330,14 @@ static void test_strata_loads(void) {
             float lo = lg[0], hi = lg[0];
             for (int i = 0; i < p.n_vocab; i++) { if (lg[i] < lo) lo = lg[i]; if (lg[i] > hi) hi = lg[i]; }
             CHECKF(hi - lo > 0.5f && hi - lo < 100.0f, "%s: logit range %g", info.arch, hi - lo);
+            strata_session_free(s);
+        }
+        if (arch == 2) {   /* the window reached the model: five layers keep a ring of 16 + 513 positions */
+            sp.n_ctx = 1024;
+            s = strata_session_new(m, &sp, err, sizeof err);
+            size_t pp = 0, total = s ? strata_session_kv_bytes(s, &pp) : 0;
+            CHECKF(pp == 6 * 2 * 128 && total == 2 * 128 * (size_t)(5 * (16 + 513) + 1024),
+                   "gemma3 KV cache %zu bytes per position, %zu in all", pp, total);
             strata_session_free(s);
         }
         strata_model_free(m);

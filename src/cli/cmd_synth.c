@@ -13,20 +13,22 @@
 
 static void synth_usage(FILE *o) {
     fprintf(o,
-        "usage: strata synth OUT.gguf [--arch llama|qwen3moe] [shape] [types] [--tokenizer FROM.gguf|builtin]\n"
+        "usage: strata synth OUT.gguf [--arch llama|qwen3moe|gemma3] [shape] [types] [--tokenizer FROM.gguf|builtin]\n"
         "                    [--seed S] [-t N]\n\n"
         "Writes a model with random weights of a real shape: valid blocks of any format, norms of one,\n"
         "complete metadata and a tokenizer. The same arguments give the same bytes on any machine and\n"
         "for any -t. Defaults: qwen3moe = Qwen3-30B-A3B (48 layers, dim 2048, 32/4 heads of 128,\n"
-        "128 experts top-8 of ffn 768, vocab 151936), llama = SmolLM2-135M.\n\n"
+        "128 experts top-8 of ffn 768, vocab 151936), llama = SmolLM2-135M, gemma3 = Gemma 3 270m\n"
+        "(18 layers, dim 640, 4/1 heads of 256, ffn 2048, vocab 262144, five sliding-window layers of\n"
+        "512 positions to one global; the output tied to token_embd).\n\n"
         "shape:  --layers N --dim N --ffn N --heads N --kv-heads N --head-dim N --experts N\n"
-        "        --experts-used N --expert-ffn N --vocab N --ctx N\n"
+        "        --experts-used N --expert-ffn N --vocab N --ctx N --window N (gemma3)\n"
         "types:  --type-attn T --type-experts T --type-ffn T --type-output T --type-embd T --type-router T\n"
         "        (T: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_0 MXFP4 Q2_K..Q6_K IQ1_S IQ1_M IQ2_XXS\n"
         "        IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_NL IQ4_XS; rows must be a multiple of the block)\n"
         "        --type-all T sets every matrix type (later --type-X options override it)\n"
         "other:  --std X       weight standard deviation (default 0.02)\n"
-        "        --rope-base X --rms-eps X --name S\n"
+        "        --rope-base X --rope-base-local X (gemma3) --rms-eps X --name S\n"
         "        --tokenizer P copy the tokenizer of P (default: the default model's if it exists,\n"
         "                      else the built-in byte-level one; 'builtin' forces it)\n");
 }
@@ -63,7 +65,8 @@ int cmd_synth(int argc, char **argv) {
     synth_params p;
     if (!strcmp(arch, "qwen3moe")) synth_default_params(&p, ARCH_QWEN3MOE);
     else if (!strcmp(arch, "llama")) synth_default_params(&p, ARCH_LLAMA);
-    else { fprintf(stderr, "strata synth: --arch '%s': expected llama or qwen3moe\n", arch); return 2; }
+    else if (!strcmp(arch, "gemma3")) synth_default_params(&p, ARCH_GEMMA3);
+    else { fprintf(stderr, "strata synth: --arch '%s': expected llama, qwen3moe or gemma3\n", arch); return 2; }
     int tok_set = 0, all_type = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -87,6 +90,7 @@ int cmd_synth(int argc, char **argv) {
         else if (!strcmp(a, "--expert-ffn")) rc = parse_int(a, v, 1, 1 << 20, &p.n_ff_exp);
         else if (!strcmp(a, "--vocab")) rc = parse_int(a, v, 1, 1 << 24, &p.n_vocab);
         else if (!strcmp(a, "--ctx")) rc = parse_int(a, v, 1, 1 << 24, &p.n_ctx);
+        else if (!strcmp(a, "--window")) rc = parse_int(a, v, 1, 1 << 24, &p.sliding_window);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = parse_int(a, v, 1, 4096, &p.n_threads);
         else if (!strcmp(a, "--type-attn")) rc = parse_type(a, v, &p.type_attn);
         else if (!strcmp(a, "--type-experts")) rc = parse_type(a, v, &p.type_experts);
@@ -100,7 +104,8 @@ int cmd_synth(int argc, char **argv) {
         }
         else if (!strcmp(a, "--tokenizer")) { p.tokenizer_path = v; tok_set = 1; }
         else if (!strcmp(a, "--name")) p.name = v;
-        else if (!strcmp(a, "--seed") || !strcmp(a, "--std") || !strcmp(a, "--rope-base") || !strcmp(a, "--rms-eps")) {
+        else if (!strcmp(a, "--seed") || !strcmp(a, "--std") || !strcmp(a, "--rope-base") || !strcmp(a, "--rope-base-local") ||
+                 !strcmp(a, "--rms-eps")) {
             char *end;
             errno = 0;
             if (!strcmp(a, "--seed")) {
@@ -110,6 +115,7 @@ int cmd_synth(int argc, char **argv) {
                 float f = strtof(v, &end);
                 if (!strcmp(a, "--std")) p.weight_std = f;
                 else if (!strcmp(a, "--rope-base")) p.rope_base = f;
+                else if (!strcmp(a, "--rope-base-local")) p.rope_base_local = f;
                 else p.rms_eps = f;
             }
             if (errno || *end || end == v) { fprintf(stderr, "strata synth: %s '%s': not a number\n", a, v); rc = -1; }

@@ -6,6 +6,9 @@
  *                llama:    ffn_gate/ffn_up [E, F], ffn_down [F, E]
  *                qwen3moe: attn_q_norm/attn_k_norm [HD], ffn_gate_inp [E, X],
  *                          ffn_gate_exps/ffn_up_exps [E, FX, X], ffn_down_exps [FX, E, X]
+ *                gemma3:   attn_q_norm/attn_k_norm [HD], post_attention_norm [E], ffn_gate/
+ *                          ffn_up [E, F], ffn_down [F, E], post_ffw_norm [E]; no output
+ *                          (tied to token_embd, as in Google's files)
  *              (GGUF order: ne[0] = the row length n_in; X experts of FX rows)
  *   metadata   general.*, <arch>.* hyperparameters, tokenizer.* (copied or built in)
  *
@@ -90,7 +93,7 @@ static void free_list(tensor_list *L) {
 static int build_list(const synth_params *p, tensor_list *L, char *err, size_t errlen) {
     const int64_t E = p->n_embd, Q = (int64_t)p->n_heads * p->head_dim, KV = (int64_t)p->n_kv_heads * p->head_dim;
     char nm[64];
-    int moe = p->arch == ARCH_QWEN3MOE, rc = 0;
+    int moe = p->arch == ARCH_QWEN3MOE, gemma = p->arch == ARCH_GEMMA3, rc = 0;
     rc |= add_tensor(L, "token_embd.weight", "--type-embd", TK_MATRIX, p->type_embd, 2, E, p->n_vocab, 1);
     for (int l = 0; l < p->n_layers && !rc; l++) {
 #define T2(suffix, opt, kind, type, nd, i, o) \
@@ -100,10 +103,11 @@ static int build_list(const synth_params *p, tensor_list *L, char *err, size_t e
         rc |= T2("attn_k", "--type-attn", TK_MATRIX, p->type_attn, 2, E, KV);
         rc |= T2("attn_v", "--type-attn", TK_MATRIX, p->type_attn, 2, E, KV);
         rc |= T2("attn_output", "--type-attn", TK_MATRIX, p->type_attn, 2, Q, E);
-        if (moe) {
+        if (moe || gemma) {
             rc |= T2("attn_q_norm", "", TK_NORM, TYPE_F32, 1, p->head_dim, 1);
             rc |= T2("attn_k_norm", "", TK_NORM, TYPE_F32, 1, p->head_dim, 1);
         }
+        if (gemma) rc |= T2("post_attention_norm", "", TK_NORM, TYPE_F32, 1, E, 1);
         rc |= T2("ffn_norm", "", TK_NORM, TYPE_F32, 1, E, 1);
         if (moe) {
             const int64_t X = p->n_experts, FX = p->n_ff_exp;
@@ -118,11 +122,12 @@ static int build_list(const synth_params *p, tensor_list *L, char *err, size_t e
             rc |= T2("ffn_gate", "--type-ffn", TK_MATRIX, p->type_ffn, 2, E, p->n_ff);
             rc |= T2("ffn_up", "--type-ffn", TK_MATRIX, p->type_ffn, 2, E, p->n_ff);
             rc |= T2("ffn_down", "--type-ffn", TK_MATRIX, p->type_ffn, 2, p->n_ff, E);
+            if (gemma) rc |= T2("post_ffw_norm", "", TK_NORM, TYPE_F32, 1, E, 1);
         }
 #undef T2
     }
     rc |= add_tensor(L, "output_norm.weight", "", TK_NORM, TYPE_F32, 1, E, 1, 1);
-    rc |= add_tensor(L, "output.weight", "--type-output", TK_MATRIX, p->type_output, 2, E, p->n_vocab, 1);
+    if (!gemma) rc |= add_tensor(L, "output.weight", "--type-output", TK_MATRIX, p->type_output, 2, E, p->n_vocab, 1);
     if (rc) { snprintf(err, errlen, "out of memory listing tensors"); return -1; }
 
     for (int i = 0; i < L->n; i++) {
@@ -147,7 +152,8 @@ static int build_list(const synth_params *p, tensor_list *L, char *err, size_t e
 
 static int check_params(const synth_params *p, char *err, size_t errlen) {
 #define NEED(c, ...) do { if (!(c)) { snprintf(err, errlen, __VA_ARGS__); return -1; } } while (0)
-    NEED(p->arch == ARCH_LLAMA || p->arch == ARCH_QWEN3MOE, "--arch: synth writes llama or qwen3moe");
+    NEED(p->arch == ARCH_LLAMA || p->arch == ARCH_QWEN3MOE || p->arch == ARCH_GEMMA3,
+         "--arch: synth writes llama, qwen3moe or gemma3");
     NEED(p->n_layers >= 1 && p->n_layers <= 4096, "--layers %d: must be 1..4096", p->n_layers);
     NEED(p->n_embd >= 1, "--dim %d: must be positive", p->n_embd);
     NEED(p->n_heads >= 1 && p->n_kv_heads >= 1 && p->n_heads % p->n_kv_heads == 0,
@@ -165,6 +171,8 @@ static int check_params(const synth_params *p, char *err, size_t errlen) {
     } else {
         NEED(p->n_ff >= 1, "--ffn %d: must be positive", p->n_ff);
     }
+    if (p->arch == ARCH_GEMMA3)
+        NEED(p->sliding_window >= 1, "--window %d: must be positive", p->sliding_window);
     return 0;
 #undef NEED
 }
@@ -478,6 +486,10 @@ static int write_metadata(gguf_writer *w, const synth_params *p) {
         rc |= gguf_writer_add_u32(w, KEY("expert_used_count"), (uint32_t)p->n_experts_used);
         rc |= gguf_writer_add_u32(w, KEY("expert_feed_forward_length"), (uint32_t)p->n_ff_exp);
     }
+    if (p->arch == ARCH_GEMMA3) {
+        rc |= gguf_writer_add_u32(w, KEY("attention.sliding_window"), (uint32_t)p->sliding_window);
+        rc |= gguf_writer_add_f32(w, KEY("rope.local.freq_base"), p->rope_base_local);
+    }
 #undef KEY
     return rc;
 }
@@ -496,6 +508,12 @@ void synth_default_params(synth_params *p, arch_id arch) {
         p->n_vocab = 151936; p->n_ctx = 40960; p->rope_base = 1e6f;
         p->type_attn = TYPE_Q4_K; p->type_ffn = TYPE_Q4_K; p->type_experts = TYPE_IQ3_XXS;
         p->type_output = TYPE_Q6_K; p->type_embd = TYPE_Q4_K;
+    } else if (arch == ARCH_GEMMA3) { /* Gemma 3 270m: five sliding-window layers to one global */
+        p->n_layers = 18; p->n_embd = 640; p->n_heads = 4; p->n_kv_heads = 1; p->head_dim = 256;
+        p->n_ff = 2048; p->n_vocab = 262144; p->n_ctx = 32768; p->rope_base = 1e6f;
+        p->sliding_window = 512; p->rope_base_local = 10000.0f;
+        p->type_attn = TYPE_Q8_0; p->type_ffn = TYPE_Q8_0; p->type_experts = TYPE_Q8_0;
+        p->type_output = TYPE_Q8_0; p->type_embd = TYPE_Q8_0;
     } else {                          /* SmolLM2-135M */
         p->n_layers = 30; p->n_embd = 576; p->n_heads = 9; p->n_kv_heads = 3; p->head_dim = 64;
         p->n_ff = 1536; p->n_vocab = 49152; p->n_ctx = 8192; p->rope_base = 100000.0f; p->rms_eps = 1e-5f;
