@@ -35,6 +35,7 @@
 #include "expf_host.cuh"
 #include "dev_alloc.cuh"
 #include "sample_cuda.h"
+#include <cuda_profiler_api.h>
 #include <math.h>
 #include <stdlib.h>
 extern "C" {
@@ -459,8 +460,33 @@ static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w,
 }
 
 /* ---- the blocks ------------------------------------------------------------------------------ */
+/* STRATA_CUDA_PROFILE=W,N: the N-th eager pass of at least W columns runs between
+ * cudaProfilerStart and cudaProfilerStop (ncu --profile-from-start off profiles that pass's
+ * kernels alone; docs/BENCHMARKS.md). The pass ends at its head, or at the next pass's embed. */
+static int prof_w = -1, prof_n, prof_on;
+static void prof_stop(cuda_be *c) {
+    if (!prof_on) return;
+    cudaStreamSynchronize(c->st);
+    cudaProfilerStop();
+    prof_on = 0;
+}
+static void prof_pass(cuda_be *c, int T) {
+    if (prof_w < 0) {
+        prof_w = 0;
+        const char *v = env_str(ENV_CUDA_PROFILE);
+        if (v && *v && sscanf(v, "%d,%d", &prof_w, &prof_n) != 2) prof_w = 0;
+    }
+    prof_stop(c);
+    if (prof_w > 0 && T >= prof_w && prof_n > 0 && --prof_n == 0) {
+        cudaStreamSynchronize(c->st);
+        cudaProfilerStart();
+        prof_on = 1;
+    }
+}
+
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
+    if (!c->capturing) prof_pass(c, b->T);
     const weight *te = &c->w->tok_embd;
     if (b->T > c->cap_T) {
         char err[256];
@@ -802,6 +828,7 @@ static int blk_head(backend *be, const fwd_batch *b, int from) {
     norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
     mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
     if (c->capturing) return c->failed ? -1 : 0;
+    prof_stop(c);
     if (CU_CHECK(cudaMemcpyAsync(c->h_logits, c->logits, (size_t)n * V * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
         CU_CHECK(cudaStreamSynchronize(c->st)))
         be_fail(c, "logits read-back");
@@ -818,6 +845,7 @@ static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *i
     mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
     for (int r = 0; r < n && !c->failed; r++)
         if (cuda_argmax(c->logits + (size_t)r * V, V, c->d_picks + r, NULL, c->argmax_scratch, c->st)) be_fail(c, "argmax");
+    prof_stop(c);
     if (c->failed ||
         CU_CHECK(cudaMemcpyAsync(c->h_picks, c->d_picks, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)) ||
         CU_CHECK(cudaStreamSynchronize(c->st))) {

@@ -273,11 +273,18 @@ static void slots_step_all(srv_sched *s, srv_slot **active, int n_active) {
         helper_on = mj.n > 0 && pthread_create(&helper, NULL, mask_worker, &mj) == 0;
     }
     int step_rc = 0;
+    const double t_step = now_seconds();
     if (pf) {
         step_rc = strata_sessions_step_prefill_multi(batch, toks, nb, pss, pids, pns, pwant, np);
         for (int i = 0; i < nb; i++) { n_acc[i] = 0; picked[i] = -1; }
     } else if (nb > 0)
         step_rc = strata_sessions_step_spec(batch, toks, max_draft, nb, acc, n_acc, picked);
+    if (env_bool(ENV_SERVER_TRACE)) {   /* measurement: how the step was made up and what it cost */
+        int ptok = 0, pend = 0;
+        for (int k = 0; pf && k < np; k++) { ptok += pns[k]; pend += pwant[k]; }
+        fprintf(stderr, "strata: step %.3f decoding %d prompts %d (%d tokens, %d end) %.2f ms%s\n", t_step, nb,
+                pf ? np : 0, ptok, pend, (now_seconds() - t_step) * 1e3, step_rc ? " (refused)" : "");
+    }
     if (helper_on) pthread_join(helper, NULL);
     st_free(mj.gm);
     for (int k = 0; pf && k < np; k++) {   /* each prompt's tokens that went in (all, unless a pass failed midway) */

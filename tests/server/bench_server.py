@@ -27,9 +27,9 @@ PROMPTS = ["Once upon a time, in a small village by the sea,", "The history of t
            "In the year 2050, cities will", "The mitochondria is the powerhouse of the cell because"]
 
 
-def start(binary, model, parallel, extra):
+def start(binary, model, parallel, extra, log=None):
     p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--parallel", str(parallel), "--ctx", "1024", *extra],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                         stdout=subprocess.PIPE, stderr=log if log else subprocess.DEVNULL, text=True)
     m = re.search(r":(\d+) \(", p.stdout.readline())
     return p, int(m.group(1))
 
@@ -119,12 +119,17 @@ def main():
     ap.add_argument("--prompt-while", type=int, default=0, help="a prompt of this many tokens arrives mid-round")
     ap.add_argument("--prompt-tokens", type=int, default=0,
                     help="every client's prompt is this many tokens (ids; a different first sentence each, so no prefix is shared)")
+    ap.add_argument("--server-log", default="", help="append the servers' stderr to this file (e.g. with STRATA_SERVER_TRACE=1)")
+    ap.add_argument("--ttft-all", action="store_true", help="after each row, every client's TTFT in ms, sorted")
     a = ap.parse_args()
+    log = open(a.server_log, "a") if a.server_log else None
     extra_cols = " TPOT while the long prompt is read (ms) | long prompt's TTFT (s) |" if a.prompt_while else ""
     print("| clients | slots | TTFT median (ms) | TPOT median (ms) | tokens | aggregate tok/s | tok per server CPU-s | `strata run` tok/s just before |" + extra_cols)
     print("|---|---|---|---|---|---|---|---|" + ("---|---|" if a.prompt_while else ""))
     for c in [int(x) for x in a.clients.split(",")]:
-        p, port = start(a.bin, a.model, c + (1 if a.prompt_while else 0), a.extra.split())
+        if log:
+            print("== %d clients" % c, file=log, flush=True)
+        p, port = start(a.bin, a.model, c + (1 if a.prompt_while else 0), a.extra.split(), log)
         try:
             round_(port, 1, 8)   # warm-up
             long_ids = None
@@ -154,6 +159,9 @@ def main():
                 extra = " %s | %.1f |" % ("%.1f" % (statistics.median(gaps) * 1e3) if gaps else "-", lp["t1"] - lp["t0"])
             print("| %d | %d | %.0f | %.1f | %d | %.1f | %.1f | %.1f |%s" % (c, c + (1 if a.prompt_while else 0), statistics.median(o["ttft"] for o in out) * 1e3,
                   statistics.median(o["tpot"] for o in out) * 1e3, tok, tok / wall, tok / cpu if cpu else 0, base, extra), flush=True)
+            if a.ttft_all:
+                print("TTFT per client (ms, sorted): " + " ".join("%.0f" % (o["ttft"] * 1e3) for o in sorted(out, key=lambda o: o["ttft"])),
+                      flush=True)
         finally:
             p.terminate()
             p.wait()
