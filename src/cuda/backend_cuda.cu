@@ -274,7 +274,8 @@ typedef struct {
     int capturing;              /* the kernels read d_pos / d_ids */
     int fuse;                   /* STRATA_CUDA_FUSE */
     int attn_serial;            /* STRATA_CUDA_ATTN=serial: one CTA walks a head's chunks (same bits) */
-    int attn_qtile;             /* STRATA_CUDA_ATTN_QTILE: wide passes' attention in query tiles */
+    int attn_qtile;             /* STRATA_CUDA_ATTN_QTILE: wide passes' attention in query tiles (2: also the
+                                 * sequences of more than 8 columns inside passes of several) */
     int failed;
 } cuda_be;
 
@@ -627,13 +628,34 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
                                          cs, &cols, c->st);
         const int step = cuda_attention_uses_scratch(c->cols_max_pos, window) ? ATT_COLS : T;
         const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
-        for (int t0 = 0; t0 < T && !rc; t0 += step) {
-            const int n = T - t0 < step ? T - t0 : step;
-            const size_t qo = (size_t)t0 * H * HD;
-            cuda_cols sl = { cols.pos + t0, cols.kc + t0, cols.vc + t0 };
-            rc = cuda_attention(c->q + qo, NULL, NULL, c->cols_kv8, n, H, KVH, HD, 0, NULL, c->cols_max_pos, hp->attn_scale, window,
-                                c->n_ctx, c->att_partial, c->att_counters, c->att + qo,
-                                af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL, af_o, NULL, &sl, c->attn_serial, c->st);
+        /* a sequence of more than 8 columns (a prompt's chunk riding in the pass) takes the
+         * query tiles sharing K/V loads (attn_prompt.cu), as a pass of its own would; the
+         * columns between such sequences take the column kernel, a run at a time. The same bits
+         * either way (docs/KERNELS.md), so which path a column takes changes nothing. */
+        int run0 = 0;
+        for (int s = 0, t0 = 0; s <= b->n_seq && !rc; s++) {
+            const fwd_seq *S = s < b->n_seq ? &b->seq[s] : NULL;
+            const cuda_kv *kv = S ? (const cuda_kv *)S->kv : NULL;
+            const int tile = S && c->attn_qtile >= 2 && cuda_attention_qtile_ok(S->n, HD, S->pos0, window) &&
+                             !(kv->kv8 && HD % 32);
+            if (!S || tile)   /* the run of column-kernel columns [run0, t0) */
+                for (int a = run0; a < t0 && !rc; a += step) {
+                    const int n = t0 - a < step ? t0 - a : step;
+                    const size_t qo = (size_t)a * H * HD;
+                    cuda_cols sl = { cols.pos + a, cols.kc + a, cols.vc + a };
+                    rc = cuda_attention(c->q + qo, NULL, NULL, c->cols_kv8, n, H, KVH, HD, 0, NULL, c->cols_max_pos, hp->attn_scale,
+                                        window, c->n_ctx, c->att_partial, c->att_counters, c->att + qo,
+                                        af_o >= 0 ? (uint8_t *)c->act + (size_t)a * arb : NULL, af_o, NULL, &sl, c->attn_serial,
+                                        c->st);
+                }
+            if (!S) break;
+            if (tile) {
+                const size_t qo = (size_t)t0 * H * HD;
+                rc = cuda_attention_qtile(c->q + qo, kv->kc[l], kv->vc[l], kv->kv8, S->n, H, KVH, HD, S->pos0, hp->attn_scale,
+                                          window, c->att + qo, af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL, af_o, c->st);
+                run0 = t0 + S->n;
+            }
+            t0 += S->n;
         }
         if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
@@ -835,7 +857,9 @@ static int blk_head(backend *be, const fwd_batch *b, int from) {
     return c->failed ? -1 : 0;
 }
 
-/* the head, then each row's argmax on the device; only the ids come back */
+/* the head, then each row's argmax on the device; only the ids come back. From this many rows
+ * on, one launch with a CTA per row (cuda_argmax_rows) instead of a 48-CTA launch per row. */
+#define ARGMAX_ROWS_MIN 4
 static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *ids) {
     cuda_be *c = CB(be);
     const int E = c->hp.n_embd, n = b->T - from, V = c->hp.n_vocab;
@@ -843,8 +867,11 @@ static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *i
     if (!cols_ok(c, b->T) || !logits_ok(c, n)) return -1;
     norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
     mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
-    for (int r = 0; r < n && !c->failed; r++)
-        if (cuda_argmax(c->logits + (size_t)r * V, V, c->d_picks + r, NULL, c->argmax_scratch, c->st)) be_fail(c, "argmax");
+    if (n >= ARGMAX_ROWS_MIN) {   /* a pass of several rows: one launch, a CTA per row */
+        if (cuda_argmax_rows(c->logits, V, n, c->d_picks, c->st)) be_fail(c, "argmax");
+    } else
+        for (int r = 0; r < n && !c->failed; r++)
+            if (cuda_argmax(c->logits + (size_t)r * V, V, c->d_picks + r, NULL, c->argmax_scratch, c->st)) be_fail(c, "argmax");
     prof_stop(c);
     if (c->failed ||
         CU_CHECK(cudaMemcpyAsync(c->h_picks, c->d_picks, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, c->st)) ||
@@ -1162,7 +1189,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->hp = *hp; c->w = w; c->n_ctx = n_ctx;
     c->fuse = env_bool(ENV_CUDA_FUSE);
     c->moe_wide_min = (int)env_int(ENV_CUDA_MOE_MM);
-    c->attn_qtile = env_bool(ENV_CUDA_ATTN_QTILE);
+    c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
@@ -1400,6 +1427,14 @@ extern "C" int cuda_test_attention(const float *q, const float *k, const float *
     return cuda_test_attention_ex(q, k, v, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, scale, window, n_ctx, serial, 0,
                                   out, NULL);
 }
+extern "C" int cuda_test_argmax_rows(const float *x, int n, int rows, int32_t *ids) {
+    int32_t *d = NULL;
+    int rc = cuda_dev_malloc((void **)&d, (size_t)rows * sizeof(int32_t)) || test_sync(cuda_argmax_rows(x, n, rows, d, 0)) ||
+             CU_CHECK(cudaMemcpy(ids, d, (size_t)rows * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    cuda_dev_free(d);
+    return rc ? -1 : 0;
+}
+
 extern "C" int32_t cuda_test_argmax(const float *x, int n) {
     int32_t *d = NULL, h = -1;
     int *scratch = NULL;

@@ -151,6 +151,7 @@ int cuda_test_attention_kv(const float *q, const float *k, const float *v, void 
                            int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx, int serial, int dev_pos,
                            float *out, long *partials);
 int32_t cuda_test_argmax(const float *x, int n);   /* -1 on error */
+int cuda_test_argmax_rows(const float *x, int n, int rows, int32_t *ids);   /* cuda_argmax_rows: 0 / -1 */
 
 /* ---- kernels for tests and benchmarks (device pointers) ------------------------------ */
 /* y[c * n_out + r] = W[r] . x_c (c < T <= 8). W: n_out rows of `type`; x: T f32 columns of

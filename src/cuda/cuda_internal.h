@@ -177,6 +177,8 @@ int cuda_add(float *x, const float *y, int n, cudaStream_t st);
 /* scratch: cuda_argmax_scratch_ints() zeroed ints per concurrent stream (left zeroed) */
 size_t cuda_argmax_scratch_ints(void);
 int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, int *scratch, cudaStream_t st);
+/* each of `rows` rows of n floats (row r at x + r n) to d_out[r], one CTA per row (same rule) */
+int cuda_argmax_rows(const float *x, int n, int rows, int32_t *d_out, cudaStream_t st);
 /* the same over the tokens whose bit is set in mask (n bits, LSB first; the others count as
  * -inf, as the host sampler's mask sets them) */
 int cuda_argmax_masked(const float *x, int n, const uint32_t *mask, int32_t *d_out, int *d_pos_inc, int *scratch,

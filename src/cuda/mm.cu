@@ -723,6 +723,9 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     const int li = (tid & 255) >> 2, part = tid & 3;
     const int lrow = row0 + li, lcol = col0 + li;
     const bool wvalid = lrow < rows, avalid = lcol < T;
+    /* a warp whose columns all lie past T (a grouped tile of a few pairs, a pass's last tile)
+     * skips its MMAs: its outputs are never stored (the epilogue keeps t < T) */
+    const bool live = col0 + wn * 8 * NI < T;
     const uint8_t *wr = wvalid ? mm_row_ptr<GR>(g, gr, wexp, lrow) : NULL;
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
@@ -752,7 +755,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
             if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
             issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
         }
-        block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
+        if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
         if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
         if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if (!more) break;
@@ -908,6 +911,9 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     const int li = tid >> 2, part = tid & 3;
     const int lrow = row0 + li, lcol = col0 + li;
     const bool wvalid = lrow < rows, avalid = lcol < T;
+    /* a warp whose columns all lie past T (a grouped tile of a few pairs, a pass's last tile)
+     * skips its MMAs: its outputs are never stored (the epilogue keeps t < T) */
+    const bool live = col0 + wn * 8 * NI < T;
     const uint8_t *wr = wvalid ? mm_row_ptr<GR>(g, gr, wexp, lrow) : NULL;
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
@@ -941,7 +947,7 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         const mm_stg<FMT> sc{mm_smem + cur * sbytes, nbs};
 #pragma unroll
         for (int u = 0; u < mm_pcfg<FMT>::NBMAX; u++)   /* blocks b, b + 32, ... in increasing b */
-            if (u < nbs && b + 32 * u < nb) block_step2<FMT, NI>(sc.t(u), wm, wn, gq, tq, v);
+            if (live && u < nbs && b + 32 * u < nb) block_step2<FMT, NI>(sc.t(u), wm, wn, gq, tq, v);
         int nk = k, nbb = b;
         mm_next(nk, nbb, ke, nb, nbs);
         const bool more = nk < ke;

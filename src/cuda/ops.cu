@@ -956,6 +956,40 @@ __global__ void argmax_kernel(const float *x, int n, int32_t *out, int *pos_inc,
 
 size_t cuda_argmax_scratch_ints(void) { return 2 * ARGMAX_CTAS + 1; }
 
+/* the argmax of each of `rows` rows of n floats (row r at x + r n), one CTA per row: the same
+ * rule (the lowest index among the maxima; the maximum is unique and so is its lowest index,
+ * whatever order the candidates meet in), one launch for a pass's rows instead of one each */
+__global__ void __launch_bounds__(ARGMAX_THREADS) argmax_rows_kernel(const float *x, int n, int32_t *out) {
+    PDL_WAIT();
+    __shared__ float sv[ARGMAX_THREADS / 32];
+    __shared__ int si[ARGMAX_THREADS / 32];
+    const float *row = x + (size_t)blockIdx.x * (size_t)n;
+    float best = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = row[i];
+        if (v > best) { best = v; idx = i; }
+    }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) {
+        float ov = __shfl_xor_sync(FULL_MASK, best, s);
+        int oi = __shfl_xor_sync(FULL_MASK, idx, s);
+        argmax_merge(&best, &idx, ov, oi);
+    }
+    if ((threadIdx.x & 31) == 0) { sv[threadIdx.x >> 5] = best; si[threadIdx.x >> 5] = idx; }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    best = sv[0]; idx = si[0];
+    for (int w = 1; w < ARGMAX_THREADS / 32; w++) argmax_merge(&best, &idx, sv[w], si[w]);
+    out[blockIdx.x] = idx == 0x7fffffff ? 0 : idx;
+}
+
+int cuda_argmax_rows(const float *x, int n, int rows, int32_t *d_out, cudaStream_t st) {
+    if (rows < 1) return -1;
+    klaunch(argmax_rows_kernel, (unsigned)rows, ARGMAX_THREADS, 0, st, x, n, d_out);
+    return CU_LAUNCHED();
+}
+
 int cuda_argmax(const float *x, int n, int32_t *d_out, int *d_pos_inc, int *scratch, cudaStream_t st) {
     klaunch(argmax_kernel, ARGMAX_CTAS, ARGMAX_THREADS, 0, st, x, n, d_out, d_pos_inc, scratch, (const uint32_t *)NULL);
     return CU_LAUNCHED();

@@ -119,6 +119,114 @@ int main(void) {
     CHECKF(equal, "speculative GPU steps changed the ids");
     CHECKF(picked_on_device > 0, "the greedy sessions' ids were not picked on the device");
     for (int i = 0; i < 3; i++) { strata_session_free(sp[i]); strata_session_free(pl[i]); }
+
+    /* prompts' chunks inside decode passes (strata_sessions_step_prefill_multi, the server's
+     * burst): chunks of more than 8 columns take the query-tile attention (attn_prompt.cu)
+     * while the single columns beside them take the column kernel, in one pass; every prompt's
+     * logits and every decoding session's are those of each alone on the GPU and on the CPU.
+     * Step 1: prompts of 9 and 40 whole and 100 of the third; step 2: 560 more of it (510 columns
+     * beside the 2 decoding sessions, then 50 alone); step 3: its last 40. */
+    {
+        enum { NPR = 3, MAXP = 700, ND = 2 };
+        static int32_t prm[NPR][MAXP];
+        const int len[NPR] = { 9, 40, 700 };
+        const int chunks[3][NPR] = { { 9, 40, 100 }, { 0, 0, 560 }, { 0, 0, 40 } };
+        strata_session *pg[NPR], *pr1[NPR], *pc[NPR], *dg[ND], *ds[ND], *dc[ND];
+        int okp = 1, same_p = 1, same_d = 1, at[NPR] = { 0, 0, 0 };
+        for (int j = 0; j < NPR; j++)
+            for (int i = 0; i < len[j]; i++) prm[j][i] = (int32_t)(3 + (200 + 53 * i + 11 * j) % (V - 3));
+        for (int j = 0; j < NPR && okp; j++) {
+            pg[j] = session(mg, 0); pr1[j] = session(mg, 0); pc[j] = session(mc, 0);
+            okp = pg[j] && pr1[j] && pc[j] && !strata_session_eval(pr1[j], prm[j], len[j]) &&
+                  !strata_session_eval(pc[j], prm[j], len[j]);
+        }
+        for (int i = 0; i < ND && okp; i++) {
+            const int32_t st3[3] = { 1 + 7 * i, 4093 % V, 198 + i };
+            dg[i] = session(mg, 0); ds[i] = session(mg, 0); dc[i] = session(mc, 0);
+            okp = dg[i] && ds[i] && dc[i] && !strata_session_eval(dg[i], st3, 3) && !strata_session_eval(ds[i], st3, 3) &&
+                  !strata_session_eval(dc[i], st3, 3);
+        }
+        CHECK(okp);
+        for (int stp = 0; stp < 3 && okp; stp++) {
+            strata_session *ps[NPR];
+            const int32_t *pids[NPR];
+            int pns[NPR], want[NPR], np = 0;
+            for (int j = 0; j < NPR; j++) {
+                if (!chunks[stp][j]) continue;
+                ps[np] = pg[j]; pids[np] = prm[j] + at[j]; pns[np] = chunks[stp][j];
+                want[np] = at[j] + chunks[stp][j] == len[j];
+                np++;
+            }
+            int32_t nx[ND];
+            for (int i = 0; i < ND; i++) {
+                nx[i] = argmax(strata_session_logits(ds[i]), V);
+                strata_session_eval(ds[i], &nx[i], 1);
+                strata_session_eval(dc[i], &nx[i], 1);
+            }
+            if (strata_sessions_step_prefill_multi(dg, nx, ND, ps, pids, pns, want, np)) { okp = 0; break; }
+            for (int j = 0; j < NPR; j++) at[j] += chunks[stp][j];
+            for (int i = 0; i < ND; i++) {
+                const float *lb = strata_session_logits(dg[i]);
+                if (!lb || memcmp(lb, strata_session_logits(ds[i]), sizeof(float) * (size_t)V)) same_d = 0;
+                if (rig_libm() && (!lb || memcmp(lb, strata_session_logits(dc[i]), sizeof(float) * (size_t)V))) same_d = 0;
+            }
+        }
+        for (int j = 0; j < NPR && okp; j++) {
+            const float *lp = strata_session_logits(pg[j]);
+            if (strata_session_pos(pg[j]) != len[j] || !lp || memcmp(lp, strata_session_logits(pr1[j]), sizeof(float) * (size_t)V))
+                same_p = 0;
+            if (rig_libm() && (!lp || memcmp(lp, strata_session_logits(pc[j]), sizeof(float) * (size_t)V))) same_p = 0;
+        }
+        printf("prompts of 9 / 40 / 700 in chunks beside 2 decoding sessions on the GPU: prompt logits == alone%s: %s, "
+               "decoding logits: %s\n", rig_libm() ? " and == CPU" : "", same_p ? "yes" : "NO", same_d ? "yes" : "NO");
+        CHECKF(okp && same_p, "prompts read inside decode passes give other logits than alone");
+        CHECKF(okp && same_d, "decoding sessions' logits differ beside prompt chunks");
+        for (int j = 0; j < NPR; j++) { strata_session_free(pg[j]); strata_session_free(pr1[j]); strata_session_free(pc[j]); }
+        for (int i = 0; i < ND; i++) { strata_session_free(dg[i]); strata_session_free(ds[i]); strata_session_free(dc[i]); }
+    }
+
+    /* plain greedy sessions stepped together pick their ids on the device (head_argmax: from 4
+     * rows one launch with a CTA per row): 1, 3, 4, 9 and 20 sessions, the ids == each session's
+     * own argmax stepped alone, for 6 steps */
+    {
+        enum { NB = 20 };
+        strata_session *bg[NB], *bs[NB];
+        int32_t cb[NB];
+        int okb = 1, same_b = 1, picked = 0;
+        for (int i = 0; i < NB && okb; i++) {
+            int32_t pr[8];
+            for (int t = 0; t < 8; t++) pr[t] = (int32_t)(3 + (i * 613 + t * 97) % (V - 3));
+            bg[i] = session(mg, 0); bs[i] = session(mg, 0);
+            okb = bg[i] && bs[i] && !strata_session_eval(bg[i], pr, 8) && !strata_session_eval(bs[i], pr, 8);
+            if (okb) cb[i] = argmax(strata_session_logits(bs[i]), V);
+        }
+        CHECK(okb);
+        const int widths[5] = { 1, 3, 4, 9, 20 };
+        for (int w = 0; w < 5 && okb; w++) {
+            const int n = widths[w];
+            for (int step = 0; step < 6 && okb; step++) {
+                int md[NB], nacc[NB];
+                int32_t acc[NB * STRATA_MAX_DRAFT], nx[NB], want[NB];
+                for (int i = 0; i < n; i++) {
+                    md[i] = 0;
+                    strata_session_eval(bs[i], &cb[i], 1);
+                    want[i] = argmax(strata_session_logits(bs[i]), V);
+                }
+                if (strata_sessions_step_spec(bg, cb, md, n, acc, nacc, nx)) { okb = 0; break; }
+                for (int i = 0; i < n; i++) {
+                    const int32_t got = nx[i] >= 0 ? nx[i] : argmax(strata_session_logits(bg[i]), V);
+                    picked += nx[i] >= 0;
+                    if (got != want[i]) same_b = 0;
+                    cb[i] = want[i];
+                }
+            }
+        }
+        printf("plain greedy sessions in shared passes (1, 3, 4, 9, 20): %d ids picked on the device, ids == alone: %s\n",
+               picked, same_b ? "yes" : "NO");
+        CHECKF(okb && same_b, "ids picked on the device for a batch differ from each session's own argmax");
+        CHECKF(picked > 0, "no id was picked on the device");
+        for (int i = 0; i < NB; i++) { strata_session_free(bg[i]); strata_session_free(bs[i]); }
+    }
     strata_model_free(mg); strata_model_free(mc);
     unlink(path);
     TEST_DONE();

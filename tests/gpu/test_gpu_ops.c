@@ -363,6 +363,37 @@ int main(void) {
         }
         CHECK(good);
     }
+    /* ---- argmax of many rows in one launch (head_argmax of a batched pass): each row the CPU's
+     * index; rows with ties (lowest index wins), a maximum at index 0, at the row's last index,
+     * -inf everywhere but one, and a row of equal values ---- */
+    t_current = "argmax rows";
+    {
+        const int R = 37, n = 50257;   /* a vocabulary that is no multiple of the CTA's width */
+        float *h = malloc((size_t)R * n * sizeof(float));
+        int32_t *ids = malloc(R * sizeof(int32_t));
+        float *dh = cuda_malloc((size_t)R * n * sizeof(float));
+        if (!h || !ids || !dh) { fprintf(stderr, "argmax rows: out of memory\n"); CHECK(0); }
+        else {
+            for (int r = 0; r < R; r++) {
+                float *x = h + (size_t)r * n;
+                fill(x, n, 10.0f);
+                if (r % 5 == 1) { x[n - 1] = 99.0f; x[17 + r] = 99.0f; x[40000] = 99.0f; }   /* ties: 17 + r wins */
+                if (r % 5 == 2) x[0] = 123.0f;
+                if (r % 5 == 3) x[n - 1] = 123.0f;
+                if (r % 5 == 4) { for (int i = 0; i < n; i++) x[i] = -INFINITY; x[31 * r + 5] = -1.0f; }
+                if (r == 35) for (int i = 0; i < n; i++) x[i] = 0.5f;   /* all equal: index 0 */
+            }
+            cuda_memcpy_h2d(dh, h, (size_t)R * n * sizeof(float));
+            int good = cuda_test_argmax_rows(dh, n, R, ids) == 0, bad = 0;
+            for (int r = 0; good && r < R; r++) {
+                const int32_t ci = sample_argmax(h + (size_t)r * n, n);
+                if (ids[r] != ci) { bad++; fprintf(stderr, "argmax rows: row %d gpu %d cpu %d\n", r, ids[r], ci); }
+            }
+            CHECK(good && bad == 0);
+            CHECK(ids[1] == 18 && ids[2] == 0 && ids[3] == n - 1 && ids[35] == 0);   /* the planted answers */
+        }
+        cuda_free(dh); free(h); free(ids);
+    }
     cuda_free(dg); cuda_free(da); cuda_free(db); cuda_free(dc);
     cpu->ops->free(cpu);
     threadpool_free(tp);
