@@ -240,9 +240,31 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
     moe_route_body<PAR>(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
 }
 
+/* Router logits row `row` (< X) of an F32 router of rows of E = 32 * NPL for tokens 0 .. T - 1
+ * (at most TM): lane l loads its NPL weights w[l + 32 i] at once, then sums w * x in the
+ * canonical per-element order (the bits of the matvec kernels' F32 path); one warp. */
+template <int NPL, int TM>
+static __device__ __forceinline__ void router_row(const float *__restrict__ W, const float *__restrict__ x,
+                                                  float *__restrict__ logits, int X, int T, int row, int lane) {
+    const int E = NPL * 32;
+    const float *wr = W + (size_t)row * E;
+    float w[NPL];
+#pragma unroll
+    for (int i = 0; i < NPL; i++) w[i] = wr[lane + 32 * i];
+#pragma unroll
+    for (int t = 0; t < TM; t++) {
+        if (t >= T) break;
+        const float *xt = x + (size_t)t * E;
+        float acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xt[lane + 32 * i]));
+        acc = warp_canon_finish(acc);
+        if (lane == 0) logits[(size_t)t * X + row] = acc;
+    }
+}
+
 /* An F32 router of rows of E = 32 * NPL and the routing in one launch: warp w of CTA b computes
- * logits row 8 b + w for the T tokens (lane l loads its NPL weights w[l + 32 i] at once, then
- * sums w * x in the canonical per-element order: the bits of the matvec kernels' F32 path);
+ * logits row 8 b + w for the T tokens (router_row);
  * the last CTA to finish (atomic counter, reset by it for the next launch) routes. */
 #define ROUTER_WARPS 8
 template <int NPL, int TM, int PAR>
@@ -253,24 +275,8 @@ moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x
                         int *__restrict__ pair_of, float *__restrict__ wts) {
     PDL_WAIT();
     extern __shared__ float s_p[];
-    const int E = NPL * 32, lane = threadIdx.x & 31;
     const int row = blockIdx.x * ROUTER_WARPS + (threadIdx.x >> 5);
-    if (row < X) {
-        const float *wr = W + (size_t)row * E;
-        float w[NPL];
-#pragma unroll
-        for (int i = 0; i < NPL; i++) w[i] = wr[lane + 32 * i];
-#pragma unroll
-        for (int t = 0; t < TM; t++) {
-            if (t >= T) break;
-            const float *xt = x + (size_t)t * E;
-            float acc = 0.0f;
-#pragma unroll
-            for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xt[lane + 32 * i]));
-            acc = warp_canon_finish(acc);
-            if (lane == 0) logits[(size_t)t * X + row] = acc;
-        }
-    }
+    if (row < X) router_row<NPL, TM>(W, x, logits, X, T, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route_body<PAR>(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
@@ -376,19 +382,8 @@ moe_router_route1_kernel(const float *__restrict__ W, const float *__restrict__ 
                          float *__restrict__ wts) {
     PDL_WAIT();
     extern __shared__ __align__(16) float s_ep[];   /* [2][X] */
-    const int E = NPL * 32, lane = threadIdx.x & 31;
     const int row = blockIdx.x * ROUTER1_WARPS + (threadIdx.x >> 5);
-    if (row < X) {
-        const float *wr = W + (size_t)row * E;
-        float w[NPL];
-#pragma unroll
-        for (int i = 0; i < NPL; i++) w[i] = wr[lane + 32 * i];
-        float acc = 0.0f;
-#pragma unroll
-        for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], x[lane + 32 * i]));
-        acc = warp_canon_finish(acc);
-        if (lane == 0) logits[row] = acc;
-    }
+    if (row < X) router_row<NPL, 1>(W, x, logits, X, 1, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
