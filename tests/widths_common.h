@@ -60,6 +60,7 @@ static int wid_synth(const char *path, int moe, int type_attn, int type_ffn, cha
     synth_default_params(&p, moe ? ARCH_QWEN3MOE : ARCH_LLAMA);
     p.n_layers = 3; p.n_vocab = 3000; p.n_embd = 512; p.n_heads = 8; p.n_kv_heads = 2; p.head_dim = 64; p.n_ff = 1024;
     if (moe) { p.n_experts = 16; p.n_experts_used = 4; p.n_ff_exp = 256; p.type_experts = type_ffn; }
+    if (moe == 2) p.n_embd = 1024;   /* an F32 router of a width the CUDA routing kernels read themselves */
     p.type_attn = type_attn; p.type_ffn = type_ffn; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
     p.n_ctx = 2048;
     p.tokenizer_path = "builtin"; p.seed = 11; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);

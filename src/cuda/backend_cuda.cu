@@ -723,16 +723,21 @@ static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weig
         return -1;
     const int64_t E = G->n_in;
     cuda_moe_wide w = c->moe_wide;
-    mv_group g;
-    float *ly = (float *)w.m.logits;
-    if (mv_group_make(c, &g, &R, &ly, NULL, 1) < 0) return 0;   /* failed: be_fail was called */
-    const void *ract = raf == ACT_F32 ? (const void *)c->xb : c->act;   /* raf == gaf: the experts' rows */
-    if (cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router (wide)"); return 0; }
+    /* an F32 router of a fusable width runs in moe.cu (moe_router_wide_kernel: all T tokens in one
+     * launch), others here as the matvec in slices (STRATA_CUDA_FUSE=0: always here) */
+    const int wide_router = c->fuse && cuda_moe_router_fusable(R->type, E);
+    if (!wide_router) {
+        mv_group g;
+        float *ly = (float *)w.m.logits;
+        if (mv_group_make(c, &g, &R, &ly, NULL, 1) < 0) return 0;   /* failed: be_fail was called */
+        const void *ract = raf == ACT_F32 ? (const void *)c->xb : c->act;   /* raf == gaf: the experts' rows */
+        if (cuda_matvec_group(R->type, &g, E, ract, T, c->st)) { be_fail(c, "moe router (wide)"); return 0; }
+    }
     w.m.X = (int)R->n_out; w.m.k = c->hp.n_experts_used; w.m.T = T; w.m.E = E; w.m.F = G->n_out;
     w.m.type_gu = G->type; w.m.type_down = D->type;
     w.m.gate = G->dev; w.m.up = U->dev; w.m.down = D->dev;
     w.m.act_x = c->act; w.m.out = c->moe_out;
-    w.m.router_f32 = NULL; w.m.x_f32 = c->xb;
+    w.m.router_f32 = wide_router ? (const float *)R->dev : NULL; w.m.x_f32 = c->xb;
     if (cuda_moe_experts_wide(&w, c->st)) { be_fail(c, "moe experts (wide)"); return 0; }
     if (cuda_moe_combine(&w.m, add_to, c->st)) be_fail(c, "moe combine (wide)");
     return 0;

@@ -720,6 +720,22 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int *__r
     }
 }
 
+/* The F32 router of a wide pass (cuda_moe_router_fusable widths): logits [T][X], warp w of CTA
+ * (b, c) row 8 b + w for tokens 8 c .. 8 c + 7 (router_row: the matvec's F32 bits, as every other
+ * router launch). Before it the router ran as the matvec in slices of 8 columns, one launch per
+ * slice (64 per layer of a 512-token pass: 45 % of the 48-layer MoE prompt's kernel time). */
+#define WIDE_ROUTER_WARPS 8
+#define WIDE_ROUTER_TM 8
+template <int NPL>
+__global__ void __launch_bounds__(WIDE_ROUTER_WARPS * 32)
+moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits, int X, int T) {
+    PDL_WAIT();
+    const int row = blockIdx.x * WIDE_ROUTER_WARPS + (threadIdx.x >> 5), t0 = blockIdx.y * WIDE_ROUTER_TM;
+    if (row < X && t0 < T)
+        router_row<NPL, WIDE_ROUTER_TM>(W, x + (size_t)t0 * (NPL * 32), logits + (size_t)t0 * X, X, T - t0, row,
+                                        threadIdx.x & 31);
+}
+
 /* act_pairs[pos] = act_x[tok[pos]] (rows of `words` 32-bit words); grid (P) */
 __global__ void moe_gather_wide_kernel(const uint32_t *__restrict__ act_x, const int *__restrict__ tok, int words,
                                        uint32_t *__restrict__ act_pairs) {
@@ -757,6 +773,20 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
     const int P = m->T * m->k, maxt = cuda_moe_wide_max_tiles(P, m->X);
     const size_t as_x = cuda_act_row_bytes(gaf, m->E);
     if (!as_x || as_x % 4) return -1;
+    /* the router (an F32 one of a fusable width here; else the caller's matvec wrote the logits) */
+    if (m->router_f32) {
+        const dim3 grid((unsigned)((m->X + WIDE_ROUTER_WARPS - 1) / WIDE_ROUTER_WARPS),
+                        (unsigned)((m->T + WIDE_ROUTER_TM - 1) / WIDE_ROUTER_TM));
+        if (m->E == 2048)
+            klaunch(moe_router_wide_kernel<64>, grid, WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32,
+                    (float *)m->logits, m->X, m->T);
+        else if (m->E == 1024)
+            klaunch(moe_router_wide_kernel<32>, grid, WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32,
+                    (float *)m->logits, m->X, m->T);
+        else
+            return -1;
+        if (CU_LAUNCHED()) return -1;
+    }
     /* routing */
     const size_t shm_r = (size_t)WIDE_ROUTE_WARPS * (size_t)(m->X + m->k) * sizeof(float);
     klaunch(moe_topk_wide_kernel, (unsigned)((m->T + WIDE_ROUTE_WARPS - 1) / WIDE_ROUTE_WARPS), WIDE_ROUTE_WARPS * 32,

@@ -58,6 +58,8 @@ int main(void) {
     widths("ext-iq4xs-iq2xxs", 0, TYPE_IQ4_XS, TYPE_IQ2_XXS, 1);
     widths("ext-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 1);
     widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1);
+    /* n_embd 1024: the F32 router of the wide path in one launch (moe_router_wide_kernel) */
+    widths("ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1);
     cuda_mm_ext_set(0);
     TEST_DONE();
 }
