@@ -190,16 +190,6 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
     }
 }
 
-/* mm_kernel2, IQ formats: their blocks are decoded from global memory in store_w, after the
- * MMAs; the block's lines are asked into L1 when it is fetched (parts 0 and 1: the lines of its
- * first and last byte), so the decode finds them there instead of waiting a memory round trip
- * (ncu 2026-12-02, grouped IQ3_XXS tiles of a few pairs: ~4 us per block step) */
-template <int FMT>
-static __device__ __forceinline__ void iq_prefetch(const mm_wraw &r, int part) {
-    if constexpr (mmf<FMT>::kind == 3)
-        if (part < 2) asm volatile("prefetch.global.L1 [%0];" ::"l"(r.blk + (part ? wfmt<FMT>::bsize - 1 : 0)));
-}
-
 template <int FMT>
 static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, const mm_wraw &r, bool valid) {
     constexpr int QK = mmf<FMT>::QK;
@@ -748,7 +738,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     if (k < ke) {
     int b = (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
-        if (wvalid) { fetch_w<FMT>(raw, part, wr, b); iq_prefetch<FMT>(raw, part); }
+        if (wvalid) fetch_w<FMT>(raw, part, wr, b);
         issue_a<FMT>(tiles[0], li, part, ar, b, avalid);
         store_w<FMT>(tiles[0], li, part, raw, wvalid);
     }
@@ -762,7 +752,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
         if (more && loader) {
-            if (wvalid) { fetch_w<FMT>(raw, part, wr, nbb); iq_prefetch<FMT>(raw, part); }
+            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
             issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
         }
         if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
