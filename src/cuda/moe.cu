@@ -720,20 +720,49 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int *__r
     }
 }
 
-/* The F32 router of a wide pass (cuda_moe_router_fusable widths): logits [T][X], warp w of CTA
- * (b, c) row 8 b + w for tokens 8 c .. 8 c + 7 (router_row: the matvec's F32 bits, as every other
- * router launch). Before it the router ran as the matvec in slices of 8 columns, one launch per
- * slice (64 per layer of a 512-token pass: 45 % of the 48-layer MoE prompt's kernel time). */
+/* The F32 router of a wide pass (cuda_moe_router_fusable widths): logits [T][X]. CTA (b, c):
+ * rows 8 b .. 8 b + 7 (a warp each, its row's weights in registers as router_row loads them) for
+ * tokens WIDE_ROUTER_TG c .. + WIDE_ROUTER_TG - 1, the tokens' x rows brought into shared memory
+ * WIDE_ROUTER_TC at a time and read by all 8 warps (a warp reading x from global memory for
+ * itself measured 120 us per layer of a 512-token pass: every x row was read once per router
+ * row). Each logit is router_row's: lane l sums w[l + 32 i] * x[l + 32 i] in i order from 0.0f,
+ * then warp_canon_finish (the matvec's F32 bits, as every other router launch). Before it the
+ * router ran as the matvec in slices of 8 columns, one launch per slice (64 per layer of a
+ * 512-token pass: 45 % of the 48-layer MoE prompt's kernel time). */
 #define WIDE_ROUTER_WARPS 8
-#define WIDE_ROUTER_TM 8
+#define WIDE_ROUTER_TG 16
+#define WIDE_ROUTER_TC 4
 template <int NPL>
 __global__ void __launch_bounds__(WIDE_ROUTER_WARPS * 32)
 moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits, int X, int T) {
     PDL_WAIT();
-    const int row = blockIdx.x * WIDE_ROUTER_WARPS + (threadIdx.x >> 5), t0 = blockIdx.y * WIDE_ROUTER_TM;
-    if (row < X && t0 < T)
-        router_row<NPL, WIDE_ROUTER_TM>(W, x + (size_t)t0 * (NPL * 32), logits + (size_t)t0 * X, X, T - t0, row,
-                                        threadIdx.x & 31);
+    constexpr int E = NPL * 32;
+    __shared__ __align__(16) float xs[WIDE_ROUTER_TC][E];
+    const int lane = threadIdx.x & 31, row = blockIdx.x * WIDE_ROUTER_WARPS + (threadIdx.x >> 5);
+    const int tb = blockIdx.y * WIDE_ROUTER_TG, te = tb + WIDE_ROUTER_TG < T ? tb + WIDE_ROUTER_TG : T;
+    float w[NPL];
+    if (row < X) {
+        const float *wr = W + (size_t)row * E;
+#pragma unroll
+        for (int i = 0; i < NPL; i++) w[i] = wr[lane + 32 * i];
+    }
+    for (int t0 = tb; t0 < te; t0 += WIDE_ROUTER_TC) {
+        const int nt = te - t0 < WIDE_ROUTER_TC ? te - t0 : WIDE_ROUTER_TC;
+        __syncthreads();   /* the previous chunk's readers are done */
+        for (int i = threadIdx.x; i < nt * (E / 4); i += blockDim.x)
+            ((float4 *)&xs[0][0])[i] = ((const float4 *)(x + (size_t)t0 * E))[i];
+        __syncthreads();
+        if (row >= X) continue;
+#pragma unroll
+        for (int t = 0; t < WIDE_ROUTER_TC; t++) {
+            if (t >= nt) break;
+            float acc = 0.0f;
+#pragma unroll
+            for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xs[t][lane + 32 * i]));
+            acc = warp_canon_finish(acc);
+            if (lane == 0) logits[(size_t)(t0 + t) * X + row] = acc;
+        }
+    }
 }
 
 /* act_pairs[pos] = act_x[tok[pos]] (rows of `words` 32-bit words); grid (P) */
@@ -776,7 +805,7 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
     /* the router (an F32 one of a fusable width here; else the caller's matvec wrote the logits) */
     if (m->router_f32) {
         const dim3 grid((unsigned)((m->X + WIDE_ROUTER_WARPS - 1) / WIDE_ROUTER_WARPS),
-                        (unsigned)((m->T + WIDE_ROUTER_TM - 1) / WIDE_ROUTER_TM));
+                        (unsigned)((m->T + WIDE_ROUTER_TG - 1) / WIDE_ROUTER_TG));
         if (m->E == 2048)
             klaunch(moe_router_wide_kernel<64>, grid, WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32,
                     (float *)m->logits, m->X, m->T);
