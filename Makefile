@@ -160,10 +160,19 @@ run: setup-sys
 	+@$(MAKE) all model
 	$(BIN) run -m "$(MODEL)" --chat --temp 0 -p "$(PROMPT)" -n 96
 
+# the suites that drive the strata binary (the command line, the server) from scripts
+TEST_SCRIPTS := tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh \
+                tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh tests/server/run_sched.sh
+# TEST_SET=progs runs only the test programs (run_selftest.sh and tests/test_*.c), TEST_SET=scripts
+# only the script suites; empty (the default): both, as `make test` always did. .ci/run runs the
+# sanitizer half's two sets side by side (docs/RELIABILITY.md, "CI time").
+TEST_SET ?=
+TEST_LIST = $(if $(filter scripts,$(TEST_SET)),,tests/run_selftest.sh $(TEST_BINS)) $(if $(filter progs,$(TEST_SET)),,$(TEST_SCRIPTS))
 test: setup-sys
+	@case "$(TEST_SET)" in ""|progs|scripts) ;; *) echo "TEST_SET=$(TEST_SET): progs, scripts or empty" >&2; exit 2 ;; esac
 	+@$(MAKE) setup-py model $(GEMMA) all
 	+@$(MAKE) test-bins
-	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" STRATA_TEST_QUICK=$(TEST_QUICK) BUILD=$(BUILD) PY=$(PY) sh tests/run.sh tests/run_selftest.sh $(TEST_BINS) tests/cli/run_cli.sh tests/cli/run_chat_pty.sh tests/cli/run_pull.sh tests/server/run_openai.sh tests/server/run_agents.sh tests/server/run_webui.sh tests/server/run_hardening.sh tests/server/run_sched.sh
+	@STRATA_MODEL="$(MODEL)" STRATA_GEMMA_MODEL="$(GEMMA)" STRATA_TEST_QUICK=$(TEST_QUICK) BUILD=$(BUILD) PY=$(PY) sh tests/run.sh $(TEST_LIST)
 
 # the sanitizer run is in quick mode (tests/test.h, t_quick): the long model comparisons run fewer
 # prompts and tokens with the same assertions; every code path still runs under ASan + UBSan

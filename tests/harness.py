@@ -85,6 +85,19 @@ def sanitizer_report(text):
     return "Sanitizer" in text or "runtime error" in text
 
 
+def small_model(binary, tokenizer_from, path):
+    """Write tests/small_model.h's synthetic llama to path with `strata synth` (quick mode's model
+    for the suites whose checks compare the server with itself): 2 layers of width 192, ffn 512,
+    3 query heads and 1 KV head of 64, Q4_1 layers, a Q8_0 output and embedding, the tokenizer and
+    chat template copied from tokenizer_from (SmolLM2: the same ids for the same text), its context
+    SmolLM2's 8,192. About a thirteenth of SmolLM2's work per token; the same kernels. Returns path."""
+    subprocess.run([binary, "synth", path, "--arch", "llama", "--layers", "2", "--dim", "192", "--ffn", "512",
+                    "--heads", "3", "--kv-heads", "1", "--head-dim", "64", "--type-attn", "Q4_1", "--type-ffn", "Q4_1",
+                    "--type-output", "Q8_0", "--type-embd", "Q8_0", "--tokenizer", tokenizer_from],
+                   check=True, stdout=subprocess.DEVNULL, timeout=600)
+    return path
+
+
 class Server:
     """`BINARY serve -m MODEL --port 0 ARGS...`; the port is read from its first stdout line.
     stderr goes to a file: an undrained pipe could block the server, and stop() searches the

@@ -570,7 +570,12 @@ def main():
     test_loading(a.bin)
     part_time("test_loading", tt, ct)
     tt, ct = time.time(), cpu_seconds()
-    s = Server(a.bin, a.model, "--parallel", "4", "--queue", "16", "--ctx", "1024")
+    # --header-timeout 60: libmicrohttpd closes a connection that goes 3 x --header-timeout + 5 s
+    # without a byte (35 s at the default 10), and a stream waiting in the queue sends none. In
+    # test_concurrency 12 of the 16 streams wait behind the 4 slots; under ASan at load 13-22 that
+    # wait passed 35 s and 8-13 streams were cut after their 274 header bytes (docs/RELIABILITY.md,
+    # "CI time"). At 60 the limit is 185 s; the header deadlines themselves are run_hardening's.
+    s = Server(a.bin, a.model, "--parallel", "4", "--queue", "16", "--ctx", "1024", "--header-timeout", "60")
     part_time("server start", tt, ct)
     try:
         for t in (test_basics, test_chat, test_length_and_stop, test_logprobs, test_errors, test_tokenize_metrics):
