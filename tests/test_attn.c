@@ -29,6 +29,7 @@
 #include "model/model.h"
 #include "cpu/backend_cpu.h"
 #include "cpu/threadpool.h"
+#include "cpu/kernels.h"
 #include "core/util.h"
 #include "core/env.h"
 #include "quant/quant.h"
@@ -561,6 +562,58 @@ static void test_prompt_tiles(void) {
     t_current = "test_prompt_tiles";
 }
 
+/* The softmax's expf eight at a time (src/cpu/expf_avx2.c, used by the grouped decode step and
+ * the prompt tiles): the variant chosen at start == the host's expf, bit for bit, on a sweep of
+ * [-110, 90] (every 2^-12: the underflow intervals below -103.28 and -103.97 included), 2^21
+ * random bit patterns, the special values and the two inputs where an FMA build that fuses only
+ * the cubic differs from glibc 2.36's. bench/expf_check.c runs all 2^32 inputs (0 differ on the
+ * dev machine); a constant of the cubic one ulp off fails this test (docs/KERNELS.md). */
+static void test_expf(void) {
+    const int mode = expf_avx2_mode();
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 28))
+    /* glibc 2.28 and later: the algorithm is libm's, so a variant must match */
+    CHECKF(mode >= 0, "neither build of the algorithm matches glibc %d.%d's expf", __GLIBC__, __GLIBC_MINOR__);
+#endif
+    if (mode < 0) { printf("expf: no variant matches this libm's expf: the callers call expf\n"); return; }
+    enum { NS = 200 * 4096, NR = 1 << 21 };
+    const int n = NS + NR + 16;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    REQUIRE(x && y, "allocation");
+    if (x && y) {
+        for (int i = 0; i < NS; i++) x[i] = -110.0f + (float)i / 4096.0f;
+        uint64_t st = 0x9E3779B97F4A7C15ull;
+        for (int i = 0; i < NR; i++) {
+            st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+            uint32_t b = (uint32_t)(st >> 32);
+            memcpy(&x[NS + i], &b, 4);
+        }
+        /* two groups of eight: a lane >= 88 or NaN sends its group to expf, so the hard inputs go
+         * in a group of their own */
+        const float sp[16] = { 0x1.04845ep+5f, -0x1.f8cbb2p+5f, -0x1.9fe368p6f, -0x1.9d1d9ep6f, -INFINITY, -0.0f, 1.0f,
+                               -87.9f, NAN, INFINITY, 0x1.62e42ep6f, 88.0f, 0.5f, -0.5f, -103.5f, -104.0f };
+        memcpy(x + NS + NR, sp, sizeof sp);
+        expf_avx2_variant(x, y, n, mode);
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            const float r = expf(x[i]);
+            if (memcmp(&r, &y[i], 4)) { if (!bad) fprintf(stderr, "expf(%a): %a vs the host's %a\n", x[i], y[i], r); bad++; }
+        }
+        CHECKF(bad == 0, "the AVX2 expf differs from the host's at %d of %d inputs", bad, n);
+        printf("expf eight at a time (%s build of glibc's algorithm) == the host's expf at %d of %d inputs\n",
+               mode ? "the FMA" : "the plain", n - bad, n);
+        /* the softmax piece: expf_sub_avx2 == expf(s - m) lane by lane at odd lengths */
+        float a[37], b[37];
+        int sub_ok = 1;
+        for (int len = 1; len <= 37; len += 3) {
+            for (int i = 0; i < len; i++) a[i] = b[i] = frand() * 120.0f - 60.0f;
+            expf_sub_avx2(a, len, 7.5f);
+            for (int i = 0; i < len; i++) { const float r = expf(b[i] - 7.5f); sub_ok &= !memcmp(&r, &a[i], 4); }
+        }
+        CHECKF(sub_ok, "expf_sub_avx2 differs from expf(s - m)");
+    }
+    free(x); free(y);
+}
+
 /* Through a real model: a prompt of 56 tokens, then decode steps from position 56 to 79 (the
  * grouped path from 63 on), in sessions made under STRATA_CPU_ATTN=heads and auto: the logits
  * of every step equal bit for bit (f16 and int8 caches; heads == scalar: the shapes above and
@@ -630,6 +683,7 @@ int main(void) {
     RUN(test_smollm2_shape);
     RUN(test_gemma_shape);
     RUN(test_detects);
+    RUN(test_expf);
     RUN(test_prompt_tiles);
     const char *path = getenv("STRATA_MODEL"), *gemma = getenv("STRATA_GEMMA_MODEL");
     if (path && !access(path, R_OK)) RUN_ARG(test_model, path);

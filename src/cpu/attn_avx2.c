@@ -4,6 +4,7 @@
  * multiplied by scale: exactly the scalar loop's operations, so the bits do not change; the
  * eight positions' dependency chains just run side by side instead of one after another. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 #include "kernels.h"
 #include "quant/blocks.h"
@@ -207,4 +208,30 @@ void attn_vaccrow2_avx2(float *o0, float *o1, const float *vb, int hd, const flo
         _mm256_storeu_ps(o1 + d0, b0); _mm256_storeu_ps(o1 + d0 + 8, b1);
         _mm256_storeu_ps(o1 + d0 + 16, b2); _mm256_storeu_ps(o1 + d0 + 24, b3);
     }
+}
+
+/* One chunk's softmax pieces for one row of n scores s[0..n): *m = the max (`s > m` from -inf,
+ * lane by lane, then over the lanes: the sequential loop's value, NaNs skipped alike; only the
+ * sign of a zero maximum may differ, which cannot change s - m's value unless s is zero, nor
+ * expf of it), s[p] = expf(s[p] - m) (expf_sub_avx2: the host's bits), *l = 0.0f + s[0] + s[1]
+ * + ... in order, then s[p] = s[p] * (1.0f / l) when weights (the V sums' weights). */
+void attn_softmax_chunk_avx2(float *s, int n, int weights, float *m_out, float *l_out) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int p = 0;
+    for (; p + 8 <= n; p += 8) mv = _mm256_max_ps(_mm256_loadu_ps(s + p), mv);   /* s > m ? s : m */
+    float lanes[8], m = -INFINITY;
+    _mm256_storeu_ps(lanes, mv);
+    for (int i = 0; i < 8; i++) if (lanes[i] > m) m = lanes[i];
+    for (; p < n; p++) if (s[p] > m) m = s[p];
+    expf_sub_avx2(s, n, m);
+    float l = 0.0f;
+    for (p = 0; p < n; p++) l += s[p];
+    if (weights) {
+        const float r = 1.0f / l;
+        const __m256 rv = _mm256_set1_ps(r);
+        for (p = 0; p + 8 <= n; p += 8) _mm256_storeu_ps(s + p, _mm256_mul_ps(_mm256_loadu_ps(s + p), rv));
+        for (; p < n; p++) s[p] = s[p] * r;
+    }
+    *m_out = m;
+    *l_out = l;
 }

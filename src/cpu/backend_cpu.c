@@ -386,7 +386,8 @@ static void dec_softmax_worker(void *ctx, int ith, int nth) {
             const int c0 = ci * ATTN_CHUNK, c1 = n - 1 - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : n - 1;
             const float m = ca[ci];
             float l = 0.0f;
-            for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
+            expf_sub_avx2(sc + c0, c1 - c0 + 1, m);   /* sc[p] = expf(sc[p] - m): the host's expf bits, 8 at a time */
+            for (int p = c0; p <= c1; p++) l += sc[p];
             const float r = 1.0f / l;
             for (int p = c0; p <= c1; p++) sc[p] *= r;
             ca[ci] = l * expf(m - mx);
@@ -463,8 +464,10 @@ static int attn_decode_grouped(cpu_be *c, const cpu_kv *kv, int layer, const flo
  *   scores:  per 32 positions the K rows are converted and transposed once (attn_kt32_avx2),
  *            then each row that attends to the block takes its 32 scores (two rows at a time,
  *            each score its own chain in d order, from 0.0f, then * scale);
- *   softmax: per row, over its positions of the chunk in order: m_c (`s > m` from -inf),
- *            e_p = expf(s_p - m_c), l_c = 0.0f + e_first + ..., the weights e_p * (1 / l_c);
+ *   softmax: per row, over its positions of the chunk (attn_softmax_chunk_avx2): m_c (`s > m`
+ *            from -inf, eight lanes then over the lanes), e_p = expf(s_p - m_c) eight at a time
+ *            (expf_sub_avx2: the host's expf bits), l_c = 0.0f + e_first + ... in order, the
+ *            weights e_p * (1 / l_c);
  *   values:  per 32 positions the V rows are converted once into f32, and every row adds its
  *            weighted rows into its u_c (per d in position order; two rows at a time).
  * Then per row the merge of attn_worker: M = the max of the m_c, w_c = l_c expf(m_c - M), L
@@ -516,14 +519,7 @@ static void pt_worker(void *ctx, int ith, int nth) {
             }
             for (int r = r0; r < R; r++) {
                 const int e1 = (l0 + r / G < c1 ? l0 + r / G : c1) - c0;   /* the row's last position in the chunk */
-                float *s = S + (size_t)r * ATTN_CHUNK;
-                float mc = -INFINITY;
-                for (int p = 0; p <= e1; p++) if (s[p] > mc) mc = s[p];
-                float l = 0.0f;
-                for (int p = 0; p <= e1; p++) { s[p] = expf(s[p] - mc); l += s[p]; }
-                const float rl = 1.0f / l;
-                for (int p = 0; p <= e1; p++) s[p] = s[p] * rl;
-                cm[(size_t)r * NC + ci] = mc; cl[(size_t)r * NC + ci] = l;
+                attn_softmax_chunk_avx2(S + (size_t)r * ATTN_CHUNK, e1 + 1, 1, &cm[(size_t)r * NC + ci], &cl[(size_t)r * NC + ci]);
                 memset(PT_U(r, ci), 0, (size_t)HD * sizeof(float));
             }
             for (int p0 = c0; p0 <= c1; p0 += 32) {
@@ -851,6 +847,7 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     c->attn_avx2 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
     c->attn_dec = c->attn_avx2 && hp->head_dim % 32 == 0 && !strcmp(env_str(ENV_CPU_ATTN), "auto");
     c->qtile = c->attn_dec && env_int(ENV_CPU_ATTN_QTILE) > 0 ? (int)env_int(ENV_CPU_ATTN_QTILE) : 0;
+    if (c->attn_dec) (void)expf_avx2_mode();   /* the softmax's expf 8 at a time: checked once per process, here */
     c->rope_inv_freq = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     if (!kv->k_cache || !kv->v_cache || !kv->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq ||

@@ -73,6 +73,16 @@ void attn_scores32t2_avx2(const float *q0, const float *q1, const float *kt, int
                           float *out1);
 void attn_vaccrow_avx2(float *o, const float *vb, int hd, const float *w, int n);
 void attn_vaccrow2_avx2(float *o0, float *o1, const float *vb, int hd, const float *w0, const float *w1, int n);
+/* A chunk's max m, e = expf(s - m) in place, l = their sum in order, then (weights) s * (1 / l):
+ * the attention order's operations (src/cpu/attn_avx2.c). */
+void attn_softmax_chunk_avx2(float *s, int n, int weights, float *m_out, float *l_out);
+/* expf with the host libm's bits, eight at a time (src/cpu/expf_avx2.c: glibc's algorithm written
+ * out, checked against the host's expf at first use). expf_avx2_mode(): 1 (the FMA build of the
+ * algorithm matches the host), 0 (the plain one), -1 (neither: expf_sub_avx2 calls expf).
+ * expf_sub_avx2: s[i] = expf(s[i] - m), i < n. expf_avx2_variant: y = one variant's expf(x). */
+int expf_avx2_mode(void);
+void expf_sub_avx2(float *s, int n, float m);
+void expf_avx2_variant(const float *x, float *y, int n, int fma);
 /* AVX2 twin of act_quantize_row (src/quant/act.c): the same bits for every input. */
 void act_quantize_row_avx2(int act_format, const float *x, void *dst, int64_t n);
 #endif
