@@ -29,6 +29,7 @@
 #include "model/model.h"
 #include "cpu/backend_cpu.h"
 #include "cpu/threadpool.h"
+#include "cpu/kernels.h"
 #include "core/util.h"
 #include "core/env.h"
 #include "quant/quant.h"
@@ -433,6 +434,186 @@ static void test_detects(void) {
     threadpool_free(tp);
 }
 
+/* Prompt passes in query tiles (STRATA_CPU_ATTN_QTILE, pt_worker in src/cpu/backend_cpu.c):
+ * backends with equal caches run the same pass of W tokens at depth D; the reference
+ * (STRATA_CPU_ATTN_QTILE=0: a task per (token, head)) and the tiled path at several tile sizes
+ * (1 token, 5 / 7 rows, the default, wider than the pass), thread counts (1, 2, 3) and splits of
+ * the W tokens into passes (one pass; passes of 5; of 2) give the same bits (memcmp). GQA
+ * groups of 1, 3, 4 and 8, head_dim 32 / 64 / 128 / 256, f16 and int8 caches; with a window,
+ * layer 0 slides (the tiles apply while pos0 + W <= window, else the reference runs) and layer 1
+ * is global. A scale one ulp off must give other bits (the comparison can fail). */
+typedef struct { int H, KVH, HD, window, kv8; const char *name; } pt_shape;
+
+static backend *pt_be(const pt_shape *s, int n_ctx, threadpool *tp, int qtile) {
+    static model_weights mw;
+    hparams hp;
+    memset(&hp, 0, sizeof hp);
+    hp.arch = ARCH_LLAMA; hp.n_heads = s->H; hp.n_kv_heads = s->KVH; hp.head_dim = s->HD;
+    hp.n_embd = s->H * s->HD; hp.n_ff = 64; hp.n_vocab = 16; hp.n_ctx_train = n_ctx; hp.n_rot = s->HD;
+    hp.rope_base = hp.rope_base_local = 1e4f; hp.rope_scale = 1; hp.rms_eps = 1e-5f; hp.embd_scale = 1;
+    hp.attn_scale = 1.0f / sqrtf((float)s->HD);
+    hp.n_layers = 2;
+    if (s->window) { hp.sliding_window = s->window; hp.sliding_pattern = 2; }
+    char v[16];
+    snprintf(v, sizeof v, "%d", qtile);
+    setenv("STRATA_CPU_ATTN_QTILE", v, 1);
+    env_reset_cache();
+    char err[256];
+    backend *be = backend_cpu_new(&hp, &mw, n_ctx, tp, 0, s->kv8, err, sizeof err);
+    if (!be) fprintf(stderr, "%s\n", err);
+    unsetenv("STRATA_CPU_ATTN_QTILE");
+    env_reset_cache();
+    return be;
+}
+
+#define PT_NB 6
+static void pt_run_shape(const pt_shape *s, const int *depths, int n_depths, const int *widths, int n_widths) {
+    const int QD = s->H * s->HD, KD = s->KVH * s->HD, G = s->H / s->KVH;
+    int maxd = 0, maxw = 0;
+    for (int i = 0; i < n_depths; i++) maxd = depths[i] > maxd ? depths[i] : maxd;
+    for (int i = 0; i < n_widths; i++) maxw = widths[i] > maxw ? widths[i] : maxw;
+    const int n_ctx = maxd + maxw + 8;
+    /* pools that sleep at once between jobs (the many short passes: spinning was most of the CPU time) */
+    setenv("STRATA_POOL_SPIN", "0", 1); env_reset_cache();
+    threadpool *tp[4] = { NULL, threadpool_create(1), threadpool_create(2), threadpool_create(3) };
+    unsetenv("STRATA_POOL_SPIN"); env_reset_cache();
+    /* backend b: tile rows, threads, tokens per pass (0: all W in one pass) */
+    const int qt[PT_NB] = { 0, 48, 1, 5 * G + 2, 48, 4096 }, th[PT_NB] = { 1, 1, 3, 2, 3, 2 }, pw[PT_NB] = { 0, 0, 0, 5, 2, 0 };
+    const char *names[PT_NB] = { "reference", "tiles 48/1", "1 token/3", "5G+2 rows/2, passes of 5", "48/3, passes of 2",
+                                 "wider than the pass/2" };
+    float *q = malloc(sizeof(float) * (size_t)maxw * QD), *k = malloc(sizeof(float) * (size_t)maxw * KD);
+    float *v = malloc(sizeof(float) * (size_t)maxw * KD), *o[PT_NB];
+    float *fq = malloc(sizeof(float) * 256 * QD), *fk = malloc(sizeof(float) * 256 * KD), *fv = malloc(sizeof(float) * 256 * KD);
+    float *fo = malloc(sizeof(float) * 256 * QD);
+    int ok_alloc = q && k && v && fq && fk && fv && fo && tp[1] && tp[2] && tp[3];
+    for (int b = 0; b < PT_NB; b++) { o[b] = malloc(sizeof(float) * (size_t)maxw * QD); ok_alloc &= o[b] != NULL; }
+    REQUIRE(ok_alloc, "allocation");
+    int n_cmp = 0, n_bad = 0, n_tiled = 0, detect_ok = 1;
+    /* one set of backends per shape, filled depth after depth (the depths ascending); a pass at
+     * depth D writes positions D..D+W-1 on every backend alike */
+    backend *be[PT_NB];
+    for (int b = 0; b < PT_NB; b++) { be[b] = ok_alloc ? pt_be(s, n_ctx, tp[th[b]], qt[b]) : NULL; ok_alloc &= be[b] != NULL; }
+    REQUIRE(ok_alloc, "backends");
+    const shape fs = { s->H, s->KVH, s->HD, s->window, s->name };
+    for (int di = 0, at = 0; ok_alloc && di < n_depths; di++) {
+        const int D = depths[di];
+        fill(be, PT_NB, &fs, at, D, fq, fk, fv, fo);
+        at = D;
+        for (int wi = 0; wi < n_widths; wi++) {
+            const int W = widths[wi];
+            for (int i = 0; i < W * QD; i++) q[i] = frand() * 3.0f;
+            for (int i = 0; i < W * KD; i++) { k[i] = frand(); v[i] = frand(); }
+            for (int l = 0; l < 2; l++) {
+                const int window = l == 0 ? s->window : 0;
+                for (int b = 0; b < PT_NB; b++) {
+                    const int step = pw[b] ? pw[b] : W;
+                    for (int t0 = 0; t0 < W; t0 += step) {
+                        const int n = W - t0 < step ? W - t0 : step;
+                        backend_cpu_attention(be[b], be[b]->kv, l, q + (size_t)t0 * QD, k + (size_t)t0 * KD,
+                                              v + (size_t)t0 * KD, n, D + t0, 0.125f, window, o[b] + (size_t)t0 * QD);
+                    }
+                    if (b > 0) {
+                        n_cmp++;
+                        if (memcmp(o[0], o[b], sizeof(float) * (size_t)W * QD)) {
+                            if (!n_bad) fprintf(stderr, "%s: depth %d, pass of %d, layer %d: %s differs from the reference\n",
+                                                s->name, D, W, l, names[b]);
+                            n_bad++;
+                        }
+                    }
+                }
+                n_tiled += W > 1 && (!window || D + W <= window);
+            }
+            /* the comparison can fail: the last pass again with the scale one ulp off */
+            if (di == n_depths - 1 && wi == n_widths - 1) {
+                backend_cpu_attention(be[1], be[1]->kv, 1, q, k, v, W, D, nextafterf(0.125f, 1.0f), 0, o[1]);
+                detect_ok = memcmp(o[0], o[1], sizeof(float) * (size_t)W * QD) != 0;
+            }
+        }
+    }
+    for (int b = 0; b < PT_NB; b++) if (be[b]) be[b]->ops->free(be[b]);
+    CHECKF(n_bad == 0 && n_cmp > 0, "%s: %d of %d tiled passes differ from the reference", s->name, n_bad, n_cmp);
+    CHECKF(n_tiled > 0, "%s: no pass took the tiles", s->name);
+    CHECKF(detect_ok, "%s: a scale one ulp off gives the same bits: the comparison cannot fail", s->name);
+    printf("%-34s prompt passes in tiles == the reference: %d of %d (layer passes in tiles: %d)\n", s->name, n_cmp - n_bad,
+           n_cmp, n_tiled);
+    for (int b = 0; b < PT_NB; b++) free(o[b]);
+    free(q); free(k); free(v); free(fq); free(fk); free(fv); free(fo);
+    for (int i = 1; i < 4; i++) if (tp[i]) threadpool_free(tp[i]);
+}
+
+static void test_prompt_tiles(void) {
+    static const pt_shape shapes[] = {
+        { 9, 3, 64, 0, 0, "SmolLM2 shape (9/3, hd 64), f16" },
+        { 9, 3, 64, 0, 1, "SmolLM2 shape, int8" },
+        { 8, 1, 128, 0, 0, "8/1 (Qwen3's 32/4 group), hd 128" },
+        { 4, 4, 32, 0, 1, "4/4 (no GQA), hd 32, int8" },
+        { 8, 2, 64, 0, 0, "8/2, hd 64" },
+        { 4, 1, 256, 300, 0, "Gemma 3 shape, window 300" },
+    };
+    /* depths and widths around the chunk boundaries (a pass of 77 at 200 crosses 256; of 300 at
+     * 0 holds two chunks; 1300 + 77: six chunks) */
+    static const int depths[] = { 0, 1, 200, 256, 511, 1300 }, widths[] = { 2, 9, 77, 300 };
+    static const int depths_q[] = { 0, 200, 700 }, widths_q[] = { 9, 77 };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        t_current = shapes[i].name;
+        if (t_quick()) pt_run_shape(&shapes[i], depths_q, 3, widths_q, 2);
+        else pt_run_shape(&shapes[i], depths, 6, widths, 4);
+    }
+    t_current = "test_prompt_tiles";
+}
+
+/* The softmax's expf eight at a time (src/cpu/expf_avx2.c, used by the grouped decode step and
+ * the prompt tiles): the variant chosen at start == the host's expf, bit for bit, on a sweep of
+ * [-110, 90] (every 2^-12: the underflow intervals below -103.28 and -103.97 included), 2^21
+ * random bit patterns, the special values and the two inputs where an FMA build that fuses only
+ * the cubic differs from glibc 2.36's. bench/expf_check.c runs all 2^32 inputs (0 differ on the
+ * dev machine); a constant of the cubic one ulp off fails this test (docs/KERNELS.md). */
+static void test_expf(void) {
+    const int mode = expf_avx2_mode();
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 28))
+    /* glibc 2.28 and later: the algorithm is libm's, so a variant must match */
+    CHECKF(mode >= 0, "neither build of the algorithm matches glibc %d.%d's expf", __GLIBC__, __GLIBC_MINOR__);
+#endif
+    if (mode < 0) { printf("expf: no variant matches this libm's expf: the callers call expf\n"); return; }
+    enum { NS = 200 * 4096, NR = 1 << 21 };
+    const int n = NS + NR + 16;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    REQUIRE(x && y, "allocation");
+    if (x && y) {
+        for (int i = 0; i < NS; i++) x[i] = -110.0f + (float)i / 4096.0f;
+        uint64_t st = 0x9E3779B97F4A7C15ull;
+        for (int i = 0; i < NR; i++) {
+            st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+            uint32_t b = (uint32_t)(st >> 32);
+            memcpy(&x[NS + i], &b, 4);
+        }
+        /* two groups of eight: a lane >= 88 or NaN sends its group to expf, so the hard inputs go
+         * in a group of their own */
+        const float sp[16] = { 0x1.04845ep+5f, -0x1.f8cbb2p+5f, -0x1.9fe368p6f, -0x1.9d1d9ep6f, -INFINITY, -0.0f, 1.0f,
+                               -87.9f, NAN, INFINITY, 0x1.62e42ep6f, 88.0f, 0.5f, -0.5f, -103.5f, -104.0f };
+        memcpy(x + NS + NR, sp, sizeof sp);
+        expf_avx2_variant(x, y, n, mode);
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            const float r = expf(x[i]);
+            if (memcmp(&r, &y[i], 4)) { if (!bad) fprintf(stderr, "expf(%a): %a vs the host's %a\n", x[i], y[i], r); bad++; }
+        }
+        CHECKF(bad == 0, "the AVX2 expf differs from the host's at %d of %d inputs", bad, n);
+        printf("expf eight at a time (%s build of glibc's algorithm) == the host's expf at %d of %d inputs\n",
+               mode ? "the FMA" : "the plain", n - bad, n);
+        /* the softmax piece: expf_sub_avx2 == expf(s - m) lane by lane at odd lengths */
+        float a[37], b[37];
+        int sub_ok = 1;
+        for (int len = 1; len <= 37; len += 3) {
+            for (int i = 0; i < len; i++) a[i] = b[i] = frand() * 120.0f - 60.0f;
+            expf_sub_avx2(a, len, 7.5f);
+            for (int i = 0; i < len; i++) { const float r = expf(b[i] - 7.5f); sub_ok &= !memcmp(&r, &a[i], 4); }
+        }
+        CHECKF(sub_ok, "expf_sub_avx2 differs from expf(s - m)");
+    }
+    free(x); free(y);
+}
+
 /* Through a real model: a prompt of 56 tokens, then decode steps from position 56 to 79 (the
  * grouped path from 63 on), in sessions made under STRATA_CPU_ATTN=heads and auto: the logits
  * of every step equal bit for bit (f16 and int8 caches; heads == scalar: the shapes above and
@@ -502,6 +683,8 @@ int main(void) {
     RUN(test_smollm2_shape);
     RUN(test_gemma_shape);
     RUN(test_detects);
+    RUN(test_expf);
+    RUN(test_prompt_tiles);
     const char *path = getenv("STRATA_MODEL"), *gemma = getenv("STRATA_GEMMA_MODEL");
     if (path && !access(path, R_OK)) RUN_ARG(test_model, path);
     else SKIP("model", "STRATA_MODEL not set or unreadable");

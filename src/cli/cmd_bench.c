@@ -56,11 +56,12 @@ static int cmp_d(const void *a, const void *b) {
  * cache hold ids[0..valid) (after them, if any, decoded tokens). A rewind to min(valid,
  * depth), then the missing ids evaluated (untimed); where the cache cannot rewind that far (a
  * sliding-window ring), a reset and the whole depth. */
-static int bench_at_depth(strata_session *s, const int32_t *ids, int depth, int *valid) {
+static int bench_at_depth(strata_session *s, const int32_t *ids, int depth, int *valid, long *n_eval) {
     int pos = strata_session_pos(s), keep = *valid < depth ? *valid : depth;
     if (pos == depth && keep == depth) return 0;
     if (pos != keep && (keep == 0 || strata_session_rewind(s, keep) != 0)) { strata_session_reset(s); keep = 0; }
     *valid = depth;
+    if (depth > keep) *n_eval += depth - keep;
     return depth > keep ? strata_session_eval(s, ids + keep, depth - keep) : 0;
 }
 
@@ -117,8 +118,13 @@ int cmd_bench(int argc, char **argv) {
     int32_t *gen = st_malloc((size_t)(tg > 0 ? tg : 1) * sizeof(int32_t));
     double *tpp = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd), *ttg = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd);
     double *tcpu = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd);   /* the decode's process CPU time */
-    if (!ids || !gen || !tpp || !ttg || !tcpu) {
-        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); st_free(tcpu); strata_session_free(s); strata_model_free(m);
+    double *tpc = st_malloc(sizeof(double) * (size_t)reps * (size_t)nd);    /* the prompt's process CPU time */
+    /* per depth: the fills' positions, wall and CPU seconds (summed over the repetitions) */
+    double *fw = st_calloc((size_t)nd, sizeof(double)), *fc = st_calloc((size_t)nd, sizeof(double));
+    long *fn = st_calloc((size_t)nd, sizeof(long));
+    if (!ids || !gen || !tpp || !ttg || !tcpu || !tpc || !fw || !fc || !fn) {
+        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); st_free(tcpu); st_free(tpc); st_free(fw); st_free(fc);
+        st_free(fn); strata_session_free(s); strata_model_free(m);
         return 1;
     }
     for (int i = 0; i < n_ids; i++) ids[i] = (int32_t)((1000 + (uint64_t)i * 7919) % (uint64_t)info.n_vocab);
@@ -127,11 +133,16 @@ int cmd_bench(int argc, char **argv) {
     for (int di = 0; di < nd && !failed; di++) {
         const int depth = o.depth[di];
         double *tp_d = tpp + (size_t)di * reps, *tg_d = ttg + (size_t)di * reps, *tc_d = tcpu + (size_t)di * reps;
+        double *tq_d = tpc + (size_t)di * reps;
         for (int r = 0; r < reps && !failed; r++) {
-            if (bench_at_depth(s, ids, depth, &valid)) { failed = 1; break; }
+            const double fw0 = now_seconds(), fc0 = cpu_seconds();
+            if (bench_at_depth(s, ids, depth, &valid, &fn[di])) { failed = 1; break; }
+            fw[di] += now_seconds() - fw0; fc[di] += cpu_seconds() - fc0;
+            const double c0 = cpu_seconds();
             double t0 = now_seconds();
             if (pp > 0 && strata_session_eval(s, ids + depth, pp) != 0) { failed = 1; break; }
             double t1 = now_seconds();
+            tq_d[r] = cpu_seconds() - c0;
             valid = depth + pp;   /* the decoded tokens follow */
             /* as strata_generate: the first id from the prompt's logits (without a prompt: the
              * id after the depth), then decode steps */
@@ -153,10 +164,12 @@ int cmd_bench(int argc, char **argv) {
         qsort(tp_d, (size_t)reps, sizeof(double), cmp_d);
         qsort(tg_d, (size_t)reps, sizeof(double), cmp_d);
         qsort(tc_d, (size_t)reps, sizeof(double), cmp_d);
+        qsort(tq_d, (size_t)reps, sizeof(double), cmp_d);
     }
     if (failed) {
         fprintf(stderr, "strata bench: evaluation failed\n");
-        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); st_free(tcpu); strata_session_free(s); strata_model_free(m);
+        st_free(ids); st_free(gen); st_free(tpp); st_free(ttg); st_free(tcpu); st_free(tpc); st_free(fw); st_free(fc);
+        st_free(fn); strata_session_free(s); strata_model_free(m);
         return 1;
     }
     const double *tp_last = tpp + (size_t)(nd - 1) * reps, *tg_last = ttg + (size_t)(nd - 1) * reps;
@@ -173,15 +186,22 @@ int cmd_bench(int argc, char **argv) {
     const char *how = device_picks ? "device decode step, ids picked on the device" : "forward pass, host sampler";
     if (nd == 1) {
         if (dmax > 0) printf("depth        %d positions in the cache before each test (filled untimed)\n", dmax);
-        if (pp > 0) printf("prompt       %d tokens: %.1f tok/s (median of %d; one eval, passes of up to 512)\n", pp, pps, reps);
+        if (dmax > 0 && fn[0] > 0)
+            printf("fill         %ld positions evaluated to reach the depth: %.2f s, CPU time %.2f s (all repetitions)\n",
+                   fn[0], fw[0], fc[0]);
+        if (pp > 0) printf("prompt       %d tokens: %.1f tok/s (median of %d; one eval, passes of up to 512); CPU time %.2f ms/token\n",
+                           pp, pps, reps, 1000.0 * tpc[reps / 2] / pp);
         printf("decode       %d tokens: %.1f tok/s, %.2f ms/token (median of %d; %s); CPU time %.2f ms/token\n", tg, tgs,
                1000.0 / tgs, reps, how, 1000.0 * tcpu[reps / 2] / tg);
     } else {   /* a line per depth and test (the fills untimed) */
         for (int di = 0; di < nd; di++) {
             const double *tp_d = tpp + (size_t)di * reps, *tg_d = ttg + (size_t)di * reps;
+            if (fn[di] > 0)
+                printf("fill         %ld positions evaluated to reach depth %d: %.2f s, CPU time %.2f s (all repetitions)\n",
+                       fn[di], o.depth[di], fw[di], fc[di]);
             if (pp > 0)
-                printf("prompt       %d tokens at depth %d: %.1f tok/s (median of %d)\n", pp, o.depth[di],
-                       pp / tp_d[reps / 2], reps);
+                printf("prompt       %d tokens at depth %d: %.1f tok/s (median of %d); CPU time %.2f ms/token\n", pp,
+                       o.depth[di], pp / tp_d[reps / 2], reps, 1000.0 * tpc[(size_t)di * reps + reps / 2] / pp);
             printf("decode       %d tokens at depth %d: %.1f tok/s, %.2f ms/token (median of %d; %s); CPU time "
                    "%.2f ms/token\n", tg, o.depth[di] + pp, tg / tg_d[reps / 2], 1000.0 * tg_d[reps / 2] / tg, reps, how,
                    1000.0 * tcpu[(size_t)di * reps + reps / 2] / tg);
@@ -210,7 +230,7 @@ int cmd_bench(int argc, char **argv) {
            same_ids ? ", every repetition the same" : "; REPETITIONS DIFFER");
     st_free(ids);
     st_free(gen);
-    st_free(tpp); st_free(ttg); st_free(tcpu);
+    st_free(tpp); st_free(ttg); st_free(tcpu); st_free(tpc); st_free(fw); st_free(fc); st_free(fn);
     strata_session_free(s);
     strata_model_free(m);
     return same_ids ? 0 : 1;

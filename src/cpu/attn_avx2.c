@@ -4,6 +4,7 @@
  * multiplied by scale: exactly the scalar loop's operations, so the bits do not change; the
  * eight positions' dependency chains just run side by side instead of one after another. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 #include "kernels.h"
 #include "quant/blocks.h"
@@ -26,10 +27,19 @@ static inline void transpose8(__m256 r[8], __m256 c[8]) {
 
 /* Four chains of eight floats side by side (32 consecutive values): a[g] = a[g] + x * r[8g..8g+8),
  * the product rounded, then added. Every 32-wide loop below is this step in its own order. */
-static inline void load32(__m256 a[4], const float *p) { for (int g = 0; g < 4; g++) a[g] = _mm256_loadu_ps(p + 8 * g); }
-static inline void store32(float *p, const __m256 a[4]) { for (int g = 0; g < 4; g++) _mm256_storeu_ps(p + 8 * g, a[g]); }
+/* (the loops over g unrolled by pragma: GCC -O2 otherwise keeps a[] on the stack, and every
+ * chain then waits for store forwarding) */
+static inline void load32(__m256 a[4], const float *p) {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) a[g] = _mm256_loadu_ps(p + 8 * g);
+}
+static inline void store32(float *p, const __m256 a[4]) {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) _mm256_storeu_ps(p + 8 * g, a[g]);
+}
 static inline void madd32(__m256 a[4], float x, const float *r) {
     const __m256 xv = _mm256_set1_ps(x);
+#pragma GCC unroll 4
     for (int g = 0; g < 4; g++) a[g] = _mm256_add_ps(a[g], _mm256_mul_ps(xv, _mm256_loadu_ps(r + 8 * g)));
 }
 
@@ -127,4 +137,101 @@ void attn_vacc32_avx2(float *o, const float *vb, const float *w, int n) {
     load32(a, o);
     for (int i = 0; i < n; i++) madd32(a, w[i], vb + (size_t)i * 32);
     store32(o, a);
+}
+
+/* ---- prompt passes in query tiles grouped by KV head (backend_cpu.c, attn_pt_*): a block of
+ * 32 positions' K rows (transposed) or V rows (f32) serves every query row of the tile; two
+ * rows at a time share the block's loads. Each row's chains are those of the one-row kernels
+ * above (the same operations in the same order), side by side. ---- */
+
+/* attn_scores32t_avx2 for two query rows q0, q1 against the same transposed block kt (the eight
+ * chains in named registers: GCC -O2 keeps an array of vectors on the stack, and a chain through
+ * memory waits for store forwarding) */
+void attn_scores32t2_avx2(const float *q0, const float *q1, const float *kt, int hd, float scale, float *out0,
+                          float *out1) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (int d = 0; d < hd; d++) {
+        const float *k = kt + (size_t)d * 32;
+        const __m256 x = _mm256_set1_ps(q0[d]), y = _mm256_set1_ps(q1[d]);
+        const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8), k2 = _mm256_loadu_ps(k + 16),
+                     k3 = _mm256_loadu_ps(k + 24);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, k0)); b0 = _mm256_add_ps(b0, _mm256_mul_ps(y, k0));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, k1)); b1 = _mm256_add_ps(b1, _mm256_mul_ps(y, k1));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, k2)); b2 = _mm256_add_ps(b2, _mm256_mul_ps(y, k2));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(x, k3)); b3 = _mm256_add_ps(b3, _mm256_mul_ps(y, k3));
+    }
+    const __m256 sc = _mm256_set1_ps(scale);
+    _mm256_storeu_ps(out0, _mm256_mul_ps(a0, sc)); _mm256_storeu_ps(out0 + 8, _mm256_mul_ps(a1, sc));
+    _mm256_storeu_ps(out0 + 16, _mm256_mul_ps(a2, sc)); _mm256_storeu_ps(out0 + 24, _mm256_mul_ps(a3, sc));
+    _mm256_storeu_ps(out1, _mm256_mul_ps(b0, sc)); _mm256_storeu_ps(out1 + 8, _mm256_mul_ps(b1, sc));
+    _mm256_storeu_ps(out1 + 16, _mm256_mul_ps(b2, sc)); _mm256_storeu_ps(out1 + 24, _mm256_mul_ps(b3, sc));
+}
+
+/* o[d] = o[d] + w[i] * vb[i][d] for i = 0..n-1 in order, d = 0..hd (vb: n rows of hd floats):
+ * per d the scalar V loop's chain; 32 d at a time. hd % 32 == 0. */
+void attn_vaccrow_avx2(float *o, const float *vb, int hd, const float *w, int n) {
+    for (int d0 = 0; d0 < hd; d0 += 32) {
+        __m256 a0 = _mm256_loadu_ps(o + d0), a1 = _mm256_loadu_ps(o + d0 + 8), a2 = _mm256_loadu_ps(o + d0 + 16),
+               a3 = _mm256_loadu_ps(o + d0 + 24);
+        for (int i = 0; i < n; i++) {
+            const float *v = vb + (size_t)i * hd + d0;
+            const __m256 x = _mm256_set1_ps(w[i]);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, _mm256_loadu_ps(v)));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, _mm256_loadu_ps(v + 8)));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, _mm256_loadu_ps(v + 16)));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(x, _mm256_loadu_ps(v + 24)));
+        }
+        _mm256_storeu_ps(o + d0, a0); _mm256_storeu_ps(o + d0 + 8, a1);
+        _mm256_storeu_ps(o + d0 + 16, a2); _mm256_storeu_ps(o + d0 + 24, a3);
+    }
+}
+
+/* the same for two rows o0 (weights w0) and o1 (weights w1) over the same n V rows */
+void attn_vaccrow2_avx2(float *o0, float *o1, const float *vb, int hd, const float *w0, const float *w1, int n) {
+    for (int d0 = 0; d0 < hd; d0 += 32) {
+        __m256 a0 = _mm256_loadu_ps(o0 + d0), a1 = _mm256_loadu_ps(o0 + d0 + 8), a2 = _mm256_loadu_ps(o0 + d0 + 16),
+               a3 = _mm256_loadu_ps(o0 + d0 + 24);
+        __m256 b0 = _mm256_loadu_ps(o1 + d0), b1 = _mm256_loadu_ps(o1 + d0 + 8), b2 = _mm256_loadu_ps(o1 + d0 + 16),
+               b3 = _mm256_loadu_ps(o1 + d0 + 24);
+        for (int i = 0; i < n; i++) {
+            const float *v = vb + (size_t)i * hd + d0;
+            const __m256 x = _mm256_set1_ps(w0[i]), y = _mm256_set1_ps(w1[i]);
+            const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8), v2 = _mm256_loadu_ps(v + 16),
+                         v3 = _mm256_loadu_ps(v + 24);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, v0)); b0 = _mm256_add_ps(b0, _mm256_mul_ps(y, v0));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, v1)); b1 = _mm256_add_ps(b1, _mm256_mul_ps(y, v1));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, v2)); b2 = _mm256_add_ps(b2, _mm256_mul_ps(y, v2));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(x, v3)); b3 = _mm256_add_ps(b3, _mm256_mul_ps(y, v3));
+        }
+        _mm256_storeu_ps(o0 + d0, a0); _mm256_storeu_ps(o0 + d0 + 8, a1);
+        _mm256_storeu_ps(o0 + d0 + 16, a2); _mm256_storeu_ps(o0 + d0 + 24, a3);
+        _mm256_storeu_ps(o1 + d0, b0); _mm256_storeu_ps(o1 + d0 + 8, b1);
+        _mm256_storeu_ps(o1 + d0 + 16, b2); _mm256_storeu_ps(o1 + d0 + 24, b3);
+    }
+}
+
+/* One chunk's softmax pieces for one row of n scores s[0..n): *m = the max (`s > m` from -inf,
+ * lane by lane, then over the lanes: the sequential loop's value, NaNs skipped alike; only the
+ * sign of a zero maximum may differ, which cannot change s - m's value unless s is zero, nor
+ * expf of it), s[p] = expf(s[p] - m) (expf_sub_avx2: the host's bits), *l = 0.0f + s[0] + s[1]
+ * + ... in order, then s[p] = s[p] * (1.0f / l) when weights (the V sums' weights). */
+void attn_softmax_chunk_avx2(float *s, int n, int weights, float *m_out, float *l_out) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int p = 0;
+    for (; p + 8 <= n; p += 8) mv = _mm256_max_ps(_mm256_loadu_ps(s + p), mv);   /* s > m ? s : m */
+    float lanes[8], m = -INFINITY;
+    _mm256_storeu_ps(lanes, mv);
+    for (int i = 0; i < 8; i++) if (lanes[i] > m) m = lanes[i];
+    for (; p < n; p++) if (s[p] > m) m = s[p];
+    expf_sub_avx2(s, n, m);
+    float l = 0.0f;
+    for (p = 0; p < n; p++) l += s[p];
+    if (weights) {
+        const float r = 1.0f / l;
+        const __m256 rv = _mm256_set1_ps(r);
+        for (p = 0; p + 8 <= n; p += 8) _mm256_storeu_ps(s + p, _mm256_mul_ps(_mm256_loadu_ps(s + p), rv));
+        for (; p < n; p++) s[p] = s[p] * r;
+    }
+    *m_out = m;
+    *l_out = l;
 }

@@ -2,6 +2,7 @@
  * Each op's result for a token is independent of T and of the thread count (batch
  * invariance): work is split across threads, never the order of a sum. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include "model/backend.h"
@@ -53,6 +54,10 @@ typedef struct {
     float *dec_a;           /* [n_heads][ATTN_N_CHUNKS(dec_n)]: the chunks' a_c (in dec_w's block) */
     int dec_n;
     float *dec_tmp;         /* per thread: DEC_TMP_FLOATS(head_dim, G) */
+    int qtile;              /* STRATA_CPU_ATTN_QTILE: query rows per tile of a prompt pass's tasks (0: per (token, head)) */
+    float *pt_tmp;          /* per thread: pt_stride floats (attn_prompt_tiled's blocks, scores, chunk sums) */
+    size_t pt_stride;
+    int pt_rows, pt_nch;    /* the rows and chunks pt_tmp holds */
     float *rope_inv_freq;   /* [n_rot/2] for the global base */
     float *rope_inv_freq_local;
 } cpu_be;
@@ -381,7 +386,8 @@ static void dec_softmax_worker(void *ctx, int ith, int nth) {
             const int c0 = ci * ATTN_CHUNK, c1 = n - 1 - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : n - 1;
             const float m = ca[ci];
             float l = 0.0f;
-            for (int p = c0; p <= c1; p++) { sc[p] = expf(sc[p] - m); l += sc[p]; }
+            expf_sub_avx2(sc + c0, c1 - c0 + 1, m);   /* sc[p] = expf(sc[p] - m): the host's expf bits, 8 at a time */
+            for (int p = c0; p <= c1; p++) l += sc[p];
             const float r = 1.0f / l;
             for (int p = c0; p <= c1; p++) sc[p] *= r;
             ca[ci] = l * expf(m - mx);
@@ -449,6 +455,140 @@ static int attn_decode_grouped(cpu_be *c, const cpu_kv *kv, int layer, const flo
     return 0;
 }
 
+/* ---- a prompt pass (T > 1) in query tiles grouped by KV head ----------------------------
+ * The same operations as attn_worker for every (token, head), bit for bit (docs/KERNELS.md
+ * "CPU attention order"), split so that a K/V row is converted once per (KV head, tile) and
+ * not once per (token, head): a task is a KV head and a tile of consecutive tokens of the pass
+ * (its rows: every token's G query heads, R = tokens * G rows), and it walks the chunks of
+ * ATTN_CHUNK positions in order. Per chunk:
+ *   scores:  per 32 positions the K rows are converted and transposed once (attn_kt32_avx2),
+ *            then each row that attends to the block takes its 32 scores (two rows at a time,
+ *            each score its own chain in d order, from 0.0f, then * scale);
+ *   softmax: per row, over its positions of the chunk (attn_softmax_chunk_avx2): m_c (`s > m`
+ *            from -inf, eight lanes then over the lanes), e_p = expf(s_p - m_c) eight at a time
+ *            (expf_sub_avx2: the host's expf bits), l_c = 0.0f + e_first + ... in order, the
+ *            weights e_p * (1 / l_c);
+ *   values:  per 32 positions the V rows are converted once into f32, and every row adds its
+ *            weighted rows into its u_c (per d in position order; two rows at a time).
+ * Then per row the merge of attn_worker: M = the max of the m_c, w_c = l_c expf(m_c - M), L
+ * their sum in chunk order, a_c = w_c / L, o[d] = 0.0f + u_0[d] a_0 + ... (one chunk: o = u_0,
+ * the sum from 0.0f itself). Only for rows attending to [0, last] (no window cut: a sliding
+ * window's chunks start at every token's own first position), head_dim % 32 == 0, f16 / int8
+ * caches. Tasks are taken dynamically (an atomic counter), the largest tiles first: who
+ * computes a row never changes its operations. */
+typedef struct {
+    cpu_be *c; const cpu_kv *kv; int layer; const float *q; int T, pos0; float scale; float *out;
+    int tq, ntiles;         /* tokens per tile, tiles */
+    atomic_int next;        /* the next task */
+} pt_job;
+
+static void pt_worker(void *ctx, int ith, int nth) {
+    (void)nth;
+    pt_job *j = ctx;
+    cpu_be *c = j->c;
+    const cpu_kv *kv = j->kv;
+    const int H = c->hp.n_heads, HD = c->hp.head_dim, KVH = c->hp.n_kv_heads, G = H / KVH;
+    const int RM = c->pt_rows, NC = c->pt_nch, cap = kv->kv_cap[j->layer];
+    float *kt = c->pt_tmp + (size_t)ith * c->pt_stride, *vb = kt + (size_t)32 * HD, *S = vb + (size_t)32 * HD;
+    float *cm = S + (size_t)RM * ATTN_CHUNK, *cl = cm + (size_t)RM * NC, *U = cl + (size_t)RM * NC;   /* U: [RM][NC][HD] */
+    const void *K = kv->k_cache[j->layer], *V = kv->v_cache[j->layer];
+    const int ntasks = j->ntiles * KVH;
+    for (;;) {
+        const int task = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (task >= ntasks) break;
+        const int tile = j->ntiles - 1 - task / KVH, kvh = task % KVH;
+        const int t0 = tile * j->tq, nt = j->T - t0 < j->tq ? j->T - t0 : j->tq, R = nt * G;
+        const int l0 = j->pos0 + t0, lmax = l0 + nt - 1;   /* row r's token attends to [0, l0 + r / G] */
+        const int nch = ATTN_N_CHUNKS(lmax + 1);
+        const size_t koff = kv->kv_int8 ? (size_t)kvh * HD / 32 * sizeof(act_q8_0) : (size_t)kvh * HD * sizeof(uint16_t);
+#define PT_Q(r) (j->q + ((size_t)(t0 + (r) / G) * H + (size_t)kvh * G + (r) % G) * HD)
+#define PT_U(r, ci) (U + ((size_t)(r) * NC + (ci)) * HD)
+        for (int ci = 0; ci < nch; ci++) {
+            const int c0 = ci * ATTN_CHUNK, c1 = lmax - c0 >= ATTN_CHUNK ? c0 + ATTN_CHUNK - 1 : lmax;
+            const int r0 = (c0 > l0 ? c0 - l0 : 0) * G;   /* the rows attending to this chunk: r0..R-1 */
+            for (int p0 = c0; p0 <= c1; p0 += 32) {
+                const int m = c1 - p0 + 1 < 32 ? c1 - p0 + 1 : 32;
+                const void *rows[32];
+                for (int i = 0; i < m; i++) rows[i] = (const uint8_t *)K + (size_t)((p0 + i) % cap) * kv->kv_row_bytes + koff;
+                attn_kt32_avx2(rows, m, kv->kv_int8, HD, kt);
+                int r = (p0 > l0 ? p0 - l0 : 0) * G;   /* rows whose token attends to p0 */
+                for (; r + 1 < R; r += 2)
+                    attn_scores32t2_avx2(PT_Q(r), PT_Q(r + 1), kt, HD, j->scale, S + (size_t)r * ATTN_CHUNK + (p0 - c0),
+                                         S + (size_t)(r + 1) * ATTN_CHUNK + (p0 - c0));
+                if (r < R) attn_scores32t_avx2(PT_Q(r), kt, HD, j->scale, S + (size_t)r * ATTN_CHUNK + (p0 - c0));
+            }
+            for (int r = r0; r < R; r++) {
+                const int e1 = (l0 + r / G < c1 ? l0 + r / G : c1) - c0;   /* the row's last position in the chunk */
+                attn_softmax_chunk_avx2(S + (size_t)r * ATTN_CHUNK, e1 + 1, 1, &cm[(size_t)r * NC + ci], &cl[(size_t)r * NC + ci]);
+                memset(PT_U(r, ci), 0, (size_t)HD * sizeof(float));
+            }
+            for (int p0 = c0; p0 <= c1; p0 += 32) {
+                const int m = c1 - p0 + 1 < 32 ? c1 - p0 + 1 : 32;
+                for (int i = 0; i < m; i++) {
+                    const size_t slot = (size_t)((p0 + i) % cap);
+                    if (kv->kv_int8)
+                        c->q8_row((const act_q8_0 *)((const uint8_t *)V + slot * kv->kv_row_bytes) + (size_t)kvh * (HD / 32),
+                                  vb + (size_t)i * HD, HD);
+                    else c->f16_row((const uint16_t *)V + slot * kv->kv_dim + (size_t)kvh * HD, vb + (size_t)i * HD, HD);
+                }
+                int r = (p0 > l0 ? p0 - l0 : 0) * G;
+                for (; r < R; r += 2) {
+                    const int n0 = l0 + r / G - p0 + 1 < m ? l0 + r / G - p0 + 1 : m;   /* its positions in the block */
+                    const float *w0 = S + (size_t)r * ATTN_CHUNK + (p0 - c0);
+                    if (r + 1 == R) { attn_vaccrow_avx2(PT_U(r, ci), vb, HD, w0, n0); break; }
+                    const int n1 = l0 + (r + 1) / G - p0 + 1 < m ? l0 + (r + 1) / G - p0 + 1 : m;   /* >= n0 */
+                    const float *w1 = S + (size_t)(r + 1) * ATTN_CHUNK + (p0 - c0);
+                    attn_vaccrow2_avx2(PT_U(r, ci), PT_U(r + 1, ci), vb, HD, w0, w1, n0);
+                    if (n1 > n0) attn_vaccrow_avx2(PT_U(r + 1, ci), vb + (size_t)n0 * HD, HD, w1 + n0, n1 - n0);
+                }
+            }
+        }
+        for (int r = 0; r < R; r++) {   /* the merge, chunks in order */
+            const int nr = ATTN_N_CHUNKS(l0 + r / G + 1);
+            float *o = j->out + ((size_t)(t0 + r / G) * H + (size_t)kvh * G + r % G) * HD;
+            if (nr == 1) { memcpy(o, PT_U(r, 0), (size_t)HD * sizeof(float)); continue; }
+            const float *rm = cm + (size_t)r * NC;
+            float *rw = cl + (size_t)r * NC;   /* l_c, then w_c = l_c expf(m_c - M) */
+            float mx = -INFINITY, L = 0.0f;
+            for (int ci = 0; ci < nr; ci++) if (rm[ci] > mx) mx = rm[ci];
+            for (int ci = 0; ci < nr; ci++) { rw[ci] = rw[ci] * expf(rm[ci] - mx); L += rw[ci]; }
+            for (int d = 0; d < HD; d++) o[d] = 0.0f;
+            for (int ci = 0; ci < nr; ci++) {
+                const float a = rw[ci] / L, *u = PT_U(r, ci);
+                for (int d = 0; d < HD; d++) o[d] += u[d] * a;
+            }
+        }
+#undef PT_Q
+#undef PT_U
+    }
+}
+
+/* A prompt pass's attention (k/v already stored) by the tiles above; -1 when they do not apply
+ * (then attn_worker runs: the same bits). */
+static int attn_prompt_tiled(cpu_be *c, const cpu_kv *kv, int layer, const float *q, int T, int pos0, float scale,
+                             int window, float *out) {
+    if (!c->qtile || kv->exact || T < 2 || (window > 0 && pos0 + T > window)) return -1;
+    const int G = c->hp.n_heads / c->hp.n_kv_heads, HD = c->hp.head_dim;
+    int tq = c->qtile / G;
+    if (tq < 1) tq = 1;
+    if (tq > T) tq = T;
+    const int R = tq * G, nch = ATTN_N_CHUNKS(pos0 + T);
+    if (!c->pt_tmp || R > c->pt_rows || nch > c->pt_nch) {   /* grown: chunks by doubling, up to the cache's */
+        const int rows = R > c->pt_rows ? R : c->pt_rows, kcap = ATTN_N_CHUNKS(kv->n_ctx);
+        int nc = nch <= c->pt_nch ? c->pt_nch : nch < 2 * c->pt_nch ? 2 * c->pt_nch : nch;
+        if (nc < 4) nc = 4;
+        if (nc > kcap && nch <= kcap) nc = kcap;
+        const size_t stride = (size_t)64 * HD + (size_t)rows * ATTN_CHUNK + (size_t)rows * nc * (2 + (size_t)HD);
+        float *nb = st_malloc((size_t)threadpool_size(c->tp) * stride * sizeof(float));
+        if (!nb) return -1;
+        st_free(c->pt_tmp); c->pt_tmp = nb; c->pt_stride = stride; c->pt_rows = rows; c->pt_nch = nc;
+    }
+    pt_job j = { c, kv, layer, q, T, pos0, scale, out, tq, (T + tq - 1) / tq, 0 };
+    atomic_init(&j.next, 0);
+    threadpool_run(c->tp, pt_worker, &j);
+    return 0;
+}
+
 /* Store k, v of the T tokens at positions pos0.. into the cache kv (the backend's own, or
  * another session's), then for each token t and head h: out[t][h] = softmax(q[t][h] .
  * K[0..pos0+t] * scale) V, over the window if window > 0. */
@@ -480,6 +620,7 @@ void backend_cpu_attention(backend *be, void *kvp, int layer, const float *q, co
         }
     }
     if (T == 1 && attn_decode_grouped(c, kv, layer, q, pos0, scale, window, out) == 0) return;
+    if (T > 1 && attn_prompt_tiled(c, kv, layer, q, T, pos0, scale, window, out) == 0) return;
     attn_job j = { c, kv, layer, q, T, pos0, window, scale, out, NULL, NULL, 0, 0 };
     /* Every (token, head) task of the pass reads the same rows, so they are converted to f32
      * once for the pass (before: T * n_heads / n_kv_heads times each, into an L1-sized buffer
@@ -705,6 +846,8 @@ backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, v
     c->kv_pass = env_bool(ENV_CPU_KV_PASS);
     c->attn_avx2 = cpu_has_avx2_fma() && hp->head_dim % 8 == 0 && strcmp(env_str(ENV_CPU_ATTN), "scalar") != 0;
     c->attn_dec = c->attn_avx2 && hp->head_dim % 32 == 0 && !strcmp(env_str(ENV_CPU_ATTN), "auto");
+    c->qtile = c->attn_dec && env_int(ENV_CPU_ATTN_QTILE) > 0 ? (int)env_int(ENV_CPU_ATTN_QTILE) : 0;
+    if (c->attn_dec) (void)expf_avx2_mode();   /* the softmax's expf 8 at a time: checked once per process, here */
     c->rope_inv_freq = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     c->rope_inv_freq_local = st_malloc((size_t)(hp->n_rot / 2 + 1) * sizeof(float));
     if (!kv->k_cache || !kv->v_cache || !kv->kv_cap || !c->scores || !c->kv_tmp || !c->rope_inv_freq ||
@@ -743,7 +886,7 @@ static void cpu_free(backend *be) {
         for (int l = 0; kv->k_cache && l < c->hp.n_layers; l++) st_free(kv->k_cache[l]);
         for (int l = 0; kv->v_cache && l < c->hp.n_layers; l++) st_free(kv->v_cache[l]);
         st_free(kv->k_cache); st_free(kv->v_cache); st_free(kv->kv_cap); st_free(c->scores); st_free(c->kv_tmp);
-        st_free(c->kv_f32); st_free(c->dec_w); st_free(c->dec_tmp);
+        st_free(c->kv_f32); st_free(c->dec_w); st_free(c->dec_tmp); st_free(c->pt_tmp);
         st_free(c->rope_inv_freq); st_free(c->rope_inv_freq_local);
         st_free(c->x); st_free(c->xb); st_free(c->q); st_free(c->k); st_free(c->v); st_free(c->att);
         st_free(c->hb); st_free(c->hb2); st_free(c->moe_out); st_free(c->logits);

@@ -65,6 +65,24 @@ void attn_vacc_avx2(float *o, const float *const *rows, const float *w, int n, i
 void attn_kt32_avx2(const void *const *rows, int n, int int8, int hd, float *kt);
 void attn_scores32t_avx2(const float *q, const float *kt, int hd, float scale, float *out);
 void attn_vacc32_avx2(float *o, const float *vb, const float *w, int n);
+/* Prompt passes in query tiles: the 32 scores of two query rows from one transposed block
+ * (each row's chains those of attn_scores32t_avx2); o[d] += w[i] * vb[i][d] for i = 0..n-1 in
+ * order, all hd d of one row or of two rows over the same V rows (vb: n rows of hd floats;
+ * per d the scalar chain). hd % 32 == 0. */
+void attn_scores32t2_avx2(const float *q0, const float *q1, const float *kt, int hd, float scale, float *out0,
+                          float *out1);
+void attn_vaccrow_avx2(float *o, const float *vb, int hd, const float *w, int n);
+void attn_vaccrow2_avx2(float *o0, float *o1, const float *vb, int hd, const float *w0, const float *w1, int n);
+/* A chunk's max m, e = expf(s - m) in place, l = their sum in order, then (weights) s * (1 / l):
+ * the attention order's operations (src/cpu/attn_avx2.c). */
+void attn_softmax_chunk_avx2(float *s, int n, int weights, float *m_out, float *l_out);
+/* expf with the host libm's bits, eight at a time (src/cpu/expf_avx2.c: glibc's algorithm written
+ * out, checked against the host's expf at first use). expf_avx2_mode(): 1 (the FMA build of the
+ * algorithm matches the host), 0 (the plain one), -1 (neither: expf_sub_avx2 calls expf).
+ * expf_sub_avx2: s[i] = expf(s[i] - m), i < n. expf_avx2_variant: y = one variant's expf(x). */
+int expf_avx2_mode(void);
+void expf_sub_avx2(float *s, int n, float m);
+void expf_avx2_variant(const float *x, float *y, int n, int fma);
 /* AVX2 twin of act_quantize_row (src/quant/act.c): the same bits for every input. */
 void act_quantize_row_avx2(int act_format, const float *x, void *dst, int64_t n);
 #endif
