@@ -118,8 +118,8 @@ void print_kv_cache(FILE *f, const strata_model *m, const strata_session *s) {
     const size_t row = pp / (2 * (size_t)info.n_layers);   /* one layer's K (or V) row */
     const size_t kd = (size_t)info.n_kv_heads * info.head_dim;
     const char *type = row == kd * 2 ? "f16" : row == kd * 4 ? "f32" : row == kd / 32 * 36 ? "int8" : "?";
-    fprintf(f, "kv cache     %zu bytes per position (%s, 2 x %d layers x %zu), %.1f MiB at %d positions%s\n", pp, type,
-            info.n_layers, row, total / 1048576.0, n,
+    fprintf(f, "kv cache     %zu bytes per position (%s, 2 x %d layers x %zu), %.1f MiB (%zu bytes) at %d positions%s\n", pp,
+            type, info.n_layers, row, total / 1048576.0, total, n,
             total < pp * (size_t)n ? " (the sliding-window layers keep a ring)" : "");
 }
 

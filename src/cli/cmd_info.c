@@ -13,6 +13,7 @@
 #include "gguf/gguf.h"
 #include "strata.h"
 #include "quant/blocks.h"
+#include "model/backend.h"   /* FWD_MAX_T: the CPU ring's slack */
 
 static const cli_command info_cmd = {
     CMD_INFO, "info", "[MODEL.gguf | -m MODEL.gguf] [-c N]",
@@ -183,10 +184,29 @@ int cmd_info(int argc, char **argv) {
             if (n_ctx_train) ctxs[n_ctxs++] = n_ctx_train;
             if (n_ctx_train != 4096) ctxs[n_ctxs++] = 4096;
         }
+        /* Gemma 3's sliding-window layers (five of every six) keep a ring of window + FWD_MAX_T + 1
+         * positions on the CPU (src/cpu/backend_cpu.c, KV_RING_SLACK); the CUDA cache holds every
+         * position. tests/cli/test_cli.py compares the CPU figure with what `strata run` reports. */
+        uint32_t swa = 0;
+        const int ring_pattern = !strcmp(arch, "gemma3") && arch_u32(f, arch, "attention.sliding_window", &swa) == 0 && swa > 0
+                                     ? 6 : 0;
+        if (ring_pattern)
+            printf("  (%u of %u layers slide over %u positions: on the CPU they keep a ring of %u)\n",
+                   n_layer - n_layer / ring_pattern, n_layer, swa, swa + FWD_MAX_T + 1);
         for (int i = 0; i < n_ctxs; i++) {
-            uint64_t kv = (uint64_t)n_layer * ctxs[i] * n_head_kv * (uint64_t)(k_len + v_len) * 2;
+            const uint64_t per_pos = (uint64_t)n_head_kv * (uint64_t)(k_len + v_len) * 2;
+            uint64_t kv = (uint64_t)n_layer * ctxs[i] * per_pos;
             printf("  ctx %7" PRIu64 ": KV cache %10s; with the weights %s\n", ctxs[i], mib(kv, b1, sizeof b1),
                    mib(kv + total_bytes, b2, sizeof b2));
+            if (ring_pattern) {
+                uint64_t cpu = 0;
+                for (uint32_t l = 0; l < n_layer; l++) {
+                    const uint64_t ring = (uint64_t)swa + FWD_MAX_T + 1;
+                    cpu += ((l + 1) % ring_pattern != 0 && ring < ctxs[i] ? ring : ctxs[i]) * per_pos;
+                }
+                printf("  ctx %7" PRIu64 ": KV cache on the CPU %.1f MiB (%" PRIu64 " bytes: the rings; CUDA keeps every position: as above)\n",
+                       ctxs[i], cpu / 1048576.0, cpu);
+            }
         }
     } else if (f->n_tensors) {
         printf("\nKV cache: unknown (%s.block_count or attention.head_count missing or not a single number)\n",

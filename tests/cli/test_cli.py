@@ -287,6 +287,15 @@ def serve_log(model):
 def gemma_info(gemma):
     rc, out, _ = run(["info", gemma])
     check(rc == 0 and "built-in gemma3 template" in out, "info names Gemma's built-in template: %r" % out)
+    # the KV cache on the CPU: the sliding-window layers' ring, the figure `strata run` allocates
+    rc, out, _ = run(["info", gemma, "-c", "4096"])
+    mi = re.search(r"ctx +4096: KV cache on the CPU [0-9.]+ MiB \(([0-9]+) bytes", out)
+    mf = re.search(r"ctx +4096: KV cache +([0-9.]+) MiB", out)
+    rc2, _, err = run(["run", "-m", gemma, "--device", "cpu", "-c", "4096", "-n", "1", "-p", "Hi", "--temp", "0"])
+    mr = re.search(r"kv cache .*, [0-9.]+ MiB \(([0-9]+) bytes\) at 4096 positions \(the sliding-window layers keep a ring\)", err)
+    check(rc == 0 and rc2 == 0 and mi and mr and mi.group(1) == mr.group(1),
+          "info's CPU KV figure %r vs strata run's %r" % (mi and mi.group(1), mr and mr.group(1)))
+    check(mi and mf and int(mi.group(1)) < float(mf.group(1)) * 1048576, "the ring's figure is not below the full cache's: %r" % out)
 
 
 if __name__ == "__main__":
