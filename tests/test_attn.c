@@ -301,25 +301,31 @@ static float frand(void) {   /* xorshift in [-1, 1) */
     return (float)(rng >> 8) / 8388608.0f - 1.0f;
 }
 
-static backend *make_be(const shape *s, int n_ctx, int kv_int8, threadpool *tp, const char *mode) {
+/* A two-layer CPU backend of the attention's shape (with a window, layer 0 is a sliding-window
+ * ring and layer 1 global), built with the switch `env` set to `val` (then unset again). */
+static backend *attn_be(int H, int KVH, int HD, int window, int n_ctx, int kv_int8, threadpool *tp, const char *env,
+                        const char *val) {
     static model_weights mw;
     hparams hp;
     memset(&hp, 0, sizeof hp);
-    hp.arch = ARCH_LLAMA; hp.n_heads = s->H; hp.n_kv_heads = s->KVH; hp.head_dim = s->HD;
-    hp.n_embd = s->H * s->HD; hp.n_ff = 64; hp.n_vocab = 16; hp.n_ctx_train = n_ctx; hp.n_rot = s->HD;
+    hp.arch = ARCH_LLAMA; hp.n_heads = H; hp.n_kv_heads = KVH; hp.head_dim = HD;
+    hp.n_embd = H * HD; hp.n_ff = 64; hp.n_vocab = 16; hp.n_ctx_train = n_ctx; hp.n_rot = HD;
     hp.rope_base = hp.rope_base_local = 1e4f; hp.rope_scale = 1; hp.rms_eps = 1e-5f; hp.embd_scale = 1;
-    hp.attn_scale = 1.0f / sqrtf((float)s->HD);
-    /* two layers: with a window, layer 0 is a sliding-window ring and layer 1 global */
+    hp.attn_scale = 1.0f / sqrtf((float)HD);
     hp.n_layers = 2;
-    if (s->window) { hp.sliding_window = s->window; hp.sliding_pattern = 2; }
-    setenv("STRATA_CPU_ATTN", mode, 1);
+    if (window) { hp.sliding_window = window; hp.sliding_pattern = 2; }
+    setenv(env, val, 1);
     env_reset_cache();
     char err[256];
     backend *be = backend_cpu_new(&hp, &mw, n_ctx, tp, 0, kv_int8, err, sizeof err);
     if (!be) fprintf(stderr, "%s\n", err);
-    unsetenv("STRATA_CPU_ATTN");
+    unsetenv(env);
     env_reset_cache();
     return be;
+}
+
+static backend *make_be(const shape *s, int n_ctx, int kv_int8, threadpool *tp, const char *mode) {
+    return attn_be(s->H, s->KVH, s->HD, s->window, n_ctx, kv_int8, tp, "STRATA_CPU_ATTN", mode);
 }
 
 /* Fills positions [from, to) of every layer of the backends with the same random K/V rows
@@ -445,25 +451,9 @@ static void test_detects(void) {
 typedef struct { int H, KVH, HD, window, kv8; const char *name; } pt_shape;
 
 static backend *pt_be(const pt_shape *s, int n_ctx, threadpool *tp, int qtile) {
-    static model_weights mw;
-    hparams hp;
-    memset(&hp, 0, sizeof hp);
-    hp.arch = ARCH_LLAMA; hp.n_heads = s->H; hp.n_kv_heads = s->KVH; hp.head_dim = s->HD;
-    hp.n_embd = s->H * s->HD; hp.n_ff = 64; hp.n_vocab = 16; hp.n_ctx_train = n_ctx; hp.n_rot = s->HD;
-    hp.rope_base = hp.rope_base_local = 1e4f; hp.rope_scale = 1; hp.rms_eps = 1e-5f; hp.embd_scale = 1;
-    hp.attn_scale = 1.0f / sqrtf((float)s->HD);
-    hp.n_layers = 2;
-    if (s->window) { hp.sliding_window = s->window; hp.sliding_pattern = 2; }
     char v[16];
     snprintf(v, sizeof v, "%d", qtile);
-    setenv("STRATA_CPU_ATTN_QTILE", v, 1);
-    env_reset_cache();
-    char err[256];
-    backend *be = backend_cpu_new(&hp, &mw, n_ctx, tp, 0, s->kv8, err, sizeof err);
-    if (!be) fprintf(stderr, "%s\n", err);
-    unsetenv("STRATA_CPU_ATTN_QTILE");
-    env_reset_cache();
-    return be;
+    return attn_be(s->H, s->KVH, s->HD, s->window, n_ctx, s->kv8, tp, "STRATA_CPU_ATTN_QTILE", v);
 }
 
 #define PT_NB 6
