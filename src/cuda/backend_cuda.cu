@@ -42,6 +42,7 @@ extern "C" {
 #include "core/env.h"
 #include "core/util.h"
 #include "model/forward.h"
+#include "model/attn_order.h"
 }
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -260,14 +261,19 @@ typedef struct {
     int moe_wide_min;           /* STRATA_CUDA_MOE_MM: the narrowest pass that takes the wide path */
     /* graphs: [0] greedy (argmax), [1] sampler at temperature 0 (penalty + argmax: no sort),
      * [2] sampler */
-    cudaGraphExec_t graph[4];   /* decode step graphs: 0 argmax, 1 greedy sampler, 2 sampler, 3 forward only */
-    int graph_ok[4];
+    /* decode step graphs [kind][class]: kind 0 argmax, 1 greedy sampler, 2 sampler, 3 forward only;
+     * class 0 while the step's positions lie within the first chunk of the attention order (its
+     * attention launch never reaches the chunk path, so it may keep the exact path's V tile:
+     * STRATA_CUDA_ATTN_VPRE), 1 past it */
+    cudaGraphExec_t graph[4][2];
+    int graph_ok[4][2];
+    int rec_short;              /* the graph being recorded: positions < ATTN_CHUNK only (class 0) */
     uint32_t *d_mask;           /* device: the allowed tokens of a masked step (n_vocab bits), at first use */
     /* the greedy verify windows (cuda_verify_step): vgraph[T] holds a window of T columns; its
      * ids and position come from d_vin (uploaded from pinned h_vin before each replay), its
      * argmax ids go through d_picks to pinned h_picks */
-    cudaGraphExec_t vgraph[FWD_INIT_T + 1];
-    int vgraph_ok[FWD_INIT_T + 1];
+    cudaGraphExec_t vgraph[FWD_INIT_T + 1][2];   /* [T][class], classes as graph's */
+    int vgraph_ok[FWD_INIT_T + 1][2];
     int32_t *d_vin, *h_vin;     /* device / pinned host [FWD_INIT_T + 1]: the window's ids, then its position */
     long verify_counts[3];      /* captures, graph replays, eager windows (tests: backend_cuda_verify_counts) */
     int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
@@ -292,9 +298,11 @@ static void be_fail(cuda_be *c, const char *what) {
 
 static void graphs_drop(cuda_be *c) {
     for (int i = 0; i < 4; i++)
-        if (c->graph_ok[i]) { cudaGraphExecDestroy(c->graph[i]); c->graph_ok[i] = 0; }
+        for (int k = 0; k < 2; k++)
+            if (c->graph_ok[i][k]) { cudaGraphExecDestroy(c->graph[i][k]); c->graph_ok[i][k] = 0; }
     for (int i = 0; i <= FWD_INIT_T; i++)
-        if (c->vgraph_ok[i]) { cudaGraphExecDestroy(c->vgraph[i]); c->vgraph_ok[i] = 0; }
+        for (int k = 0; k < 2; k++)
+            if (c->vgraph_ok[i][k]) { cudaGraphExecDestroy(c->vgraph[i][k]); c->vgraph_ok[i][k] = 0; }
 }
 
 /* The activation buffers for T columns and the logits for n_logits rows (fwd_buffer_sizes),
@@ -575,7 +583,9 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
         return;
     }
     /* the scratch holds ATT_COLS columns: slices of that when a column spans several chunks */
-    const int ml = dp ? kv->n_ctx - 1 : S->pos0 + T - 1;
+    /* a graph's launch reads the position on the device: the largest it can be (class 0: the
+     * first chunk) */
+    const int ml = dp ? (c->rec_short && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1) : S->pos0 + T - 1;
     const int step = cuda_attention_uses_scratch(ml, window) ? ATT_COLS : T;
     const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
     int rc = 0;
@@ -583,7 +593,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
         const int n = T - t0 < step ? T - t0 : step;
         const size_t qo = (size_t)t0 * H * HD;
         void *a = act ? (uint8_t *)act + (size_t)t0 * arb : NULL;
-        rc = cuda_attention(q + qo, kc, vc, kv8, n, H, KVH, HD, S->pos0 + t0, dp, -1, scale, window, kv->n_ctx, c->att_partial,
+        rc = cuda_attention(q + qo, kc, vc, kv8, n, H, KVH, HD, S->pos0 + t0, dp, dp ? ml : -1, scale, window, kv->n_ctx, c->att_partial,
                             c->att_counters, out + qo, a, af_o, folded ? &fold : NULL, NULL, c->attn_serial, c->st);
     }
     if (rc) be_fail(c, "attention");
@@ -959,7 +969,10 @@ static int record_step_cb(backend *be, const void *arg) {
 static int launch_step(backend *be, int32_t id, int pos, int kind, int sync) {
     cuda_be *c = CB(be);
     const step_arg a = { id, pos, kind };
-    return graph_step(be, &c->graph[kind], &c->graph_ok[kind], record_step_cb, &a, sync, "decode step", NULL) < 0 ? -1 : 0;
+    const int cls = pos + 1 > ATTN_CHUNK;
+    c->rec_short = !cls;
+    return graph_step(be, &c->graph[kind][cls], &c->graph_ok[kind][cls], record_step_cb, &a, sync, "decode step", NULL) < 0
+               ? -1 : 0;
 }
 
 static int run_step(backend *be, int32_t id, int pos, int kind) { return launch_step(be, id, pos, kind, 1); }
@@ -1073,7 +1086,9 @@ static int cuda_verify_step(backend *be, const int32_t *ids, int T, int pos, int
         return -1;
     }
     const verify_arg a = { ids, T, pos };
-    const int captured = graph_step(be, &c->vgraph[T], &c->vgraph_ok[T], record_verify_cb, &a, 1, "verify step",
+    const int cls = pos + T > ATTN_CHUNK;
+    c->rec_short = !cls;
+    const int captured = graph_step(be, &c->vgraph[T][cls], &c->vgraph_ok[T][cls], record_verify_cb, &a, 1, "verify step",
                                     c->verify_counts);
     if (captured < 0) return -1;
     memcpy(out_ids, c->h_picks, (size_t)T * sizeof(int32_t));
@@ -1316,10 +1331,7 @@ static void cuda_free_be(backend *be) {
     cuda_be *c = CB(be);
     if (c) {
         if (c->st) cudaStreamSynchronize(c->st);
-        for (int i = 0; i < 4; i++)
-            if (c->graph_ok[i]) cudaGraphExecDestroy(c->graph[i]);
-        for (int i = 0; i <= FWD_INIT_T; i++)
-            if (c->vgraph_ok[i]) cudaGraphExecDestroy(c->vgraph[i]);
+        graphs_drop(c);
         cuda_dev_free(c->d_mask);
         for (int l = 0; c->kv.kc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.kc[l]);
         for (int l = 0; c->kv.vc && l < c->hp.n_layers; l++) cuda_dev_free(c->kv.vc[l]);

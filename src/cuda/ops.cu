@@ -520,11 +520,11 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, void *kc, void *vc, i
 #define ATTC_MAXG 4                     /* heads per CTA of the chunk path */
 static_assert(ATT_TILE == ATTN_CHUNK && ATTX_THREADS == ATTN_CHUNK, "one thread per position of a chunk");
 
-/* heads per CTA of the chunk path */
-static int attn_heads_per_cta(int n_heads, int n_kv_heads, int head_dim) {
+/* heads per CTA of the chunk path (chains: GS * head_dim <= lim) */
+static int attn_heads_per_cta(int n_heads, int n_kv_heads, int head_dim, int lim) {
     int G = n_heads / n_kv_heads, best = 1;
     for (int g = 1; g <= G && g <= ATTC_MAXG; g++)
-        if (G % g == 0 && g * head_dim <= ATTX_THREADS) best = g;
+        if (G % g == 0 && g * head_dim <= lim) best = g;
     return best;
 }
 
@@ -579,15 +579,177 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
     }
 }
 
+/* ---- the chunk path of an f16 cache in 16-byte pieces (STRATA_CUDA_ATTN_TILES=3, default) ----
+ * The same operations in the same order as the scalar chunk path below (so the same bits), with
+ * fewer instructions per value: the chunk's K rows and the first half of its V rows are copied
+ * by 16-byte cp.async (piece j of tile row r stored at piece j ^ (r & 7), so the eight rows a
+ * quarter-warp reads hit eight different bank groups); a score thread reads its K row eight
+ * values at a time and its heads' q four at a time (broadcast); the V chains run in pairs
+ * (thread (g, d/2) owns d and d + 1 of head g) over e_i r_c precomputed once per position; the
+ * second half of the V rows is copied into the K tile's place as soon as the scores are done,
+ * so it arrives while l_c is summed and the first half's chains run. Shared memory 1.5 tiles
+ * (head_dim 128: 96 KB, two CTAs per SM) instead of two padded ones. head_dim % 64 == 0,
+ * GS * head_dim <= 512 (a pair of chains per thread). */
+#define ATTV_HALF (ATTN_CHUNK / 2)
+static __device__ __forceinline__ void cp_async16(void *dst_smem, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+#else
+    *(uint4 *)dst_smem = *(const uint4 *)src;
+#endif
+}
+/* rows r0 .. r0 + nrows - 1 of chunk p0 (positions from base's row 0, row_words apart) into
+ * tile rows 0 .. nrows - 1 (P 16-byte pieces a row, lp = log2 P), swizzled; the range's last
+ * row (n - 1) from last_row (shared memory) when given; one commit group */
+static __device__ __forceinline__ void vtile_issue(uint4 *tile, const uint32_t *base, int p0, int r0, int nrows, int n, int lp,
+                                                   int row_words, const uint4 *last_row) {
+    const int P = 1 << lp;
+    for (int idx = threadIdx.x; idx < nrows << lp; idx += ATTX_THREADS) {
+        const int r = idx >> lp, j = idx & (P - 1), pr = p0 + r0 + r;
+        uint4 *dst = tile + (r << lp) + (j ^ (r & 7));
+        if (last_row && pr == n - 1) *dst = last_row[j];
+        else cp_async16(dst, base + (size_t)pr * row_words + j * 4);
+    }
+    cp_async_commit();
+}
+static __device__ __forceinline__ void cp_async_wait_n(int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (n == 0) asm volatile("cp.async.wait_group 0;" ::: "memory");
+    else asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+}
+/* v values of head row word dp (d = 2 dp, 2 dp + 1) of tile row r (HW = head_dim / 2 words a row) */
+static __device__ __forceinline__ uint32_t vtile_word(const uint32_t *tile, int r, int dp, int HW) {
+    return tile[r * HW + ((((dp >> 2) ^ (r & 7)) << 2) | (dp & 3))];
+}
+
+/* One chunk c (positions p0 .. p0 + nr - 1 of the column's range) of GS heads: writes the
+ * chunk's (m_c, l_c, u_c) of each head to part. qs: the heads' q ([GS][head_dim], rotated);
+ * es, red, ls, rs, ms: the kernel's shared arrays. k_last / v_last: the position's rows when
+ * this launch makes them (the last chunk). */
+template <int GS>
+static __device__ __forceinline__ void attn_chunk_vec(const uint32_t *kbase, const uint32_t *vbase, int p0, int nr, int n,
+                                                      int head_dim, int row_words, float scale, const float *qs, float *es,
+                                                      float (*red)[ATTX_THREADS / 32], float *ls, float *rs, float *ms,
+                                                      const uint4 *k_last, const uint4 *v_last, uint32_t *dyn, float *pp0,
+                                                      size_t pp_stride) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int lp = 31 - __clz(head_dim >> 3), HW = head_dim >> 1;
+    uint4 *kt = (uint4 *)dyn, *vt = kt + (ATTN_CHUNK << lp);
+    const int n0 = nr < ATTV_HALF ? nr : ATTV_HALF;
+    __syncthreads();   /* the previous chunk's readers of the tiles are done; qs, kl, vl written */
+    vtile_issue(kt, kbase, p0, 0, nr, n, lp, row_words, k_last);
+    vtile_issue(vt, vbase, p0, 0, n0, n, lp, row_words, v_last);
+    cp_async_wait_n(1);   /* K arrived (the V half may still be in flight) */
+    __syncthreads();
+    float s[GS];
+#pragma unroll
+    for (int g = 0; g < GS; g++) s[g] = 0.0f;
+    if (tid < nr) {   /* thread i <- position p0 + i: the dot over d in order, eight values a read */
+        const uint4 *kr = kt + (tid << lp);
+        const int sw = tid & 7;
+#pragma unroll 2
+        for (int j = 0; j < (1 << lp); j++) {
+            const uint4 w = kr[j ^ sw];
+            float k[8];
+            k[0] = h2f((uint16_t)w.x); k[1] = h2f((uint16_t)(w.x >> 16));
+            k[2] = h2f((uint16_t)w.y); k[3] = h2f((uint16_t)(w.y >> 16));
+            k[4] = h2f((uint16_t)w.z); k[5] = h2f((uint16_t)(w.z >> 16));
+            k[6] = h2f((uint16_t)w.w); k[7] = h2f((uint16_t)(w.w >> 16));
+#pragma unroll
+            for (int g = 0; g < GS; g++) {
+                const float4 a = *(const float4 *)(qs + g * head_dim + j * 8), b = *(const float4 *)(qs + g * head_dim + j * 8 + 4);
+                s[g] = __fadd_rn(s[g], __fmul_rn(a.x, k[0])); s[g] = __fadd_rn(s[g], __fmul_rn(a.y, k[1]));
+                s[g] = __fadd_rn(s[g], __fmul_rn(a.z, k[2])); s[g] = __fadd_rn(s[g], __fmul_rn(a.w, k[3]));
+                s[g] = __fadd_rn(s[g], __fmul_rn(b.x, k[4])); s[g] = __fadd_rn(s[g], __fmul_rn(b.y, k[5]));
+                s[g] = __fadd_rn(s[g], __fmul_rn(b.z, k[6])); s[g] = __fadd_rn(s[g], __fmul_rn(b.w, k[7]));
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < GS; g++) s[g] = __fmul_rn(s[g], scale);
+    } else {
+#pragma unroll
+        for (int g = 0; g < GS; g++) s[g] = -INFINITY;
+    }
+#pragma unroll
+    for (int g = 0; g < GS; g++) {
+        float mx = s[g];
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+        if (lane == 0) red[g][warp] = mx;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < GS; g++) {
+        float mx = red[g][0];
+        for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
+        if (tid == 0) ms[g] = mx;
+        if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
+    }
+    __syncthreads();   /* es complete; the K tile's readers done */
+    if (nr > ATTV_HALF) vtile_issue(kt, vbase, p0, ATTV_HALF, nr - ATTV_HALF, n, lp, row_words, v_last);
+    else cp_async_commit();   /* an empty group: wait_group 1 below still means "the first half" */
+    if (tid < GS) {   /* thread g sums head g's e in position order */
+        const float *e = es + tid * ATTN_CHUNK;
+        float l = 0.0f;
+        int i = 0;
+        for (; i + 4 <= nr; i += 4) {
+            const float4 v = *(const float4 *)(e + i);
+            l = __fadd_rn(l, v.x); l = __fadd_rn(l, v.y); l = __fadd_rn(l, v.z); l = __fadd_rn(l, v.w);
+        }
+        for (; i < nr; i++) l = __fadd_rn(l, e[i]);
+        ls[tid] = l;
+        rs[tid] = __fdiv_rn(1.0f, l);
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GS * ATTN_CHUNK; idx += ATTX_THREADS)   /* e_i r_c, the first product of each step */
+        if ((idx & (ATTN_CHUNK - 1)) < nr) es[idx] = __fmul_rn(es[idx], rs[idx / ATTN_CHUNK]);
+    cp_async_wait_n(1);   /* the first half of V */
+    __syncthreads();
+    const int hl = lp + 2;   /* log2 (head_dim / 2) */
+    const int g = tid >> hl, dp = tid & (HW - 1);
+    float u0 = 0.0f, u1 = 0.0f;
+    const bool chain = g < GS;
+    if (chain) {
+        const float *e = es + g * ATTN_CHUNK;
+        const uint32_t *vw = (const uint32_t *)vt;
+#pragma unroll 8
+        for (int i = 0; i < n0; i++) {
+            const uint32_t w = vtile_word(vw, i, dp, HW);
+            const float er = e[i];
+            u0 = __fadd_rn(u0, __fmul_rn(er, h2f((uint16_t)w)));
+            u1 = __fadd_rn(u1, __fmul_rn(er, h2f((uint16_t)(w >> 16))));
+        }
+    }
+    cp_async_wait_n(0);
+    __syncthreads();
+    if (chain) {
+        const float *e = es + g * ATTN_CHUNK + ATTV_HALF;
+        const uint32_t *vw = (const uint32_t *)kt;
+#pragma unroll 8
+        for (int i = 0; i < nr - ATTV_HALF; i++) {
+            const uint32_t w = vtile_word(vw, i, dp, HW);
+            const float er = e[i];
+            u0 = __fadd_rn(u0, __fmul_rn(er, h2f((uint16_t)w)));
+            u1 = __fadd_rn(u1, __fmul_rn(er, h2f((uint16_t)(w >> 16))));
+        }
+        float *pp = pp0 + (size_t)g * pp_stride;
+        *(float2 *)(pp + 2 + 2 * dp) = make_float2(u0, u1);   /* the chunk's (m, l, u) for the merge */
+        if (dp == 0) { pp[0] = ms[g]; pp[1] = ls[g]; }
+    }
+}
+
 template <int GS, int KV8>
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
             const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, int vpre, float *part,
-            int *counters, float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols) {
+            int *counters, float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols,
+            int vec) {
     PDL_WAIT();
     extern __shared__ uint32_t dyn[];                 /* the K (and V) tile(s); the exact path's scores; the merge's m, w */
     __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
-    __shared__ float qs[GS * ATT_MAX_HD];             /* [GS][head_dim] (the exact path: its head's rotated q) */
+    __shared__ __align__(16) float qs[GS * ATT_MAX_HD];   /* [GS][head_dim] (the exact path: its head's rotated q) */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int t = blockIdx.z, hg = blockIdx.y, h0 = hg * GS, x = blockIdx.x;
     const int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
@@ -602,13 +764,13 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     }
     const int nxe = nch < nxc ? nch : nxc;            /* CTAs reducing this token's chunks */
     if (x >= nxe) return;
-    __shared__ float es[GS * ATTN_CHUNK];             /* [GS][ATTN_CHUNK]: e of the chunk's positions */
+    __shared__ __align__(16) float es[GS * ATTN_CHUNK];   /* [GS][ATTN_CHUNK]: e of the chunk's positions */
     __shared__ float red[GS][ATTX_THREADS / 32];
     __shared__ float ls[GS], rs[GS], ms[GS];          /* per head: l_c (or L), 1 / l_c, m_c (or M) */
     __shared__ int s_last;
     const int G = n_heads / n_kv_heads, kvh = h0 / G;
     const int W = kv_head_words(head_dim, KV8), RS = kv_tile_rs(head_dim, KV8), row_words = n_kv_heads * W;
-    const int nv = GS * head_dim;                     /* chains: one per (head, d); <= ATTX_THREADS */
+    const int nv = GS * head_dim;                     /* chains: one per (head, d); <= ATTX_THREADS (vec: twice) */
     const int cg = tid < nv ? tid / head_dim : -1, cd = tid < nv ? tid % head_dim : 0;
     float acc = 0.0f;
     const float *qt = q + ((size_t)t * n_heads + h0) * head_dim;
@@ -663,6 +825,17 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     const uint32_t *vbase = (const uint32_t *)vc + (size_t)first * row_words + (size_t)kvh * W;
     uint32_t *ktile = dyn, *vtile = two_tiles ? dyn + attn_tile_words_kv(head_dim, KV8) : dyn;
     const uint16_t *kt_h = (const uint16_t *)ktile;
+    /* the 16-byte path needs 16-byte aligned rows (a column's cache from a table: checked here) */
+    if (!KV8 && vec && !(((uintptr_t)kbase | (uintptr_t)vbase) & 15)) {
+        for (int c = x; c < nch; c += nxe) {
+            const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
+            const uint4 *k_last = rf.k && c == lastc ? (const uint4 *)kl : NULL;
+            const uint4 *v_last = rf.k && c == lastc ? (const uint4 *)vl : NULL;
+            attn_chunk_vec<GS>(kbase, vbase, p0, nr, n, head_dim, row_words, scale, qs, es, red, ls, rs, ms, k_last, v_last, dyn,
+                               part + (((size_t)t * n_heads + h0) * nch_cap + c) * (head_dim + 2),
+                               (size_t)nch_cap * (head_dim + 2));
+        }
+    } else
     for (int c = x; c < nch; c += nxe) {
         const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
         const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
@@ -772,12 +945,13 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     for (int idx = tid; idx < GS * nch; idx += ATTX_THREADS) ww[idx] = __fdiv_rn(ww[idx], ls[idx / nch]);   /* a_c */
     __syncthreads();
     float *orow = outp + ((size_t)t * n_heads + h0) * head_dim;
-    if (cg >= 0) {
-        const float *pp = part + ((size_t)t * n_heads + h0 + cg) * nch_cap * (head_dim + 2) + 2 + cd;
-        const float *a = ww + cg * nch;
+    for (int idx = tid; idx < nv; idx += ATTX_THREADS) {   /* chain (head g, d) */
+        const int g = idx / head_dim, d = idx % head_dim;
+        const float *pp = part + ((size_t)t * n_heads + h0 + g) * nch_cap * (head_dim + 2) + 2 + d;
+        const float *a = ww + g * nch;
         float o = 0.0f;
         for (int c = 0; c < nch; c++) o = __fadd_rn(o, __fmul_rn(__ldcg(pp + (size_t)c * (head_dim + 2)), a[c]));
-        orow[cg * head_dim + cd] = o;
+        orow[g * head_dim + d] = o;
     }
     if (act) {   /* the heads' blocks of activation row t (B divides head_dim: checked by the caller) */
         __syncthreads();
@@ -789,7 +963,7 @@ template <int GS, int KV8>
 static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, void *kc, void *vc, int n_heads,
                        int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
                        int two_tiles, int vpre, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
-                       cuda_rope_fold rf, cuda_cols cols) {
+                       cuda_rope_fold rf, cuda_cols cols, int vec) {
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once per instance) */
         if (CU_CHECK(cudaFuncSetAttribute(attn_kernel<GS, KV8>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
@@ -797,14 +971,15 @@ static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, voi
         attr_set = 1;
     }
     klaunch(attn_kernel<GS, KV8>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
-            nch_cap, nxc, two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols);
+            nch_cap, nxc, two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols, vec);
     return CU_LAUNCHED();
 }
 
-/* STRATA_CUDA_ATTN_TILES: 2 (default) the chunk path's K and V tiles at once where they fit and
- * the grid leaves SMs idle, 1 one tile */
+/* STRATA_CUDA_ATTN_TILES: 3 (default) an f16 cache's chunk path in 16-byte pieces
+ * (attn_chunk_vec; other caches as 2), 2 the chunk path's K and V tiles at once where they fit
+ * and the grid leaves SMs idle, 1 one tile */
 static int att_two_tiles = -1, att_vpre = -1;
-extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : 1; }
+extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : n == 2 ? 1 : 3; }
 
 int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
                    const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
@@ -817,10 +992,17 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
     int sms = cuda_sm_count();   /* device_class.cu's reading */
     if (sms < 1) sms = 32;
-    const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim), groups = n_heads / gs;
+    if (att_two_tiles < 0) {
+        const long v = env_int(ENV_CUDA_ATTN_TILES);
+        att_two_tiles = v == 1 ? 0 : v == 2 ? 1 : 3;
+    }
+    const int vec = att_two_tiles == 3 && !kv8 && head_dim % 64 == 0 && head_dim <= ATT_MAX_HD;
+    const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, vec ? 2 * ATTX_THREADS : ATTX_THREADS);
+    const int groups = n_heads / gs;
     const int nch_cap = ATTN_N_CHUNKS(n_ctx);
-    /* the most chunks a column can have: from the largest position when known, else the cache's */
-    int ml = d_pos ? n_ctx - 1 : max_last >= 0 ? max_last : pos0 + T - 1;
+    /* the most chunks a column can have: from the largest position when known (a graph of short
+     * positions passes it too), else the cache's */
+    int ml = max_last >= 0 ? max_last : d_pos ? n_ctx - 1 : pos0 + T - 1;
     int span = window > 0 && window < ml + 1 ? window : ml + 1;
     int nch = ATTN_N_CHUNKS(span) < nch_cap ? ATTN_N_CHUNKS(span) : nch_cap;
     int pairs = T * groups, fill = (4 * sms + pairs - 1) / pairs;
@@ -838,15 +1020,18 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
      * (fewer CTAs per SM), decode at 4,096 positions 5 % faster (H200, 2026-12-02). CTAs per SM
      * with two tiles: 227 KB of shared memory per SM (Hopper) over the tiles and ~8 KB of
      * static arrays (head_dim 64: 3, 128: 1) */
-    if (att_two_tiles < 0) att_two_tiles = env_int(ENV_CUDA_ATTN_TILES) != 1;
     const int per_sm2 = (int)((size_t)227 * 1024 / (2 * tile + 8 * 1024));
-    const int two_tiles = att_two_tiles && nch > 1 && 2 * tile <= 160 * 1024 &&
+    const int two_tiles = !vec && att_two_tiles && nch > 1 && 2 * tile <= 160 * 1024 &&
                           (int64_t)nxc * groups * T <= (int64_t)per_sm2 * sms;
     if (two_tiles && 2 * tile > smem) smem = 2 * tile;
+    /* vec: the K tile and half a V tile (no padding: swizzled pieces) */
+    const size_t vec_smem = (size_t)(ATTN_CHUNK + ATTV_HALF) * head_dim * 2;
+    if (vec && nch > 1 && vec_smem > smem) smem = vec_smem;
     /* STRATA_CUDA_ATTN_VPRE (T = 1): the one-chunk path issues the V rows with the K rows (a
-     * second tile, the scores after it) */
+     * second tile, the scores after it); with vec only where no column can take the chunk path,
+     * so that the chunk path's shared memory stays 1.5 tiles (two CTAs per SM at head_dim 128) */
     if (att_vpre < 0) att_vpre = env_int(ENV_CUDA_ATTN_VPRE) != 0;
-    const int vpre = att_vpre && T == 1 && 2 * tile + ATTN_CHUNK * sizeof(float) <= 200 * 1024;
+    const int vpre = att_vpre && T == 1 && 2 * tile + ATTN_CHUNK * sizeof(float) <= 200 * 1024 && (!vec || nch == 1);
     if (vpre && 2 * tile + ATTN_CHUNK * sizeof(float) > smem) smem = 2 * tile + ATTN_CHUNK * sizeof(float);
     if (merge > smem) smem = merge;
     if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
@@ -854,7 +1039,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     const cuda_cols cl = cols ? *cols : none;
 #define ATTN_LAUNCH(GS, KV8)                                                                                            \
     attn_launch<GS, KV8>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
-                         two_tiles, vpre, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl)
+                         two_tiles, vpre, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl, vec)
     switch (gs * 2 + (kv8 ? 1 : 0)) {
     case 2: return ATTN_LAUNCH(1, 0);
     case 3: return ATTN_LAUNCH(1, 1);

@@ -223,10 +223,13 @@ static __device__ __forceinline__ void kv8_scores(const uint32_t *kr, const floa
 static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint32_t *base, int p0, int nr, int n, int W,
                                                       int RS, int row_words, const uint32_t *last_row) {
     __syncthreads();
+    int r = threadIdx.x / W, w = threadIdx.x - r * W;   /* (row, word) of idx, stepped without a division */
+    const int dr = ATTX_THREADS / W, dw = ATTX_THREADS - dr * W;
     for (int idx = threadIdx.x; idx < nr * W; idx += ATTX_THREADS) {
-        int r = idx / W, w = idx % W;
         if (last_row && p0 + r == n - 1) tile[r * RS + w] = last_row[w];
         else cp_async4(&tile[r * RS + w], base + (size_t)(p0 + r) * row_words + w);
+        r += dr; w += dw;
+        if (w >= W) { w -= W; r++; }
     }
     cp_async_wait_all();
     __syncthreads();
@@ -236,10 +239,13 @@ static __device__ __forceinline__ void attn_tile_load(uint32_t *tile, const uint
  * barrier: the caller's barriers order the tile's readers and writers) */
 static __device__ __forceinline__ void attn_tile_issue(uint32_t *tile, const uint32_t *base, int p0, int nr, int n, int W,
                                                        int RS, int row_words, const uint32_t *last_row) {
+    int r = threadIdx.x / W, w = threadIdx.x - r * W;   /* (row, word) of idx, stepped without a division */
+    const int dr = ATTX_THREADS / W, dw = ATTX_THREADS - dr * W;
     for (int idx = threadIdx.x; idx < nr * W; idx += ATTX_THREADS) {
-        int r = idx / W, w = idx % W;
         if (last_row && p0 + r == n - 1) tile[r * RS + w] = last_row[w];
         else cp_async4(&tile[r * RS + w], base + (size_t)(p0 + r) * row_words + w);
+        r += dr; w += dw;
+        if (w >= W) { w -= W; r++; }
     }
     cp_async_commit();
 }

@@ -94,7 +94,7 @@ static void ops_attention(const shape *S, threadpool *tp) {
             if (T == 1) cuda_attention_set_tiles(1);
             ok = o2 && cuda_test_attention_kv(dq, dk, dv, kc, vc, 1, T, H, KVH, HD, pos, hp.attn_scale, window, n_ctx,
                                               T == 1 ? 0 : 1, 0, dout, NULL) == 0;
-            cuda_attention_set_tiles(2);
+            cuda_attention_set_tiles(3);
             if (ok) cuda_memcpy_d2h(o2, dout, (size_t)T * H * HD * 4);
             if (ok && memcmp(o2, out, (size_t)T * H * HD * 4)) serial_same = 0;
             free(o2);
