@@ -588,7 +588,8 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
  * (thread (g, d/2) owns d and d + 1 of head g) over e_i r_c precomputed once per position; the
  * second half of the V rows is copied into the K tile's place as soon as the scores are done,
  * so it arrives while l_c is summed and the first half's chains run. Shared memory 1.5 tiles
- * (head_dim 128: 96 KB, two CTAs per SM) instead of two padded ones. head_dim % 64 == 0,
+ * (head_dim 128: 96 KB, two CTAs per SM) instead of two padded ones. head_dim 64, 128 or 256
+ * (a power of two: a row's pieces are indexed by shifts, and the swizzle needs eight of them),
  * GS * head_dim <= 512 (a pair of chains per thread). */
 #define ATTV_HALF (ATTN_CHUNK / 2)
 static __device__ __forceinline__ void cp_async16(void *dst_smem, const void *src) {
@@ -996,7 +997,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
         const long v = env_int(ENV_CUDA_ATTN_TILES);
         att_two_tiles = v == 1 ? 0 : v == 2 ? 1 : 3;
     }
-    const int vec = att_two_tiles == 3 && !kv8 && head_dim % 64 == 0 && head_dim <= ATT_MAX_HD;
+    const int vec = att_two_tiles == 3 && !kv8 && head_dim >= 64 && !(head_dim & (head_dim - 1)) && head_dim <= ATT_MAX_HD;
     const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, vec ? 2 * ATTX_THREADS : ATTX_THREADS);
     const int groups = n_heads / gs;
     const int nch_cap = ATTN_N_CHUNKS(n_ctx);
