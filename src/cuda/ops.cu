@@ -826,8 +826,12 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     const uint32_t *vbase = (const uint32_t *)vc + (size_t)first * row_words + (size_t)kvh * W;
     uint32_t *ktile = dyn, *vtile = two_tiles ? dyn + attn_tile_words_kv(head_dim, KV8) : dyn;
     const uint16_t *kt_h = (const uint16_t *)ktile;
-    /* the 16-byte path needs 16-byte aligned rows (a column's cache from a table: checked here) */
-    if (!KV8 && vec && !(((uintptr_t)kbase | (uintptr_t)vbase) & 15)) {
+    /* the 16-byte path needs 16-byte aligned rows (a column's cache from a table: checked here;
+     * cuda_dev_malloc'd caches always are); the scalar path below has one chain per thread, so
+     * a head group sized for the 16-byte path (GS * head_dim > ATTX_THREADS) cannot fall back */
+    const int vec_ok = !KV8 && vec && !(((uintptr_t)kbase | (uintptr_t)vbase) & 15);
+    if (!vec_ok && nv > ATTX_THREADS) __trap();
+    if (vec_ok) {
         for (int c = x; c < nch; c += nxe) {
             const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
             const uint4 *k_last = rf.k && c == lastc ? (const uint4 *)kl : NULL;
