@@ -625,6 +625,31 @@ static __device__ __forceinline__ uint32_t vtile_word(const uint32_t *tile, int 
     return tile[r * HW + ((((dp >> 2) ^ (r & 7)) << 2) | (dp & 3))];
 }
 
+/* A chunk's scores s[g] (thread i: position i; -inf past nr) -> per head the maximum m_c (exact,
+ * any order: warp shuffles, then the warps' maxima) into ms[g] and e_i = expf(s_i - m_c) into
+ * es[g][i]; ends with a barrier (es complete, the K tile's readers done) */
+template <int GS>
+static __device__ __forceinline__ void chunk_max_exp(const float *s, int nr, float (*red)[ATTX_THREADS / 32], float *ms,
+                                                     float *es) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+#pragma unroll
+    for (int g = 0; g < GS; g++) {
+        float mx = s[g];
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+        if (lane == 0) red[g][warp] = mx;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < GS; g++) {
+        float mx = red[g][0];
+        for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
+        if (tid == 0) ms[g] = mx;
+        if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
+    }
+    __syncthreads();
+}
+
 /* One chunk c (positions p0 .. p0 + nr - 1 of the column's range) of GS heads: writes the
  * chunk's (m_c, l_c, u_c) of each head to part. qs: the heads' q ([GS][head_dim], rotated);
  * es, red, ls, rs, ms: the kernel's shared arrays. k_last / v_last: the position's rows when
@@ -635,7 +660,7 @@ static __device__ __forceinline__ void attn_chunk_vec(const uint32_t *kbase, con
                                                       float (*red)[ATTX_THREADS / 32], float *ls, float *rs, float *ms,
                                                       const uint4 *k_last, const uint4 *v_last, uint32_t *dyn, float *pp0,
                                                       size_t pp_stride) {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x;
     const int lp = 31 - __clz(head_dim >> 3), HW = head_dim >> 1;
     uint4 *kt = (uint4 *)dyn, *vt = kt + (ATTN_CHUNK << lp);
     const int n0 = nr < ATTV_HALF ? nr : ATTV_HALF;
@@ -673,22 +698,7 @@ static __device__ __forceinline__ void attn_chunk_vec(const uint32_t *kbase, con
 #pragma unroll
         for (int g = 0; g < GS; g++) s[g] = -INFINITY;
     }
-#pragma unroll
-    for (int g = 0; g < GS; g++) {
-        float mx = s[g];
-#pragma unroll
-        for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
-        if (lane == 0) red[g][warp] = mx;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int g = 0; g < GS; g++) {
-        float mx = red[g][0];
-        for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
-        if (tid == 0) ms[g] = mx;
-        if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
-    }
-    __syncthreads();   /* es complete; the K tile's readers done */
+    chunk_max_exp<GS>(s, nr, red, ms, es);   /* es complete; the K tile's readers done */
     if (nr > ATTV_HALF) vtile_issue(kt, vbase, p0, ATTV_HALF, nr - ATTV_HALF, n, lp, row_words, v_last);
     else cp_async_commit();   /* an empty group: wait_group 1 below still means "the first half" */
     if (tid < GS) {   /* thread g sums head g's e in position order */
@@ -751,7 +761,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     extern __shared__ uint32_t dyn[];                 /* the K (and V) tile(s); the exact path's scores; the merge's m, w */
     __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
     __shared__ __align__(16) float qs[GS * ATT_MAX_HD];   /* [GS][head_dim] (the exact path: its head's rotated q) */
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x;
     const int t = blockIdx.z, hg = blockIdx.y, h0 = hg * GS, x = blockIdx.x;
     const int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
     const int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
@@ -874,22 +884,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
 #pragma unroll
             for (int g = 0; g < GS; g++) s[g] = -INFINITY;
         }
-#pragma unroll
-        for (int g = 0; g < GS; g++) {
-            float mx = s[g];
-#pragma unroll
-            for (int o = 16; o >= 1; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
-            if (lane == 0) red[g][warp] = mx;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int g = 0; g < GS; g++) {
-            float mx = red[g][0];
-            for (int w = 1; w < ATTX_THREADS / 32; w++) mx = fmaxf(mx, red[g][w]);
-            if (tid == 0) ms[g] = mx;
-            if (tid < nr) es[g * ATTN_CHUNK + tid] = expf_ref(__fsub_rn(s[g], mx));
-        }
-        __syncthreads();   /* es complete; the K tile's readers done */
+        chunk_max_exp<GS>(s, nr, red, ms, es);   /* es complete; the K tile's readers done */
         if (!two_tiles) attn_tile_issue(vtile, vbase, p0, nr, n, W, RS, row_words, v_last);   /* into the K tile's place */
         if (tid < GS) {   /* while the V rows arrive: thread g sums head g's e in position order */
             float l = 0.0f;
