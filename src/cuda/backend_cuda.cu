@@ -267,7 +267,6 @@ typedef struct {
      * STRATA_CUDA_ATTN_VPRE), 1 past it */
     cudaGraphExec_t graph[4][2];
     int graph_ok[4][2];
-    int rec_short;              /* the graph being recorded: positions < ATTN_CHUNK only (class 0) */
     uint32_t *d_mask;           /* device: the allowed tokens of a masked step (n_vocab bits), at first use */
     /* the greedy verify windows (cuda_verify_step): vgraph[T] holds a window of T columns; its
      * ids and position come from d_vin (uploaded from pinned h_vin before each replay), its
@@ -583,9 +582,10 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
         return;
     }
     /* the scratch holds ATT_COLS columns: slices of that when a column spans several chunks */
-    /* a graph's launch reads the position on the device: the largest it can be (class 0: the
-     * first chunk) */
-    const int ml = dp ? (c->rec_short && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1) : S->pos0 + T - 1;
+    /* a graph's launch reads the position on the device: the largest it can be (class 0, the
+     * step recorded at positions within the first chunk, is replayed only there) */
+    const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
+                      : S->pos0 + T - 1;
     const int step = cuda_attention_uses_scratch(ml, window) ? ATT_COLS : T;
     const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
     int rc = 0;
@@ -969,8 +969,7 @@ static int record_step_cb(backend *be, const void *arg) {
 static int launch_step(backend *be, int32_t id, int pos, int kind, int sync) {
     cuda_be *c = CB(be);
     const step_arg a = { id, pos, kind };
-    const int cls = pos + 1 > ATTN_CHUNK;
-    c->rec_short = !cls;
+    const int cls = pos + 1 > ATTN_CHUNK;   /* attn_seq sizes the recorded launch from the same positions */
     return graph_step(be, &c->graph[kind][cls], &c->graph_ok[kind][cls], record_step_cb, &a, sync, "decode step", NULL) < 0
                ? -1 : 0;
 }
@@ -1087,7 +1086,6 @@ static int cuda_verify_step(backend *be, const int32_t *ids, int T, int pos, int
     }
     const verify_arg a = { ids, T, pos };
     const int cls = pos + T > ATTN_CHUNK;
-    c->rec_short = !cls;
     const int captured = graph_step(be, &c->vgraph[T][cls], &c->vgraph_ok[T][cls], record_verify_cb, &a, 1, "verify step",
                                     c->verify_counts);
     if (captured < 0) return -1;
