@@ -59,7 +59,7 @@ static const cli_option options[] = {
     { OPT_MAX_CONN_PER_IP, CMD_SERVE, "--max-conn-per-ip",   "N",   'i', 0, 100000, "open connections from one address at most (default 64; 0: no cap)" },
     { OPT_HEADER_TIMEOUT, CMD_SERVE, "--header-timeout",     "S",   'i', 1, 3600, "seconds a connection has to send a request's headers (default 10)" },
     { OPT_STEP_TOKENS, CMD_SERVE, "--step-tokens",           "N",   'i', 1, 4096,
-      "token columns of one decode step while a prompt is read beside\nstreaming slots: theirs, the rest the prompt's (default 8;\n512 on CUDA)" },
+      "token columns of one decode step while a prompt is read beside\nstreaming slots: theirs, the rest the prompt's (default 8;\n1024 on CUDA)" },
     { OPT_VERBOSE,  CMD_SERVE,    "-v,--verbose",            NULL,  0,  0, 0, "a log line per request on stderr" },
     { OPT_LOG_FORMAT, CMD_SERVE,  "--log-format",            "F",   's', 0, 0, "request log as text or json (json implies -v)" },
     { OPT_CHAT_TEMPLATE, CMD_SERVE | CMD_GEN, "--chat-template",       "FILE|NAME", 's', 0, 0,

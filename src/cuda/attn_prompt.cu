@@ -26,13 +26,20 @@ EXPF_DEVICE_STATE
 int cuda_attnp_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
 #include "model/attn_order.h"
+extern "C" {
+#include "core/env.h"
+}
 
 #define AQ_QT 8          /* queries per CTA (ATTX_THREADS / 32 warps: one per query for the reductions) */
 #define AQ_NMAX 2048     /* positions a CTA's queries span at most */
 #define AQ_MAXCH (AQ_NMAX / ATTN_CHUNK + 1)   /* chunks of one query at most */
 static_assert(ATTX_THREADS / 32 == AQ_QT, "one warp per query");
 
-template <int KV8>
+/* NC: 0 the loops below for any head_dim and window; 2 or 4 (STRATA_CUDA_ATTN_QVEC, head_dim
+ * 64 or 128, no window cutting a query's start: the host checks) the scores four d a step and a
+ * thread's NC V chains (one d, queries q0, q0 + 256 / head_dim, ...) position after position.
+ * A separate instance, so that the general one keeps its registers (64: four CTAs a SM). */
+template <int KV8, int NC>
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_qtile_kernel(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads,
                   int head_dim, int pos0, float scale, int window, float *outp, uint8_t *act, size_t act_row_bytes,
@@ -74,7 +81,21 @@ attn_qtile_kernel(const float *q, const void *kc, const void *vc, int T, int n_h
 #pragma unroll
             for (int qq = 0; qq < AQ_QT; qq++) s[qq] = 0.0f;
             if (KV8) kv8_scores<AQ_QT>(tile + (size_t)tid * RS, qs, head_dim, s);
-            else {
+            else if (NC > 0) {   /* four d a step: two K words, the queries' q as float4 (same adds, same order) */
+                const uint32_t *kr = tile + (size_t)tid * RS;
+#pragma unroll 2
+                for (int d = 0; d < head_dim; d += 4) {
+                    const uint32_t w0 = kr[d >> 1], w1 = kr[(d >> 1) + 1];
+                    const float k0 = h2f((uint16_t)w0), k1 = h2f((uint16_t)(w0 >> 16)), k2 = h2f((uint16_t)w1),
+                                k3 = h2f((uint16_t)(w1 >> 16));
+#pragma unroll
+                    for (int qq = 0; qq < AQ_QT; qq++) {
+                        const float4 a = *(const float4 *)(qs + qq * head_dim + d);
+                        s[qq] = __fadd_rn(s[qq], __fmul_rn(a.x, k0)); s[qq] = __fadd_rn(s[qq], __fmul_rn(a.y, k1));
+                        s[qq] = __fadd_rn(s[qq], __fmul_rn(a.z, k2)); s[qq] = __fadd_rn(s[qq], __fmul_rn(a.w, k3));
+                    }
+                }
+            } else {
                 const uint16_t *kr = tile_h + (size_t)tid * 2 * RS;
 #pragma unroll 4
                 for (int d = 0; d < head_dim; d++) {
@@ -139,6 +160,57 @@ attn_qtile_kernel(const float *q, const void *kc, const void *vc, int T, int n_h
     __syncthreads();
     /* u_c[d] = u + (e_p r_c) v_p[d] in position order, closed into o[d] = o + u_c[d] a_c at the
      * chunk's end: chain (query, d) = tid + 256 k */
+    if constexpr (NC > 0) {
+        /* the queries' chunks all start at P0, so a tile is one chunk of every query; e_p r_c in
+         * place of e_p once per (query, position); chain k of the thread: query q0 + k qstep */
+        for (int i = tid; i < nq * n; i += ATTX_THREADS) {
+            const int qq = i / n, pr = i % n;
+            if (pr <= lq[qq] - P0) sc[i] = __fmul_rn(sc[i], cr[qq][pr / ATTN_CHUNK]);
+        }
+        const int d = tid % head_dim, q0 = tid / head_dim, qstep = ATTX_THREADS / head_dim;
+        float o[NC], u[NC];
+#pragma unroll
+        for (int k = 0; k < NC; k++) { o[k] = 0.0f; u[k] = 0.0f; }
+        for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+            const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+            attn_tile_load(tile, vbase, p0, nr, n, W, RS, row_words, NULL);   /* its barriers also order the e r pass */
+            int hmin = p0 + nr - 1;
+#pragma unroll
+            for (int k = 0; k < NC; k++) {
+                const int qq = q0 + k * qstep;
+                if (qq >= nq) { hmin = p0 - 1; continue; }   /* a short last tile: the rest per chain below */
+                const int hi = lq[qq] - P0;
+                if (hi >= p0 && p0 > 0) {   /* the query's next chunk starts here: close the last */
+                    o[k] = __fadd_rn(o[k], __fmul_rn(u[k], ca[qq][p0 / ATTN_CHUNK - 1]));
+                    u[k] = 0.0f;
+                }
+                if (hi < hmin) hmin = hi;
+            }
+            const float *e0 = sc + (size_t)q0 * n;
+            const size_t es = (size_t)qstep * n;
+#pragma unroll 4
+            for (int i = p0; i <= hmin; i++) {   /* positions every chain of the thread has */
+                const float vv = kv_val<KV8>(tile + (size_t)(i - p0) * RS, d);
+#pragma unroll
+                for (int k = 0; k < NC; k++) u[k] = __fadd_rn(u[k], __fmul_rn(e0[k * es + i], vv));
+            }
+#pragma unroll
+            for (int k = 0; k < NC; k++) {   /* the later queries' last positions */
+                const int qq = q0 + k * qstep;
+                if (qq >= nq) continue;
+                const int hi = lq[qq] - P0 < p0 + nr - 1 ? lq[qq] - P0 : p0 + nr - 1;
+                for (int i = hmin + 1 > p0 ? hmin + 1 : p0; i <= hi; i++)
+                    u[k] = __fadd_rn(u[k], __fmul_rn(e0[k * es + i], kv_val<KV8>(tile + (size_t)(i - p0) * RS, d)));
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < NC; k++) {   /* the last chunk, then out */
+            const int qq = q0 + k * qstep;
+            if (qq >= nq) continue;
+            o[k] = __fadd_rn(o[k], __fmul_rn(u[k], ca[qq][(lq[qq] - P0) / ATTN_CHUNK]));
+            outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
+        }
+    } else {
     constexpr int KP = AQ_QT * ATT_MAX_HD / ATTX_THREADS;
     float o[KP], u[KP];
     int cix[KP];
@@ -192,6 +264,7 @@ attn_qtile_kernel(const float *q, const void *kc, const void *vc, int T, int n_h
         const int qq = j / head_dim, d = j % head_dim;
         outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
     }
+    }
     if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_kernel) */
         __syncthreads();
         const int B = act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
@@ -224,21 +297,36 @@ int cuda_attention_qtile_ok(int T, int head_dim, int pos0, int window) {
            qtile_smem(T, head_dim, pos0, window) <= AQ_SMEM_MAX;
 }
 
+/* STRATA_CUDA_ATTN_QVEC (read once): the instances of NC 2 / 4 where they apply */
+static int aq_qvec = -1;
+extern "C" void cuda_attention_qvec_set(int on) { aq_qvec = on ? 1 : 0; }
+
 int cuda_attention_qtile(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                          int head_dim, int pos0, float scale, int window, float *out, void *act, int act_fmt,
                          cudaStream_t st) {
     if (!cuda_attention_qtile_ok(T, head_dim, pos0, window) || (kv8 && head_dim % 32)) return -1;
     static int attr = 0;
     if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)) ||
-            CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)))
+        if (CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<0, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<0, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<0, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_qtile_kernel<1, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, AQ_SMEM_MAX)))
             return -1;
         attr = 1;
     }
     const size_t smem = qtile_smem(T, head_dim, pos0, window);
     const size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)n_heads, (unsigned)((T + AQ_QT - 1) / AQ_QT));
-    klaunch(kv8 ? attn_qtile_kernel<1> : attn_qtile_kernel<0>, g, ATTX_THREADS, smem, st, q, kc, vc, T, n_heads, n_kv_heads,
-            head_dim, pos0, scale, window, out, (uint8_t *)act, arb, act_fmt);
+    if (aq_qvec < 0) aq_qvec = env_int(ENV_CUDA_ATTN_QVEC) != 0;
+    /* every query's chunks start at P0 = 0: no window cuts a start in this pass */
+    const int nc = aq_qvec && (window <= 0 || pos0 + T <= window) ? (head_dim == 64 ? 2 : head_dim == 128 ? 4 : 0) : 0;
+    void (*kern)(const float *, const void *, const void *, int, int, int, int, int, float, int, float *, uint8_t *, size_t,
+                 int) = nc == 2 ? (kv8 ? attn_qtile_kernel<1, 2> : attn_qtile_kernel<0, 2>)
+                      : nc == 4 ? (kv8 ? attn_qtile_kernel<1, 4> : attn_qtile_kernel<0, 4>)
+                                : (kv8 ? attn_qtile_kernel<1, 0> : attn_qtile_kernel<0, 0>);
+    klaunch(kern, g, ATTX_THREADS, smem, st, q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, scale, window, out,
+            (uint8_t *)act, arb, act_fmt);
     return CU_LAUNCHED();
 }

@@ -175,6 +175,8 @@ void cuda_mm_split_set(int s);
 void cuda_attention_set_tiles(int n);   /* STRATA_CUDA_ATTN_TILES for tests: 3 f16 in 16-byte pieces, 2 two K/V tiles where they fit, 1 one */   /* STRATA_CUDA_MM_SPLIT for tests: -1 auto, 0 never, 2..32 that split */
 void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer formats on tensor cores too */
 void cuda_mm_pipe_set(int on);  /* STRATA_CUDA_MM_PIPE for tests: 1 the pipelined tensor-core kernel, 0 the two-tile one */
+void cuda_mm_wpre_set(int on); /* STRATA_CUDA_MM_WPRE for tests: 1 the two-tile kernel's Q4_K / Q5_K / IQ3_XXS / IQ2_XXS weight loads by 16 bytes / a step ahead, 0 the first loads */
+void cuda_attention_qvec_set(int on); /* STRATA_CUDA_ATTN_QVEC for tests: 1 the query tiles' own instances for head_dim 64 / 128, 0 the general loops */
 /* tests: mm.cu's grouped (MoE) matmul from host lists: groups (count, then expert, first pair,
  * pairs, source row per group), tiles (count, then group, first column per tile); act holds the
  * pairs' rows in the format's activation layout (device), y [pairs][n_out]; synchronous */

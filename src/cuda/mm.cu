@@ -30,8 +30,9 @@
  * block is decoded into int8 weights w8 and integer multipliers m as the matvec does
  * (iq_blocks.cuh: iq_group8, iq_mult), so its isum = sum_j m_j * (w8 . a)_j is the matvec's
  * and p_b = ((float)isum * k) * (h(d) * a.d) follows. Q2_0 (64-value blocks against act_q8_2)
- * runs as the matvec over slices of 8 columns (cuda_matvec_group). STRATA_CUDA_MM_PIPE=1 runs
- * mm_kernel3 instead: the same steps' bytes brought in by cp.async in 3-4 shared-memory stages. */
+ * runs as the matvec over slices of 8 columns (cuda_matvec_group). mm_kernel3 (STRATA_CUDA_MM_PIPE:
+ * by default where it measured faster, mm_pipe_code) brings the same steps' bytes in by cp.async
+ * in 3-4 shared-memory stages. */
 #include "cuda_internal.h"
 #include "cuda_common.cuh"
 #include "formats.cuh"
@@ -116,8 +117,11 @@ template <int QK> struct alignas(16) mm_tile2 {
  * block's address (blk) and decode from it after the MMAs */
 struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; const uint8_t *blk; };
 
+/* wco (Q4_K / Q5_K, STRATA_CUDA_MM_WPRE): part p takes code words 4 w + p (w = 0..7)
+ * instead of 8 p + w, so the four parts of a row read 16 consecutive bytes per load (one
+ * sector) instead of four words 32 bytes apart; store_w puts each word where its values go. */
 template <int FMT>
-static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b) {
+static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b, bool wco = false) {
     if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
         constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
         const uint8_t *blk = wr + (size_t)b * wfmt<FMT>::bsize;
@@ -172,6 +176,18 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         }
     } else if constexpr (mmf<FMT>::kind == 3) {
         r.blk = wr + (size_t)b * wfmt<FMT>::bsize;   /* decoded from global memory in store_w */
+        if constexpr (FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) {
+            if (wco) {   /* part p's bytes in registers a step ahead: groups 8p .. 8p + 7 (ib 2p, 2p + 1) */
+                const uint8_t *qs = r.blk + (FMT == TYPE_IQ3_XXS ? offsetof_i(block_iq3_xxs, qs) : offsetof_i(block_iq2_xxs, qs));
+#pragma unroll
+                for (int k = 0; k < 4; k++) r.q[k] = ld_u32_a2(qs + 16 * part + 4 * k);
+                if (FMT == TYPE_IQ3_XXS) {   /* the scale-and-sign words of ib 2p, 2p + 1 */
+                    r.h[0] = ld_u32_a2(qs + QK_K / 4 + 8 * part);
+                    r.h[1] = ld_u32_a2(qs + QK_K / 4 + 8 * part + 4);
+                }
+                r.dd = ld_u16(r.blk);
+            }
+        }
     } else {
         static_assert(FMT == TYPE_Q4_K || FMT == TYPE_Q5_K, "mm: a format without its fetch");
         constexpr bool Q5 = FMT == TYPE_Q5_K;
@@ -179,8 +195,11 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         const int qoff = Q5 ? offsetof_i(block_q5_K, qs) : offsetof_i(block_q4_K, qs);
         const uint8_t *blk = wr + (size_t)b * bsz;
 #pragma unroll
-        for (int w = 0; w < 8; w++) r.q[w] = ld_u32(blk + qoff + 32 * part + 4 * w);
-        if (Q5)
+        for (int w = 0; w < 8; w++) r.q[w] = ld_u32(blk + qoff + (wco ? 16 * w + 4 * part : 32 * part + 4 * w));
+        if (Q5 && wco) {   /* the high bits of code words 4 w + p: qh words p and 4 + p */
+            r.h[0] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * part);
+            r.h[1] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 16 + 4 * part);
+        } else if (Q5)
 #pragma unroll
             for (int w = 0; w < 8; w++) r.h[w] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * w);
         r.dd = ld_u32(blk);
@@ -191,7 +210,8 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
 }
 
 template <int FMT>
-static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, const mm_wraw &r, bool valid) {
+static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, const mm_wraw &r, bool valid,
+                                               bool wco = false) {
     constexpr int QK = mmf<FMT>::QK;
     int8_t *dst = s.w[i];
     if (!valid) {
@@ -281,6 +301,32 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
             }
         }
     } else if constexpr (mmf<FMT>::kind == 3) {
+        if constexpr (FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) {
+            if (wco) {   /* iq_group8's and iq_mult's operations on the words fetch_w kept */
+#pragma unroll
+                for (int gg = 0; gg < 8; gg++) {
+                    const int l = gg & 3;
+                    uint32_t w0, w1;
+                    if (FMT == TYPE_IQ3_XXS) {
+                        const uint32_t sg = d_ksigns[(r.h[gg >> 2] >> (7 * l)) & 127], q = r.q[gg >> 1] >> (16 * (gg & 1));
+                        w0 = apply_signs4(ld_u32(d_iq3xxs_grid[q & 255]), sg);
+                        w1 = apply_signs4(ld_u32(d_iq3xxs_grid[(q >> 8) & 255]), sg >> 4);
+                    } else {
+                        const uint8_t *row = d_iq2xxs_grid[(r.q[2 * (gg >> 2)] >> (8 * l)) & 255];
+                        const uint32_t sg = d_ksigns[(r.q[2 * (gg >> 2) + 1] >> (7 * l)) & 127];
+                        w0 = apply_signs4(grid8_lo(row), sg);
+                        w1 = apply_signs4(grid8_hi(row), sg >> 4);
+                    }
+                    st_w(dst + 64 * part + 8 * gg, w0);
+                    st_w(dst + 64 * part + 8 * gg + 4, w1);
+                }
+                if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++)
+                    s.sc[i][2 * part + jj] = (int8_t)(2 * (int)((FMT == TYPE_IQ3_XXS ? r.h[jj] : r.q[2 * jj + 1]) >> 28) + 1);
+                return;
+            }
+        }
         /* part p: groups of 8 weights 8p .. 8p + 7 (values 64p .. 64p + 63), the matvec's decode */
 #pragma unroll
         for (int gg = 0; gg < 8; gg++) {
@@ -302,12 +348,15 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
 #pragma unroll
         for (int w = 0; w < 8; w++) {
             uint32_t lo = r.q[w] & 0x0F0F0F0Fu, hi = (r.q[w] >> 4) & 0x0F0F0F0Fu;
+            /* code word c = 8 p + w (or, wco, 4 w + p): values 64 (c / 8) + 4 (c % 8) .., high bits at 2 (c / 8) */
+            const int c = wco ? 4 * w + part : 8 * part + w, g = c >> 3, o = 64 * g + 4 * (c & 7);
             if (Q5) {
-                lo |= ((r.h[w] >> (2 * part)) & 0x01010101u) << 4;
-                hi |= ((r.h[w] >> (2 * part + 1)) & 0x01010101u) << 4;
+                const uint32_t h = wco ? r.h[w & 1] : r.h[w];
+                lo |= ((h >> (2 * g)) & 0x01010101u) << 4;
+                hi |= ((h >> (2 * g + 1)) & 0x01010101u) << 4;
             }
-            st_w(dst + 64 * part + 4 * w, lo);
-            st_w(dst + 64 * part + 32 + 4 * w, hi);
+            st_w(dst + o, lo);
+            st_w(dst + o + 32, hi);
         }
         if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
         if (part < 2) {
@@ -362,6 +411,13 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
             for (int w = 0; w < 4; w++) cp4(&s.bsum[j][part * 8 + 2 * w], a + offsetof_i(act_q8_K, bsums) + 16 * part + 4 * w);
     }
 }
+
+/* STRATA_CUDA_MM_WPRE: 1 (default) the two-tile kernel's Q4_K / Q5_K code words four parts to 16
+ * consecutive bytes (fetch_w's wco; else four words 32 bytes apart) and its IQ3_XXS / IQ2_XXS
+ * bytes fetched into registers a step ahead (else decoded from global memory after the MMAs);
+ * 0 the first loads. Same values in the same places: same bits. */
+static int mm_wpre = -1;
+extern "C" void cuda_mm_wpre_set(int on) { mm_wpre = on ? 1 : 0; }
 
 #define MM_O2(mi, ni, e) (((mi) * NI + (ni)) * 4 + (e))
 
@@ -707,7 +763,7 @@ static __device__ __forceinline__ void mm_epilogue(const mv_group &g, const mm_g
  * for every S. The partials go to ws[z][t][row]; the combine writes y and add_to. */
 template <int FMT, int NI, int GR>
 __global__ void __launch_bounds__(512 / NI, 1)
-mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws) {
+mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
     extern __shared__ __align__(16) uint8_t mm_smem[];
@@ -738,9 +794,9 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     if (k < ke) {
     int b = (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
-        if (wvalid) fetch_w<FMT>(raw, part, wr, b);
+        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wco);
         issue_a<FMT>(tiles[0], li, part, ar, b, avalid);
-        store_w<FMT>(tiles[0], li, part, raw, wvalid);
+        store_w<FMT>(tiles[0], li, part, raw, wvalid, wco);
     }
     cp_wait();
     __syncthreads();
@@ -752,11 +808,11 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
         if (more && loader) {
-            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb);
+            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wco);
             issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
         }
         if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
-        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid);
+        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wco);
         if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if (!more) break;
         cp_wait();
@@ -974,15 +1030,28 @@ static int mm_mode = -1;
 
 extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 2 || mode == 3 ? mode : 0; }
 
-/* STRATA_CUDA_MM_PIPE: 0 mm_kernel2; else the pipelined kernel (mm_kernel3, 8 warps) for every
- * tensor-core pass, plain and grouped, whatever STRATA_CUDA_MM's 2 / 3: 1 its default stages
+/* STRATA_CUDA_MM_PIPE: -1 (default) auto, by format and row length (mm_pipe_code); 0 mm_kernel2;
+ * else the pipelined kernel (mm_kernel3, 8 warps) for every tensor-core pass, plain and grouped,
+ * whatever STRATA_CUDA_MM's 2 / 3: 1 its default stages
  * (mm_pipe_shape), 10 S + NB (S 2..8, NB 1..4) S stages of NB blocks a step (tuning; NB is 1
  * for the 256-value formats, and S shrinks to what fits the shared memory) */
-static int mm_pipe = -1;
-extern "C" void cuda_mm_pipe_set(int code) { mm_pipe = code > 0 ? code : 0; }
-static int mm_pipe_on(void) {
-    if (mm_pipe < 0) { long v = env_int(ENV_CUDA_MM_PIPE); mm_pipe = v > 0 && v < 100 ? (int)v : 0; }
-    return mm_pipe;
+static int mm_pipe = -2;   /* -2 not read yet, -1 auto */
+extern "C" void cuda_mm_pipe_set(int code) { mm_pipe = code > 0 ? code : code == -1 ? -1 : 0; }
+/* auto (-1, the default): the pipelined kernel where it measured faster (H200, 2026-12-02, m 4096
+ * k 14336, n 512, TFLOPS two-tile -> pipelined: Q4_0 35.3 -> 53.7, Q4_1 42.7 -> 49.2, Q5_0 31.6 ->
+ * 49.6, Q5_1 40.8 -> 46.3, Q8_0 29.3 -> 49.9, IQ4_NL 33.9 -> 48.4, MXFP4 32.3 -> 38.9, Q6_K 59.2 ->
+ * 67.3; every 256-value format but Q6_K slower pipelined) and on rows like that one: the 32-value
+ * formats from 128 blocks a row (four blocks a lane: the kernel's full step; SmolLM2's rows of
+ * 18-48 blocks measured 16 % slower pipelined end to end), Q6_K from 32 */
+template <int FMT>
+static int mm_pipe_code(int nb) {
+    if (mm_pipe == -2) {
+        const long v = env_int(ENV_CUDA_MM_PIPE);
+        mm_pipe = v > 0 && v < 100 ? (int)v : v == -1 ? -1 : 0;
+    }
+    if (mm_pipe >= 0) return mm_pipe;
+    if (mmf<FMT>::QK == 32) return nb >= 128 ? 1 : 0;
+    return FMT == TYPE_Q6_K && nb >= 32 ? 1 : 0;
 }
 /* the stages S and blocks a step nbs of code for FMT: default 4 stages of 4 blocks (32-value
  * formats) or of 1 (256-value ones), fewer stages where they do not fit */
@@ -996,6 +1065,11 @@ static void mm_pipe_shape(int code, int *S, int *nbs) {
     while (nv > 1 && sv * mm_pcfg<FMT>::stage_bytes(nv) > MM_PIPE_SMEM) nv--;
     *S = sv;
     *nbs = nv;
+}
+
+static int mm_wpre_on(void) {
+    if (mm_wpre < 0) mm_wpre = env_int(ENV_CUDA_MM_WPRE) != 0;
+    return mm_wpre;
 }
 
 /* STRATA_CUDA_MM_EXT: the formats beyond the first kernel's (mm_both) on tensor cores too */
@@ -1091,17 +1165,19 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     const int ks = mm_split_ks(g, (int)(grid.x * grid.y), nb, rows, T);
     grid.z = 1u << ks;
     int rc = 0;
-    if (mm_pipe_on()) {
+    if (const int pc = mm_pipe_code<FMT>(nb)) {
         int S, nbs;
-        mm_pipe_shape<FMT>(mm_pipe_on(), &S, &nbs);
+        mm_pipe_shape<FMT>(pc, &S, &nbs);
         if (mm_attr3<FMT, 0>()) return -1;
         klaunch(mm_kernel3<FMT, 0>, grid, 256, (size_t)S * mm_pcfg<FMT>::stage_bytes(nbs), st, *g, mm_grouped{}, nb,
                 (const uint8_t *)act, as, T, ks, g->ws, S, nbs);
     } else if (mm_both<FMT>::v && mode == 3) {
         if constexpr (mm_both<FMT>::v)
-            klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws);
+            klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
+                    mm_wpre_on());
     } else
-        klaunch(mm_kernel2<FMT, 2, 0>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws);
+        klaunch(mm_kernel2<FMT, 2, 0>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
+                mm_wpre_on());
     rc = CU_LAUNCHED();
     if (rc || !ks) return rc;
     const int64_t n = (int64_t)rows * T;
@@ -1124,15 +1200,16 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
     mv_group g;
     memset(&g, 0, sizeof g);
     dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
-    if (mm_pipe_on()) {
+    if (const int pc = mm_pipe_code<FMT>(nb)) {
         int S, nbs;
-        mm_pipe_shape<FMT>(mm_pipe_on(), &S, &nbs);
+        mm_pipe_shape<FMT>(pc, &S, &nbs);
         if (mm_attr3<FMT, 1>()) return -1;
         klaunch(mm_kernel3<FMT, 1>, grid, 256, (size_t)S * mm_pcfg<FMT>::stage_bytes(nbs), st, g, *gr, nb,
                 (const uint8_t *)act, as, 0, 0, (float *)NULL, S, nbs);
         return CU_LAUNCHED();
     }
-    klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL);
+    klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
+            mm_wpre_on());
     return CU_LAUNCHED();
 }
 

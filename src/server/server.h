@@ -86,7 +86,8 @@ typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_phase;
 /* token columns per step while a prompt is read beside decoding slots (--step-tokens): one pass
  * of the engine's 8 columns, so a stream waits one pass per token, not a chunk's passes */
 #define SRV_STEP_TOKENS 8
-#define SRV_STEP_TOKENS_CUDA 512   /* the GPU's default (2026-12-02, H200: 64 clients 5,283 tok/s at 8, 16,872 at 512) */
+#define SRV_STEP_TOKENS_CUDA 1024  /* the GPU's default (2026-12-02, H200: 64 clients 5,283 tok/s at 8, 16,872 at 512;
+                                      16 clients' 512-token prompts TTFT median 123-125 ms at 512, 106-110 at 1024) */
 
 typedef struct srv_slot {
     strata_session *sess;

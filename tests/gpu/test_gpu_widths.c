@@ -4,7 +4,8 @@
  * matmul's formats, one that falls back (Q6_K / Q2_K FFN) and a Mixture-of-Experts model; then with
  * STRATA_CUDA_MM_EXT / STRATA_CUDA_MOE_MM on: IQ and Q3_K weights on tensor cores and the MoE's
  * wide passes as grouped matmuls (IQ3_XXS experts, as the 48-layer MoE file); the tensor-core
- * runs also with the pipelined kernel (STRATA_CUDA_MM_PIPE=1, plain and grouped). */
+ * runs also with the pipelined kernel (STRATA_CUDA_MM_PIPE=1, plain and grouped), and the automatic
+ * kernel choice with the query-tile attention's general loops (STRATA_CUDA_ATTN_QVEC=0). */
 #include "test.h"
 #include "widths_common.h"
 #include "cuda/cuda_backend.h"
@@ -25,23 +26,28 @@ static void widths(const char *name, int moe, int ta, int tf, int ext) {
     size_t n = (size_t)(1 + WID_STEPS) * V;
     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
     CHECK(wid_run(mc, 64, ref) == 0);   /* the CPU (its widths are tests/test_widths.c's) */
-    /* tensor cores (16 warps, 8 warps, the pipelined kernel: STRATA_CUDA_MM_PIPE), the matvec slices */
-    static const int cfg_mm[] = { 3, 2, 2, 0 }, cfg_pipe[] = { 0, 0, 1, 0 };
-    for (int ci = 0; ci < 4; ci++) {
+    /* tensor cores (16 warps, 8 warps, the pipelined kernel: STRATA_CUDA_MM_PIPE), the matvec slices;
+     * the query tiles' own instances (STRATA_CUDA_ATTN_QVEC=1, head_dim 64 here) and, in the last
+     * configuration, their general loops */
+    static const int cfg_mm[] = { 3, 2, 2, 0, 2 }, cfg_pipe[] = { 0, 0, 1, 0, -1 }, cfg_qv[] = { 1, 1, 1, 1, 0 };
+    for (int ci = 0; ci < 5; ci++) {
         const int mm = cfg_mm[ci];
         cuda_mm_set(mm);
         cuda_mm_pipe_set(cfg_pipe[ci]);
+        cuda_attention_qvec_set(cfg_qv[ci]);
         for (int i = 0; i < WID_NW; i++) {
             memset(got, 0, n * sizeof(float));
             CHECKF(wid_run(mg, wid_widths[i], got) == 0, "%s: width %d failed", name, wid_widths[i]);
             int bad = 0;
             for (size_t j = 0; j < n; j++) bad += memcmp(&ref[j], &got[j], 4) != 0;
             CHECKF(bad == 0, "%s (%s): passes of %d columns: %d of %zu logits differ from the CPU's", name,
-                   !mm ? "matvec slices" : cfg_pipe[ci] ? "tensor cores, pipelined" : "tensor cores", wid_widths[i], bad, n);
+                   !mm ? "matvec slices" : !cfg_qv[ci] ? "auto kernels, query tiles' general loops"
+                   : cfg_pipe[ci] ? "tensor cores, pipelined" : "tensor cores", wid_widths[i], bad, n);
         }
     }
     cuda_mm_set(2);
-    cuda_mm_pipe_set(0);
+    cuda_mm_pipe_set(-1);
+    cuda_attention_qvec_set(1);
     free(ref); free(got);
     strata_model_free(mg); strata_model_free(mc);
 }
