@@ -211,59 +211,59 @@ attn_qtile_kernel(const float *q, const void *kc, const void *vc, int T, int n_h
             outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
         }
     } else {
-    constexpr int KP = AQ_QT * ATT_MAX_HD / ATTX_THREADS;
-    float o[KP], u[KP];
-    int cix[KP];
+        constexpr int KP = AQ_QT * ATT_MAX_HD / ATTX_THREADS;
+        float o[KP], u[KP];
+        int cix[KP];
 #pragma unroll
-    for (int k = 0; k < KP; k++) { o[k] = 0.0f; u[k] = 0.0f; cix[k] = 0; }
-    for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
-        const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
-        attn_tile_load(tile, vbase, p0, nr, n, W, RS, row_words, NULL);
+        for (int k = 0; k < KP; k++) { o[k] = 0.0f; u[k] = 0.0f; cix[k] = 0; }
+        for (int p0 = 0; p0 < n; p0 += ATT_TILE) {
+            const int nr = n - p0 < ATT_TILE ? n - p0 : ATT_TILE;
+            attn_tile_load(tile, vbase, p0, nr, n, W, RS, row_words, NULL);
+#pragma unroll
+            for (int k = 0; k < KP; k++) {
+                const int j = tid + k * ATTX_THREADS;
+                if (j >= nq * head_dim) break;
+                const int qq = j / head_dim, d = j % head_dim;
+                int lo = fq[qq] - P0, hi = lq[qq] - P0;
+                if (lo < p0) lo = p0;
+                if (hi > p0 + nr - 1) hi = p0 + nr - 1;
+                const float *e = sc + (size_t)qq * n;
+                float acc = u[k], oo = o[k];
+                int ci = cix[k];
+                float r = cr[qq][ci];
+                /* runs of positions inside one chunk, so that the inner loop is the plain chain of
+                 * before (the branch's first version tested every position for a chunk start: the
+                 * suspect of its prompt slowdown on the H200, not profiled); a run starting on a
+                 * chunk boundary closes the previous chunk first */
+                const int f0 = fq[qq] - P0;
+                for (int i = lo; i <= hi;) {
+                    const int rel = (i - f0) % ATTN_CHUNK;
+                    if (i > f0 && rel == 0) {   /* a chunk starts: close the last */
+                        oo = __fadd_rn(oo, __fmul_rn(acc, ca[qq][ci]));
+                        acc = 0.0f;
+                        r = cr[qq][++ci];
+                    }
+                    const int end = i + (ATTN_CHUNK - rel) - 1 < hi ? i + (ATTN_CHUNK - rel) - 1 : hi;
+#pragma unroll 8
+                    for (; i <= end; i++)
+                        acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), kv_val<KV8>(tile + (size_t)(i - p0) * RS, d)));
+                }
+                u[k] = acc; o[k] = oo; cix[k] = ci;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < KP; k++) {   /* the last chunk */
+            const int j = tid + k * ATTX_THREADS;
+            if (j >= nq * head_dim) break;
+            o[k] = __fadd_rn(o[k], __fmul_rn(u[k], ca[j / head_dim][cix[k]]));
+        }
 #pragma unroll
         for (int k = 0; k < KP; k++) {
             const int j = tid + k * ATTX_THREADS;
             if (j >= nq * head_dim) break;
             const int qq = j / head_dim, d = j % head_dim;
-            int lo = fq[qq] - P0, hi = lq[qq] - P0;
-            if (lo < p0) lo = p0;
-            if (hi > p0 + nr - 1) hi = p0 + nr - 1;
-            const float *e = sc + (size_t)qq * n;
-            float acc = u[k], oo = o[k];
-            int ci = cix[k];
-            float r = cr[qq][ci];
-            /* runs of positions inside one chunk, so that the inner loop is the plain chain of
-             * before (the branch's first version tested every position for a chunk start: the
-             * suspect of its prompt slowdown on the H200, not profiled); a run starting on a
-             * chunk boundary closes the previous chunk first */
-            const int f0 = fq[qq] - P0;
-            for (int i = lo; i <= hi;) {
-                const int rel = (i - f0) % ATTN_CHUNK;
-                if (i > f0 && rel == 0) {   /* a chunk starts: close the last */
-                    oo = __fadd_rn(oo, __fmul_rn(acc, ca[qq][ci]));
-                    acc = 0.0f;
-                    r = cr[qq][++ci];
-                }
-                const int end = i + (ATTN_CHUNK - rel) - 1 < hi ? i + (ATTN_CHUNK - rel) - 1 : hi;
-#pragma unroll 8
-                for (; i <= end; i++)
-                    acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(e[i], r), kv_val<KV8>(tile + (size_t)(i - p0) * RS, d)));
-            }
-            u[k] = acc; o[k] = oo; cix[k] = ci;
+            outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
         }
-    }
-#pragma unroll
-    for (int k = 0; k < KP; k++) {   /* the last chunk */
-        const int j = tid + k * ATTX_THREADS;
-        if (j >= nq * head_dim) break;
-        o[k] = __fadd_rn(o[k], __fmul_rn(u[k], ca[j / head_dim][cix[k]]));
-    }
-#pragma unroll
-    for (int k = 0; k < KP; k++) {
-        const int j = tid + k * ATTX_THREADS;
-        if (j >= nq * head_dim) break;
-        const int qq = j / head_dim, d = j % head_dim;
-        outp[((size_t)(t0 + qq) * n_heads + h) * head_dim + d] = o[k];
-    }
     }
     if (act) {   /* this head's blocks of the queries' wo activation rows (as attn_kernel) */
         __syncthreads();
