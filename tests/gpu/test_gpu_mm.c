@@ -12,7 +12,8 @@
  *   test_gpu_mm bench [F1,F2..|all] [C1,C2..]
  *                                  the microbenchmark: 4096 rows of 14336 at 512, 64 and 16 columns
  *                                  per format (or only the listed ones), the two-tile kernel against
- *                                  the pipelined one (STRATA_CUDA_MM_PIPE codes C: 1 its default,
+ *                                  the pipelined one and the default choice (STRATA_CUDA_MM_PIPE -1;
+ *                                  codes C of the pipelined kernel: 1 its default,
  *                                  10 S + NB S stages of NB blocks), over four weight copies (132+ MB,
  *                                  more than the 60 MB L2); TFLOPS and a checksum (FNV-1a of the
  *                                  output bits) each
@@ -228,6 +229,10 @@ static void bench(int type, int modes, const int *codes, int n_codes) {
                 printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: pipelined (STRATA_CUDA_MM_PIPE %2d) %6.2f (x%.2f)  checksum %016llx%s\n",
                        qt->name, T, codes[ci], tf, tf / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
             }
+            cuda_mm_pipe_set(-1);   /* what a pass gets by default (the automatic choice) */
+            const double tfa = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum);
+            printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: default (STRATA_CUDA_MM_PIPE -1) %6.2f (x%.2f)  checksum %016llx%s\n",
+                   qt->name, T, tfa, tfa / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
         }
     }
     cuda_mm_set(2);
