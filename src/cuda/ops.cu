@@ -592,14 +592,6 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
  * (a power of two: a row's pieces are indexed by shifts, and the swizzle needs eight of them),
  * GS * head_dim <= 512 (a pair of chains per thread). */
 #define ATTV_HALF (ATTN_CHUNK / 2)
-static __device__ __forceinline__ void cp_async16(void *dst_smem, const void *src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    unsigned s = (unsigned)__cvta_generic_to_shared(dst_smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
-#else
-    *(uint4 *)dst_smem = *(const uint4 *)src;
-#endif
-}
 /* rows r0 .. r0 + nrows - 1 of chunk p0 (positions from base's row 0, row_words apart) into
  * tile rows 0 .. nrows - 1 (P 16-byte pieces a row, lp = log2 P), swizzled; the range's last
  * row (n - 1) from last_row (shared memory) when given; one commit group */

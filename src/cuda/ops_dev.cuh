@@ -148,6 +148,15 @@ static __device__ __forceinline__ void cp_async4(uint32_t *dst_smem, const uint3
     *dst_smem = *src;
 #endif
 }
+/* the same for 16 bytes (both addresses 16-byte aligned; .cg: not kept in L1) */
+static __device__ __forceinline__ void cp_async16(void *dst_smem, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+#else
+    *(uint4 *)dst_smem = *(const uint4 *)src;
+#endif
+}
 static __device__ __forceinline__ void cp_async_wait_all(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;" ::: "memory");
