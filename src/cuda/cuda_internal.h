@@ -87,6 +87,8 @@ typedef struct cuda_moe {
     void *act_h;                    /* [P] rows of F in type_down's activation format */
     float *y;                       /* [P][E] */
     float *out;                     /* [T][E] */
+    int max_groups;                 /* grid bound on groups: 0 = P (the decode kernels' slices);
+                                       the wide chunks of cuda_moe_experts_wide set their own */
 } cuda_moe;
 
 /* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the
@@ -102,9 +104,17 @@ typedef struct cuda_moe_wide {
     int *sel;                       /* [T][k] experts chosen */
     int *tiles;                     /* 1 + 2 cuda_moe_wide_max_tiles + P ints (the tile list, then
                                        the token of each grouped position); tiles of 64 columns */
+    int mv;                         /* 2, 4 or 8: each expert's pairs in chunks of at most mv through
+                                       the grouped decode kernels (STRATA_CUDA_MOE_MV; any format,
+                                       no tiles); 0: the grouped tensor-core matmul */
 } cuda_moe_wide;
 int cuda_moe_wide_ok(int type_gu, int type_down, int64_t E, int64_t F);   /* both on tensor cores */
 int cuda_moe_wide_max_tiles(int P, int X);
+/* groups the wide path writes: X (whole groups), or the chunks of at most mv pairs */
+static inline int cuda_moe_wide_max_groups(int P, int X, int mv) {
+    int g = mv ? P / mv + (X < P ? X : P) : X;
+    return g < P ? g : P;
+}
 int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st);
 static inline int cuda_moe_router_fusable(int router_type, int64_t E) { return router_type == TYPE_F32 && (E == 2048 || E == 1024); }
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st);   /* out (+ residual) */

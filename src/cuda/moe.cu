@@ -442,6 +442,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
  * CTA then combines its rows: out[t][i] = 0.0f + w * y in rank order (moe_combine_kernel's
  * operations, y read from shared memory), + the residual add. */
 #define DN_WARPS 8
+#define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
 template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(DN_WARPS * 32)
@@ -451,7 +452,8 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
     constexpr int RPC = COOP != 0 ? DOWN_R : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
     const int ng = groups[0], warp = threadIdx.x >> 5, r0 = blockIdx.x * RPC;
-    for (int gi = warp; gi < ng; gi += DN_WARPS) {
+    /* gridDim.y > 1 (the wide chunks, no combine here): CTA row y takes groups y DN_WARPS + w, ... */
+    for (int gi = blockIdx.y * DN_WARPS + warp; gi < ng; gi += DN_WARPS * gridDim.y) {
         const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
         const int e = gr[0], start = gr[1], n = gr[2];
         const uint8_t *a = act + (size_t)start * as;
@@ -470,7 +472,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
                 for (int t = 0; t < TM; t++) {
                     if (t >= n) break;
                     y[(size_t)(start + t) * E + r0 + r] = acc[r][t];
-                    s_y[start + t][r] = acc[r][t];
+                    if (cb.out) s_y[start + t][r] = acc[r][t];
                 }
         }
     }
@@ -557,7 +559,11 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
     if (cuda_type_info(FMT, &blck, &af, &bs) || n_in % blck) return -1;
     int nb = (int)(n_in / blck);
     size_t rb = (size_t)nb * (size_t)bs, eb = rb * (size_t)n_out, as = cuda_act_row_bytes(af, n_in);
-    dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS), (unsigned)(m->T * m->k));
+    const int maxg = m->max_groups > 0 ? m->max_groups : m->T * m->k;
+    dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS), (unsigned)maxg);
+    /* the down kernel: one CTA row of every group (the slices, whose combine needs all of a row's
+     * pairs in one CTA), or CTA rows of DN_WARPS * DN_GROUPS groups (the wide chunks) */
+    const unsigned gy = m->max_groups > 0 ? (unsigned)((maxg + DN_WARPS * DN_GROUPS - 1) / (DN_WARPS * DN_GROUPS)) : 1u;
     if (!down) {
         const uint8_t *W[2] = { (const uint8_t *)m->gate, (const uint8_t *)m->up };
         if (moe_coop<FMT>(W, 2, rb, eb)) launch_gate_up<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, st);
@@ -565,8 +571,8 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
     } else {   /* one CTA per row slice, every group (moe_down_kernel) */
         const uint8_t *W[1] = { (const uint8_t *)m->down };
         if (moe_coop<FMT>(W, 1, rb, eb) && n_out % DOWN_R == 0)
-            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / DOWN_R)), eb, rb, nb, as, cb, st);
-        else launch_down<FMT, 0>(m, dim3((unsigned)n_out), eb, rb, nb, as, cb, st);
+            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / DOWN_R), gy), eb, rb, nb, as, cb, st);
+        else launch_down<FMT, 0>(m, dim3((unsigned)n_out, gy), eb, rb, nb, as, cb, st);
     }
     return CU_LAUNCHED();
 }
@@ -668,11 +674,12 @@ moe_topk_wide_kernel(const float *__restrict__ logits, int X, int k, int T, int 
 
 /* Grouping, one CTA: pairs q = t k + r (token-major) sorted by expert, stable (moe.c's counting
  * sort): the groups list (expert, first pair, pairs, -1: rows gathered), pair_of[q], the token
- * of each grouped position, and the tile list of the grouped matmul (64 columns per tile).
+ * of each grouped position, and the tile list of the grouped matmul (64 columns per tile); with
+ * chunk > 0 instead each expert's pairs as groups of at most chunk pairs (no tiles).
  * Dynamic shared memory: P ints (the experts of the pairs). */
 __global__ void __launch_bounds__(WIDE_GROUP_THREADS)
-moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int *__restrict__ groups, int *__restrict__ tiles,
-                      int *__restrict__ pair_of, int *__restrict__ tok) {
+moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chunk, int *__restrict__ groups,
+                      int *__restrict__ tiles, int *__restrict__ pair_of, int *__restrict__ tok) {
     PDL_WAIT();
     extern __shared__ int s_sel_w[];
     __shared__ int s_cnt[CUDA_MOE_MAX_X], s_start[CUDA_MOE_MAX_X];
@@ -691,6 +698,14 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int *__r
             s_start[e] = pos;
             const int n = s_cnt[e];
             if (!n) continue;
+            if (chunk) {   /* the grouped decode kernels: a group per chunk of <= chunk pairs */
+                for (int c0 = 0; c0 < n; c0 += chunk) {
+                    int *gr = groups + 1 + MOE_GROUP_INTS * ng++;
+                    gr[0] = e; gr[1] = pos + c0; gr[2] = n - c0 < chunk ? n - c0 : chunk; gr[3] = -1;
+                }
+                pos += n;
+                continue;
+            }
             int *gr = groups + 1 + MOE_GROUP_INTS * ng;
             gr[0] = e; gr[1] = pos; gr[2] = n; gr[3] = -1;
             for (int c0 = 0; c0 < n; c0 += CUDA_MM_BN) { tiles[1 + 2 * nt] = ng; tiles[2 + 2 * nt] = c0; nt++; }
@@ -795,8 +810,9 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
     const cuda_moe *m = &w->m;
     int gaf, daf, gblck, gbs, dblck, dbs;
     if (m->T < 1 || m->k < 1 || m->k > CUDA_MOE_MAX_K || m->k > m->X || m->X > CUDA_MOE_MAX_X ||
+        (w->mv != 0 && w->mv != 2 && w->mv != 4 && w->mv != 8) ||
         cuda_type_info(m->type_gu, &gblck, &gaf, &gbs) || cuda_type_info(m->type_down, &dblck, &daf, &dbs) ||
-        !cuda_moe_wide_ok(m->type_gu, m->type_down, m->E, m->F))
+        (!w->mv && !cuda_moe_wide_ok(m->type_gu, m->type_down, m->E, m->F)))
         return -1;
     if (cuda_moe_tables_init()) return -1;
     const int P = m->T * m->k, maxt = cuda_moe_wide_max_tiles(P, m->X);
@@ -830,12 +846,22 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
         attr_done = 1;
     }
     int *tok = w->tiles + 1 + 2 * maxt;   /* [P] token of each grouped position (after the tile list) */
-    klaunch(moe_group_wide_kernel, 1, WIDE_GROUP_THREADS, shm_g, st, (const int *)w->sel, m->X, m->k, m->T, m->groups,
-            w->tiles, m->pair_of, tok);
+    klaunch(moe_group_wide_kernel, 1, WIDE_GROUP_THREADS, shm_g, st, (const int *)w->sel, m->X, m->k, m->T,
+            w->mv, m->groups, w->tiles, m->pair_of, tok);
     if (CU_LAUNCHED()) return -1;
     klaunch(moe_gather_wide_kernel, (unsigned)P, 128, 0, st, (const uint32_t *)m->act_x, (const int *)tok, (int)(as_x / 4),
             (uint32_t *)m->act_pairs);
     if (CU_LAUNCHED()) return -1;
+    if (w->mv) {   /* the chunks through the grouped decode kernels (h written as silu(g) * u) */
+        cuda_moe mc = *m;
+        mc.T = w->mv;   /* the kernels' column count: a chunk's pairs */
+        mc.max_groups = cuda_moe_wide_max_groups(P, m->X, w->mv);
+        moe_comb cb;
+        memset(&cb, 0, sizeof cb);
+        if (moe_dispatch(m->type_gu, &mc, 0, cb, st) || cuda_act_quantize(daf, m->h, m->F, P, m->act_h, st))
+            return -1;
+        return moe_dispatch(m->type_down, &mc, 1, cb, st);
+    }
     /* gate and up, then h */
     const size_t grb = (size_t)(m->E / gblck) * (size_t)gbs, geb = grb * (size_t)m->F;
     if (cuda_mm_grouped(m->type_gu, m->gate, geb, grb, (int)m->F, m->E, m->act_pairs, m->groups, w->tiles, maxt, m->h, st) ||

@@ -5,7 +5,9 @@
  * STRATA_CUDA_MM_EXT / STRATA_CUDA_MOE_MM on: IQ and Q3_K weights on tensor cores and the MoE's
  * wide passes as grouped matmuls (IQ3_XXS experts, as the 48-layer MoE file); the tensor-core
  * runs also with the pipelined kernel (STRATA_CUDA_MM_PIPE=1, plain and grouped), and the automatic
- * kernel choice with the query-tile attention's general loops (STRATA_CUDA_ATTN_QVEC=0). */
+ * kernel choice with the query-tile attention's general loops (STRATA_CUDA_ATTN_QVEC=0); and the
+ * MoE's wide passes as chunks of 2, 4 or 8 pairs through the grouped decode kernels
+ * (STRATA_CUDA_MOE_MV, STRATA_CUDA_MOE_MV_CHUNK). */
 #include "test.h"
 #include "widths_common.h"
 #include "cuda/cuda_backend.h"
@@ -13,10 +15,16 @@
 
 /* ext: STRATA_CUDA_MM_EXT and STRATA_CUDA_MOE_MM on (the formats added to the tensor-core
  * kernel and the wide MoE path, written without device time on 2026-12-01) */
-static void widths(const char *name, int moe, int ta, int tf, int ext) {
-    char path[256], err[512];
+/* mv: STRATA_CUDA_MOE_MV (the MoE FFN of passes of 9..mv tokens: each expert's pairs in chunks of 8
+ * through the grouped decode kernels) */
+static void widths_c(const char *name, int moe, int ta, int tf, int ext, int mv, int chunk) {
+    char path[256], err[512], mvs[16];
     cuda_mm_ext_set(ext);
     setenv("STRATA_CUDA_MOE_MM", ext ? "1" : "0", 1);
+    snprintf(mvs, sizeof mvs, "%d", mv);
+    setenv("STRATA_CUDA_MOE_MV", mvs, 1);
+    snprintf(mvs, sizeof mvs, "%d", chunk);
+    setenv("STRATA_CUDA_MOE_MV_CHUNK", mvs, 1);
     env_reset_cache();
     snprintf(path, sizeof path, "/tmp/strata-gpu-widths-%s.gguf", name);
     REQUIRE(wid_synth(path, moe, ta, tf, err, sizeof err) == 0, "synth: %s", err);
@@ -52,20 +60,29 @@ static void widths(const char *name, int moe, int ta, int tf, int ext) {
     strata_model_free(mg); strata_model_free(mc);
 }
 
+static void widths(const char *name, int moe, int ta, int tf, int ext, int mv) { widths_c(name, moe, ta, tf, ext, mv, 8); }
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
-    widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0);
-    widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K, 0);
-    widths("q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K, 0);
-    widths("q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K, 0);
-    widths("moe", 1, TYPE_Q4_K, TYPE_Q4_0, 0);
+    widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
+    widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K, 0, 0);
+    widths("q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K, 0, 0);
+    widths("q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K, 0, 0);
+    widths("moe", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 0);
     /* the extended formats on tensor cores, and the wide MoE path (grouped matmuls) */
-    widths("ext-q3k-iq3xxs", 0, TYPE_Q3_K, TYPE_IQ3_XXS, 1);
-    widths("ext-iq4xs-iq2xxs", 0, TYPE_IQ4_XS, TYPE_IQ2_XXS, 1);
-    widths("ext-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 1);
-    widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1);
+    widths("ext-q3k-iq3xxs", 0, TYPE_Q3_K, TYPE_IQ3_XXS, 1, 0);
+    widths("ext-iq4xs-iq2xxs", 0, TYPE_IQ4_XS, TYPE_IQ2_XXS, 1, 0);
+    widths("ext-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 1, 0);
+    widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
     /* n_embd 1024: the F32 router of the wide path in one launch (moe_router_wide_kernel) */
-    widths("ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1);
+    widths("ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
+    /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
+     * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
+    widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
+    widths("mv-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 64);
+    widths_c("mv-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 512, 4);
+    unsetenv("STRATA_CUDA_MOE_MV");
+    unsetenv("STRATA_CUDA_MOE_MV_CHUNK");
     cuda_mm_ext_set(0);
     TEST_DONE();
 }
