@@ -261,6 +261,7 @@ typedef struct {
     int moe_wide_min;           /* STRATA_CUDA_MOE_MM: the narrowest pass that takes the wide path */
     int moe_mv_max;             /* STRATA_CUDA_MOE_MV: the widest pass whose wide path runs chunks */
     int moe_mv_chunk;           /* STRATA_CUDA_MOE_MV_CHUNK: 2, 4 or 8 pairs a chunk, 0 auto */
+    int moe_router_tg;          /* STRATA_CUDA_MOE_ROUTER_TG: tokens per CTA of the wide router */
     /* graphs: [0] greedy (argmax), [1] sampler at temperature 0 (penalty + argmax: no sort),
      * [2] sampler */
     /* decode step graphs [kind][class]: kind 0 argmax, 1 greedy sampler, 2 sampler, 3 forward only;
@@ -728,8 +729,9 @@ static int moe_wide_ready(cuda_be *c, const weight *G, const weight *D, int raf,
 }
 
 /* All T tokens of a wide pass at once (STRATA_CUDA_MOE_MV = M: T <= M, else STRATA_CUDA_MOE_MM = N:
- * T >= N): the router over T, the routing, then each expert's pairs in chunks of 8 through the
- * grouped decode kernels (T <= M) or as the grouped tensor-core matmuls of moe.cu; the combine.
+ * T >= N): the router over T, the routing, then each expert's pairs in chunks of 4 or 8
+ * (STRATA_CUDA_MOE_MV_CHUNK) through the grouped decode kernels (T <= M) or as the grouped
+ * tensor-core matmuls of moe.cu; the combine.
  * 0, or -1 when it did not run. */
 static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weight *U, const weight *D, int T,
                         int raf, int gaf, float *add_to) {
@@ -760,6 +762,7 @@ static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weig
      * 1,438 in the engine, 1,682 / 1,590 in the server: 8 kept there), else 8 */
     const int chunk = c->moe_mv_chunk ? c->moe_mv_chunk : T * c->hp.n_experts_used <= 2 * (int)R->n_out ? 4 : CUDA_MOE_COLS;
     w.mv = mv ? chunk : 0;
+    w.router_tg = c->moe_router_tg;
     if (cuda_moe_experts_wide(&w, c->st)) { be_fail(c, "moe experts (wide)"); return 0; }
     if (cuda_moe_combine(&w.m, add_to, c->st)) be_fail(c, "moe combine (wide)");
     return 0;
@@ -1222,6 +1225,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->moe_mv_max = (int)env_int(ENV_CUDA_MOE_MV);
     c->moe_mv_chunk = (int)env_int(ENV_CUDA_MOE_MV_CHUNK);
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
+    c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;

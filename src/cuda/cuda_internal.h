@@ -104,6 +104,8 @@ typedef struct cuda_moe_wide {
     int *sel;                       /* [T][k] experts chosen */
     int *tiles;                     /* 1 + 2 cuda_moe_wide_max_tiles + P ints (the tile list, then
                                        the token of each grouped position); tiles of 64 columns */
+    int router_tg;                  /* tokens per CTA of the wide F32 router: 1..16, 0 auto
+                                       (STRATA_CUDA_MOE_ROUTER_TG) */
     int mv;                         /* 2, 4 or 8: each expert's pairs in chunks of at most mv through
                                        the grouped decode kernels (STRATA_CUDA_MOE_MV; any format,
                                        no tiles); 0: the grouped tensor-core matmul */

@@ -737,7 +737,7 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chun
 
 /* The F32 router of a wide pass (cuda_moe_router_fusable widths): logits [T][X]. CTA (b, c):
  * rows 8 b .. 8 b + 7 (a warp each, its row's weights in registers as router_row loads them) for
- * tokens WIDE_ROUTER_TG c .. + WIDE_ROUTER_TG - 1, the tokens' x rows brought into shared memory
+ * tokens tg c .. + tg - 1 (tg <= WIDE_ROUTER_TG), the tokens' x rows brought into shared memory
  * WIDE_ROUTER_TC at a time and read by all 8 warps (a warp reading x from global memory for
  * itself measured 120 us per layer of a 512-token pass: every x row was read once per router
  * row). Each logit is router_row's: lane l sums w[l + 32 i] * x[l + 32 i] in i order from 0.0f,
@@ -749,12 +749,13 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chun
 #define WIDE_ROUTER_TC 4
 template <int NPL>
 __global__ void __launch_bounds__(WIDE_ROUTER_WARPS * 32)
-moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits, int X, int T) {
+moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits, int X, int T,
+                       int tg) {
     PDL_WAIT();
     constexpr int E = NPL * 32;
     __shared__ __align__(16) float xs[WIDE_ROUTER_TC][E];
     const int lane = threadIdx.x & 31, row = blockIdx.x * WIDE_ROUTER_WARPS + (threadIdx.x >> 5);
-    const int tb = blockIdx.y * WIDE_ROUTER_TG, te = tb + WIDE_ROUTER_TG < T ? tb + WIDE_ROUTER_TG : T;
+    const int tb = blockIdx.y * tg, te = tb + tg < T ? tb + tg : T;
     float w[NPL];
     if (row < X) {
         const float *wr = W + (size_t)row * E;
@@ -820,14 +821,23 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
     if (!as_x || as_x % 4) return -1;
     /* the router (an F32 one of a fusable width here; else the caller's matvec wrote the logits) */
     if (m->router_f32) {
-        const dim3 grid((unsigned)((m->X + WIDE_ROUTER_WARPS - 1) / WIDE_ROUTER_WARPS),
-                        (unsigned)((m->T + WIDE_ROUTER_TG - 1) / WIDE_ROUTER_TG));
+        /* tokens per CTA: w->router_tg (1..16), or 0: as many CTA rows as make >= 128 CTAs (a
+         * 16-token pass: 2 tokens a CTA, 128 CTAs instead of 16; the same dots either way) */
+        const int gx = (m->X + WIDE_ROUTER_WARPS - 1) / WIDE_ROUTER_WARPS;
+        int tg = w->router_tg;
+        if (tg <= 0) {
+            const int rows = (128 + gx - 1) / gx;
+            tg = (m->T + rows - 1) / rows;
+        }
+        if (tg < 1) tg = 1;
+        if (tg > WIDE_ROUTER_TG) tg = WIDE_ROUTER_TG;
+        const dim3 grid((unsigned)gx, (unsigned)((m->T + tg - 1) / tg));
         if (m->E == 2048)
             klaunch(moe_router_wide_kernel<64>, grid, WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32,
-                    (float *)m->logits, m->X, m->T);
+                    (float *)m->logits, m->X, m->T, tg);
         else if (m->E == 1024)
             klaunch(moe_router_wide_kernel<32>, grid, WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32,
-                    (float *)m->logits, m->X, m->T);
+                    (float *)m->logits, m->X, m->T, tg);
         else
             return -1;
         if (CU_LAUNCHED()) return -1;

@@ -7,7 +7,8 @@
  * runs also with the pipelined kernel (STRATA_CUDA_MM_PIPE=1, plain and grouped), and the automatic
  * kernel choice with the query-tile attention's general loops (STRATA_CUDA_ATTN_QVEC=0); and the
  * MoE's wide passes as chunks of 2, 4 or 8 pairs through the grouped decode kernels
- * (STRATA_CUDA_MOE_MV, STRATA_CUDA_MOE_MV_CHUNK). */
+ * (STRATA_CUDA_MOE_MV, STRATA_CUDA_MOE_MV_CHUNK), one of them with the wide router's automatic
+ * tokens per CTA (STRATA_CUDA_MOE_ROUTER_TG=0). */
 #include "test.h"
 #include "widths_common.h"
 #include "cuda/cuda_backend.h"
@@ -15,8 +16,8 @@
 
 /* ext: STRATA_CUDA_MM_EXT and STRATA_CUDA_MOE_MM on (the formats added to the tensor-core
  * kernel and the wide MoE path, written without device time on 2026-12-01) */
-/* mv: STRATA_CUDA_MOE_MV (the MoE FFN of passes of 9..mv tokens: each expert's pairs in chunks of 8
- * through the grouped decode kernels) */
+/* mv: STRATA_CUDA_MOE_MV (the MoE FFN of passes of 9..mv tokens: each expert's pairs in chunks of
+ * at most `chunk` pairs, STRATA_CUDA_MOE_MV_CHUNK, through the grouped decode kernels) */
 static void widths_c(const char *name, int moe, int ta, int tf, int ext, int mv, int chunk) {
     char path[256], err[512], mvs[16];
     cuda_mm_ext_set(ext);
@@ -80,7 +81,9 @@ int main(void) {
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
     widths("mv-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 64);
+    setenv("STRATA_CUDA_MOE_ROUTER_TG", "0", 1);   /* the wide router's automatic tokens per CTA (1..8 here) */
     widths_c("mv-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 512, 4);
+    unsetenv("STRATA_CUDA_MOE_ROUTER_TG");
     unsetenv("STRATA_CUDA_MOE_MV");
     unsetenv("STRATA_CUDA_MOE_MV_CHUNK");
     cuda_mm_ext_set(0);
