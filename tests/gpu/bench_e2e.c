@@ -15,7 +15,8 @@
  * run` does after a long prompt; prompt and decode tok/s, ids hash). E2E_KV=int8: every session
  * with the int8 KV cache (`--kv int8`; default f16). E2E_MIX=0,8,9,16: the server's burst step
  * (strata_sessions_step_prefill_multi: N sessions decoding at position 512 beside two prompts of
- * 1,024 - N tokens in all), ms per step. */
+ * 1,024 - N tokens in all; E2E_MIX_PROMPTS=3: three prompts as the server's steps hold them,
+ * E2E_MIX_CTX=1024: the sessions' n_ctx), ms per step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,34 +141,41 @@ int main(int argc, char **argv) {
         while (*q && *q != ',') q++;
         if (*q == ',') q++;
         if (nd < 0 || nd > 48) continue;
-        strata_session *ss[48], *ps[2];
+        /* E2E_MIX_PROMPTS=3: the server's usual make-up instead: a prompt's last 212 tokens (300
+         * already in), a whole one of 512, and the first 300 - N of a third (no logits) */
+        const int three = getenv("E2E_MIX_PROMPTS") && atoi(getenv("E2E_MIX_PROMPTS")) == 3;
+        const int np = three ? 3 : 2;
+        strata_session *ss[48], *ps[3];
         int32_t ids[48];
         strata_session_params sp = strata_session_default_params();
         sp.kv_type = kv_type;
-        sp.n_ctx = 2048;
+        sp.n_ctx = getenv("E2E_MIX_CTX") ? atoi(getenv("E2E_MIX_CTX")) : 2048;   /* the server's slots: --ctx */
+        if (sp.n_ctx < 1024) sp.n_ctx = 1024;
         for (int i = 0; i < nd; i++) {
             ss[i] = strata_session_new(m, &sp, err, sizeof err);
             if (!ss[i] || strata_session_eval(ss[i], prompt, 512)) { fprintf(stderr, "mix session %d\n", i); return 1; }
             ids[i] = prompt[(7 * i) % 512];
         }
-        for (int j = 0; j < 2; j++)
+        for (int j = 0; j < np; j++)
             if (!(ps[j] = strata_session_new(m, &sp, err, sizeof err))) { fprintf(stderr, "mix prompt: %s\n", err); return 1; }
-        const int32_t *pids[2] = { prompt, prompt };
-        const int pns[2] = { (1024 - nd + 1) / 2, (1024 - nd) / 2 }, want[2] = { 1, 1 };   /* 1,024 columns, as the server's step */
+        const int32_t *pids[3] = { prompt, prompt, prompt };
+        int pns[3] = { (1024 - nd + 1) / 2, (1024 - nd) / 2, 0 }, want[3] = { 1, 1, 0 };   /* 1,024 columns, as the server's step */
+        if (three) { pids[0] = prompt + 300; pns[0] = 212; pns[1] = 512; pns[2] = 300 - nd; }
         double ms[9];
         for (int r = 0; r < 9; r++) {
-            for (int j = 0; j < 2; j++) strata_session_reset(ps[j]);
+            for (int j = 0; j < np; j++) strata_session_reset(ps[j]);
+            if (three && strata_session_eval(ps[0], prompt, 300)) { fprintf(stderr, "mix prefill\n"); return 1; }
             for (int i = 0; i < nd; i++)
                 if (strata_session_rewind(ss[i], 512)) { fprintf(stderr, "mix rewind\n"); return 1; }
             double t0 = now();
-            if (strata_sessions_step_prefill_multi(ss, ids, nd, ps, pids, pns, want, 2)) { fprintf(stderr, "mix step failed\n"); return 1; }
+            if (strata_sessions_step_prefill_multi(ss, ids, nd, ps, pids, pns, want, np)) { fprintf(stderr, "mix step failed\n"); return 1; }
             ms[r] = (now() - t0) * 1e3;
         }
         qsort(ms + 2, 7, sizeof ms[0], cmpd);   /* two warm-up steps */
-        printf("%-8s mix: %2d decoding + %d prompt tokens: %.2f ms per step (min %.2f max %.2f)\n", shape, nd, 1024 - nd, ms[5], ms[2],
-               ms[8]);
+        printf("%-8s mix: %2d decoding + %d prompt tokens (%d prompts, n_ctx %d): %.2f ms per step (min %.2f max %.2f)\n", shape, nd,
+               1024 - nd, np, sp.n_ctx, ms[5], ms[2], ms[8]);
         for (int i = 0; i < nd; i++) strata_session_free(ss[i]);
-        for (int j = 0; j < 2; j++) strata_session_free(ps[j]);
+        for (int j = 0; j < np; j++) strata_session_free(ps[j]);
     }
     for (const char *q = getenv("E2E_DEPTH"); q && *q;) {   /* decode after a d-token prompt */
         int d = atoi(q);
