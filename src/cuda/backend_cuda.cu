@@ -379,7 +379,15 @@ static int cuda_reserve(cuda_be *c, int T, int n_logits, char *err, size_t errle
 static int logits_ok(cuda_be *c, int n) {
     char err[256];
     if (n > FWD_MAX_LOGITS) { be_fail(c, "a head of more than FWD_MAX_LOGITS rows"); return 0; }
-    if (cuda_reserve(c, c->cap_T, n, err, sizeof err) == 0) return 1;
+    /* growing: at least twice the rows held (8, 16, 32, 64), so a server's rows growing one a
+     * step do not wait for the device and allocate at every step */
+    const int held = (int)(c->sz.logits / (size_t)c->hp.n_vocab);
+    int want = n;
+    if (n > held) {
+        const int dbl = 2 * held < FWD_MAX_LOGITS ? 2 * held : FWD_MAX_LOGITS;
+        if (want < dbl) want = dbl;
+    }
+    if (cuda_reserve(c, c->cap_T, want, err, sizeof err) == 0) return 1;
     fprintf(stderr, "strata: CUDA backend: logits of %d rows: %s\n", n, err);
     be_fail(c, "logits buffer");
     return 0;

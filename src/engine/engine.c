@@ -1165,6 +1165,17 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
     }
     int done[FWD_MAX_LOGITS];   /* tokens of prompt j gone in so far */
     for (int j = 0; j < np; j++) done[j] = 0;
+    /* every pass runs on one backend: the longest context's (its scratch covers every
+     * sequence), the first decoding session's among equals, else the first prompt's. The decode
+     * passes run on that one too, so a backend already grown to wide passes and many logits rows
+     * keeps serving: a prompt's backend is new to wide passes at most steps of a burst, and
+     * growing it waits for the device and allocates. The same bits on any backend. */
+    backend *pb = NULL;
+    int best = 0;
+    for (int i = 0; i < n; i++)
+        if (!pb || ss[i]->n_ctx > best) { best = ss[i]->n_ctx; pb = ss[i]->be; }
+    for (int j = 0; j < np; j++)
+        if (!pb || ps[j]->n_ctx > best) { best = ps[j]->n_ctx; pb = ps[j]->be; }
     int pj = 0, di = 0;         /* the next prompt with tokens left, the next decoding session */
     while (pj < np || di < n) {
         fwd_seq g[FWD_MAX_T];
@@ -1187,8 +1198,7 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
             nfin += ends;
             room -= t;
         }
-        int ng = 0, used = 0, best = 0;
-        backend *pb = NULL;
+        int ng = 0, used = 0;
         for (int w = 0; w < nw; w++) {   /* the prompts' columns without logits */
             strata_session *p = ps[who[w]];
             int c = take[w] - fin[w];
@@ -1197,7 +1207,6 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
                 g[ng++] = (fwd_seq){ p->be->kv, p->pos, c };
                 used += c;
             }
-            if (!pb || p->n_ctx > best) { best = p->n_ctx; pb = p->be; }   /* the longest context's scratch */
         }
         const int from = used;
         for (int w = 0; w < nw; w++) {   /* the last tokens of the prompts that end here */
@@ -1210,7 +1219,6 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
         for (; di < i0 + nd; di++) {
             cols[used++] = ids[di];
             g[ng++] = (fwd_seq){ ss[di]->be->kv, ss[di]->pos, 1 };
-            if (!pb || ss[di]->n_ctx > best) { best = ss[di]->n_ctx; pb = ss[di]->be; }
         }
         fwd_batch fb = { used, ng, g };
         if (forward_batch(pb, &m->hp, cols, &fb, from) != 0) return -1;
