@@ -922,6 +922,10 @@ static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *i
 }
 
 static const float *cuda_logits_host(backend *be) { return CB(be)->h_logits; }
+static void cuda_sync_be(backend *be) {
+    cuda_be *c = CB(be);
+    if (CU_CHECK(cudaStreamSynchronize(c->st))) be_fail(c, "stream synchronize");
+}
 static int cuda_max_rewind(const backend *be) { (void)be; return 1 << 30; }   /* every position is kept */
 
 /* ---- a step as a CUDA graph: captured at first use, then replayed ----------------------------
@@ -1188,6 +1192,7 @@ static const backend_ops cuda_ops = {
     cuda_free_be, cuda_kv_copy, cuda_kv_bytes,
     cuda_verify_step,
     cuda_decode_step_masked,
+    cuda_sync_be,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */

@@ -1177,6 +1177,7 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
     for (int j = 0; j < np; j++)
         if (!pb || ps[j]->n_ctx > best) { best = ps[j]->n_ctx; pb = ps[j]->be; }
     int pj = 0, di = 0;         /* the next prompt with tokens left, the next decoding session */
+    int in_flight = 0;          /* the last pass returned no logits: its KV writes may be running */
     while (pj < np || di < n) {
         fwd_seq g[FWD_MAX_T];
         int32_t cols[FWD_MAX_T];
@@ -1223,6 +1224,7 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
         fwd_batch fb = { used, ng, g };
         if (forward_batch(pb, &m->hp, cols, &fb, from) != 0) return -1;
         const float *lg = used > from ? pb->ops->logits(pb) : NULL;
+        in_flight = used == from;
         int row = 0;
         for (int w = 0; w < nw; w++) {
             strata_session *p = ps[who[w]];
@@ -1242,6 +1244,9 @@ int strata_sessions_step_prefill_multi(strata_session *const *ss, const int32_t 
         while (pj < np && done[pj] == pns[pj]) pj++;
         if (nw == 0 && nd == 0) return -1;   /* no progress (cannot happen: a pass always takes a column) */
     }
+    /* a last pass without logits wrote KV rows of sessions that may next run on their own
+     * backends (streams): it is done before this returns */
+    if (in_flight && pb->ops->sync) pb->ops->sync(pb);
     return 0;
 }
 

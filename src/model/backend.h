@@ -98,6 +98,10 @@ typedef struct backend_ops {
      * set in mask(user) (n_vocab bits, LSB first in each byte; called on the host while the
      * device runs the forward pass; NULL from it fails the step). -1 on error. */
     int32_t (*decode_step_masked)(backend *be, int32_t id, int pos, const uint8_t *(*mask)(void *), void *user);
+    /* Optional (NULL: every call returns with its work done, as the CPU's). Wait until the
+     * work launched so far is done: a pass that returned no logits may still be writing KV
+     * rows of other sessions, whose own backends run on other streams (CUDA). */
+    void (*sync)(backend *be);
 } backend_ops;
 
 struct backend {
