@@ -23,6 +23,7 @@
 #include "expf_host.cuh"
 
 EXPF_DEVICE_STATE
+PDL_TU_STATE(attn_prompt)
 int cuda_attnp_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
 #include "model/attn_order.h"

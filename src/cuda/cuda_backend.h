@@ -58,7 +58,7 @@ const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
 typedef struct cuda_variants {
     int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
     int attn_serial;        /* 0: the attention's chunks in parallel; 1: one CTA per head walks them (same bits) */
-    int pdl;                /* programmatic dependent launch of the backend's kernels (same bits) */
+    int pdl;                /* programmatic dependent launch: 0 off, 1 on, 2 early (same bits) */
     int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): the table's by default */
     int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */

@@ -21,13 +21,33 @@ extern "C" {
  * launched this way waits before its first access, the order of all earlier kernels holds
  * transitively. Off (plain <<<>>> launches) until cuda_set_pdl(1): the backend sets it from
  * the device class / STRATA_CUDA_PDL. Bits are unchanged either way. */
+/* STRATA_CUDA_PDL=early (mode 2): once its wait has returned, every CTA also signals
+ * griddepcontrol.launch_dependents, so the next kernel is launched (its CTAs made resident,
+ * their prologue run, blocked at their own wait) while this one computes, instead of when its
+ * CTAs exit. The wait still returns only after the whole predecessor has completed and its
+ * writes are visible, so data never overlaps and the bits are the same; at most two grids are
+ * in flight. The mode lives in a per-file constant (PDL_TU_STATE), read before the wait. */
+#define PDL_TU_STATE(name)                                                                       \
+    static __constant__ int c_pdl_early;                                                         \
+    void cuda_pdl_early_##name(int on) { cudaMemcpyToSymbol(c_pdl_early, &on, sizeof on); }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define PDL_WAIT()                                                                               \
+    do {                                                                                         \
+        const int pdl_early_ = c_pdl_early;                                                      \
+        asm volatile("griddepcontrol.wait;" ::: "memory");                                       \
+        if (pdl_early_) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");          \
+    } while (0)
 #else
 #define PDL_WAIT() do { } while (0)
 #endif
-void cuda_set_pdl(int on);
+/* 0 off, 1 on (the next kernel launches as this one's CTAs exit), 2 early (see above) */
+void cuda_set_pdl(int mode);
 int cuda_pdl_on(void);
+void cuda_pdl_early_ops(int on);
+void cuda_pdl_early_matvec(int on);
+void cuda_pdl_early_mm(int on);
+void cuda_pdl_early_moe(int on);
+void cuda_pdl_early_attn_prompt(int on);
 template <typename... KArgs, typename... Args>
 static inline void klaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t shm, cudaStream_t st, Args... args) {
     if (!cuda_pdl_on()) { k<<<grid, block, shm, st>>>(args...); return; }

@@ -84,6 +84,7 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->pdl_from = "table";
     if (!strcmp(pd, "on") || !strcmp(pd, "1")) { v->pdl = c && c->major >= 9; v->pdl_from = "STRATA_CUDA_PDL"; }
     else if (!strcmp(pd, "off") || !strcmp(pd, "0")) { v->pdl = 0; v->pdl_from = "STRATA_CUDA_PDL"; }
+    else if (!strcmp(pd, "early") || !strcmp(pd, "2")) { v->pdl = c && c->major >= 9 ? 2 : 0; v->pdl_from = "STRATA_CUDA_PDL"; }
     /* decode variants (issue 20, same bits): the table's where "auto", else what the switch says
      * (docs/KERNELS.md, "Decode variants"); the routing stays serial unless asked */
     const int td = c ? c->table_decode : 0;
@@ -117,7 +118,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              "attention: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s; split rows: %s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
-             v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from, v.pdl ? "on" : "off", v.pdl_from,
+             v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from, v.pdl == 2 ? "early" : v.pdl ? "on" : "off", v.pdl_from,
              v.decode ? "" : " none", v.decode & CUDA_DEC_IQ2 ? " iq2" : "", v.decode & CUDA_DEC_IQ3 ? " iq3" : "", v.decode & CUDA_DEC_IQ4 ? " iq4" : "", v.decode & CUDA_DEC_Q2_WORD ? " q2-word" : "",
              v.decode & CUDA_DEC_Q6_SWAR ? " q6-swar" : "", v.decode_from, v.route_parallel ? "parallel" : "serial",
              v.moe_fast ? "" : " none", v.moe_fast & CUDA_MOE_FAST_ROUTE1 ? " route1" : "",

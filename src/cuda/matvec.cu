@@ -27,6 +27,7 @@
 #include "expf_host.cuh"
 
 EXPF_DEVICE_STATE
+PDL_TU_STATE(matvec)
 int cuda_matvec_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
 

@@ -41,6 +41,7 @@
 extern "C" {
 #include "core/env.h"
 }
+PDL_TU_STATE(mm)
 
 #define MM_BM 64
 #define MM_BN CUDA_MM_BN

@@ -27,8 +27,16 @@ extern "C" {
 #include <float.h>
 
 /* programmatic dependent launch (cuda_common.cuh's klaunch): off until the backend turns it on */
-static int g_pdl = 0;
-void cuda_set_pdl(int on) { g_pdl = on ? 1 : 0; }
+static int g_pdl = 0, g_pdl_early = -1;
+PDL_TU_STATE(ops)
+void cuda_set_pdl(int mode) {
+    g_pdl = mode ? 1 : 0;
+    const int e = mode == 2;
+    if (e == g_pdl_early) return;
+    g_pdl_early = e;   /* every file's constant (before any capture: backend creation) */
+    cuda_pdl_early_ops(e); cuda_pdl_early_matvec(e); cuda_pdl_early_mm(e); cuda_pdl_early_moe(e);
+    cuda_pdl_early_attn_prompt(e);
+}
 int cuda_pdl_on(void) { return g_pdl; }
 
 /* ---- embedding: element dequantization, the reference formula of each format ------------ */

@@ -8,7 +8,9 @@
  * kernel choice with the query-tile attention's general loops (STRATA_CUDA_ATTN_QVEC=0); and the
  * MoE's wide passes as chunks of 2, 4 or 8 pairs through the grouped decode kernels
  * (STRATA_CUDA_MOE_MV, STRATA_CUDA_MOE_MV_CHUNK), one of them with the wide router's automatic
- * tokens per CTA (STRATA_CUDA_MOE_ROUTER_TG=0). */
+ * tokens per CTA at 16 (STRATA_CUDA_MOE_ROUTER_TG=16; the others run the automatic choice, the
+ * default). Two configurations run with STRATA_CUDA_PDL=early (every kernel signals its
+ * dependents as soon as its own wait returns). */
 #include "test.h"
 #include "widths_common.h"
 #include "cuda/cuda_backend.h"
@@ -63,9 +65,22 @@ static void widths_c(const char *name, int moe, int ta, int tf, int ext, int mv,
 
 static void widths(const char *name, int moe, int ta, int tf, int ext, int mv) { widths_c(name, moe, ta, tf, ext, mv, 8); }
 
+/* STRATA_CUDA_PDL=early for the backends created next (read at their creation); on Hopper the
+ * switch must take (the device table's choice otherwise) */
+static void pdl_early(int on) {
+    if (on) setenv("STRATA_CUDA_PDL", "early", 1); else unsetenv("STRATA_CUDA_PDL");
+    env_reset_cache();
+    cuda_variants v;
+    cuda_device_choose(&v);
+    const cuda_device_class *c = cuda_device_class_get();
+    if (c && c->major >= 9) CHECKF(v.pdl == (on ? 2 : c->table_pdl), "STRATA_CUDA_PDL=%s: mode %d", on ? "early" : "auto", v.pdl);
+}
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    pdl_early(1);   /* the dense model's passes with every kernel signalling its dependents early */
     widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
+    pdl_early(0);
     widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K, 0, 0);
     widths("q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K, 0, 0);
     widths("q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K, 0, 0);
@@ -80,8 +95,10 @@ int main(void) {
     /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
+    pdl_early(1);
     widths("mv-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 64);
-    setenv("STRATA_CUDA_MOE_ROUTER_TG", "0", 1);   /* the wide router's automatic tokens per CTA (1..8 here) */
+    pdl_early(0);
+    setenv("STRATA_CUDA_MOE_ROUTER_TG", "16", 1);   /* the wide router's tokens per CTA at their most */
     widths_c("mv-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 512, 4);
     unsetenv("STRATA_CUDA_MOE_ROUTER_TG");
     unsetenv("STRATA_CUDA_MOE_MV");
