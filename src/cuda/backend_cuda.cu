@@ -505,7 +505,7 @@ static void prof_pass(cuda_be *c, int T) {
 
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
-    if (!c->capturing) prof_pass(c, b->T);
+    if (!c->capturing) { prof_pass(c, b->T); cuda_pdl_pass(b->T, c->st); }
     const weight *te = &c->w->tok_embd;
     if (b->T > c->cap_T) {
         char err[256];
@@ -942,6 +942,7 @@ static int graph_step(backend *be, cudaGraphExec_t *exec, int *ok, step_recorder
     cuda_be *c = CB(be);
     const int graph = env_bool(ENV_CUDA_GRAPH);
     int rc = 0, captured = 0;
+    cuda_pdl_pass(1, c->st);   /* a step or a verify window: at most FWD_INIT_T columns */
     c->capturing = 1;
     if (!graph) rc = rec(be, arg);
     else if (!*ok) {

@@ -59,6 +59,7 @@ typedef struct cuda_variants {
     int matvec_coop;        /* 8: 8 lanes per super-block; 0: one lane per block */
     int attn_serial;        /* 0: the attention's chunks in parallel; 1: one CTA per head walks them (same bits) */
     int pdl;                /* programmatic dependent launch: 0 off, 1 on, 2 early (same bits) */
+    int pdl_early_T;        /* early: for passes of at most this many columns (STRATA_CUDA_PDL_EARLY_T) */
     int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): the table's by default */
     int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */

@@ -29,7 +29,10 @@ extern "C" {
  * in flight. The mode lives in a per-file constant (PDL_TU_STATE), read before the wait. */
 #define PDL_TU_STATE(name)                                                                       \
     static __constant__ int c_pdl_early;                                                         \
-    void cuda_pdl_early_##name(int on) { cudaMemcpyToSymbol(c_pdl_early, &on, sizeof on); }
+    void cuda_pdl_early_##name(int on) { cudaMemcpyToSymbol(c_pdl_early, &on, sizeof on); }      \
+    void cuda_pdl_early_##name##_async(const int *d_on, cudaStream_t st) {                       \
+        cudaMemcpyToSymbolAsync(c_pdl_early, d_on, sizeof(int), 0, cudaMemcpyDeviceToDevice, st); \
+    }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define PDL_WAIT()                                                                               \
     do {                                                                                         \
@@ -40,14 +43,15 @@ extern "C" {
 #else
 #define PDL_WAIT() do { } while (0)
 #endif
-/* 0 off, 1 on (the next kernel launches as this one's CTAs exit), 2 early (see above) */
-void cuda_set_pdl(int mode);
+/* 0 off, 1 on (the next kernel launches as this one's CTAs exit), 2 early (see above) for the
+ * passes of at most max_T columns (STRATA_CUDA_PDL_EARLY_T), on for wider ones */
+void cuda_set_pdl(int mode, int max_T);
 int cuda_pdl_on(void);
-void cuda_pdl_early_ops(int on);
-void cuda_pdl_early_matvec(int on);
-void cuda_pdl_early_mm(int on);
-void cuda_pdl_early_moe(int on);
-void cuda_pdl_early_attn_prompt(int on);
+/* early mode: a pass of T columns about to be enqueued on st (never while capturing); switches
+ * the files' constants by stream-ordered copies when the pass's class differs from the last */
+void cuda_pdl_pass(int T, cudaStream_t st);
+#define PDL_TU_DECL(name) void cuda_pdl_early_##name(int on); void cuda_pdl_early_##name##_async(const int *d_on, cudaStream_t st);
+PDL_TU_DECL(ops) PDL_TU_DECL(matvec) PDL_TU_DECL(mm) PDL_TU_DECL(moe) PDL_TU_DECL(attn_prompt)
 template <typename... KArgs, typename... Args>
 static inline void klaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t shm, cudaStream_t st, Args... args) {
     if (!cuda_pdl_on()) { k<<<grid, block, shm, st>>>(args...); return; }

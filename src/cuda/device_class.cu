@@ -85,6 +85,7 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     if (!strcmp(pd, "on") || !strcmp(pd, "1")) { v->pdl = c && c->major >= 9; v->pdl_from = "STRATA_CUDA_PDL"; }
     else if (!strcmp(pd, "off") || !strcmp(pd, "0")) { v->pdl = 0; v->pdl_from = "STRATA_CUDA_PDL"; }
     else if (!strcmp(pd, "early") || !strcmp(pd, "2")) { v->pdl = c && c->major >= 9 ? 2 : 0; v->pdl_from = "STRATA_CUDA_PDL"; }
+    v->pdl_early_T = (int)env_int(ENV_CUDA_PDL_EARLY_T);
     /* decode variants (issue 20, same bits): the table's where "auto", else what the switch says
      * (docs/KERNELS.md, "Decode variants"); the routing stays serial unless asked */
     const int td = c ? c->table_decode : 0;
@@ -101,7 +102,7 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
 
 extern "C" void cuda_variants_apply(const cuda_variants *v) {
     cuda_matvec_set_coop(v->matvec_coop);
-    cuda_set_pdl(v->pdl);
+    cuda_set_pdl(v->pdl, v->pdl_early_T);
     cuda_matvec_set_decode(v->decode);
     cuda_moe_set_route(v->route_parallel);
     cuda_moe_set_fast(v->moe_fast);

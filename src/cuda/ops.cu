@@ -27,15 +27,44 @@ extern "C" {
 #include <float.h>
 
 /* programmatic dependent launch (cuda_common.cuh's klaunch): off until the backend turns it on */
-static int g_pdl = 0, g_pdl_early = -1;
+static int g_pdl = 0, g_pdl_early = -1, g_pdl_mode = 0, g_pdl_max_T = 8;
+static int *d_pdl_vals;   /* { 0, 1 }: the sources of the stream-ordered constant copies */
 PDL_TU_STATE(ops)
-void cuda_set_pdl(int mode) {
-    g_pdl = mode ? 1 : 0;
-    const int e = mode == 2;
-    if (e == g_pdl_early) return;
-    g_pdl_early = e;   /* every file's constant (before any capture: backend creation) */
+static void pdl_early_all(int e) {
     cuda_pdl_early_ops(e); cuda_pdl_early_matvec(e); cuda_pdl_early_mm(e); cuda_pdl_early_moe(e);
     cuda_pdl_early_attn_prompt(e);
+}
+void cuda_set_pdl(int mode, int max_T) {
+    g_pdl = mode ? 1 : 0;
+    g_pdl_mode = mode;
+    g_pdl_max_T = max_T;
+    if (mode == 2 && !d_pdl_vals) {
+        static const int v[2] = { 0, 1 };
+        if (cudaMalloc((void **)&d_pdl_vals, sizeof v) != cudaSuccess ||
+            cudaMemcpy(d_pdl_vals, v, sizeof v, cudaMemcpyHostToDevice) != cudaSuccess) {
+            cudaGetLastError();
+            if (d_pdl_vals) cudaFree(d_pdl_vals);
+            d_pdl_vals = NULL;
+            g_pdl_mode = 1;   /* no copies possible: plain "on" */
+        }
+    }
+    /* every file's constant (backend creation); either value gives the same bits, so a kernel of
+     * another backend that reads it meanwhile is only faster or slower. Early mode keeps the
+     * value its passes set (cuda_pdl_pass). */
+    const int e = g_pdl_mode == 2;
+    if (e && g_pdl_early >= 0) return;
+    if (e == g_pdl_early) return;
+    g_pdl_early = e;
+    pdl_early_all(e);
+}
+void cuda_pdl_pass(int T, cudaStream_t st) {
+    if (g_pdl_mode != 2) return;
+    const int e = T <= g_pdl_max_T;
+    if (e == g_pdl_early) return;
+    g_pdl_early = e;   /* either value gives the same bits; a kernel reads it before its wait */
+    cuda_pdl_early_ops_async(d_pdl_vals + e, st); cuda_pdl_early_matvec_async(d_pdl_vals + e, st);
+    cuda_pdl_early_mm_async(d_pdl_vals + e, st); cuda_pdl_early_moe_async(d_pdl_vals + e, st);
+    cuda_pdl_early_attn_prompt_async(d_pdl_vals + e, st);
 }
 int cuda_pdl_on(void) { return g_pdl; }
 

@@ -10,7 +10,9 @@
  * (STRATA_CUDA_MOE_MV, STRATA_CUDA_MOE_MV_CHUNK), one of them with the wide router's automatic
  * tokens per CTA at 16 (STRATA_CUDA_MOE_ROUTER_TG=16; the others run the automatic choice, the
  * default). Two configurations run with STRATA_CUDA_PDL=early (every kernel signals its
- * dependents as soon as its own wait returns). */
+ * dependents as soon as its own wait returns): one at every width (STRATA_CUDA_PDL_EARLY_T=512),
+ * one with the default bound (passes of up to 8 columns early, wider ones on: the files'
+ * constants switched between passes). */
 #include "test.h"
 #include "widths_common.h"
 #include "cuda/cuda_backend.h"
@@ -69,16 +71,19 @@ static void widths(const char *name, int moe, int ta, int tf, int ext, int mv) {
  * switch must take (the device table's choice otherwise) */
 static void pdl_early(int on) {
     if (on) setenv("STRATA_CUDA_PDL", "early", 1); else unsetenv("STRATA_CUDA_PDL");
+    if (on > 1) setenv("STRATA_CUDA_PDL_EARLY_T", "512", 1); else unsetenv("STRATA_CUDA_PDL_EARLY_T");
     env_reset_cache();
     cuda_variants v;
     cuda_device_choose(&v);
     const cuda_device_class *c = cuda_device_class_get();
-    if (c && c->major >= 9) CHECKF(v.pdl == (on ? 2 : c->table_pdl), "STRATA_CUDA_PDL=%s: mode %d", on ? "early" : "auto", v.pdl);
+    if (c && c->major >= 9)
+        CHECKF(v.pdl == (on ? 2 : c->table_pdl) && v.pdl_early_T == (on > 1 ? 512 : 8), "STRATA_CUDA_PDL=%s: mode %d, T %d",
+               on ? "early" : "auto", v.pdl, v.pdl_early_T);
 }
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
-    pdl_early(1);   /* the dense model's passes with every kernel signalling its dependents early */
+    pdl_early(2);   /* the dense model's passes with every kernel signalling its dependents early (every width) */
     widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
     pdl_early(0);
     widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K, 0, 0);
@@ -95,7 +100,7 @@ int main(void) {
     /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
-    pdl_early(1);
+    pdl_early(1);   /* early for passes of up to 8 columns (the default bound), on for the wider ones */
     widths("mv-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 64);
     pdl_early(0);
     setenv("STRATA_CUDA_MOE_ROUTER_TG", "16", 1);   /* the wide router's tokens per CTA at their most */
