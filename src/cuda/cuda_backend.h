@@ -48,7 +48,7 @@ typedef struct cuda_device_class {
     const char *gen;        /* "hopper", "blackwell", "pre-hopper" */
     int supported;          /* this build's code runs on it (sm_90 code + compute_90 PTX) */
     int table_coop;         /* the table's matvec kernel of the 256-weight formats: 8 or 0 */
-    int table_pdl;          /* the table's programmatic dependent launch: 1 from sm_90 */
+    int table_pdl;          /* the table's programmatic dependent launch: 0 off, 1 on, 2 early (Hopper) */
     int table_decode;       /* the table's decode variants (CUDA_DEC_* bits) */
     const char *why;        /* the table row's reason */
 } cuda_device_class;
