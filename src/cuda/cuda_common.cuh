@@ -19,8 +19,8 @@ extern "C" {
  * (griddepcontrol.wait: returns once the previous kernel has completed and its writes are
  * visible), so only launch latency and prologue overlap, never data. Since every kernel
  * launched this way waits before its first access, the order of all earlier kernels holds
- * transitively. Off (plain <<<>>> launches) until cuda_set_pdl(1): the backend sets it from
- * the device class / STRATA_CUDA_PDL. Bits are unchanged either way. */
+ * transitively. Off (plain <<<>>> launches) until cuda_set_pdl(mode >= 1): the backend sets it
+ * from the device class / STRATA_CUDA_PDL. Bits are unchanged either way. */
 /* STRATA_CUDA_PDL=early (mode 2): once its wait has returned, every CTA also signals
  * griddepcontrol.launch_dependents, so the next kernel is launched (its CTAs made resident,
  * their prologue run, blocked at their own wait) while this one computes, instead of when its
