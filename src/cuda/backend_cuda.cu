@@ -944,7 +944,11 @@ static int graph_step(backend *be, cudaGraphExec_t *exec, int *ok, step_recorder
     int rc = 0, captured = 0;
     cuda_pdl_pass(1, c->st);   /* a step or a verify window: at most FWD_INIT_T columns */
     c->capturing = 1;
-    if (!graph) rc = rec(be, arg);
+    if (!graph) {   /* eager: STRATA_CUDA_PROFILE counts the step as a pass of one column */
+        prof_pass(c, 1);
+        rc = rec(be, arg);
+        prof_stop(c);
+    }
     else if (!*ok) {
         cudaGraph_t g;
         if (CU_CHECK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal))) rc = -1;

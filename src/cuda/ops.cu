@@ -780,7 +780,17 @@ static __device__ __forceinline__ void attn_chunk_vec(const uint32_t *kbase, con
     }
 }
 
-template <int GS, int KV8>
+/* P: which paths this instance holds (STRATA_CUDA_ATTN_PATHS, same bits): ATTP_ALL both; ATTP_EXACT
+ * the one-chunk path alone (launched when no column of the launch spans more than one chunk);
+ * ATTP_CHUNKS the chunk path alone (every column spans several). The kernel with both paths is
+ * ~210 KB of SASS, run once per CTA: the H200 profile of the one-chunk path (32 CTAs, ~20
+ * positions) showed 43 % of its warps' cycles waiting for instructions, so a launch whose path
+ * the host knows takes an instance without the other. A column on a path its instance lacks
+ * traps (the host's choice is wrong), it never takes another order. */
+#define ATTP_ALL 0
+#define ATTP_EXACT 1
+#define ATTP_CHUNKS 2
+template <int GS, int KV8, int P>
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
             const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, int vpre, float *part,
@@ -797,11 +807,13 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     const int n = last - first + 1, nch = ATTN_N_CHUNKS(n);
     kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
     if (nch == 1) {   /* the exact path: one head per CTA */
-        if (x < GS)
+        if constexpr (P == ATTP_CHUNKS) __trap();
+        else if (x < GS)
             attn_one_chunk<KV8>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
                            act_fmt, rf, dyn, qs, kl, vl, vpre);
         return;
     }
+    if constexpr (P == ATTP_EXACT) { __trap(); return; }
     const int nxe = nch < nxc ? nch : nxc;            /* CTAs reducing this token's chunks */
     if (x >= nxe) return;
     __shared__ __align__(16) float es[GS * ATTN_CHUNK];   /* [GS][ATTN_CHUNK]: e of the chunk's positions */
@@ -988,26 +1000,37 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     }
 }
 
-template <int GS, int KV8>
-static int attn_launch(dim3 g, size_t smem, cudaStream_t st, const float *q, void *kc, void *vc, int n_heads,
-                       int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
-                       int two_tiles, int vpre, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
-                       cuda_rope_fold rf, cuda_cols cols, int vec) {
+template <int GS, int KV8, int P>
+static int attn_launch_p(dim3 g, size_t smem, cudaStream_t st, const float *q, void *kc, void *vc, int n_heads,
+                         int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
+                         int two_tiles, int vpre, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
+                         cuda_rope_fold rf, cuda_cols cols, int vec) {
     static int attr_set = 0;
     if (!attr_set) {   /* allow more than 48 KB of dynamic shared memory (once per instance) */
-        if (CU_CHECK(cudaFuncSetAttribute(attn_kernel<GS, KV8>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
+        if (CU_CHECK(cudaFuncSetAttribute(attn_kernel<GS, KV8, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
             return -1;
         attr_set = 1;
     }
-    klaunch(attn_kernel<GS, KV8>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window,
-            nch_cap, nxc, two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols, vec);
+    klaunch(attn_kernel<GS, KV8, P>, g, ATTX_THREADS, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale,
+            window, nch_cap, nxc, two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols, vec);
     return CU_LAUNCHED();
+}
+template <int GS, int KV8>
+static int attn_launch(int paths, dim3 g, size_t smem, cudaStream_t st, const float *q, void *kc, void *vc, int n_heads,
+                       int n_kv_heads, int head_dim, int pos0, const int *d_pos, float scale, int window, int nch_cap, int nxc,
+                       int two_tiles, int vpre, float *part, int *counters, float *out, uint8_t *act, size_t arb, int act_fmt,
+                       cuda_rope_fold rf, cuda_cols cols, int vec) {
+#define ATTN_LP(P)                                                                                                      \
+    attn_launch_p<GS, KV8, P>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc, \
+                              two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols, vec)
+    return paths == ATTP_EXACT ? ATTN_LP(ATTP_EXACT) : paths == ATTP_CHUNKS ? ATTN_LP(ATTP_CHUNKS) : ATTN_LP(ATTP_ALL);
+#undef ATTN_LP
 }
 
 /* STRATA_CUDA_ATTN_TILES: 3 (default) an f16 cache's chunk path in 16-byte pieces
  * (attn_chunk_vec; other caches as 2), 2 the chunk path's K and V tiles at once where they fit
  * and the grid leaves SMs idle, 1 one tile */
-static int att_two_tiles = -1, att_vpre = -1;
+static int att_two_tiles = -1, att_vpre = -1, att_paths = -1;
 extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : n == 2 ? 1 : 3; }
 
 int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
@@ -1066,8 +1089,18 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
     const cuda_rope_fold f = rf ? *rf : no_fold;
     const cuda_cols cl = cols ? *cols : none;
+    /* the instance (attn_kernel's P): the one-chunk path alone when no column spans more than a
+     * chunk (nch, from the largest position); the chunk path alone when every column spans
+     * several: an eager launch's first column (pos0) past the first chunk, or a one-column graph
+     * recorded there (launch_step / the verify windows replay a graph of that class only at
+     * such positions); else both */
+    if (att_paths < 0) att_paths = env_int(ENV_CUDA_ATTN_PATHS) != 0;
+    int min_last = -1;
+    if (!cols && (!d_pos || T == 1)) min_last = pos0;
+    const int min_span = min_last < 0 ? 0 : window > 0 && window < min_last + 1 ? window : min_last + 1;
+    const int paths = !att_paths ? ATTP_ALL : nch == 1 ? ATTP_EXACT : min_span > ATTN_CHUNK ? ATTP_CHUNKS : ATTP_ALL;
 #define ATTN_LAUNCH(GS, KV8)                                                                                            \
-    attn_launch<GS, KV8>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
+    attn_launch<GS, KV8>(paths, g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
                          two_tiles, vpre, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl, vec)
     switch (gs * 2 + (kv8 ? 1 : 0)) {
     case 2: return ATTN_LAUNCH(1, 0);
