@@ -43,6 +43,24 @@ extern "C" {
 #else
 #define PDL_WAIT() do { } while (0)
 #endif
+/* STRATA_CUDA_PREFETCH (set once per backend creation; a prefetch only moves bytes into L2
+ * earlier, so no result changes): CUDA_PF_ROWS, a decode matvec's CTAs prefetch their weight
+ * rows, and the decode attention's CTAs the K and V rows of their first chunk, before the
+ * kernel's griddepcontrol.wait, i.e. while the kernel before it still runs (dependent launch
+ * early). Per file: */
+#define CUDA_PF_ROWS 1
+#define PF_TU_STATE(name)                                                                        \
+    static __constant__ int c_prefetch;                                                          \
+    void cuda_prefetch_set_##name(int bits) { cudaMemcpyToSymbol(c_prefetch, &bits, sizeof bits); }
+void cuda_prefetch_set_matvec(int bits);
+void cuda_prefetch_set_moe(int bits);
+void cuda_prefetch_set_ops(int bits);
+/* the 128-byte lines of [p, p + bytes) into L2, line i by thread i % nt of nt (a hint) */
+static __device__ __forceinline__ void l2_prefetch_lines(const void *p, size_t bytes, int i, int nt) {
+    const uintptr_t a0 = (uintptr_t)p & ~(uintptr_t)127, end = (uintptr_t)p + bytes;
+    for (uintptr_t a = a0 + (uintptr_t)i * 128; a < end; a += (uintptr_t)nt * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+}
 /* 0 off, 1 on (the next kernel launches as this one's CTAs exit), 2 early (see above) for the
  * passes of at most max_T columns (STRATA_CUDA_PDL_EARLY_T), on for wider ones */
 void cuda_set_pdl(int mode, int max_T);

@@ -28,6 +28,7 @@
 
 EXPF_DEVICE_STATE
 PDL_TU_STATE(matvec)
+PF_TU_STATE(matvec)
 int cuda_matvec_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
 
@@ -104,9 +105,20 @@ static __device__ __forceinline__ int group_weight(const mv_group &g, int row) {
 template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
-    PDL_WAIT();
     int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
+    if (c_prefetch & CUDA_PF_ROWS) {   /* the weights do not depend on the kernel before */
+        if (g.swiglu) {
+            if (row < g.n_out[0]) {
+                l2_prefetch_lines(g.W[0] + (size_t)row * g.row_bytes, g.row_bytes, lane, 32);
+                l2_prefetch_lines(g.W[1] + (size_t)row * g.row_bytes, g.row_bytes, lane, 32);
+            }
+        } else if (row < g.row_start[g.n]) {
+            const int wi = group_weight(g, row);
+            l2_prefetch_lines(g.W[wi] + (size_t)(row - g.row_start[wi]) * g.row_bytes, g.row_bytes, lane, 32);
+        }
+    }
+    PDL_WAIT();
     if (g.swiglu) {
         /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
         if (row >= g.n_out[0]) return;
@@ -134,11 +146,15 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
 template <int FMT, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) {
-    PDL_WAIT();
     __shared__ float sp[MV_WARPS][MV_SPLIT_MAXNB];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int rl = warp / W, part = warp % W, row = blockIdx.x * (MV_WARPS / W) + rl;
     const int live = row < g.row_start[g.n];
+    if ((c_prefetch & CUDA_PF_ROWS) && live) {   /* the row's lines over its W warps */
+        const int wi = group_weight(g, row);
+        l2_prefetch_lines(g.W[wi] + (size_t)(row - g.row_start[wi]) * g.row_bytes, g.row_bytes, part * 32 + lane, 32 * W);
+    }
+    PDL_WAIT();
     int wi = 0, r = 0;
     if (live) {
         wi = group_weight(g, row);
@@ -162,9 +178,13 @@ template <int FMT>
 __global__ void __launch_bounds__(1024)
 matvec_swiglu_q32_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, uint8_t *__restrict__ act_h,
                          int fmt_h) {
-    PDL_WAIT();
     __shared__ float hs[32];
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, row = blockIdx.x * 32 + w;
+    if (c_prefetch & CUDA_PF_ROWS) {
+        l2_prefetch_lines(g.W[0] + (size_t)row * g.row_bytes, g.row_bytes, lane, 32);
+        l2_prefetch_lines(g.W[1] + (size_t)row * g.row_bytes, g.row_bytes, lane, 32);
+    }
+    PDL_WAIT();
     float ga[1], ua[1];
     row_dot<FMT, 1, 0>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ga);
     row_dot<FMT, 1, 0>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ua);

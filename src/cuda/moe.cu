@@ -37,6 +37,7 @@
 
 EXPF_DEVICE_STATE
 PDL_TU_STATE(moe)
+PF_TU_STATE(moe)
 int cuda_moe_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
 
@@ -381,9 +382,11 @@ __global__ void __launch_bounds__(ROUTER1_WARPS * 32)
 moe_router_route1_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits,
                          unsigned *__restrict__ counter, int X, int k, int *__restrict__ groups, int *__restrict__ pair_of,
                          float *__restrict__ wts) {
-    PDL_WAIT();
     extern __shared__ __align__(16) float s_ep[];   /* [2][X] */
     const int row = blockIdx.x * ROUTER1_WARPS + (threadIdx.x >> 5);
+    if ((c_prefetch & CUDA_PF_ROWS) && row < X)   /* the router row (E = 32 NPL floats) before the wait */
+        l2_prefetch_lines(W + (size_t)row * 32 * NPL, (size_t)32 * NPL * sizeof(float), threadIdx.x & 31, 32);
+    PDL_WAIT();
     if (row < X) router_row<NPL, 1>(W, x, logits, X, 1, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);

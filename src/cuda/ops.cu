@@ -30,6 +30,7 @@ extern "C" {
 static int g_pdl = 0, g_pdl_early = -1, g_pdl_mode = 0, g_pdl_max_T = 8;
 static int *d_pdl_vals;   /* { 0, 1 }: the sources of the stream-ordered constant copies */
 PDL_TU_STATE(ops)
+PF_TU_STATE(ops)
 static void pdl_early_all(int e) {
     cuda_pdl_early_ops(e); cuda_pdl_early_matvec(e); cuda_pdl_early_mm(e); cuda_pdl_early_moe(e);
     cuda_pdl_early_attn_prompt(e);
@@ -780,6 +781,33 @@ static __device__ __forceinline__ void attn_chunk_vec(const uint32_t *kbase, con
     }
 }
 
+/* STRATA_CUDA_PREFETCH: the K and V rows of the cache this CTA reads first (the one-chunk path:
+ * its head's positions; the chunk path: its first chunk) into L2, before the kernel waits for
+ * the one before it. Rows first..last of the column exist (the previous steps wrote them;
+ * row `last` is rewritten by this launch, its old bytes prefetched harmlessly). A hint. */
+template <int GS, int KV8>
+static __device__ __forceinline__ void attn_prefetch_rows(const void *kc, const void *vc, int n_heads, int n_kv_heads,
+                                                          int head_dim, int last, int window, int nxc) {
+    const int first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+    const int n = last - first + 1, nch = ATTN_N_CHUNKS(n), x = blockIdx.x;
+    int r0, nr;
+    if (nch == 1) {
+        if (x >= GS) return;
+        r0 = first; nr = n;
+    } else {
+        if (x >= (nch < nxc ? nch : nxc)) return;
+        r0 = first + x * ATTN_CHUNK; nr = n - x * ATTN_CHUNK < ATTN_CHUNK ? n - x * ATTN_CHUNK : ATTN_CHUNK;
+    }
+    const int kvh = (blockIdx.y * GS) / (n_heads / n_kv_heads), W = kv_head_words(head_dim, KV8);
+    const size_t rs = (size_t)n_kv_heads * W * 4, hb = (size_t)kvh * W * 4;   /* bytes: a position's row, the head's offset */
+    const int lines = (W * 4 + 127) / 128;
+    for (int i = threadIdx.x; i < 2 * nr * lines; i += ATTX_THREADS) {
+        const int kv = i & 1, r = (i >> 1) / lines, l = (i >> 1) % lines;
+        const uint8_t *p = (const uint8_t *)(kv ? vc : kc) + (size_t)(r0 + r) * rs + hb + (size_t)l * 128;
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+    }
+}
+
 /* P: which paths this instance holds (STRATA_CUDA_ATTN_PATHS, same bits): ATTP_ALL both; ATTP_EXACT
  * the one-chunk path alone (launched when no column of the launch spans more than one chunk);
  * ATTP_CHUNKS the chunk path alone (every column spans several). The kernel with both paths is
@@ -796,6 +824,9 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
             const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, int vpre, float *part,
             int *counters, float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols,
             int vec) {
+    if ((c_prefetch & CUDA_PF_ROWS) && !cols.pos)   /* before the wait: the rows of the cache this CTA reads first */
+        attn_prefetch_rows<GS, KV8>(kc, vc, n_heads, n_kv_heads, head_dim, (d_pos ? d_pos[0] : pos0) + (int)blockIdx.z, window,
+                                    nxc);
     PDL_WAIT();
     extern __shared__ uint32_t dyn[];                 /* the K (and V) tile(s); the exact path's scores; the merge's m, w */
     __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
