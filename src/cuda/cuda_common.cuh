@@ -47,8 +47,10 @@ extern "C" {
  * earlier, so no result changes): CUDA_PF_ROWS, a decode matvec's CTAs prefetch their weight
  * rows, and the decode attention's CTAs the K and V rows of their first chunk, before the
  * kernel's griddepcontrol.wait, i.e. while the kernel before it still runs (dependent launch
- * early). Per file: */
+ * early); CUDA_PF_DOWN, the CTAs of the grouped gate/up kernel prefetch their expert's down
+ * matrix (a slice each) for the down launch two kernels later. Per file: */
 #define CUDA_PF_ROWS 1
+#define CUDA_PF_DOWN 2
 #define PF_TU_STATE(name)                                                                        \
     static __constant__ int c_prefetch;                                                          \
     void cuda_prefetch_set_##name(int bits) { cudaMemcpyToSymbol(c_prefetch, &bits, sizeof bits); }

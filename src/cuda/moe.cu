@@ -407,12 +407,16 @@ template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
-                   const int *__restrict__ groups, float *__restrict__ h) {
+                   const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb) {
     PDL_WAIT();
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
     const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
     const int e = gr[0], start = gr[1], n = gr[2], src = gr[3];
+    if (pf_down && (c_prefetch & CUDA_PF_DOWN)) {   /* the CTA's slice of expert e's down matrix into L2, for the down launch */
+        const size_t a = pf_eb * blockIdx.x / gridDim.x, b = pf_eb * (blockIdx.x + 1) / gridDim.x;
+        l2_prefetch_lines(pf_down + (size_t)e * pf_eb + a, b - a, threadIdx.x, blockDim.x);
+    }
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= F) return;
     const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
@@ -526,7 +530,12 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
     const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
     const uint8_t *ax = (const uint8_t *)m->act_x;
     int F = (int)m->F;
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h)
+    /* the down matrices' bytes per expert, for the L2 prefetch (0: none) */
+    int db, dbs;
+    const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
+                           ? (size_t)(m->F / db) * (size_t)dbs * (size_t)m->E : 0;
+    const uint8_t *pfd = ebd ? (const uint8_t *)m->down : NULL;
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd)
     if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }

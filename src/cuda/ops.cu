@@ -1063,6 +1063,7 @@ static int attn_launch(int paths, dim3 g, size_t smem, cudaStream_t st, const fl
  * and the grid leaves SMs idle, 1 one tile */
 static int att_two_tiles = -1, att_vpre = -1, att_paths = -1;
 extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : n == 2 ? 1 : 3; }
+extern "C" void cuda_attention_set_paths(int on) { att_paths = on ? 1 : 0; }
 
 int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
                    const int *d_pos, int max_last, float scale, int window, int n_ctx, float *scratch, int *counters,
