@@ -8,7 +8,9 @@
 # E2E_DEPTH the depth prompt's passes of 512 columns come first, so the step counted is the
 # (DEPTH / 512 + 22)-th pass of at least one column; without it (depth 16) bench_e2e's main run
 # (a 512-token prompt, then the 16-token prompt and 128 steps) makes pass 60 a decode step.
-# Prints one row per launch in order: kernel, grid, registers, us, DRAM MB read.
+# Prints one row per launch in order: kernel, grid, registers, us, DRAM MB read (tools/ncu_sum.py
+# --rows). Written after the session's device time ran out: the ncu commands are call 2's, the
+# script as a whole has not run on the GPU yet.
 set -u
 shape=${1:-moe48}; depth=${2:-16}
 export LD_LIBRARY_PATH=$PWD/.gpubin/lib
@@ -23,4 +25,4 @@ else
   STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,$(( depth / 512 + 22 )) E2E_SKIP_MAIN=1 E2E_DEPTH=$depth ncu --profile-from-start off \
     --clock-control none --cache-control none --metrics $M --csv /tmp/gb/bin/bench_e2e "$shape" 1 > "$out" 2>/dev/null
 fi
-python3 tools/ncu_rows.py "$out"
+python3 tools/ncu_sum.py --rows "$out"
