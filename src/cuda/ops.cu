@@ -824,7 +824,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
             const int *d_pos, float scale, int window, int nch_cap, int nxc, int two_tiles, int vpre, float *part,
             int *counters, float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt, cuda_rope_fold rf, cuda_cols cols,
             int vec) {
-    if ((c_prefetch & CUDA_PF_ROWS) && !cols.pos)   /* before the wait: the rows of the cache this CTA reads first */
+    if ((c_prefetch & CUDA_PF_ROWS) && !cols.pos && gridDim.z == 1)   /* one column (decode): the rows it reads first */
         attn_prefetch_rows<GS, KV8>(kc, vc, n_heads, n_kv_heads, head_dim, (d_pos ? d_pos[0] : pos0) + (int)blockIdx.z, window,
                                     nxc);
     PDL_WAIT();
