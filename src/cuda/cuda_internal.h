@@ -29,6 +29,13 @@ typedef struct mv_group {
     float *swiglu_out;               /* [T][n_out[0]] */
     float *ws;                       /* NULL, or the matmul's split partials (mm.cu): ws_floats */
     size_t ws_floats;
+    /* STRATA_CUDA_NORM_FOLD (T = 1, norm_fold.cuh): nf_x != NULL: the launch computes its
+     * activation row itself, rmsnorm(nf_x) * nf_w quantized to nf_fmt (the act argument is then
+     * where CTA 0 writes those blocks for later launches, nf_y where it writes y) */
+    const float *nf_x, *nf_w;
+    float *nf_y;
+    float nf_eps;
+    int nf_fmt;
 } mv_group;
 
 /* matvec.cu */
@@ -51,6 +58,9 @@ int    cuda_mm_grouped(int type, const void *W, size_t expert_bytes, size_t row_
                        const void *act, const int *groups, const int *tiles, int max_tiles, float *y, cudaStream_t st);
 /* a gate/up + SwiGLU group at T = 1 that also writes h quantized into act_h (32-value blocks:
  * the formats ..._ok accepts); act_h must not be act */
+/* STRATA_CUDA_NORM_FOLD: whether a launch can compute its row of n in act format fmt itself
+ * (mv_group.nf_*, norm_fold.cuh) */
+int    cuda_norm_fold_ok(int fmt, int64_t n);
 int    cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out);
 int    cuda_matvec_swiglu_q32(int type, const mv_group *g, int64_t n_in, const void *act, void *act_h, int act_h_fmt,
                               cudaStream_t st);
@@ -89,7 +99,15 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
     int max_groups;                 /* grid bound on groups: 0 = P (the decode kernels' slices);
                                        the wide chunks of cuda_moe_experts_wide set their own */
+    /* STRATA_CUDA_NORM_FOLD: nf_x != NULL (T = 1, an F32 router, cuda_moe_fold_ok): x_f32 and
+     * act_x are computed by the router's CTAs, rmsnorm(nf_x) * nf_w in nf_fmt (norm_fold.cuh) */
+    const float *nf_x, *nf_w;
+    float nf_eps;
+    int nf_fmt;
 } cuda_moe;
+/* whether cuda_moe_block can take a norm fold: one token, the F32 router fused with the
+ * one-CTA routing (CUDA_MOE_FAST_ROUTE1), rows of E in act format fmt that a fold serves */
+int cuda_moe_fold_ok(int T, int fmt, int64_t E);
 
 /* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the
  * combine into out (+ add_to), STRATA_CUDA_MOE_FAST's launches (the same bits) */

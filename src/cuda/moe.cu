@@ -40,6 +40,7 @@ PDL_TU_STATE(moe)
 PF_TU_STATE(moe)
 int cuda_moe_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
+#include "norm_fold.cuh"
 
 IQ_TABLES_INIT_FN(cuda_moe_tables_init, "moe")
 
@@ -377,16 +378,26 @@ moe_route1_kernel(const float *__restrict__ logits, int X, int k, int *__restric
  * 16), each row by one warp with moe_router_route_kernel's operations; the last CTA routes
  * with the whole CTA (moe_route1_body). */
 #define ROUTER1_WARPS 4
-template <int NPL>
+/* NF (STRATA_CUDA_NORM_FOLD): x is computed here, rmsnorm(nf.x) * nf.w, by every CTA into its
+ * shared memory (norm_fold.cuh, after the routing's [2][X]); CTA 0 also stores it at x and its
+ * blocks in nf.fmt at act_x (the experts' activation row) */
+typedef struct moe_nf { const float *x, *w; float eps; int fmt; uint8_t *act_x; } moe_nf;
+template <int NPL, int NF>
 __global__ void __launch_bounds__(ROUTER1_WARPS * 32)
 moe_router_route1_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits,
                          unsigned *__restrict__ counter, int X, int k, int *__restrict__ groups, int *__restrict__ pair_of,
-                         float *__restrict__ wts) {
+                         float *__restrict__ wts, moe_nf nf) {
     extern __shared__ __align__(16) float s_ep[];   /* [2][X] */
     const int row = blockIdx.x * ROUTER1_WARPS + (threadIdx.x >> 5);
     if ((c_prefetch & CUDA_PF_ROWS) && row < X)   /* the router row (E = 32 NPL floats) before the wait */
         l2_prefetch_lines(W + (size_t)row * 32 * NPL, (size_t)32 * NPL * sizeof(float), threadIdx.x & 31, 32);
     PDL_WAIT();
+    if constexpr (NF != 0) {
+        uint8_t *nf_dyn = (uint8_t *)(s_ep + 2 * ((X + 3) & ~3));
+        norm_fold_row<ROUTER1_WARPS * 32>(nf.x, nf.w, 32 * NPL, nf.eps, nf.fmt, nf_dyn, blockIdx.x == 0 ? nf.act_x : NULL,
+                                          blockIdx.x == 0 ? (float *)x : NULL);
+        x = (const float *)nf_dyn;
+    }
     if (row < X) router_row<NPL, 1>(W, x, logits, X, 1, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
@@ -607,6 +618,10 @@ extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 
 static int moe_fast = CUDA_MOE_FAST_ALL;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
+int cuda_moe_fold_ok(int T, int fmt, int64_t E) {
+    return T == 1 && (moe_fast & CUDA_MOE_FAST_ROUTE1) && (E == 2048 || E == 1024) && nf_fmt_ok(fmt, E);
+}
+
 /* The routing, grouped gate/up, h's quantization, grouped down and the combine (+ add_to),
  * the combine inside the down kernel when CUDA_MOE_FAST_COMBINE is on. */
 int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
@@ -615,6 +630,9 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
         cuda_type_info(m->type_gu, NULL, &gaf, NULL) || cuda_type_info(m->type_down, NULL, &daf, NULL))
         return -1;
     if (cuda_moe_tables_init()) return -1;
+    if (m->nf_x && (!m->router_f32 || m->nf_fmt != gaf || !cuda_moe_fold_ok(m->T, gaf, m->E) || (uintptr_t)m->nf_x % 16 ||
+                    (uintptr_t)m->x_f32 % 16 || (uintptr_t)m->act_x % 4))
+        return -1;
     size_t as_x = cuda_act_row_bytes(gaf, m->E);
     if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
@@ -623,8 +641,15 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
         const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
         if (m->router_f32) {
             unsigned blocks = (unsigned)((m->X + ROUTER1_WARPS - 1) / ROUTER1_WARPS);
-#define R1(NPL) klaunch(moe_router_route1_kernel<NPL>, blocks, ROUTER1_WARPS * 32, shm1, st, m->router_f32, m->x_f32, \
-                        (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)
+            moe_nf nf = { m->nf_x, m->nf_w, m->nf_eps, m->nf_fmt, (uint8_t *)m->act_x };
+#define R1(NPL)                                                                                                        \
+    do {                                                                                                               \
+        if (nf.x) klaunch(moe_router_route1_kernel<NPL, 1>, blocks, ROUTER1_WARPS * 32, shm1 + nf_smem_bytes(nf.fmt, m->E), \
+                          st, m->router_f32, m->x_f32, (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of,   \
+                          m->wts, nf);                                                                                 \
+        else klaunch(moe_router_route1_kernel<NPL, 0>, blocks, ROUTER1_WARPS * 32, shm1, st, m->router_f32, m->x_f32,    \
+                     (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts, nf);                  \
+    } while (0)
             if (m->E == 2048) R1(64);
             else if (m->E == 1024) R1(32);
             else return -1;

@@ -42,13 +42,14 @@ static void set_switches(int mode) {
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
     setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
     setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "3" : "0", 1);   /* L2 prefetches (hints) */
+    setenv("STRATA_CUDA_NORM_FOLD", mode == 1 ? "1" : "0", 1);  /* decode pre-norms inside their readers */
     env_reset_cache();
     cuda_variants v;
     cuda_device_choose(&v);
     cuda_variants_apply(&v);
     int want = mode == 1 ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
     REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
-            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 3 : 0),
+            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 3 : 0) && v.norm_fold == (mode == 1),
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
 static const char *mode_name(int mode) {
