@@ -412,9 +412,10 @@ typedef struct {
 } act_state;
 static const act_state ACT_NONE = { NULL, 0, 0, -1, NULL, NULL };
 
-/* STRATA_CUDA_NORM_FOLD (cuda_variants_apply): pre-norms of one column computed by their readers */
-static int g_norm_fold = 1;
-extern "C" void cuda_set_norm_fold(int on) { g_norm_fold = on ? 1 : 0; }
+/* STRATA_CUDA_NORM_FOLD bits (cuda_variants_apply): 1 pre-norms of one column computed by their
+ * readers, 2 the q/k head norms inside the one-column attention launch */
+static int g_norm_fold = 3;
+extern "C" void cuda_set_norm_fold(int bits) { g_norm_fold = bits & 3; }
 
 /* a pending norm computed now by its own launch (cuda_rmsnorm_quant: the blocks into c->act) */
 static int nf_flush(cuda_be *c, act_state *as) {
@@ -501,7 +502,7 @@ static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w,
                      const weight *next) {
     *as = ACT_NONE;
     int af = c->fuse && next ? act_fmt_of(next) : -1;
-    if (c->fuse && g_norm_fold && rows == 1 && af >= 0 && cuda_norm_fold_ok(af, n) && cuda_act_row_bytes(af, n) <= c->act_cap &&
+    if (c->fuse && (g_norm_fold & 1) && rows == 1 && af >= 0 && cuda_norm_fold_ok(af, n) && cuda_act_row_bytes(af, n) <= c->act_cap &&
         (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0) {
         as->src = y; as->n = n; as->T = 1; as->fmt = af; as->nx = x; as->nw = (const float *)w->dev;   /* pending */
         return;
@@ -596,7 +597,7 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
 }
 
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
-static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
+static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int qk_fold) {
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
     const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
@@ -613,7 +614,10 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const int window = L->sliding ? hp->sliding_window : 0;
     /* T = 1: RoPE and the KV store inside the attention kernel */
     const int folded = c->fuse && T == 1;
-    cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
+    cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox, NULL, NULL, 0.0f };
+    if (qk_fold && folded) {   /* the q/k head norms in the attention launch (blk_attn did not run them) */
+        fold.qn = (const float *)L->q_norm.dev; fold.kn = (const float *)L->k_norm.dev; fold.eps = hp->rms_eps;
+    }
     if (!folded) {
         if (c->fuse) {
             if (cuda_rope_qk_store(q, k, v, kc, vc, kv8, T, H, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, cs, c->st))
@@ -658,9 +662,11 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
     mv_many(c, &as, qkv, y, 3, c->xb, T);
-    /* per-head q and k norms (qwen3, gemma3): one launch for both */
+    /* per-head q and k norms (qwen3, gemma3): one launch for both, or (one column,
+     * STRATA_CUDA_NORM_FOLD bit 2) inside the attention launch */
+    const int qk_fold = c->fuse && (g_norm_fold & 2) && T == 1 && b->n_seq == 1 && L->q_norm.data && L->k_norm.data;
     if (c->fuse && L->q_norm.data && L->k_norm.data) {
-        if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
+        if (!qk_fold && cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
                           T * KVH, HD, hp->rms_eps, c->st))
             be_fail(c, "q/k rmsnorm");
     } else {
@@ -717,7 +723,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         }
         if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
-        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
+        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o, qk_fold);
     as = ACT_NONE;
     if (af_o >= 0) { as.src = c->att; as.n = (int64_t)H * HD; as.T = T; as.fmt = af_o; }
     if (L->post_attn_norm.data || !c->fuse) {                   /* (gemma3) xb = norm(wo att); x += xb */

@@ -100,7 +100,7 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->mv_split = env_int(ENV_CUDA_MV_SPLIT);
     if (v->mv_split < 0) v->mv_split = 0;
     v->prefetch = (int)env_int(ENV_CUDA_PREFETCH) & (CUDA_PF_ROWS | CUDA_PF_DOWN);
-    v->norm_fold = env_bool(ENV_CUDA_NORM_FOLD);
+    v->norm_fold = (int)env_int(ENV_CUDA_NORM_FOLD) & 3;
 }
 
 extern "C" void cuda_variants_apply(const cuda_variants *v) {
@@ -131,6 +131,6 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              v.decode & CUDA_DEC_Q6_SWAR ? " q6-swar" : "", v.decode_from, v.route_parallel ? "parallel" : "serial",
              v.moe_fast ? "" : " none", v.moe_fast & CUDA_MOE_FAST_ROUTE1 ? " route1" : "",
              v.moe_fast & CUDA_MOE_FAST_COMBINE ? " combine" : "", v.mv_split ? "from 24 blocks" : "off",
-             v.prefetch ? "" : " none", v.prefetch & CUDA_PF_ROWS ? " rows" : "", v.prefetch & CUDA_PF_DOWN ? " experts' down" : "", v.norm_fold ? "on" : "off");
+             v.prefetch ? "" : " none", v.prefetch & CUDA_PF_ROWS ? " rows" : "", v.prefetch & CUDA_PF_DOWN ? " experts' down" : "", v.norm_fold == 3 ? "pre-norms, q/k norms" : v.norm_fold == 1 ? "pre-norms" : v.norm_fold == 2 ? "q/k norms" : "off");
     return 0;
 }

@@ -42,14 +42,14 @@ static void set_switches(int mode) {
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
     setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
     setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "3" : "0", 1);   /* L2 prefetches (hints) */
-    setenv("STRATA_CUDA_NORM_FOLD", mode == 1 ? "1" : "0", 1);  /* decode pre-norms inside their readers */
+    setenv("STRATA_CUDA_NORM_FOLD", mode == 1 ? "3" : "0", 1);  /* decode norms inside their readers */
     env_reset_cache();
     cuda_variants v;
     cuda_device_choose(&v);
     cuda_variants_apply(&v);
     int want = mode == 1 ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
     REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
-            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 3 : 0) && v.norm_fold == (mode == 1),
+            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 3 : 0) && v.norm_fold == (mode == 1 ? 3 : 0),
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
 static const char *mode_name(int mode) {
@@ -235,5 +235,10 @@ int main(void) {
     model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K", 3, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     model_parity("qwen3moe Q2_0 / IQ4_NL / Q6_K", 2, TYPE_Q2_0, TYPE_IQ4_NL, TYPE_Q6_K);
     model_parity("qwen3moe IQ2_XXS / IQ4_XS / Q6_K", 2, TYPE_IQ2_XXS, TYPE_IQ4_XS, TYPE_Q6_K);
+    /* past 256 positions: the decode steps (eager and graph) on the attention's chunk path, with
+     * the q/k head norms inside it (STRATA_CUDA_NORM_FOLD bit 2) */
+    moe_n_ctx = 512; moe_prompt_len = 300;
+    model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K, depth 300", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
+    moe_n_ctx = 256; moe_prompt_len = 24;
     TEST_DONE();
 }
