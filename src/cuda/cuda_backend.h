@@ -91,7 +91,9 @@ void cuda_moe_set_route(int parallel);
 /* STRATA_CUDA_MOE_FAST (issue 20; every bit keeps the bits): */
 #define CUDA_MOE_FAST_ROUTE1  1   /* T = 1: the F32 router over X / 4 CTAs, the routing by a whole CTA */
 #define CUDA_MOE_FAST_COMBINE 2   /* the combine (+ residual) in the down kernel, each CTA its row slice */
-#define CUDA_MOE_FAST_ALL     3
+#define CUDA_MOE_FAST_HQ      4   /* h's quantization for down by the last gate/up CTA of each group (no launch of its own) */
+#define CUDA_MOE_FAST_DN32    8   /* T = 1: the down kernel instance held to 32 registers (one wave of CTAs) */
+#define CUDA_MOE_FAST_ALL     15
 void cuda_moe_set_fast(int bits);
 void cuda_matvec_set_split(int min_blocks);
 void cuda_set_norm_fold(int bits);

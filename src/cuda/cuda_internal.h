@@ -87,7 +87,8 @@ typedef struct cuda_moe {
     const float *router_f32;        /* NULL, or an F32 router [X][E] fused with the routing
                                        (cuda_moe_router_fusable); then x_f32 = the f32 rows */
     const float *x_f32;
-    unsigned *counter;              /* the fused kernel's last-CTA counter (zeroed, left zeroed) */
+    unsigned *counter;              /* [0]: the fused router's last-CTA counter; [1 + group]: the gate/up
+                                       kernel's per group (CUDA_MOE_FAST_HQ); zeroed, left zeroed */
     const void *act_x;              /* T rows of x in type_gu's activation format */
     void *act_pairs;                /* [P] rows, same format (gathered by expert) */
     int *groups;                    /* 1 + MOE_GROUP_INTS P ints */
@@ -104,6 +105,8 @@ typedef struct cuda_moe {
     const float *nf_x, *nf_w;
     float nf_eps;
     int nf_fmt;
+    int hq, dn32;                   /* set by cuda_moe_block: h quantized by the gate/up kernel;
+                                       the 32-register down instance (CUDA_MOE_FAST_HQ / _DN32) */
 } cuda_moe;
 /* whether cuda_moe_block can take a norm fold: one token, the F32 router fused with the
  * one-CTA routing (CUDA_MOE_FAST_ROUTE1), rows of E in act format fmt that a fold serves */

@@ -414,11 +414,48 @@ typedef struct moe_comb {
     float *out, *add_to;
 } moe_comb;
 
-template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32)
-moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
-                   int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
-                   const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb) {
+/* CUDA_MOE_FAST_HQ: h's rows of a group quantized for down (format fmt, rows of as bytes) by
+ * the group's last CTA to finish (a counter per group, reset by it): act_quantize_kernel's
+ * blocks, lane l holding the same values, read with __ldcg (other CTAs wrote them) */
+typedef struct moe_hq { uint8_t *act; size_t as; int fmt; unsigned *cnt; } moe_hq;
+static __device__ __forceinline__ void moe_hq_group(const moe_hq &q, const int *groups, const float *h, int F) {
+    __shared__ int s_last;
+    __syncthreads();   /* every warp's h stores issued */
+    if (threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(q.cnt + blockIdx.y, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    const int gi = blockIdx.y, *gr = groups + 1 + MOE_GROUP_INTS * gi, start = gr[1], n = gr[2];   /* read again: no registers held over the dots */
+    const int B = q.fmt == ACT_Q8_K ? 256 : q.fmt == ACT_Q8_2 ? 64 : 32, V = B / 32, lane = threadIdx.x & 31;
+    const int nbh = F / B;
+    const size_t bb = act_block_bytes_dev(q.fmt);
+    for (int j = threadIdx.x >> 5; j < n * nbh; j += blockDim.x >> 5) {
+        const int r = start + j / nbh, b = j % nbh;
+        const float *src = h + (size_t)r * F + (size_t)b * B + lane * V;
+        uint8_t *dst = q.act + (size_t)r * q.as + (size_t)b * bb;
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = i < V ? __ldcg(src + i) : 0.0f;
+        if (B == 256) act_quant_block_regs<256>(v, dst, q.fmt);
+        else if (B == 64) act_quant_block_regs<64>(v, dst, q.fmt);
+        else act_quant_block_regs<32>(v, dst, q.fmt);
+    }
+    if (threadIdx.x == 0) q.cnt[gi] = 0;
+}
+
+/* moe_gate_up_hq_kernel (T = 1, CUDA_MOE_FAST_HQ): h's quantization here, the kernel held to 32
+ * registers (16 CTAs of 4 warps per SM: the 1,536 CTAs of a 768-row, 8-expert step in one wave,
+ * as without it; the quantization's own registers would otherwise raise the kernel's count) */
+#define MOE_GU_PARAMS                                                                                                  \
+    const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes, int F, int64_t n_in, \
+        int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, \
+        float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb, moe_hq hq
+#define MOE_GU_ARGS Wg, Wu, expert_bytes, row_bytes, F, n_in, nb, act_x, act, as, groups, h, pf_down, pf_eb, hq
+template <int FMT, int TM, int COOP, int V, int HQ>
+static __device__ __forceinline__ void moe_gate_up_body(MOE_GU_PARAMS) {
     PDL_WAIT();
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
@@ -429,7 +466,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
         l2_prefetch_lines(pf_down + (size_t)e * pf_eb + a, b - a, threadIdx.x, blockDim.x);
     }
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-    if (row >= F) return;
+    if (row < F) {
     const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
@@ -453,6 +490,16 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
             h[(size_t)(start + t) * F + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
         }
     }
+    }
+    if constexpr (HQ != 0) moe_hq_group(hq, groups, h, F);
+}
+template <int FMT, int TM, int COOP, int V>
+__global__ void __launch_bounds__(MV_WARPS * 32) moe_gate_up_kernel(MOE_GU_PARAMS) {
+    moe_gate_up_body<FMT, TM, COOP, V, 0>(MOE_GU_ARGS);
+}
+template <int FMT, int COOP, int V>
+__global__ void __launch_bounds__(MV_WARPS * 32, 16) moe_gate_up_hq_kernel(MOE_GU_PARAMS) {
+    moe_gate_up_body<FMT, 1, COOP, V, 1>(MOE_GU_ARGS);
 }
 
 /* grid: E / RPC row slices (RPC = DOWN_R rows for the cooperative formats, else 1); CTA of
@@ -463,10 +510,14 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 #define DN_WARPS 8
 #define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
+/* moe_down_32_kernel (T = 1, CUDA_MOE_FAST_DN32): the same body held to 32 registers, 8 CTAs of
+ * 8 warps per SM (the 1,024 CTAs of a 2,048-row step in one wave; at 48 registers five fit) */
+#define MOE_DN_PARAMS                                                                                                  \
+    const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,                    \
+        const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb
+#define MOE_DN_ARGS Wd, expert_bytes, row_bytes, E, n_in, nb, act, as, groups, y, cb
 template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(DN_WARPS * 32)
-moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
-                const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb) {
+static __device__ __forceinline__ void moe_down_body(MOE_DN_PARAMS) {
     PDL_WAIT();
     constexpr int RPC = COOP != 0 ? DOWN_R : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
@@ -505,6 +556,14 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         cb.out[(size_t)t * E + i] = o;
         if (cb.add_to) cb.add_to[(size_t)t * E + i] = __fadd_rn(cb.add_to[(size_t)t * E + i], o);
     }
+}
+template <int FMT, int TM, int COOP, int V>
+__global__ void __launch_bounds__(DN_WARPS * 32) moe_down_kernel(MOE_DN_PARAMS) {
+    moe_down_body<FMT, TM, COOP, V>(MOE_DN_ARGS);
+}
+template <int FMT, int COOP, int V>
+__global__ void __launch_bounds__(DN_WARPS * 32, 8) moe_down_32_kernel(MOE_DN_PARAMS) {
+    moe_down_body<FMT, 1, COOP, V>(MOE_DN_ARGS);
 }
 
 /* out[t][i] = sum_r w[t][r] * y[pair(t, r)][i] in rank order from 0.0f; add_to += out */
@@ -546,8 +605,16 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
     const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
                            ? (size_t)(m->F / db) * (size_t)dbs * (size_t)m->E : 0;
     const uint8_t *pfd = ebd ? (const uint8_t *)m->down : NULL;
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd)
-    if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
+    moe_hq hq = { NULL, 0, 0, NULL };
+    int daf;
+    if (m->hq && !cuda_type_info(m->type_down, NULL, &daf, NULL)) {
+        hq.act = (uint8_t *)m->act_h; hq.as = cuda_act_row_bytes(daf, m->F); hq.fmt = daf; hq.cnt = m->counter + 1;
+    }
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd, hq)
+    if (m->T == 1 && hq.act)
+        klaunch(moe_gate_up_hq_kernel<FMT, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups,
+                m->h, pfd, ebd, hq);
+    else if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
 
@@ -557,7 +624,9 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
 #define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP, V>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb)
-    if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
+    if (m->T == 1 && m->dn32)
+        klaunch(moe_down_32_kernel<FMT, COOP, V>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb);
+    else if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
 #undef DN
 }
 
@@ -676,11 +745,16 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     if (CU_LAUNCHED()) return -1;
     moe_comb cb;
     memset(&cb, 0, sizeof cb);
-    if (moe_dispatch(m->type_gu, m, 0, cb, st)) return -1;
-    if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
+    /* CUDA_MOE_FAST_HQ: h's quantization by the gate/up kernel (32-, 64- or 256-value blocks) */
+    cuda_moe mq = *m;
+    mq.dn32 = (moe_fast & CUDA_MOE_FAST_DN32) != 0;
+    mq.hq = m->T == 1 && (moe_fast & CUDA_MOE_FAST_HQ) && (daf == ACT_Q8_0 || daf == ACT_Q8_1 || daf == ACT_Q8_2 || daf == ACT_Q8_K) &&
+            m->F % act_blck_q(daf) == 0 && m->counter;
+    if (moe_dispatch(m->type_gu, &mq, 0, cb, st)) return -1;
+    if (!mq.hq && cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
-    if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
+    if (moe_dispatch(m->type_down, &mq, 1, cb, st)) return -1;
     return cf ? 0 : cuda_moe_combine(m, add_to, st);
 }
 

@@ -30,7 +30,7 @@ static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3
 #define N_FORMATS ((int)(sizeof k_formats / sizeof k_formats[0]))
 
 /* every switch of issue 20 off (0) or on (1), or only the routing one (2), or only the MoE
- * folds of STRATA_CUDA_MOE_FAST = mode - 8 (modes 9 .. 15) */
+ * folds of STRATA_CUDA_MOE_FAST = mode - 8 (modes 9 .. 23) */
 static void set_switches(int mode) {
     const char *d = mode == 1 ? "1" : "0";
     char fast[16];
@@ -53,8 +53,12 @@ static void set_switches(int mode) {
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
 static const char *mode_name(int mode) {
-    static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine" };
-    return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 3] : "?";
+    static char name[64];
+    if (mode == 1 || mode == 2) return mode == 1 ? "every switch" : "parallel routing";
+    const int f = mode - 8;
+    snprintf(name, sizeof name, "folds:%s%s%s%s%s", f ? "" : " none", f & 1 ? " route1" : "", f & 2 ? " combine" : "",
+             f & 4 ? " h-quant" : "", f & 8 ? " down-32reg" : "");
+    return name;
 }
 
 #define GPU_RAND_SEED 0x6A09E667F3BCC909ull
@@ -221,7 +225,8 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
-    for (int bit = 1; bit <= 2; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    for (int bit = 1; bit <= 8; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_HQ);   /* h in 32-value blocks */
     moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* the one-lane down kernel (a row per CTA) */
     moe_parity(TYPE_Q2_0, 8 + CUDA_MOE_FAST_ALL);
     g_dim = 2048;   /* the reference shape's fused router (64 values per lane) */
