@@ -684,7 +684,7 @@ static int moe_route_par = 0;
 extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
 
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
-static int moe_fast = CUDA_MOE_FAST_ALL;
+static int moe_fast = CUDA_MOE_FAST_ROUTE1 | CUDA_MOE_FAST_COMBINE | CUDA_MOE_FAST_HQ;   /* ENV_CUDA_MOE_FAST's default */
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
 int cuda_moe_fold_ok(int T, int fmt, int64_t E) {
