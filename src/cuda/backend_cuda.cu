@@ -403,40 +403,8 @@ static int cols_ok(cuda_be *c, int T) {
 /* ---- matvec launches ------------------------------------------------------------------------- */
 /* What the quantized activation buffer c->act holds (rows of src, n values, T rows, format fmt),
  * known within one block. */
-typedef struct {
-    const float *src; int64_t n; int T, fmt;
-    /* STRATA_CUDA_NORM_FOLD: nx != NULL: src = rmsnorm(nx) * nw is pending (not computed yet);
-     * the launch that reads it next computes it in its CTAs (nf_take), else ensure_act launches
-     * the norm first (nf_flush) */
-    const float *nx, *nw;
-} act_state;
-static const act_state ACT_NONE = { NULL, 0, 0, -1, NULL, NULL };
-
-/* STRATA_CUDA_NORM_FOLD bits (cuda_variants_apply): 1 pre-norms of one column computed by their
- * readers, 2 the q/k head norms inside the one-column attention launch */
-static int g_norm_fold = 3;
-extern "C" void cuda_set_norm_fold(int bits) { g_norm_fold = bits & 3; }
-
-/* a pending norm computed now by its own launch (cuda_rmsnorm_quant: the blocks into c->act) */
-static int nf_flush(cuda_be *c, act_state *as) {
-    if (!as->nx) return 0;
-    const float *x = as->nx, *w = as->nw;
-    as->nx = as->nw = NULL;
-    if (cuda_rmsnorm_quant(x, w, (float *)as->src, as->T, (int)as->n, c->hp.rms_eps, c->act, as->fmt, c->st)) {
-        be_fail(c, "rmsnorm");
-        return -1;
-    }
-    return 0;
-}
-
-/* the pending norm into g when the launch reads it (x, one column, its format): the launch's
- * CTAs compute it (mv_group.nf_*); 1 taken, 0 not */
-static int nf_take(cuda_be *c, act_state *as, mv_group *g, const float *x, int64_t n, int T, int af) {
-    if (!as->nx || as->src != x || as->n != n || T != 1 || as->T != 1 || as->fmt != af) return 0;
-    g->nf_x = as->nx; g->nf_w = as->nw; g->nf_y = (float *)x; g->nf_eps = c->hp.rms_eps; g->nf_fmt = af;
-    as->nx = as->nw = NULL;   /* after the launch c->act and y hold it (its CTA 0 stores them) */
-    return 1;
-}
+typedef struct { const float *src; int64_t n; int T, fmt; } act_state;
+static const act_state ACT_NONE = { NULL, 0, 0, -1 };
 
 static int act_fmt_of(const weight *W) {
     int af = -1;
@@ -446,7 +414,6 @@ static int act_fmt_of(const weight *W) {
 
 /* c->act := x (T rows of n) in format af, unless it holds that already */
 static int ensure_act(cuda_be *c, act_state *as, const float *x, int64_t n, int T, int af) {
-    if (nf_flush(c, as)) return -1;
     if (as->src == x && as->n == n && as->T == T && as->fmt == af) return 0;
     if (cuda_act_row_bytes(af, n) * T > c->act_cap) { be_fail(c, "matvec: activation buffer too small"); return -1; }
     if (cuda_act_quantize(af, x, n, T, c->act, c->st)) { be_fail(c, "activation quantization"); return -1; }
@@ -476,7 +443,7 @@ static void mv_launch(cuda_be *c, act_state *as, const weight *const *W, float *
                       const float *x, int T) {
     mv_group g;
     int af = mv_group_make(c, &g, W, y, add, n);
-    if (af < 0 || (!nf_take(c, as, &g, x, W[0]->n_in, T, af) && ensure_act(c, as, x, W[0]->n_in, T, af))) return;
+    if (af < 0 || ensure_act(c, as, x, W[0]->n_in, T, af)) return;
     if (cuda_matvec_group(W[0]->type, &g, W[0]->n_in, c->act, T, c->st)) be_fail(c, "matvec launch");
 }
 
@@ -502,11 +469,6 @@ static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w,
                      const weight *next) {
     *as = ACT_NONE;
     int af = c->fuse && next ? act_fmt_of(next) : -1;
-    if (c->fuse && (g_norm_fold & 1) && rows == 1 && af >= 0 && cuda_norm_fold_ok(af, n) && cuda_act_row_bytes(af, n) <= c->act_cap &&
-        (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0) {
-        as->src = y; as->n = n; as->T = 1; as->fmt = af; as->nx = x; as->nw = (const float *)w->dev;   /* pending */
-        return;
-    }
     if (af >= 0 && af != ACT_F32 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
         if (cuda_rmsnorm_quant(x, (const float *)w->dev, y, rows, n, c->hp.rms_eps, c->act, af, c->st))
             be_fail(c, "rmsnorm");
@@ -597,7 +559,7 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
 }
 
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
-static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int qk_fold) {
+static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
     const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
@@ -614,10 +576,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int 
     const int window = L->sliding ? hp->sliding_window : 0;
     /* T = 1: RoPE and the KV store inside the attention kernel */
     const int folded = c->fuse && T == 1;
-    cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox, NULL, NULL, 0.0f };
-    if (qk_fold && folded) {   /* the q/k head norms in the attention launch (blk_attn did not run them) */
-        fold.qn = (const float *)L->q_norm.dev; fold.kn = (const float *)L->k_norm.dev; fold.eps = hp->rms_eps;
-    }
+    cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
             if (cuda_rope_qk_store(q, k, v, kc, vc, kv8, T, H, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, cs, c->st))
@@ -662,11 +621,9 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
     mv_many(c, &as, qkv, y, 3, c->xb, T);
-    /* per-head q and k norms (qwen3, gemma3): one launch for both, or (one column,
-     * STRATA_CUDA_NORM_FOLD bit 2) inside the attention launch */
-    const int qk_fold = c->fuse && (g_norm_fold & 2) && T == 1 && b->n_seq == 1 && L->q_norm.data && L->k_norm.data;
+    /* per-head q and k norms (qwen3, gemma3): one launch for both */
     if (c->fuse && L->q_norm.data && L->k_norm.data) {
-        if (!qk_fold && cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
+        if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
                           T * KVH, HD, hp->rms_eps, c->st))
             be_fail(c, "q/k rmsnorm");
     } else {
@@ -723,7 +680,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         }
         if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
-        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o, qk_fold);
+        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
     as = ACT_NONE;
     if (af_o >= 0) { as.src = c->att; as.n = (int64_t)H * HD; as.T = T; as.fmt = af_o; }
     if (L->post_attn_norm.data || !c->fuse) {                   /* (gemma3) xb = norm(wo att); x += xb */
@@ -833,14 +790,8 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
     /* router logits [n][X]: an F32 router of a supported width runs inside the routing kernel
      * (STRATA_CUDA_FUSE=0: its own matvec) */
     const int fused_router = c->fuse && cuda_moe_router_fusable(R->type, E);
-    /* x in the experts' activation format (usually already there: the ffn norm quantized it; a
-     * pending norm at one token goes into the fused router's CTAs: STRATA_CUDA_NORM_FOLD) */
-    const float *nfx = NULL, *nfw = NULL;
-    if (fused_router && as->nx && as->src == c->xb && as->n == E && as->T == 1 && T == 1 && as->fmt == gaf &&
-        cuda_moe_fold_ok(T, gaf, E)) {
-        nfx = as->nx; nfw = as->nw;
-        as->nx = as->nw = NULL;   /* after the router's launch c->act and xb hold it */
-    } else if (ensure_act(c, as, c->xb, E, T, gaf)) return;
+    /* x in the experts' activation format (usually already there: the ffn norm quantized it) */
+    if (ensure_act(c, as, c->xb, E, T, gaf)) return;
     if (moe_run_wide(c, R, G, U, D, T, raf, gaf, add_to) == 0) return;
     const size_t gab = cuda_act_row_bytes(gaf, E);
     for (int t0 = 0; t0 < T && !c->failed; t0 += CUDA_MOE_COLS) {
@@ -865,7 +816,6 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
         m.logits = c->moe_logits; m.act_x = (const uint8_t *)c->act + (size_t)t0 * gab; m.out = c->moe_out + (size_t)t0 * E;
         m.router_f32 = fused_router ? (const float *)R->dev : NULL;
         m.x_f32 = xb;
-        m.nf_x = nfx; m.nf_w = nfw; m.nf_eps = c->hp.rms_eps; m.nf_fmt = gaf;
         if (cuda_moe_block(&m, add_to ? add_to + (size_t)t0 * E : NULL, c->st)) be_fail(c, "moe experts");
     }
 }
@@ -901,7 +851,7 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
         /* gate, up and SwiGLU in one launch into hb */
         mv_group g;
         int af = mv_group_make(c, &g, gu, y, NULL, 2);
-        if (af < 0 || (!nf_take(c, &as, &g, c->xb, E, T, af) && ensure_act(c, &as, c->xb, E, T, af))) return;
+        if (af < 0 || ensure_act(c, &as, c->xb, E, T, af)) return;
         g.swiglu = 1; g.swiglu_out = c->hb;
         const int afd = T == 1 ? act_fmt_of(&L->down) : -1;
         if (afd >= 0 && cuda_matvec_swiglu_q32_ok(L->gate.type, afd, F) && cuda_act_row_bytes(afd, F) <= c->act_cap) {
@@ -1395,9 +1345,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                 cuda_dev_alloc_named((void **)&b->h, P * F * sizeof(float), "the MoE hidden rows", err, errlen) ||
                 cuda_dev_alloc_named(&b->act_h, P * (F * 4 + 64), "the MoE hidden activations", err, errlen) ||
                 cuda_dev_alloc_named((void **)&b->y, P * E * sizeof(float), "the MoE expert outputs", err, errlen) ||
-                cuda_dev_alloc_named((void **)&b->counter, (1 + P) * sizeof(unsigned), "the MoE counters", err, errlen))
+                cuda_dev_alloc_named((void **)&b->counter, sizeof(unsigned), "the MoE router counter", err, errlen))
                 goto fail;
-            if (CU_CHECK(cudaMemset(b->counter, 0, (1 + P) * sizeof(unsigned)))) goto cuda_fail;
+            if (CU_CHECK(cudaMemset(b->counter, 0, sizeof(unsigned)))) goto cuda_fail;
         }
         if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global, "the RoPE table", err, errlen) ||
             rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local, "the local RoPE table", err, errlen))

@@ -65,7 +65,6 @@ typedef struct cuda_variants {
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */
     int prefetch;           /* STRATA_CUDA_PREFETCH: CUDA_PF_* bits (L2 prefetches of weights; same bits) */
     int mv_split;           /* STRATA_CUDA_MV_SPLIT: rows of at least this many super-blocks over several warps at T = 1 (0: none; same bits) */
-    int norm_fold;          /* STRATA_CUDA_NORM_FOLD bits: 1 a decode pre-norm computed by the CTAs of the launch that reads it, 2 the q/k head norms in the decode attention (same bits) */
     const char *matvec_from, *attn_from, *pdl_from, *decode_from;
 } cuda_variants;
 /* The decode variants (src/cuda/decode_fast.cuh, docs/KERNELS.md "Decode variants"): the same
@@ -91,12 +90,9 @@ void cuda_moe_set_route(int parallel);
 /* STRATA_CUDA_MOE_FAST (issue 20; every bit keeps the bits): */
 #define CUDA_MOE_FAST_ROUTE1  1   /* T = 1: the F32 router over X / 4 CTAs, the routing by a whole CTA */
 #define CUDA_MOE_FAST_COMBINE 2   /* the combine (+ residual) in the down kernel, each CTA its row slice */
-#define CUDA_MOE_FAST_HQ      4   /* h's quantization for down by the last gate/up CTA of each group (no launch of its own) */
-#define CUDA_MOE_FAST_DN32    8   /* T = 1: the down kernel instance held to 32 registers (one wave of CTAs) */
-#define CUDA_MOE_FAST_ALL     15
+#define CUDA_MOE_FAST_ALL     3
 void cuda_moe_set_fast(int bits);
 void cuda_matvec_set_split(int min_blocks);
-void cuda_set_norm_fold(int bits);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 

@@ -29,13 +29,6 @@ typedef struct mv_group {
     float *swiglu_out;               /* [T][n_out[0]] */
     float *ws;                       /* NULL, or the matmul's split partials (mm.cu): ws_floats */
     size_t ws_floats;
-    /* STRATA_CUDA_NORM_FOLD (T = 1, norm_fold.cuh): nf_x != NULL: the launch computes its
-     * activation row itself, rmsnorm(nf_x) * nf_w quantized to nf_fmt (the act argument is then
-     * where CTA 0 writes those blocks for later launches, nf_y where it writes y) */
-    const float *nf_x, *nf_w;
-    float *nf_y;
-    float nf_eps;
-    int nf_fmt;
 } mv_group;
 
 /* matvec.cu */
@@ -58,9 +51,6 @@ int    cuda_mm_grouped(int type, const void *W, size_t expert_bytes, size_t row_
                        const void *act, const int *groups, const int *tiles, int max_tiles, float *y, cudaStream_t st);
 /* a gate/up + SwiGLU group at T = 1 that also writes h quantized into act_h (32-value blocks:
  * the formats ..._ok accepts); act_h must not be act */
-/* STRATA_CUDA_NORM_FOLD: whether a launch can compute its row of n in act format fmt itself
- * (mv_group.nf_*, norm_fold.cuh) */
-int    cuda_norm_fold_ok(int fmt, int64_t n);
 int    cuda_matvec_swiglu_q32_ok(int type, int act_h_fmt, int64_t n_out);
 int    cuda_matvec_swiglu_q32(int type, const mv_group *g, int64_t n_in, const void *act, void *act_h, int act_h_fmt,
                               cudaStream_t st);
@@ -87,8 +77,7 @@ typedef struct cuda_moe {
     const float *router_f32;        /* NULL, or an F32 router [X][E] fused with the routing
                                        (cuda_moe_router_fusable); then x_f32 = the f32 rows */
     const float *x_f32;
-    unsigned *counter;              /* [0]: the fused router's last-CTA counter; [1 + group]: the gate/up
-                                       kernel's per group (CUDA_MOE_FAST_HQ); zeroed, left zeroed */
+    unsigned *counter;              /* the fused kernel's last-CTA counter (zeroed, left zeroed) */
     const void *act_x;              /* T rows of x in type_gu's activation format */
     void *act_pairs;                /* [P] rows, same format (gathered by expert) */
     int *groups;                    /* 1 + MOE_GROUP_INTS P ints */
@@ -100,17 +89,7 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
     int max_groups;                 /* grid bound on groups: 0 = P (the decode kernels' slices);
                                        the wide chunks of cuda_moe_experts_wide set their own */
-    /* STRATA_CUDA_NORM_FOLD: nf_x != NULL (T = 1, an F32 router, cuda_moe_fold_ok): x_f32 and
-     * act_x are computed by the router's CTAs, rmsnorm(nf_x) * nf_w in nf_fmt (norm_fold.cuh) */
-    const float *nf_x, *nf_w;
-    float nf_eps;
-    int nf_fmt;
-    int hq, dn32;                   /* set by cuda_moe_block: h quantized by the gate/up kernel;
-                                       the 32-register down instance (CUDA_MOE_FAST_HQ / _DN32) */
 } cuda_moe;
-/* whether cuda_moe_block can take a norm fold: one token, the F32 router fused with the
- * one-CTA routing (CUDA_MOE_FAST_ROUTE1), rows of E in act format fmt that a fold serves */
-int cuda_moe_fold_ok(int T, int fmt, int64_t E);
 
 /* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the
  * combine into out (+ add_to), STRATA_CUDA_MOE_FAST's launches (the same bits) */
@@ -174,9 +153,7 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, void *kc, void *vc, i
  * tables of q and k; every CTA rotates its heads' q, the one holding the last chunk its KV
  * head's k (ops.cu, attn_kernel), and the group's first head group stores the position's
  * K/V rows */
-/* qn / kn (STRATA_CUDA_NORM_FOLD bit 2): NULL, or the per-head q and k RMSNorm weights (eps):
- * the heads' q rows and the k row are normalized in the attention launch (rmsnorm2's bits) */
-typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neox; const float *qn, *kn; float eps; } cuda_rope_fold;
+typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neox; } cuda_rope_fold;
 /* The canonical chunked order (src/model/attn_order.h; bit-identical to the CPU), the chunks
  * in parallel. scratch: cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx) floats;
  * counters: T * n_heads zeroed ints (left zeroed); max_last: the largest position of the

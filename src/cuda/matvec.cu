@@ -31,7 +31,6 @@ PDL_TU_STATE(matvec)
 PF_TU_STATE(matvec)
 int cuda_matvec_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
-#include "norm_fold.cuh"
 
 /* ---- activation quantization ------------------------------------------------------------ */
 
@@ -103,7 +102,7 @@ static __device__ __forceinline__ int group_weight(const mv_group &g, int row) {
 /* COOP: 0 one lane per block; 8: 8 lanes per super-block (kquant_coop.cuh). Two rows per warp
  * (row_dot_coop's R = 2) measured 0-20% slower than one on the H200 (docs/BENCHMARKS.md,
  * CUDA): the kernel is bound by instructions, not by loads in flight, so it is not built. */
-template <int FMT, int TM, int COOP, int V, int NF = 0>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
@@ -120,12 +119,6 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
         }
     }
     PDL_WAIT();
-    if constexpr (NF != 0) {   /* T = 1: the norm's row here (norm_fold.cuh); CTA 0 also stores it */
-        extern __shared__ __align__(16) uint8_t nf_dyn[];
-        norm_fold_row<MV_WARPS * 32>(g.nf_x, g.nf_w, (int)n_in, g.nf_eps, g.nf_fmt, nf_dyn,
-                                     blockIdx.x == 0 ? (uint8_t *)act : NULL, blockIdx.x == 0 ? g.nf_y : NULL);
-        act = nf_dyn + nf_act_offset(n_in);
-    }
     if (g.swiglu) {
         /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
         if (row >= g.n_out[0]) return;
@@ -181,7 +174,7 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
  * read 32-value blocks (act_q8_0 / act_q8_1): 32 warps per CTA, warp w takes row
  * 32 * blockIdx.x + w (store_swiglu's values), then warp 0 quantizes the CTA's 32 h values as
  * one block (act_quant_block_regs: act_quantize_kernel's bits). One launch instead of two. */
-template <int FMT, int NF>
+template <int FMT>
 __global__ void __launch_bounds__(1024)
 matvec_swiglu_q32_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, uint8_t *__restrict__ act_h,
                          int fmt_h) {
@@ -192,12 +185,6 @@ matvec_swiglu_q32_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__rest
         l2_prefetch_lines(g.W[1] + (size_t)row * g.row_bytes, g.row_bytes, lane, 32);
     }
     PDL_WAIT();
-    if constexpr (NF != 0) {   /* the norm's row here (norm_fold.cuh); CTA 0 also stores it */
-        extern __shared__ __align__(16) uint8_t nf_dyn[];
-        norm_fold_row<1024>(g.nf_x, g.nf_w, (int)n_in, g.nf_eps, g.nf_fmt, nf_dyn, blockIdx.x == 0 ? (uint8_t *)act : NULL,
-                            blockIdx.x == 0 ? g.nf_y : NULL);
-        act = nf_dyn + nf_act_offset(n_in);
-    }
     float ga[1], ua[1];
     row_dot<FMT, 1, 0>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ga);
     row_dot<FMT, 1, 0>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ua);
@@ -211,8 +198,6 @@ matvec_swiglu_q32_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__rest
         act_quant_block_regs<32>(&v, act_h + (size_t)blockIdx.x * act_block_bytes_dev(fmt_h), fmt_h);
     }
 }
-
-int cuda_norm_fold_ok(int fmt, int64_t n) { return nf_fmt_ok(fmt, n); }
 
 /* the formats this kernel is built for (32-weight blocks) */
 #define SWIGLU_Q32_FORMATS(X) X(TYPE_Q4_0) X(TYPE_Q4_1) X(TYPE_Q5_0) X(TYPE_Q5_1) X(TYPE_Q8_0)
@@ -231,19 +216,15 @@ int cuda_matvec_swiglu_q32(int type, const mv_group *g, int64_t n_in, const void
                            cudaStream_t st) {
     int blck, af, bs;
     if (!g->swiglu || !cuda_matvec_swiglu_q32_ok(type, act_h_fmt, g->n_out[0]) || cuda_type_info(type, &blck, &af, &bs) ||
-        n_in % blck || (g->nf_x && (g->nf_fmt != af || !nf_fmt_ok(af, n_in) || (uintptr_t)g->nf_x % 16 || (uintptr_t)g->nf_y % 16)))
+        n_in % blck)
         return -1;
     const int nb = (int)(n_in / blck);
     const unsigned blocks = (unsigned)(g->n_out[0] / 32);
     const uint8_t *a = (const uint8_t *)act;
     uint8_t *ah = (uint8_t *)act_h;
     switch (type) {
-#define SQ_LAUNCH(F)                                                                                                   \
-    case F:                                                                                                            \
-        if (g->nf_x) klaunch(matvec_swiglu_q32_kernel<F, 1>, blocks, 1024, nf_smem_bytes(g->nf_fmt, n_in), st, *g, n_in, nb, \
-                             a, ah, act_h_fmt);                                                                        \
-        else klaunch(matvec_swiglu_q32_kernel<F, 0>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt);             \
-        break;
+#define SQ_LAUNCH(F) \
+    case F: klaunch(matvec_swiglu_q32_kernel<F>, blocks, 1024, 0, st, *g, n_in, nb, a, ah, act_h_fmt); break;
     SWIGLU_Q32_FORMATS(SQ_LAUNCH)
 #undef SQ_LAUNCH
     }
@@ -296,9 +277,7 @@ int cuda_matvec_coop_for(int type, const void *W, size_t row_bytes) {
 
 template <int FMT, int COOP, int V>
 static void launch_tm_v(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
-    if (T == 1 && g->nf_x)
-        klaunch(matvec_kernel<FMT, 1, COOP, V, 1>, blocks, MV_WARPS * 32, nf_smem_bytes(g->nf_fmt, n_in), st, *g, n_in, nb, a, as, T);
-    else if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T == 2) klaunch(matvec_kernel<FMT, 2, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T <= 4) klaunch(matvec_kernel<FMT, 4, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else klaunch(matvec_kernel<FMT, 8, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
@@ -325,7 +304,7 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
     if constexpr (coop_fmt<FMT>::ok) {
-        if (mv_split && nb >= mv_split && coop == 8 && T == 1 && !g->swiglu && !g->nf_x && nb > 32 / 8 && nb <= MV_SPLIT_MAXNB) {
+        if (mv_split && nb >= mv_split && coop == 8 && T == 1 && !g->swiglu && nb > 32 / 8 && nb <= MV_SPLIT_MAXNB) {
             const int W = nb > 2 * (32 / 8) ? 4 : 2;
             const unsigned sb = (unsigned)((rows + MV_WARPS / W - 1) / (MV_WARPS / W));
             constexpr int V = dec_v<FMT, coop_fmt<FMT>::ok * 8>();
@@ -368,8 +347,6 @@ size_t cuda_act_row_bytes(int act, int64_t n) {
 int cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
     int blck, af, bs;
     if (cuda_type_info(type, &blck, &af, &bs) != 0 || T < 1 || n_in % blck) return -1;
-    if (g->nf_x && (T != 1 || g->nf_fmt != af || !nf_fmt_ok(af, n_in) || (uintptr_t)g->nf_x % 16 || (uintptr_t)g->nf_y % 16))
-        return -1;
     int nb = (int)(n_in / blck);
     size_t as = cuda_act_row_bytes(af, n_in);
     if (T > 8) {

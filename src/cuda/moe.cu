@@ -40,7 +40,6 @@ PDL_TU_STATE(moe)
 PF_TU_STATE(moe)
 int cuda_moe_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
-#include "norm_fold.cuh"
 
 IQ_TABLES_INIT_FN(cuda_moe_tables_init, "moe")
 
@@ -378,26 +377,16 @@ moe_route1_kernel(const float *__restrict__ logits, int X, int k, int *__restric
  * 16), each row by one warp with moe_router_route_kernel's operations; the last CTA routes
  * with the whole CTA (moe_route1_body). */
 #define ROUTER1_WARPS 4
-/* NF (STRATA_CUDA_NORM_FOLD): x is computed here, rmsnorm(nf.x) * nf.w, by every CTA into its
- * shared memory (norm_fold.cuh, after the routing's [2][X]); CTA 0 also stores it at x and its
- * blocks in nf.fmt at act_x (the experts' activation row) */
-typedef struct moe_nf { const float *x, *w; float eps; int fmt; uint8_t *act_x; } moe_nf;
-template <int NPL, int NF>
+template <int NPL>
 __global__ void __launch_bounds__(ROUTER1_WARPS * 32)
 moe_router_route1_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits,
                          unsigned *__restrict__ counter, int X, int k, int *__restrict__ groups, int *__restrict__ pair_of,
-                         float *__restrict__ wts, moe_nf nf) {
+                         float *__restrict__ wts) {
     extern __shared__ __align__(16) float s_ep[];   /* [2][X] */
     const int row = blockIdx.x * ROUTER1_WARPS + (threadIdx.x >> 5);
     if ((c_prefetch & CUDA_PF_ROWS) && row < X)   /* the router row (E = 32 NPL floats) before the wait */
         l2_prefetch_lines(W + (size_t)row * 32 * NPL, (size_t)32 * NPL * sizeof(float), threadIdx.x & 31, 32);
     PDL_WAIT();
-    if constexpr (NF != 0) {
-        uint8_t *nf_dyn = (uint8_t *)(s_ep + 2 * ((X + 3) & ~3));
-        norm_fold_row<ROUTER1_WARPS * 32>(nf.x, nf.w, 32 * NPL, nf.eps, nf.fmt, nf_dyn, blockIdx.x == 0 ? nf.act_x : NULL,
-                                          blockIdx.x == 0 ? (float *)x : NULL);
-        x = (const float *)nf_dyn;
-    }
     if (row < X) router_row<NPL, 1>(W, x, logits, X, 1, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
@@ -414,48 +403,11 @@ typedef struct moe_comb {
     float *out, *add_to;
 } moe_comb;
 
-/* CUDA_MOE_FAST_HQ: h's rows of a group quantized for down (format fmt, rows of as bytes) by
- * the group's last CTA to finish (a counter per group, reset by it): act_quantize_kernel's
- * blocks, lane l holding the same values, read with __ldcg (other CTAs wrote them) */
-typedef struct moe_hq { uint8_t *act; size_t as; int fmt; unsigned *cnt; } moe_hq;
-static __device__ __forceinline__ void moe_hq_group(const moe_hq &q, const int *groups, const float *h, int F) {
-    __shared__ int s_last;
-    __syncthreads();   /* every warp's h stores issued */
-    if (threadIdx.x == 0) {
-        __threadfence();
-        s_last = atomicAdd(q.cnt + blockIdx.y, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    const int gi = blockIdx.y, *gr = groups + 1 + MOE_GROUP_INTS * gi, start = gr[1], n = gr[2];   /* read again: no registers held over the dots */
-    const int B = q.fmt == ACT_Q8_K ? 256 : q.fmt == ACT_Q8_2 ? 64 : 32, V = B / 32, lane = threadIdx.x & 31;
-    const int nbh = F / B;
-    const size_t bb = act_block_bytes_dev(q.fmt);
-    for (int j = threadIdx.x >> 5; j < n * nbh; j += blockDim.x >> 5) {
-        const int r = start + j / nbh, b = j % nbh;
-        const float *src = h + (size_t)r * F + (size_t)b * B + lane * V;
-        uint8_t *dst = q.act + (size_t)r * q.as + (size_t)b * bb;
-        float v[8];
-#pragma unroll
-        for (int i = 0; i < 8; i++) v[i] = i < V ? __ldcg(src + i) : 0.0f;
-        if (B == 256) act_quant_block_regs<256>(v, dst, q.fmt);
-        else if (B == 64) act_quant_block_regs<64>(v, dst, q.fmt);
-        else act_quant_block_regs<32>(v, dst, q.fmt);
-    }
-    if (threadIdx.x == 0) q.cnt[gi] = 0;
-}
-
-/* moe_gate_up_hq_kernel (T = 1, CUDA_MOE_FAST_HQ): h's quantization here, the kernel held to 32
- * registers (16 CTAs of 4 warps per SM: the 1,536 CTAs of a 768-row, 8-expert step in one wave,
- * as without it; the quantization's own registers would otherwise raise the kernel's count) */
-#define MOE_GU_PARAMS                                                                                                  \
-    const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes, int F, int64_t n_in, \
-        int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, \
-        float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb, moe_hq hq
-#define MOE_GU_ARGS Wg, Wu, expert_bytes, row_bytes, F, n_in, nb, act_x, act, as, groups, h, pf_down, pf_eb, hq
-template <int FMT, int TM, int COOP, int V, int HQ>
-static __device__ __forceinline__ void moe_gate_up_body(MOE_GU_PARAMS) {
+template <int FMT, int TM, int COOP, int V>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
+                   int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
+                   const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb) {
     PDL_WAIT();
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
@@ -466,7 +418,7 @@ static __device__ __forceinline__ void moe_gate_up_body(MOE_GU_PARAMS) {
         l2_prefetch_lines(pf_down + (size_t)e * pf_eb + a, b - a, threadIdx.x, blockDim.x);
     }
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-    if (row < F) {
+    if (row >= F) return;
     const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
@@ -490,16 +442,6 @@ static __device__ __forceinline__ void moe_gate_up_body(MOE_GU_PARAMS) {
             h[(size_t)(start + t) * F + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
         }
     }
-    }
-    if constexpr (HQ != 0) moe_hq_group(hq, groups, h, F);
-}
-template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32) moe_gate_up_kernel(MOE_GU_PARAMS) {
-    moe_gate_up_body<FMT, TM, COOP, V, 0>(MOE_GU_ARGS);
-}
-template <int FMT, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32, 16) moe_gate_up_hq_kernel(MOE_GU_PARAMS) {
-    moe_gate_up_body<FMT, 1, COOP, V, 1>(MOE_GU_ARGS);
 }
 
 /* grid: E / RPC row slices (RPC = DOWN_R rows for the cooperative formats, else 1); CTA of
@@ -510,14 +452,10 @@ __global__ void __launch_bounds__(MV_WARPS * 32, 16) moe_gate_up_hq_kernel(MOE_G
 #define DN_WARPS 8
 #define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
-/* moe_down_32_kernel (T = 1, CUDA_MOE_FAST_DN32): the same body held to 32 registers, 8 CTAs of
- * 8 warps per SM (the 1,024 CTAs of a 2,048-row step in one wave; at 48 registers five fit) */
-#define MOE_DN_PARAMS                                                                                                  \
-    const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,                    \
-        const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb
-#define MOE_DN_ARGS Wd, expert_bytes, row_bytes, E, n_in, nb, act, as, groups, y, cb
 template <int FMT, int TM, int COOP, int V>
-static __device__ __forceinline__ void moe_down_body(MOE_DN_PARAMS) {
+__global__ void __launch_bounds__(DN_WARPS * 32)
+moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
+                const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb) {
     PDL_WAIT();
     constexpr int RPC = COOP != 0 ? DOWN_R : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
@@ -556,14 +494,6 @@ static __device__ __forceinline__ void moe_down_body(MOE_DN_PARAMS) {
         cb.out[(size_t)t * E + i] = o;
         if (cb.add_to) cb.add_to[(size_t)t * E + i] = __fadd_rn(cb.add_to[(size_t)t * E + i], o);
     }
-}
-template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(DN_WARPS * 32) moe_down_kernel(MOE_DN_PARAMS) {
-    moe_down_body<FMT, TM, COOP, V>(MOE_DN_ARGS);
-}
-template <int FMT, int COOP, int V>
-__global__ void __launch_bounds__(DN_WARPS * 32, 8) moe_down_32_kernel(MOE_DN_PARAMS) {
-    moe_down_body<FMT, 1, COOP, V>(MOE_DN_ARGS);
 }
 
 /* out[t][i] = sum_r w[t][r] * y[pair(t, r)][i] in rank order from 0.0f; add_to += out */
@@ -605,16 +535,8 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
     const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
                            ? (size_t)(m->F / db) * (size_t)dbs * (size_t)m->E : 0;
     const uint8_t *pfd = ebd ? (const uint8_t *)m->down : NULL;
-    moe_hq hq = { NULL, 0, 0, NULL };
-    int daf;
-    if (m->hq && !cuda_type_info(m->type_down, NULL, &daf, NULL)) {
-        hq.act = (uint8_t *)m->act_h; hq.as = cuda_act_row_bytes(daf, m->F); hq.fmt = daf; hq.cnt = m->counter + 1;
-    }
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd, hq)
-    if (m->T == 1 && hq.act)
-        klaunch(moe_gate_up_hq_kernel<FMT, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups,
-                m->h, pfd, ebd, hq);
-    else if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd)
+    if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
 
@@ -624,9 +546,7 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
 #define DN(TM) klaunch(moe_down_kernel<FMT, TM, COOP, V>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb)
-    if (m->T == 1 && m->dn32)
-        klaunch(moe_down_32_kernel<FMT, COOP, V>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb);
-    else if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
+    if (m->T == 1) DN(1); else if (m->T == 2) DN(2); else if (m->T <= 4) DN(4); else DN(8);
 #undef DN
 }
 
@@ -684,12 +604,8 @@ static int moe_route_par = 0;
 extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
 
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
-static int moe_fast = CUDA_MOE_FAST_ROUTE1 | CUDA_MOE_FAST_COMBINE | CUDA_MOE_FAST_HQ;   /* ENV_CUDA_MOE_FAST's default */
+static int moe_fast = CUDA_MOE_FAST_ALL;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
-
-int cuda_moe_fold_ok(int T, int fmt, int64_t E) {
-    return T == 1 && (moe_fast & CUDA_MOE_FAST_ROUTE1) && (E == 2048 || E == 1024) && nf_fmt_ok(fmt, E);
-}
 
 /* The routing, grouped gate/up, h's quantization, grouped down and the combine (+ add_to),
  * the combine inside the down kernel when CUDA_MOE_FAST_COMBINE is on. */
@@ -699,9 +615,6 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
         cuda_type_info(m->type_gu, NULL, &gaf, NULL) || cuda_type_info(m->type_down, NULL, &daf, NULL))
         return -1;
     if (cuda_moe_tables_init()) return -1;
-    if (m->nf_x && (!m->router_f32 || m->nf_fmt != gaf || !cuda_moe_fold_ok(m->T, gaf, m->E) || (uintptr_t)m->nf_x % 16 ||
-                    (uintptr_t)m->x_f32 % 16 || (uintptr_t)m->act_x % 4))
-        return -1;
     size_t as_x = cuda_act_row_bytes(gaf, m->E);
     if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
@@ -710,15 +623,8 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
         const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
         if (m->router_f32) {
             unsigned blocks = (unsigned)((m->X + ROUTER1_WARPS - 1) / ROUTER1_WARPS);
-            moe_nf nf = { m->nf_x, m->nf_w, m->nf_eps, m->nf_fmt, (uint8_t *)m->act_x };
-#define R1(NPL)                                                                                                        \
-    do {                                                                                                               \
-        if (nf.x) klaunch(moe_router_route1_kernel<NPL, 1>, blocks, ROUTER1_WARPS * 32, shm1 + nf_smem_bytes(nf.fmt, m->E), \
-                          st, m->router_f32, m->x_f32, (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of,   \
-                          m->wts, nf);                                                                                 \
-        else klaunch(moe_router_route1_kernel<NPL, 0>, blocks, ROUTER1_WARPS * 32, shm1, st, m->router_f32, m->x_f32,    \
-                     (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts, nf);                  \
-    } while (0)
+#define R1(NPL) klaunch(moe_router_route1_kernel<NPL>, blocks, ROUTER1_WARPS * 32, shm1, st, m->router_f32, m->x_f32, \
+                        (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)
             if (m->E == 2048) R1(64);
             else if (m->E == 1024) R1(32);
             else return -1;
@@ -745,16 +651,11 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     if (CU_LAUNCHED()) return -1;
     moe_comb cb;
     memset(&cb, 0, sizeof cb);
-    /* CUDA_MOE_FAST_HQ: h's quantization by the gate/up kernel (32-, 64- or 256-value blocks) */
-    cuda_moe mq = *m;
-    mq.dn32 = (moe_fast & CUDA_MOE_FAST_DN32) != 0;
-    mq.hq = m->T == 1 && (moe_fast & CUDA_MOE_FAST_HQ) && (daf == ACT_Q8_0 || daf == ACT_Q8_1 || daf == ACT_Q8_2 || daf == ACT_Q8_K) &&
-            m->F % act_blck_q(daf) == 0 && m->counter;
-    if (moe_dispatch(m->type_gu, &mq, 0, cb, st)) return -1;
-    if (!mq.hq && cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
+    if (moe_dispatch(m->type_gu, m, 0, cb, st)) return -1;
+    if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
-    if (moe_dispatch(m->type_down, &mq, 1, cb, st)) return -1;
+    if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
     return cf ? 0 : cuda_moe_combine(m, add_to, st);
 }
 

@@ -590,7 +590,7 @@ static __device__ __forceinline__ void attn_quant_heads(const float *orow, int h
 
 /* The one-chunk path: head h of column t, the exact kernel of before (ops_dev.cuh), then the
  * head's output quantized for wo when asked. dyn: a tile, then the <= 256 scores. */
-template <int KV8, int QKN>
+template <int KV8>
 static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, void *vc, int h, int t, int last,
                                                       int n_heads, int n_kv_heads, int head_dim, float scale, int window,
                                                       float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt,
@@ -603,15 +603,7 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
         const int grp = n_heads / n_kv_heads, kvh = h / grp, half = rf.n_rot / 2;
         const int hw = kv_head_words(head_dim, KV8);
         const size_t off = (size_t)last * n_kv_heads * hw + (size_t)kvh * hw;   /* words */
-        const float *kh = rf.k + (size_t)kvh * head_dim;
-        if constexpr (QKN != 0) {   /* the head norms first (rmsnorm2_kernel's rows: 256 threads), RoPE in place */
-            __shared__ float kn_s[ATT_MAX_HD];
-            rmsnorm_row(qh, rf.qn, qr, head_dim, rf.eps, NULL, 0);
-            rmsnorm_row(kh, rf.kn, kn_s, head_dim, rf.eps, NULL, 0);
-            __syncthreads();
-            qh = qr; kh = kn_s;
-        }
-        rope_head_kv<KV8>(qh, kh, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
+        rope_head_kv<KV8>(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
                           rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
                           h % grp == 0 ? (uint32_t *)kc + off : NULL, (uint32_t *)vc + off);
         qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
@@ -826,7 +818,6 @@ static __device__ __forceinline__ void attn_prefetch_rows(const void *kc, const 
 #define ATTP_ALL 0
 #define ATTP_EXACT 1
 #define ATTP_CHUNKS 2
-#define ATTP_QKN 4   /* or-ed into P: the q/k head norms in the launch (cuda_rope_fold.qn / kn) */
 template <int GS, int KV8, int P>
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
@@ -847,13 +838,13 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     const int n = last - first + 1, nch = ATTN_N_CHUNKS(n);
     kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
     if (nch == 1) {   /* the exact path: one head per CTA */
-        if constexpr ((P & 3) == ATTP_CHUNKS) __trap();
+        if constexpr (P == ATTP_CHUNKS) __trap();
         else if (x < GS)
-            attn_one_chunk<KV8, (P & ATTP_QKN)>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
+            attn_one_chunk<KV8>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
                            act_fmt, rf, dyn, qs, kl, vl, vpre);
         return;
     }
-    if constexpr ((P & 3) == ATTP_EXACT) { __trap(); return; }
+    if constexpr (P == ATTP_EXACT) { __trap(); return; }
     const int nxe = nch < nxc ? nch : nxc;            /* CTAs reducing this token's chunks */
     if (x >= nxe) return;
     __shared__ __align__(16) float es[GS * ATTN_CHUNK];   /* [GS][ATTN_CHUNK]: e of the chunk's positions */
@@ -871,27 +862,18 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     if (rf.k) {   /* T = 1: RoPE of the heads' q here; the position's K/V rows by the last chunk's CTA */
         const int half = rf.n_rot / 2, rest = head_dim - rf.n_rot;
         const float *csq = rf.cs_q + (size_t)last * half * 2, *csk = rf.cs_k + (size_t)last * half * 2;
-        const float *qsrc = qt;
-        const float *ks = rf.k + (size_t)kvh * head_dim;
-        if constexpr ((P & ATTP_QKN) != 0) {   /* the head norms (rmsnorm2_kernel's rows), then RoPE in place */
-            __shared__ float kn_s[ATT_MAX_HD];
-            for (int g = 0; g < GS; g++) rmsnorm_row(qt + (size_t)g * head_dim, rf.qn, qs + g * head_dim, head_dim, rf.eps, NULL, 0);
-            if (holds_last) rmsnorm_row(ks, rf.kn, kn_s, head_dim, rf.eps, NULL, 0);
-            __syncthreads();
-            qsrc = qs; ks = kn_s;
-        }
         for (int idx = tid; idx < GS * half; idx += ATTX_THREADS) {
             int g = idx / half, i = idx % half, ia, ib;
             float o1, o2;
-            rope_pair(qsrc + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
+            rope_pair(qt + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
             qs[g * head_dim + ia] = o1; qs[g * head_dim + ib] = o2;
         }
         for (int idx = tid; idx < GS * rest; idx += ATTX_THREADS) {
             int g = idx / rest, j = rf.n_rot + idx % rest;
-            qs[g * head_dim + j] = qsrc[(size_t)g * head_dim + j];
+            qs[g * head_dim + j] = qt[(size_t)g * head_dim + j];
         }
         if (holds_last && KV8) {   /* int8 blocks (kv8_rows), stored as words */
-            kv8_rows(ks, rf.v + (size_t)kvh * head_dim, csk, rf.n_rot, rf.neox, head_dim,
+            kv8_rows(rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, csk, rf.n_rot, rf.neox, head_dim,
                      (uint32_t *)kl, (uint32_t *)vl);
             __syncthreads();
             if (h0 % G == 0) {   /* the group's first head group stores the rows */
@@ -903,7 +885,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
             }
         } else if (holds_last) {
             const int kv_dim = n_kv_heads * head_dim;
-            const float *vs = rf.v + (size_t)kvh * head_dim;
+            const float *ks = rf.k + (size_t)kvh * head_dim, *vs = rf.v + (size_t)kvh * head_dim;
             for (int i = tid; i < half; i += ATTX_THREADS) {
                 float o1, o2;
                 int ia, ib;
@@ -1072,8 +1054,6 @@ static int attn_launch(int paths, dim3 g, size_t smem, cudaStream_t st, const fl
 #define ATTN_LP(P)                                                                                                      \
     attn_launch_p<GS, KV8, P>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc, \
                               two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols, vec)
-    if (rf.qn)   /* the q/k head norms in the launch: instances of one path only (the host ensures it) */
-        return paths == ATTP_EXACT ? ATTN_LP(ATTP_EXACT | ATTP_QKN) : ATTN_LP(ATTP_CHUNKS | ATTP_QKN);
     return paths == ATTP_EXACT ? ATTN_LP(ATTP_EXACT) : paths == ATTP_CHUNKS ? ATTN_LP(ATTP_CHUNKS) : ATTN_LP(ATTP_ALL);
 #undef ATTN_LP
 }
@@ -1093,7 +1073,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
         (kv8 && head_dim % 32))
         return -1;
     cuda_cols none = { NULL, NULL, NULL };
-    cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, 0.0f };
+    cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
     int sms = cuda_sm_count();   /* device_class.cu's reading */
     if (sms < 1) sms = 32;
     if (att_two_tiles < 0) {
@@ -1139,7 +1119,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     if (vpre && 2 * tile + ATTN_CHUNK * sizeof(float) > smem) smem = 2 * tile + ATTN_CHUNK * sizeof(float);
     if (merge > smem) smem = merge;
     if (smem > 200 * 1024) return -1;   /* n_ctx past ~800k positions */
-    cuda_rope_fold f = rf ? *rf : no_fold;
+    const cuda_rope_fold f = rf ? *rf : no_fold;
     const cuda_cols cl = cols ? *cols : none;
     /* the instance (attn_kernel's P): the one-chunk path alone when no column spans more than a
      * chunk (nch, from the largest position); the chunk path alone when every column spans
@@ -1151,12 +1131,6 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     if (!cols && (!d_pos || T == 1)) min_last = pos0;
     const int min_span = min_last < 0 ? 0 : window > 0 && window < min_last + 1 ? window : min_last + 1;
     const int paths = !att_paths ? ATTP_ALL : nch == 1 ? ATTP_EXACT : min_span > ATTN_CHUNK ? ATTP_CHUNKS : ATTP_ALL;
-    if (f.qn && (paths == ATTP_ALL || !f.kn)) {   /* no instance with both paths and the head norms: their own launch first */
-        if (!f.kn || cuda_rmsnorm2((float *)q, f.qn, (float *)q, n_heads, (float *)f.k, f.kn, (float *)f.k, n_kv_heads, head_dim,
-                                   f.eps, st))
-            return -1;
-        f.qn = f.kn = NULL;
-    }
 #define ATTN_LAUNCH(GS, KV8)                                                                                            \
     attn_launch<GS, KV8>(paths, g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
                          two_tiles, vpre, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl, vec)
