@@ -36,9 +36,12 @@ static strata_model *moe_load(const char *path, strata_device dev) {
     if (strata_model_load(&mp, &m, err, sizeof err)) { fprintf(stderr, "load %s: %s\n", path, err); return NULL; }
     return m;
 }
+/* the sessions' context and moe_model_compare's prompt length (a test may deepen both: a prompt
+ * past 256 positions puts the decode steps on the attention's chunk path) */
+static int moe_n_ctx = 256, moe_prompt_len = 24;
 static strata_session *moe_session(strata_model *m) {
     strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = 256;
+    sp.n_ctx = moe_n_ctx;
     char err[512];
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
     if (!s) fprintf(stderr, "session: %s\n", err);
@@ -69,16 +72,17 @@ static int moe_collect(int32_t id, void *user) {
     if (l->n < 128) l->ids[l->n++] = id;
     return 0;
 }
-/* The GPU model mg against the CPU model mc of one file: teacher-forced logits (a 24-token prompt
+/* The GPU model mg against the CPU model mc of one file: teacher-forced logits (a moe_prompt_len-token prompt
  * in 8-token passes, then 16 tokens one at a time: *steps = how many were bit-identical) and
  * free-running greedy ids (48 after the prompt; the GPU's decode step is its captured graph:
  * *n_cpu, *n_gpu ids, *equal = the common prefix); -1 when a session or an evaluation failed */
 static int moe_model_compare(strata_model *mc, strata_model *mg, int *steps, int *equal, int *n_cpu, int *n_gpu) {
     int V = strata_n_vocab(mc);
-    int32_t prompt[24];
-    for (int i = 0; i < 24; i++) prompt[i] = (int32_t)((i * 131 + 7) % V);
+    static int32_t prompt[1024];
+    const int np = moe_prompt_len < 1024 ? moe_prompt_len : 1024;
+    for (int i = 0; i < np; i++) prompt[i] = (int32_t)((i * 131 + 7) % V);
     strata_session *sc = moe_session(mc), *sg = moe_session(mg);
-    int same = sc && sg && strata_session_eval(sc, prompt, 24) == 0 && strata_session_eval(sg, prompt, 24) == 0;
+    int same = sc && sg && strata_session_eval(sc, prompt, np) == 0 && strata_session_eval(sg, prompt, np) == 0;
     *steps = 0;
     for (int s = 0; same && s < 16; s++) {
         const float *lc = strata_session_logits(sc), *lg = strata_session_logits(sg);
@@ -93,8 +97,8 @@ static int moe_model_compare(strata_model *mc, strata_model *mg, int *steps, int
     sc = moe_session(mc); sg = moe_session(mg);
     moe_tok_list tc = { .n = 0 }, tg = { .n = 0 };
     if (sc && sg) {
-        strata_generate(sc, prompt, 24, 48, moe_collect, &tc);
-        strata_generate(sg, prompt, 24, 48, moe_collect, &tg);
+        strata_generate(sc, prompt, np, 48, moe_collect, &tc);
+        strata_generate(sg, prompt, np, 48, moe_collect, &tg);
     } else rc = -1;
     int d = 0;
     while (d < tc.n && d < tg.n && tc.ids[d] == tg.ids[d]) d++;

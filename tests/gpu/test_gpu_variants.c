@@ -234,5 +234,10 @@ int main(void) {
     model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K", 3, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     model_parity("qwen3moe Q2_0 / IQ4_NL / Q6_K", 2, TYPE_Q2_0, TYPE_IQ4_NL, TYPE_Q6_K);
     model_parity("qwen3moe IQ2_XXS / IQ4_XS / Q6_K", 2, TYPE_IQ2_XXS, TYPE_IQ4_XS, TYPE_Q6_K);
+    /* past 256 positions: the decode steps (eager and graph) on the attention's chunk path of a
+     * model with q/k head norms, every switch on */
+    moe_n_ctx = 512; moe_prompt_len = 300;
+    model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K, depth 300", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
+    moe_n_ctx = 256; moe_prompt_len = 24;
     TEST_DONE();
 }
