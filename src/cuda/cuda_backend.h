@@ -90,7 +90,11 @@ void cuda_moe_set_route(int parallel);
 /* STRATA_CUDA_MOE_FAST (issue 20; every bit keeps the bits): */
 #define CUDA_MOE_FAST_ROUTE1  1   /* T = 1: the F32 router over X / 4 CTAs, the routing by a whole CTA */
 #define CUDA_MOE_FAST_COMBINE 2   /* the combine (+ residual) in the down kernel, each CTA its row slice */
-#define CUDA_MOE_FAST_ALL     3
+#define CUDA_MOE_FAST_DOWN4   4   /* T = 1, cooperative formats: down rows 4 per warp (E / 4 CTAs, one wave) instead of 2 */
+#define CUDA_MOE_FAST_GU_TPB4 8   /* T = 1, cooperative formats: gate/up with 4 lanes per super-block (a row of 8 blocks in one step) */
+#define CUDA_MOE_FAST_GU_2ROW 16  /* T = 1, cooperative formats: gate/up 2 rows (4 dots) per warp, F / 8 CTAs */
+#define CUDA_MOE_FAST_ALL     31
+#define CUDA_MOE_FAST_DEFAULT 7   /* STRATA_CUDA_MOE_FAST's default: route1, combine, down4 */
 void cuda_moe_set_fast(int bits);
 void cuda_matvec_set_split(int min_blocks);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
@@ -175,6 +179,7 @@ void cuda_matvec_set_coop(int variant);
 void cuda_mm_set(int mode);
 void cuda_mm_split_set(int s);
 void cuda_attention_set_paths(int on);   /* STRATA_CUDA_ATTN_PATHS for tests: 1 the instance of the launch's one path, 0 both paths */
+void cuda_attention_set_gs(int cap);   /* STRATA_CUDA_ATTN_GS for tests: the most heads of a KV group per chunk-path CTA (1..4) */
 void cuda_attention_set_tiles(int n);   /* STRATA_CUDA_ATTN_TILES for tests: 3 f16 in 16-byte pieces, 2 two K/V tiles where they fit, 1 one */   /* STRATA_CUDA_MM_SPLIT for tests: -1 auto, 0 never, 2..32 that split */
 void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer formats on tensor cores too */
 void cuda_mm_pipe_set(int on);  /* STRATA_CUDA_MM_PIPE for tests: 1 the pipelined tensor-core kernel, 0 the two-tile one */

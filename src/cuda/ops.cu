@@ -558,10 +558,10 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, void *kc, void *vc, i
 #define ATTC_MAXG 4                     /* heads per CTA of the chunk path */
 static_assert(ATT_TILE == ATTN_CHUNK && ATTX_THREADS == ATTN_CHUNK, "one thread per position of a chunk");
 
-/* heads per CTA of the chunk path (chains: GS * head_dim <= lim) */
-static int attn_heads_per_cta(int n_heads, int n_kv_heads, int head_dim, int lim) {
+/* heads per CTA of the chunk path (chains: GS * head_dim <= lim; at most cap) */
+static int attn_heads_per_cta(int n_heads, int n_kv_heads, int head_dim, int lim, int cap) {
     int G = n_heads / n_kv_heads, best = 1;
-    for (int g = 1; g <= G && g <= ATTC_MAXG; g++)
+    for (int g = 1; g <= G && g <= ATTC_MAXG && g <= cap; g++)
         if (G % g == 0 && g * head_dim <= lim) best = g;
     return best;
 }
@@ -1061,8 +1061,30 @@ static int attn_launch(int paths, dim3 g, size_t smem, cudaStream_t st, const fl
 /* STRATA_CUDA_ATTN_TILES: 3 (default) an f16 cache's chunk path in 16-byte pieces
  * (attn_chunk_vec; other caches as 2), 2 the chunk path's K and V tiles at once where they fit
  * and the grid leaves SMs idle, 1 one tile */
-static int att_two_tiles = -1, att_vpre = -1, att_paths = -1;
+static int att_two_tiles = -1, att_vpre = -1, att_paths = -1, att_gs_cap = -1;
 extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : n == 2 ? 1 : 3; }
+/* STRATA_CUDA_ATTN_GS (T = 1 launches; same bits: a head's chains are its own whichever CTA
+ * runs them): N = 1 .. ATTC_MAXG at most N heads of a KV group per chunk-path CTA; 0 (auto) the
+ * fewest heads per CTA whose grid is still one wave (attn_gs_auto). Fewer heads per CTA: more
+ * CTAs over the same chunks (each CTA reads its group's K/V tiles; the group's other CTAs find
+ * them in L2). Wider launches keep ATTC_MAXG. */
+extern "C" void cuda_attention_set_gs(int cap) { att_gs_cap = cap >= 1 && cap <= ATTC_MAXG ? cap : 0; }
+
+/* auto: the smallest cap whose launch (nxc chunk CTAs per head group, as cuda_attention sizes
+ * it) fits the SMs at the CTAs per SM that the chunk path's shared memory allows (per_cta bytes,
+ * with ~8 KB of static arrays); none fits: ATTC_MAXG. H200 2026-12-03, decode at depth 4,096:
+ * SmolLM2 shape (9 / 3 heads of 64: 51 -> 153 CTAs) 944 -> ~1,005 tok/s, the 1.5B shape (32 / 8
+ * of 64: 136 -> 272 CTAs) 880 -> 935, both of 64 -> 1 head a CTA 810 (544 CTAs: past one wave);
+ * the MoE shape (32 / 4 of 128, two CTAs per SM: 136 CTAs) 265, 2 heads (272) 250, 1: 210 */
+static int attn_gs_auto(int n_heads, int n_kv_heads, int head_dim, int lim, int nch, int sms, size_t per_cta) {
+    const int per_sm = (int)((size_t)227 * 1024 / (per_cta + 8 * 1024));
+    for (int c = 1; c <= ATTC_MAXG; c++) {
+        const int g = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, c), groups = n_heads / g;
+        const int fill = (4 * sms + groups - 1) / groups, nx = nch < fill ? nch : fill;
+        if ((int64_t)nx * groups <= (int64_t)per_sm * sms) return c;
+    }
+    return ATTC_MAXG;
+}
 extern "C" void cuda_attention_set_paths(int on) { att_paths = on ? 1 : 0; }
 
 int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_heads, int n_kv_heads, int head_dim, int pos0,
@@ -1081,14 +1103,22 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
         att_two_tiles = v == 1 ? 0 : v == 2 ? 1 : 3;
     }
     const int vec = att_two_tiles == 3 && !kv8 && head_dim >= 64 && !(head_dim & (head_dim - 1)) && head_dim <= ATT_MAX_HD;
-    const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, vec ? 2 * ATTX_THREADS : ATTX_THREADS);
-    const int groups = n_heads / gs;
     const int nch_cap = ATTN_N_CHUNKS(n_ctx);
     /* the most chunks a column can have: from the largest position when known (a graph of short
      * positions passes it too), else the cache's */
     int ml = max_last >= 0 ? max_last : d_pos ? n_ctx - 1 : pos0 + T - 1;
     int span = window > 0 && window < ml + 1 ? window : ml + 1;
     int nch = ATTN_N_CHUNKS(span) < nch_cap ? ATTN_N_CHUNKS(span) : nch_cap;
+    if (att_gs_cap < 0) cuda_attention_set_gs((int)env_int(ENV_CUDA_ATTN_GS));
+    const int lim = vec ? 2 * ATTX_THREADS : ATTX_THREADS;
+    int gcap = ATTC_MAXG;
+    if (T == 1 && !serial)
+        gcap = att_gs_cap > 0 ? att_gs_cap
+                              : attn_gs_auto(n_heads, n_kv_heads, head_dim, lim, nch, sms,
+                                             vec ? (size_t)(ATTN_CHUNK + ATTV_HALF) * head_dim * 2
+                                                 : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4);
+    const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, gcap);
+    const int groups = n_heads / gs;
     int pairs = T * groups, fill = (4 * sms + pairs - 1) / pairs;
     int nxc = serial ? 1 : nch < fill ? nch : fill;
     if (nxc < 1) nxc = 1;

@@ -199,7 +199,7 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
     backend *cpu = R.cpu;
     float *q = R.q, *k = R.k, *v = R.v, *ref = R.ref, *out = R.out, *dq = R.dq, *dk = R.dk, *dv = R.dv, *dout = R.dout;
     uint16_t *kc = R.kc, *vc = R.vc;
-    int ok = 1, bits = 1, exact_ok = 1, chunk_ok = 1, n_exact = 0, n_chunk = 0, at = 0, one_tile_same = 1, scalar_same = 1, both_paths_same = 1;
+    int ok = 1, bits = 1, exact_ok = 1, chunk_ok = 1, n_exact = 0, n_chunk = 0, at = 0, one_tile_same = 1, scalar_same = 1, both_paths_same = 1, gs_same = 1;
     float *out1 = malloc((size_t)H * HD * 4);
     double worst = 0;
     for (size_t si = 0; si < sizeof steps / sizeof steps[0] && ok; si++) {
@@ -259,6 +259,18 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
         from_dev(out1, dout, (size_t)H * HD);
         if (!bits_equal(out1, out, (size_t)H * HD)) scalar_same = 0;
         cuda_attention_set_tiles(3);
+        /* the heads of a KV group per chunk-path CTA (STRATA_CUDA_ATTN_GS 1, 2 and 4 against the
+         * default's automatic choice): the same bits */
+        for (int cap = 1; cap <= 4 && ok; cap *= 2) {
+            cuda_attention_set_gs(cap);
+            for (int dev_pos = 0; dev_pos <= 1 && ok; dev_pos++) {
+                ok = cuda_test_attention_ex(dq, dk, dv, kc, vc, 1, H, KVH, HD, pos, hp.attn_scale, window, n_ctx, 0, dev_pos,
+                                            dout, NULL) == 0;
+                from_dev(out1, dout, (size_t)H * HD);
+                if (!bits_equal(out1, out, (size_t)H * HD)) gs_same = 0;
+            }
+        }
+        cuda_attention_set_gs(0);   /* auto, the default */
         /* the kernel instance holding both paths (STRATA_CUDA_ATTN_PATHS=0; the default launches
          * the instance of the one path every column takes): the same bits */
         cuda_attention_set_paths(0);
@@ -274,6 +286,7 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
     CHECKF(ok, "%s: attention launch failed: %s", C->name, cuda_last_error());
     CHECKF(one_tile_same, "%s: the chunk path with one K/V tile and with two give different bits", C->name);
     CHECKF(scalar_same, "%s: the chunk path in 16-byte pieces and the scalar one give different bits", C->name);
+    CHECKF(gs_same, "%s: the chunk path with 1, 2 or 4 heads per CTA and with the automatic choice give different bits", C->name);
     CHECKF(both_paths_same, "%s: the kernel instance with both paths and the one-path instances give different bits", C->name);
     CHECKF(worst <= 2e-5, "%s: attention paths max rel err %g", C->name, worst);
     if (libm) CHECKF(bits, "%s: a step is not bit-identical to the CPU (max rel %g)", C->name, worst);

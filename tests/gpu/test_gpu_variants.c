@@ -42,6 +42,7 @@ static void set_switches(int mode) {
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
     setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
     setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "3" : "0", 1);   /* L2 prefetches (hints) */
+    cuda_attention_set_gs(mode == 1 ? 1 : 4);   /* STRATA_CUDA_ATTN_GS: one head per chunk-path CTA, or up to 4 */
     env_reset_cache();
     cuda_variants v;
     cuda_device_choose(&v);
@@ -53,6 +54,13 @@ static void set_switches(int mode) {
 }
 static const char *mode_name(int mode) {
     static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine" };
+    if (mode >= 8 && (mode - 8) > 3) {   /* the T = 1 kernel shapes (with the default folds when asked) */
+        static char buf[64];
+        const int b = mode - 8;
+        snprintf(buf, sizeof buf, "%s%s%s%s", folds[b & 3], b & CUDA_MOE_FAST_DOWN4 ? " down4" : "",
+                 b & CUDA_MOE_FAST_GU_TPB4 ? " gu-tpb4" : "", b & CUDA_MOE_FAST_GU_2ROW ? " gu-2row" : "");
+        return buf;
+    }
     return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 3] : "?";
 }
 
@@ -220,11 +228,17 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
-    for (int bit = 1; bit <= 2; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    for (int bit = 1; bit <= 16; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    /* the T = 1 kernel shapes together, beside the default folds (the defaults' neighbours) */
+    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_GU_TPB4));
+    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_GU_2ROW));
+    moe_parity(TYPE_Q4_K, 8 + CUDA_MOE_FAST_ALL);   /* 16-byte loads of the K-quants' cooperative part */
+    moe_parity(TYPE_Q6_K, 8 + CUDA_MOE_FAST_ALL);
     moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* the one-lane down kernel (a row per CTA) */
     moe_parity(TYPE_Q2_0, 8 + CUDA_MOE_FAST_ALL);
     g_dim = 2048;   /* the reference shape's fused router (64 values per lane) */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTE1);
+    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);   /* the T = 1 kernel shapes on rows of 8 super-blocks */
     g_dim = 256;
     t_current = "routing";
     g_experts = 16; g_used = 4;
