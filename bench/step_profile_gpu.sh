@@ -9,8 +9,8 @@
 # (DEPTH / 512 + 22)-th pass of at least one column; without it (depth 16) bench_e2e's main run
 # (a 512-token prompt, then the 16-token prompt and 128 steps) makes pass 60 a decode step.
 # Prints one row per launch in order: kernel, grid, registers, us, DRAM MB read (tools/ncu_sum.py
-# --rows). Written after the session's device time ran out: the ncu commands are call 2's, the
-# script as a whole has not run on the GPU yet.
+# --rows). Ran as a script on the H200 on 2026-12-03 (06:19 session, call 1: moe48 16 and
+# smollm2 4096; docs/BENCHMARKS.md).
 set -u
 shape=${1:-moe48}; depth=${2:-16}
 export LD_LIBRARY_PATH=$PWD/.gpubin/lib
