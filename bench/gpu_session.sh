@@ -9,7 +9,9 @@
 # Planned ~300 s of the call's 600 on 16 cores: files 40, suite 95, strata 60, llama.cpp 90. When
 # the prebuilt peer does not run there, the peer's build starts in the background (cores 2-15,
 # ~420 s) and the llama.cpp rows come only if it ends in time (SESSION_LIMIT, default 560 s).
-# SKIP_SUITE=1 leaves the suite out; SHAPES (default "smollm2 1b moe48").
+# SKIP_SUITE=1 leaves the suite out; SHAPES (default "smollm2 1b moe48"). Written 2026-12-03 after
+# the session's device time was spent: its commands are those of that session's calls, the
+# script as a whole has not run on the GPU yet.
 set -u
 T0=$(date +%s); lim=${SESSION_LIMIT:-560}; shapes=${SHAPES:-"smollm2 1b moe48"}
 t() { echo "t=$(( $(date +%s) - T0 )) s"; }
