@@ -5,7 +5,13 @@
 #   here:  bash tools/gpu_pack.sh pack /tmp/build; bash tools/peer_prebuilt.sh pack (once: ~50 min
 #          of this machine's cores; it stays in .peer/); python3 tools/vocab_only.py MODEL
 #          .peer/smollm2-vocab.gguf (once)
-#   call:  run "bash bench/gpu_session.sh" with carry [".gpubin", ".peer"]
+#   calls: the prebuilt peer (~40 MB) does not fit beside the programs (~23 MB) and the tree in one
+#          call's 64 MiB, so two consecutive calls (the machine stays warm 30 s; /tmp persists):
+#          1. carry [".gpubin", ".peer/smollm2-vocab.gguf", ".peer/llamacpp.sh",
+#             ".peer/llamacpp-src.tar.xz", ".peer/lcb-cuda.parts", ".peer/lcb-cuda.part00"]:
+#             suite and strata; part 00 stashed in /tmp (no llama.cpp rows)
+#          2. the same with ".peer/lcb-cuda.part01" instead of part00 and SKIP_SUITE=1: strata
+#             again and llama.cpp beside it, same files, same minutes
 # Planned ~300 s of the call's 600 on 16 cores: files 40, suite 95, strata 60, llama.cpp 90. When
 # the prebuilt peer does not run there, the peer's build starts in the background (cores 2-15,
 # ~420 s) and the llama.cpp rows come only if it ends in time (SESSION_LIMIT, default 560 s).
@@ -19,10 +25,13 @@ export LD_LIBRARY_PATH=$PWD/.gpubin/lib
 export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 git log --oneline -1 2>/dev/null
-peer=0
-if bash tools/peer_prebuilt.sh unpack; then peer=1
+peer=0; bash tools/peer_prebuilt.sh unpack; prc=$?
+if [ $prc = 0 ]; then peer=1
+elif [ $prc = 3 ]; then peer=2   # a part of the prebuilt peer stashed in /tmp: the next call brings the rest
 else (setsid nohup taskset -c 2-15 bash .peer/llamacpp.sh build .peer/llamacpp-src.tar.xz > /tmp/lcb.out 2>&1 &); fi
-g=/tmp/gb; rm -rf $g; mkdir -p $g; tar xJf .gpubin/bins.tar.xz -C $g
+g=/tmp/gb; rm -rf $g; mkdir -p $g
+if [ -f .gpubin/bins.tar.xz ]; then tar xJf .gpubin/bins.tar.xz -C $g
+else tar xJf .gpubin/bench.tar.xz -C $g; SKIP_SUITE=1; echo "bench.tar.xz only: no suite in this call"; fi
 B=$g/bin/bench_e2e
 for s in $shapes; do E2E_SKIP_MAIN=1 E2E_DEPTH=16 $B $s 1 | tail -1; done
 echo "files written"; t
@@ -37,11 +46,12 @@ for s in $shapes; do
   E2E_KV=int8 E2E_SKIP_MAIN=1 E2E_DEPTH=4096 $B $s 1 | grep -i depth
   t
 done
+if [ $peer = 2 ]; then echo "llama.cpp: next call (a part of the prebuilt peer stashed)"; exit 0; fi
 if [ $peer = 0 ]; then
   while [ ! -x /tmp/lcb/bin/llama-bench ] && [ $(( $(date +%s) - T0 )) -lt $(( lim - 120 )) ]; do sleep 5; done
 fi
 if [ -x /tmp/lcb/bin/llama-bench ]; then
-  export LD_LIBRARY_PATH=/tmp/lcb/bin:$LD_LIBRARY_PATH
+  if [ -f /tmp/lcb/env.sh ]; then . /tmp/lcb/env.sh; else export LD_LIBRARY_PATH=/tmp/lcb/bin:$LD_LIBRARY_PATH; fi
   for s in $shapes; do
     [ $(( $(date +%s) - T0 )) -lt $lim ] || { echo "stopped: time"; break; }
     echo "== $s llama.cpp: pp512, tg128 at depth 0 and 4,096 (f16), tg128 at 4,096 (q8_0 KV)"

@@ -13,7 +13,9 @@
 #                                                 through tests/run.sh (logs of failing programs
 #                                                 into OUT); the programs stay in /tmp/gb/bin for
 #                                                 benchmarks (bench_e2e, bench_gpu)
-# Device call: carry [".gpubin"] only (the tree plus carried paths must stay under 64 MiB).
+# Device call: carry [".gpubin"] only (the tree plus carried paths must stay under 64 MiB); a
+# benchmark call beside the prebuilt peer carries [".gpubin/bench.tar.xz", ".gpubin/lib", ".peer"]
+# (bench/gpu_session.sh: without bins.tar.xz it unpacks bench.tar.xz and skips the suite).
 set -euo pipefail
 cmd=${1:-}
 case "$cmd" in
@@ -22,7 +24,7 @@ pack)
   progs=$(ls tests/gpu/test_*.c | sed "s#tests/gpu/\(.*\)\.c#$b/tests/gpu/\1#")
   make -j"$(nproc)" BUILD="$b" all >/dev/null
   make -j"$(nproc)" BUILD="$b" $progs "$b/tests/gpu/bench_e2e" "$b/tests/gpu/bench_gpu" >/dev/null
-  rm -rf .gpubin/bin .gpubin/bins.tar.xz && mkdir -p .gpubin/bin .gpubin/lib
+  rm -rf .gpubin/bin .gpubin/bins.tar.xz .gpubin/bench.tar.xz && mkdir -p .gpubin/bin .gpubin/lib
   ex=$(git rev-parse --git-path info/exclude)   # a worktree's .git is a file
   mkdir -p "$(dirname "$ex")"
   grep -qx '/.gpubin/' "$ex" 2>/dev/null || echo '/.gpubin/' >> "$ex"
@@ -34,6 +36,9 @@ pack)
       *) cp -L "$lib" .gpubin/lib/ ;;
     esac
   done
+  # the benchmark programs alone (bench.tar.xz, ~1/3 of the size): a call that carries the
+  # prebuilt llama.cpp (.peer/lcb-cuda.tar.xz, ~40 MB) fits the 64 MiB only without the tests
+  (cd .gpubin && tar cf - bin/bench_e2e bin/bench_gpu | xz -T2 --lzma2=preset=1,dict=400MiB > bench.tar.xz)
   (cd .gpubin && tar cf - bin | xz -T2 --lzma2=preset=1,dict=400MiB > bins.tar.xz && rm -rf bin)
   if [ "${SERVER:-0}" = 1 ]; then
     sh bench/server_gpu.sh pack "$b" >/dev/null
