@@ -2,13 +2,13 @@
 # One device call that leaves a session's GPU record complete: the GPU suite on the tree, then
 # strata's defaults and llama.cpp on the same files in the same minutes (docs/BENCHMARKS.md's
 # tables: decode after 16 and after 4,096 tokens, f16 and int8 KV, prompt of 512).
-#   here:  bash tools/gpu_pack.sh pack /tmp/build; bash tools/peer_prebuilt.sh pack (once: ~50 min
+#   here:  bash tools/gpu_pack.sh pack /tmp/build; bash tools/peer_prebuilt.sh pack (once: ~35 min
 #          of this machine's cores; it stays in .peer/); python3 tools/vocab_only.py MODEL
 #          .peer/smollm2-vocab.gguf (once)
 #   calls: the prebuilt peer (~40 MB) does not fit beside the programs (~23 MB) and the tree in one
 #          call's 64 MiB, so two consecutive calls (the machine stays warm 30 s; /tmp persists):
-#          1. carry [".gpubin", ".peer/smollm2-vocab.gguf", ".peer/llamacpp.sh",
-#             ".peer/llamacpp-src.tar.xz", ".peer/lcb-cuda.parts", ".peer/lcb-cuda.part00"]:
+#          1. carry [".gpubin/bins.tar.xz", ".gpubin/lib", ".peer/smollm2-vocab.gguf", ".peer/llamacpp.sh",
+#             ".peer/llamacpp-src.tar.xz", ".peer/lcb-cuda.parts", ".peer/lcb-cuda.part00"] (~58 MB):
 #             suite and strata; part 00 stashed in /tmp (no llama.cpp rows)
 #          2. the same with ".peer/lcb-cuda.part01" instead of part00 and SKIP_SUITE=1: strata
 #             again and llama.cpp beside it, same files, same minutes

@@ -13,9 +13,9 @@
 #                                                 through tests/run.sh (logs of failing programs
 #                                                 into OUT); the programs stay in /tmp/gb/bin for
 #                                                 benchmarks (bench_e2e, bench_gpu)
-# Device call: carry [".gpubin"] only (the tree plus carried paths must stay under 64 MiB); a
-# benchmark call beside the prebuilt peer carries [".gpubin/bench.tar.xz", ".gpubin/lib", ".peer"]
-# (bench/gpu_session.sh: without bins.tar.xz it unpacks bench.tar.xz and skips the suite).
+# Device call: carry [".gpubin/bins.tar.xz", ".gpubin/lib"] (the tree plus carried paths must stay
+# under 64 MiB; ".gpubin" whole also holds bench.tar.xz, the benchmark programs alone, which
+# bench/gpu_session.sh unpacks when bins.tar.xz is not carried, skipping the suite).
 set -euo pipefail
 cmd=${1:-}
 case "$cmd" in
