@@ -91,10 +91,7 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_ROUTE1  1   /* T = 1: the F32 router over X / 4 CTAs, the routing by a whole CTA */
 #define CUDA_MOE_FAST_COMBINE 2   /* the combine (+ residual) in the down kernel, each CTA its row slice */
 #define CUDA_MOE_FAST_DOWN4   4   /* T = 1, cooperative formats: down rows 4 per warp (E / 4 CTAs, one wave) instead of 2 */
-#define CUDA_MOE_FAST_GU_TPB4 8   /* T = 1, cooperative formats: gate/up with 4 lanes per super-block (a row of 8 blocks in one step) */
-#define CUDA_MOE_FAST_GU_2ROW 16  /* T = 1, cooperative formats: gate/up 2 rows (4 dots) per warp, F / 8 CTAs */
-#define CUDA_MOE_FAST_ALL     31
-#define CUDA_MOE_FAST_DEFAULT 7   /* STRATA_CUDA_MOE_FAST's default: route1, combine, down4 */
+#define CUDA_MOE_FAST_ALL     7   /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
 void cuda_moe_set_fast(int bits);
 void cuda_matvec_set_split(int min_blocks);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */

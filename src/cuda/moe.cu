@@ -403,10 +403,7 @@ typedef struct moe_comb {
     float *out, *add_to;
 } moe_comb;
 
-/* TPB: lanes per super-block of the cooperative dot (8, or 4 at T = 1: CUDA_MOE_FAST_GU_TPB4);
- * GR: output rows per warp (1, or 2 at T = 1: CUDA_MOE_FAST_GU_2ROW, the four dots in one
- * row_dot_coop). Neither changes a bit: each dot keeps its own lane sums (kquant_coop.cuh). */
-template <int FMT, int TM, int COOP, int V, int TPB = 8, int GR = 1>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
@@ -420,28 +417,9 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
         const size_t a = pf_eb * blockIdx.x / gridDim.x, b = pf_eb * (blockIdx.x + 1) / gridDim.x;
         l2_prefetch_lines(pf_down + (size_t)e * pf_eb + a, b - a, threadIdx.x, blockDim.x);
     }
-    const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
-    if constexpr (COOP != 0 && GR == 2) {   /* rows 2w, 2w + 1: gate and up of each */
-        const int row = 2 * (blockIdx.x * MV_WARPS + (threadIdx.x >> 5));
-        if (row >= F) return;
-        const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
-        float acc[4][TM];
-        const uint8_t *w4[4] = { Wg + off, Wu + off, Wg + off + row_bytes, Wu + off + row_bytes };
-        row_dot_coop<FMT, TM, TPB, 4, V>(w4, nb, a, as, n, acc);
-        if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-            for (int r = 0; r < 2; r++)
-#pragma unroll
-                for (int t = 0; t < TM; t++) {
-                    if (t >= n || row + r >= F) break;
-                    float gv = acc[2 * r][t], uv = acc[2 * r + 1][t];
-                    h[(size_t)(start + t) * F + row + r] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
-                }
-        }
-        return;
-    }
     const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= F) return;
+    const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
     if constexpr (COOP != 0) {
@@ -449,7 +427,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
          * bits are those of two separate dots) */
         float acc[2][TM];
         const uint8_t *w2[2] = { Wg + off, Wu + off };
-        row_dot_coop<FMT, TM, TPB, 2, V>(w2, nb, a, as, n, acc);
+        row_dot_coop<FMT, TM, 8, 2, V>(w2, nb, a, as, n, acc);
 #pragma unroll
         for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
     } else {
@@ -549,7 +527,7 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 }
 
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
-static int moe_fast = CUDA_MOE_FAST_DEFAULT;
+static int moe_fast = CUDA_MOE_FAST_ALL;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
 template <int FMT, int COOP, int V>
@@ -562,19 +540,8 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
     const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
                            ? (size_t)(m->F / db) * (size_t)dbs * (size_t)m->E : 0;
     const uint8_t *pfd = ebd ? (const uint8_t *)m->down : NULL;
-#define GU(TM, TPB, GR, GRID) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V, TPB, GR>, GRID, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd)
-    if (m->T == 1) {
-        if constexpr (COOP != 0) {   /* the T = 1 variants (CUDA_MOE_FAST_GU_*) */
-            const int tpb4 = (moe_fast & CUDA_MOE_FAST_GU_TPB4) != 0;
-            if ((moe_fast & CUDA_MOE_FAST_GU_2ROW) && F % 2 == 0) {
-                const dim3 g2((unsigned)((F + 2 * MV_WARPS - 1) / (2 * MV_WARPS)), grid.y);
-                if (tpb4) GU(1, 4, 2, g2); else GU(1, 8, 2, g2);
-                return;
-            }
-            if (tpb4) { GU(1, 4, 1, grid); return; }
-        }
-        GU(1, 8, 1, grid);
-    } else if (m->T == 2) GU(2, 8, 1, grid); else if (m->T <= 4) GU(4, 8, 1, grid); else GU(8, 8, 1, grid);
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd)
+    if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
 

@@ -1076,11 +1076,17 @@ extern "C" void cuda_attention_set_gs(int cap) { att_gs_cap = cap >= 1 && cap <=
  * SmolLM2 shape (9 / 3 heads of 64: 51 -> 153 CTAs) 944 -> ~1,005 tok/s, the 1.5B shape (32 / 8
  * of 64: 136 -> 272 CTAs) 880 -> 935, both of 64 -> 1 head a CTA 810 (544 CTAs: past one wave);
  * the MoE shape (32 / 4 of 128, two CTAs per SM: 136 CTAs) 265, 2 heads (272) 250, 1: 210 */
+/* the chunk CTAs per (column, head group): min(chunks, enough to fill the GPU with `pairs` such
+ * groups in the launch); 1 when serial */
+static int attn_nxc(int nch, int pairs, int sms, int serial) {
+    const int fill = (4 * sms + pairs - 1) / pairs, nx = serial ? 1 : nch < fill ? nch : fill;
+    return nx < 1 ? 1 : nx;
+}
 static int attn_gs_auto(int n_heads, int n_kv_heads, int head_dim, int lim, int nch, int sms, size_t per_cta) {
     const int per_sm = (int)((size_t)227 * 1024 / (per_cta + 8 * 1024));
     for (int c = 1; c <= ATTC_MAXG; c++) {
         const int g = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, c), groups = n_heads / g;
-        const int fill = (4 * sms + groups - 1) / groups, nx = nch < fill ? nch : fill;
+        const int nx = attn_nxc(nch, groups, sms, 0);
         if ((int64_t)nx * groups <= (int64_t)per_sm * sms) return c;
     }
     return ATTC_MAXG;
@@ -1119,9 +1125,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
                                                  : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4);
     const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, gcap);
     const int groups = n_heads / gs;
-    int pairs = T * groups, fill = (4 * sms + pairs - 1) / pairs;
-    int nxc = serial ? 1 : nch < fill ? nch : fill;
-    if (nxc < 1) nxc = 1;
+    const int nxc = attn_nxc(nch, T * groups, sms, serial);
     const int nx = nxc > gs ? nxc : gs;   /* the exact path takes CTAs x < gs */
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)nx, (unsigned)groups, (unsigned)T);

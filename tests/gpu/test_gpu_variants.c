@@ -53,15 +53,9 @@ static void set_switches(int mode) {
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
 static const char *mode_name(int mode) {
-    static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine" };
-    if (mode >= 8 && (mode - 8) > 3) {   /* the T = 1 kernel shapes (with the default folds when asked) */
-        static char buf[64];
-        const int b = mode - 8;
-        snprintf(buf, sizeof buf, "%s%s%s%s", folds[b & 3], b & CUDA_MOE_FAST_DOWN4 ? " down4" : "",
-                 b & CUDA_MOE_FAST_GU_TPB4 ? " gu-tpb4" : "", b & CUDA_MOE_FAST_GU_2ROW ? " gu-2row" : "");
-        return buf;
-    }
-    return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 3] : "?";
+    static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine", "down4", "route1+down4",
+                                   "combine+down4", "route1+combine+down4" };
+    return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 7] : "?";
 }
 
 #define GPU_RAND_SEED 0x6A09E667F3BCC909ull
@@ -228,17 +222,14 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
-    for (int bit = 1; bit <= 16; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
-    /* the T = 1 kernel shapes together, beside the default folds (the defaults' neighbours) */
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_GU_TPB4));
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_GU_2ROW));
+    for (int bit = 1; bit <= 4; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
     moe_parity(TYPE_Q4_K, 8 + CUDA_MOE_FAST_ALL);   /* 16-byte loads of the K-quants' cooperative part */
     moe_parity(TYPE_Q6_K, 8 + CUDA_MOE_FAST_ALL);
     moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* the one-lane down kernel (a row per CTA) */
     moe_parity(TYPE_Q2_0, 8 + CUDA_MOE_FAST_ALL);
     g_dim = 2048;   /* the reference shape's fused router (64 values per lane) */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTE1);
-    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);   /* the T = 1 kernel shapes on rows of 8 super-blocks */
+    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);   /* every bit, gate/up rows of 8 super-blocks */
     g_dim = 256;
     t_current = "routing";
     g_experts = 16; g_used = 4;
