@@ -1072,7 +1072,9 @@ extern "C" void cuda_attention_set_gs(int cap) { att_gs_cap = cap >= 1 && cap <=
 
 /* auto: the smallest cap whose launch (nxc chunk CTAs per head group, as cuda_attention sizes
  * it) fits the SMs at the CTAs per SM that the chunk path's shared memory allows (per_cta bytes,
- * with ~8 KB of static arrays); none fits: ATTC_MAXG. H200 2026-12-03, decode at depth 4,096:
+ * with ~8 KB of static arrays) and has at most 2.25 CTAs per SM (the grids measured faster had
+ * 153 and 272 CTAs on 132 SMs; 544 was slower in one wave of 528 slots, f16, and of 660, int8:
+ * 1.5B shape 917 -> 897 tok/s); none fits: ATTC_MAXG. H200 2026-12-03, decode at depth 4,096:
  * SmolLM2 shape (9 / 3 heads of 64: 51 -> 153 CTAs) 944 -> ~1,005 tok/s, the 1.5B shape (32 / 8
  * of 64: 136 -> 272 CTAs) 880 -> 935, both of 64 -> 1 head a CTA 810 (544 CTAs: past one wave);
  * the MoE shape (32 / 4 of 128, two CTAs per SM: 136 CTAs) 265, 2 heads (272) 250, 1: 210 */
@@ -1081,7 +1083,7 @@ static int attn_gs_auto(int n_heads, int n_kv_heads, int head_dim, int lim, int 
     for (int c = 1; c <= ATTC_MAXG; c++) {
         const int g = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, c), groups = n_heads / g;
         const int fill = (4 * sms + groups - 1) / groups, nx = nch < fill ? nch : fill;
-        if ((int64_t)nx * groups <= (int64_t)per_sm * sms) return c;
+        if ((int64_t)nx * groups <= (int64_t)per_sm * sms && (int64_t)nx * groups * 4 <= (int64_t)9 * sms) return c;
     }
     return ATTC_MAXG;
 }
