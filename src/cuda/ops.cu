@@ -818,6 +818,7 @@ static __device__ __forceinline__ void attn_prefetch_rows(const void *kc, const 
 #define ATTP_ALL 0
 #define ATTP_EXACT 1
 #define ATTP_CHUNKS 2
+#define ATTP_CHUNKS_VEC 3   /* the chunk path alone, f16 cache in 16-byte pieces only (no scalar loop) */
 template <int GS, int KV8, int P>
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
@@ -838,7 +839,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     const int n = last - first + 1, nch = ATTN_N_CHUNKS(n);
     kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
     if (nch == 1) {   /* the exact path: one head per CTA */
-        if constexpr (P == ATTP_CHUNKS) __trap();
+        if constexpr (P == ATTP_CHUNKS || P == ATTP_CHUNKS_VEC) __trap();
         else if (x < GS)
             attn_one_chunk<KV8>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
                            act_fmt, rf, dyn, qs, kl, vl, vpre);
@@ -913,7 +914,9 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
      * a head group sized for the 16-byte path (GS * head_dim > ATTX_THREADS) cannot fall back */
     const int vec_ok = !KV8 && vec && !(((uintptr_t)kbase | (uintptr_t)vbase) & 15);
     if (!vec_ok && nv > ATTX_THREADS) __trap();
-    if (vec_ok) {
+    if constexpr (P == ATTP_CHUNKS_VEC)   /* the instance without the scalar chunk loop */
+        if (!vec_ok) __trap();
+    if (P == ATTP_CHUNKS_VEC || vec_ok) {
         for (int c = x; c < nch; c += nxe) {
             const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
             const uint4 *k_last = rf.k && c == lastc ? (const uint4 *)kl : NULL;
@@ -922,7 +925,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
                                part + (((size_t)t * n_heads + h0) * nch_cap + c) * (head_dim + 2),
                                (size_t)nch_cap * (head_dim + 2));
         }
-    } else
+    } else if constexpr (P != ATTP_CHUNKS_VEC)
     for (int c = x; c < nch; c += nxe) {
         const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
         const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
@@ -1054,7 +1057,9 @@ static int attn_launch(int paths, dim3 g, size_t smem, cudaStream_t st, const fl
 #define ATTN_LP(P)                                                                                                      \
     attn_launch_p<GS, KV8, P>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc, \
                               two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols, vec)
-    return paths == ATTP_EXACT ? ATTN_LP(ATTP_EXACT) : paths == ATTP_CHUNKS ? ATTN_LP(ATTP_CHUNKS) : ATTN_LP(ATTP_ALL);
+    if constexpr (KV8 == 0)
+        if (paths == ATTP_CHUNKS_VEC) return ATTN_LP(ATTP_CHUNKS_VEC);
+    return paths == ATTP_EXACT ? ATTN_LP(ATTP_EXACT) : paths >= ATTP_CHUNKS ? ATTN_LP(ATTP_CHUNKS) : ATTN_LP(ATTP_ALL);
 #undef ATTN_LP
 }
 
@@ -1162,7 +1167,10 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     int min_last = -1;
     if (!cols && (!d_pos || T == 1)) min_last = pos0;
     const int min_span = min_last < 0 ? 0 : window > 0 && window < min_last + 1 ? window : min_last + 1;
-    const int paths = !att_paths ? ATTP_ALL : nch == 1 ? ATTP_EXACT : min_span > ATTN_CHUNK ? ATTP_CHUNKS : ATTP_ALL;
+    /* every column on the chunk path of an f16 cache from cuda_dev_malloc (16-byte aligned rows)
+     * in 16-byte pieces: the instance without the scalar loop (a smaller kernel) */
+    const int paths = !att_paths ? ATTP_ALL : nch == 1 ? ATTP_EXACT
+                    : min_span > ATTN_CHUNK ? (vec && !cols && !kv8 ? ATTP_CHUNKS_VEC : ATTP_CHUNKS) : ATTP_ALL;
 #define ATTN_LAUNCH(GS, KV8)                                                                                            \
     attn_launch<GS, KV8>(paths, g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
                          two_tiles, vpre, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl, vec)
