@@ -818,6 +818,7 @@ static __device__ __forceinline__ void attn_prefetch_rows(const void *kc, const 
 #define ATTP_ALL 0
 #define ATTP_EXACT 1
 #define ATTP_CHUNKS 2
+#define ATTP_CHUNKS_VEC 3   /* the chunk path alone, f16 cache in 16-byte pieces only (no scalar loop) */
 template <int GS, int KV8, int P>
 __global__ void __launch_bounds__(ATTX_THREADS)
 attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int head_dim, int pos0,
@@ -838,7 +839,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     const int n = last - first + 1, nch = ATTN_N_CHUNKS(n);
     kc = col_k(cols, kc, t); vc = col_v(cols, vc, t);
     if (nch == 1) {   /* the exact path: one head per CTA */
-        if constexpr (P == ATTP_CHUNKS) __trap();
+        if constexpr (P == ATTP_CHUNKS || P == ATTP_CHUNKS_VEC) __trap();
         else if (x < GS)
             attn_one_chunk<KV8>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
                            act_fmt, rf, dyn, qs, kl, vl, vpre);
@@ -913,7 +914,9 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
      * a head group sized for the 16-byte path (GS * head_dim > ATTX_THREADS) cannot fall back */
     const int vec_ok = !KV8 && vec && !(((uintptr_t)kbase | (uintptr_t)vbase) & 15);
     if (!vec_ok && nv > ATTX_THREADS) __trap();
-    if (vec_ok) {
+    if constexpr (P == ATTP_CHUNKS_VEC)   /* the instance without the scalar chunk loop */
+        if (!vec_ok) __trap();
+    if (P == ATTP_CHUNKS_VEC || vec_ok) {
         for (int c = x; c < nch; c += nxe) {
             const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
             const uint4 *k_last = rf.k && c == lastc ? (const uint4 *)kl : NULL;
@@ -922,7 +925,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
                                part + (((size_t)t * n_heads + h0) * nch_cap + c) * (head_dim + 2),
                                (size_t)nch_cap * (head_dim + 2));
         }
-    } else
+    } else if constexpr (P != ATTP_CHUNKS_VEC)
     for (int c = x; c < nch; c += nxe) {
         const int p0 = c * ATTN_CHUNK, nr = n - p0 < ATTN_CHUNK ? n - p0 : ATTN_CHUNK;
         const uint32_t *k_last = rf.k && c == lastc ? (const uint32_t *)kl : NULL;
@@ -1054,7 +1057,9 @@ static int attn_launch(int paths, dim3 g, size_t smem, cudaStream_t st, const fl
 #define ATTN_LP(P)                                                                                                      \
     attn_launch_p<GS, KV8, P>(g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc, \
                               two_tiles, vpre, part, counters, out, act, arb, act_fmt, rf, cols, vec)
-    return paths == ATTP_EXACT ? ATTN_LP(ATTP_EXACT) : paths == ATTP_CHUNKS ? ATTN_LP(ATTP_CHUNKS) : ATTN_LP(ATTP_ALL);
+    if constexpr (KV8 == 0)
+        if (paths == ATTP_CHUNKS_VEC) return ATTN_LP(ATTP_CHUNKS_VEC);
+    return paths == ATTP_EXACT ? ATTN_LP(ATTP_EXACT) : paths >= ATTP_CHUNKS ? ATTN_LP(ATTP_CHUNKS) : ATTN_LP(ATTP_ALL);
 #undef ATTN_LP
 }
 
@@ -1072,7 +1077,9 @@ extern "C" void cuda_attention_set_gs(int cap) { att_gs_cap = cap >= 1 && cap <=
 
 /* auto: the smallest cap whose launch (nxc chunk CTAs per head group, as cuda_attention sizes
  * it) fits the SMs at the CTAs per SM that the chunk path's shared memory allows (per_cta bytes,
- * with ~8 KB of static arrays); none fits: ATTC_MAXG. H200 2026-12-03, decode at depth 4,096:
+ * with ~8 KB of static arrays) and has at most 2.25 CTAs per SM (the grids measured faster had
+ * 153 and 272 CTAs on 132 SMs; 544 was slower in one wave of 528 slots, f16, and of 660, int8:
+ * 1.5B shape 917 -> 897 tok/s); none fits: ATTC_MAXG. H200 2026-12-03, decode at depth 4,096:
  * SmolLM2 shape (9 / 3 heads of 64: 51 -> 153 CTAs) 944 -> ~1,005 tok/s, the 1.5B shape (32 / 8
  * of 64: 136 -> 272 CTAs) 880 -> 935, both of 64 -> 1 head a CTA 810 (544 CTAs: past one wave);
  * the MoE shape (32 / 4 of 128, two CTAs per SM: 136 CTAs) 265, 2 heads (272) 250, 1: 210 */
@@ -1087,7 +1094,7 @@ static int attn_gs_auto(int n_heads, int n_kv_heads, int head_dim, int lim, int 
     for (int c = 1; c <= ATTC_MAXG; c++) {
         const int g = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, c), groups = n_heads / g;
         const int nx = attn_nxc(nch, groups, sms, 0);
-        if ((int64_t)nx * groups <= (int64_t)per_sm * sms) return c;
+        if ((int64_t)nx * groups <= (int64_t)per_sm * sms && (int64_t)nx * groups * 4 <= (int64_t)9 * sms) return c;
     }
     return ATTC_MAXG;
 }
@@ -1164,7 +1171,10 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     int min_last = -1;
     if (!cols && (!d_pos || T == 1)) min_last = pos0;
     const int min_span = min_last < 0 ? 0 : window > 0 && window < min_last + 1 ? window : min_last + 1;
-    const int paths = !att_paths ? ATTP_ALL : nch == 1 ? ATTP_EXACT : min_span > ATTN_CHUNK ? ATTP_CHUNKS : ATTP_ALL;
+    /* every column on the chunk path of an f16 cache from cuda_dev_malloc (16-byte aligned rows)
+     * in 16-byte pieces: the instance without the scalar loop (a smaller kernel) */
+    const int paths = !att_paths ? ATTP_ALL : nch == 1 ? ATTP_EXACT
+                    : min_span > ATTN_CHUNK ? (vec && !cols && !kv8 ? ATTP_CHUNKS_VEC : ATTP_CHUNKS) : ATTP_ALL;
 #define ATTN_LAUNCH(GS, KV8)                                                                                            \
     attn_launch<GS, KV8>(paths, g, smem, st, q, kc, vc, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, nch_cap, nxc,    \
                          two_tiles, vpre, scratch, counters, out, (uint8_t *)act, arb, act_fmt, f, cl, vec)
