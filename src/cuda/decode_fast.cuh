@@ -42,6 +42,31 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
     return t;
 }
 
+/* DF_SMEM in a kernel's V (STRATA_CUDA_MOE_FAST bit 32, the grouped MoE kernels at T = 1): the
+ * IQ3_XXS codebook and the sign masks in shared memory, copied by each CTA before its
+ * dependent-launch wait (df_smem_fill), so a part's twelve lookups are 32-bit shared loads instead
+ * of global loads through 64-bit addresses (the gate/up kernel's SASS, 2026-12-03: each lookup an
+ * IADD3 + IMAD.X pair beside its shift and mask, and 52 % of the stalls on global loads). Same
+ * values, same bits. */
+#define DF_SMEM 0x100
+static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
+static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
+template <int FMT> static __device__ __forceinline__ void df_smem_fill(void) {
+    if constexpr (FMT == TYPE_IQ3_XXS) {
+        uint32_t *g = df_s_grid3();
+        uint64_t *k = df_s_ksm();
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) g[i] = *(const uint32_t *)d_iq3xxs_grid[i];
+        for (int i = threadIdx.x; i < 128; i += blockDim.x) k[i] = d_ksm[i];
+        __syncthreads();
+    }
+}
+static __device__ __forceinline__ df_tables df_smem_tables(void) {
+    df_tables t = df_dev_tables();
+    t.iq3xxs = (const uint8_t (*)[4])df_s_grid3();
+    t.ksm = df_s_ksm();
+    return t;
+}
+
 /* Q2_0 block partial with the codes expanded word by word (bp_q2_0's sums and formula) */
 template <int TM> static __device__ __forceinline__ void bp_q2_0_word(BP_ARGS) {
     const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q2_0);
@@ -82,7 +107,7 @@ template <int TM> static __device__ __forceinline__ void bp_iq4_nl_fast(BP_ARGS)
 /* The cooperative part k of an IQ super-block or of a Q6_K one through decode_fast.h: the
  * integer shares S[t] of coop_part (kquant_coop.cuh) for the same weights, multipliers and
  * activation bytes. */
-template <int FMT, int TM>
+template <int FMT, int TM, int SM = 0>
 static __device__ __forceinline__ void coop_part_fast(const uint8_t *__restrict__ blk, int k, const uint8_t *__restrict__ a0,
                                                       size_t as, int T, int *S) {
     if constexpr (FMT == TYPE_Q6_K) {
@@ -103,7 +128,7 @@ static __device__ __forceinline__ void coop_part_fast(const uint8_t *__restrict_
         int m[2];
         if constexpr (FMT == TYPE_IQ4_XS) df_iq4xs_part(blk, k, w, m);
         else {
-            const df_tables tb = df_dev_tables();
+            const df_tables tb = SM && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
             if constexpr (FMT == TYPE_IQ2_XXS) df_iq2xxs_part(blk, k, &tb, w, m);
             else if constexpr (FMT == TYPE_IQ2_XS) df_iq2xs_part(blk, k, &tb, w, m);
             else if constexpr (FMT == TYPE_IQ2_S) df_iq2s_part(blk, k, &tb, w, m);

@@ -408,6 +408,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb) {
+    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
     const int gi = blockIdx.y;
     if (gi >= groups[0]) return;
@@ -457,6 +458,7 @@ template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
 __global__ void __launch_bounds__(DN_WARPS * 32)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb) {
+    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
     constexpr int RPC = COOP != 0 ? DR : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
@@ -527,7 +529,7 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 }
 
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
-static int moe_fast = CUDA_MOE_FAST_ALL;
+static int moe_fast = CUDA_MOE_FAST_DEFAULT;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
 template <int FMT, int COOP, int V>
@@ -568,6 +570,11 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
 template <int FMT, int COOP>
 static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
+    if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)   /* CUDA_MOE_FAST_SMEM: the tables in shared memory */
+        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
+            launch_gate_up_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, st);
+            return;
+        }
     if (V != 0 && (cuda_matvec_decode() & V)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
     else launch_gate_up_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, st);
 }
@@ -575,6 +582,11 @@ template <int FMT, int COOP>
 static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
                         cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
+    if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)
+        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
+            launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, st);
+            return;
+        }
     if (V != 0 && (cuda_matvec_decode() & V)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, st);
     else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, cb, st);
 }

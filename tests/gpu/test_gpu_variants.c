@@ -32,7 +32,9 @@ static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3
 /* every switch of issue 20 off (0) or on (1), or only the routing one (2), or only the MoE
  * folds of STRATA_CUDA_MOE_FAST = mode - 8 (modes 9 .. 15) */
 static void set_switches(int mode) {
-    const char *d = mode == 1 ? "1" : "0";
+    /* the shared-memory tables serve the fast IQ3_XXS decode alone: that fold brings the decodes on */
+    const int dec_on = mode == 1 || (mode >= 8 && ((mode - 8) & CUDA_MOE_FAST_SMEM));
+    const char *d = dec_on ? "1" : "0";
     char fast[16];
     snprintf(fast, sizeof fast, "%d", mode == 1 ? CUDA_MOE_FAST_ALL : mode >= 8 ? mode - 8 : 0);
     setenv("STRATA_IQ_DECODE_FAST", d, 1);
@@ -47,7 +49,7 @@ static void set_switches(int mode) {
     cuda_variants v;
     cuda_device_choose(&v);
     cuda_variants_apply(&v);
-    int want = mode == 1 ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
+    int want = dec_on ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
     REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
             v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 3 : 0),
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
@@ -55,7 +57,10 @@ static void set_switches(int mode) {
 static const char *mode_name(int mode) {
     static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine", "down4", "route1+down4",
                                    "combine+down4", "route1+combine+down4" };
-    return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : mode >= 8 ? folds[(mode - 8) & 7] : "?";
+    static char buf[64];
+    if (mode < 8) return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : "?";
+    snprintf(buf, sizeof buf, "%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "");
+    return buf;
 }
 
 #define GPU_RAND_SEED 0x6A09E667F3BCC909ull
@@ -222,7 +227,8 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
-    for (int bit = 1; bit <= 4; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    for (int bit = 1; bit <= CUDA_MOE_FAST_SMEM; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_SMEM));
     moe_parity(TYPE_Q4_K, 8 + CUDA_MOE_FAST_ALL);   /* 16-byte loads of the K-quants' cooperative part */
     moe_parity(TYPE_Q6_K, 8 + CUDA_MOE_FAST_ALL);
     moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* the one-lane down kernel (a row per CTA) */
@@ -230,6 +236,7 @@ int main(void) {
     g_dim = 2048;   /* the reference shape's fused router (64 values per lane) */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTE1);
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);   /* every bit, gate/up rows of 8 super-blocks */
+    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SMEM);   /* the tables alone, fast decode on */
     g_dim = 256;
     t_current = "routing";
     g_experts = 16; g_used = 4;
