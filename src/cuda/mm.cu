@@ -631,25 +631,43 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
     }
 }
 
-/* position k's lane value c into the binary counter r0..r4 (r4 ends as the result) */
+/* position k's lane value c into the binary counter r0..r4 (r4 ends as the result); c NULL: a
+ * lane without a block (+0.0). The level (k's trailing ones) is decided once per push, outside the
+ * outputs' loop: each output then runs straight-line adds into the register it ends in (the
+ * per-output form with a test per level compiled to ~6 instructions a level an output, and a
+ * row of 8 super-blocks pushes 4 positions a step). The same adds in the same order as the
+ * per-level form: x = c; x = r0 + x; x = r1 + x; ... */
+#define CP_CASE(EXPR0)                                                                                        \
+    switch (__ffs(~k) - 1) {                                                                                  \
+    case 0:                                                                                                   \
+        _Pragma("unroll") for (int o = 0; o < NO; o++) r0[o] = EXPR0;                                          \
+        break;                                                                                                \
+    case 1:                                                                                                   \
+        _Pragma("unroll") for (int o = 0; o < NO; o++) r1[o] = __fadd_rn(r0[o], EXPR0);                        \
+        break;                                                                                                \
+    case 2:                                                                                                   \
+        _Pragma("unroll") for (int o = 0; o < NO; o++) r2[o] = __fadd_rn(r1[o], __fadd_rn(r0[o], EXPR0));      \
+        break;                                                                                                \
+    case 3:                                                                                                   \
+        _Pragma("unroll") for (int o = 0; o < NO; o++)                                                        \
+            r3[o] = __fadd_rn(r2[o], __fadd_rn(r1[o], __fadd_rn(r0[o], EXPR0)));                              \
+        break;                                                                                                \
+    case 4:                                                                                                   \
+        _Pragma("unroll") for (int o = 0; o < NO; o++)                                                        \
+            r4[o] = __fadd_rn(r3[o], __fadd_rn(r2[o], __fadd_rn(r1[o], __fadd_rn(r0[o], EXPR0))));            \
+        break;                                                                                                \
+    default: /* k = 31 */                                                                                     \
+        _Pragma("unroll") for (int o = 0; o < NO; o++)                                                        \
+            r4[o] = __fadd_rn(r4[o], __fadd_rn(r3[o], __fadd_rn(r2[o], __fadd_rn(r1[o], __fadd_rn(r0[o], EXPR0))))); \
+        break;                                                                                                \
+    }
 template <int NO>
 static __device__ __forceinline__ void canon_push(int k, const float *c, float *r0, float *r1, float *r2, float *r3,
                                                   float *r4) {
-#pragma unroll
-    for (int o = 0; o < NO; o++) {
-        float x = c ? c[o] : 0.0f;
-        if (!(k & 1)) { r0[o] = x; continue; }
-        x = __fadd_rn(r0[o], x);
-        if (!(k & 2)) { r1[o] = x; continue; }
-        x = __fadd_rn(r1[o], x);
-        if (!(k & 4)) { r2[o] = x; continue; }
-        x = __fadd_rn(r2[o], x);
-        if (!(k & 8)) { r3[o] = x; continue; }
-        x = __fadd_rn(r3[o], x);
-        if (k & 16) x = __fadd_rn(r4[o], x);
-        r4[o] = x;
-    }
+    if (c) { CP_CASE(c[o]) }
+    else { CP_CASE(0.0f) }
 }
+#undef CP_CASE
 
 /* position k is complete (the walk moved on to nk): its value v into the counter, +0.0 for the
  * positions between k and nk (their lanes hold no block), and v zeroed for the next position;
