@@ -31,7 +31,47 @@ static void widths(const char *name, int moe, int ta, int tf) {
     unlink(path);
 }
 
+/* The last layer's FFN runs on the columns that get logits alone (backend keep_cols): the
+ * logits of columns from .. T-1 are those of a pass that computes every column's, and a pass
+ * that needs none (its last FFN skipped) leaves the same KV rows for the next step. */
+static void last_ffn_pruned(const char *name, int moe, int ta, int tf) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "/tmp/strata-prune-%d-%s.gguf", (int)getpid(), name);
+    REQUIRE(wid_synth(path, moe, ta, tf, err, sizeof err) == 0, "synth: %s", err);
+    strata_model *m = wid_load(path, STRATA_DEVICE_CPU);
+    REQUIRE(m != NULL, "load");
+    const int V = strata_n_vocab(m), T = 40;
+    int32_t ids[40], next = 5;
+    for (int i = 0; i < T; i++) ids[i] = (int32_t)(3 + (i * 7919) % (V - 3));
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 256;
+    strata_session *a = strata_session_new(m, &sp, err, sizeof err), *b = strata_session_new(m, &sp, err, sizeof err);
+    REQUIRE(a && b, "sessions");
+    float *all = malloc(sizeof(float) * (size_t)T * V), *step = malloc(sizeof(float) * (size_t)V);
+    CHECK(session_forward(a, ids, T, 0) == 0);                  /* every column's logits */
+    memcpy(all, session_logits(a), sizeof(float) * (size_t)T * V);
+    for (int from = 1; from < T; from += 13) {
+        strata_session_reset(b);
+        CHECK(session_forward(b, ids, T, from) == 0);
+        CHECKF(!memcmp(all + (size_t)from * V, session_logits(b), sizeof(float) * (size_t)(T - from) * V),
+               "%s: the logits of columns %d..%d differ when only they are asked for", name, from, T - 1);
+    }
+    CHECK(session_forward(a, &next, 1, 0) == 0);
+    memcpy(step, session_logits(a), sizeof(float) * (size_t)V);
+    strata_session_reset(b);
+    CHECK(session_forward(b, ids, T, T) == 0);                  /* no logits: the last FFN skipped */
+    CHECK(session_forward(b, &next, 1, 0) == 0);
+    CHECKF(!memcmp(step, session_logits(b), sizeof(float) * (size_t)V), "%s: the step after a pass without logits", name);
+    CHECK(all[0] != all[1] && step[0] == step[0]);
+    free(all); free(step);
+    strata_session_free(a); strata_session_free(b);
+    strata_model_free(m);
+    unlink(path);
+}
+
 int main(void) {
+    last_ffn_pruned("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K);
+    last_ffn_pruned("moe", 1, TYPE_Q4_K, TYPE_Q4_0);
     widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K);
     if (t_quick()) fprintf(stderr, "test_widths: quick mode: widths 1, 9, 512; the Q8_0/Q5_K model left out\n");
     else widths("q80-q5k", 0, TYPE_Q8_0, TYPE_Q5_K);

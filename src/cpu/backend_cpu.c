@@ -754,6 +754,12 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     cpu_add(c->x, out, T * E);
 }
 
+static void blk_keep_cols(backend *be, int from, int T) {
+    cpu_be *c = CB(be);
+    const size_t E = (size_t)c->hp.n_embd;
+    memmove(c->x, c->x + (size_t)from * E, sizeof(float) * (size_t)(T - from) * E);
+}
+
 static int blk_head(backend *be, const fwd_batch *b, int from) {
     cpu_be *c = CB(be);
     const int E = c->hp.n_embd, n = b->T - from;
@@ -811,7 +817,7 @@ static void cpu_free(backend *be);
 static const backend_ops cpu_ops = {
     .name = "cpu", .embed = blk_embed, .attn_block = blk_attn, .ffn_block = blk_ffn, .head = blk_head,
     .logits = cpu_logits, .head_argmax = NULL, .decode_step = NULL, .max_rewind = cpu_max_rewind, .free = cpu_free,
-    .kv_copy = cpu_kv_copy, .kv_bytes = cpu_kv_bytes, .verify_step = NULL,
+    .kv_copy = cpu_kv_copy, .kv_bytes = cpu_kv_bytes, .verify_step = NULL, .keep_cols = blk_keep_cols,
 };
 
 backend *backend_cpu_new(const hparams *hp, const model_weights *w, int n_ctx, void *tp, int exact, int kv_int8,

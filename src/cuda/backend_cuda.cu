@@ -926,6 +926,16 @@ static void cuda_sync_be(backend *be) {
     cuda_be *c = CB(be);
     if (CU_CHECK(cudaStreamSynchronize(c->st))) be_fail(c, "stream synchronize");
 }
+/* x[from .. T) to x[0 .. T - from) through xb (the rows may overlap; xb is free after the
+ * attention block and holds T rows of at least n_embd) */
+static void cuda_keep_cols(backend *be, int from, int T) {
+    cuda_be *c = CB(be);
+    const size_t bytes = sizeof(float) * (size_t)(T - from) * (size_t)c->hp.n_embd;
+    if (!cols_ok(c, T)) return;
+    if (CU_CHECK(cudaMemcpyAsync(c->xb, c->x + (size_t)from * c->hp.n_embd, bytes, cudaMemcpyDeviceToDevice, c->st)) ||
+        CU_CHECK(cudaMemcpyAsync(c->x, c->xb, bytes, cudaMemcpyDeviceToDevice, c->st)))
+        be_fail(c, "keep columns");
+}
 static int cuda_max_rewind(const backend *be) { (void)be; return 1 << 30; }   /* every position is kept */
 
 /* ---- a step as a CUDA graph: captured at first use, then replayed ----------------------------
@@ -1198,6 +1208,7 @@ static const backend_ops cuda_ops = {
     cuda_verify_step,
     cuda_decode_step_masked,
     cuda_sync_be,
+    cuda_keep_cols,
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */

@@ -3,6 +3,7 @@
  * quantization and fusion are the backends' business. */
 #include <string.h>
 #include "forward.h"
+#include "core/env.h"
 
 void fwd_buffer_sizes(const hparams *hp, int T, fwd_sizes *s) {
     size_t t = (size_t)T, E = (size_t)hp->n_embd, Q = (size_t)hp->n_heads * hp->head_dim;
@@ -38,6 +39,17 @@ static int forward_run(backend *be, const hparams *hp, const int32_t *ids, const
     op->embed(be, ids, b);                  /* x[T][n_embd] */
     for (int l = 0; l < hp->n_layers; l++) {
         op->attn_block(be, l, b);           /* x += attention(norm(x)) */
+        if (l == hp->n_layers - 1 && !picks && logits_from > 0 && op->keep_cols && strcmp(env_str(ENV_LAST_FFN), "all")) {
+            /* the last FFN feeds only the head: it runs on the columns that get logits (none
+             * when the pass needs no logits, a prompt chunk before the last) */
+            if (logits_from == T) return 0;
+            const int n = T - logits_from;
+            fwd_seq s1 = { b->seq[b->n_seq - 1].kv, 0, n };   /* the FFN and the head read T alone */
+            fwd_batch b1 = { n, 1, &s1 };
+            op->keep_cols(be, logits_from, T);
+            op->ffn_block(be, l, &b1);
+            return op->head(be, &b1, 0);
+        }
         op->ffn_block(be, l, b);            /* x += ffn(norm(x)), dense or Mixture-of-Experts */
     }
     if (picks) return op->head_argmax(be, b, 0, picks);        /* next = argmax output(norm(x)) */
