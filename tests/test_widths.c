@@ -33,7 +33,7 @@ static void widths(const char *name, int moe, int ta, int tf) {
 
 /* The last layer's FFN runs on the columns that get logits alone (backend keep_cols): the
  * logits of columns from .. T-1 are those of a pass that computes every column's, and a pass
- * that needs none (its last FFN skipped) leaves the same KV rows for the next step. */
+ * that needs none leaves the same KV rows for the next step. */
 static void last_ffn_pruned(const char *name, int moe, int ta, int tf) {
     char path[256], err[512];
     snprintf(path, sizeof path, "/tmp/strata-prune-%d-%s.gguf", (int)getpid(), name);
@@ -59,7 +59,14 @@ static void last_ffn_pruned(const char *name, int moe, int ta, int tf) {
     CHECK(session_forward(a, &next, 1, 0) == 0);
     memcpy(step, session_logits(a), sizeof(float) * (size_t)V);
     strata_session_reset(b);
-    CHECK(session_forward(b, ids, T, T) == 0);                  /* no logits: the last FFN skipped */
+    CHECK(session_forward(b, ids, T, T) == 0);                  /* no logits */
+    {   /* ...but every column's layers: a caller may run the head itself (CUDA's verify graph) */
+        fwd_seq sq = { b->be->kv, 0, T };
+        fwd_batch fb = { T, 1, &sq };
+        CHECK(b->be->ops->head(b->be, &fb, 0) == 0);
+        CHECKF(!memcmp(all, b->be->ops->logits(b->be), sizeof(float) * (size_t)T * V),
+               "%s: the head after a pass without logits (from = T) differs", name);
+    }
     CHECK(session_forward(b, &next, 1, 0) == 0);
     CHECKF(!memcmp(step, session_logits(b), sizeof(float) * (size_t)V), "%s: the step after a pass without logits", name);
     CHECK(all[0] != all[1] && step[0] == step[0]);

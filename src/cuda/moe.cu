@@ -529,7 +529,7 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 }
 
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
-static int moe_fast = CUDA_MOE_FAST_DEFAULT;
+static int moe_fast = CUDA_MOE_FAST_ALL;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
 template <int FMT, int COOP, int V>

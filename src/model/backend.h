@@ -104,9 +104,9 @@ typedef struct backend_ops {
     void (*sync)(backend *be);
     /* Optional (NULL: the last layer's FFN runs on every column). The residual rows x[from .. T)
      * moved to x[0 .. T - from) (other rows undefined afterwards): forward() calls it after the
-     * last layer's attention when only columns from .. T-1 need logits, so that layer's FFN and
-     * the head run on those columns alone (the others' last FFN feeds nothing: their K and V
-     * are stored by then). A column's bits do not depend on the pass width, so the logits are
+     * last layer's attention when only columns from .. T-1 need logits (0 < from < T), so that
+     * layer's FFN and the head run on those columns alone (the others' last FFN feeds nothing:
+     * their K and V are stored by then). A column's bits do not depend on the pass width, so the logits are
      * the same. */
     void (*keep_cols)(backend *be, int from, int T);
 } backend_ops;

@@ -39,10 +39,11 @@ static int forward_run(backend *be, const hparams *hp, const int32_t *ids, const
     op->embed(be, ids, b);                  /* x[T][n_embd] */
     for (int l = 0; l < hp->n_layers; l++) {
         op->attn_block(be, l, b);           /* x += attention(norm(x)) */
-        if (l == hp->n_layers - 1 && !picks && logits_from > 0 && op->keep_cols && strcmp(env_str(ENV_LAST_FFN), "all")) {
-            /* the last FFN feeds only the head: it runs on the columns that get logits (none
-             * when the pass needs no logits, a prompt chunk before the last) */
-            if (logits_from == T) return 0;
+        if (l == hp->n_layers - 1 && !picks && logits_from > 0 && logits_from < T && op->keep_cols &&
+            strcmp(env_str(ENV_LAST_FFN), "all")) {
+            /* the last FFN feeds only the head: it runs on the columns that get logits. A pass
+             * with logits_from == T keeps every column's layers: its caller may run a head of
+             * its own on them (CUDA's verify graph: forward(T, from = T), then head_argmax) */
             const int n = T - logits_from;
             fwd_seq s1 = { b->seq[b->n_seq - 1].kv, 0, n };   /* the FFN and the head read T alone */
             fwd_batch b1 = { n, 1, &s1 };

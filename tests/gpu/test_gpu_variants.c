@@ -228,7 +228,6 @@ int main(void) {
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
     for (int bit = 1; bit <= CUDA_MOE_FAST_SMEM; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_SMEM));
     moe_parity(TYPE_Q4_K, 8 + CUDA_MOE_FAST_ALL);   /* 16-byte loads of the K-quants' cooperative part */
     moe_parity(TYPE_Q6_K, 8 + CUDA_MOE_FAST_ALL);
     moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* the one-lane down kernel (a row per CTA) */
