@@ -176,11 +176,16 @@ def with_model(model):
         path = f.name
     p = subprocess.Popen([BIN, "run", "-m", model, "-t", "1", "-f", path, "-n", "16", "-c", "8192"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)    # loaded (0.1 s) and well into the prompt (about 3,000 tokens)
+    # run echoes the prompt once its SIGINT handler is in place: a Ctrl-C before that would end
+    # it by the default action (rc -2), which a slow load under ASan at high load could bring
+    # about (the chat's test hung on the same kind of race in CI, 2026-12-03)
+    head = p.stdout.read(6)
+    time.sleep(1.5)    # well into the prompt (about 3,000 tokens)
     t0 = time.time()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     dt = time.time() - t0
+    out = head + out
     os.unlink(path)
     check(p.returncode == 130 and "interrupted" in err, "Ctrl-C: rc %d %r" % (p.returncode, err[-300:]))
     # 10 s: generous for a loaded machine under ASan (a prompt step is sized to ~0.1 s; exit under
