@@ -780,8 +780,12 @@ static __device__ __forceinline__ void mm_epilogue(const mv_group &g, const mm_g
  * with exactly the subtree value the whole walk forms there, and mm_split_combine adds the S
  * values pairwise (adjacent ranges first): the 16-8-4-2-1 tree's remaining levels. Same bits
  * for every S. The partials go to ws[z][t][row]; the combine writes y and add_to. */
-template <int FMT, int NI, int GR>
-__global__ void __launch_bounds__(512 / NI, 1)
+/* ORD 1 (a measuring instrument, never launched by a pass: `test_gpu_mm bench-order` alone, through
+ * cuda_mm_set(4)): every block partial added into one float per output in the walk's order, no
+ * counter, two CTAs per SM: what the canonical order costs this kernel (docs/KERNELS.md, "What
+ * the canonical counter costs"). Its outputs are not the canonical bits; no split. */
+template <int FMT, int NI, int GR, int ORD = 0>
+__global__ void __launch_bounds__(512 / NI, ORD ? 2 : 1)
 mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
@@ -809,7 +813,10 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
     int k = kb;
     while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
-    for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
+    if constexpr (!ORD)
+        for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
+#pragma unroll
+    for (int o = 0; o < NO; o++) v[o] = 0.0f;
     if (k < ke) {
     int b = (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
@@ -819,8 +826,6 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     }
     cp_wait();
     __syncthreads();
-#pragma unroll
-    for (int o = 0; o < NO; o++) v[o] = 0.0f;
     for (;;) {
         /* the next step: the lane's next block, else the next position whose lane has one */
         int nk = k, nbb = b;
@@ -832,14 +837,18 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         }
         if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
         if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wco);
-        if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
+        if constexpr (!ORD)
+            if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if (!more) break;
         cp_wait();
         __syncthreads();
         buf ^= 1; k = nk; b = nbb;
     }
     }
-    mm_epilogue<NI, GR>(g, gr, r0, r1, r2, r3, r4, npos, row0, col0, colbase, rows, T, ks, ws, wm, wn, gq, tq);
+    if constexpr (ORD)
+        mm_epilogue<NI, GR>(g, gr, v, v, v, v, v, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
+    else
+        mm_epilogue<NI, GR>(g, gr, r0, r1, r2, r3, r4, npos, row0, col0, colbase, rows, T, ks, ws, wm, wn, gq, tq);
 }
 
 /* the S = 1 << ks partials of every output, pairwise (adjacent ranges, then pairs of pairs, ...),
@@ -1047,7 +1056,13 @@ mm_kernel3(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
  * warps of 32 x 8 outputs, 0 the matvec in slices of 8 */
 static int mm_mode = -1;
 
-extern "C" void cuda_mm_set(int mode) { mm_mode = mode == 2 || mode == 3 ? mode : 0; }
+/* 4: mm_kernel2's walk-order instrument (ORD 1) for the formats of mm_diag, the default kernel
+ * for the others; tests only (`test_gpu_mm bench-order`): the environment never selects it */
+extern "C" void cuda_mm_set(int mode) { mm_mode = mode >= 2 && mode <= 4 ? mode : 0; }
+template <int FMT> struct mm_diag {
+    static constexpr bool v = FMT == TYPE_Q4_0 || FMT == TYPE_Q8_0 || FMT == TYPE_Q4_K || FMT == TYPE_Q6_K ||
+                              FMT == TYPE_IQ3_XXS;
+};
 
 /* STRATA_CUDA_MM_PIPE: -1 (default) auto, by format and row length (mm_pipe_code); 0 mm_kernel2;
  * else the pipelined kernel (mm_kernel3, 8 warps) for every tensor-core pass, plain and grouped,
@@ -1162,10 +1177,32 @@ static int mm_attr3(void) {
     return 0;
 }
 
+/* the walk-order instrument: the two-tile kernel's tiles and steps, one float per output, two
+ * CTAs per SM, no split */
+template <int FMT>
+static int mm_launch_order_diag(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
+    static int attr;
+    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, 0, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return -1;
+        attr = 1;
+    }
+    const int nb = (int)(n_in / mmf<FMT>::QK);
+    const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
+    const int rows = g->row_start[g->n];
+    const dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
+    klaunch(mm_kernel2<FMT, 2, 0, 1>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, 0, g->ws,
+            mm_wpre_on());
+    return CU_LAUNCHED();
+}
+
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
+    if constexpr (mm_diag<FMT>::v)
+        if (mm_mode == 4) return mm_launch_order_diag<FMT>(g, n_in, act, T, st);
     static int attr[4];
-    const int mode = mm_both<FMT>::v ? mm_mode : 2;   /* 16 warps: the first kernel's formats only */
+    const int mode = mm_both<FMT>::v && mm_mode == 3 ? 3 : 2;   /* 16 warps: the first kernel's formats only */
     const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     if (!attr[mode]) {
         cudaError_t e;
@@ -1204,15 +1241,32 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     return CU_LAUNCHED();
 }
 
+/* STRATA_CUDA_MM_GROUPED: 3 the grouped two-tile kernel with 16 warps of 32 x 8 outputs for the
+ * formats of mm_g16, 2 (default) 8 warps of 32 x 16. A MoE prompt's groups average T k / X pairs
+ * (32 at 512 tokens, 8 of 128 experts): a 64-column tile of 32 pairs runs 4 of 8 warps (one a
+ * scheduler) with 8 warps, 8 of 16 with 16. The same canonical walk either way (the 16-warp plain
+ * kernel's bits, test_gpu_mm). */
+static int mm_gmode = -1;
+extern "C" void cuda_mm_grouped_set(int mode) { mm_gmode = mode == 3 ? 3 : 2; }
+template <int FMT> struct mm_g16 {
+    static constexpr bool v = FMT == TYPE_Q4_0 || FMT == TYPE_Q8_0 || FMT == TYPE_Q2_K || FMT == TYPE_Q3_K ||
+                              FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K || FMT == TYPE_IQ2_XXS ||
+                              FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ4_XS;
+};
+
 /* the grouped launch: grid (row tiles of n_out, max_tiles); CTAs past the list's count exit */
 template <int FMT>
 static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act, int max_tiles, cudaStream_t st) {
-    static int attr;
+    static int attr[2];
     const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
-    if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
-            return -1;
-        attr = 1;
+    if (mm_gmode < 0) mm_gmode = env_int(ENV_CUDA_MM_GROUPED) == 3 ? 3 : 2;
+    const int w16 = mm_g16<FMT>::v && mm_gmode == 3;
+    if (!attr[w16]) {
+        cudaError_t e = cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if constexpr (mm_g16<FMT>::v)
+            if (w16) e = cudaFuncSetAttribute(mm_kernel2<FMT, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (CU_CHECK(e)) return -1;
+        attr[w16] = 1;
     }
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
@@ -1227,6 +1281,12 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
                 (const uint8_t *)act, as, 0, 0, (float *)NULL, S, nbs);
         return CU_LAUNCHED();
     }
+    if constexpr (mm_g16<FMT>::v)
+        if (w16) {
+            klaunch(mm_kernel2<FMT, 1, 1>, grid, 512, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
+                    mm_wpre_on());
+            return CU_LAUNCHED();
+        }
     klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
             mm_wpre_on());
     return CU_LAUNCHED();

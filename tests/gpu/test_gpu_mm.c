@@ -17,7 +17,16 @@
  *                                  10 S + NB S stages of NB blocks), over four weight copies (132+ MB,
  *                                  more than the 60 MB L2); TFLOPS and a checksum (FNV-1a of the
  *                                  output bits) each
- *   test_gpu_mm bench-modes [F..]  at 512 columns: the 8- and 16-warp kernels and the matvec slices */
+ *   test_gpu_mm bench-modes [F..]  at 512 columns: the 8- and 16-warp kernels and the matvec slices
+ *   test_gpu_mm bench-order [F..|all] [K,M]
+ *                                  at 512 and 64 columns, M rows of K values (default 14336,4096):
+ *                                  the two-tile kernel (the canonical
+ *                                  counter, one CTA per SM) against its walk-order instrument (one
+ *                                  float per output, two CTAs per SM; Q4_0, Q8_0, Q4_K, Q6_K,
+ *                                  IQ3_XXS): what the canonical order costs; the instrument's bits
+ *                                  are not canonical, so its checksum differs and the largest
+ *                                  difference (relative to the output's largest magnitude) is
+ *                                  printed */
 #include "test.h"
 #include <stdint.h>
 #include <time.h>
@@ -137,12 +146,15 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
         cuda_memcpy_h2d(dW, W, eb * E);
         cuda_memcpy_h2d(da, act, ab * P);
         cuda_mm_set(2);
-        /* two-tile, pipelined, pipelined with 2 stages of 2, two-tile with the first weight loads */
-        static const int pipes[] = { 0, 1, 22, 0 }, wpres[] = { 1, 1, 1, 0 };
-        for (int pi = 0; pi < 4; pi++) {
+        /* two-tile, pipelined, pipelined with 2 stages of 2, two-tile with the first weight loads,
+         * two-tile with 16 warps (STRATA_CUDA_MM_GROUPED=3; its formats, else the 8 warps again),
+         * the same with the first weight loads */
+        static const int pipes[] = { 0, 1, 22, 0, 0, 0 }, wpres[] = { 1, 1, 1, 0, 1, 0 }, gmodes[] = { 2, 2, 2, 2, 3, 3 };
+        for (int pi = 0; pi < 6; pi++) {
             const int pipe = pipes[pi];
             cuda_mm_pipe_set(pipe);
             cuda_mm_wpre_set(wpres[pi]);
+            cuda_mm_grouped_set(gmodes[pi]);
             memset(y, 0xFF, sizeof(float) * n_out * P);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * P);
             int rc = cuda_mm_grouped_test(type, dW, eb, rb, (int)n_out, n_in, da, groups, 13, tiles, 9, 5, dy);
@@ -152,13 +164,15 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
             int bad = 0;
             for (size_t i = 0; i < (size_t)n_out * P; i++)
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
-                    fprintf(stderr, "%s grouped pipe %d n_in=%lld pair %zu row %zu: gpu %.9g ref %.9g\n", qt->name, pipe,
-                            (long long)n_in, i / n_out, i % n_out, y[i], ref[i]);
-            CHECKF(bad == 0, "%s grouped (STRATA_CUDA_MM_PIPE %d) n_in=%lld n_out=%lld: %d outputs differ from the CPU reference",
-                   qt->name, pipe, (long long)n_in, (long long)n_out, bad);
+                    fprintf(stderr, "%s grouped pipe %d warps %d n_in=%lld pair %zu row %zu: gpu %.9g ref %.9g\n", qt->name,
+                            pipe, gmodes[pi] == 3 ? 16 : 8, (long long)n_in, i / n_out, i % n_out, y[i], ref[i]);
+            CHECKF(bad == 0, "%s grouped (STRATA_CUDA_MM_PIPE %d, STRATA_CUDA_MM_GROUPED %d, WPRE %d) n_in=%lld n_out=%lld: %d "
+                   "outputs differ from the CPU reference", qt->name, pipe, gmodes[pi], wpres[pi], (long long)n_in,
+                   (long long)n_out, bad);
         }
         cuda_mm_pipe_set(0);
         cuda_mm_wpre_set(1);
+        cuda_mm_grouped_set(2);
     }
     cuda_free(dW); cuda_free(da); cuda_free(dy);
     free(W); free(act); free(src); free(ref); free(y);
@@ -184,10 +198,12 @@ static double bench_one(void *const *dW, int copies, int type, int64_t n_in, int
 /* llama.cpp's MUL_MAT perf shape m = 4096, k = 14336 (n_out 4096, n_in 14336), four weight
  * copies in rotation. modes = 0: the two-tile kernel (8 warps) against the pipelined one
  * (STRATA_CUDA_MM_PIPE) at n = 512, 64 and 16; modes = 1: at n = 512 the 8- and 16-warp two-tile
- * kernels against the matvec in slices of 8. */
+ * kernels against the matvec in slices of 8; modes = 2: at n = 512 and 64 the two-tile kernel
+ * against its walk-order instrument (cuda_mm_set(4); the formats of mm.cu's mm_diag). */
+static int64_t bench_k = 14336, bench_m = 4096;   /* bench-order's optional shape */
 static void bench(int type, int modes, const int *codes, int n_codes) {
     const quant_traits *qt = quant_traits_get(type);
-    const int64_t n_in = 14336, n_out = 4096;
+    const int64_t n_in = bench_k, n_out = bench_m;
     const int TM = 512, copies = 4;
     size_t rb = quant_row_bytes(type, n_in);
     uint8_t *W = malloc(rb * n_out);
@@ -202,7 +218,7 @@ static void bench(int type, int modes, const int *codes, int n_codes) {
     void *dW[4], *dx = cuda_malloc(sizeof(float) * n_in * TM), *dy = cuda_malloc(sizeof(float) * n_out * TM);
     for (int i = 0; i < copies; i++) { dW[i] = cuda_malloc(rb * n_out); cuda_memcpy_h2d(dW[i], W, rb * n_out); }
     cuda_memcpy_h2d(dx, x, sizeof(float) * n_in * TM);
-    if (modes) {
+    if (modes == 1) {
         double tf[4] = { 0, 0, 0, 0 };
         uint64_t sum[4] = { 0, 0, 0, 0 };
         cuda_mm_pipe_set(0);
@@ -213,7 +229,7 @@ static void bench(int type, int modes, const int *codes, int n_codes) {
         printf("mm %-8s m=4096 k=14336 n=512 TFLOPS: 8 warps (default) %6.2f | 16 warps %6.2f | matvec slices %6.2f  "
                "checksum %016llx%s\n", qt->name, tf[2], tf[3], tf[0], (unsigned long long)sum[2],
                sum[0] == sum[2] && sum[3] == sum[2] ? " (all three equal)" : "  CHECKSUMS DIFFER");
-    } else {
+    } else if (!modes) {
         static const int widths[] = { 512, 64, 16 };
         cuda_mm_set(2);
         for (int wi = 0; wi < 3; wi++) {
@@ -235,6 +251,33 @@ static void bench(int type, int modes, const int *codes, int n_codes) {
                    qt->name, T, tfa, tfa / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
         }
     }
+    if (modes == 2) {   /* bench-order */
+        static const int widths[] = { 512, 64 };
+        float *y2 = malloc(sizeof(float) * n_out * TM);
+        cuda_mm_pipe_set(0);
+        for (int wi = 0; wi < 2; wi++) {
+            const int T = widths[wi], reps = T >= 512 ? 8 : 32;
+            uint64_t s2, s4;
+            double tf2[2], tf4[2];
+            for (int round = 0; round < 2; round++) {   /* alternating, twice */
+                cuda_mm_set(2);
+                tf2[round] = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y2, reps, &s2);
+                cuda_mm_set(4);
+                tf4[round] = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &s4);
+            }
+            double dmax = 0, ymax = 0;
+            for (int64_t i = 0; i < n_out * T; i++) {
+                const double d = fabs((double)y[i] - (double)y2[i]), a = fabs((double)y2[i]);
+                if (d > dmax) dmax = d;
+                if (a > ymax) ymax = a;
+            }
+            printf("mm %-8s m=%lld k=%lld n=%-3d TFLOPS: canonical two-tile %6.2f / %6.2f | walk order, 2 CTAs/SM "
+                   "%6.2f / %6.2f (x%.2f)  checksums %016llx / %016llx, largest difference %.3g of max |y|\n",
+                   qt->name, (long long)n_out, (long long)n_in, T, tf2[0], tf2[1], tf4[0], tf4[1], (tf4[0] + tf4[1]) / (tf2[0] + tf2[1]),
+                   (unsigned long long)s2, (unsigned long long)s4, ymax > 0 ? dmax / ymax : dmax);
+        }
+        free(y2);
+    }
     cuda_mm_set(2);
     cuda_mm_pipe_set(0);
     fflush(stdout);
@@ -250,6 +293,29 @@ int main(int argc, char **argv) {
                         TYPE_Q3_K, TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,
                         TYPE_IQ4_XS, TYPE_IQ4_NL, TYPE_MXFP4, TYPE_Q2_0 };
     const int n_all = (int)(sizeof all / sizeof all[0]);
+    if (argc > 1 && !strcmp(argv[1], "bench-order")) {
+        if (argc > 3) {   /* K,M: rows of K values, M rows (the 1.5B shape's 2048,2048 / 2048,16384 / 8192,2048) */
+            long long k = 0, m = 0;
+            if (sscanf(argv[3], "%lld,%lld", &k, &m) == 2 && k > 0 && m > 0 && k % 256 == 0 && m % 64 == 0) {
+                bench_k = k;
+                bench_m = m;
+            } else {
+                fprintf(stderr, "bench-order: shape %s: K,M with K a multiple of 256, M of 64\n", argv[3]);
+                return 2;
+            }
+        }
+        static const int diag[] = { TYPE_Q4_0, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K, TYPE_IQ3_XXS };
+        for (int i = 0; i < 5; i++) {
+            if (argc > 2 && strcmp(argv[2], "all")) {
+                char list[256], key[32];
+                snprintf(list, sizeof list, ",%s,", argv[2]);
+                snprintf(key, sizeof key, ",%s,", quant_traits_get(diag[i])->name);
+                if (!strstr(list, key)) continue;
+            }
+            bench(diag[i], 2, NULL, 0);
+        }
+        return 0;
+    }
     if (argc > 1 && (!strcmp(argv[1], "bench") || !strcmp(argv[1], "bench-modes"))) {
         /* optional: the formats to time (comma-separated names, or "all"), then the pipelined
          * kernel's shapes (STRATA_CUDA_MM_PIPE codes, comma-separated; default 1) */
@@ -269,7 +335,7 @@ int main(int argc, char **argv) {
                 snprintf(key, sizeof key, ",%s,", name);
                 if (!strstr(list, key)) continue;
             }
-            bench(all[i], !strcmp(argv[1], "bench-modes"), codes, n_codes);
+            bench(all[i], !strcmp(argv[1], "bench-modes") ? 1 : 0, codes, n_codes);
         }
         return 0;
     }

@@ -1,0 +1,38 @@
+#!/bin/bash
+# One device call (written 2026-12-03 without device time; run it first): the GPU suite, then the
+# two matmul questions the dev machine cannot answer (docs/KERNELS.md, "Wide passes: the
+# tensor-core matmul"):
+#   1. what the canonical counter costs: `test_gpu_mm bench-order` (the two-tile kernel against its
+#      walk-order instrument: one float per output, two CTAs per SM; not canonical bits) on the
+#      issue's shape and on the 1.5B shape's matmuls (L2-resident at K 2048: labelled so);
+#   2. whether the grouped (MoE) matmul gains from 16 warps (STRATA_CUDA_MM_GROUPED=3, same bits):
+#      the 48-layer MoE's prompt of 512, 2 / 3 alternating, two rounds, ids hashes compared.
+# Prediction (before any run): 1. walk order x1.05-1.25 on the 256-value formats (the 16-warp
+#   canonical kernel, same 16 warps per SM, measured 0.93x: occupancy is not what limits), x1.0-1.1
+#   on Q4_0 / Q8_0 (151 registers there, no spill either way); 2. MoE prompt +5-20 %.
+# Decision rules: 1. >= x1.5 on a format: the canonical order costs more than a third there (the
+#   contract's threshold for a GPU order of its own); below: the gap to llama.cpp's MMQ lies in the
+#   tile and the decode, not the order. 2. STRATA_CUDA_MM_GROUPED default 3 if both rounds gain
+#   beyond the rounds' spread with equal hashes; else remove the variant (KERNELS, "Variants deleted").
+# Usage on the GPU machine (carry .gpubin/bins.tar.xz and .gpubin/lib, packed here by
+# `bash tools/gpu_pack.sh pack /tmp/build`): bash bench/mm_next_gpu.sh
+set -u
+T0=$(date +%s); t() { echo "t=$(( $(date +%s) - T0 )) s"; }
+OUT=${OUT:-/tmp}
+export LD_LIBRARY_PATH=$PWD/.gpubin/lib
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+git log --oneline -1 | cut -c1-60
+bash tools/gpu_pack.sh run "$OUT" 2>&1 | grep -E "passed|FAIL|fail" | tail -25
+echo "suite done"; t
+g=/tmp/gb
+M=$g/bin/test_gpu_mm
+$M bench-order all | tail -10; t
+for s in 2048,2048 2048,16384 8192,2048; do $M bench-order Q4_K,Q6_K "$s" 2>&1 | tail -2; done
+echo "(K 2048 / 8192 rows: four copies of 2-19 MB, L2-resident)"; t
+B=$g/bin/bench_e2e
+for r in 1 2; do for m in 2 3; do
+  echo -n "moe48 prompt, STRATA_CUDA_MM_GROUPED=$m r$r: "; STRATA_CUDA_MM_GROUPED=$m $B moe48 2 | grep "prompt 512"
+done; done; t
+# a third arm, no new code: the pipelined kernel for every pass (grouped ones too; 256-value
+# formats measured 3-21 % slower pipelined on full tiles, never on half-empty grouped ones)
+echo -n "moe48 prompt, STRATA_CUDA_MM_PIPE=1: "; STRATA_CUDA_MM_PIPE=1 $B moe48 2 | grep "prompt 512"; t
