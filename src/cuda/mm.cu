@@ -1261,10 +1261,13 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
     const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     if (mm_gmode < 0) mm_gmode = env_int(ENV_CUDA_MM_GROUPED) == 3 ? 3 : 2;
     const int w16 = mm_g16<FMT>::v && mm_gmode == 3;
-    if (!attr[w16]) {
-        cudaError_t e = cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (!attr[w16]) {   /* once per kernel launched */
+        cudaError_t e;
         if constexpr (mm_g16<FMT>::v)
-            if (w16) e = cudaFuncSetAttribute(mm_kernel2<FMT, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            e = w16 ? cudaFuncSetAttribute(mm_kernel2<FMT, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+                    : cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else
+            e = cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (CU_CHECK(e)) return -1;
         attr[w16] = 1;
     }
