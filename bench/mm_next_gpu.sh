@@ -10,10 +10,17 @@
 # Prediction (before any run): 1. walk order x1.05-1.25 on the 256-value formats (the 16-warp
 #   canonical kernel, same 16 warps per SM, measured 0.93x: occupancy is not what limits), x1.0-1.1
 #   on Q4_0 / Q8_0 (151 registers there, no spill either way); 2. MoE prompt +5-20 %.
+#   3. (issue 20, item 3) STRATA_Q6_SWAR now also reads a cooperative Q6_K part's 16 ql and 16 qh
+#      bytes by five 4-byte loads and funnel shifts each (df_ld128_a2) where the 2-aligned 210-byte
+#      blocks took eight 2-byte loads: SASS of the T = 1 kernel 144 -> 90 weight loads, 2,360 ->
+#      2,400 instructions in all (the shifts): a Q6_K matvec (the 1.5B's head) and the 1.5B
+#      decode, 1 / 0 alternating. Prediction: within +-5 %; it helps only if the loads' issue
+#      (not the instruction count) is what the kernel waits on.
 # Decision rules: 1. >= x1.5 on a format: the canonical order costs more than a third there (the
 #   contract's threshold for a GPU order of its own); below: the gap to llama.cpp's MMQ lies in the
 #   tile and the decode, not the order. 2. STRATA_CUDA_MM_GROUPED default 3 if both rounds gain
 #   beyond the rounds' spread with equal hashes; else remove the variant (KERNELS, "Variants deleted").
+#   3. the device table's Q6 bit on for Hopper if the matvec and the decode gain in both rounds.
 # Usage on the GPU machine (carry .gpubin/bins.tar.xz and .gpubin/lib, packed here by
 # `bash tools/gpu_pack.sh pack /tmp/build`): bash bench/mm_next_gpu.sh
 set -u
@@ -36,3 +43,7 @@ done; done; t
 # a third arm, no new code: the pipelined kernel for every pass (grouped ones too; 256-value
 # formats measured 3-21 % slower pipelined on full tiles, never on half-empty grouped ones)
 echo -n "moe48 prompt, STRATA_CUDA_MM_PIPE=1: "; STRATA_CUDA_MM_PIPE=1 $B moe48 2 | grep "prompt 512"; t
+$g/bin/bench_gpu variants matvec only=Q6_K 2>&1 | tail -4; t
+for r in 1 2; do for q in 0 1; do
+  echo -n "1b decode, STRATA_Q6_SWAR=$q r$r: "; STRATA_Q6_SWAR=$q E2E_SKIP_MAIN=1 E2E_DEPTH=16 $B 1b 1 | grep -i depth
+done; done; t

@@ -34,10 +34,17 @@ pack)
   # through -rpath-link); there the driver's libcuda.so.1 is loaded
   stub=$(dirname "$(realpath "$(command -v nvcc)")")/../lib64/stubs/libcuda.so
   mkdir -p /tmp/cudastub && ln -sf "$stub" /tmp/cudastub/libcuda.so.1
-  [ -f "$B/CMakeCache.txt" ] || cmake -S "$S" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF \
-      -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
+  # 90-real: SASS for sm_90 alone. With 90 (until 2026-12-03) every kernel also carried its PTX
+  # (144 PTX + 144 cubins in libggml-cuda.so, 60 MB; the tarball 41.5 MB did not fit one call
+  # beside the strata programs); the H200 runs the SASS and never needs the PTX. A build
+  # directory configured for another list is reconfigured (only the CUDA objects rebuild).
+  arch=${LCB_ARCH:-90-real}
+  if [ ! -f "$B/CMakeCache.txt" ] || ! grep -q "^CMAKE_CUDA_ARCHITECTURES:STRING=$arch\$" "$B/CMakeCache.txt"; then
+    cmake -S "$S" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF \
+      -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLAMA_BUILD_TESTS=OFF \
       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
       -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,/tmp/cudastub" > "$B.cfg.log" 2>&1
+  fi
   nice -n 5 cmake --build "$B" -j"$(nproc)" --target llama-bench > "$B.log" 2>&1 || { tail -20 "$B.log"; exit 1; }
   t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
   mkdir -p "$t/bin"

@@ -21,7 +21,9 @@
  *   Q2_0 word expansion   the 4 crumb planes of a 32-bit word (shift + mask) transposed into
  *                         weight order by byte_perm, then c - 1 per byte as (c + 0x7F) ^ 0x80
  *   Q6_K SWAR offset      q - 32 per byte (q in 0..63) as (q + 0x60) ^ 0x80: no per-byte
- *                         subtract (no byte can carry or borrow)
+ *                         subtract (no byte can carry or borrow); a cooperative part's 16 ql
+ *                         and 16 qh bytes (2-aligned) by five 4-byte loads and funnel shifts
+ *                         each (df_ld128_a2) instead of eight 2-byte loads
  *
  * On the device the loads assume the block alignments of src/cuda/quant_blocks.cuh (a block
  * is aligned to gcd(block bytes, row bytes): 2 for the IQ formats, Q2_0 and Q6_K, 8 for IQ4_XS)
@@ -60,6 +62,25 @@ DF_FN uint32_t df_ld32(const uint8_t *p) {
     memcpy(&v, p, 4);
     return v;
 #endif
+}
+/* 16 bytes from a 2-aligned address as four 32-bit words: five 4-byte loads from the 4-aligned
+ * address at or just below p, joined by funnel shifts (a Q6_K part's ql or qh bytes: 5 loads
+ * where df_ld32_a2 takes 8 two-byte ones). Reads the 2 bytes before p when p is 2 mod 4 and up to
+ * 4 bytes after p + 16: the caller guarantees they are readable (inside the same Q6_K block for
+ * every part, and a 2 mod 4 block never starts an allocation); the words are p's bytes whatever
+ * the alignment. */
+DF_FN void df_ld128_a2(const uint8_t *p, uint32_t *w) {
+    const unsigned m = (unsigned)((uintptr_t)p & 2u);   /* 0 or 2 */
+    const uint8_t *b = p - m;
+    uint32_t x[5];
+    for (int i = 0; i < 5; i++) x[i] = df_ld32(b + 4 * i);
+    for (int i = 0; i < 4; i++) {
+#ifdef __CUDA_ARCH__
+        w[i] = __funnelshift_r(x[i], x[i + 1], 8 * m);
+#else
+        w[i] = m ? (x[i] >> 16 | x[i + 1] << 16) : x[i];
+#endif
+    }
 }
 /* 64 bits from an 8-aligned address (grid rows, mask tables) */
 DF_FN uint64_t df_ld64(const void *p) {
@@ -255,8 +276,11 @@ DF_FN void df_q6_K_part(const uint8_t *blk, int k, uint32_t *wa, uint32_t *wb) {
     int half = k >> 2, q = k & 3, hs = 2 * (q >> 1);
     const uint8_t *ql = blk + offsetof(block_q6_K, ql) + 64 * half + 16 * q;
     const uint8_t *qh = blk + offsetof(block_q6_K, qh) + 32 * half + 16 * (q & 1);
+    uint32_t lw[4], hw[4];   /* ql ends at byte 128 (qh follows), qh at 192 (scales follow) */
+    df_ld128_a2(ql, lw);
+    df_ld128_a2(qh, hw);
     for (int i = 0; i < 4; i++) {
-        uint32_t l = df_ld32_a2(ql + 4 * i), hh = df_ld32_a2(qh + 4 * i);
+        uint32_t l = lw[i], hh = hw[i];
         wa[i] = df_q6_offset((l & 0x0F0F0F0Fu) | ((hh >> hs) & 0x03030303u) << 4);
         wb[i] = df_q6_offset(((l >> 4) & 0x0F0F0F0Fu) | ((hh >> (hs + 4)) & 0x03030303u) << 4);
     }
