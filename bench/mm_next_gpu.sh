@@ -21,12 +21,17 @@
 #   tile and the decode, not the order. 2. STRATA_CUDA_MM_GROUPED default 3 if both rounds gain
 #   beyond the rounds' spread with equal hashes; else remove the variant (KERNELS, "Variants deleted").
 #   3. the device table's Q6 bit on for Hopper if the matvec and the decode gain in both rounds.
+# 4. the peer in the same call, if carried: llama-bench pp512 / tg128 on the same three files
+#    beside strata's prompt and decode (the ratios the issues ask for, none since the 03:27 session).
 # Usage on the GPU machine (carry .gpubin/bins.tar.xz and .gpubin/lib, packed here by
-# `bash tools/gpu_pack.sh pack /tmp/build`): bash bench/mm_next_gpu.sh
+# `bash tools/gpu_pack.sh pack /tmp/build`; for 4. also .peer/lcb-cuda.tar.xz, 21.9 MB since the
+# SASS-only build, and .peer/smollm2-vocab.gguf: ~53 MB in all with the tree): bash bench/mm_next_gpu.sh
 set -u
 T0=$(date +%s); t() { echo "t=$(( $(date +%s) - T0 )) s"; }
 OUT=${OUT:-/tmp}
 export LD_LIBRARY_PATH=$PWD/.gpubin/lib
+# the synthetic files with a vocabulary llama.cpp accepts (written once, before anything reads them)
+[ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 git log --oneline -1 | cut -c1-60
 bash tools/gpu_pack.sh run "$OUT" 2>&1 | grep -E "passed|FAIL|fail" | tail -25
@@ -47,3 +52,10 @@ $g/bin/bench_gpu variants matvec only=Q6_K 2>&1 | tail -4; t
 for r in 1 2; do for q in 0 1; do
   echo -n "1b decode, STRATA_Q6_SWAR=$q r$r: "; STRATA_Q6_SWAR=$q E2E_SKIP_MAIN=1 E2E_DEPTH=16 $B 1b 1 | grep -i depth
 done; done; t
+if [ -f .peer/lcb-cuda.tar.xz ] && [ $(( $(date +%s) - T0 )) -lt 420 ] && bash tools/peer_prebuilt.sh unpack; then
+  . /tmp/lcb/env.sh
+  for s in smollm2 1b moe48; do
+    echo -n "strata $s: "; $B $s 2 | grep "prompt 512"
+    echo "llama.cpp $s:"; timeout 120 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 2 2>&1 | grep -E "pp512|tg128"
+  done; t
+else echo "peer: not run (not carried, no time left, or the unpack failed)"; fi

@@ -36,10 +36,11 @@ pack)
   mkdir -p /tmp/cudastub && ln -sf "$stub" /tmp/cudastub/libcuda.so.1
   # 90-real: SASS for sm_90 alone. With 90 (until 2026-12-03) every kernel also carried its PTX
   # (144 PTX + 144 cubins in libggml-cuda.so, 60 MB; the tarball 41.5 MB did not fit one call
-  # beside the strata programs); the H200 runs the SASS and never needs the PTX. A build
+  # beside the strata programs); the H200 runs the SASS and never needs the PTX. 90-real:
+  # libggml-cuda.so 40.6 MB, the tarball 21.9 MB (one part): it travels with bins.tar.xz. A build
   # directory configured for another list is reconfigured (only the CUDA objects rebuild).
   arch=${LCB_ARCH:-90-real}
-  if [ ! -f "$B/CMakeCache.txt" ] || ! grep -q "^CMAKE_CUDA_ARCHITECTURES:STRING=$arch\$" "$B/CMakeCache.txt"; then
+  if [ ! -f "$B/CMakeCache.txt" ] || ! grep -q "^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=$arch\$" "$B/CMakeCache.txt"; then
     cmake -S "$S" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF \
       -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLAMA_BUILD_TESTS=OFF \
       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
@@ -52,9 +53,9 @@ pack)
   cp -a "$B"/bin/*.so* "$t/bin/"   # symbolic links kept: one copy of each library
   for f in "$t"/bin/*; do [ -L "$f" ] || strip "$f" 2>/dev/null || true; done
   (cd "$t" && tar cf - bin | xz -T2 -6 > "$OLDPWD/.peer/lcb-cuda.tar.xz")
-  # ~40 MB (ggml's CUDA library is ~60 MB, its kernels already compressed by nvcc): beside the
-  # strata programs (~21-23 MB) and the tree it does not fit one call's 64 MiB, so it also goes
-  # in two parts, carried by two consecutive calls on the warm machine (unpack below)
+  # ~22 MB for 90-real (~40 MB with the PTX: that did not fit one call's 64 MiB beside the strata
+  # programs, ~21-23 MB, and the tree); parts of 21 MiB all the same, for a call short of room,
+  # carried by consecutive calls on the warm machine (unpack below)
   rm -f .peer/lcb-cuda.part*
   split -b 21M -d .peer/lcb-cuda.tar.xz .peer/lcb-cuda.part
   (cd .peer && ls lcb-cuda.part?? | wc -l > lcb-cuda.parts && sha256sum lcb-cuda.tar.xz | cut -c1-64 >> lcb-cuda.parts)
