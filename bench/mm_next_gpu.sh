@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call (written 2026-12-03 without device time; run it first): the GPU suite, then the
-# two matmul questions the dev machine cannot answer (docs/KERNELS.md, "Wide passes: the
-# tensor-core matmul"):
+# questions the dev machine cannot answer (docs/KERNELS.md, "Written without device time, to
+# measure first"), then llama.cpp beside strata:
 #   1. what the canonical counter costs: `test_gpu_mm bench-order` (the two-tile kernel against its
 #      walk-order instrument: one float per output, two CTAs per SM; not canonical bits) on the
 #      issue's shape and on the 1.5B shape's matmuls (L2-resident at K 2048: labelled so);
