@@ -9,17 +9,20 @@ import argparse, os, re, sys, tempfile, time
 import pexpect
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
 from harness import check, done  # noqa: E402
 
 
 PROMPT = "\r\n> "   # the prompt after a reply, a command's output or the banner
 CACHE = tempfile.mkdtemp(prefix="strata-chat-test-")
+CHILDREN = []   # every chat spawned, so a timed-out attempt's can be ended before the retry
 
 
 def spawn(*args):
     env = dict(os.environ, STRATA_CACHE_DIR=CACHE, TERM="xterm")
     p = pexpect.spawn(BIN, ["chat", "-m", MODEL, "-t", "1", "--temp", "0", *args], env=env, encoding="utf-8",
                       timeout=120, dimensions=(50, 200))
+    CHILDREN.append(p)
     p.expect(r"Ctrl-D exits\.")
     p.expect("> ")
     return p
@@ -141,9 +144,26 @@ if __name__ == "__main__":
     if not (MODEL and os.path.exists(MODEL)):
         print("SKIP: no model", file=sys.stderr)
     else:
+        # A part that times out (an expected output not seen in 120 s) runs once more: under ASan
+        # on a loaded CI machine a terminal race can swallow input (the Ctrl-C one is fixed above;
+        # editing_and_history timed out once in CI, 2026-12-03, and not in 6 runs here). The
+        # second attempt's checks count, the first's passes are dropped (its failures stay), the
+        # retry is printed with what the terminal showed; a real hang times out twice and fails.
         for t in (editing_and_history, context_shift, ctrl_c):
-            try:
-                t()
-            except (pexpect.TIMEOUT, pexpect.EOF) as e:
-                check(False, "%s: %s" % (t.__name__, str(e).splitlines()[0]))
+            for attempt in (1, 2):
+                p0 = harness.passed
+                try:
+                    t()
+                    break
+                except (pexpect.TIMEOUT, pexpect.EOF) as e:
+                    lines = str(e).splitlines()
+                    shown = [l for l in lines if l.startswith(("buffer", "before"))]
+                    for c in CHILDREN:
+                        c.terminate(force=True)
+                    CHILDREN.clear()
+                    if attempt == 1:
+                        harness.passed = p0
+                        print("RETRY %s: %s; the terminal: %s" % (t.__name__, lines[0], " | ".join(shown)), flush=True)
+                        continue
+                    check(False, "%s: %s (twice); the terminal: %s" % (t.__name__, lines[0], " | ".join(shown)))
     sys.exit(done())
