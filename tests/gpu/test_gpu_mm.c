@@ -286,6 +286,15 @@ static void bench(int type, int modes, const int *codes, int n_codes) {
     free(W); free(src); free(x); free(y);
 }
 
+/* is format NAME in the comma-separated LIST (NULL or "all": every format)? */
+static int listed(const char *list, const char *name) {
+    if (!list || !strcmp(list, "all")) return 1;
+    char l[256], key[32];
+    snprintf(l, sizeof l, ",%s,", list);
+    snprintf(key, sizeof key, ",%s,", name);
+    return strstr(l, key) != NULL;
+}
+
 int main(int argc, char **argv) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     cuda_mm_ext_set(1);   /* every format mm.cu has, STRATA_CUDA_MM_EXT's too */
@@ -306,12 +315,7 @@ int main(int argc, char **argv) {
         }
         static const int diag[] = { TYPE_Q4_0, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K, TYPE_IQ3_XXS };
         for (int i = 0; i < 5; i++) {
-            if (argc > 2 && strcmp(argv[2], "all")) {
-                char list[256], key[32];
-                snprintf(list, sizeof list, ",%s,", argv[2]);
-                snprintf(key, sizeof key, ",%s,", quant_traits_get(diag[i])->name);
-                if (!strstr(list, key)) continue;
-            }
+            if (!listed(argc > 2 ? argv[2] : NULL, quant_traits_get(diag[i])->name)) continue;
             bench(diag[i], 2, NULL, 0);
         }
         return 0;
@@ -327,14 +331,7 @@ int main(int argc, char **argv) {
             if (*c == ',') c++;
         }
         for (int i = 0; i < n_all; i++) {
-            const char *name = quant_traits_get(all[i])->name;
-            if (argc > 2 && strcmp(argv[2], "all")) {
-                char list[256];
-                snprintf(list, sizeof list, ",%s,", argv[2]);
-                char key[32];
-                snprintf(key, sizeof key, ",%s,", name);
-                if (!strstr(list, key)) continue;
-            }
+            if (!listed(argc > 2 ? argv[2] : NULL, quant_traits_get(all[i])->name)) continue;
             bench(all[i], !strcmp(argv[1], "bench-modes") ? 1 : 0, codes, n_codes);
         }
         return 0;
