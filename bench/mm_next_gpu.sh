@@ -49,12 +49,6 @@ done; done; t
 # formats measured 3-21 % slower pipelined on full tiles, never on half-empty grouped ones)
 echo -n "moe48 prompt, STRATA_CUDA_MM_PIPE=1: "; STRATA_CUDA_MM_PIPE=1 $B moe48 2 | grep "prompt 512"; t
 $g/bin/bench_gpu variants matvec only=Q6_K 2>&1 | tail -4; t
-# 5. (issue 20) the q/k norms inside the decode attention (STRATA_CUDA_QKN_FOLD, same bits): one
-#    launch fewer per layer of a qwen3 shape; prediction +2-4 % on the 48-layer MoE's decode
-#    (ncu had the norm launch at 3.0 us of a ~58 us layer; graph + PDL hide part of it)
-for r in 1 2; do for f in 0 1; do
-  echo -n "moe48 decode, STRATA_CUDA_QKN_FOLD=$f r$r: "; STRATA_CUDA_QKN_FOLD=$f E2E_SKIP_MAIN=1 E2E_DEPTH=16 $B moe48 1 | grep -i depth
-done; done; t
 for r in 1 2; do for q in 0 1; do
   echo -n "1b decode, STRATA_Q6_SWAR=$q r$r: "; STRATA_Q6_SWAR=$q E2E_SKIP_MAIN=1 E2E_DEPTH=16 $B 1b 1 | grep -i depth
 done; done; t

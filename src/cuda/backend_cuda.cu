@@ -281,7 +281,6 @@ typedef struct {
     int dev_pos_known, dev_pos, dev_tok;   /* what d_pos / d_ids hold after the last step */
     int capturing;              /* the kernels read d_pos / d_ids */
     int fuse;                   /* STRATA_CUDA_FUSE */
-    int qkn_fold;               /* STRATA_CUDA_QKN_FOLD: the T = 1 q/k norms inside the attention */
     int attn_serial;            /* STRATA_CUDA_ATTN=serial: one CTA walks a head's chunks (same bits) */
     int attn_qtile;             /* STRATA_CUDA_ATTN_QTILE: wide passes' attention in query tiles (2: also the
                                  * sequences of more than 8 columns inside passes of several) */
@@ -559,14 +558,6 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     if (!table || cuda_embed(table, type, te->n_in, c->d_ids, b->T, c->x, c->hp.embd_scale, c->st)) be_fail(c, "embed");
 }
 
-/* Are layer L's per-head q and k norms folded into the attention of a pass of T columns (the
- * decode step, where RoPE and the KV store are: attn_seq's `folded`)? Then blk_attn launches no
- * norm and attn_seq hands the weights to the attention, which norms q and k as the norm launch
- * does (ops.cu, attn_head_norm). */
-static int qkn_folded(const cuda_be *c, const layer_weights *L, int T) {
-    return c->fuse && c->qkn_fold && T == 1 && L->q_norm.data && L->k_norm.data && c->hp.head_dim <= 256;
-}
-
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
 static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const hparams *hp = &c->hp;
@@ -583,11 +574,9 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const float *cs = L->sliding ? c->rope_local : c->rope_global;
     const float scale = hp->attn_scale;
     const int window = L->sliding ? hp->sliding_window : 0;
-    /* T = 1: RoPE and the KV store inside the attention kernel (and the q/k norms: qkn_folded) */
+    /* T = 1: RoPE and the KV store inside the attention kernel */
     const int folded = c->fuse && T == 1;
-    const int qkn = qkn_folded(c, L, T);
-    cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox, qkn ? (const float *)L->q_norm.dev : NULL,
-                            qkn ? (const float *)L->k_norm.dev : NULL, hp->rms_eps };
+    cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
             if (cuda_rope_qk_store(q, k, v, kc, vc, kv8, T, H, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, cs, c->st))
@@ -632,10 +621,8 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
     mv_many(c, &as, qkv, y, 3, c->xb, T);
-    /* per-head q and k norms (qwen3, gemma3): one launch for both, or (T = 1) inside the attention */
-    if (qkn_folded(c, L, T)) {
-        /* none here: attn_seq hands the norms' weights to the attention */
-    } else if (c->fuse && L->q_norm.data && L->k_norm.data) {
+    /* per-head q and k norms (qwen3, gemma3): one launch for both */
+    if (c->fuse && L->q_norm.data && L->k_norm.data) {
         if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
                           T * KVH, HD, hp->rms_eps, c->st))
             be_fail(c, "q/k rmsnorm");
@@ -1263,7 +1250,6 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     be->ops = &cuda_ops; be->impl = c; be->kv = &c->kv;
     c->hp = *hp; c->w = w; c->n_ctx = n_ctx;
     c->fuse = env_bool(ENV_CUDA_FUSE);
-    c->qkn_fold = env_bool(ENV_CUDA_QKN_FOLD);
     c->moe_wide_min = (int)env_int(ENV_CUDA_MOE_MM);
     c->moe_mv_max = (int)env_int(ENV_CUDA_MOE_MV);
     c->moe_mv_chunk = (int)env_int(ENV_CUDA_MOE_MV_CHUNK);

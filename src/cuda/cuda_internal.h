@@ -153,14 +153,7 @@ int cuda_rope_qk_store(float *q, float *k, const float *v, void *kc, void *vc, i
  * tables of q and k; every CTA rotates its heads' q, the one holding the last chunk its KV
  * head's k (ops.cu, attn_kernel), and the group's first head group stores the position's
  * K/V rows */
-typedef struct cuda_rope_fold {
-    const float *k, *v, *cs_q, *cs_k;
-    int n_rot, neox;
-    /* the per-head q and k RMSNorm weights (head_dim each) when these norms are folded in too
-     * (STRATA_CUDA_QKN_FOLD): q and k are then the un-normed rows; NULL: q and k come normed */
-    const float *qn, *kn;
-    float eps;
-} cuda_rope_fold;
+typedef struct cuda_rope_fold { const float *k, *v, *cs_q, *cs_k; int n_rot, neox; } cuda_rope_fold;
 /* The canonical chunked order (src/model/attn_order.h; bit-identical to the CPU), the chunks
  * in parallel. scratch: cuda_attention_scratch_floats(T, n_heads, head_dim, n_ctx) floats;
  * counters: T * n_heads zeroed ints (left zeroed); max_last: the largest position of the

@@ -195,11 +195,9 @@ int cuda_embed(const void *W, int type, int64_t n, const int32_t *d_ids, int T, 
 /* ---- RMSNorm: one CTA per row ------------------------------------------------------------ */
 #define NORM_THREADS 256
 #define NORM_THREADS_FUSED 1024   /* one warp per activation block of a 1024-wide row: one round */
-/* 1 / rms of a row by the calling CTA: thread i sums the squares of values i, i + blockDim, ... in
- * double, a warp's sums by the xor tree, the warps' in order (rms_inv_parts). The bits depend on
- * the CTA's size: a caller that must match the norm launches runs NORM_THREADS threads. Every
- * thread gets the value; two barriers (a second call may follow at once). */
-static __device__ __forceinline__ float rms_inv_cta(const float *xr, int n, float eps) {
+/* One row of RMSNorm by the calling CTA (+ its activation blocks when act != NULL). */
+static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr, const float *__restrict__ w, float *yr, int n,
+                                                   float eps, uint8_t *act, int act_fmt) {
     __shared__ double part[32];
     __shared__ float inv_s;
     double ss = 0;
@@ -210,13 +208,7 @@ static __device__ __forceinline__ float rms_inv_cta(const float *xr, int n, floa
     __syncthreads();
     if (threadIdx.x == 0) inv_s = rms_inv_parts(part, (int)(blockDim.x >> 5), n, eps);
     __syncthreads();
-    return inv_s;
-}
-
-/* One row of RMSNorm by the calling CTA (+ its activation blocks when act != NULL). */
-static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr, const float *__restrict__ w, float *yr, int n,
-                                                   float eps, uint8_t *act, int act_fmt) {
-    float inv = rms_inv_cta(xr, n, eps);
+    float inv = inv_s;
     for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], inv), w[i]);
     if (act) {
         __syncthreads();   /* this CTA's y row is written and visible to its threads */
@@ -596,17 +588,6 @@ static __device__ __forceinline__ void attn_quant_heads(const float *orow, int h
     }
 }
 
-/* The per-head q / k RMSNorm folded into the attention (T = 1, STRATA_CUDA_QKN_FOLD): head row x
- * into y (shared memory) with rmsnorm_row's operations at its thread count (ATTX_THREADS ==
- * NORM_THREADS: every thread holds the same values, the warps' sums add in the same order), so
- * the bits of the norm launch's row. Every thread of the CTA calls it; y is complete after it. */
-static_assert(ATTX_THREADS == NORM_THREADS, "the folded q/k norms reduce as the norm launch");
-static __device__ __forceinline__ void attn_head_norm(const float *x, const float *w, float *y, int head_dim, float eps) {
-    const float inv = rms_inv_cta(x, head_dim, eps);
-    for (int i = threadIdx.x; i < head_dim; i += ATTX_THREADS) y[i] = __fmul_rn(__fmul_rn(x[i], inv), w[i]);
-    __syncthreads();
-}
-
 /* The one-chunk path: head h of column t, the exact kernel of before (ops_dev.cuh), then the
  * head's output quantized for wo when asked. dyn: a tile, then the <= 256 scores. */
 template <int KV8>
@@ -614,7 +595,7 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
                                                       int n_heads, int n_kv_heads, int head_dim, float scale, int window,
                                                       float *outp, uint8_t *act, size_t act_row_bytes, int act_fmt,
                                                       const cuda_rope_fold &rf, uint32_t *dyn, float *qr, uint16_t *kl,
-                                                      uint16_t *vl, float *kn, int vpre) {
+                                                      uint16_t *vl, int vpre) {
     float *orow = outp + ((size_t)t * n_heads + h) * head_dim;
     const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
     const uint32_t *k_last = NULL, *v_last = NULL;
@@ -622,13 +603,7 @@ static __device__ __forceinline__ void attn_one_chunk(const float *q, void *kc, 
         const int grp = n_heads / n_kv_heads, kvh = h / grp, half = rf.n_rot / 2;
         const int hw = kv_head_words(head_dim, KV8);
         const size_t off = (size_t)last * n_kv_heads * hw + (size_t)kvh * hw;   /* words */
-        const float *kr = rf.k + (size_t)kvh * head_dim;
-        if (rf.qn) {   /* the norms folded in: q into qr, k into kn, then rotated there (each pair in place) */
-            attn_head_norm(qh, rf.qn, qr, head_dim, rf.eps);
-            attn_head_norm(kr, rf.kn, kn, head_dim, rf.eps);
-            qh = qr; kr = kn;
-        }
-        rope_head_kv<KV8>(qh, kr, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
+        rope_head_kv<KV8>(qh, rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, rf.cs_q + (size_t)last * half * 2,
                           rf.cs_k + (size_t)last * half * 2, rf.n_rot, rf.neox, head_dim, qr, kl, vl,
                           h % grp == 0 ? (uint32_t *)kc + off : NULL, (uint32_t *)vc + off);
         qh = qr; k_last = (const uint32_t *)kl; v_last = (const uint32_t *)vl;
@@ -857,7 +832,6 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     extern __shared__ uint32_t dyn[];                 /* the K (and V) tile(s); the exact path's scores; the merge's m, w */
     __shared__ __align__(16) uint16_t kl[ATT_MAX_HD], vl[ATT_MAX_HD];
     __shared__ __align__(16) float qs[GS * ATT_MAX_HD];   /* [GS][head_dim] (the exact path: its head's rotated q) */
-    __shared__ __align__(16) float kn[ATT_MAX_HD];        /* the position's k, normed (rf.qn) */
     const int tid = threadIdx.x;
     const int t = blockIdx.z, hg = blockIdx.y, h0 = hg * GS, x = blockIdx.x;
     const int last = col_pos(cols, d_pos ? d_pos[0] : pos0, t);
@@ -868,7 +842,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
         if constexpr (P == ATTP_CHUNKS || P == ATTP_CHUNKS_VEC) __trap();
         else if (x < GS)
             attn_one_chunk<KV8>(q, kc, vc, h0 + x, t, last, n_heads, n_kv_heads, head_dim, scale, window, outp, act, act_row_bytes,
-                           act_fmt, rf, dyn, qs, kl, vl, kn, vpre);
+                           act_fmt, rf, dyn, qs, kl, vl, vpre);
         return;
     }
     if constexpr (P == ATTP_EXACT) { __trap(); return; }
@@ -889,24 +863,18 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
     if (rf.k) {   /* T = 1: RoPE of the heads' q here; the position's K/V rows by the last chunk's CTA */
         const int half = rf.n_rot / 2, rest = head_dim - rf.n_rot;
         const float *csq = rf.cs_q + (size_t)last * half * 2, *csk = rf.cs_k + (size_t)last * half * 2;
-        const float *qsrc = qt, *ks = rf.k + (size_t)kvh * head_dim;   /* the un-rotated rows */
-        if (rf.qn) {   /* the norms folded in: the heads' q into qs, the last chunk's k into kn; rotated there */
-            for (int g = 0; g < GS; g++) attn_head_norm(qt + (size_t)g * head_dim, rf.qn, qs + g * head_dim, head_dim, rf.eps);
-            if (holds_last) { attn_head_norm(ks, rf.kn, kn, head_dim, rf.eps); ks = kn; }
-            qsrc = qs;
-        }
         for (int idx = tid; idx < GS * half; idx += ATTX_THREADS) {
             int g = idx / half, i = idx % half, ia, ib;
             float o1, o2;
-            rope_pair(qsrc + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
+            rope_pair(qt + (size_t)g * head_dim, i, rf.n_rot, rf.neox, csq[2 * i], csq[2 * i + 1], &o1, &o2, &ia, &ib);
             qs[g * head_dim + ia] = o1; qs[g * head_dim + ib] = o2;
         }
         for (int idx = tid; idx < GS * rest; idx += ATTX_THREADS) {
             int g = idx / rest, j = rf.n_rot + idx % rest;
-            qs[g * head_dim + j] = qsrc[(size_t)g * head_dim + j];
+            qs[g * head_dim + j] = qt[(size_t)g * head_dim + j];
         }
         if (holds_last && KV8) {   /* int8 blocks (kv8_rows), stored as words */
-            kv8_rows(ks, rf.v + (size_t)kvh * head_dim, csk, rf.n_rot, rf.neox, head_dim,
+            kv8_rows(rf.k + (size_t)kvh * head_dim, rf.v + (size_t)kvh * head_dim, csk, rf.n_rot, rf.neox, head_dim,
                      (uint32_t *)kl, (uint32_t *)vl);
             __syncthreads();
             if (h0 % G == 0) {   /* the group's first head group stores the rows */
@@ -918,7 +886,7 @@ attn_kernel(const float *q, void *kc, void *vc, int n_heads, int n_kv_heads, int
             }
         } else if (holds_last) {
             const int kv_dim = n_kv_heads * head_dim;
-            const float *vs = rf.v + (size_t)kvh * head_dim;
+            const float *ks = rf.k + (size_t)kvh * head_dim, *vs = rf.v + (size_t)kvh * head_dim;
             for (int i = tid; i < half; i += ATTX_THREADS) {
                 float o1, o2;
                 int ia, ib;
@@ -1140,7 +1108,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
         (kv8 && head_dim % 32))
         return -1;
     cuda_cols none = { NULL, NULL, NULL };
-    cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, 0.0f };
+    cuda_rope_fold no_fold = { NULL, NULL, NULL, NULL, 0, 0 };
     int sms = cuda_sm_count();   /* device_class.cu's reading */
     if (sms < 1) sms = 32;
     if (att_two_tiles < 0) {
