@@ -1,4 +1,7 @@
 #!/bin/bash
+# RAN 2026-12-03 (15:42 session, call 1, programs packed from 6cf26d9's tree: b53a42e + the q/k-norm fold): results and decisions in
+# docs/BENCHMARKS.md and docs/KERNELS.md ("The canonical order's cost, measured"). Part 2's
+# STRATA_CUDA_MM_GROUPED=3 was removed after it (no gain), so that part now times the default twice.
 # One device call (written 2026-12-03 without device time; run it first): the GPU suite, then the
 # questions the dev machine cannot answer (docs/KERNELS.md, "Written without device time, to
 # measure first"), then llama.cpp beside strata:

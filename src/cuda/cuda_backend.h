@@ -176,7 +176,6 @@ void cuda_matvec_set_coop(int variant);
  * 3 its 16-warp variant, 0 the matvec in slices of 8 (tests, A/B; same bits) */
 void cuda_mm_set(int mode);
 void cuda_mm_split_set(int s);
-void cuda_mm_grouped_set(int mode); /* STRATA_CUDA_MM_GROUPED for tests: 3 the grouped two-tile kernel with 16 warps, 2 with 8 */
 void cuda_attention_set_paths(int on);   /* STRATA_CUDA_ATTN_PATHS for tests: 1 the instance of the launch's one path, 0 both paths */
 void cuda_attention_set_gs(int cap);   /* STRATA_CUDA_ATTN_GS for tests: at T = 1 the most heads of a KV group per chunk-path CTA (1..4), 0 auto */
 void cuda_attention_set_tiles(int n);   /* STRATA_CUDA_ATTN_TILES for tests: 3 f16 in 16-byte pieces, 2 two K/V tiles where they fit, 1 one */   /* STRATA_CUDA_MM_SPLIT for tests: -1 auto, 0 never, 2..32 that split */

@@ -33,6 +33,13 @@ template <int FMT, int COOP> constexpr int dec_v() {
                                                     : (COOP != 0 ? dec_bit<FMT>::v : 0);
 }
 
+/* is variant bit V (dec_v's) on for a pass of T columns? The switches' bits (cuda_matvec_decode),
+ * except that STRATA_Q6_SWAR applies to passes of one column only: on the H200 its Q6_K matvec at
+ * T = 1 took 0.79x the time and at T = 8 1.02x (2026-12-03, docs/BENCHMARKS.md) */
+template <int V> static inline bool dec_on(int T) {
+    return V != 0 && (cuda_matvec_decode() & V) && (V != CUDA_DEC_Q6_SWAR || T == 1);
+}
+
 /* this translation unit's device codebooks as decode_fast.h's table set */
 static __device__ __forceinline__ df_tables df_dev_tables(void) {
     df_tables t;

@@ -286,7 +286,7 @@ static void launch_tm_v(const mv_group *g, int64_t n_in, int nb, const uint8_t *
 template <int FMT, int COOP>
 static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
-    if (V != 0 && (mv_decode & V)) launch_tm_v<FMT, COOP, V>(g, n_in, nb, a, as, T, blocks, st);
+    if (dec_on<V>(T)) launch_tm_v<FMT, COOP, V>(g, n_in, nb, a, as, T, blocks, st);
     else launch_tm_v<FMT, COOP, 0>(g, n_in, nb, a, as, T, blocks, st);
 }
 
@@ -308,7 +308,7 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             const int W = nb > 2 * (32 / 8) ? 4 : 2;
             const unsigned sb = (unsigned)((rows + MV_WARPS / W - 1) / (MV_WARPS / W));
             constexpr int V = dec_v<FMT, coop_fmt<FMT>::ok * 8>();
-            if (V != 0 && (mv_decode & V)) klaunch(matvec_split_kernel<FMT, V>, sb, MV_WARPS * 32, 0, st, *g, nb, a, W);
+            if (dec_on<V>(1)) klaunch(matvec_split_kernel<FMT, V>, sb, MV_WARPS * 32, 0, st, *g, nb, a, W);
             else klaunch(matvec_split_kernel<FMT, 0>, sb, MV_WARPS * 32, 0, st, *g, nb, a, W);
             return CU_LAUNCHED();
         }

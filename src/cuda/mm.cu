@@ -1241,35 +1241,15 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     return CU_LAUNCHED();
 }
 
-/* STRATA_CUDA_MM_GROUPED: 3 the grouped two-tile kernel with 16 warps of 32 x 8 outputs for the
- * formats of mm_g16, 2 (default) 8 warps of 32 x 16. A MoE prompt's groups average T k / X pairs
- * (32 at 512 tokens, 8 of 128 experts): a 64-column tile of 32 pairs runs 4 of 8 warps (one a
- * scheduler) with 8 warps, 8 of 16 with 16. The same canonical walk either way (the 16-warp plain
- * kernel's bits, test_gpu_mm). */
-static int mm_gmode = -1;
-extern "C" void cuda_mm_grouped_set(int mode) { mm_gmode = mode == 3 ? 3 : 2; }
-template <int FMT> struct mm_g16 {
-    static constexpr bool v = FMT == TYPE_Q4_0 || FMT == TYPE_Q8_0 || FMT == TYPE_Q2_K || FMT == TYPE_Q3_K ||
-                              FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K || FMT == TYPE_IQ2_XXS ||
-                              FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ4_XS;
-};
-
 /* the grouped launch: grid (row tiles of n_out, max_tiles); CTAs past the list's count exit */
 template <int FMT>
 static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act, int max_tiles, cudaStream_t st) {
-    static int attr[2];
+    static int attr;
     const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
-    if (mm_gmode < 0) mm_gmode = env_int(ENV_CUDA_MM_GROUPED) == 3 ? 3 : 2;
-    const int w16 = mm_g16<FMT>::v && mm_gmode == 3;
-    if (!attr[w16]) {   /* once per kernel launched */
-        cudaError_t e;
-        if constexpr (mm_g16<FMT>::v)
-            e = w16 ? cudaFuncSetAttribute(mm_kernel2<FMT, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
-                    : cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else
-            e = cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (CU_CHECK(e)) return -1;
-        attr[w16] = 1;
+    if (!attr) {   /* once per kernel launched */
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return -1;
+        attr = 1;
     }
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
@@ -1284,12 +1264,6 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
                 (const uint8_t *)act, as, 0, 0, (float *)NULL, S, nbs);
         return CU_LAUNCHED();
     }
-    if constexpr (mm_g16<FMT>::v)
-        if (w16) {
-            klaunch(mm_kernel2<FMT, 1, 1>, grid, 512, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
-                    mm_wpre_on());
-            return CU_LAUNCHED();
-        }
     klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
             mm_wpre_on());
     return CU_LAUNCHED();

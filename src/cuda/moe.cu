@@ -575,7 +575,7 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
             launch_gate_up_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, st);
             return;
         }
-    if (V != 0 && (cuda_matvec_decode() & V)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
+    if (dec_on<V>(m->T)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
     else launch_gate_up_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, st);
 }
 template <int FMT, int COOP>
@@ -587,7 +587,7 @@ static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int 
             launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, st);
             return;
         }
-    if (V != 0 && (cuda_matvec_decode() & V)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, st);
+    if (dec_on<V>(m->T)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, st);
     else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, cb, st);
 }
 

@@ -205,7 +205,7 @@ static void table_choice(void) {
     CHECKF(v.decode == c->table_decode && !strcmp(v.decode_from, "table"), "auto: decode %d, table %d (%s)", v.decode,
            c->table_decode, v.decode_from);
     if (c->major == 9)
-        CHECKF(v.decode == (CUDA_DEC_IQ3 | CUDA_DEC_IQ4 | CUDA_DEC_Q2_WORD), "hopper table: decode %d", v.decode);
+        CHECKF(v.decode == (CUDA_DEC_IQ3 | CUDA_DEC_IQ4 | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR), "hopper table: decode %d", v.decode);
     setenv("STRATA_IQ_DECODE_FAST", "0", 1);   /* one switch forced: its formats off, the others the table's */
     env_reset_cache();
     cuda_device_choose(&v);
