@@ -34,3 +34,9 @@ if bash tools/peer_prebuilt.sh unpack; then
     t
   done
 else echo "peer: not run (not carried or the unpack failed)"; fi
+# the MoE decode step per kernel with today's defaults (the Q6 head variant on), when time is left:
+# the next wave's map of issue 20 (summary by kernel name; ncu's serialized times)
+if [ $(( $(date +%s) - T0 )) -lt 470 ]; then
+  bash bench/step_profile_gpu.sh moe48 16 > /tmp/step-rows.txt 2>&1
+  python3 tools/ncu_sum.py "$OUT/step-moe48-16.csv" 2>&1 | head -20; t
+fi
