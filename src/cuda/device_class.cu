@@ -26,7 +26,7 @@ static const class_row k_class_table[] = {
       "coop8 measured 2-3.6x the one-lane kernel at T=1 on the H200; PDL hides launch gaps, early for passes of <= 8 "
       "columns (one server client +3.3 %, MoE decode at 4,096 +5 %, wide passes unchanged); decode variants IQ3/IQ4/Q2_0 "
       "measured 4-19 % faster per MoE FFN block, IQ2 not faster (2026-12-02); Q6_K with aligned loads at T=1: matvec "
-      "0.79x the time, 1.5B decode +2.2 % (2026-12-03; docs/BENCHMARKS.md)" },
+      "0.79x the time, 1.5B decode +1.0-2.2 % (2026-12-03; docs/BENCHMARKS.md)" },
     { 10, 99, "blackwell", 1, 8, 1, 0, "sm_90 PTX compiled by the driver; coop8 and PDL as on Hopper (not measured here)" },
     { 0, 8, "pre-hopper", 0, 0, 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
 };
