@@ -10,22 +10,13 @@
 # Prediction: llama's best pp512 run within 10 % of its max in call 2 (mean + sd / sqrt 2 ...);
 # int8 at 4,096 within 5 % of f16 for strata (call 2 of 06:19: 952 vs 947 SmolLM2).
 set -u
-T0=$(date +%s); t() { echo "t=$(( $(date +%s) - T0 )) s"; }
-export LD_LIBRARY_PATH=$PWD/.gpubin/lib
-[ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-g=/tmp/gb; mkdir -p $g && tar xJf .gpubin/bins.tar.xz -C $g
-B=$g/bin/bench_e2e
-bash tools/peer_prebuilt.sh unpack >/dev/null || { echo "peer: the unpack failed"; exit 1; }
-. /tmp/lcb/env.sh
+. bench/gpu_call.sh
+gb_unpack
+peer_up || { echo "peer: the unpack failed"; exit 1; }
 for s in smollm2 1b moe48; do
   echo -n "strata $s: "; $B $s 2 | grep "prompt 512"
   echo -n "llama.cpp $s pp512 runs (tok/s): "
-  timeout 120 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 0 -r 7 -o jsonl 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    r = json.loads(l); v = sorted(r["samples_ts"])
-    print(" ".join("%.0f" % x for x in r["samples_ts"]), "| median %.0f best %.0f" % (v[len(v) // 2], v[-1]))'
+  timeout 120 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 0 -r 7 -o jsonl 2>/dev/null | runs_of
   E2E_KV=int8 E2E_SKIP_MAIN=1 E2E_DEPTH=16,4096 $B $s 1 | grep -i depth
   echo "llama.cpp $s, q8_0 K/V:"
   timeout 120 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -ctk q8_0 -ctv q8_0 -p 0 -n 128 -d 0,4096 -r 3 2>&1 |

@@ -30,21 +30,14 @@
 # `bash tools/gpu_pack.sh pack /tmp/build`; for 4. also .peer/lcb-cuda.tar.xz, 21.9 MB since the
 # SASS-only build, and .peer/smollm2-vocab.gguf: ~53 MB in all with the tree): bash bench/mm_next_gpu.sh
 set -u
-T0=$(date +%s); t() { echo "t=$(( $(date +%s) - T0 )) s"; }
-OUT=${OUT:-/tmp}
-export LD_LIBRARY_PATH=$PWD/.gpubin/lib
-# the synthetic files with a vocabulary llama.cpp accepts (written once, before anything reads them)
-[ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+. bench/gpu_call.sh
 git log --oneline -1 | cut -c1-60
 bash tools/gpu_pack.sh run "$OUT" 2>&1 | grep -E "passed|FAIL|fail" | tail -25
 echo "suite done"; t
-g=/tmp/gb
 M=$g/bin/test_gpu_mm
 $M bench-order all | tail -10; t
 for s in 2048,2048 2048,16384 8192,2048; do $M bench-order Q4_K,Q6_K "$s" 2>&1 | tail -2; done
 echo "(K 2048 / 8192 rows: four copies of 2-19 MB, L2-resident)"; t
-B=$g/bin/bench_e2e
 for r in 1 2; do for m in 2 3; do
   echo -n "moe48 prompt, STRATA_CUDA_MM_GROUPED=$m r$r: "; STRATA_CUDA_MM_GROUPED=$m $B moe48 2 | grep "prompt 512"
 done; done; t
@@ -55,8 +48,7 @@ $g/bin/bench_gpu variants matvec only=Q6_K 2>&1 | tail -4; t
 for r in 1 2; do for q in 0 1; do
   echo -n "1b decode, STRATA_Q6_SWAR=$q r$r: "; STRATA_Q6_SWAR=$q E2E_SKIP_MAIN=1 E2E_DEPTH=16 $B 1b 1 | grep -i depth
 done; done; t
-if [ -f .peer/lcb-cuda.tar.xz ] && [ $(( $(date +%s) - T0 )) -lt 420 ] && bash tools/peer_prebuilt.sh unpack; then
-  . /tmp/lcb/env.sh
+if [ -f .peer/lcb-cuda.tar.xz ] && [ $(( $(date +%s) - T0 )) -lt 420 ] && peer_up; then
   for s in smollm2 1b moe48; do
     echo -n "strata $s: "; $B $s 2 | grep "prompt 512"
     echo "llama.cpp $s:"; timeout 120 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 2 2>&1 | grep -E "pp512|tg128"

@@ -9,21 +9,14 @@
 # Predictions: suite 0 failed; Q6 auto vs 0 +1-3 % on the 1.5B decode as in call 1; llama-bench
 # with -r 5 tighter than call 1's -r 2 (pp512 +-24k on SmolLM2 there).
 set -u
-T0=$(date +%s); t() { echo "t=$(( $(date +%s) - T0 )) s"; }
-OUT=${OUT:-/tmp}
-export LD_LIBRARY_PATH=$PWD/.gpubin/lib
-[ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+. bench/gpu_call.sh
 bash tools/gpu_pack.sh run "$OUT" 2>&1 | grep -E "passed|FAIL|fail" | tail -20
 echo "suite done"; t
-g=/tmp/gb
-B=$g/bin/bench_e2e
 for r in 1 2; do for q in auto 0; do
   echo -n "1b decode, STRATA_Q6_SWAR=$q r$r: "; STRATA_Q6_SWAR=$q E2E_SKIP_MAIN=1 E2E_DEPTH=16 $B 1b 1 | grep -i depth
 done; done; t
 $g/bin/bench_gpu variants ffn experts=Q6_K 2>&1 | tail -5; t
-if bash tools/peer_prebuilt.sh unpack; then
-  . /tmp/lcb/env.sh
+if peer_up; then
   for s in smollm2 1b moe48; do
     d=16,4096,16384; ld=0,4096,16384
     [ $(( $(date +%s) - T0 )) -gt 420 ] && { d=16,4096; ld=0,4096; }

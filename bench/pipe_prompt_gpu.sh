@@ -7,10 +7,8 @@
 # rows are 8 super-blocks: the pipeline has little to overlap). SmolLM2 -1 / 1 as a control.
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
 set -u
-export LD_LIBRARY_PATH=$PWD/.gpubin/lib
-[ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
-g=/tmp/gb; [ -x $g/bin/bench_e2e ] || { mkdir -p $g && tar xJf .gpubin/bins.tar.xz -C $g; }
-B=$g/bin/bench_e2e
+. bench/gpu_call.sh
+gb_unpack
 $B 1b 2 >/dev/null   # the file, and a warm GPU
 for r in 1 2; do for p in -1 0 1 21; do
   echo -n "1b STRATA_CUDA_MM_PIPE=$p r$r: "; STRATA_CUDA_MM_PIPE=$p $B 1b 2 | grep "prompt 512"

@@ -6,18 +6,11 @@
 # (1.09x / 0.64x / 0.59x): strata's prompt attention is scalar fp32 in the canonical order.
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/lcb-cuda.tar.xz, .peer/smollm2-vocab.gguf.
 set -u
-export LD_LIBRARY_PATH=$PWD/.gpubin/lib
-[ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
-g=/tmp/gb; [ -x $g/bin/bench_e2e ] || { mkdir -p $g && tar xJf .gpubin/bins.tar.xz -C $g; }
-B=$g/bin/bench_e2e
-bash tools/peer_prebuilt.sh unpack >/dev/null || { echo "peer: the unpack failed"; exit 1; }
-. /tmp/lcb/env.sh
+. bench/gpu_call.sh
+gb_unpack
+peer_up || { echo "peer: the unpack failed"; exit 1; }
 for s in smollm2 1b moe48; do
   for r in 1 2; do echo -n "strata $s r$r: "; E2E_SKIP_MAIN=1 E2E_DEPTH=4096 $B $s 1 | grep -i depth; done
   echo -n "llama.cpp $s pp4096 runs (tok/s): "
-  timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 4 -o jsonl 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    r = json.loads(l); v = sorted(r["samples_ts"])
-    print(" ".join("%.0f" % x for x in r["samples_ts"]), "| best %.0f" % v[-1])'
+  timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 4 -o jsonl 2>/dev/null | runs_of
 done

@@ -1,0 +1,23 @@
+# Sourced by the one-call device scripts (bench/mm_next_gpu.sh, peer_depth_gpu.sh, kv8_peer_gpu.sh,
+# pipe_prompt_gpu.sh, prompt4k_peer_gpu.sh), run from the repository root on the GPU machine:
+# the call's clock, the carried libraries (.gpubin/lib), the SmolLM2 vocabulary that makes
+# bench_e2e's files ones llama.cpp accepts (.peer/smollm2-vocab.gguf, when carried), the GPU's
+# clocks, and two helpers.
+T0=$(date +%s); t() { echo "t=$(( $(date +%s) - T0 )) s"; }
+OUT=${OUT:-/tmp}
+export LD_LIBRARY_PATH=$PWD/.gpubin/lib
+[ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+g=/tmp/gb; B=$g/bin/bench_e2e
+# the programs without the suite (tools/gpu_pack.sh run unpacks them and runs the suite)
+gb_unpack() { [ -x "$B" ] || { mkdir -p $g && tar xJf .gpubin/bins.tar.xz -C $g; }; }
+# llama-bench -o jsonl on stdin: each test's runs one by one (samples_ts), their median and best
+# (llama-bench's first run after loading is slow: mean +- sd hides llama.cpp's speed)
+runs_of() {
+  python3 -c 'import json, sys
+for l in sys.stdin:
+    r = json.loads(l); v = sorted(r["samples_ts"])
+    print(" ".join("%.0f" % x for x in r["samples_ts"]), "| median %.0f best %.0f" % (v[len(v) // 2], v[-1]))'
+}
+# the carried llama.cpp (.peer/lcb-cuda.tar.xz) into /tmp/lcb and its libraries on the path; 1 if not
+peer_up() { bash tools/peer_prebuilt.sh unpack >/dev/null && . /tmp/lcb/env.sh; }
