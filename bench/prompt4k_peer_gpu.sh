@@ -1,5 +1,6 @@
 #!/bin/bash
-# One device call, PREPARED and NOT RUN (2026-12-03, 15:42 session: 228 s of device time left, under a start): issue 17's "also prompts of 4,096", beside
+# One device call, prepared in the 15:42 session and run in the 18:10 session (call 1, through
+# bench/depth_profile_gpu.sh; SmolLM2's line in call 2): issue 17's "also prompts of 4,096", beside
 # llama.cpp in the same call: strata's prompt of 4,096 tokens (`E2E_DEPTH=4096 bench_e2e SHAPE 1`:
 # the depth prompt, passes of 512, its tok/s) and `llama-bench -p 4096 -n 0 -r 4 -o jsonl` run by
 # run (its first run after loading is slow: call 3). Prediction: ratios below the pp512 ones

@@ -1066,7 +1066,7 @@ static int attn_launch(int paths, dim3 g, size_t smem, cudaStream_t st, const fl
 /* STRATA_CUDA_ATTN_TILES: 3 (default) an f16 cache's chunk path in 16-byte pieces
  * (attn_chunk_vec; other caches as 2), 2 the chunk path's K and V tiles at once where they fit
  * and the grid leaves SMs idle, 1 one tile */
-static int att_two_tiles = -1, att_vpre = -1, att_paths = -1, att_gs_cap = -1;
+static int att_two_tiles = -1, att_vpre = -1, att_paths = -1, att_gs_cap = -1, att_wave = -1;
 extern "C" void cuda_attention_set_tiles(int n) { att_two_tiles = n == 1 ? 0 : n == 2 ? 1 : 3; }
 /* STRATA_CUDA_ATTN_GS (T = 1 launches; same bits: a head's chains are its own whichever CTA
  * runs them): N = 1 .. ATTC_MAXG at most N heads of a KV group per chunk-path CTA; 0 (auto) the
@@ -1132,7 +1132,20 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
                                                  : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4);
     const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, gcap);
     const int groups = n_heads / gs;
-    const int nxc = attn_nxc(nch, T * groups, sms, serial);
+    int nxc = attn_nxc(nch, T * groups, sms, serial);
+    if (att_wave < 0) att_wave = env_int(ENV_CUDA_ATTN_WAVE) != 0;
+    if (T == 1 && !serial && att_wave) {
+        /* STRATA_CUDA_ATTN_WAVE (default 1), one wave: CTAs past what the SMs hold (by the
+         * chunk path's shared memory, ~8 KB of static arrays beside it) would start a whole
+         * chunk's time later; fewer CTAs, each
+         * taking a second chunk, cost less (the MoE shape's int8 cache at 4,097 positions: 17 x
+         * 16 = 272 CTAs on 2 x 132 slots; decode 237 -> 244 tok/s, H200 2026-12-03). Which CTA
+         * reduces a chunk changes no bit. */
+        const size_t per_cta = vec ? (size_t)(ATTN_CHUNK + ATTV_HALF) * head_dim * 2
+                                   : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4;
+        const int cap = (int)((size_t)227 * 1024 / (per_cta + 8 * 1024)) * sms / groups;
+        if (cap >= 1 && nxc > cap) nxc = cap;
+    }
     const int nx = nxc > gs ? nxc : gs;   /* the exact path takes CTAs x < gs */
     size_t arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     dim3 g((unsigned)nx, (unsigned)groups, (unsigned)T);
