@@ -1137,10 +1137,10 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     if (T == 1 && !serial && att_wave) {
         /* STRATA_CUDA_ATTN_WAVE (default 1), one wave: CTAs past what the SMs hold (by the
          * chunk path's shared memory, ~8 KB of static arrays beside it) would start a whole
-         * chunk's time later; fewer CTAs, each
-         * taking a second chunk, cost less (the MoE shape's int8 cache at 4,097 positions: 17 x
-         * 16 = 272 CTAs on 2 x 132 slots; decode 237 -> 244 tok/s, H200 2026-12-03). Which CTA
-         * reduces a chunk changes no bit. */
+         * chunk's time later; fewer CTAs, each taking a second chunk, cost less (the MoE
+         * shape's int8 cache at 4,097 positions: 17 x 16 = 272 CTAs on 2 x 132 slots -> 16 x
+         * 16; decode 239 / 239 -> 243 / 242 tok/s, H200 2026-12-03, same binary). Which CTA
+         * reduces a chunk changes no bit (STRATA_CUDA_ATTN=serial is nxc = 1). */
         const size_t per_cta = vec ? (size_t)(ATTN_CHUNK + ATTV_HALF) * head_dim * 2
                                    : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4;
         const int cap = (int)((size_t)227 * 1024 / (per_cta + 8 * 1024)) * sms / groups;
