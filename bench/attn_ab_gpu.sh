@@ -20,11 +20,5 @@ for r in 1 2; do for s in smollm2 1b moe48; do for kv in f16 int8; do
     E2E_KV=$kv E2E_SKIP_MAIN=1 E2E_DEPTH=16,4096 $g/bin/$b $s 1 | grep -i depth | sed 's/.*depth *\([0-9]*\).*decode 128: *\([0-9]*\) tok.*hash \(.*\)/d\1 \2 \3/' | tr '\n' ' '; echo
   done
 done; done; done; t
-for cfg in "smollm2 f16" "1b f16" "moe48 f16" "moe48 int8"; do
-  set -- $cfg
-  E2E_KV=$2 timeout 120 bash bench/step_profile_gpu.sh $1 4096 > /tmp/rows.txt 2>&1
-  echo "$1 $2 attention per launch (us): $(grep attn /tmp/rows.txt | sed 's/.* \([0-9.]*\) us .*/\1/' | head -8 | tr '\n' ' ')"
-  python3 tools/ncu_sum.py "$OUT/step-$1-4096.csv" 2>&1 | grep -E "attn|total"
-  rm -f "$OUT/step-$1-4096.csv"
-done; t
+for cfg in "smollm2 f16" "1b f16" "moe48 f16" "moe48 int8"; do attn_step_rows $cfg; done; t
 bash tools/gpu_pack.sh run "$OUT" 2>&1 | grep -E "passed|FAIL|fail" | tail -24; t

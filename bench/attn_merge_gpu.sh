@@ -17,13 +17,7 @@ for p in test_gpu_ops test_gpu_kv8 test_gpu_variants; do echo -n "$p: "; timeout
 for s in smollm2 1b moe48; do for kv in f16 int8; do
   echo -n "$s $kv: "; E2E_KV=$kv E2E_SKIP_MAIN=1 E2E_DEPTH=16,4096 $B $s 1 | grep -i depth | tr '\n' ' '; echo
 done; done; t
-for cfg in "smollm2 f16" "moe48 f16" "moe48 int8"; do
-  set -- $cfg
-  E2E_KV=$2 timeout 120 bash bench/step_profile_gpu.sh $1 4096 > /tmp/rows.txt 2>&1
-  echo "$1 $2 attention per launch: $(grep attn /tmp/rows.txt | awk '{print $(NF-2)}' | head -8 | tr '\n' ' ')"
-  python3 tools/ncu_sum.py "$OUT/step-$1-4096.csv" 2>&1 | grep -E "attn|total"
-  rm -f "$OUT/step-$1-4096.csv"
-done; t
+for cfg in "smollm2 f16" "moe48 f16" "moe48 int8"; do attn_step_rows $cfg; done; t
 for s in smollm2 moe48; do
   STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,30 E2E_SKIP_MAIN=1 E2E_DEPTH=4096 timeout 150 ncu --profile-from-start off \
     --clock-control none -k regex:^attn_kernel -s 2 -c 1 --set full --import-source no -f -o /tmp/attn-$s $B $s 1 > /dev/null 2>&1

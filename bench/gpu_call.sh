@@ -1,5 +1,5 @@
 # Sourced by the one-call device scripts (bench/mm_next_gpu.sh, peer_depth_gpu.sh, kv8_peer_gpu.sh,
-# pipe_prompt_gpu.sh, prompt4k_peer_gpu.sh), run from the repository root on the GPU machine:
+# pipe_prompt_gpu.sh, prompt4k_peer_gpu.sh, attn_merge_gpu.sh, attn_ab_gpu.sh, attn_wave_gpu.sh, ...), run from the repository root on the GPU machine:
 # the call's clock, the carried libraries (.gpubin/lib), the SmolLM2 vocabulary that makes
 # bench_e2e's files ones llama.cpp accepts (.peer/smollm2-vocab.gguf, when carried), the GPU's
 # clocks, and two helpers.
@@ -21,3 +21,11 @@ for l in sys.stdin:
 }
 # the carried llama.cpp (.peer/lcb-cuda.tar.xz) into /tmp/lcb and its libraries on the path; 1 if not
 peer_up() { bash tools/peer_prebuilt.sh unpack >/dev/null && . /tmp/lcb/env.sh; }
+# the decode step at depth 4,096 of shape $1 with KV cache $2 (f16 | int8) under ncu
+# (bench/step_profile_gpu.sh): the attention launches' us, the attention's share of the step
+attn_step_rows() {
+  E2E_KV=$2 timeout 120 bash bench/step_profile_gpu.sh "$1" 4096 > /tmp/rows.txt 2>&1
+  echo "$1 $2 attention per launch (us): $(grep attn /tmp/rows.txt | sed 's/.* \([0-9.]*\) us .*/\1/' | head -8 | tr '\n' ' ')"
+  python3 tools/ncu_sum.py "$OUT/step-$1-4096.csv" 2>&1 | grep -E "attn|total"
+  rm -f "$OUT/step-$1-4096.csv"
+}
