@@ -226,6 +226,8 @@ typedef struct {
     void *act2;                 /* the same size; the T = 1 gate/up writes h's rows here, then the two swap */
     size_t act_cap;
     float *att_partial;         /* device scratch of the attention */
+    float *att_tc_part;         /* STRATA_CUDA_ATTN_TC: the split launch's partials (attn_tc.cu) */
+    int attn_tc;                /* STRATA_CUDA_ATTN_TC (read at creation) */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
     float *mm_ws;               /* device: the split matmul's partials (CUDA_MM_WS_FLOATS, mm.cu) */
@@ -574,8 +576,10 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const float *cs = L->sliding ? c->rope_local : c->rope_global;
     const float scale = hp->attn_scale;
     const int window = L->sliding ? hp->sliding_window : 0;
+    /* STRATA_CUDA_ATTN_TC: the tensor-core order (attn_tc.cu) for every width of an f16 cache */
+    const int tc = c->attn_tc && cuda_attention_tc_ok(HD, kv8);
     /* T = 1: RoPE and the KV store inside the attention kernel */
-    const int folded = c->fuse && T == 1;
+    const int folded = c->fuse && T == 1 && !tc;
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
@@ -585,6 +589,14 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
                    cuda_rope(k, T, KVH, HD, hp->n_rot, hp->rope_neox, S->pos0, dp, cs, c->st) ||
                    cuda_kv_store(k, v, kc, vc, kv8, T, (int)c->kv_dim, S->pos0, dp, c->st))
             be_fail(c, "rope, kv store");
+    }
+    if (tc) {
+        const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
+                          : S->pos0 + T - 1;
+        if (cuda_attention_tc(q, kc, vc, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
+                              af_o, c->st))
+            be_fail(c, "attention (tensor cores)");
+        return;
     }
     /* a wide pass: query tiles sharing the K and V tiles (attn_prompt.cu, the same bits) */
     if (!folded && !dp && c->attn_qtile && cuda_attention_qtile_ok(T, HD, S->pos0, window)) {
@@ -649,12 +661,23 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
                                          cs, &cols, c->st);
         const int step = cuda_attention_uses_scratch(c->cols_max_pos, window) ? ATT_COLS : T;
         const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
+        /* STRATA_CUDA_ATTN_TC: each sequence's columns by the tensor-core launch (its bits do not
+         * depend on the launch's other rows, so a launch per sequence gives a pass's bits) */
+        const int tc = c->attn_tc && cuda_attention_tc_ok(HD, c->cols_kv8);
+        for (int s = 0, t0 = 0; tc && s < b->n_seq && !rc; t0 += b->seq[s].n, s++) {
+            const fwd_seq *S = &b->seq[s];
+            const cuda_kv *kv = (const cuda_kv *)S->kv;
+            const size_t qo = (size_t)t0 * H * HD;
+            rc = cuda_attention_tc(c->q + qo, kv->kc[l], kv->vc[l], S->n, H, KVH, HD, S->pos0, NULL, -1, hp->attn_scale, window,
+                                   kv->n_ctx, c->att_tc_part, c->att + qo, af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL,
+                                   af_o, c->st);
+        }
         /* a sequence of more than 8 columns (a prompt's chunk riding in the pass) takes the
          * query tiles sharing K/V loads (attn_prompt.cu), as a pass of its own would; the
          * columns between such sequences take the column kernel, a run at a time. The same bits
          * either way (docs/KERNELS.md), so which path a column takes changes nothing. */
         int run0 = 0;
-        for (int s = 0, t0 = 0; s <= b->n_seq && !rc; s++) {
+        for (int s = 0, t0 = 0; !tc && s <= b->n_seq && !rc; s++) {
             const fwd_seq *S = s < b->n_seq ? &b->seq[s] : NULL;
             const cuda_kv *kv = S ? (const cuda_kv *)S->kv : NULL;
             const int tile = S && c->attn_qtile >= 2 && cuda_attention_qtile_ok(S->n, HD, S->pos0, window) &&
@@ -1256,6 +1279,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
+    c->attn_tc = env_int(ENV_CUDA_ATTN_TC) == 1;
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
@@ -1287,6 +1311,10 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         if (cuda_reserve(c, FWD_INIT_T, FWD_INIT_T, err, errlen)) goto fail;
         size_t att = cuda_attention_scratch_floats(ATT_COLS, hp->n_heads, hp->head_dim, n_ctx);
         /* every allocation names itself when it does not fit (dev_alloc.cu; issue 9's test walks them) */
+        const size_t tcb = cuda_attention_tc_scratch_floats(hp->n_heads, hp->head_dim, n_ctx) * sizeof(float);
+        if (c->attn_tc && cuda_attention_tc_ok(hp->head_dim, c->kv.kv8) &&
+            cuda_dev_alloc_named((void **)&c->att_tc_part, tcb, "the tensor-core attention's partials", err, errlen))
+            goto fail;
         if (cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ids, FWD_MAX_T * sizeof(int32_t), "the token ids", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_pos, sizeof(int), "the decode position", err, errlen) ||
@@ -1384,7 +1412,7 @@ static void cuda_free_be(backend *be) {
         st_free(c->kv.kc); st_free(c->kv.vc);
         float *bufs[] = { c->x, c->xb, c->q, c->k, c->v, c->att, c->hb, c->hb2, c->moe_out, c->logits };
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cuda_dev_free(bufs[i]);
-        cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->act);
+        cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->att_tc_part); cuda_dev_free(c->act);
         cuda_dev_free(c->act2);
         cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
         cuda_dev_free(c->argmax_scratch); cuda_dev_free(c->mm_ws);

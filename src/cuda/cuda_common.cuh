@@ -71,7 +71,7 @@ int cuda_pdl_on(void);
  * the files' constants by stream-ordered copies when the pass's class differs from the last */
 void cuda_pdl_pass(int T, cudaStream_t st);
 #define PDL_TU_DECL(name) void cuda_pdl_early_##name(int on); void cuda_pdl_early_##name##_async(const int *d_on, cudaStream_t st);
-PDL_TU_DECL(ops) PDL_TU_DECL(matvec) PDL_TU_DECL(mm) PDL_TU_DECL(moe) PDL_TU_DECL(attn_prompt)
+PDL_TU_DECL(ops) PDL_TU_DECL(matvec) PDL_TU_DECL(mm) PDL_TU_DECL(moe) PDL_TU_DECL(attn_prompt) PDL_TU_DECL(attn_tc)
 template <typename... KArgs, typename... Args>
 static inline void klaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t shm, cudaStream_t st, Args... args) {
     if (!cuda_pdl_on()) { k<<<grid, block, shm, st>>>(args...); return; }

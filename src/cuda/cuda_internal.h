@@ -181,6 +181,16 @@ int cuda_attention_qtile(const float *q, const void *kc, const void *vc, int kv8
                          int head_dim, int pos0, float scale, int window, float *out, void *act, int act_fmt,
                          cudaStream_t st);
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);
+/* attn_tc.cu: the tensor-core attention (STRATA_CUDA_ATTN_TC=1; the GPU's own order, not the
+ * CPU's bits; batch-invariant): _ok whether a cache qualifies (f16, head_dim 64 or 128); the
+ * rows' RoPE and KV store done before it. part: cuda_attention_tc_scratch_floats floats (the
+ * split launch of passes of at most 8 columns), or NULL (every pass by the loop launch: the
+ * same bits); max_last: the largest position of the launch's columns (a graph's bound), or -1 */
+int cuda_attention_tc_ok(int head_dim, int kv8);
+size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx);
+int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads, int head_dim,
+                      int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx, float *part,
+                      float *out, void *act, int act_fmt, cudaStream_t st);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,

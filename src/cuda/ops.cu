@@ -33,7 +33,7 @@ PDL_TU_STATE(ops)
 PF_TU_STATE(ops)
 static void pdl_early_all(int e) {
     cuda_pdl_early_ops(e); cuda_pdl_early_matvec(e); cuda_pdl_early_mm(e); cuda_pdl_early_moe(e);
-    cuda_pdl_early_attn_prompt(e);
+    cuda_pdl_early_attn_prompt(e); cuda_pdl_early_attn_tc(e);
 }
 void cuda_set_pdl(int mode, int max_T) {
     g_pdl = mode ? 1 : 0;
@@ -65,7 +65,7 @@ void cuda_pdl_pass(int T, cudaStream_t st) {
     g_pdl_early = e;   /* either value gives the same bits; a kernel reads it before its wait */
     cuda_pdl_early_ops_async(d_pdl_vals + e, st); cuda_pdl_early_matvec_async(d_pdl_vals + e, st);
     cuda_pdl_early_mm_async(d_pdl_vals + e, st); cuda_pdl_early_moe_async(d_pdl_vals + e, st);
-    cuda_pdl_early_attn_prompt_async(d_pdl_vals + e, st);
+    cuda_pdl_early_attn_prompt_async(d_pdl_vals + e, st); cuda_pdl_early_attn_tc_async(d_pdl_vals + e, st);
 }
 int cuda_pdl_on(void) { return g_pdl; }
 

@@ -1,0 +1,457 @@
+/* Tensor-core attention: the GPU's own attention order (STRATA_CUDA_ATTN_TC=1, opt-in; an f16
+ * cache, head_dim 64 or 128). It is NOT the CPU's order (src/model/attn_order.h): its bits differ
+ * from the CPU's (docs/KERNELS.md "The tensor-core attention order", with the divergence
+ * measured), but a token's bits still never depend on the pass width, the prompt's chunking or
+ * the other rows of a launch, because every row (a query and one head of its KV group) is
+ * computed by the same operations wherever it sits:
+ *
+ *   chunks j of TC_C = 128 ABSOLUTE positions [128 j, 128 j + 127]; a row at position `last`
+ *   (window: first = max(0, last - window + 1), else 0) takes chunks first / 128 .. last / 128,
+ *   positions outside [first, last] masked. Per chunk, in 16-position steps s = 0..7:
+ *     S = mma.m16n8k16 (f32 accumulate) of q (f16, round to nearest) against the K rows, over d
+ *         in steps of 16 in order, from 0;  t = S * c  (c = scale * log2(e) rounded to float, fp32)
+ *     m_j = the maximum of the row's unmasked t over the chunk (order-free)
+ *     p = f16(ex2.approx.ftz(t - m_j)), 0 where masked
+ *     l_j = the lane's p (as f32) summed step by step (n-tile 0 then 1, column 0 then 1) from 0,
+ *           then the quad's partials: l += shfl_xor(l, 1); l += shfl_xor(l, 2)
+ *     u_j = mma.m16n8k16 of p against the V rows (k = the 16 positions of a step), the steps
+ *           in order, from 0
+ *   merge: M = max_j m_j;  b_j = ex2(m_j - M);  L = sum_j l_j b_j and O[d] = sum_j u_j[d] b_j in
+ *   chunk order from 0 (__fmul_rn / __fadd_rn);  o[d] = O[d] / L (__fdiv_rn).
+ *
+ * A row's result depends only on its q, the chunks' K / V rows and its own mask: an MMA's output
+ * row i is a function of A's row i and B alone, and a masked position enters as p = 0 against a
+ * finite V value (positions past the launch's last are zero-filled), i.e. an exact zero product.
+ * The widths test (tests/gpu/test_gpu_attn_tc.c) checks it across pass widths, memcmp.
+ *
+ * Two launches compute that order, with the same device functions for a chunk:
+ *   loop  (passes of more than TC_SPLIT_T columns): a CTA of 4 warps takes 64 rows of one KV
+ *         head (16 a warp) and walks their chunks twice: the maxima m_j (K tiles), then per chunk
+ *         (K and V tiles) p, l_j, u_j folded at once into L and O, M being known.
+ *   split (decode, verify windows: at most TC_SPLIT_T columns): a CTA per (chunk, 64 rows, KV
+ *         head) writes m_j, l_j, u_j to a scratch; attn_tc_fold_kernel merges them per row.
+ * Both write o and, when asked, the row's blocks of wo's activation (act_quant_block). */
+#include "cuda_internal.h"
+#include "cuda_common.cuh"
+#include "formats.cuh"
+#include "act_quant.cuh"
+#include <cuda_fp16.h>
+
+PDL_TU_STATE(attn_tc)
+
+#define TC_C 128                  /* positions per chunk */
+#define TC_WARPS 4
+#define TC_ROWS (16 * TC_WARPS)   /* rows (query, head of the group) per CTA */
+#define TC_PAD 8                  /* halves of padding per tile row: ldmatrix rows stay 16-byte aligned, banks spread */
+#define TC_SPLIT_T 8              /* passes of at most this many columns take the split launch */
+
+static __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+static __device__ __forceinline__ void ldsm_x4(uint32_t *r, const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+static __device__ __forceinline__ void ldsm_x4_t(uint32_t *r, const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+static __device__ __forceinline__ void tc_cp16(void *dst_smem, const void *src) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void tc_cp_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }
+static __device__ __forceinline__ float tc_ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+static __device__ __forceinline__ uint32_t tc_pack(float lo, float hi) {
+    return (uint32_t)__half_as_ushort(__float2half_rn(lo)) | ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
+}
+
+/* the rows of a launch: row r of KV head kvh is query t = r / G, head kvh G + r % G */
+typedef struct tc_args {
+    const float *q;
+    const uint16_t *kc, *vc;
+    int T, n_heads, n_kv_heads, pos0;
+    const int *d_pos;     /* graph: the position of column 0 on the device, else NULL */
+    float c;              /* scale * log2(e), rounded to float on the host */
+    int window;
+    float *out;
+    uint8_t *act;
+    size_t arb;
+    int act_fmt;
+    float *part;          /* split: [T * n_heads][nchp][HD + 2] (m, l, u) */
+    int nchp;
+} tc_args;
+
+static __device__ __forceinline__ int tc_first(int last, int window) {
+    return window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+}
+
+/* a chunk's K or V rows of one KV head into a tile [TC_C][HD + TC_PAD] (halves); positions past
+ * pmax zero-filled. No barrier. */
+template <int HD>
+static __device__ __forceinline__ void tc_tile_load(__half *tile, const uint16_t *cache, int j, int pmax, int kvh,
+                                                    int n_kv_heads) {
+    constexpr int PR = HD / 8;   /* 16-byte pieces a row */
+    for (int i = threadIdx.x; i < TC_C * PR; i += TC_WARPS * 32) {
+        const int r = i / PR, pc = i % PR, p = j * TC_C + r;
+        __half *dst = tile + r * (HD + TC_PAD) + pc * 8;
+        if (p <= pmax) tc_cp16(dst, cache + ((size_t)p * n_kv_heads + kvh) * HD + pc * 8);
+        else *(uint4 *)dst = make_uint4(0, 0, 0, 0);
+    }
+}
+
+/* S of one 16-position step (positions j C + 16 s + 0..15) for the warp's 16 rows: acc[n][0..1]
+ * row g, positions 8 n + 2 tig + {0, 1}; acc[n][2..3] the same for row g + 8 */
+template <int HD>
+static __device__ __forceinline__ void tc_scores(float (*acc)[4], const uint32_t (*qa)[4], const __half *kt, int s,
+                                                 int lane) {
+    const int mi = lane >> 3, rr = lane & 7;
+#pragma unroll
+    for (int n = 0; n < 2; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[n][e] = 0.0f;
+    const __half *kr = kt + (s * 16 + rr + ((mi & 2) ? 8 : 0)) * (HD + TC_PAD) + ((mi & 1) ? 8 : 0);
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ks++) {
+        uint32_t b[4];
+        ldsm_x4(b, kr + ks * 16);
+        mma16816(acc[0], qa[ks], b[0], b[1]);
+        mma16816(acc[1], qa[ks], b[2], b[3]);
+    }
+}
+
+/* a value of the lanes 4 g .. 4 g + 3 (a row's quad) combined: max (order-free), and the sum in
+ * the order's tree (l += shfl_xor(l, 1); l += shfl_xor(l, 2): every lane gets the same bits) */
+static __device__ __forceinline__ float tc_quad_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, 1));
+    return fmaxf(v, __shfl_xor_sync(FULL_MASK, v, 2));
+}
+static __device__ __forceinline__ float tc_quad_sum(float v) {
+    v = __fadd_rn(v, __shfl_xor_sync(FULL_MASK, v, 1));
+    return __fadd_rn(v, __shfl_xor_sync(FULL_MASK, v, 2));
+}
+
+/* is position p unmasked for the row [f, la] (la < 0: no row)? */
+static __device__ __forceinline__ bool tc_in(int p, int f, int la) { return la >= 0 && p >= f && p <= la; }
+
+/* pass 1: the chunk's maxima of the thread's rows (g: mx[0], g + 8: mx[1]), quad-reduced;
+ * -inf for a row with no unmasked position in the chunk */
+template <int HD>
+static __device__ __forceinline__ void tc_chunk_max(const uint32_t (*qa)[4], const __half *kt, int j, const int *f,
+                                                    const int *la, float c, float *mx, int lane) {
+    const int tig = lane & 3;
+    float m0 = -INFINITY, m1 = -INFINITY;
+#pragma unroll 2
+    for (int s = 0; s < TC_C / 16; s++) {
+        float acc[2][4];
+        tc_scores<HD>(acc, qa, kt, s, lane);
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int p = j * TC_C + s * 16 + n * 8 + 2 * tig + e;
+                if (tc_in(p, f[0], la[0])) m0 = fmaxf(m0, __fmul_rn(acc[n][e], c));
+                if (tc_in(p, f[1], la[1])) m1 = fmaxf(m1, __fmul_rn(acc[n][2 + e], c));
+            }
+    }
+    mx[0] = tc_quad_max(m0); mx[1] = tc_quad_max(m1);
+}
+
+/* pass 2: p, l_j (quad-reduced, l[0] row g, l[1] row g + 8) and u_j (u[n][0..1] row g, d = 8 n +
+ * 2 tig + {0, 1}; u[n][2..3] row g + 8) of a chunk, given the rows' maxima m (-inf: no row) */
+template <int HD>
+static __device__ __forceinline__ void tc_chunk_pv(const uint32_t (*qa)[4], const __half *kt, const __half *vt, int j,
+                                                   const int *f, const int *la, float c, const float *m,
+                                                   float (*u)[4], float *l, int lane) {
+    const int tig = lane & 3, mi = lane >> 3, rr = lane & 7;
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) u[n][e] = 0.0f;
+    float l0 = 0.0f, l1 = 0.0f;
+    for (int s = 0; s < TC_C / 16; s++) {
+        float acc[2][4];
+        tc_scores<HD>(acc, qa, kt, s, lane);
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int p = j * TC_C + s * 16 + n * 8 + 2 * tig + e;
+                float p0 = tc_in(p, f[0], la[0]) ? tc_ex2(__fsub_rn(__fmul_rn(acc[n][e], c), m[0])) : 0.0f;
+                float p1 = tc_in(p, f[1], la[1]) ? tc_ex2(__fsub_rn(__fmul_rn(acc[n][2 + e], c), m[1])) : 0.0f;
+                p0 = __half2float(__float2half_rn(p0));
+                p1 = __half2float(__float2half_rn(p1));
+                l0 = __fadd_rn(l0, p0);
+                l1 = __fadd_rn(l1, p1);
+                acc[n][e] = p0; acc[n][2 + e] = p1;
+            }
+        uint32_t pa[4];   /* the A fragment of p: (row g, k 2 tig), (g + 8, 2 tig), (g, 8 + 2 tig), (g + 8, 8 + 2 tig) */
+        pa[0] = tc_pack(acc[0][0], acc[0][1]);
+        pa[1] = tc_pack(acc[0][2], acc[0][3]);
+        pa[2] = tc_pack(acc[1][0], acc[1][1]);
+        pa[3] = tc_pack(acc[1][2], acc[1][3]);
+        const __half *vr = vt + (s * 16 + rr + ((mi & 1) ? 8 : 0)) * (HD + TC_PAD) + ((mi & 2) ? 8 : 0);
+#pragma unroll
+        for (int np = 0; np < HD / 16; np++) {
+            uint32_t b[4];
+            ldsm_x4_t(b, vr + np * 16);
+            mma16816(u[2 * np], pa, b[0], b[1]);
+            mma16816(u[2 * np + 1], pa, b[2], b[3]);
+        }
+    }
+    l[0] = tc_quad_sum(l0); l[1] = tc_quad_sum(l1);
+}
+
+/* the thread's rows (g, g + 8 of the warp's 16) and their q fragments */
+template <int HD>
+static __device__ __forceinline__ void tc_rows(const tc_args &a, int kvh, int rbase, int P0, int *rt, int *rh, int *f,
+                                               int *la, uint32_t (*qa)[4], int lane) {
+    const int G = a.n_heads / a.n_kv_heads, g = lane >> 2, tig = lane & 3;
+    const float *qr[2];
+    for (int i = 0; i < 2; i++) {
+        const int r = rbase + g + 8 * i;
+        if (r < a.T * G) {
+            rt[i] = r / G; rh[i] = kvh * G + r % G;
+            la[i] = P0 + rt[i];
+            f[i] = tc_first(la[i], a.window);
+            qr[i] = a.q + ((size_t)rt[i] * a.n_heads + rh[i]) * HD;
+        } else {
+            rt[i] = -1; rh[i] = 0; la[i] = -1; f[i] = 0; qr[i] = NULL;
+        }
+    }
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ks++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {   /* (g, 2 tig), (g + 8, 2 tig), (g, 8 + 2 tig), (g + 8, 8 + 2 tig) */
+            const float *qrow = qr[k & 1];
+            const int d = ks * 16 + ((k & 2) ? 8 : 0) + 2 * tig;
+            qa[ks][k] = qrow ? tc_pack(qrow[d], qrow[d + 1]) : 0u;
+        }
+}
+
+/* the blocks of wo's activation rows of the rows [r0, r1) of KV head kvh (o already in out) */
+template <int HD>
+static __device__ __forceinline__ void tc_act(const tc_args &a, int kvh, int r0, int r1) {
+    const int G = a.n_heads / a.n_kv_heads;
+    const int B = a.act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
+    const size_t bb = act_block_bytes_dev(a.act_fmt);
+    const int per = HD / B, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int i = warp; i < (r1 - r0) * per; i += nw) {
+        const int r = r0 + i / per, jb = i % per, t = r / G, h = kvh * G + r % G;
+        const float *orow = a.out + ((size_t)t * a.n_heads + h) * HD;
+        const size_t bi = ((size_t)h * HD) / B + jb;
+        if (B == 32) act_quant_block<32>(orow + jb * B, a.act + (size_t)t * a.arb + bi * bb, a.act_fmt);
+        else act_quant_block<64>(orow + jb * B, a.act + (size_t)t * a.arb + bi * bb, a.act_fmt);
+    }
+}
+
+/* the split launch's merge: a CTA (HD threads) per row (t, h), thread d. (The merge by the last
+ * of a row group's chunk CTAs instead, without this launch, measured slower: a thread per row
+ * walking the partials' chunks with L2 latency per step; docs/KERNELS.md "Variants deleted".) */
+template <int HD>
+__global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
+    PDL_WAIT();
+    const int row = blockIdx.x, t = row / a.n_heads, h = row % a.n_heads, d = threadIdx.x;
+    const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, la = P0 + t, j0 = tc_first(la, a.window) / TC_C, j1 = la / TC_C;
+    const float *pr = a.part + (size_t)row * a.nchp * (HD + 2);
+    float M = -INFINITY;
+    for (int j = j0; j <= j1; j++) M = fmaxf(M, pr[(size_t)j * (HD + 2)]);
+    float L = 0.0f, O = 0.0f;
+    for (int j = j0; j <= j1; j++) {
+        const float *pj = pr + (size_t)j * (HD + 2);
+        const float b = tc_ex2(__fsub_rn(pj[0], M));
+        L = __fadd_rn(L, __fmul_rn(pj[1], b));
+        O = __fadd_rn(O, __fmul_rn(pj[2 + d], b));
+    }
+    a.out[((size_t)t * a.n_heads + h) * HD + d] = __fdiv_rn(O, L);
+    if (a.act) {
+        __syncthreads();
+        const int B = a.act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
+        const size_t bb = act_block_bytes_dev(a.act_fmt);
+        const float *orow = a.out + ((size_t)t * a.n_heads + h) * HD;
+        for (int jb = threadIdx.x >> 5; jb < HD / B; jb += HD / 32) {
+            const size_t bi = ((size_t)h * HD) / B + jb;
+            if (B == 32) act_quant_block<32>(orow + jb * B, a.act + (size_t)t * a.arb + bi * bb, a.act_fmt);
+            else act_quant_block<64>(orow + jb * B, a.act + (size_t)t * a.arb + bi * bb, a.act_fmt);
+        }
+    }
+}
+
+/* SPLIT 0: the loop launch (grid: row groups of 64, KV heads); 1: the split launch (grid: chunks,
+ * row groups, KV heads). Dynamic shared memory: the K and V tiles, then (loop) the maxima
+ * [chunks of the CTA][64 rows]. */
+template <int HD, int SPLIT>
+__global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
+    PDL_WAIT();
+    extern __shared__ __align__(16) uint8_t tc_dyn[];
+    __half *kt = (__half *)tc_dyn, *vt = kt + TC_C * (HD + TC_PAD);
+    float *ms = (float *)(vt + TC_C * (HD + TC_PAD));
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3, g = lane >> 2;
+    const int G = a.n_heads / a.n_kv_heads, nrows = a.T * G;
+    const int rg = SPLIT ? blockIdx.y : blockIdx.x, kvh = SPLIT ? blockIdx.z : blockIdx.y;
+    const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, pmax = P0 + a.T - 1;
+    const int r0 = rg * TC_ROWS, r1 = r0 + TC_ROWS < nrows ? r0 + TC_ROWS : nrows;
+    /* the CTA's chunks: from its first row's first position to its last row's position */
+    const int jlo = tc_first(P0 + r0 / G, a.window) / TC_C, jhi = (P0 + (r1 - 1) / G) / TC_C;
+    if (SPLIT && ((int)blockIdx.x < jlo || (int)blockIdx.x > jhi)) return;
+    int rt[2], rh[2], f[2], la[2];
+    uint32_t qa[HD / 16][4];
+    tc_rows<HD>(a, kvh, r0 + warp * 16, P0, rt, rh, f, la, qa, lane);
+    /* the warp's chunk range (none: rows past the launch's) */
+    int wlo = 1 << 30, whi = -1;
+    for (int i = 0; i < 2; i++)
+        if (la[i] >= 0) { wlo = min(wlo, f[i] / TC_C); whi = max(whi, la[i] / TC_C); }
+    for (int o = 4; o <= 16; o <<= 1) {
+        wlo = min(wlo, __shfl_xor_sync(FULL_MASK, wlo, o));
+        whi = max(whi, __shfl_xor_sync(FULL_MASK, whi, o));
+    }
+    const int j0 = SPLIT ? blockIdx.x : jlo, j1 = SPLIT ? blockIdx.x : jhi;
+    /* pass 1: the maxima */
+    for (int j = j0; j <= j1; j++) {
+        tc_tile_load<HD>(kt, a.kc, j, pmax, kvh, a.n_kv_heads);
+        tc_cp_wait();
+        __syncthreads();
+        float mx[2] = { -INFINITY, -INFINITY };
+        if (j >= wlo && j <= whi) tc_chunk_max<HD>(qa, kt, j, f, la, a.c, mx, lane);
+        if (tig == 0) {
+            ms[(j - j0) * TC_ROWS + warp * 16 + g] = mx[0];
+            ms[(j - j0) * TC_ROWS + warp * 16 + g + 8] = mx[1];
+        }
+        __syncthreads();
+    }
+    /* the rows' M (loop) */
+    float M[2] = { -INFINITY, -INFINITY };
+    if (!SPLIT)
+        for (int i = 0; i < 2; i++)
+            if (la[i] >= 0)
+                for (int j = f[i] / TC_C; j <= la[i] / TC_C; j++) M[i] = fmaxf(M[i], ms[(j - j0) * TC_ROWS + warp * 16 + g + 8 * i]);
+    float O[HD / 8][4], L[2] = { 0.0f, 0.0f };
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) O[n][e] = 0.0f;
+    /* pass 2 */
+    for (int j = j0; j <= j1; j++) {
+        tc_tile_load<HD>(kt, a.kc, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(vt, a.vc, j, pmax, kvh, a.n_kv_heads);
+        tc_cp_wait();
+        __syncthreads();
+        if (j >= wlo && j <= whi) {
+            float m[2], l[2], u[HD / 8][4];
+            bool in[2];
+            for (int i = 0; i < 2; i++) {
+                in[i] = la[i] >= 0 && j >= f[i] / TC_C && j <= la[i] / TC_C;
+                m[i] = in[i] ? ms[(j - j0) * TC_ROWS + warp * 16 + g + 8 * i] : -INFINITY;
+            }
+            const int lm[2] = { in[0] ? la[0] : -1, in[1] ? la[1] : -1 };
+            tc_chunk_pv<HD>(qa, kt, vt, j, f, lm, a.c, m, u, l, lane);
+            if (SPLIT) {
+                for (int i = 0; i < 2; i++) {
+                    if (!in[i]) continue;
+                    float *pr = a.part + (((size_t)rt[i] * a.n_heads + rh[i]) * a.nchp + j) * (HD + 2);
+                    if (tig == 0) { pr[0] = m[i]; pr[1] = l[i]; }
+#pragma unroll
+                    for (int n = 0; n < HD / 8; n++) {
+                        pr[2 + n * 8 + 2 * tig] = u[n][2 * i];
+                        pr[2 + n * 8 + 2 * tig + 1] = u[n][2 * i + 1];
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    if (!in[i]) continue;
+                    const float b = tc_ex2(__fsub_rn(m[i], M[i]));
+                    L[i] = __fadd_rn(L[i], __fmul_rn(l[i], b));
+#pragma unroll
+                    for (int n = 0; n < HD / 8; n++) {
+                        O[n][2 * i] = __fadd_rn(O[n][2 * i], __fmul_rn(u[n][2 * i], b));
+                        O[n][2 * i + 1] = __fadd_rn(O[n][2 * i + 1], __fmul_rn(u[n][2 * i + 1], b));
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if constexpr (SPLIT) return;
+    else {
+    for (int i = 0; i < 2; i++) {
+        if (la[i] < 0) continue;
+        float *orow = a.out + ((size_t)rt[i] * a.n_heads + rh[i]) * HD;
+#pragma unroll
+        for (int n = 0; n < HD / 8; n++) {
+            orow[n * 8 + 2 * tig] = __fdiv_rn(O[n][2 * i], L[i]);
+            orow[n * 8 + 2 * tig + 1] = __fdiv_rn(O[n][2 * i + 1], L[i]);
+        }
+    }
+    if (a.act) {
+        __syncthreads();
+        tc_act<HD>(a, kvh, r0, r1);
+    }
+    }
+}
+
+
+static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
+
+int cuda_attention_tc_ok(int head_dim, int kv8) { return !kv8 && (head_dim == 64 || head_dim == 128); }
+
+size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx) {
+    return (size_t)TC_SPLIT_T * n_heads * tc_nch(n_ctx) * (head_dim + 2);
+}
+
+static size_t tc_smem(int head_dim, int nch) {
+    return (size_t)2 * TC_C * (head_dim + TC_PAD) * 2 + (size_t)nch * TC_ROWS * sizeof(float);
+}
+
+template <int HD>
+static int tc_launch(const tc_args &a, int max_last, int split, cudaStream_t st) {
+    static int attr = 0;
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(attn_tc_kernel<HD, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_tc_kernel<HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
+            return -1;
+        attr = 1;
+    }
+    const int G = a.n_heads / a.n_kv_heads, groups = (a.T * G + TC_ROWS - 1) / TC_ROWS;
+    const int nch = max_last / TC_C + 1;   /* chunks 0 .. the launch's last position's */
+    if (split) {
+        klaunch(attn_tc_kernel<HD, 1>, dim3((unsigned)nch, (unsigned)groups, (unsigned)a.n_kv_heads), TC_WARPS * 32,
+                tc_smem(HD, 1), st, a);
+        if (CU_LAUNCHED()) return -1;
+        klaunch(attn_tc_fold_kernel<HD>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
+        return CU_LAUNCHED();
+    }
+    /* the loop: a CTA's maxima for the chunks its rows span (at most those of max_last + 1
+     * positions); past 200 KB of shared memory: not served */
+    const size_t smem = tc_smem(HD, nch);
+    if (smem > 200 * 1024) return -1;
+    klaunch(attn_tc_kernel<HD, 0>, dim3((unsigned)groups, (unsigned)a.n_kv_heads), TC_WARPS * 32, smem, st, a);
+    return CU_LAUNCHED();
+}
+
+int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads, int head_dim,
+                      int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx, float *part,
+                      float *out, void *act, int act_fmt, cudaStream_t st) {
+    if (!cuda_attention_tc_ok(head_dim, 0) || n_heads % n_kv_heads) return -1;
+    tc_args a;
+    a.q = q; a.kc = (const uint16_t *)kc; a.vc = (const uint16_t *)vc;
+    a.T = T; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
+    a.c = scale * 1.44269504088896341f;
+    a.window = window;
+    a.out = out; a.act = (uint8_t *)act;
+    a.arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
+    a.act_fmt = act_fmt;
+    a.part = part; a.nchp = tc_nch(n_ctx);
+    const int ml = max_last >= 0 ? max_last : pos0 + T - 1;
+    if (ml >= n_ctx) return -1;
+    const int split = T <= TC_SPLIT_T && part != NULL;   /* either launch gives the same bits */
+    return head_dim == 64 ? tc_launch<64>(a, ml, split, st) : tc_launch<128>(a, ml, split, st);
+}
