@@ -284,6 +284,7 @@ typedef struct {
     int capturing;              /* the kernels read d_pos / d_ids */
     int fuse;                   /* STRATA_CUDA_FUSE */
     int attn_serial;            /* STRATA_CUDA_ATTN=serial: one CTA walks a head's chunks (same bits) */
+    int att_cols;               /* columns per launch of the attention's chunk path (STRATA_CUDA_ATT_COLS) */
     int attn_qtile;             /* STRATA_CUDA_ATTN_QTILE: wide passes' attention in query tiles (2: also the
                                  * sequences of more than 8 columns inside passes of several) */
     int failed;
@@ -296,8 +297,9 @@ static void be_fail(cuda_be *c, const char *what) {
     c->failed = 1;
 }
 
-/* The attention's scratch covers ATT_COLS columns per launch; a wider pass launches in slices
- * when the kernel needs the scratch (a column attending over more than one chunk of 256). */
+/* The attention's scratch covers c->att_cols columns per launch (STRATA_CUDA_ATT_COLS, at least
+ * ATT_COLS); a wider pass launches in slices when the kernel needs the scratch (a column
+ * attending over more than one chunk of 256). */
 #define ATT_COLS 8
 
 static void graphs_drop(cuda_be *c) {
@@ -609,7 +611,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
      * step recorded at positions within the first chunk, is replayed only there) */
     const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
                       : S->pos0 + T - 1;
-    const int step = cuda_attention_uses_scratch(ml, window) ? ATT_COLS : T;
+    const int step = cuda_attention_uses_scratch(ml, window) ? c->att_cols : T;
     const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
     int rc = 0;
     for (int t0 = 0; t0 < T && !rc; t0 += step) {
@@ -659,7 +661,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         const int window = L->sliding ? hp->sliding_window : 0;
         int rc = cuda_rope_qk_store_cols(c->q, c->k, c->v, NULL, NULL, c->cols_kv8, T, H, KVH, HD, hp->n_rot, hp->rope_neox, 0, NULL, cs,
                                          cs, &cols, c->st);
-        const int step = cuda_attention_uses_scratch(c->cols_max_pos, window) ? ATT_COLS : T;
+        const int step = cuda_attention_uses_scratch(c->cols_max_pos, window) ? c->att_cols : T;
         const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
         /* STRATA_CUDA_ATTN_TC: each sequence's columns by the tensor-core launch (its bits do not
          * depend on the launch's other rows, so a launch per sequence gives a pass's bits) */
@@ -1309,7 +1311,11 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         /* activations for FWD_INIT_T columns (fwd_buffer_sizes: the formula every backend uses);
          * a wider pass grows them (cuda_reserve) */
         if (cuda_reserve(c, FWD_INIT_T, FWD_INIT_T, err, errlen)) goto fail;
-        size_t att = cuda_attention_scratch_floats(ATT_COLS, hp->n_heads, hp->head_dim, n_ctx);
+        {   /* STRATA_CUDA_ATT_COLS: ATT_COLS .. FWD_MAX_T */
+            const long ac = env_int(ENV_CUDA_ATT_COLS);
+            c->att_cols = ac < ATT_COLS ? ATT_COLS : ac > FWD_MAX_T ? FWD_MAX_T : (int)ac;
+        }
+        size_t att = cuda_attention_scratch_floats(c->att_cols, hp->n_heads, hp->head_dim, n_ctx);
         /* every allocation names itself when it does not fit (dev_alloc.cu; issue 9's test walks them) */
         const size_t tcb = cuda_attention_tc_scratch_floats(hp->n_heads, hp->head_dim, n_ctx) * sizeof(float);
         if (c->attn_tc && cuda_attention_tc_ok(hp->head_dim, c->kv.kv8) &&
