@@ -1,5 +1,6 @@
 #!/bin/bash
-# One device call, PREPARED (branch next/att-cols, 2026-12-03 18:10 session; its first form timed
+# RUN in the 20:50 session (call 9, docs/BENCHMARKS.md): 64 columns fastest, now the default.
+# One device call, prepared in the 18:10 session (branch next/att-cols; its first form timed
 # out with its output piped through tail): the columns of a wide pass past position 2,048 take the
 # chunk path in slices of STRATA_CUDA_ATT_COLS columns (call 5 of that session: 64 launches of 8
 # columns a layer, 76 % of the 1.5B prompt's last pass). Prompt of 4,096 (passes of 512) at 8 (the

@@ -606,7 +606,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
             be_fail(c, "attention (query tiles)");
         return;
     }
-    /* the scratch holds ATT_COLS columns: slices of that when a column spans several chunks */
+    /* the scratch holds c->att_cols columns: slices of that when a column spans several chunks */
     /* a graph's launch reads the position on the device: the largest it can be (class 0, the
      * step recorded at positions within the first chunk, is replayed only there) */
     const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
