@@ -1316,7 +1316,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             c->att_cols = ac < ATT_COLS ? ATT_COLS : ac > FWD_MAX_T ? FWD_MAX_T : (int)ac;
         }
         size_t att = cuda_attention_scratch_floats(c->att_cols, hp->n_heads, hp->head_dim, n_ctx);
-        /* every allocation names itself when it does not fit (dev_alloc.cu; issue 9's test walks them) */
+        /* every allocation names itself when it does not fit (dev_alloc.cu; issue 9's test walks them);
+         * the tensor-core order's partials only when it is on (a sequence whose cache it serves
+         * without them takes its loop launch: the same bits) */
         const size_t tcb = cuda_attention_tc_scratch_floats(hp->n_heads, hp->head_dim, n_ctx) * sizeof(float);
         if (c->attn_tc && cuda_attention_tc_ok(hp->head_dim, c->kv.kv8) &&
             cuda_dev_alloc_named((void **)&c->att_tc_part, tcb, "the tensor-core attention's partials", err, errlen))
