@@ -592,9 +592,11 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
                    cuda_kv_store(k, v, kc, vc, kv8, T, (int)c->kv_dim, S->pos0, dp, c->st))
             be_fail(c, "rope, kv store");
     }
+    /* a graph's launch reads the position on the device: the largest it can be (class 0, the
+     * step recorded at positions within the first chunk, is replayed only there) */
+    const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
+                      : S->pos0 + T - 1;
     if (tc) {
-        const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
-                          : S->pos0 + T - 1;
         if (cuda_attention_tc(q, kc, vc, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
                               af_o, c->st))
             be_fail(c, "attention (tensor cores)");
@@ -607,10 +609,6 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
         return;
     }
     /* the scratch holds c->att_cols columns: slices of that when a column spans several chunks */
-    /* a graph's launch reads the position on the device: the largest it can be (class 0, the
-     * step recorded at positions within the first chunk, is replayed only there) */
-    const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
-                      : S->pos0 + T - 1;
     const int step = cuda_attention_uses_scratch(ml, window) ? c->att_cols : T;
     const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
     int rc = 0;

@@ -1089,8 +1089,11 @@ static int attn_nxc(int nch, int pairs, int sms, int serial) {
     const int fill = (4 * sms + pairs - 1) / pairs, nx = serial ? 1 : nch < fill ? nch : fill;
     return nx < 1 ? 1 : nx;
 }
+/* CTAs an SM holds by shared memory (Hopper's 227 KB) at per_cta bytes of dynamic shared memory
+ * and ~8 KB of static arrays */
+static int attn_ctas_per_sm(size_t per_cta) { return (int)((size_t)227 * 1024 / (per_cta + 8 * 1024)); }
 static int attn_gs_auto(int n_heads, int n_kv_heads, int head_dim, int lim, int nch, int sms, size_t per_cta) {
-    const int per_sm = (int)((size_t)227 * 1024 / (per_cta + 8 * 1024));
+    const int per_sm = attn_ctas_per_sm(per_cta);
     for (int c = 1; c <= ATTC_MAXG; c++) {
         const int g = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, c), groups = n_heads / g;
         const int nx = attn_nxc(nch, groups, sms, 0);
@@ -1124,12 +1127,13 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
     int nch = ATTN_N_CHUNKS(span) < nch_cap ? ATTN_N_CHUNKS(span) : nch_cap;
     if (att_gs_cap < 0) cuda_attention_set_gs((int)env_int(ENV_CUDA_ATTN_GS));
     const int lim = vec ? 2 * ATTX_THREADS : ATTX_THREADS;
+    /* the chunk path's dynamic shared memory per CTA (vec: the K tile and half a V tile; else
+     * two tiles), which bounds its CTAs per SM */
+    const size_t chunk_cta = vec ? (size_t)(ATTN_CHUNK + ATTV_HALF) * head_dim * 2
+                                 : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4;
     int gcap = ATTC_MAXG;
     if (T == 1 && !serial)
-        gcap = att_gs_cap > 0 ? att_gs_cap
-                              : attn_gs_auto(n_heads, n_kv_heads, head_dim, lim, nch, sms,
-                                             vec ? (size_t)(ATTN_CHUNK + ATTV_HALF) * head_dim * 2
-                                                 : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4);
+        gcap = att_gs_cap > 0 ? att_gs_cap : attn_gs_auto(n_heads, n_kv_heads, head_dim, lim, nch, sms, chunk_cta);
     const int gs = attn_heads_per_cta(n_heads, n_kv_heads, head_dim, lim, gcap);
     const int groups = n_heads / gs;
     int nxc = attn_nxc(nch, T * groups, sms, serial);
@@ -1141,9 +1145,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
          * shape's int8 cache at 4,097 positions: 17 x 16 = 272 CTAs on 2 x 132 slots -> 16 x
          * 16; decode 239 / 239 -> 243 / 242 tok/s, H200 2026-12-03, same binary). Which CTA
          * reduces a chunk changes no bit (STRATA_CUDA_ATTN=serial is nxc = 1). */
-        const size_t per_cta = vec ? (size_t)(ATTN_CHUNK + ATTV_HALF) * head_dim * 2
-                                   : 2 * (size_t)attn_tile_words_kv(head_dim, kv8) * 4;
-        const int cap = (int)((size_t)227 * 1024 / (per_cta + 8 * 1024)) * sms / groups;
+        const int cap = attn_ctas_per_sm(chunk_cta) * sms / groups;
         if (cap >= 1 && nxc > cap) nxc = cap;
     }
     const int nx = nxc > gs ? nxc : gs;   /* the exact path takes CTAs x < gs */
@@ -1158,7 +1160,7 @@ int cuda_attention(const float *q, void *kc, void *vc, int kv8, int T, int n_hea
      * (fewer CTAs per SM), decode at 4,096 positions 5 % faster (H200, 2026-12-02). CTAs per SM
      * with two tiles: 227 KB of shared memory per SM (Hopper) over the tiles and ~8 KB of
      * static arrays (head_dim 64: 3, 128: 1) */
-    const int per_sm2 = (int)((size_t)227 * 1024 / (2 * tile + 8 * 1024));
+    const int per_sm2 = attn_ctas_per_sm(2 * tile);
     const int two_tiles = !vec && att_two_tiles && nch > 1 && 2 * tile <= 160 * 1024 &&
                           (int64_t)nxc * groups * T <= (int64_t)per_sm2 * sms;
     if (two_tiles && 2 * tile > smem) smem = 2 * tile;
