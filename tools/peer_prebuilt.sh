@@ -42,14 +42,14 @@ pack)
   arch=${LCB_ARCH:-90-real}
   if [ ! -f "$B/CMakeCache.txt" ] || ! grep -q "^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=$arch\$" "$B/CMakeCache.txt"; then
     cmake -S "$S" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF \
-      -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLAMA_BUILD_TESTS=OFF \
+      -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLAMA_BUILD_TESTS=ON \
       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
       -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,/tmp/cudastub" > "$B.cfg.log" 2>&1
   fi
-  nice -n 5 cmake --build "$B" -j"$(nproc)" --target llama-bench > "$B.log" 2>&1 || { tail -20 "$B.log"; exit 1; }
+  nice -n 5 cmake --build "$B" -j"$(nproc)" --target llama-bench test-backend-ops > "$B.log" 2>&1 || { tail -20 "$B.log"; exit 1; }
   t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
   mkdir -p "$t/bin"
-  cp -L "$B/bin/llama-bench" "$t/bin/"
+  cp -L "$B/bin/llama-bench" "$B/bin/test-backend-ops" "$t/bin/"   # test-backend-ops: MUL_MAT / MUL_MAT_ID per format (issues 17, 20)
   cp -a "$B"/bin/*.so* "$t/bin/"   # symbolic links kept: one copy of each library
   for f in "$t"/bin/*; do [ -L "$f" ] || strip "$f" 2>/dev/null || true; done
   (cd "$t" && tar cf - bin | xz -T2 -6 > "$OLDPWD/.peer/lcb-cuda.tar.xz")

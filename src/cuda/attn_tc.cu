@@ -35,6 +35,7 @@
 #include "cuda_common.cuh"
 #include "formats.cuh"
 #include "act_quant.cuh"
+#include "rope_dev.cuh"
 #include <cuda_fp16.h>
 
 PDL_TU_STATE(attn_tc)
@@ -398,6 +399,261 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
     }
 }
 
+
+/* ---- the decode launch (STRATA_CUDA_ATTN_TC_DEC, default 1; T = 1, a launch whose chunks are
+ * at most TC_DEC_NCH, i.e. positions below 256: the graph class of a short context) ----
+ * One CTA per KV head walks the row's (at most two) chunks and merges them itself, with the RoPE
+ * of q and the position's K / V rows folded in: one launch where the split path has three
+ * (rope_qk_store, the split launch, the fold). The same order, so the same bits:
+ *   - the cache rows before the position are copied into the tiles BEFORE the dependent-launch
+ *     wait (they were written by launches that completed before the one ahead of this: at most
+ *     two grids are in flight, cuda_common.cuh), so the copies overlap the kernel ahead; after
+ *     the wait q (the G heads) and k are rotated by rope_pair as rope_qk_store_kernel does, k and
+ *     v rounded to f16 into the tile row of the position and stored in the cache (this CTA is
+ *     the only reader of its KV head's rows in the launch);
+ *   - a chunk's 16-position steps are shared by the four warps: each computes the scores t of
+ *     its steps (the same MMAs, so the same values) into shared memory; every warp takes the
+ *     row maxima m_j over all of them (order-free) and rounds p of its own steps to f16, stored
+ *     in the MMA's A-fragment layout; then warp w runs the PV MMAs of the steps in order for its
+ *     quarter of d (each output's chain over the steps is the split path's), and every warp sums
+ *     its lanes' p in the split path's order into l_j (the same values in the same order);
+ *   - steps with no unmasked position are skipped: their p are 0 against finite V (exact zero
+ *     products: u and l, never -0.0, do not change), and they hold no maximum;
+ *   - the merge: M = max m_j, then L = sum l_j b_j and O = sum u_j b_j in chunk order from 0,
+ *     o = O / L: attn_tc_fold_kernel's operations. */
+#define TC_DEC_NCH 2
+
+typedef struct tc_rope {
+    const float *k, *v;   /* the column's k and v rows (all KV heads), not rotated */
+    const float *cs;      /* [n_ctx][n_rot / 2][cos, sin] (q's and k's: the same table) */
+    int n_rot, neox;
+} tc_rope;
+
+template <int HD>
+__global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, tc_rope rp) {
+    extern __shared__ __align__(16) uint8_t tc_dyn[];
+    constexpr int TR = TC_C * (HD + TC_PAD);   /* halves a tile */
+    constexpr int NPW = HD / 16 / TC_WARPS;    /* 16-wide d slices of V a warp */
+    __half *tiles = (__half *)tc_dyn;          /* chunk c: K at 2 c TR, V at (2 c + 1) TR */
+    float *sc = (float *)(tiles + 2 * TC_DEC_NCH * TR);   /* [step][8 values][lane] */
+    uint4 *pf = (uint4 *)(sc + (TC_C / 16) * 8 * 32);      /* [step][lane]: p's A fragment */
+    float *qs = (float *)(pf + (TC_C / 16) * 32);           /* [G][HD]: q rotated */
+    uint16_t *kl = (uint16_t *)(qs + 16 * HD), *vl = kl + HD;   /* the position's rows (f16) */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3, g = lane >> 2;
+    const int G = a.n_heads / a.n_kv_heads, kvh = blockIdx.x;
+    const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, f0 = tc_first(P0, a.window);
+    const int j0 = f0 / TC_C, j1 = P0 / TC_C;
+    uint16_t *kc = (uint16_t *)a.kc, *vc = (uint16_t *)a.vc;
+    /* the tiles' rows before the position (complete before the launch ahead of this one) */
+    constexpr int PR = HD / 8;
+    for (int j = j0; j <= j1; j++) {
+        __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
+        for (int i = threadIdx.x; i < TC_C * PR; i += TC_WARPS * 32) {
+            const int r = i / PR, pc = i % PR, p = j * TC_C + r;
+            const size_t off = ((size_t)p * a.n_kv_heads + kvh) * HD + pc * 8;
+            __half *dk = kt + r * (HD + TC_PAD) + pc * 8, *dv = vt + r * (HD + TC_PAD) + pc * 8;
+            if (p < P0) { tc_cp16(dk, kc + off); tc_cp16(dv, vc + off); }
+            else if (p > P0) { *(uint4 *)dk = make_uint4(0, 0, 0, 0); *(uint4 *)dv = make_uint4(0, 0, 0, 0); }
+        }
+    }
+    PDL_WAIT();
+    /* RoPE: q of the group's G heads into qs, k and v of the KV head into kl / vl (f16) */
+    {
+        const int half = rp.n_rot / 2;
+        const float *cs = rp.cs + (size_t)P0 * half * 2;
+        const float *qg = a.q + (size_t)kvh * G * HD, *ks = rp.k + (size_t)kvh * HD, *vs = rp.v + (size_t)kvh * HD;
+        for (int idx = threadIdx.x; idx < G * half; idx += TC_WARPS * 32) {
+            const int h = idx / half, i = idx % half;
+            float o1, o2;
+            int ia, ib;
+            rope_pair(qg + (size_t)h * HD, i, rp.n_rot, rp.neox, cs[2 * i], cs[2 * i + 1], &o1, &o2, &ia, &ib);
+            qs[h * HD + ia] = o1; qs[h * HD + ib] = o2;
+        }
+        const int rest = HD - rp.n_rot;
+        for (int idx = threadIdx.x; idx < G * rest; idx += TC_WARPS * 32) {
+            const int h = idx / rest, jd = rp.n_rot + idx % rest;
+            qs[h * HD + jd] = qg[(size_t)h * HD + jd];
+        }
+        for (int i = threadIdx.x; i < half; i += TC_WARPS * 32) {
+            float o1, o2;
+            int ia, ib;
+            rope_pair(ks, i, rp.n_rot, rp.neox, cs[2 * i], cs[2 * i + 1], &o1, &o2, &ia, &ib);
+            kl[ia] = __half_as_ushort(__float2half_rn(o1));
+            kl[ib] = __half_as_ushort(__float2half_rn(o2));
+        }
+        for (int jd = rp.n_rot + threadIdx.x; jd < HD; jd += TC_WARPS * 32) kl[jd] = __half_as_ushort(__float2half_rn(ks[jd]));
+        for (int jd = threadIdx.x; jd < HD; jd += TC_WARPS * 32) vl[jd] = __half_as_ushort(__float2half_rn(vs[jd]));
+    }
+    __syncthreads();
+    {   /* the position's rows: into the cache and into its chunk's tiles */
+        const size_t off = ((size_t)P0 * a.n_kv_heads + kvh) * HD;
+        __half *kt = tiles + 2 * (j1 - j0) * TR, *vt = kt + TR;
+        const int r = P0 - j1 * TC_C;
+        for (int pc = threadIdx.x; pc < PR; pc += TC_WARPS * 32) {
+            const uint4 kw = *(const uint4 *)(kl + pc * 8), vw = *(const uint4 *)(vl + pc * 8);
+            *(uint4 *)(kc + off + pc * 8) = kw; *(uint4 *)(vc + off + pc * 8) = vw;
+            *(uint4 *)(kt + r * (HD + TC_PAD) + pc * 8) = kw; *(uint4 *)(vt + r * (HD + TC_PAD) + pc * 8) = vw;
+        }
+    }
+    /* the thread's rows g, g + 8 (heads kvh G + row) and their q fragments */
+    bool live[2];
+    uint32_t qa[HD / 16][4];
+    for (int i = 0; i < 2; i++) live[i] = g + 8 * i < G;
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ks++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int row = g + ((k & 1) ? 8 : 0), d = ks * 16 + ((k & 2) ? 8 : 0) + 2 * tig;
+            qa[ks][k] = live[k & 1] ? tc_pack(qs[row * HD + d], qs[row * HD + d + 1]) : 0u;
+        }
+    tc_cp_wait();
+    __syncthreads();
+    const int la[2] = { live[0] ? P0 : -1, live[1] ? P0 : -1 }, f[2] = { f0, f0 };
+    float mj[TC_DEC_NCH][2], lj[TC_DEC_NCH][2], uj[TC_DEC_NCH][2 * NPW][4];
+    const int mi = lane >> 3, rr = lane & 7;
+#pragma unroll
+    for (int c = 0; c < TC_DEC_NCH; c++) {
+        const int j = j0 + c;
+        if (j > j1) break;
+        const __half *kt = tiles + 2 * c * TR, *vt = kt + TR;
+        const int jc = j * TC_C;
+        const int slo = f0 > jc ? (f0 - jc) / 16 : 0, shi = P0 - jc < TC_C ? (P0 - jc) / 16 : TC_C / 16 - 1;
+        /* the scores of the warp's steps */
+        for (int s = slo + warp; s <= shi; s += TC_WARPS) {
+            float acc[2][4];
+            tc_scores<HD>(acc, qa, kt, s, lane);
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) sc[(s * 8 + n * 4 + e) * 32 + lane] = __fmul_rn(acc[n][e], a.c);
+        }
+        __syncthreads();
+        /* the rows' maxima over every step (tc_chunk_max's values, order-free) */
+        float m0 = -INFINITY, m1 = -INFINITY;
+        for (int s = slo; s <= shi; s++)
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int p = jc + s * 16 + n * 8 + 2 * tig + e;
+                    if (tc_in(p, f[0], la[0])) m0 = fmaxf(m0, sc[(s * 8 + n * 4 + e) * 32 + lane]);
+                    if (tc_in(p, f[1], la[1])) m1 = fmaxf(m1, sc[(s * 8 + n * 4 + 2 + e) * 32 + lane]);
+                }
+        const float m[2] = { tc_quad_max(m0), tc_quad_max(m1) };
+        mj[c][0] = m[0]; mj[c][1] = m[1];
+        /* p of the warp's steps (tc_chunk_pv's operations), as the A fragment */
+        for (int s = slo + warp; s <= shi; s += TC_WARPS) {
+            float pv[2][4];
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int p = jc + s * 16 + n * 8 + 2 * tig + e;
+                    float p0 = tc_in(p, f[0], la[0]) ? tc_ex2(__fsub_rn(sc[(s * 8 + n * 4 + e) * 32 + lane], m[0])) : 0.0f;
+                    float p1 = tc_in(p, f[1], la[1]) ? tc_ex2(__fsub_rn(sc[(s * 8 + n * 4 + 2 + e) * 32 + lane], m[1])) : 0.0f;
+                    pv[n][e] = p0; pv[n][2 + e] = p1;
+                }
+            pf[s * 32 + lane] = make_uint4(tc_pack(pv[0][0], pv[0][1]), tc_pack(pv[0][2], pv[0][3]),
+                                           tc_pack(pv[1][0], pv[1][1]), tc_pack(pv[1][2], pv[1][3]));
+        }
+        __syncthreads();
+        /* l_j (every warp, the split path's order) and the warp's d slices of u_j, steps in order */
+        float l0 = 0.0f, l1 = 0.0f;
+#pragma unroll
+        for (int n = 0; n < 2 * NPW; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) uj[c][n][e] = 0.0f;
+        for (int s = slo; s <= shi; s++) {
+            const uint4 w = pf[s * 32 + lane];
+            const uint32_t pa[4] = { w.x, w.y, w.z, w.w };
+            const __half2 h0 = *(const __half2 *)&w.x, h1 = *(const __half2 *)&w.y;
+            const __half2 h2 = *(const __half2 *)&w.z, h3 = *(const __half2 *)&w.w;
+            l0 = __fadd_rn(l0, __low2float(h0)); l1 = __fadd_rn(l1, __low2float(h1));
+            l0 = __fadd_rn(l0, __high2float(h0)); l1 = __fadd_rn(l1, __high2float(h1));
+            l0 = __fadd_rn(l0, __low2float(h2)); l1 = __fadd_rn(l1, __low2float(h3));
+            l0 = __fadd_rn(l0, __high2float(h2)); l1 = __fadd_rn(l1, __high2float(h3));
+            const __half *vr = vt + (s * 16 + rr + ((mi & 1) ? 8 : 0)) * (HD + TC_PAD) + ((mi & 2) ? 8 : 0);
+#pragma unroll
+            for (int q = 0; q < NPW; q++) {
+                uint32_t b[4];
+                ldsm_x4_t(b, vr + (warp * NPW + q) * 16);
+                mma16816(uj[c][2 * q], pa, b[0], b[1]);
+                mma16816(uj[c][2 * q + 1], pa, b[2], b[3]);
+            }
+        }
+        lj[c][0] = tc_quad_sum(l0); lj[c][1] = tc_quad_sum(l1);
+    }
+    /* the merge (attn_tc_fold_kernel's operations) and o */
+    const int nc = j1 - j0 + 1;
+    for (int i = 0; i < 2; i++) {
+        if (!live[i]) continue;
+        float M = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < TC_DEC_NCH; c++)
+            if (c < nc) M = fmaxf(M, mj[c][i]);
+        float L = 0.0f, O[2 * NPW][2];
+#pragma unroll
+        for (int n = 0; n < 2 * NPW; n++) O[n][0] = O[n][1] = 0.0f;
+#pragma unroll
+        for (int c = 0; c < TC_DEC_NCH; c++) {
+            if (c >= nc) break;
+            const float b = tc_ex2(__fsub_rn(mj[c][i], M));
+            L = __fadd_rn(L, __fmul_rn(lj[c][i], b));
+#pragma unroll
+            for (int n = 0; n < 2 * NPW; n++) {
+                O[n][0] = __fadd_rn(O[n][0], __fmul_rn(uj[c][n][2 * i], b));
+                O[n][1] = __fadd_rn(O[n][1], __fmul_rn(uj[c][n][2 * i + 1], b));
+            }
+        }
+        float *orow = a.out + ((size_t)kvh * G + g + 8 * i) * HD + warp * NPW * 16;
+#pragma unroll
+        for (int n = 0; n < 2 * NPW; n++) {
+            orow[n * 8 + 2 * tig] = __fdiv_rn(O[n][0], L);
+            orow[n * 8 + 2 * tig + 1] = __fdiv_rn(O[n][1], L);
+        }
+    }
+    if (a.act) {
+        __syncthreads();
+        tc_act<HD>(a, kvh, 0, G);
+    }
+}
+
+static size_t tc_dec_smem(int head_dim) {
+    return (size_t)2 * TC_DEC_NCH * TC_C * (head_dim + TC_PAD) * 2 + (size_t)(TC_C / 16) * 8 * 32 * sizeof(float) +
+           (size_t)(TC_C / 16) * 32 * 16 + (size_t)16 * head_dim * sizeof(float) + (size_t)2 * head_dim * 2;
+}
+
+int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last) {
+    return cuda_attention_tc_ok(head_dim, 0) && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads <= 16 &&
+           max_last >= 0 && max_last < TC_DEC_NCH * TC_C;
+}
+
+int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int n_heads,
+                          int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
+                          int window, const float *cs, int n_rot, int neox, float *out, void *act, int act_fmt,
+                          cudaStream_t st) {
+    if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last)) return -1;
+    tc_args a;
+    memset(&a, 0, sizeof a);
+    a.q = q; a.kc = (const uint16_t *)kc; a.vc = (const uint16_t *)vc;
+    a.T = 1; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
+    a.c = scale * 1.44269504088896341f;
+    a.window = window;
+    a.out = out; a.act = (uint8_t *)act;
+    a.arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
+    a.act_fmt = act_fmt;
+    tc_rope rp = { k, v, cs, n_rot, neox };
+    static int attr = 0;
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tc_dec_smem(64))) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tc_dec_smem(128))))
+            return -1;
+        attr = 1;
+    }
+    if (head_dim == 64) klaunch(attn_tc_dec_kernel<64>, dim3((unsigned)n_kv_heads), TC_WARPS * 32, tc_dec_smem(64), st, a, rp);
+    else klaunch(attn_tc_dec_kernel<128>, dim3((unsigned)n_kv_heads), TC_WARPS * 32, tc_dec_smem(128), st, a, rp);
+    return CU_LAUNCHED();
+}
 
 static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
 

@@ -228,6 +228,7 @@ typedef struct {
     float *att_partial;         /* device scratch of the attention */
     float *att_tc_part;         /* STRATA_CUDA_ATTN_TC: the split launch's partials (attn_tc.cu) */
     int attn_tc;                /* STRATA_CUDA_ATTN_TC (read at creation) */
+    int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC: its decode launch (same bits) */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
     float *mm_ws;               /* device: the split matmul's partials (CUDA_MM_WS_FLOATS, mm.cu) */
@@ -580,8 +581,14 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const int window = L->sliding ? hp->sliding_window : 0;
     /* STRATA_CUDA_ATTN_TC: the tensor-core order (attn_tc.cu) for every width of an f16 cache */
     const int tc = c->attn_tc && cuda_attention_tc_ok(HD, kv8);
-    /* T = 1: RoPE and the KV store inside the attention kernel */
-    const int folded = c->fuse && T == 1 && !tc;
+    /* a graph's launch reads the position on the device: the largest it can be (class 0, the
+     * step recorded at positions within the first chunk, is replayed only there) */
+    const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
+                      : S->pos0 + T - 1;
+    /* T = 1: RoPE and the KV store inside the attention kernel (the tensor-core order: its
+     * decode launch, STRATA_CUDA_ATTN_TC_DEC, within its two chunks) */
+    const int tc_dec = tc && c->fuse && T == 1 && c->attn_tc_dec && cuda_attention_tc_dec_ok(H, KVH, HD, ml);
+    const int folded = c->fuse && T == 1 && (!tc || tc_dec);
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
@@ -592,10 +599,12 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
                    cuda_kv_store(k, v, kc, vc, kv8, T, (int)c->kv_dim, S->pos0, dp, c->st))
             be_fail(c, "rope, kv store");
     }
-    /* a graph's launch reads the position on the device: the largest it can be (class 0, the
-     * step recorded at positions within the first chunk, is replayed only there) */
-    const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
-                      : S->pos0 + T - 1;
+    if (tc_dec) {
+        if (cuda_attention_tc_dec(q, k, v, kc, vc, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
+                                  hp->rope_neox, out, act, af_o, c->st))
+            be_fail(c, "attention (tensor cores, decode)");
+        return;
+    }
     if (tc) {
         if (cuda_attention_tc(q, kc, vc, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
                               af_o, c->st))
@@ -1280,6 +1289,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
     c->attn_tc = env_int(ENV_CUDA_ATTN_TC) == 1;
+    c->attn_tc_dec = env_int(ENV_CUDA_ATTN_TC_DEC) != 0;
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);

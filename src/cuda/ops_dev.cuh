@@ -15,16 +15,7 @@ static __host__ __device__ __forceinline__ int kv_head_words(int head_dim, int k
     return kv8 ? head_dim / 32 * KV_Q8_WORDS : head_dim / 2;
 }
 
-/* RoPE, cos/sin from the host table [pos][n_rot/2][2]: pairs (2i, 2i+1) (llama's GGUF
- * layout) or, with neox, (i, i + n_rot/2). */
-static __device__ __forceinline__ void rope_pair(const float *v, int i, int n_rot, int neox, float c, float s, float *oa,
-                                                 float *ob, int *ia_out, int *ib_out) {
-    int ia = neox ? i : 2 * i, ib = neox ? i + n_rot / 2 : 2 * i + 1;
-    float a = v[ia], b = v[ib];
-    *oa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-    *ob = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
-    *ia_out = ia; *ib_out = ib;
-}
+#include "rope_dev.cuh"
 
 /* Thread 0 of a norm: 1 / sqrt(mean square + eps) from the CTA's per-warp partial sums,
  * added in slot order (the order every norm kernel here uses). */

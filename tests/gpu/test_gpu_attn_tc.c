@@ -6,7 +6,11 @@
  *     give the same logits, memcmp, on three models: head_dim 64 (llama), head_dim 128 (llama),
  *     and a gemma3 whose sliding layers' window (200) cuts chunks, so masked positions below
  *     a row's first enter both launches;
- *   - graph decode (the position read on the device) gives the eager steps' ids;
+ *   - graph decode (the position read on the device) gives the eager steps' ids, past the first
+ *     256 positions and within them;
+ *   - the decode launch (STRATA_CUDA_ATTN_TC_DEC, one column at positions below 256, RoPE and
+ *     the KV store folded in) gives the split launch's logits, memcmp (and the passes of 1
+ *     column above take it below 256: the widths compare it with the loop launch);
  *   - closeness to the CPU's order (the divergence, printed for docs/KERNELS.md): the logits
  *     after the prompt, mean KL(CPU || GPU) over the vocabulary, the largest |difference|, and
  *     the argmax. A layout or masking bug shows as KL of order 1; rounding q and p to f16 and
@@ -30,6 +34,38 @@ static int synth_tc(const char *path, int arch, int head_dim, int n_heads, int w
     p.n_ctx = 2048;
     p.tokenizer_path = "builtin"; p.seed = 23; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     return synth_write(&p, path, err, errlen);
+}
+
+/* graph decode (the position read on the device) vs eager steps after a prompt of np tokens:
+ * the same ids */
+static void tc_graph(strata_model *mg, int V, int np, const char *name) {
+    char err[512];
+    int32_t ids[300];
+    for (int i = 0; i < 300; i++) ids[i] = (int32_t)(3 + (i * 4241 + 17) % (V - 3));
+    int32_t a[40], b[40];
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 1024;
+    strata_session *s = strata_session_new(mg, &sp, err, sizeof err);
+    REQUIRE(s, "session: %s", err);
+    CHECK(strata_session_eval(s, ids, np) == 0);
+    a[0] = div_argmax(strata_session_logits(s), V);
+    int steps = 0;
+    for (int i = 0; i < 39 && s->be->ops->decode_step; i++, steps++) {
+        int32_t nx = s->be->ops->decode_step(s->be, a[i], np + i, NULL);
+        if (nx < 0) break;
+        a[i + 1] = nx;
+    }
+    strata_session_free(s);
+    s = strata_session_new(mg, &sp, err, sizeof err);
+    REQUIRE(s, "session: %s", err);
+    CHECK(strata_session_eval(s, ids, np) == 0);
+    b[0] = div_argmax(strata_session_logits(s), V);
+    for (int i = 0; i < 39; i++) {
+        CHECK(strata_session_eval(s, &b[i], 1) == 0);
+        b[i + 1] = div_argmax(strata_session_logits(s), V);
+    }
+    strata_session_free(s);
+    CHECKF(steps == 39 && !memcmp(a, b, sizeof a), "%s: graph decode steps (%d) after %d vs eager: ids differ", name, steps, np);
 }
 
 static void tc_model(const char *name, int arch, int head_dim, int n_heads, int window) {
@@ -67,33 +103,25 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     CHECKF(kl < 1e-3, "%s: KL(CPU || GPU tensor-core order) %.3e", name, kl);
     CHECKF(div_argmax(ref, V) == div_argmax(g1, V), "%s: the argmax after the prompt differs from the CPU's", name);
     CHECKF(dmax > 0, "%s: the tensor-core order gave the CPU's bits exactly (is it on?)", name);
-    /* graph decode (device position) vs eager steps: the same ids */
-    int32_t ids[300];
-    for (int i = 0; i < 300; i++) ids[i] = (int32_t)(3 + (i * 4241 + 17) % (V - 3));
-    int32_t a[40], b[40];
-    strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = 1024;
-    strata_session *s = strata_session_new(mg, &sp, err, sizeof err);
-    REQUIRE(s, "session: %s", err);
-    CHECK(strata_session_eval(s, ids, 300) == 0);
-    a[0] = div_argmax(strata_session_logits(s), V);
-    int steps = 0;
-    for (int i = 0; i < 39 && s->be->ops->decode_step; i++, steps++) {
-        int32_t nx = s->be->ops->decode_step(s->be, a[i], 300 + i, NULL);
-        if (nx < 0) break;
-        a[i + 1] = nx;
-    }
-    strata_session_free(s);
-    s = strata_session_new(mg, &sp, err, sizeof err);
-    REQUIRE(s, "session: %s", err);
-    CHECK(strata_session_eval(s, ids, 300) == 0);
-    b[0] = div_argmax(strata_session_logits(s), V);
-    for (int i = 0; i < 39; i++) {
-        CHECK(strata_session_eval(s, &b[i], 1) == 0);
-        b[i + 1] = div_argmax(strata_session_logits(s), V);
-    }
-    strata_session_free(s);
-    CHECKF(steps == 39 && !memcmp(a, b, sizeof a), "%s: graph decode steps (%d) vs eager: ids differ", name, steps);
+    /* the decode launch (STRATA_CUDA_ATTN_TC_DEC, default 1: the passes of 1 column at positions
+     * below 256 above took it) against the split launch after the RoPE launch: the same logits */
+    setenv("STRATA_CUDA_ATTN_TC_DEC", "0", 1);
+    env_reset_cache();
+    strata_model *m0 = wid_load(path, STRATA_DEVICE_CUDA);
+    REQUIRE(m0, "load (TC_DEC=0)");
+    memset(got, 0, n * sizeof(float));
+    CHECK(wid_run(m0, 1, got) == 0);
+    int bad0 = 0;
+    for (size_t j = 0; j < n; j++) bad0 += memcmp(&g1[j], &got[j], 4) != 0;
+    CHECKF(bad0 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=0: %d of %zu logits differ from the decode launch's", name, bad0, n);
+    tc_graph(m0, V, 20, name);
+    strata_model_free(m0);
+    unsetenv("STRATA_CUDA_ATTN_TC_DEC");
+    env_reset_cache();
+    /* graph decode (device position) vs eager steps, past the first 256 positions and within
+     * them (the decode launch's graph class) */
+    tc_graph(mg, V, 300, name);
+    tc_graph(mg, V, 20, name);
     free(ref); free(g1); free(got);
     strata_model_free(mg); strata_model_free(mc);
     unsetenv("STRATA_CUDA_ATTN_TC");
@@ -130,6 +158,7 @@ int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     tc_model("llama-hd64", ARCH_LLAMA, 64, 8, 0);
     tc_model("llama-hd128", ARCH_LLAMA, 128, 4, 0);
+    tc_model("llama-hd64-g12", ARCH_LLAMA, 64, 24, 0);   /* 12 heads a KV head: rows g + 8 of a warp too */
     tc_model("gemma3-w200", ARCH_GEMMA3, 128, 4, 200);
     if (getenv("STRATA_TC_REAL")) tc_real(getenv("STRATA_TC_REAL"));
     TEST_DONE();

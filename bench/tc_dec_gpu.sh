@@ -1,0 +1,32 @@
+#!/bin/bash
+# One device call (2026-12-03/04 session): the tensor-core order's decode launch
+# (STRATA_CUDA_ATTN_TC_DEC, src/cuda/attn_tc.cu: T = 1 below 256 positions, one launch per KV head
+# with RoPE + store folded, a chunk's steps over four warps, the merge in the CTA) against the
+# split + merge launches after a RoPE launch (DEC=0) and the CPU's order (TC=0), same binary.
+# First the GPU suite (tools/gpu_pack.sh run) unless SUITE=0, then test_gpu_attn_tc, then per shape
+# (SHAPES, default "smollm2 1b") `E2E_DEPTH=4096 bench_e2e SHAPE 1` in three configurations, two
+# rounds, and llama.cpp when carried (.peer/lcb-cuda.tar.xz).
+# Prediction (written before the call): DEC=1 decode at depth 16 above DEC=0 by 5-10 % and within
+# 3 % of TC=0 (the split path lost 4-9 % to TC=0); at 4,096 DEC does not apply (no change).
+# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf (and .peer/lcb-cuda.tar.xz).
+set -u
+. bench/gpu_call.sh
+exec > >(tee "$OUT/tc_dec.txt") 2>&1
+if [ "${SUITE:-1}" = 1 ]; then echo "== GPU suite"; bash tools/gpu_pack.sh run "$OUT" 2>&1 | tail -25; t; fi
+gb_unpack
+echo "== test_gpu_attn_tc"; timeout 200 $g/bin/test_gpu_attn_tc 2>&1 | tail -14; t
+P=0; [ -f .peer/lcb-cuda.tar.xz ] && peer_up && P=1
+for s in ${SHAPES:-smollm2 1b}; do
+  for r in 1 2; do
+    for cfg in "0 1" "1 0" "1 1"; do
+      set -- $cfg
+      echo "$s TC=$1 DEC=$2: $(STRATA_CUDA_ATTN_TC=$1 STRATA_CUDA_ATTN_TC_DEC=$2 E2E_DEPTH=4096 timeout 150 $B $s 1 | grep -E 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
+    done
+  done; t
+  if [ $P = 1 ]; then
+    echo "llama.cpp $s (pp512, tg128 at d0 / d4096; pp4096) runs:"
+    timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r 3 -o jsonl 2>/dev/null | runs_of
+    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 3 -o jsonl 2>/dev/null | runs_of
+    t
+  fi
+done
