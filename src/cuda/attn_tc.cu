@@ -429,24 +429,28 @@ typedef struct tc_rope {
     int n_rot, neox;
 } tc_rope;
 
-template <int HD>
+template <int HD, int SPLIT>
 __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, tc_rope rp) {
     extern __shared__ __align__(16) uint8_t tc_dyn[];
     constexpr int TR = TC_C * (HD + TC_PAD);   /* halves a tile */
     constexpr int NPW = HD / 16 / TC_WARPS;    /* 16-wide d slices of V a warp */
+    constexpr int NCH = SPLIT ? 1 : TC_DEC_NCH;   /* chunks a CTA */
     __half *tiles = (__half *)tc_dyn;          /* chunk c: K at 2 c TR, V at (2 c + 1) TR */
-    float *sc = (float *)(tiles + 2 * TC_DEC_NCH * TR);   /* [step][8 values][lane] */
+    float *sc = (float *)(tiles + 2 * NCH * TR);   /* [step][8 values][lane] */
     uint4 *pf = (uint4 *)(sc + (TC_C / 16) * 8 * 32);      /* [step][lane]: p's A fragment */
     float *qs = (float *)(pf + (TC_C / 16) * 32);           /* [G][HD]: q rotated */
     uint16_t *kl = (uint16_t *)(qs + 16 * HD), *vl = kl + HD;   /* the position's rows (f16) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3, g = lane >> 2;
-    const int G = a.n_heads / a.n_kv_heads, kvh = blockIdx.x;
+    const int G = a.n_heads / a.n_kv_heads, kvh = SPLIT ? blockIdx.y : blockIdx.x;
     const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, f0 = tc_first(P0, a.window);
-    const int j0 = f0 / TC_C, j1 = P0 / TC_C;
+    const int jf = f0 / TC_C, jl = P0 / TC_C;   /* the row's chunks */
+    /* SPLIT: the CTA's one chunk (blockIdx.x; none past the row's: exit after the wait) */
+    const int j0 = SPLIT ? (int)blockIdx.x : jf, j1 = SPLIT ? (int)blockIdx.x : jl;
+    const bool idle = SPLIT && (j0 < jf || j0 > jl);
     uint16_t *kc = (uint16_t *)a.kc, *vc = (uint16_t *)a.vc;
     /* the tiles' rows before the position (complete before the launch ahead of this one) */
     constexpr int PR = HD / 8;
-    for (int j = j0; j <= j1; j++) {
+    for (int j = j0; j <= j1 && !idle; j++) {
         __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
         for (int i = threadIdx.x; i < TC_C * PR; i += TC_WARPS * 32) {
             const int r = i / PR, pc = i % PR, p = j * TC_C + r;
@@ -457,7 +461,10 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
         }
     }
     PDL_WAIT();
-    /* RoPE: q of the group's G heads into qs, k and v of the KV head into kl / vl (f16) */
+    if (idle) return;
+    /* RoPE: q of the group's G heads into qs, k and v of the KV head into kl / vl (f16; SPLIT:
+     * only the CTA of the position's chunk needs them) */
+    const bool holds = j1 == jl;
     {
         const int half = rp.n_rot / 2;
         const float *cs = rp.cs + (size_t)P0 * half * 2;
@@ -474,18 +481,18 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
             const int h = idx / rest, jd = rp.n_rot + idx % rest;
             qs[h * HD + jd] = qg[(size_t)h * HD + jd];
         }
-        for (int i = threadIdx.x; i < half; i += TC_WARPS * 32) {
+        for (int i = threadIdx.x; holds && i < half; i += TC_WARPS * 32) {
             float o1, o2;
             int ia, ib;
             rope_pair(ks, i, rp.n_rot, rp.neox, cs[2 * i], cs[2 * i + 1], &o1, &o2, &ia, &ib);
             kl[ia] = __half_as_ushort(__float2half_rn(o1));
             kl[ib] = __half_as_ushort(__float2half_rn(o2));
         }
-        for (int jd = rp.n_rot + threadIdx.x; jd < HD; jd += TC_WARPS * 32) kl[jd] = __half_as_ushort(__float2half_rn(ks[jd]));
-        for (int jd = threadIdx.x; jd < HD; jd += TC_WARPS * 32) vl[jd] = __half_as_ushort(__float2half_rn(vs[jd]));
+        for (int jd = rp.n_rot + threadIdx.x; holds && jd < HD; jd += TC_WARPS * 32) kl[jd] = __half_as_ushort(__float2half_rn(ks[jd]));
+        for (int jd = threadIdx.x; holds && jd < HD; jd += TC_WARPS * 32) vl[jd] = __half_as_ushort(__float2half_rn(vs[jd]));
     }
     __syncthreads();
-    {   /* the position's rows: into the cache and into its chunk's tiles */
+    if (holds) {   /* the position's rows: into the cache and into its chunk's tiles */
         const size_t off = ((size_t)P0 * a.n_kv_heads + kvh) * HD;
         __half *kt = tiles + 2 * (j1 - j0) * TR, *vt = kt + TR;
         const int r = P0 - j1 * TC_C;
@@ -509,10 +516,10 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     tc_cp_wait();
     __syncthreads();
     const int la[2] = { live[0] ? P0 : -1, live[1] ? P0 : -1 }, f[2] = { f0, f0 };
-    float mj[TC_DEC_NCH][2], lj[TC_DEC_NCH][2], uj[TC_DEC_NCH][2 * NPW][4];
+    float mj[NCH][2], lj[NCH][2], uj[NCH][2 * NPW][4];
     const int mi = lane >> 3, rr = lane & 7;
 #pragma unroll
-    for (int c = 0; c < TC_DEC_NCH; c++) {
+    for (int c = 0; c < NCH; c++) {
         const int j = j0 + c;
         if (j > j1) break;
         const __half *kt = tiles + 2 * c * TR, *vt = kt + TR;
@@ -583,19 +590,32 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
         }
         lj[c][0] = tc_quad_sum(l0); lj[c][1] = tc_quad_sum(l1);
     }
+    if constexpr (SPLIT) {   /* the chunk's m, l, u for attn_tc_fold_kernel (the split launch's layout) */
+        for (int i = 0; i < 2; i++) {
+            if (!live[i]) continue;
+            float *pr = a.part + ((size_t)(kvh * G + g + 8 * i) * a.nchp + j0) * (HD + 2);
+            if (warp == 0 && tig == 0) { pr[0] = mj[0][i]; pr[1] = lj[0][i]; }
+#pragma unroll
+            for (int n = 0; n < 2 * NPW; n++) {
+                pr[2 + warp * NPW * 16 + n * 8 + 2 * tig] = uj[0][n][2 * i];
+                pr[2 + warp * NPW * 16 + n * 8 + 2 * tig + 1] = uj[0][n][2 * i + 1];
+            }
+        }
+        return;
+    }
     /* the merge (attn_tc_fold_kernel's operations) and o */
     const int nc = j1 - j0 + 1;
     for (int i = 0; i < 2; i++) {
         if (!live[i]) continue;
         float M = -INFINITY;
 #pragma unroll
-        for (int c = 0; c < TC_DEC_NCH; c++)
+        for (int c = 0; c < NCH; c++)
             if (c < nc) M = fmaxf(M, mj[c][i]);
         float L = 0.0f, O[2 * NPW][2];
 #pragma unroll
         for (int n = 0; n < 2 * NPW; n++) O[n][0] = O[n][1] = 0.0f;
 #pragma unroll
-        for (int c = 0; c < TC_DEC_NCH; c++) {
+        for (int c = 0; c < NCH; c++) {
             if (c >= nc) break;
             const float b = tc_ex2(__fsub_rn(mj[c][i], M));
             L = __fadd_rn(L, __fmul_rn(lj[c][i], b));
@@ -618,21 +638,44 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     }
 }
 
-static size_t tc_dec_smem(int head_dim) {
-    return (size_t)2 * TC_DEC_NCH * TC_C * (head_dim + TC_PAD) * 2 + (size_t)(TC_C / 16) * 8 * 32 * sizeof(float) +
+static size_t tc_dec_smem(int head_dim, int nch) {
+    return (size_t)2 * nch * TC_C * (head_dim + TC_PAD) * 2 + (size_t)(TC_C / 16) * 8 * 32 * sizeof(float) +
            (size_t)(TC_C / 16) * 32 * 16 + (size_t)16 * head_dim * sizeof(float) + (size_t)2 * head_dim * 2;
 }
 
-int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last) {
-    return cuda_attention_tc_ok(head_dim, 0) && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads <= 16 &&
-           max_last >= 0 && max_last < TC_DEC_NCH * TC_C;
+static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
+
+int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part) {
+    if (!cuda_attention_tc_ok(head_dim, 0) || n_heads % n_kv_heads || n_heads / n_kv_heads > 16 || max_last < 0) return 0;
+    return max_last < TC_DEC_NCH * TC_C ? (bits & 1) != 0 : (bits & 2) && have_part;
+}
+
+template <int HD>
+static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split, cudaStream_t st) {
+    static int attr = 0;
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)tc_dec_smem(HD, TC_DEC_NCH))) ||
+            CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)tc_dec_smem(HD, 1))))
+            return -1;
+        attr = 1;
+    }
+    if (!split) {
+        klaunch(attn_tc_dec_kernel<HD, 0>, dim3((unsigned)a.n_kv_heads), TC_WARPS * 32, tc_dec_smem(HD, TC_DEC_NCH), st, a, rp);
+        return CU_LAUNCHED();
+    }
+    klaunch(attn_tc_dec_kernel<HD, 1>, dim3((unsigned)nch, (unsigned)a.n_kv_heads), TC_WARPS * 32, tc_dec_smem(HD, 1), st, a, rp);
+    if (CU_LAUNCHED()) return -1;
+    klaunch(attn_tc_fold_kernel<HD>, dim3((unsigned)a.n_heads), HD, 0, st, a);
+    return CU_LAUNCHED();
 }
 
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
-                          int window, const float *cs, int n_rot, int neox, float *out, void *act, int act_fmt,
-                          cudaStream_t st) {
-    if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last)) return -1;
+                          int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
+                          void *act, int act_fmt, cudaStream_t st) {
+    if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, 3, part != NULL) || max_last >= n_ctx) return -1;
     tc_args a;
     memset(&a, 0, sizeof a);
     a.q = q; a.kc = (const uint16_t *)kc; a.vc = (const uint16_t *)vc;
@@ -642,20 +685,11 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
     a.out = out; a.act = (uint8_t *)act;
     a.arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
     a.act_fmt = act_fmt;
+    a.part = part; a.nchp = tc_nch(n_ctx);
     tc_rope rp = { k, v, cs, n_rot, neox };
-    static int attr = 0;
-    if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tc_dec_smem(64))) ||
-            CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tc_dec_smem(128))))
-            return -1;
-        attr = 1;
-    }
-    if (head_dim == 64) klaunch(attn_tc_dec_kernel<64>, dim3((unsigned)n_kv_heads), TC_WARPS * 32, tc_dec_smem(64), st, a, rp);
-    else klaunch(attn_tc_dec_kernel<128>, dim3((unsigned)n_kv_heads), TC_WARPS * 32, tc_dec_smem(128), st, a, rp);
-    return CU_LAUNCHED();
+    const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
+    return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, st) : tc_dec_launch<128>(a, rp, nch, split, st);
 }
-
-static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
 
 int cuda_attention_tc_ok(int head_dim, int kv8) { return !kv8 && (head_dim == 64 || head_dim == 128); }
 

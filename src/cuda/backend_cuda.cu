@@ -227,8 +227,8 @@ typedef struct {
     size_t act_cap;
     float *att_partial;         /* device scratch of the attention */
     float *att_tc_part;         /* STRATA_CUDA_ATTN_TC: the split launch's partials (attn_tc.cu) */
-    int attn_tc;                /* STRATA_CUDA_ATTN_TC (read at creation) */
-    int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC: its decode launch (same bits) */
+    int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
+    int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
     float *mm_ws;               /* device: the split matmul's partials (CUDA_MM_WS_FLOATS, mm.cu) */
@@ -586,8 +586,10 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
                       : S->pos0 + T - 1;
     /* T = 1: RoPE and the KV store inside the attention kernel (the tensor-core order: its
-     * decode launch, STRATA_CUDA_ATTN_TC_DEC, within its two chunks) */
-    const int tc_dec = tc && c->fuse && T == 1 && c->attn_tc_dec && cuda_attention_tc_dec_ok(H, KVH, HD, ml);
+     * decode launches, STRATA_CUDA_ATTN_TC_DEC: below 256 positions one, deeper a CTA per chunk
+     * and the merge launch) */
+    const int tc_dec = tc && c->fuse && T == 1 && c->attn_tc_dec &&
+                       cuda_attention_tc_dec_ok(H, KVH, HD, ml, c->attn_tc_dec, c->att_tc_part != NULL);
     const int folded = c->fuse && T == 1 && (!tc || tc_dec);
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
@@ -601,7 +603,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     }
     if (tc_dec) {
         if (cuda_attention_tc_dec(q, k, v, kc, vc, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
-                                  hp->rope_neox, out, act, af_o, c->st))
+                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->st))
             be_fail(c, "attention (tensor cores, decode)");
         return;
     }
@@ -1288,12 +1290,12 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc = env_int(ENV_CUDA_ATTN_TC) == 1;
-    c->attn_tc_dec = env_int(ENV_CUDA_ATTN_TC_DEC) != 0;
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 3;
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
         c->attn_serial = var.attn_serial;
+        c->attn_tc = var.attn_tc;   /* the tensor-core order: the table's (Hopper) or STRATA_CUDA_ATTN_TC */
         cuda_variants_apply(&var);   /* matvec kernel, dependent launch, decode variants, routing */
     }
     c->kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;

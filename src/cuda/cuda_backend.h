@@ -50,6 +50,7 @@ typedef struct cuda_device_class {
     int table_coop;         /* the table's matvec kernel of the 256-weight formats: 8 or 0 */
     int table_pdl;          /* the table's programmatic dependent launch: 0 off, 1 on, 2 early (Hopper) */
     int table_decode;       /* the table's decode variants (CUDA_DEC_* bits) */
+    int table_attn_tc;      /* the table's attention order: 1 the tensor-core order (attn_tc.cu), 0 the CPU's */
     const char *why;        /* the table row's reason */
 } cuda_device_class;
 const cuda_device_class *cuda_device_class_get(void);   /* NULL: no device */
@@ -65,7 +66,8 @@ typedef struct cuda_variants {
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */
     int prefetch;           /* STRATA_CUDA_PREFETCH: CUDA_PF_* bits (L2 prefetches of weights; same bits) */
     int mv_split;           /* STRATA_CUDA_MV_SPLIT: rows of at least this many super-blocks over several warps at T = 1 (0: none; same bits) */
-    const char *matvec_from, *attn_from, *pdl_from, *decode_from;
+    int attn_tc;            /* STRATA_CUDA_ATTN_TC: 1 the tensor-core attention order (NOT the CPU's bits), 0 the CPU's */
+    const char *matvec_from, *attn_from, *pdl_from, *decode_from, *attn_tc_from;
 } cuda_variants;
 /* The decode variants (src/cuda/decode_fast.cuh, docs/KERNELS.md "Decode variants"): the same
  * integers with other instructions, so the same bits; the device table turns on those that

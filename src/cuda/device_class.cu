@@ -19,16 +19,19 @@ typedef struct {
     int coop;            /* 256-weight formats: 8 lanes per super-block (8) or one lane (0) */
     int pdl;             /* programmatic dependent launch (griddepcontrol needs sm_90) */
     int decode;          /* decode variants (CUDA_DEC_* bits, same bits) where they measured faster */
+    int attn_tc;         /* the tensor-core attention order by default (its own bits, not the CPU's) */
     const char *why;
 } class_row;
 static const class_row k_class_table[] = {
-    { 9, 9, "hopper", 1, 8, 2, CUDA_DEC_IQ3 | CUDA_DEC_IQ4 | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR,
+    { 9, 9, "hopper", 1, 8, 2, CUDA_DEC_IQ3 | CUDA_DEC_IQ4 | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR, 1,
       "coop8 measured 2-3.6x the one-lane kernel at T=1 on the H200; PDL hides launch gaps, early for passes of <= 8 "
       "columns (one server client +3.3 %, MoE decode at 4,096 +5 %, wide passes unchanged); decode variants IQ3/IQ4/Q2_0 "
       "measured 4-19 % faster per MoE FFN block, IQ2 not faster (2026-12-02); Q6_K with aligned loads at T=1: matvec "
-      "0.79x the time, 1.5B decode +1.0-2.2 % (2026-12-03; docs/BENCHMARKS.md)" },
-    { 10, 99, "blackwell", 1, 8, 1, 0, "sm_90 PTX compiled by the driver; coop8 and PDL as on Hopper (not measured here)" },
-    { 0, 8, "pre-hopper", 0, 0, 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
+      "0.79x the time, 1.5B decode +1.0-2.2 % (2026-12-03); the tensor-core attention order faster on every measured "
+      "row (decode at depth 16 +3-9 %, at 4,096 +2-9 %, prompts of 512 +8-18 %, of 4,096 2.2-2.5x; 2026-12-04; "
+      "docs/BENCHMARKS.md)" },
+    { 10, 99, "blackwell", 1, 8, 1, 0, 0, "sm_90 PTX compiled by the driver; coop8 and PDL as on Hopper (not measured here); the CPU's attention order (the tensor-core order not measured there)" },
+    { 0, 8, "pre-hopper", 0, 0, 0, 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
 };
 
 static cuda_device_class g_class;
@@ -52,7 +55,7 @@ extern "C" const cuda_device_class *cuda_device_class_get(void) {
     for (size_t i = 0; i < sizeof k_class_table / sizeof k_class_table[0]; i++)
         if (p.major >= k_class_table[i].major_min && p.major <= k_class_table[i].major_max) { r = &k_class_table[i]; break; }
     c->gen = r->gen; c->supported = r->runs; c->why = r->why; c->table_coop = r->coop; c->table_pdl = r->pdl;
-    c->table_decode = r->decode;
+    c->table_decode = r->decode; c->table_attn_tc = r->attn_tc;
     g_class_state = 1;
     return c;
 }
@@ -101,6 +104,13 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->mv_split = env_int(ENV_CUDA_MV_SPLIT);
     if (v->mv_split < 0) v->mv_split = 0;
     v->prefetch = (int)env_int(ENV_CUDA_PREFETCH) & (CUDA_PF_ROWS | CUDA_PF_DOWN);
+    /* the attention order (bits differ between the two: docs/KERNELS.md, "The tensor-core
+     * attention order"): the table's where auto, else what the switch says */
+    const char *tc = env_str(ENV_CUDA_ATTN_TC);
+    v->attn_tc = c ? c->table_attn_tc : 0;
+    v->attn_tc_from = "table";
+    if (!strcmp(tc, "1") || !strcmp(tc, "on")) { v->attn_tc = 1; v->attn_tc_from = "STRATA_CUDA_ATTN_TC"; }
+    else if (!strcmp(tc, "0") || !strcmp(tc, "off")) { v->attn_tc = 0; v->attn_tc_from = "STRATA_CUDA_ATTN_TC"; }
 }
 
 extern "C" void cuda_variants_apply(const cuda_variants *v) {
@@ -122,10 +132,11 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
     cuda_device_choose(&v);
     snprintf(out, cap,
              "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
-             "attention: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s; split rows: %s; L2 prefetch:%s%s%s",
+             "attention: %s (%s), order: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s; split rows: %s; L2 prefetch:%s%s%s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
-             v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from, v.pdl == 2 ? "early" : v.pdl ? "on" : "off", v.pdl_from,
+             v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from,
+             v.attn_tc ? "tensor cores (the GPU's own bits)" : "the CPU's (bit-identical)", v.attn_tc_from, v.pdl == 2 ? "early" : v.pdl ? "on" : "off", v.pdl_from,
              v.decode ? "" : " none", v.decode & CUDA_DEC_IQ2 ? " iq2" : "", v.decode & CUDA_DEC_IQ3 ? " iq3" : "", v.decode & CUDA_DEC_IQ4 ? " iq4" : "", v.decode & CUDA_DEC_Q2_WORD ? " q2-word" : "",
              v.decode & CUDA_DEC_Q6_SWAR ? " q6-swar" : "", v.decode_from, v.route_parallel ? "parallel" : "serial",
              v.moe_fast ? "" : " none", v.moe_fast & CUDA_MOE_FAST_ROUTE1 ? " route1" : "",

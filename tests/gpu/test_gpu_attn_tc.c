@@ -1,4 +1,5 @@
-/* GPU: the tensor-core attention order (STRATA_CUDA_ATTN_TC=1, src/cuda/attn_tc.cu), opt-in.
+/* GPU: the tensor-core attention order (src/cuda/attn_tc.cu; the default on Hopper since
+ * 2026-12-04, STRATA_CUDA_ATTN_TC=auto; set to 1 here so that it runs on any device).
  * Its bits are not the CPU's, so what is tested is what the contract asks of an order the GPU
  * owns:
  *   - batch invariance: a prompt of 600 tokens in passes of 1, 7, 8, 9, 64 and 512 columns
@@ -8,6 +9,8 @@
  *     a row's first enter both launches;
  *   - graph decode (the position read on the device) gives the eager steps' ids, past the first
  *     256 positions and within them;
+ *   - sessions sharing passes (strata_sessions_step) give each session's logits alone, and
+ *     speculation (--spec 4, 7: verify windows) gives --spec 0's greedy ids;
  *   - the decode launch (STRATA_CUDA_ATTN_TC_DEC, one column at positions below 256, RoPE and
  *     the KV store folded in) gives the split launch's logits, memcmp (and the passes of 1
  *     column above take it below 256: the widths compare it with the loop launch);
@@ -68,6 +71,81 @@ static void tc_graph(strata_model *mg, int V, int np, const char *name) {
     CHECKF(steps == 39 && !memcmp(a, b, sizeof a), "%s: graph decode steps (%d) after %d vs eager: ids differ", name, steps, np);
 }
 
+/* sessions sharing a pass (strata_sessions_step: the columns of several sequences in one
+ * launch) under the order: each session's logits equal the same session stepped alone, at
+ * positions within the decode launch's 256 and past them (1 to 8 chunks of 128 a column) */
+static void tc_batch(strata_model *mg, int V, const char *name) {
+    enum { NS = 10 };
+    static const int len0[NS] = { 3, 17, 100, 127, 128, 250, 255, 300, 600, 900 };
+    static int32_t pr[1000];
+    strata_session *bat[NS] = { 0 }, *solo[NS] = { 0 };
+    strata_session_params sp = strata_session_default_params();
+    sp.n_ctx = 1024;
+    char err[512];
+    int ok = 1;
+    for (int i = 0; i < NS && ok; i++) {
+        bat[i] = strata_session_new(mg, &sp, err, sizeof err);
+        solo[i] = strata_session_new(mg, &sp, err, sizeof err);
+        ok = bat[i] && solo[i];
+        for (int t = 0; ok && t < len0[i]; t++) pr[t] = (int32_t)(3 + (i * 977 + t * 131) % (V - 3));
+        ok = ok && !strata_session_eval(bat[i], pr, len0[i]) && !strata_session_eval(solo[i], pr, len0[i]);
+    }
+    CHECKF(ok, "%s: batch sessions: %s", name, err);
+    int same = ok, steps = 0;
+    for (int step = 0; ok && step < 8; step++) {
+        const int n = step < 3 ? NS : NS - step;   /* a pass of 10 (8 + 2), then fewer */
+        int32_t next[NS];
+        for (int i = 0; i < n; i++) {
+            next[i] = div_argmax(strata_session_logits(solo[i]), V);
+            if (strata_session_eval(solo[i], &next[i], 1)) same = 0;
+        }
+        if (strata_sessions_step(bat, next, n)) { same = 0; break; }
+        steps++;
+        for (int i = 0; i < n; i++) {
+            const float *lb = strata_session_logits(bat[i]);
+            if (!lb || memcmp(lb, strata_session_logits(solo[i]), sizeof(float) * (size_t)V)) same = 0;
+        }
+    }
+    CHECKF(steps == 8 && same, "%s: sessions sharing passes: logits differ from each alone (%d steps)", name, steps);
+    for (int i = 0; i < NS; i++) { strata_session_free(bat[i]); strata_session_free(solo[i]); }
+}
+
+typedef struct { int32_t ids[96]; int n; } tc_ids;
+static int tc_collect(int32_t id, void *user) {
+    tc_ids *l = user;
+    if (l->n < 96) l->ids[l->n++] = id;
+    return 0;
+}
+
+/* speculation under the order: greedy ids with suffix drafts (verify windows of 2..8 columns)
+ * equal --spec 0's, on a prompt that repeats itself so that the drafter drafts */
+static void tc_spec(strata_model *mg, int V, const char *name) {
+    int32_t pr[160];
+    for (int t = 0; t < 160; t++) pr[t] = (int32_t)(3 + ((t % 40) * 211 + 7) % (V - 3));
+    static const int specs[3] = { 0, 4, 7 };
+    tc_ids got[3];
+    long drafted = 0;
+    char err[512];
+    for (int k = 0; k < 3; k++) {
+        strata_session_params sp = strata_session_default_params();
+        sp.n_ctx = 1024; sp.spec_draft = specs[k];
+        strata_session *s = strata_session_new(mg, &sp, err, sizeof err);
+        REQUIRE(s, "session: %s", err);
+        got[k].n = 0;
+        const int ng = strata_generate(s, pr, 160, 96, tc_collect, &got[k]);   /* tokens generated */
+        CHECKF(ng > 0 && ng == got[k].n, "%s: --spec %d: generate returned %d (%d ids)", name, specs[k], ng, got[k].n);
+        strata_stats st;
+        strata_session_get_stats(s, &st);
+        if (k) drafted += st.n_drafted;
+        strata_session_free(s);
+    }
+    printf("%-12s speculation under the order: %ld tokens drafted by --spec 4 and 7\n", name, drafted);
+    CHECKF(drafted > 0, "%s: no draft was made: the speculative path was not exercised", name);
+    for (int k = 1; k < 3; k++)
+        CHECKF(got[k].n == got[0].n && got[0].n > 0 && !memcmp(got[k].ids, got[0].ids, sizeof(int32_t) * (size_t)got[0].n),
+               "%s: --spec %d: greedy ids differ from --spec 0", name, specs[k]);
+}
+
 static void tc_model(const char *name, int arch, int head_dim, int n_heads, int window) {
     char path[256], err[512];
     snprintf(path, sizeof path, "/tmp/strata-gpu-attn-tc-%s.gguf", name);
@@ -122,6 +200,8 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
      * them (the decode launch's graph class) */
     tc_graph(mg, V, 300, name);
     tc_graph(mg, V, 20, name);
+    tc_batch(mg, V, name);
+    tc_spec(mg, V, name);
     free(ref); free(g1); free(got);
     strata_model_free(mg); strata_model_free(mc);
     unsetenv("STRATA_CUDA_ATTN_TC");

@@ -6,6 +6,7 @@
  * then the speculative step with suffix drafts gives the
  * ids of plain greedy steps (the next ids picked on the device: head_argmax). Model: synthetic (src/model/synth.h), made here. */
 #include "test.h"
+#include "gpu_order.h"
 #include "rig.h"
 #include "quant/quant.h"
 
@@ -19,6 +20,7 @@ static strata_session *session(strata_model *m, int spec) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     const char *path = "/tmp/strata-gpu-batch.gguf";
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);

@@ -47,6 +47,22 @@ static void test_class(void) {
     printf("strata_cuda_describe: %s\n", d);
     CHECK(strstr(d, "class ") && strstr(d, "coop8 (STRATA_CUDA_MATVEC)") && strstr(d, "parallel chunks (STRATA_CUDA_ATTN)"));
     set_env("STRATA_CUDA_MATVEC", NULL); set_env("STRATA_CUDA_ATTN", NULL);
+    /* the attention order: the table's (Hopper: the tensor-core order) unless the switch says */
+    set_env("STRATA_CUDA_ATTN_TC", NULL);
+    cuda_device_choose(&v);
+    CHECK_EQ_INT(v.attn_tc, c->table_attn_tc);
+    CHECK_STR(v.attn_tc_from, "table");
+    if (c->major == 9) CHECK_EQ_INT(c->table_attn_tc, 1);
+    set_env("STRATA_CUDA_ATTN_TC", "0");
+    cuda_device_choose(&v);
+    CHECK_EQ_INT(v.attn_tc, 0);
+    CHECK_STR(v.attn_tc_from, "STRATA_CUDA_ATTN_TC");
+    CHECK(strata_cuda_describe(d, sizeof d) == 0);
+    CHECK(strstr(d, "order: the CPU's (bit-identical) (STRATA_CUDA_ATTN_TC)") != NULL);
+    set_env("STRATA_CUDA_ATTN_TC", "1");
+    cuda_device_choose(&v);
+    CHECK_EQ_INT(v.attn_tc, 1);
+    set_env("STRATA_CUDA_ATTN_TC", NULL);
 }
 
 typedef struct { int32_t ids[64]; int n; } tok_list;

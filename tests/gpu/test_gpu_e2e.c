@@ -9,6 +9,7 @@
  * Models: the SmolLM2-135M shape with the real file's formats (Q4_1 blocks, Q8_0
  * embeddings/output), and two small ones that cover K-quant, IQ and other legacy formats. */
 #include "test.h"
+#include "gpu_order.h"
 #include "rig.h"
 #include "engine/engine.h"
 
@@ -211,6 +212,7 @@ out:
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     const char *dir = "/tmp";
     char p1[256], p2[256], p3[256];
     snprintf(p1, sizeof p1, "%s/strata-gpu-smollm2-shape.gguf", dir);

@@ -19,6 +19,7 @@
  * GPU-vs-CPU bits are asserted when the GPU's expf has libm's bits (expf_host.cuh), as in
  * test_gpu_e2e; GPU-vs-GPU comparisons always. */
 #include "test.h"
+#include "gpu_order.h"
 #include "rig.h"
 #include "model/backend.h"
 #include "cpu/backend_cpu.h"
@@ -376,6 +377,7 @@ static void sessions_check(const char *label, const char *path) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     libm = rig_libm();
     printf("expf on the GPU: %s\n", cuda_expf_mode());
     threadpool *tp = threadpool_create(4);

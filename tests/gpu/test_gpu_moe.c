@@ -8,6 +8,7 @@
  *   0..k-1), and batch invariance (token t of a T-token call == the same token alone).
  * Then whole models on the GPU vs the CPU: greedy ids equal, teacher-forced logits equal. */
 #include "test.h"
+#include "gpu_order.h"
 #include <stdint.h>
 #include <unistd.h>
 #include "strata.h"
@@ -104,6 +105,7 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     static const int types[] = { TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0,
                                  TYPE_Q2_0, TYPE_MXFP4, TYPE_Q2_K, TYPE_Q3_K, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K,
                                  TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,

@@ -2,6 +2,7 @@
  * (strata_session_copy_prefix: the CUDA backend's kv_copy, device to device) gives the bits of a
  * cold prefill, then the same greedy continuation; and the CPU's bits. Model: synthetic. */
 #include "test.h"
+#include "gpu_order.h"
 #include <stdint.h>
 #include <unistd.h>
 #include "strata.h"
@@ -28,6 +29,7 @@ static strata_session *session(strata_model *m) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     const char *path = "/tmp/strata-gpu-prefix.gguf";
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);

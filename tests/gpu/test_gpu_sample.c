@@ -12,6 +12,7 @@
  *    CPU session's ids for the same seed; graph == eager; device sampling == host sampling
  *    of the GPU's logits (STRATA_CUDA_SAMPLE=0); the RNG stream continues across calls. */
 #include "test.h"
+#include "gpu_order.h"
 #include "rig.h"
 #include "core/util.h"
 #include "sample/sample.h"
@@ -217,6 +218,7 @@ static void test_engine(void) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     char desc[512];
     strata_cuda_describe(desc, sizeof desc);
     printf("device: %s\n", desc);

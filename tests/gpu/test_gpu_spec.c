@@ -7,6 +7,7 @@
  * its kernels one by one); strata_generate with windows through it gives --spec 0's ids over
  * 300 tokens, every window a replay (the counters), and STRATA_CUDA_VERIFY_GRAPH=0 none. */
 #include "test.h"
+#include "gpu_order.h"
 #include <stdint.h>
 #include <unistd.h>
 #include "strata.h"
@@ -154,6 +155,7 @@ static void test_generate_verify_graph(strata_model *m, const int32_t *prompt, i
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     const char *path = "/tmp/strata-gpu-spec.gguf";
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);

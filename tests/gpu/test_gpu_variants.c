@@ -13,6 +13,7 @@
  *           the widths whose F32 router is fused with the routing (1024, 2048)
  *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU */
 #include "test.h"
+#include "gpu_order.h"
 #include <stdint.h>
 #include <unistd.h>
 #include "strata.h"
@@ -215,6 +216,7 @@ static void table_choice(void) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     table_choice();
     set_switches(0);
     test_matvec();

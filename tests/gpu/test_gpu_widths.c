@@ -14,6 +14,7 @@
  * one with the default bound (passes of up to 8 columns early, wider ones on: the files'
  * constants switched between passes). */
 #include "test.h"
+#include "gpu_order.h"
 #include "widths_common.h"
 #include "cuda/cuda_backend.h"
 #include "core/env.h"
@@ -83,6 +84,7 @@ static void pdl_early(int on) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
     pdl_early(2);   /* the dense model's passes with every kernel signalling its dependents early (every width) */
     widths("q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
     pdl_early(0);
