@@ -256,21 +256,55 @@ static __device__ __forceinline__ void tc_act(const tc_args &a, int kvh, int r0,
 
 /* the split launch's merge: a CTA (HD threads) per row (t, h), thread d. (The merge by the last
  * of a row group's chunk CTAs instead, without this launch, measured slower: a thread per row
- * walking the partials' chunks with L2 latency per step; docs/KERNELS.md "Variants deleted".) */
-template <int HD>
+ * walking the partials' chunks with L2 latency per step; docs/KERNELS.md "Variants deleted".)
+ * STAGE 0: each thread walks the chunks, M first, then L and O, a load from L2 per step; STAGE 1
+ * (STRATA_CUDA_ATTN_TC_DEC bit 4): the same operations in the same order with the loads issued
+ * at once: the chunks' m and l into shared memory by all threads, a thread's first TC_FOLD_U
+ * u[d] into registers before anything waits on them, M by warp reductions (a max, order-free),
+ * the b_j by all threads, then each thread's L and O chains over the chunks in order. */
+#define TC_FOLD_MAXC 1024   /* chunks staged (131,072 positions); a longer row walks */
+#define TC_FOLD_U 16        /* u values a thread loads at once */
+template <int HD, int STAGE>
 __global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
+    __shared__ float sm[STAGE ? TC_FOLD_MAXC : 1], sl[STAGE ? TC_FOLD_MAXC : 1], sb[STAGE ? TC_FOLD_MAXC : 1];
     PDL_WAIT();
     const int row = blockIdx.x, t = row / a.n_heads, h = row % a.n_heads, d = threadIdx.x;
     const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, la = P0 + t, j0 = tc_first(la, a.window) / TC_C, j1 = la / TC_C;
-    const float *pr = a.part + (size_t)row * a.nchp * (HD + 2);
-    float M = -INFINITY;
-    for (int j = j0; j <= j1; j++) M = fmaxf(M, pr[(size_t)j * (HD + 2)]);
+    const int n = j1 - j0 + 1;
+    const float *pr = a.part + ((size_t)row * a.nchp + j0) * (HD + 2);   /* chunk j0's m, l, u */
     float L = 0.0f, O = 0.0f;
-    for (int j = j0; j <= j1; j++) {
-        const float *pj = pr + (size_t)j * (HD + 2);
-        const float b = tc_ex2(__fsub_rn(pj[0], M));
-        L = __fadd_rn(L, __fmul_rn(pj[1], b));
-        O = __fadd_rn(O, __fmul_rn(pj[2 + d], b));
+    if (!STAGE || n > TC_FOLD_MAXC) {
+        float M = -INFINITY;
+        for (int i = 0; i < n; i++) M = fmaxf(M, pr[(size_t)i * (HD + 2)]);
+        for (int i = 0; i < n; i++) {
+            const float *pj = pr + (size_t)i * (HD + 2);
+            const float b = tc_ex2(__fsub_rn(pj[0], M));
+            L = __fadd_rn(L, __fmul_rn(pj[1], b));
+            O = __fadd_rn(O, __fmul_rn(pj[2 + d], b));
+        }
+    } else {
+        float u[TC_FOLD_U];
+#pragma unroll
+        for (int i = 0; i < TC_FOLD_U; i++) u[i] = i < n ? pr[(size_t)i * (HD + 2) + 2 + d] : 0.0f;
+        for (int i = d; i < n; i += HD) { sm[i] = pr[(size_t)i * (HD + 2)]; sl[i] = pr[(size_t)i * (HD + 2) + 1]; }
+        __syncthreads();
+        float M = -INFINITY;
+        for (int i = d & 31; i < n; i += 32) M = fmaxf(M, sm[i]);
+        for (int o = 16; o; o >>= 1) M = fmaxf(M, __shfl_xor_sync(FULL_MASK, M, o));
+        for (int i = d; i < n; i += HD) sb[i] = tc_ex2(__fsub_rn(sm[i], M));
+        __syncthreads();
+#pragma unroll 8
+        for (int i = 0; i < n; i++) L = __fadd_rn(L, __fmul_rn(sl[i], sb[i]));
+#pragma unroll
+        for (int i = 0; i < TC_FOLD_U; i++)
+            if (i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i]));
+        for (int i0 = TC_FOLD_U; i0 < n; i0 += TC_FOLD_U) {
+#pragma unroll
+            for (int i = 0; i < TC_FOLD_U; i++) u[i] = i0 + i < n ? pr[(size_t)(i0 + i) * (HD + 2) + 2 + d] : 0.0f;
+#pragma unroll
+            for (int i = 0; i < TC_FOLD_U; i++)
+                if (i0 + i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i0 + i]));
+        }
     }
     a.out[((size_t)t * a.n_heads + h) * HD + d] = __fdiv_rn(O, L);
     if (a.act) {
@@ -284,6 +318,15 @@ __global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
             else act_quant_block<64>(orow + jb * B, a.act + (size_t)t * a.arb + bi * bb, a.act_fmt);
         }
     }
+}
+
+/* the merge launch of T rows' partials (STRATA_CUDA_ATTN_TC_DEC bit 4: the staged kernel) */
+static int g_tc_fold_stage = 1;
+void cuda_attention_tc_set_fold(int staged) { g_tc_fold_stage = staged != 0; }
+template <int HD>
+static void tc_fold_launch(const tc_args &a, cudaStream_t st) {
+    if (g_tc_fold_stage) klaunch(attn_tc_fold_kernel<HD, 1>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
+    else klaunch(attn_tc_fold_kernel<HD, 0>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
 }
 
 /* SPLIT 0: the loop launch (grid: row groups of 64, KV heads); 1: the split launch (grid: chunks,
@@ -667,7 +710,7 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
     }
     klaunch(attn_tc_dec_kernel<HD, 1>, dim3((unsigned)nch, (unsigned)a.n_kv_heads), TC_WARPS * 32, tc_dec_smem(HD, 1), st, a, rp);
     if (CU_LAUNCHED()) return -1;
-    klaunch(attn_tc_fold_kernel<HD>, dim3((unsigned)a.n_heads), HD, 0, st, a);
+    tc_fold_launch<HD>(a, st);
     return CU_LAUNCHED();
 }
 
@@ -716,7 +759,7 @@ static int tc_launch(const tc_args &a, int max_last, int split, cudaStream_t st)
         klaunch(attn_tc_kernel<HD, 1>, dim3((unsigned)nch, (unsigned)groups, (unsigned)a.n_kv_heads), TC_WARPS * 32,
                 tc_smem(HD, 1), st, a);
         if (CU_LAUNCHED()) return -1;
-        klaunch(attn_tc_fold_kernel<HD>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
+        tc_fold_launch<HD>(a, st);
         return CU_LAUNCHED();
     }
     /* the loop: a CTA's maxima for the chunks its rows span (at most those of max_last + 1

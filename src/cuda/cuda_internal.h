@@ -197,6 +197,9 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int
  * deeper: a CTA per chunk into part (cuda_attention_tc_scratch_floats), then the merge launch.
  * _ok: groups of <= 16 heads, bits (STRATA_CUDA_ATTN_TC_DEC) 1 for the first, 2 for the second,
  * and part given there */
+/* the merge launch: 1 the partials' loads issued at once (STRATA_CUDA_ATTN_TC_DEC bit 4), 0 the
+ * walk; same bits (process-wide, set at backend creation) */
+void cuda_attention_tc_set_fold(int staged);
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
