@@ -29,3 +29,17 @@ attn_step_rows() {
   python3 tools/ncu_sum.py "$OUT/step-$1-4096.csv" 2>&1 | grep -E "attn|total"
   rm -f "$OUT/step-$1-4096.csv"
 }
+# one `E2E_DEPTH=4096 bench_e2e SHAPE 1` line (prompt 512, decode at 16, prompt of 4,096, decode at
+# 4,096): e2e_line LABEL SHAPE [VAR=VALUE ...] (the switches of this run)
+e2e_line() {
+  local label=$1 s=$2; shift 2
+  echo "$s $label: $(env "$@" E2E_DEPTH=4096 timeout 150 $B $s 1 | grep -E 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
+}
+# llama.cpp beside it on the same file (the carried build, peer_up first): pp512 + tg128 at d0 /
+# d4096, then pp4096, every run
+llama_rows() {
+  echo "llama.cpp $1 (pp512, tg128 at d0 / d4096) runs:"
+  timeout 150 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$1.gguf -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r 3 -o jsonl 2>/dev/null | runs_of
+  echo "llama.cpp $1 pp4096 runs:"
+  timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$1.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 3 -o jsonl 2>/dev/null | runs_of
+}

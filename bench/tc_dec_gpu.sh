@@ -26,13 +26,8 @@ for s in ${SHAPES:-smollm2 1b}; do
   for r in 1 2; do
     for cfg in ${CFGS:-0,3 1,1 1,3}; do
       set -- ${cfg/,/ }
-      echo "$s TC=$1 DEC=$2: $(STRATA_CUDA_ATTN_TC=$1 STRATA_CUDA_ATTN_TC_DEC=$2 E2E_DEPTH=4096 timeout 150 $B $s 1 | grep -E 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
+      e2e_line "TC=$1 DEC=$2" $s STRATA_CUDA_ATTN_TC=$1 STRATA_CUDA_ATTN_TC_DEC=$2
     done
   done; t
-  if [ $P = 1 ]; then
-    echo "llama.cpp $s (pp512, tg128 at d0 / d4096; pp4096) runs:"
-    timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r 3 -o jsonl 2>/dev/null | runs_of
-    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 3 -o jsonl 2>/dev/null | runs_of
-    t
-  fi
+  if [ $P = 1 ]; then llama_rows $s; t; fi
 done

@@ -18,17 +18,9 @@ gb_unpack
 P=0; peer_up && P=1; echo "peer: $P"
 for s in ${SHAPES:-smollm2 1b}; do
   for r in 1 2; do
-    for tc in auto 0; do
-      echo "$s TC=$tc: $(STRATA_CUDA_ATTN_TC=$tc E2E_DEPTH=4096 timeout 150 $B $s 1 | grep -E 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
-    done
+    for tc in auto 0; do e2e_line "TC=$tc" $s STRATA_CUDA_ATTN_TC=$tc; done
   done; t
-  if [ $P = 1 ]; then
-    echo "llama.cpp $s (pp512, tg128 at d0 / d4096) runs:"
-    timeout 150 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r 3 -o jsonl 2>/dev/null | runs_of
-    echo "llama.cpp $s pp4096 runs:"
-    timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 3 -o jsonl 2>/dev/null | runs_of
-    t
-  fi
+  if [ $P = 1 ]; then llama_rows $s; t; fi
 done
 if [ "${MM:-0}" = 1 ]; then
   echo "== strata test_gpu_mm bench (m 4096, k 14336; TFLOPS at n 512 / 64 / 16)"

@@ -688,6 +688,23 @@ static size_t tc_dec_smem(int head_dim, int nch) {
 
 static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
 
+/* a launch's arguments (both entry points) */
+static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads,
+                            int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *part,
+                            float *out, void *act, int act_fmt) {
+    tc_args a;
+    memset(&a, 0, sizeof a);
+    a.q = q; a.kc = (const uint16_t *)kc; a.vc = (const uint16_t *)vc;
+    a.T = T; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
+    a.c = scale * 1.44269504088896341f;   /* scale * log2(e), rounded to float here */
+    a.window = window;
+    a.out = out; a.act = (uint8_t *)act;
+    a.arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
+    a.act_fmt = act_fmt;
+    a.part = part; a.nchp = tc_nch(n_ctx);
+    return a;
+}
+
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part) {
     if (!cuda_attention_tc_ok(head_dim, 0) || n_heads % n_kv_heads || n_heads / n_kv_heads > 16 || max_last < 0) return 0;
     return max_last < TC_DEC_NCH * TC_C ? (bits & 1) != 0 : (bits & 2) && have_part;
@@ -719,16 +736,8 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
                           void *act, int act_fmt, cudaStream_t st) {
     if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, 3, part != NULL) || max_last >= n_ctx) return -1;
-    tc_args a;
-    memset(&a, 0, sizeof a);
-    a.q = q; a.kc = (const uint16_t *)kc; a.vc = (const uint16_t *)vc;
-    a.T = 1; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
-    a.c = scale * 1.44269504088896341f;
-    a.window = window;
-    a.out = out; a.act = (uint8_t *)act;
-    a.arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
-    a.act_fmt = act_fmt;
-    a.part = part; a.nchp = tc_nch(n_ctx);
+    const tc_args a = tc_args_make(q, kc, vc, 1, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
+                                   out, act, act_fmt);
     tc_rope rp = { k, v, cs, n_rot, neox };
     const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
     return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, st) : tc_dec_launch<128>(a, rp, nch, split, st);
@@ -774,15 +783,8 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int
                       int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx, float *part,
                       float *out, void *act, int act_fmt, cudaStream_t st) {
     if (!cuda_attention_tc_ok(head_dim, 0) || n_heads % n_kv_heads) return -1;
-    tc_args a;
-    a.q = q; a.kc = (const uint16_t *)kc; a.vc = (const uint16_t *)vc;
-    a.T = T; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
-    a.c = scale * 1.44269504088896341f;
-    a.window = window;
-    a.out = out; a.act = (uint8_t *)act;
-    a.arb = act ? cuda_act_row_bytes(act_fmt, (int64_t)n_heads * head_dim) : 0;
-    a.act_fmt = act_fmt;
-    a.part = part; a.nchp = tc_nch(n_ctx);
+    const tc_args a = tc_args_make(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
+                                   out, act, act_fmt);
     const int ml = max_last >= 0 ? max_last : pos0 + T - 1;
     if (ml >= n_ctx) return -1;
     const int split = T <= TC_SPLIT_T && part != NULL;   /* either launch gives the same bits */
