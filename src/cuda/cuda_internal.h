@@ -191,15 +191,15 @@ size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx);
 int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads, int head_dim,
                       int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx, float *part,
                       float *out, void *act, int act_fmt, cudaStream_t st);
+/* the merge launch: 1 the partials' loads issued at once (STRATA_CUDA_ATTN_TC_DEC bit 4), 0 the
+ * walk; same bits (process-wide, set at backend creation) */
+void cuda_attention_tc_set_fold(int staged);
 /* its decode launches (T = 1, STRATA_CUDA_ATTN_TC_DEC): RoPE of q / k and the KV store folded
  * in (k, v: the column's rows, not rotated; cs: the RoPE table), the same bits as rope_qk_store +
  * cuda_attention_tc. Positions below 256 (max_last): one launch, the chunks merged in the CTA;
  * deeper: a CTA per chunk into part (cuda_attention_tc_scratch_floats), then the merge launch.
  * _ok: groups of <= 16 heads, bits (STRATA_CUDA_ATTN_TC_DEC) 1 for the first, 2 for the second,
  * and part given there */
-/* the merge launch: 1 the partials' loads issued at once (STRATA_CUDA_ATTN_TC_DEC bit 4), 0 the
- * walk; same bits (process-wide, set at backend creation) */
-void cuda_attention_tc_set_fold(int staged);
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,

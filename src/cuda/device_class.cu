@@ -28,7 +28,7 @@ static const class_row k_class_table[] = {
       "columns (one server client +3.3 %, MoE decode at 4,096 +5 %, wide passes unchanged); decode variants IQ3/IQ4/Q2_0 "
       "measured 4-19 % faster per MoE FFN block, IQ2 not faster (2026-12-02); Q6_K with aligned loads at T=1: matvec "
       "0.79x the time, 1.5B decode +1.0-2.2 % (2026-12-03); the tensor-core attention order faster on every measured "
-      "row (decode at depth 16 +3-9 %, at 4,096 +2-9 %, prompts of 512 +8-18 %, of 4,096 2.2-2.5x; 2026-12-04; "
+      "row (decode at depth 16 +3-9 %, at 4,096 +16-32 %, prompts of 512 +12-18 %, of 4,096 2.0-2.5x; 2026-12-04; "
       "docs/BENCHMARKS.md)" },
     { 10, 99, "blackwell", 1, 8, 1, 0, 0, "sm_90 PTX compiled by the driver; coop8 and PDL as on Hopper (not measured here); the CPU's attention order (the tensor-core order not measured there)" },
     { 0, 8, "pre-hopper", 0, 0, 0, 0, 0, "this build has sm_90 code only (make CUDA_ARCH=...)" },
