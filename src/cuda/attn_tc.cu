@@ -320,12 +320,10 @@ __global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
     }
 }
 
-/* the merge launch of T rows' partials (STRATA_CUDA_ATTN_TC_DEC bit 4: the staged kernel) */
-static int g_tc_fold_stage = 1;
-void cuda_attention_tc_set_fold(int staged) { g_tc_fold_stage = staged != 0; }
+/* the merge launch of T rows' partials (staged: STRATA_CUDA_ATTN_TC_DEC bit 4, the staged kernel) */
 template <int HD>
-static void tc_fold_launch(const tc_args &a, cudaStream_t st) {
-    if (g_tc_fold_stage) klaunch(attn_tc_fold_kernel<HD, 1>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
+static void tc_fold_launch(const tc_args &a, int staged, cudaStream_t st) {
+    if (staged) klaunch(attn_tc_fold_kernel<HD, 1>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
     else klaunch(attn_tc_fold_kernel<HD, 0>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
 }
 
@@ -711,7 +709,7 @@ int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_
 }
 
 template <int HD>
-static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split, cudaStream_t st) {
+static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split, int staged, cudaStream_t st) {
     static int attr = 0;
     if (!attr) {
         if (CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -727,20 +725,22 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
     }
     klaunch(attn_tc_dec_kernel<HD, 1>, dim3((unsigned)nch, (unsigned)a.n_kv_heads), TC_WARPS * 32, tc_dec_smem(HD, 1), st, a, rp);
     if (CU_LAUNCHED()) return -1;
-    tc_fold_launch<HD>(a, st);
+    tc_fold_launch<HD>(a, staged, st);
     return CU_LAUNCHED();
 }
 
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
-                          void *act, int act_fmt, cudaStream_t st) {
-    if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, 3, part != NULL) || max_last >= n_ctx) return -1;
+                          void *act, int act_fmt, int bits, cudaStream_t st) {
+    if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, bits, part != NULL) || max_last >= n_ctx) return -1;
     const tc_args a = tc_args_make(q, kc, vc, 1, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                                    out, act, act_fmt);
     tc_rope rp = { k, v, cs, n_rot, neox };
     const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
-    return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, st) : tc_dec_launch<128>(a, rp, nch, split, st);
+    const int staged = (bits & 4) != 0;
+    return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, staged, st)
+                          : tc_dec_launch<128>(a, rp, nch, split, staged, st);
 }
 
 int cuda_attention_tc_ok(int head_dim, int kv8) { return !kv8 && (head_dim == 64 || head_dim == 128); }
@@ -754,7 +754,7 @@ static size_t tc_smem(int head_dim, int nch) {
 }
 
 template <int HD>
-static int tc_launch(const tc_args &a, int max_last, int split, cudaStream_t st) {
+static int tc_launch(const tc_args &a, int max_last, int split, int staged, cudaStream_t st) {
     static int attr = 0;
     if (!attr) {
         if (CU_CHECK(cudaFuncSetAttribute(attn_tc_kernel<HD, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)) ||
@@ -768,7 +768,7 @@ static int tc_launch(const tc_args &a, int max_last, int split, cudaStream_t st)
         klaunch(attn_tc_kernel<HD, 1>, dim3((unsigned)nch, (unsigned)groups, (unsigned)a.n_kv_heads), TC_WARPS * 32,
                 tc_smem(HD, 1), st, a);
         if (CU_LAUNCHED()) return -1;
-        tc_fold_launch<HD>(a, st);
+        tc_fold_launch<HD>(a, staged, st);
         return CU_LAUNCHED();
     }
     /* the loop: a CTA's maxima for the chunks its rows span (at most those of max_last + 1
@@ -781,12 +781,12 @@ static int tc_launch(const tc_args &a, int max_last, int split, cudaStream_t st)
 
 int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads, int head_dim,
                       int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx, float *part,
-                      float *out, void *act, int act_fmt, cudaStream_t st) {
+                      float *out, void *act, int act_fmt, int fold_staged, cudaStream_t st) {
     if (!cuda_attention_tc_ok(head_dim, 0) || n_heads % n_kv_heads) return -1;
     const tc_args a = tc_args_make(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                                    out, act, act_fmt);
     const int ml = max_last >= 0 ? max_last : pos0 + T - 1;
     if (ml >= n_ctx) return -1;
     const int split = T <= TC_SPLIT_T && part != NULL;   /* either launch gives the same bits */
-    return head_dim == 64 ? tc_launch<64>(a, ml, split, st) : tc_launch<128>(a, ml, split, st);
+    return head_dim == 64 ? tc_launch<64>(a, ml, split, fold_staged, st) : tc_launch<128>(a, ml, split, fold_staged, st);
 }

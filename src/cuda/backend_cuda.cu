@@ -588,7 +588,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     /* T = 1: RoPE and the KV store inside the attention kernel (the tensor-core order: its
      * decode launches, STRATA_CUDA_ATTN_TC_DEC: below 256 positions one, deeper a CTA per chunk
      * and the merge launch) */
-    const int tc_dec = tc && c->fuse && T == 1 && c->attn_tc_dec &&
+    const int tc_dec = tc && c->fuse && T == 1 &&
                        cuda_attention_tc_dec_ok(H, KVH, HD, ml, c->attn_tc_dec, c->att_tc_part != NULL);
     const int folded = c->fuse && T == 1 && (!tc || tc_dec);
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
@@ -603,13 +603,13 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     }
     if (tc_dec) {
         if (cuda_attention_tc_dec(q, k, v, kc, vc, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
-                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->st))
+                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->attn_tc_dec, c->st))
             be_fail(c, "attention (tensor cores, decode)");
         return;
     }
     if (tc) {
         if (cuda_attention_tc(q, kc, vc, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
-                              af_o, c->st))
+                              af_o, c->attn_tc_dec & 4, c->st))
             be_fail(c, "attention (tensor cores)");
         return;
     }
@@ -681,7 +681,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             const size_t qo = (size_t)t0 * H * HD;
             rc = cuda_attention_tc(c->q + qo, kv->kc[l], kv->vc[l], S->n, H, KVH, HD, S->pos0, NULL, -1, hp->attn_scale, window,
                                    kv->n_ctx, c->att_tc_part, c->att + qo, af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL,
-                                   af_o, c->st);
+                                   af_o, c->attn_tc_dec & 4, c->st);
         }
         /* a sequence of more than 8 columns (a prompt's chunk riding in the pass) takes the
          * query tiles sharing K/V loads (attn_prompt.cu), as a pass of its own would; the
@@ -1290,8 +1290,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 7;
-    cuda_attention_tc_set_fold(c->attn_tc_dec & 4);   /* the merge launch's staged loads (same bits) */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 7;   /* bit 4 also picks the split path's merge */
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
