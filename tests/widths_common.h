@@ -27,10 +27,14 @@ static strata_model *wid_load(const char *path, strata_device dev) {
     return m;
 }
 
+/* the KV cache of wid_run's sessions (a test may set STRATA_KV_INT8) */
+static int wid_kv_type = STRATA_KV_F16;
+
 /* logits [(1 + WID_STEPS) * V]: after the prompt in passes of w, then after each greedy step */
 static int wid_run(strata_model *m, int w, float *out) {
     strata_session_params sp = strata_session_default_params();
     sp.n_ctx = 1024;
+    sp.kv_type = wid_kv_type;
     char err[512];
     strata_session *s = strata_session_new(m, &sp, err, sizeof err);
     if (!s) { fprintf(stderr, "session: %s\n", err); return -1; }

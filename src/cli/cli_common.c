@@ -39,7 +39,7 @@ static const cli_option options[] = {
       "acceptance (STRATA_SPEC_WINDOW); greedy output is unchanged (0: off)" },
     { OPT_DRAFT,    CMD_GEN,      "-md,--model-draft,--draft-model", "PATH", 's', 0, 0, "draft model of the same vocabulary for --spec" },
     { OPT_KV,       CMD_MODEL,    "--kv",       "T",   's', 0, 0,
-      "KV cache: f16 (default) or int8 (0.56x the memory, other bits; the same\non the CPU and the GPU)" },
+      "KV cache: f16 (default) or int8 (0.56x the memory, other bits)" },
     { OPT_GRAMMAR,  CMD_RUN,      "--grammar",               "GBNF", 's', 0, 0, "constrain the output to a GBNF grammar (@FILE: read it from FILE)" },
     { OPT_JSON_SCHEMA, CMD_RUN,   "--json-schema",           "SCHEMA", 's', 0, 0, "constrain the output to JSON of a JSON Schema (@FILE: read it from FILE)" },
     { OPT_CHAT,     CMD_RUN,      "--chat",             NULL,  0,  0, 0, "format the prompt with the model's chat template" },

@@ -78,7 +78,8 @@ static __device__ __forceinline__ uint32_t tc_pack(float lo, float hi) {
 /* the rows of a launch: row r of KV head kvh is query t = r / G, head kvh G + r % G */
 typedef struct tc_args {
     const float *q;
-    const uint16_t *kc, *vc;
+    const void *kc, *vc;  /* f16 rows, or int8 rows of act_q8_0 blocks (kv8) */
+    int kv8;
     int T, n_heads, n_kv_heads, pos0;
     const int *d_pos;     /* graph: the position of column 0 on the device, else NULL */
     float c;              /* scale * log2(e), rounded to float on the host */
@@ -95,16 +96,52 @@ static __device__ __forceinline__ int tc_first(int last, int window) {
     return window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
 }
 
+/* An int8 cache's block of 32 values (act_q8_0 words: d, then the codes four a word) into 32
+ * halves of a tile row: f16(d * (float)q), the product rounded to float (the CPU's
+ * q8_to_f32_row value), then to f16 (nearest even): the values the order's MMAs take from an
+ * int8 cache, as an f16 cache gives them its stored halves. blk: global or shared memory. */
+static __device__ __forceinline__ void tc_q8_block(__half *dst, const uint32_t *blk) {
+    const float d = __uint_as_float(blk[0]);
+#pragma unroll
+    for (int w = 0; w < 8; w += 2) {
+        const uint32_t c0 = blk[1 + w], c1 = blk[2 + w];
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = __fmul_rn(d, (float)(int8_t)(c0 >> (8 * i)));
+            v[4 + i] = __fmul_rn(d, (float)(int8_t)(c1 >> (8 * i)));
+        }
+        *(uint4 *)(dst + 4 * w) = make_uint4(tc_pack(v[0], v[1]), tc_pack(v[2], v[3]), tc_pack(v[4], v[5]), tc_pack(v[6], v[7]));
+    }
+}
+static __device__ __forceinline__ void tc_zero32(__half *dst) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) *(uint4 *)(dst + 8 * i) = make_uint4(0, 0, 0, 0);
+}
+
 /* a chunk's K or V rows of one KV head into a tile [TC_C][HD + TC_PAD] (halves); positions past
- * pmax zero-filled. No barrier. */
+ * pmax zero-filled. f16 rows by cp.async (tc_cp_wait before use), int8 rows (kv8) converted by
+ * tc_q8_block. No barrier. */
 template <int HD>
-static __device__ __forceinline__ void tc_tile_load(__half *tile, const uint16_t *cache, int j, int pmax, int kvh,
+static __device__ __forceinline__ void tc_tile_load(__half *tile, const void *cache, int kv8, int j, int pmax, int kvh,
                                                     int n_kv_heads) {
+    if (kv8) {
+        constexpr int NB = HD / 32, W = NB * KV_Q8_WORDS;   /* blocks, words a row */
+        const uint32_t *cw = (const uint32_t *)cache;
+        for (int i = threadIdx.x; i < TC_C * NB; i += TC_WARPS * 32) {
+            const int r = i / NB, b = i % NB, p = j * TC_C + r;
+            __half *dst = tile + r * (HD + TC_PAD) + b * 32;
+            if (p <= pmax) tc_q8_block(dst, cw + ((size_t)p * n_kv_heads + kvh) * W + b * KV_Q8_WORDS);
+            else tc_zero32(dst);
+        }
+        return;
+    }
     constexpr int PR = HD / 8;   /* 16-byte pieces a row */
+    const uint16_t *ch = (const uint16_t *)cache;
     for (int i = threadIdx.x; i < TC_C * PR; i += TC_WARPS * 32) {
         const int r = i / PR, pc = i % PR, p = j * TC_C + r;
         __half *dst = tile + r * (HD + TC_PAD) + pc * 8;
-        if (p <= pmax) tc_cp16(dst, cache + ((size_t)p * n_kv_heads + kvh) * HD + pc * 8);
+        if (p <= pmax) tc_cp16(dst, ch + ((size_t)p * n_kv_heads + kvh) * HD + pc * 8);
         else *(uint4 *)dst = make_uint4(0, 0, 0, 0);
     }
 }
@@ -358,7 +395,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
     const int j0 = SPLIT ? blockIdx.x : jlo, j1 = SPLIT ? blockIdx.x : jhi;
     /* pass 1: the maxima */
     for (int j = j0; j <= j1; j++) {
-        tc_tile_load<HD>(kt, a.kc, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(kt, a.kc, a.kv8, j, pmax, kvh, a.n_kv_heads);
         tc_cp_wait();
         __syncthreads();
         float mx[2] = { -INFINITY, -INFINITY };
@@ -382,8 +419,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
         for (int e = 0; e < 4; e++) O[n][e] = 0.0f;
     /* pass 2 */
     for (int j = j0; j <= j1; j++) {
-        tc_tile_load<HD>(kt, a.kc, j, pmax, kvh, a.n_kv_heads);
-        tc_tile_load<HD>(vt, a.vc, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(kt, a.kc, a.kv8, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(vt, a.vc, a.kv8, j, pmax, kvh, a.n_kv_heads);
         tc_cp_wait();
         __syncthreads();
         if (j >= wlo && j <= whi) {
@@ -480,7 +517,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     float *sc = (float *)(tiles + 2 * NCH * TR);   /* [step][8 values][lane] */
     uint4 *pf = (uint4 *)(sc + (TC_C / 16) * 8 * 32);      /* [step][lane]: p's A fragment */
     float *qs = (float *)(pf + (TC_C / 16) * 32);           /* [G][HD]: q rotated */
-    uint16_t *kl = (uint16_t *)(qs + 16 * HD), *vl = kl + HD;   /* the position's rows (f16) */
+    uint16_t *kl = (uint16_t *)(qs + 16 * HD), *vl = kl + HD;   /* the position's rows (f16; int8: 2 W8 words from kl) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3, g = lane >> 2;
     const int G = a.n_heads / a.n_kv_heads, kvh = SPLIT ? blockIdx.y : blockIdx.x;
     const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, f0 = tc_first(P0, a.window);
@@ -489,10 +526,22 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     const int j0 = SPLIT ? (int)blockIdx.x : jf, j1 = SPLIT ? (int)blockIdx.x : jl;
     const bool idle = SPLIT && (j0 < jf || j0 > jl);
     uint16_t *kc = (uint16_t *)a.kc, *vc = (uint16_t *)a.vc;
-    /* the tiles' rows before the position (complete before the launch ahead of this one) */
+    constexpr int NB = HD / 32, W8 = NB * KV_Q8_WORDS;   /* an int8 row: blocks, words */
+    /* the tiles' rows before the position (complete before the launch ahead of this one): f16
+     * rows by cp.async, int8 rows converted (tc_q8_block) */
     constexpr int PR = HD / 8;
     for (int j = j0; j <= j1 && !idle; j++) {
         __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
+        if (a.kv8) {
+            for (int i = threadIdx.x; i < TC_C * NB; i += TC_WARPS * 32) {
+                const int r = i / NB, b = i % NB, p = j * TC_C + r;
+                const size_t off = ((size_t)p * a.n_kv_heads + kvh) * W8 + b * KV_Q8_WORDS;
+                __half *dk = kt + r * (HD + TC_PAD) + b * 32, *dv = vt + r * (HD + TC_PAD) + b * 32;
+                if (p < P0) { tc_q8_block(dk, (const uint32_t *)a.kc + off); tc_q8_block(dv, (const uint32_t *)a.vc + off); }
+                else if (p > P0) { tc_zero32(dk); tc_zero32(dv); }
+            }
+            continue;
+        }
         for (int i = threadIdx.x; i < TC_C * PR; i += TC_WARPS * 32) {
             const int r = i / PR, pc = i % PR, p = j * TC_C + r;
             const size_t off = ((size_t)p * a.n_kv_heads + kvh) * HD + pc * 8;
@@ -522,18 +571,33 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
             const int h = idx / rest, jd = rp.n_rot + idx % rest;
             qs[h * HD + jd] = qg[(size_t)h * HD + jd];
         }
-        for (int i = threadIdx.x; holds && i < half; i += TC_WARPS * 32) {
-            float o1, o2;
-            int ia, ib;
-            rope_pair(ks, i, rp.n_rot, rp.neox, cs[2 * i], cs[2 * i + 1], &o1, &o2, &ia, &ib);
-            kl[ia] = __half_as_ushort(__float2half_rn(o1));
-            kl[ib] = __half_as_ushort(__float2half_rn(o2));
+        if (a.kv8) {   /* int8: k rotated and v quantized (kv8_rows: rope_qk_store_q8_kernel's bytes) */
+            if (holds) kv8_rows(ks, vs, cs, rp.n_rot, rp.neox, HD, (uint32_t *)kl, (uint32_t *)kl + W8);
+        } else {
+            for (int i = threadIdx.x; holds && i < half; i += TC_WARPS * 32) {
+                float o1, o2;
+                int ia, ib;
+                rope_pair(ks, i, rp.n_rot, rp.neox, cs[2 * i], cs[2 * i + 1], &o1, &o2, &ia, &ib);
+                kl[ia] = __half_as_ushort(__float2half_rn(o1));
+                kl[ib] = __half_as_ushort(__float2half_rn(o2));
+            }
+            for (int jd = rp.n_rot + threadIdx.x; holds && jd < HD; jd += TC_WARPS * 32) kl[jd] = __half_as_ushort(__float2half_rn(ks[jd]));
+            for (int jd = threadIdx.x; holds && jd < HD; jd += TC_WARPS * 32) vl[jd] = __half_as_ushort(__float2half_rn(vs[jd]));
         }
-        for (int jd = rp.n_rot + threadIdx.x; holds && jd < HD; jd += TC_WARPS * 32) kl[jd] = __half_as_ushort(__float2half_rn(ks[jd]));
-        for (int jd = threadIdx.x; holds && jd < HD; jd += TC_WARPS * 32) vl[jd] = __half_as_ushort(__float2half_rn(vs[jd]));
     }
     __syncthreads();
-    if (holds) {   /* the position's rows: into the cache and into its chunk's tiles */
+    if (holds && a.kv8) {   /* the position's int8 rows: into the cache (words) and, converted, into the tiles */
+        const uint32_t *klw = (const uint32_t *)kl, *vlw = klw + W8;
+        const size_t off = ((size_t)P0 * a.n_kv_heads + kvh) * W8;
+        __half *kt = tiles + 2 * (j1 - j0) * TR, *vt = kt + TR;
+        const int r = P0 - j1 * TC_C;
+        for (int i = threadIdx.x; i < W8; i += TC_WARPS * 32) {
+            ((uint32_t *)a.kc)[off + i] = klw[i];
+            ((uint32_t *)a.vc)[off + i] = vlw[i];
+        }
+        for (int b = threadIdx.x; b < 2 * NB; b += TC_WARPS * 32)
+            tc_q8_block((b < NB ? kt : vt) + r * (HD + TC_PAD) + (b % NB) * 32, (b < NB ? klw : vlw) + (b % NB) * KV_Q8_WORDS);
+    } else if (holds) {   /* the position's rows: into the cache and into its chunk's tiles */
         const size_t off = ((size_t)P0 * a.n_kv_heads + kvh) * HD;
         __half *kt = tiles + 2 * (j1 - j0) * TR, *vt = kt + TR;
         const int r = P0 - j1 * TC_C;
@@ -687,12 +751,12 @@ static size_t tc_dec_smem(int head_dim, int nch) {
 static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
 
 /* a launch's arguments (both entry points) */
-static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads,
+static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                             int head_dim, int pos0, const int *d_pos, float scale, int window, int n_ctx, float *part,
                             float *out, void *act, int act_fmt) {
     tc_args a;
     memset(&a, 0, sizeof a);
-    a.q = q; a.kc = (const uint16_t *)kc; a.vc = (const uint16_t *)vc;
+    a.q = q; a.kc = kc; a.vc = vc; a.kv8 = kv8 ? 1 : 0;
     a.T = T; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
     a.c = scale * 1.44269504088896341f;   /* scale * log2(e), rounded to float here */
     a.window = window;
@@ -704,7 +768,7 @@ static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int 
 }
 
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part) {
-    if (!cuda_attention_tc_ok(head_dim, 0) || n_heads % n_kv_heads || n_heads / n_kv_heads > 16 || max_last < 0) return 0;
+    if (!cuda_attention_tc_ok(head_dim, 1) || n_heads % n_kv_heads || n_heads / n_kv_heads > 16 || max_last < 0) return 0;
     return max_last < TC_DEC_NCH * TC_C ? (bits & 1) != 0 : (bits & 2) && have_part;
 }
 
@@ -729,12 +793,12 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
     return CU_LAUNCHED();
 }
 
-int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int n_heads,
+int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
                           void *act, int act_fmt, int bits, cudaStream_t st) {
     if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, bits, part != NULL) || max_last >= n_ctx) return -1;
-    const tc_args a = tc_args_make(q, kc, vc, 1, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
+    const tc_args a = tc_args_make(q, kc, vc, kv8, 1, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                                    out, act, act_fmt);
     tc_rope rp = { k, v, cs, n_rot, neox };
     const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
@@ -743,7 +807,8 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
                           : tc_dec_launch<128>(a, rp, nch, split, staged, st);
 }
 
-int cuda_attention_tc_ok(int head_dim, int kv8) { return !kv8 && (head_dim == 64 || head_dim == 128); }
+/* f16 or int8 caches (an int8 row's blocks of 32 never straddle a head at these sizes) */
+int cuda_attention_tc_ok(int head_dim, int kv8) { (void)kv8; return head_dim == 64 || head_dim == 128; }
 
 size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx) {
     return (size_t)TC_SPLIT_T * n_heads * tc_nch(n_ctx) * (head_dim + 2);
@@ -779,11 +844,11 @@ static int tc_launch(const tc_args &a, int max_last, int split, int staged, cuda
     return CU_LAUNCHED();
 }
 
-int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads, int head_dim,
-                      int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx, float *part,
-                      float *out, void *act, int act_fmt, int fold_staged, cudaStream_t st) {
-    if (!cuda_attention_tc_ok(head_dim, 0) || n_heads % n_kv_heads) return -1;
-    const tc_args a = tc_args_make(q, kc, vc, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
+int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
+                      int head_dim, int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx,
+                      float *part, float *out, void *act, int act_fmt, int fold_staged, cudaStream_t st) {
+    if (!cuda_attention_tc_ok(head_dim, kv8) || n_heads % n_kv_heads) return -1;
+    const tc_args a = tc_args_make(q, kc, vc, kv8, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                                    out, act, act_fmt);
     const int ml = max_last >= 0 ? max_last : pos0 + T - 1;
     if (ml >= n_ctx) return -1;

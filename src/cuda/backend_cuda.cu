@@ -229,6 +229,7 @@ typedef struct {
     float *att_tc_part;         /* STRATA_CUDA_ATTN_TC: the split launch's partials (attn_tc.cu) */
     int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
     int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
+    int attn_tc_kv8;            /* STRATA_CUDA_ATTN_TC_KV8: int8 caches take the order too */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
     float *mm_ws;               /* device: the split matmul's partials (CUDA_MM_WS_FLOATS, mm.cu) */
@@ -563,6 +564,12 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     if (!table || cuda_embed(table, type, te->n_in, c->d_ids, b->T, c->x, c->hp.embd_scale, c->st)) be_fail(c, "embed");
 }
 
+/* the tensor-core order for a cache of this format: STRATA_CUDA_ATTN_TC (the device table), and
+ * for an int8 cache STRATA_CUDA_ATTN_TC_KV8 */
+static int attn_tc_on(const cuda_be *c, int head_dim, int kv8) {
+    return c->attn_tc && (!kv8 || c->attn_tc_kv8) && cuda_attention_tc_ok(head_dim, kv8);
+}
+
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
 static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const hparams *hp = &c->hp;
@@ -579,8 +586,8 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const float *cs = L->sliding ? c->rope_local : c->rope_global;
     const float scale = hp->attn_scale;
     const int window = L->sliding ? hp->sliding_window : 0;
-    /* STRATA_CUDA_ATTN_TC: the tensor-core order (attn_tc.cu) for every width of an f16 cache */
-    const int tc = c->attn_tc && cuda_attention_tc_ok(HD, kv8);
+    /* STRATA_CUDA_ATTN_TC: the tensor-core order (attn_tc.cu) for every width */
+    const int tc = attn_tc_on(c, HD, kv8);
     /* a graph's launch reads the position on the device: the largest it can be (class 0, the
      * step recorded at positions within the first chunk, is replayed only there) */
     const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
@@ -602,13 +609,13 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
             be_fail(c, "rope, kv store");
     }
     if (tc_dec) {
-        if (cuda_attention_tc_dec(q, k, v, kc, vc, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
+        if (cuda_attention_tc_dec(q, k, v, kc, vc, kv8, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
                                   hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->attn_tc_dec, c->st))
             be_fail(c, "attention (tensor cores, decode)");
         return;
     }
     if (tc) {
-        if (cuda_attention_tc(q, kc, vc, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
+        if (cuda_attention_tc(q, kc, vc, kv8, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
                               af_o, c->attn_tc_dec & 4, c->st))
             be_fail(c, "attention (tensor cores)");
         return;
@@ -674,12 +681,12 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         const size_t arb = af_o >= 0 ? cuda_act_row_bytes(af_o, (int64_t)H * HD) : 0;
         /* STRATA_CUDA_ATTN_TC: each sequence's columns by the tensor-core launch (its bits do not
          * depend on the launch's other rows, so a launch per sequence gives a pass's bits) */
-        const int tc = c->attn_tc && cuda_attention_tc_ok(HD, c->cols_kv8);
+        const int tc = attn_tc_on(c, HD, c->cols_kv8);
         for (int s = 0, t0 = 0; tc && s < b->n_seq && !rc; t0 += b->seq[s].n, s++) {
             const fwd_seq *S = &b->seq[s];
             const cuda_kv *kv = (const cuda_kv *)S->kv;
             const size_t qo = (size_t)t0 * H * HD;
-            rc = cuda_attention_tc(c->q + qo, kv->kc[l], kv->vc[l], S->n, H, KVH, HD, S->pos0, NULL, -1, hp->attn_scale, window,
+            rc = cuda_attention_tc(c->q + qo, kv->kc[l], kv->vc[l], kv->kv8, S->n, H, KVH, HD, S->pos0, NULL, -1, hp->attn_scale, window,
                                    kv->n_ctx, c->att_tc_part, c->att + qo, af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL,
                                    af_o, c->attn_tc_dec & 4, c->st);
         }
@@ -1291,6 +1298,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
     c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 7;   /* bit 4 also picks the split path's merge */
+    c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
@@ -1330,7 +1338,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
          * the tensor-core order's partials only when it is on (a sequence whose cache it serves
          * without them takes its loop launch: the same bits) */
         const size_t tcb = cuda_attention_tc_scratch_floats(hp->n_heads, hp->head_dim, n_ctx) * sizeof(float);
-        if (c->attn_tc && cuda_attention_tc_ok(hp->head_dim, c->kv.kv8) &&
+        if (c->attn_tc && cuda_attention_tc_ok(hp->head_dim, 0) &&
             cuda_dev_alloc_named((void **)&c->att_tc_part, tcb, "the tensor-core attention's partials", err, errlen))
             goto fail;
         if (cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||

@@ -182,17 +182,18 @@ int cuda_attention_qtile(const float *q, const void *kc, const void *vc, int kv8
                          cudaStream_t st);
 size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx);
 /* attn_tc.cu: the tensor-core attention (the default on Hopper, STRATA_CUDA_ATTN_TC; the GPU's
- * own order, not the CPU's bits; batch-invariant): _ok whether a cache qualifies (f16, head_dim
- * 64 or 128); the rows' RoPE and KV store done before it. part: cuda_attention_tc_scratch_floats
+ * own order, not the CPU's bits; batch-invariant): _ok whether a cache qualifies (head_dim 64 or
+ * 128; f16 or int8 (kv8: act_q8_0 rows, whose values enter the tiles as f16(d * q))); the rows'
+ * RoPE and KV store done before it. part: cuda_attention_tc_scratch_floats
  * floats (the split launch of passes of at most 8 columns), or NULL (every pass by the loop
  * launch: the same bits); max_last: the largest position of the launch's columns (a graph's
  * bound), or -1; fold_staged: the split launch's merge with its loads issued at once
  * (STRATA_CUDA_ATTN_TC_DEC bit 4) or walking the chunks (0; same bits) */
 int cuda_attention_tc_ok(int head_dim, int kv8);
 size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx);
-int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int n_heads, int n_kv_heads, int head_dim,
-                      int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx, float *part,
-                      float *out, void *act, int act_fmt, int fold_staged, cudaStream_t st);
+int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
+                      int head_dim, int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx,
+                      float *part, float *out, void *act, int act_fmt, int fold_staged, cudaStream_t st);
 /* its decode launches (T = 1, STRATA_CUDA_ATTN_TC_DEC): RoPE of q / k and the KV store folded
  * in (k, v: the column's rows, not rotated; cs: the RoPE table), the same bits as rope_qk_store +
  * cuda_attention_tc. Positions below 256 (max_last): one launch, the chunks merged in the CTA;
@@ -200,7 +201,7 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int T, int
  * bits (STRATA_CUDA_ATTN_TC_DEC): 1 the first, 2 the second, 4 its merge's loads at once;
  * _ok: groups of <= 16 heads, the bit for max_last set, and part given for the second */
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
-int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int n_heads,
+int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
                           void *act, int act_fmt, int bits, cudaStream_t st);

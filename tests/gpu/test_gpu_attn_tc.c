@@ -19,7 +19,10 @@
  *     the argmax. A layout or masking bug shows as KL of order 1; rounding q and p to f16 and
  *     the MMA's sums leave ~3e-5 on these models;
  *   - with STRATA_TC_REAL=file.gguf (the real SmolLM2), the same figures on real chat prompts
- *     (tc_real). */
+ *     (tc_real);
+ *   - all of the above with int8 caches too (STRATA_CUDA_ATTN_TC_KV8, default 1: their values
+ *     enter the tiles as f16(d * q)), against the CPU's int8 cache; and with
+ *     STRATA_CUDA_ATTN_TC_KV8=0 the int8 cache keeps the CPU's order: the CPU's bits, memcmp. */
 #include "test.h"
 #include "widths_common.h"
 #include "core/env.h"
@@ -47,7 +50,7 @@ static void tc_graph(strata_model *mg, int V, int np, const char *name) {
     for (int i = 0; i < 300; i++) ids[i] = (int32_t)(3 + (i * 4241 + 17) % (V - 3));
     int32_t a[40], b[40];
     strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = 1024;
+    sp.n_ctx = 1024; sp.kv_type = wid_kv_type;
     strata_session *s = strata_session_new(mg, &sp, err, sizeof err);
     REQUIRE(s, "session: %s", err);
     CHECK(strata_session_eval(s, ids, np) == 0);
@@ -80,7 +83,7 @@ static void tc_batch(strata_model *mg, int V, const char *name) {
     static int32_t pr[1000];
     strata_session *bat[NS] = { 0 }, *solo[NS] = { 0 };
     strata_session_params sp = strata_session_default_params();
-    sp.n_ctx = 1024;
+    sp.n_ctx = 1024; sp.kv_type = wid_kv_type;
     char err[512];
     int ok = 1;
     for (int i = 0; i < NS && ok; i++) {
@@ -128,7 +131,7 @@ static void tc_spec(strata_model *mg, int V, const char *name) {
     char err[512];
     for (int k = 0; k < 3; k++) {
         strata_session_params sp = strata_session_default_params();
-        sp.n_ctx = 1024; sp.spec_draft = specs[k];
+        sp.n_ctx = 1024; sp.spec_draft = specs[k]; sp.kv_type = wid_kv_type;
         strata_session *s = strata_session_new(mg, &sp, err, sizeof err);
         REQUIRE(s, "session: %s", err);
         got[k].n = 0;
@@ -146,10 +149,13 @@ static void tc_spec(strata_model *mg, int V, const char *name) {
                "%s: --spec %d: greedy ids differ from --spec 0", name, specs[k]);
 }
 
-static void tc_model(const char *name, int arch, int head_dim, int n_heads, int window) {
+/* kv: the sessions' cache (STRATA_KV_INT8: its values enter the order's tiles as f16(d * q);
+ * the reference is then the CPU's int8 cache, and STRATA_CUDA_ATTN_TC_KV8=0 must give its bits) */
+static void tc_model(const char *name, int arch, int head_dim, int n_heads, int window, int kv) {
     char path[256], err[512];
     snprintf(path, sizeof path, "/tmp/strata-gpu-attn-tc-%s.gguf", name);
     REQUIRE(synth_tc(path, arch, head_dim, n_heads, window, err, sizeof err) == 0, "synth: %s", err);
+    wid_kv_type = kv;
     setenv("STRATA_CUDA_ATTN_TC", "1", 1);
     env_reset_cache();
     strata_model *mc = wid_load(path, STRATA_DEVICE_CPU), *mg = wid_load(path, STRATA_DEVICE_CUDA);
@@ -196,6 +202,54 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     strata_model_free(m0);
     unsetenv("STRATA_CUDA_ATTN_TC_DEC");
     env_reset_cache();
+    if (kv == STRATA_KV_INT8) {
+        /* STRATA_CUDA_ATTN_TC_KV8=0: the int8 cache keeps the CPU's order: the logits of
+         * STRATA_CUDA_ATTN_TC=0, memcmp; on the llama shapes those are the CPU's bits too (for
+         * the synthetic gemma3 the count against the CPU is printed, with its f16 count below) */
+        float *p0 = malloc(n * sizeof(float));
+        REQUIRE(p0, "alloc");
+        setenv("STRATA_CUDA_ATTN_TC", "0", 1);
+        env_reset_cache();
+        strata_model *mp = wid_load(path, STRATA_DEVICE_CUDA);
+        REQUIRE(mp, "load (TC=0)");
+        CHECK(wid_run(mp, 64, p0) == 0);
+        strata_model_free(mp);
+        setenv("STRATA_CUDA_ATTN_TC", "1", 1);
+        setenv("STRATA_CUDA_ATTN_TC_KV8", "0", 1);
+        env_reset_cache();
+        strata_model *m8 = wid_load(path, STRATA_DEVICE_CUDA);
+        REQUIRE(m8, "load (TC_KV8=0)");
+        memset(got, 0, n * sizeof(float));
+        CHECK(wid_run(m8, 64, got) == 0);
+        int bad8 = 0, badc = 0;
+        for (size_t j = 0; j < n; j++) { bad8 += memcmp(&p0[j], &got[j], 4) != 0; badc += memcmp(&ref[j], &got[j], 4) != 0; }
+        printf("%-12s STRATA_CUDA_ATTN_TC_KV8=0: %d of %zu logits differ from STRATA_CUDA_ATTN_TC=0's, %d from the CPU's int8 cache\n",
+               name, bad8, n, badc);
+        CHECKF(bad8 == 0, "%s: STRATA_CUDA_ATTN_TC_KV8=0: %d of %zu logits differ from STRATA_CUDA_ATTN_TC=0's", name, bad8, n);
+        if (arch == ARCH_LLAMA)
+            CHECKF(badc == 0, "%s: STRATA_CUDA_ATTN_TC_KV8=0: %d of %zu logits differ from the CPU's int8 cache", name, badc, n);
+        strata_model_free(m8);
+        free(p0);
+        unsetenv("STRATA_CUDA_ATTN_TC_KV8");
+        env_reset_cache();
+    }
+    if (arch == ARCH_GEMMA3) {   /* the synthetic gemma3 in the CPU's order on both: how many logits differ (printed) */
+        float *p0 = malloc(n * sizeof(float));
+        REQUIRE(p0, "alloc");
+        setenv("STRATA_CUDA_ATTN_TC", "0", 1);
+        env_reset_cache();
+        strata_model *mp = wid_load(path, STRATA_DEVICE_CUDA);
+        REQUIRE(mp, "load (TC=0)");
+        CHECK(wid_run(mp, 64, p0) == 0);
+        int badc = 0;
+        for (size_t j = 0; j < n; j++) badc += memcmp(&ref[j], &p0[j], 4) != 0;
+        printf("%-12s STRATA_CUDA_ATTN_TC=0 (the CPU's order) vs CPU: %d of %zu logits differ (first row KL %.3e)\n", name,
+               badc, n, div_kl(ref, p0, V));
+        strata_model_free(mp);
+        free(p0);
+        setenv("STRATA_CUDA_ATTN_TC", "1", 1);
+        env_reset_cache();
+    }
     /* graph decode (device position) vs eager steps, past the first 256 positions and within
      * them (the decode launch's graph class) */
     tc_graph(mg, V, 300, name);
@@ -206,6 +260,7 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     strata_model_free(mg); strata_model_free(mc);
     unsetenv("STRATA_CUDA_ATTN_TC");
     env_reset_cache();
+    wid_kv_type = STRATA_KV_F16;
 }
 
 /* STRATA_TC_REAL=file.gguf (the real SmolLM2-135M-Instruct, head_dim 64): the contract's
@@ -236,10 +291,14 @@ static void tc_real(const char *path) {
 int main(void) {
     (void)wid_synth;
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
-    tc_model("llama-hd64", ARCH_LLAMA, 64, 8, 0);
-    tc_model("llama-hd128", ARCH_LLAMA, 128, 4, 0);
-    tc_model("llama-hd64-g12", ARCH_LLAMA, 64, 24, 0);   /* 12 heads a KV head: rows g + 8 of a warp too */
-    tc_model("gemma3-w200", ARCH_GEMMA3, 128, 4, 200);
+    tc_model("llama-hd64", ARCH_LLAMA, 64, 8, 0, STRATA_KV_F16);
+    tc_model("llama-hd128", ARCH_LLAMA, 128, 4, 0, STRATA_KV_F16);
+    tc_model("llama-hd64-g12", ARCH_LLAMA, 64, 24, 0, STRATA_KV_F16);   /* 12 heads a KV head: rows g + 8 of a warp too */
+    tc_model("gemma3-w200", ARCH_GEMMA3, 128, 4, 200, STRATA_KV_F16);
+    /* int8 caches (STRATA_CUDA_ATTN_TC_KV8, default 1) */
+    tc_model("llama-hd64-kv8", ARCH_LLAMA, 64, 8, 0, STRATA_KV_INT8);
+    tc_model("llama-hd128-kv8", ARCH_LLAMA, 128, 4, 0, STRATA_KV_INT8);
+    tc_model("gemma3-w200-kv8", ARCH_GEMMA3, 128, 4, 200, STRATA_KV_INT8);
     if (getenv("STRATA_TC_REAL")) tc_real(getenv("STRATA_TC_REAL"));
     TEST_DONE();
 }
