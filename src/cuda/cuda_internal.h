@@ -198,7 +198,8 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, i
  * in (k, v: the column's rows, not rotated; cs: the RoPE table), the same bits as rope_qk_store +
  * cuda_attention_tc. Positions below 256 (max_last): one launch, the chunks merged in the CTA;
  * deeper: a CTA per chunk into part (cuda_attention_tc_scratch_floats), then the merge launch.
- * bits (STRATA_CUDA_ATTN_TC_DEC): 1 the first, 2 the second, 4 its merge's loads at once;
+ * bits (STRATA_CUDA_ATTN_TC_DEC): 1 the first, 2 the second, 4 its merge's loads at once, 8 the
+ * second's int8 rows copied by cp.async all at once, then converted (before the wait either way);
  * _ok: groups of <= 16 heads, the bit for max_last set, and part given for the second */
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,

@@ -12,7 +12,8 @@
  *   - sessions sharing passes (strata_sessions_step) give each session's logits alone, and
  *     speculation (--spec 4, 7: verify windows) gives --spec 0's greedy ids;
  *   - the decode launch (STRATA_CUDA_ATTN_TC_DEC, one column at positions below 256, RoPE and
- *     the KV store folded in) gives the split launch's logits, memcmp (and the passes of 1
+ *     the KV store folded in) gives the split launch's logits, memcmp (int8 caches: with its bit
+ *     8, the rows staged by cp.async, and without) (and the passes of 1
  *     column above take it below 256: the widths compare it with the loop launch);
  *   - closeness to the CPU's order (the divergence, printed for docs/KERNELS.md): the logits
  *     after the prompt, mean KL(CPU || GPU) over the vocabulary, the largest |difference|, and
@@ -200,6 +201,19 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     CHECKF(bad0 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=0: %d of %zu logits differ from the decode launch's", name, bad0, n);
     tc_graph(m0, V, 20, name);
     strata_model_free(m0);
+    if (kv == STRATA_KV_INT8) {   /* bit 8 off: the int8 rows loaded and converted before the wait: the same logits */
+        setenv("STRATA_CUDA_ATTN_TC_DEC", "7", 1);
+        env_reset_cache();
+        strata_model *m7 = wid_load(path, STRATA_DEVICE_CUDA);
+        REQUIRE(m7, "load (TC_DEC=7)");
+        memset(got, 0, n * sizeof(float));
+        CHECK(wid_run(m7, 1, got) == 0);
+        int bad7 = 0;
+        for (size_t j = 0; j < n; j++) bad7 += memcmp(&g1[j], &got[j], 4) != 0;
+        CHECKF(bad7 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=7: %d of %zu logits differ from the default's", name, bad7, n);
+        tc_graph(m7, V, 300, name);
+        strata_model_free(m7);
+    }
     unsetenv("STRATA_CUDA_ATTN_TC_DEC");
     env_reset_cache();
     if (kv == STRATA_KV_INT8) {
