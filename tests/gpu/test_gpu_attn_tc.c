@@ -150,6 +150,25 @@ static void tc_spec(strata_model *mg, int V, const char *name) {
                "%s: --spec %d: greedy ids differ from --spec 0", name, specs[k]);
 }
 
+/* var=val (left set: the caller unsets it), path loaded on the GPU, the widths prompt run in
+ * passes of w into out[n]; returns the model (NULL: the load failed, reported) */
+static strata_model *tc_load_run(const char *path, const char *var, const char *val, int w, float *out, size_t n) {
+    setenv(var, val, 1);
+    env_reset_cache();
+    strata_model *m = wid_load(path, STRATA_DEVICE_CUDA);
+    REQUIRE(m, "load (%s=%s)", var, val);
+    memset(out, 0, n * sizeof(float));
+    if (m) CHECK(wid_run(m, w, out) == 0);
+    return m;
+}
+
+/* logits of a and b (n each) whose bits differ */
+static int tc_ndiff(const float *a, const float *b, size_t n) {
+    int bad = 0;
+    for (size_t j = 0; j < n; j++) bad += memcmp(&a[j], &b[j], 4) != 0;
+    return bad;
+}
+
 /* kv: the sessions' cache (STRATA_KV_INT8: its values enter the order's tiles as f16(d * q);
  * the reference is then the CPU's int8 cache, and STRATA_CUDA_ATTN_TC_KV8=0 must give its bits) */
 static void tc_model(const char *name, int arch, int head_dim, int n_heads, int window, int kv) {
@@ -190,80 +209,44 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     CHECKF(dmax > 0, "%s: the tensor-core order gave the CPU's bits exactly (is it on?)", name);
     /* the decode launch (STRATA_CUDA_ATTN_TC_DEC, default 1: the passes of 1 column at positions
      * below 256 above took it) against the split launch after the RoPE launch: the same logits */
-    setenv("STRATA_CUDA_ATTN_TC_DEC", "0", 1);
-    env_reset_cache();
-    strata_model *m0 = wid_load(path, STRATA_DEVICE_CUDA);
-    REQUIRE(m0, "load (TC_DEC=0)");
-    memset(got, 0, n * sizeof(float));
-    CHECK(wid_run(m0, 1, got) == 0);
-    int bad0 = 0;
-    for (size_t j = 0; j < n; j++) bad0 += memcmp(&g1[j], &got[j], 4) != 0;
+    strata_model *m0 = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", "0", 1, got, n);
+    const int bad0 = tc_ndiff(g1, got, n);
     CHECKF(bad0 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=0: %d of %zu logits differ from the decode launch's", name, bad0, n);
-    tc_graph(m0, V, 20, name);
+    if (m0) tc_graph(m0, V, 20, name);
     strata_model_free(m0);
-    if (kv == STRATA_KV_INT8) {   /* bit 8 off: the int8 rows loaded and converted before the wait: the same logits */
-        setenv("STRATA_CUDA_ATTN_TC_DEC", "7", 1);
-        env_reset_cache();
-        strata_model *m7 = wid_load(path, STRATA_DEVICE_CUDA);
-        REQUIRE(m7, "load (TC_DEC=7)");
-        memset(got, 0, n * sizeof(float));
-        CHECK(wid_run(m7, 1, got) == 0);
-        int bad7 = 0;
-        for (size_t j = 0; j < n; j++) bad7 += memcmp(&g1[j], &got[j], 4) != 0;
+    if (kv == STRATA_KV_INT8) {   /* bit 8 off: the int8 rows loaded and converted a block at a time: the same logits */
+        strata_model *m7 = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", "7", 1, got, n);
+        const int bad7 = tc_ndiff(g1, got, n);
         CHECKF(bad7 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=7: %d of %zu logits differ from the default's", name, bad7, n);
-        tc_graph(m7, V, 300, name);
+        if (m7) tc_graph(m7, V, 300, name);
         strata_model_free(m7);
     }
     unsetenv("STRATA_CUDA_ATTN_TC_DEC");
     env_reset_cache();
+    float *p0 = malloc(n * sizeof(float));
+    REQUIRE(p0, "alloc");
+    if (kv == STRATA_KV_INT8 || arch == ARCH_GEMMA3)   /* the CPU's order on the GPU (p0) */
+        strata_model_free(tc_load_run(path, "STRATA_CUDA_ATTN_TC", "0", 64, p0, n));
     if (kv == STRATA_KV_INT8) {
         /* STRATA_CUDA_ATTN_TC_KV8=0: the int8 cache keeps the CPU's order: the logits of
          * STRATA_CUDA_ATTN_TC=0, memcmp; on the llama shapes those are the CPU's bits too (for
          * the synthetic gemma3 the count against the CPU is printed, with its f16 count below) */
-        float *p0 = malloc(n * sizeof(float));
-        REQUIRE(p0, "alloc");
-        setenv("STRATA_CUDA_ATTN_TC", "0", 1);
-        env_reset_cache();
-        strata_model *mp = wid_load(path, STRATA_DEVICE_CUDA);
-        REQUIRE(mp, "load (TC=0)");
-        CHECK(wid_run(mp, 64, p0) == 0);
-        strata_model_free(mp);
         setenv("STRATA_CUDA_ATTN_TC", "1", 1);
-        setenv("STRATA_CUDA_ATTN_TC_KV8", "0", 1);
-        env_reset_cache();
-        strata_model *m8 = wid_load(path, STRATA_DEVICE_CUDA);
-        REQUIRE(m8, "load (TC_KV8=0)");
-        memset(got, 0, n * sizeof(float));
-        CHECK(wid_run(m8, 64, got) == 0);
-        int bad8 = 0, badc = 0;
-        for (size_t j = 0; j < n; j++) { bad8 += memcmp(&p0[j], &got[j], 4) != 0; badc += memcmp(&ref[j], &got[j], 4) != 0; }
+        strata_model_free(tc_load_run(path, "STRATA_CUDA_ATTN_TC_KV8", "0", 64, got, n));
+        const int bad8 = tc_ndiff(p0, got, n), badc = tc_ndiff(ref, got, n);
         printf("%-12s STRATA_CUDA_ATTN_TC_KV8=0: %d of %zu logits differ from STRATA_CUDA_ATTN_TC=0's, %d from the CPU's int8 cache\n",
                name, bad8, n, badc);
         CHECKF(bad8 == 0, "%s: STRATA_CUDA_ATTN_TC_KV8=0: %d of %zu logits differ from STRATA_CUDA_ATTN_TC=0's", name, bad8, n);
         if (arch == ARCH_LLAMA)
             CHECKF(badc == 0, "%s: STRATA_CUDA_ATTN_TC_KV8=0: %d of %zu logits differ from the CPU's int8 cache", name, badc, n);
-        strata_model_free(m8);
-        free(p0);
         unsetenv("STRATA_CUDA_ATTN_TC_KV8");
-        env_reset_cache();
     }
-    if (arch == ARCH_GEMMA3) {   /* the synthetic gemma3 in the CPU's order on both: how many logits differ (printed) */
-        float *p0 = malloc(n * sizeof(float));
-        REQUIRE(p0, "alloc");
-        setenv("STRATA_CUDA_ATTN_TC", "0", 1);
-        env_reset_cache();
-        strata_model *mp = wid_load(path, STRATA_DEVICE_CUDA);
-        REQUIRE(mp, "load (TC=0)");
-        CHECK(wid_run(mp, 64, p0) == 0);
-        int badc = 0;
-        for (size_t j = 0; j < n; j++) badc += memcmp(&ref[j], &p0[j], 4) != 0;
+    if (arch == ARCH_GEMMA3)   /* the synthetic gemma3 in the CPU's order on both: how many logits differ (printed) */
         printf("%-12s STRATA_CUDA_ATTN_TC=0 (the CPU's order) vs CPU: %d of %zu logits differ (first row KL %.3e)\n", name,
-               badc, n, div_kl(ref, p0, V));
-        strata_model_free(mp);
-        free(p0);
-        setenv("STRATA_CUDA_ATTN_TC", "1", 1);
-        env_reset_cache();
-    }
+               tc_ndiff(ref, p0, n), n, div_kl(ref, p0, V));
+    free(p0);
+    setenv("STRATA_CUDA_ATTN_TC", "1", 1);
+    env_reset_cache();
     /* graph decode (device position) vs eager steps, past the first 256 positions and within
      * them (the decode launch's graph class) */
     tc_graph(mg, V, 300, name);
