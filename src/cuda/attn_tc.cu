@@ -1,5 +1,6 @@
-/* Tensor-core attention: the GPU's own attention order (STRATA_CUDA_ATTN_TC=1, opt-in; an f16
- * cache, head_dim 64 or 128). It is NOT the CPU's order (src/model/attn_order.h): its bits differ
+/* Tensor-core attention: the GPU's own attention order (STRATA_CUDA_ATTN_TC: the default on
+ * Hopper; f16 caches, and int8 ones (STRATA_CUDA_ATTN_TC_KV8) whose values enter the tiles as
+ * f16(d * q); head_dim 64 or 128). It is NOT the CPU's order (src/model/attn_order.h): its bits differ
  * from the CPU's (docs/KERNELS.md "The tensor-core attention order", with the divergence
  * measured), but a token's bits still never depend on the pass width, the prompt's chunking or
  * the other rows of a launch, because every row (a query and one head of its KV group) is
@@ -508,7 +509,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
 }
 
 
-/* ---- the decode launch (STRATA_CUDA_ATTN_TC_DEC, default 1; T = 1, a launch whose chunks are
+/* ---- the decode launch (STRATA_CUDA_ATTN_TC_DEC bit 1; T = 1, a launch whose chunks are
  * at most TC_DEC_NCH, i.e. positions below 256: the graph class of a short context) ----
  * One CTA per KV head walks the row's (at most two) chunks and merges them itself, with the RoPE
  * of q and the position's K / V rows folded in: one launch where the split path has three
