@@ -828,7 +828,7 @@ static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int 
 }
 
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part) {
-    if (!cuda_attention_tc_ok(head_dim, 1) || n_heads % n_kv_heads || n_heads / n_kv_heads > 16 || max_last < 0) return 0;
+    if (!cuda_attention_tc_ok(head_dim) || n_heads % n_kv_heads || n_heads / n_kv_heads > 16 || max_last < 0) return 0;
     return max_last < TC_DEC_NCH * TC_C ? (bits & 1) != 0 : (bits & 2) && have_part;
 }
 
@@ -870,8 +870,8 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
                           : tc_dec_launch<128>(a, rp, nch, split, staged, st);
 }
 
-/* f16 or int8 caches (an int8 row's blocks of 32 never straddle a head at these sizes) */
-int cuda_attention_tc_ok(int head_dim, int kv8) { (void)kv8; return head_dim == 64 || head_dim == 128; }
+/* f16 or int8 caches alike (an int8 row's blocks of 32 never straddle a head at these sizes) */
+int cuda_attention_tc_ok(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx) {
     return (size_t)TC_SPLIT_T * n_heads * tc_nch(n_ctx) * (head_dim + 2);
@@ -910,7 +910,7 @@ static int tc_launch(const tc_args &a, int max_last, int split, int staged, cuda
 int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                       int head_dim, int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx,
                       float *part, float *out, void *act, int act_fmt, int fold_staged, cudaStream_t st) {
-    if (!cuda_attention_tc_ok(head_dim, kv8) || n_heads % n_kv_heads) return -1;
+    if (!cuda_attention_tc_ok(head_dim) || n_heads % n_kv_heads) return -1;
     const tc_args a = tc_args_make(q, kc, vc, kv8, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                                    out, act, act_fmt);
     const int ml = max_last >= 0 ? max_last : pos0 + T - 1;

@@ -567,7 +567,7 @@ static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
 /* the tensor-core order for a cache of this format: STRATA_CUDA_ATTN_TC (the device table), and
  * for an int8 cache STRATA_CUDA_ATTN_TC_KV8 */
 static int attn_tc_on(const cuda_be *c, int head_dim, int kv8) {
-    return c->attn_tc && (!kv8 || c->attn_tc_kv8) && cuda_attention_tc_ok(head_dim, kv8);
+    return c->attn_tc && (!kv8 || c->attn_tc_kv8) && cuda_attention_tc_ok(head_dim);
 }
 
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
@@ -1338,7 +1338,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
          * the tensor-core order's partials only when it is on (a sequence whose cache it serves
          * without them takes its loop launch: the same bits) */
         const size_t tcb = cuda_attention_tc_scratch_floats(hp->n_heads, hp->head_dim, n_ctx) * sizeof(float);
-        if (c->attn_tc && cuda_attention_tc_ok(hp->head_dim, 0) &&
+        if (c->attn_tc && cuda_attention_tc_ok(hp->head_dim) &&
             cuda_dev_alloc_named((void **)&c->att_tc_part, tcb, "the tensor-core attention's partials", err, errlen))
             goto fail;
         if (cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||

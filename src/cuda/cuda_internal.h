@@ -189,7 +189,7 @@ size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx
  * launch: the same bits); max_last: the largest position of the launch's columns (a graph's
  * bound), or -1; fold_staged: the split launch's merge with its loads issued at once
  * (STRATA_CUDA_ATTN_TC_DEC bit 4) or walking the chunks (0; same bits) */
-int cuda_attention_tc_ok(int head_dim, int kv8);
+int cuda_attention_tc_ok(int head_dim);
 size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx);
 int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
                       int head_dim, int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx,
