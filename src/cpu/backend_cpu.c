@@ -126,12 +126,24 @@ void cpu_swiglu(const float *gate, const float *up, float *out, int n) {
     }
 }
 
-/* gelu with the tanh approximation, as Gemma's hidden_activation "gelu_pytorch_tanh" */
+/* gelu with the tanh approximation, as Gemma's hidden_activation "gelu_pytorch_tanh":
+ * 0.5 g (1 + tanh(y)), y = sqrt(2/pi) (g + 0.044715 g^3), computed as the equal
+ * g / (1 + exp(-2y)) (1 + tanh(y) = 2 / (1 + exp(-2y))). Why this form: it calls expf, whose
+ * glibc bits the GPU reproduces (expf_ref, src/cuda/expf_host.cuh), so geglu_kernel in
+ * src/cuda/ops.cu gives these bits with the same operations in the same order (CUDA's tanhf
+ * differs from glibc's by ulps); and it has no 1 + tanh(y) cancellation for negative g (that
+ * form gave 0 below g = -5.42; this one is within (4 + 8 |2y|) 2^-24 relative of the
+ * definition, tests/test_ops.c). Order, each step rounded to float (-ffp-contract=off):
+ * cube = ((0.044715 g) g) g, z = c2 (g + cube) with c2 = f32(2 sqrt(2/pi)), g / (1 + expf(-z)), * up.
+ * Where expf(-z) overflows (z < -88.72, g < -10.06) the quotient is -0: the definition there is
+ * below 3e-38 in magnitude. */
 void cpu_geglu(const float *gate, const float *up, float *out, int n) {
+    const float c2 = 1.5957691216057308f;   /* 2 * 0.7978845608028654, rounded once */
     for (int i = 0; i < n; i++) {
         float g = gate[i];
-        float t = tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g));
-        out[i] = (0.5f * g * (1.0f + t)) * up[i];
+        float cube = ((0.044715f * g) * g) * g;
+        float z = c2 * (g + cube);
+        out[i] = (g / (1.0f + expf(-z))) * up[i];
     }
 }
 

@@ -329,11 +329,16 @@ static __device__ __forceinline__ void tc_act(const tc_args &a, int kvh, int r0,
  * (STRATA_CUDA_ATTN_TC_DEC bit 4): the same operations in the same order with the loads issued
  * at once: the chunks' m and l into shared memory by all threads, a thread's first TC_FOLD_U
  * u[d] into registers before anything waits on them, M by warp reductions (a max, order-free),
- * the b_j by all threads, then each thread's L and O chains over the chunks in order. */
+ * the b_j by all threads, then each thread's L and O chains over the chunks in order. STAGE 2
+ * (bit 16, default): STAGE 1 with the first 64 chunks' u (depth 8,192) in flight at once, so a
+ * row of 33 chunks (depth 4,096) waits on one batch instead of three (measured +0.5-4 %, 2026-12-04
+ * 04:24 session call 2; the same operations in the same order). */
 #define TC_FOLD_MAXC 1024   /* chunks staged (131,072 positions); a longer row walks */
-#define TC_FOLD_U 16        /* u values a thread loads at once */
+#define TC_FOLD_U 16        /* u values a thread loads at once (STAGE 1) */
+#define TC_FOLD_U2 64       /* STAGE 2 (bit 16): the first 64 chunks' u (depth 8,192) at once */
 template <int HD, int STAGE>
 __global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
+    constexpr int U = STAGE == 2 ? TC_FOLD_U2 : TC_FOLD_U;
     __shared__ float sm[STAGE ? TC_FOLD_MAXC : 1], sl[STAGE ? TC_FOLD_MAXC : 1], sb[STAGE ? TC_FOLD_MAXC : 1];
     PDL_WAIT();
     const int row = blockIdx.x, t = row / a.n_heads, h = row % a.n_heads, d = threadIdx.x;
@@ -351,9 +356,9 @@ __global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
             O = __fadd_rn(O, __fmul_rn(pj[2 + d], b));
         }
     } else {
-        float u[TC_FOLD_U];
+        float u[U];
 #pragma unroll
-        for (int i = 0; i < TC_FOLD_U; i++) u[i] = i < n ? pr[(size_t)i * (HD + 2) + 2 + d] : 0.0f;
+        for (int i = 0; i < U; i++) u[i] = i < n ? pr[(size_t)i * (HD + 2) + 2 + d] : 0.0f;
         for (int i = d; i < n; i += HD) { sm[i] = pr[(size_t)i * (HD + 2)]; sl[i] = pr[(size_t)i * (HD + 2) + 1]; }
         __syncthreads();
         float M = -INFINITY;
@@ -364,13 +369,13 @@ __global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
 #pragma unroll 8
         for (int i = 0; i < n; i++) L = __fadd_rn(L, __fmul_rn(sl[i], sb[i]));
 #pragma unroll
-        for (int i = 0; i < TC_FOLD_U; i++)
+        for (int i = 0; i < U; i++)
             if (i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i]));
-        for (int i0 = TC_FOLD_U; i0 < n; i0 += TC_FOLD_U) {
+        for (int i0 = U; i0 < n; i0 += U) {
 #pragma unroll
-            for (int i = 0; i < TC_FOLD_U; i++) u[i] = i0 + i < n ? pr[(size_t)(i0 + i) * (HD + 2) + 2 + d] : 0.0f;
+            for (int i = 0; i < U; i++) u[i] = i0 + i < n ? pr[(size_t)(i0 + i) * (HD + 2) + 2 + d] : 0.0f;
 #pragma unroll
-            for (int i = 0; i < TC_FOLD_U; i++)
+            for (int i = 0; i < U; i++)
                 if (i0 + i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i0 + i]));
         }
     }
@@ -388,10 +393,11 @@ __global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
     }
 }
 
-/* the merge launch of T rows' partials (staged: STRATA_CUDA_ATTN_TC_DEC bit 4, the staged kernel) */
+/* the merge launch of T rows' partials (staged: STRATA_CUDA_ATTN_TC_DEC's bits 4 and 16, STAGE 1 / 2) */
 template <int HD>
 static void tc_fold_launch(const tc_args &a, int staged, cudaStream_t st) {
-    if (staged) klaunch(attn_tc_fold_kernel<HD, 1>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
+    if (staged & 16) klaunch(attn_tc_fold_kernel<HD, 2>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
+    else if (staged & 4) klaunch(attn_tc_fold_kernel<HD, 1>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
     else klaunch(attn_tc_fold_kernel<HD, 0>, dim3((unsigned)(a.T * a.n_heads)), HD, 0, st, a);
 }
 
@@ -865,7 +871,7 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
     /* bit 8: the deep launch's int8 rows staged (measured: +3-5 % at 4,096 / 16,384 on the
      * head_dim-64 shapes; at depth 16 the one-launch path lost 1-2.5 % with it, so not there) */
     a.kv8_stage = (bits & 8) != 0 && split;
-    const int staged = (bits & 4) != 0;
+    const int staged = bits & 20;
     return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, staged, st)
                           : tc_dec_launch<128>(a, rp, nch, split, staged, st);
 }

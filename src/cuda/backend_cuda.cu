@@ -65,8 +65,8 @@ static int expf_init(void) {
         return -1;
     g_expf_mode = mode;
     if (mode < 0)
-        fprintf(stderr, "strata: CUDA backend: this host's expf is not the algorithm the GPU reproduces; SwiGLU and "
-                        "attention use CUDA's expf (results differ from the CPU by ulps)\n");
+        fprintf(stderr, "strata: CUDA backend: this host's expf is not the algorithm the GPU reproduces; SwiGLU, "
+                        "GeGLU and attention use CUDA's expf (results differ from the CPU by ulps)\n");
     return 0;
 }
 extern "C" const char *cuda_expf_mode(void) {
@@ -616,7 +616,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     }
     if (tc) {
         if (cuda_attention_tc(q, kc, vc, kv8, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
-                              af_o, c->attn_tc_dec & 4, c->st))
+                              af_o, c->attn_tc_dec & 20, c->st))
             be_fail(c, "attention (tensor cores)");
         return;
     }
@@ -688,7 +688,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             const size_t qo = (size_t)t0 * H * HD;
             rc = cuda_attention_tc(c->q + qo, kv->kc[l], kv->vc[l], kv->kv8, S->n, H, KVH, HD, S->pos0, NULL, -1, hp->attn_scale, window,
                                    kv->n_ctx, c->att_tc_part, c->att + qo, af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL,
-                                   af_o, c->attn_tc_dec & 4, c->st);
+                                   af_o, c->attn_tc_dec & 20, c->st);
         }
         /* a sequence of more than 8 columns (a prompt's chunk riding in the pass) takes the
          * query tiles sharing K/V loads (attn_prompt.cu), as a pass of its own would; the
@@ -1297,7 +1297,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 15;   /* bit 4 also picks the split path's merge */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 31;   /* bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
@@ -1501,7 +1501,9 @@ extern "C" int cuda_test_add(float *x, const float *y, int n) { return test_sync
 extern "C" int cuda_test_swiglu(const float *g, const float *u, float *out, int n) {
     return expf_init() ? -1 : test_sync(cuda_swiglu(g, u, out, n, 0));
 }
-extern "C" int cuda_test_geglu(const float *g, const float *u, float *out, int n) { return test_sync(cuda_geglu(g, u, out, n, 0)); }
+extern "C" int cuda_test_geglu(const float *g, const float *u, float *out, int n) {
+    return expf_init() ? -1 : test_sync(cuda_geglu(g, u, out, n, 0));   /* expf_ref's mode, as SwiGLU's */
+}
 extern "C" int cuda_test_attention_kv(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int T,
                                       int n_heads, int n_kv_heads, int head_dim, int pos0, float scale, int window, int n_ctx,
                                       int serial, int dev_pos, float *out, long *partials) {

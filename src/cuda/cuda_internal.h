@@ -187,8 +187,8 @@ size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx
  * RoPE and KV store done before it. part: cuda_attention_tc_scratch_floats
  * floats (the split launch of passes of at most 8 columns), or NULL (every pass by the loop
  * launch: the same bits); max_last: the largest position of the launch's columns (a graph's
- * bound), or -1; fold_staged: the split launch's merge with its loads issued at once
- * (STRATA_CUDA_ATTN_TC_DEC bit 4) or walking the chunks (0; same bits) */
+ * bound), or -1; fold_staged: STRATA_CUDA_ATTN_TC_DEC's bits 4 and 16, the split launch's merge
+ * with its loads issued at once (16 or 64 chunks' u a thread), or walking the chunks (0; same bits) */
 int cuda_attention_tc_ok(int head_dim);
 size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx);
 int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,
@@ -199,7 +199,8 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, i
  * cuda_attention_tc. Positions below 256 (max_last): one launch, the chunks merged in the CTA;
  * deeper: a CTA per chunk into part (cuda_attention_tc_scratch_floats), then the merge launch.
  * bits (STRATA_CUDA_ATTN_TC_DEC): 1 the first, 2 the second, 4 its merge's loads at once, 8 the
- * second's int8 rows copied by cp.async all at once, then converted (before the wait either way);
+ * second's int8 rows copied by cp.async all at once, then converted (before the wait either way),
+ * 16 the merge's u loads 64 chunks at once (bit 4's form);
  * _ok: groups of <= 16 heads, the bit for max_last set, and part given for the second */
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,

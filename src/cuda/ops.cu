@@ -1217,15 +1217,16 @@ int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t 
     return CU_LAUNCHED();
 }
 
-/* gelu (tanh approximation) * up, the CPU's operation order; CUDA tanhf (<= 2 ulp) */
+/* gelu (tanh approximation) * up as g / (1 + exp(-2y)) * up: cpu_geglu's operations in its order
+ * (the definition and why there), expf_ref for the CPU's expf, so the bits equal the CPU's */
 __global__ void geglu_kernel(const float *g, const float *u, float *out, int n) {
     PDL_WAIT();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float gv = g[i];
     float cube = __fmul_rn(__fmul_rn(__fmul_rn(0.044715f, gv), gv), gv);
-    float t = tanhf(__fmul_rn(0.7978845608028654f, __fadd_rn(gv, cube)));
-    out[i] = __fmul_rn(__fmul_rn(__fmul_rn(0.5f, gv), __fadd_rn(1.0f, t)), u[i]);
+    float z = __fmul_rn(1.5957691216057308f, __fadd_rn(gv, cube));
+    out[i] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-z))), u[i]);
 }
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st) {
     klaunch(geglu_kernel, (n + 255) / 256, 256, 0, st, g, u, out, n);

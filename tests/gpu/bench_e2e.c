@@ -12,7 +12,8 @@
  * Environment: E2E_BATCH=16,64 the session counts of "batch" (default 1,4,16,64); E2E_SKIP_MAIN=1
  * skips the prompt / decode rounds (profiles of the batch alone); E2E_DEPTH=1024,4096 adds decode
  * at depth: a prompt of d tokens through strata_generate, then 128 greedy tokens (what `strata
- * run` does after a long prompt; prompt and decode tok/s, ids hash). E2E_KV=int8: every session
+ * run` does after a long prompt; prompt and decode tok/s, ids hash; n_ctx d + 256 as llama-bench's,
+ * or E2E_CTX when larger). E2E_KV=int8: every session
  * with the int8 KV cache (`--kv int8`; default f16). E2E_MIX=0,8,9,16: the server's burst step
  * (strata_sessions_step_prefill_multi: N sessions decoding at position 512 beside two prompts of
  * 1,024 - N tokens in all; E2E_MIX_PROMPTS=3: three prompts as the server's steps hold them,
@@ -186,7 +187,8 @@ int main(int argc, char **argv) {
         for (int i = 0; i < d; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; pr[i] = (int32_t)(3 + (x >> 33) % (uint64_t)(V - 3)); }
         strata_session_params sp = strata_session_default_params();
         sp.kv_type = kv_type;
-        sp.n_ctx = d + 256;
+        sp.n_ctx = d + 256;   /* llama-bench's n_ctx; E2E_CTX: a larger context (a graph's deep launch sized for it) */
+        if (getenv("E2E_CTX") && atoi(getenv("E2E_CTX")) > sp.n_ctx) sp.n_ctx = atoi(getenv("E2E_CTX"));
         strata_session *s = strata_session_new(m, &sp, err, sizeof err);
         if (!s) { fprintf(stderr, "session: %s\n", err); return 1; }
         ids_hash h = { 1469598103934665603ull, 0 };

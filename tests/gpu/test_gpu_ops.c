@@ -6,9 +6,14 @@
  *     head_dim 64, 128 and 256 (a relative error <= 2e-5 when the GPU's expf is not libm's);
  *     the paths: spans <= 256 the exact kernel (no chunk partials written), longer ones the
  *     chunk path, at depths around 256, 512 and 4096, positions from the host or the device
- *   swiglu / geglu (CUDA expf / tanhf): <= 4 ulp-ish, checked as relative error <= 1e-6
+ *   swiglu: bit-identical (expf_ref: libm's expf bits; relative error <= 1e-6 when the GPU's
+ *     expf is not libm's)
+ *   geglu (g / (1 + expf(-z)), cpu_geglu's operations, tests/test_ops.c): bit-identical on 2^20
+ *     inputs (a grid over [-20, 20], specials, random bit patterns), in place too; NaN outputs
+ *     count as equal when both are NaN (the payloads of x86 and the GPU differ)
  *   argmax: the CPU's index, including ties (lowest index wins). */
 #include "test.h"
+#include <float.h>
 #include <stdint.h>
 #include "model/backend.h"
 #include "cpu/backend_cpu.h"
@@ -300,6 +305,63 @@ static void test_attention_paths(const attn_cfg *C, threadpool *tp, int libm) {
     rig_free(&R);
 }
 
+/* geglu on 2^20 inputs: 1,000,001 grid points over [-20, 20] (every value the FFN's gate meets in
+ * practice, across the overflow of expf(-z) at g = -10.06), specials (signed zeros, infinities,
+ * NaN, FLT_MAX, subnormals, tiny and huge g of both signs), random finite bit patterns for the
+ * rest; up random in [-2, 2] (1 and -1 on the specials). Bit for bit against cpu_geglu when the
+ * GPU's expf is libm's (a differing output counted unless both are NaN), out of place and in
+ * place (out == gate, as the backend calls it). */
+static void test_geglu(int libm) {
+    t_current = "geglu";
+    const size_t n = (size_t)1 << 20, n_grid = 1000001;
+    static const float sp[] = {
+        0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0x1p-149f, -0x1p-149f, 0x1p-140f,
+        -0x1p-140f, 1e-30f, -1e-30f, 1e-10f, -1e-10f, 1e-3f, -1e-3f, -10.06097f, -10.05f, -10.07f, -5.42f, 100.0f, -100.0f,
+        1e13f, -1e13f, 2e13f, -2e13f, 1e20f, -1e20f,
+    };
+    const size_t n_sp = sizeof sp / sizeof sp[0];
+    float *g = malloc(n * 4), *u = malloc(n * 4), *ref = malloc(n * 4), *out = malloc(n * 4);
+    float *dg = cuda_malloc(n * 4), *du = cuda_malloc(n * 4), *dout = cuda_malloc(n * 4);
+    if (!g || !u || !ref || !out || !dg || !du || !dout) {
+        REQUIRE(0, "geglu: out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (i < n_grid) g[i] = (float)(-20.0 + 40.0 * (double)i / (double)(n_grid - 1));
+            else if (i < n_grid + 2 * n_sp) g[i] = sp[(i - n_grid) / 2];
+            else {
+                uint32_t bits;
+                do { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; bits = (uint32_t)(rs >> 32); memcpy(&g[i], &bits, 4); }
+                while (!isfinite(g[i]));
+            }
+            u[i] = i >= n_grid && i < n_grid + 2 * n_sp ? ((i - n_grid) % 2 ? -1.0f : 1.0f) : rnd() * 2.0f;
+        }
+        cpu_geglu(g, u, ref, (int)n);
+        cuda_memcpy_h2d(dg, g, n * 4); cuda_memcpy_h2d(du, u, n * 4);
+        for (int inplace = 0; inplace <= 1; inplace++) {
+            float *dst = inplace ? dg : dout;
+            int rc = cuda_test_geglu(dg, du, dst, (int)n);
+            REQUIRE(rc == 0, "cuda_test_geglu: %s", cuda_last_error());
+            if (rc) break;
+            from_dev(out, dst, n);
+            size_t ndiff = 0, first = n;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t x, y;
+                memcpy(&x, &out[i], 4); memcpy(&y, &ref[i], 4);
+                if (x != y && !(out[i] != out[i] && ref[i] != ref[i]) && ndiff++ == 0) first = i;
+            }
+            const char *how = inplace ? "in place" : "out of place";
+            if (libm) CHECKF(ndiff == 0, "geglu %s: %zu of %zu outputs differ from the CPU (the first: g %a u %a: gpu %a cpu %a)",
+                             how, ndiff, n, first < n ? (double)g[first] : 0.0, first < n ? (double)u[first] : 0.0,
+                             first < n ? (double)out[first] : 0.0, first < n ? (double)ref[first] : 0.0);
+            else CHECKF(max_rel(out, ref, n_grid) <= 1e-6, "geglu %s: max rel %g", how, max_rel(out, ref, n_grid));
+            printf("geglu      %s: %zu of %zu outputs differ from the CPU (bit-identical: %s; max rel on the grid %.3g)\n",
+                   how, ndiff, n, ndiff ? "no" : "yes", max_rel(out, ref, n_grid));
+        }
+    }
+    cuda_free(dg); cuda_free(du); cuda_free(dout);
+    free(g); free(u); free(ref); free(out);
+}
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     const int n_ctx = 1536;
@@ -363,11 +425,7 @@ int main(void) {
     CHECKF(max_rel(c, ref, n) <= 1e-6, "swiglu max rel %g", max_rel(c, ref, n));
     if (libm) CHECKF(bits_equal(c, ref, n), "swiglu not bit-identical (max %zu ulp)", ulp_diff_max(c, ref, n));
     printf("swiglu     bit-identical: %s (max %zu ulp)\n", bits_equal(c, ref, n) ? "yes" : "no", ulp_diff_max(c, ref, n));
-    cpu_geglu(a, b, ref, (int)n);
-    CHECK(cuda_test_geglu(da, db, dc, (int)n) == 0);
-    from_dev(c, dc, n);
-    CHECKF(max_rel(c, ref, n) <= 1e-6, "geglu max rel %g", max_rel(c, ref, n));
-    printf("geglu      max rel err %.3g\n", max_rel(c, ref, n));
+    test_geglu(libm);   /* after cuda_test_swiglu: it chose the expf mode, which cuda_test_geglu does not */
 
     /* ---- attention ---- */
     for (size_t i = 0; i < sizeof attn_cfgs / sizeof attn_cfgs[0]; i++) test_attention(&attn_cfgs[i], tp, libm);
