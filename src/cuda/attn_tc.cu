@@ -81,7 +81,8 @@ typedef struct tc_args {
     const float *q;
     const void *kc, *vc;  /* f16 rows, or int8 rows of act_q8_0 blocks (kv8) */
     int kv8;
-    int kv8_stage;        /* STRATA_CUDA_ATTN_TC_DEC bit 8: the deep decode launch's int8 rows staged by cp.async */
+    int kv8_stage;        /* STRATA_CUDA_ATTN_TC_DEC: 1 (bit 8) the deep decode launch's int8 rows staged by cp.async;
+                             2 (bit 32) the codes by tc_q8f; 4 (bit 64) the staged copies 8 bytes each */
     int T, n_heads, n_kv_heads, pos0;
     const int *d_pos;     /* graph: the position of column 0 on the device, else NULL */
     float c;              /* scale * log2(e), rounded to float on the host */
@@ -102,6 +103,15 @@ static __device__ __forceinline__ int tc_first(int last, int window) {
  * halves of a tile row: f16(d * (float)q), the product rounded to float (the CPU's
  * q8_to_f32_row value), then to f16 (nearest even): the values the order's MMAs take from an
  * int8 cache, as an f16 cache gives them its stored halves. blk: global or shared memory. */
+/* STRATA_CUDA_ATTN_TC_DEC bit 32 (CVT below): a code q to float without I2F (a conversion-pipe
+ * instruction, an eighth of the FP32 rate on sm_90): the byte q + 128 (the code xor 0x80) as the
+ * low mantissa byte of 2^23 (one PRMT), minus 2^23 + 128, which is exact (both in [2^23, 2^24),
+ * the difference an integer below 2^8): the same float q, so the same products and halves.
+ * x: the codes xor 0x80808080; i: the byte. */
+static __device__ __forceinline__ float tc_q8f(uint32_t x, int i) {
+    return __fsub_rn(__uint_as_float(__byte_perm(x, 0x4B000000u, 0x7540u | (unsigned)i)), 8388736.0f);
+}
+template <int CVT = 0>
 static __device__ __forceinline__ void tc_q8_block(__half *dst, const uint32_t *blk) {
     const float d = __uint_as_float(blk[0]);
 #pragma unroll
@@ -110,8 +120,13 @@ static __device__ __forceinline__ void tc_q8_block(__half *dst, const uint32_t *
         float v[8];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            v[i] = __fmul_rn(d, (float)(int8_t)(c0 >> (8 * i)));
-            v[4 + i] = __fmul_rn(d, (float)(int8_t)(c1 >> (8 * i)));
+            if constexpr (CVT != 0) {
+                v[i] = __fmul_rn(d, tc_q8f(c0 ^ 0x80808080u, i));
+                v[4 + i] = __fmul_rn(d, tc_q8f(c1 ^ 0x80808080u, i));
+            } else {
+                v[i] = __fmul_rn(d, (float)(int8_t)(c0 >> (8 * i)));
+                v[4 + i] = __fmul_rn(d, (float)(int8_t)(c1 >> (8 * i)));
+            }
         }
         *(uint4 *)(dst + 4 * w) = make_uint4(tc_pack(v[0], v[1]), tc_pack(v[2], v[3]), tc_pack(v[4], v[5]), tc_pack(v[6], v[7]));
     }
@@ -128,11 +143,15 @@ struct tc_q8_row {
     static constexpr int ROFF = 2 * (HD + TC_PAD) - NB * 36;   /* bytes */
     static_assert(ROFF % 4 == 0 && ROFF >= 28 * (NB - 1), "the staged words fit behind the converted halves");
 };
+static __device__ __forceinline__ void tc_cp8(void *dst_smem, const void *src) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(d), "l"(src) : "memory");
+}
 static __device__ __forceinline__ void tc_cp4(void *dst_smem, const void *src) {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
 }
-template <int HD>
+template <int HD, int CVT = 0>
 static __device__ __forceinline__ void tc_q8_row_convert(__half *row) {
     const uint32_t *raw = (const uint32_t *)((const uint8_t *)row + tc_q8_row<HD>::ROFF);
 #pragma unroll
@@ -141,7 +160,7 @@ static __device__ __forceinline__ void tc_q8_row_convert(__half *row) {
 #pragma unroll
         for (int i = 0; i < 9; i++) w[i] = raw[9 * b + i];
         asm volatile("" ::: "memory");   /* the block's words read before its halves are written */
-        tc_q8_block(row + 32 * b, w);
+        tc_q8_block<CVT>(row + 32 * b, w);
         asm volatile("" ::: "memory");
     }
 }
@@ -152,7 +171,7 @@ static __device__ __forceinline__ void tc_zero32(__half *dst) {
 
 /* a chunk's K or V rows of one KV head into a tile [TC_C][HD + TC_PAD] (halves); positions past
  * pmax zero-filled. f16 rows by cp.async (tc_cp_wait before use), int8 rows (kv8) converted by
- * tc_q8_block. No barrier. */
+ * tc_q8_block (kv8 & 2: the codes by tc_q8f, STRATA_CUDA_ATTN_TC_DEC bit 32). No barrier. */
 template <int HD>
 static __device__ __forceinline__ void tc_tile_load(__half *tile, const void *cache, int kv8, int j, int pmax, int kvh,
                                                     int n_kv_heads) {
@@ -162,8 +181,9 @@ static __device__ __forceinline__ void tc_tile_load(__half *tile, const void *ca
         for (int i = threadIdx.x; i < TC_C * NB; i += TC_WARPS * 32) {
             const int r = i / NB, b = i % NB, p = j * TC_C + r;
             __half *dst = tile + r * (HD + TC_PAD) + b * 32;
-            if (p <= pmax) tc_q8_block(dst, cw + ((size_t)p * n_kv_heads + kvh) * W + b * KV_Q8_WORDS);
-            else tc_zero32(dst);
+            if (p > pmax) tc_zero32(dst);
+            else if (kv8 & 2) tc_q8_block<1>(dst, cw + ((size_t)p * n_kv_heads + kvh) * W + b * KV_Q8_WORDS);
+            else tc_q8_block(dst, cw + ((size_t)p * n_kv_heads + kvh) * W + b * KV_Q8_WORDS);
         }
         return;
     }
@@ -432,7 +452,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
     const int j0 = SPLIT ? blockIdx.x : jlo, j1 = SPLIT ? blockIdx.x : jhi;
     /* pass 1: the maxima */
     for (int j = j0; j <= j1; j++) {
-        tc_tile_load<HD>(kt, a.kc, a.kv8, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(kt, a.kc, a.kv8 ? 1 | (a.kv8_stage & 2) : 0, j, pmax, kvh, a.n_kv_heads);
         tc_cp_wait();
         __syncthreads();
         float mx[2] = { -INFINITY, -INFINITY };
@@ -456,8 +476,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
         for (int e = 0; e < 4; e++) O[n][e] = 0.0f;
     /* pass 2 */
     for (int j = j0; j <= j1; j++) {
-        tc_tile_load<HD>(kt, a.kc, a.kv8, j, pmax, kvh, a.n_kv_heads);
-        tc_tile_load<HD>(vt, a.vc, a.kv8, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(kt, a.kc, a.kv8 ? 1 | (a.kv8_stage & 2) : 0, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(vt, a.vc, a.kv8 ? 1 | (a.kv8_stage & 2) : 0, j, pmax, kvh, a.n_kv_heads);
         tc_cp_wait();
         __syncthreads();
         if (j >= wlo && j <= whi) {
@@ -570,6 +590,16 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     for (int j = j0; j <= j1 && !idle; j++) {
         __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
         if (a.kv8 && (a.kv8_stage & 1)) {   /* the words staged (tc_q8_row), all copies in flight at once */
+            if (a.kv8_stage & 4) {   /* bit 64: 8 bytes a copy (rows of 72 / 144 bytes, the caches 8-byte aligned) */
+                for (int i = threadIdx.x; i < TC_C * (W8 / 2); i += TC_WARPS * 32) {
+                    const int r = i / (W8 / 2), w = 2 * (i % (W8 / 2)), p = j * TC_C + r;
+                    if (p >= P0) continue;
+                    const size_t off = ((size_t)p * a.n_kv_heads + kvh) * W8 + w;
+                    const int o = r * (HD + TC_PAD) * 2 + tc_q8_row<HD>::ROFF + 4 * w;
+                    tc_cp8((uint8_t *)kt + o, (const uint32_t *)a.kc + off);
+                    tc_cp8((uint8_t *)vt + o, (const uint32_t *)a.vc + off);
+                }
+            } else
             for (int i = threadIdx.x; i < TC_C * W8; i += TC_WARPS * 32) {
                 const int r = i / W8, w = i % W8, p = j * TC_C + r;
                 if (p >= P0) continue;
@@ -592,7 +622,10 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
                 const int r = i / NB, b = i % NB, p = j * TC_C + r;
                 const size_t off = ((size_t)p * a.n_kv_heads + kvh) * W8 + b * KV_Q8_WORDS;
                 __half *dk = kt + r * (HD + TC_PAD) + b * 32, *dv = vt + r * (HD + TC_PAD) + b * 32;
-                if (p < P0) { tc_q8_block(dk, (const uint32_t *)a.kc + off); tc_q8_block(dv, (const uint32_t *)a.vc + off); }
+                if (p < P0) {
+                    if (a.kv8_stage & 2) { tc_q8_block<1>(dk, (const uint32_t *)a.kc + off); tc_q8_block<1>(dv, (const uint32_t *)a.vc + off); }
+                    else { tc_q8_block(dk, (const uint32_t *)a.kc + off); tc_q8_block(dv, (const uint32_t *)a.vc + off); }
+                }
                 else if (p > P0) { tc_zero32(dk); tc_zero32(dv); }
             }
             continue;
@@ -611,8 +644,13 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
         for (int j = j0; j <= j1; j++) {
             __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
             for (int r = threadIdx.x; r < TC_C && j * TC_C + r < P0; r += TC_WARPS * 32) {
-                tc_q8_row_convert<HD>(kt + r * (HD + TC_PAD));
-                tc_q8_row_convert<HD>(vt + r * (HD + TC_PAD));
+                if (a.kv8_stage & 2) {
+                    tc_q8_row_convert<HD, 1>(kt + r * (HD + TC_PAD));
+                    tc_q8_row_convert<HD, 1>(vt + r * (HD + TC_PAD));
+                } else {
+                    tc_q8_row_convert<HD>(kt + r * (HD + TC_PAD));
+                    tc_q8_row_convert<HD>(vt + r * (HD + TC_PAD));
+                }
             }
         }
     }
@@ -870,7 +908,9 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
     const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
     /* bit 8: the deep launch's int8 rows staged (measured: +3-5 % at 4,096 / 16,384 on the
      * head_dim-64 shapes; at depth 16 the one-launch path lost 1-2.5 % with it, so not there) */
-    a.kv8_stage = (bits & 8) != 0 && split;
+    /* 2: bit 32, the codes by tc_q8f; 4: bit 64, the staged copies 8 bytes each */
+    a.kv8_stage = ((bits & 8) != 0 && split) | ((bits & 32) != 0 ? 2 : 0) |
+                  ((bits & 64) != 0 && (uintptr_t)kc % 8 == 0 && (uintptr_t)vc % 8 == 0 ? 4 : 0);
     const int staged = bits & 20;
     return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, staged, st)
                           : tc_dec_launch<128>(a, rp, nch, split, staged, st);
@@ -917,8 +957,9 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, i
                       int head_dim, int pos0, const int *d_pos, int max_last, float scale, int window, int n_ctx,
                       float *part, float *out, void *act, int act_fmt, int fold_staged, cudaStream_t st) {
     if (!cuda_attention_tc_ok(head_dim) || n_heads % n_kv_heads) return -1;
-    const tc_args a = tc_args_make(q, kc, vc, kv8, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
-                                   out, act, act_fmt);
+    tc_args a = tc_args_make(q, kc, vc, kv8, T, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
+                             out, act, act_fmt);
+    a.kv8_stage = kv8 && (fold_staged & 32) ? 2 : 0;   /* bit 32: an int8 cache's codes by tc_q8f */
     const int ml = max_last >= 0 ? max_last : pos0 + T - 1;
     if (ml >= n_ctx) return -1;
     const int split = T <= TC_SPLIT_T && part != NULL;   /* either launch gives the same bits */

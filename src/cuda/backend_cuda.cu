@@ -616,7 +616,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     }
     if (tc) {
         if (cuda_attention_tc(q, kc, vc, kv8, T, H, KVH, HD, S->pos0, dp, ml, scale, window, kv->n_ctx, c->att_tc_part, out, act,
-                              af_o, c->attn_tc_dec & 20, c->st))
+                              af_o, c->attn_tc_dec & 52, c->st))
             be_fail(c, "attention (tensor cores)");
         return;
     }
@@ -688,7 +688,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             const size_t qo = (size_t)t0 * H * HD;
             rc = cuda_attention_tc(c->q + qo, kv->kc[l], kv->vc[l], kv->kv8, S->n, H, KVH, HD, S->pos0, NULL, -1, hp->attn_scale, window,
                                    kv->n_ctx, c->att_tc_part, c->att + qo, af_o >= 0 ? (uint8_t *)c->act + (size_t)t0 * arb : NULL,
-                                   af_o, c->attn_tc_dec & 20, c->st);
+                                   af_o, c->attn_tc_dec & 52, c->st);
         }
         /* a sequence of more than 8 columns (a prompt's chunk riding in the pass) takes the
          * query tiles sharing K/V loads (attn_prompt.cu), as a pass of its own would; the
@@ -1297,7 +1297,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 31;   /* bits 4, 16 also pick the split path's merge */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 127;   /* bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;

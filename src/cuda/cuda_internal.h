@@ -188,7 +188,8 @@ size_t cuda_attention_scratch_floats(int T, int n_heads, int head_dim, int n_ctx
  * floats (the split launch of passes of at most 8 columns), or NULL (every pass by the loop
  * launch: the same bits); max_last: the largest position of the launch's columns (a graph's
  * bound), or -1; fold_staged: STRATA_CUDA_ATTN_TC_DEC's bits 4 and 16, the split launch's merge
- * with its loads issued at once (16 or 64 chunks' u a thread), or walking the chunks (0; same bits) */
+ * with its loads issued at once (16 or 64 chunks' u a thread), or walking the chunks (0; same bits);
+ * its bit 32: an int8 cache's codes to float without I2F (tc_q8f; same bits) */
 int cuda_attention_tc_ok(int head_dim);
 size_t cuda_attention_tc_scratch_floats(int n_heads, int head_dim, int n_ctx);
 int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, int T, int n_heads, int n_kv_heads,

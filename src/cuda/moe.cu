@@ -294,6 +294,7 @@ moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x
  * their order; the renormalization sum in rank order. At T = 1 the grouping is one group per
  * expert, in expert order, each reading x's row 0 (moe_route_body's result for T = 1).
  * s_e, s_p: X floats of shared memory each. */
+template <int SPLIT4 = 0>
 static __device__ __forceinline__ void moe_route1_body(float *s_e, float *s_p, const float *__restrict__ logits, int X, int k,
                                                        int *__restrict__ groups, int *__restrict__ pair_of,
                                                        float *__restrict__ wts) {
@@ -334,6 +335,21 @@ static __device__ __forceinline__ void moe_route1_body(float *s_e, float *s_p, c
     const float sum = s_sum;
     for (int e = tid; e < X; e += nt) s_p[e] = __fdiv_rn(s_e[e], sum);
     __syncthreads();
+    if constexpr (SPLIT4) {   /* nt >= 4 X: four threads an expert, each a fourth of the j (the counts add exactly) */
+        for (int base = 0; base < X; base += nt / 4) {
+            const int e = base + (tid >> 2), q = tid & 3;
+            const float pe = e < X ? s_p[e] : 0.0f;
+            int rank = 0;
+            if (e < X)
+                for (int j = q; j < X; j += 4) {
+                    const float pj = s_p[j];
+                    rank += (pj > pe) | ((pj == pe) & (j < e));
+                }
+            rank += __shfl_xor_sync(FULL_MASK, rank, 1);
+            rank += __shfl_xor_sync(FULL_MASK, rank, 2);
+            if (e < X && q == 0 && rank < k) { s_sel[rank] = e; s_w[rank] = pe; }
+        }
+    } else
     for (int e = tid; e < X; e += nt) {
         const float pe = s_p[e];
         int rank = 0, j = 0;
@@ -390,6 +406,47 @@ moe_router_route1_kernel(const float *__restrict__ W, const float *__restrict__ 
     if (row < X) router_row<NPL, 1>(W, x, logits, X, 1, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
+    if (threadIdx.x == 0) *counter = 0;
+}
+
+/* STRATA_CUDA_MOE_FAST bit 16 (CUDA_MOE_FAST_ROUTER_CTA), T = 1: the F32 router with a CTA of
+ * ROUTER_CTA_THREADS per row (X CTAs: 128 for 128 experts, where moe_router_route1_kernel has 32
+ * of 4 rows). The CTA's threads form the row's E products w_e * x_e (each __fmul_rn alone,
+ * router_row's values) into shared memory, four consecutive values a load (one load of w and
+ * one of x a thread at E = 2048, where router_row's lanes load 64 of each); warp 0 then adds lane
+ * l's products l, l + 32, ... in order from 0.0f (router_row's chain) and ends with
+ * warp_canon_finish: the same logit bits. The last CTA routes with moe_route1_body's steps, the
+ * ranks by four threads an expert (SPLIT4). s_ep: max(2 X', E) floats (X' = X rounded up to 4). */
+#define ROUTER_CTA_THREADS 512
+template <int NPL>
+__global__ void __launch_bounds__(ROUTER_CTA_THREADS)
+moe_router_cta_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits,
+                      unsigned *__restrict__ counter, int X, int k, int *__restrict__ groups, int *__restrict__ pair_of,
+                      float *__restrict__ wts) {
+    extern __shared__ __align__(16) float s_ep[];
+    constexpr int E = 32 * NPL;
+    const int row = blockIdx.x;
+    const float *wr = W + (size_t)row * E;
+    if (c_prefetch & CUDA_PF_ROWS)   /* the router row before the wait */
+        l2_prefetch_lines(wr, (size_t)E * sizeof(float), threadIdx.x, blockDim.x);
+    PDL_WAIT();
+    for (int i = threadIdx.x; i < E / 4; i += ROUTER_CTA_THREADS) {
+        const int e = 4 * i;
+        const float4 w4 = *(const float4 *)(wr + e), x4 = *(const float4 *)(x + e);
+        *(float4 *)(s_ep + e) = make_float4(__fmul_rn(w4.x, x4.x), __fmul_rn(w4.y, x4.y), __fmul_rn(w4.z, x4.z),
+                                            __fmul_rn(w4.w, x4.w));
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, s_ep[threadIdx.x + 32 * i]);
+        acc = warp_canon_finish(acc);
+        if (threadIdx.x == 0) logits[row] = acc;
+    }
+    if (!last_cta_arrived(counter)) return;
+    if (X <= ROUTER_CTA_THREADS / 4) moe_route1_body<1>(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
+    else moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
 }
 
@@ -529,7 +586,7 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 }
 
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
-static int moe_fast = CUDA_MOE_FAST_ALL;
+static int moe_fast = CUDA_MOE_FAST_DEFAULT;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
 template <int FMT, int COOP, int V>
@@ -644,7 +701,16 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     const int route1 = m->T == 1 && (moe_fast & CUDA_MOE_FAST_ROUTE1);
     if (route1) {   /* T = 1: the routing by a whole CTA */
         const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
-        if (m->router_f32) {
+        if (m->router_f32 && (moe_fast & CUDA_MOE_FAST_ROUTER_CTA) && (uintptr_t)m->router_f32 % 16 == 0 &&
+            (uintptr_t)m->x_f32 % 16 == 0) {   /* a CTA per router row (float4 loads) */
+            const size_t shmc = shm1 > (size_t)m->E * sizeof(float) ? shm1 : (size_t)m->E * sizeof(float);
+#define RC(NPL) klaunch(moe_router_cta_kernel<NPL>, (unsigned)m->X, ROUTER_CTA_THREADS, shmc, st, m->router_f32, m->x_f32, \
+                        (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)
+            if (m->E == 2048) RC(64);
+            else if (m->E == 1024) RC(32);
+            else return -1;
+#undef RC
+        } else if (m->router_f32) {
             unsigned blocks = (unsigned)((m->X + ROUTER1_WARPS - 1) / ROUTER1_WARPS);
 #define R1(NPL) klaunch(moe_router_route1_kernel<NPL>, blocks, ROUTER1_WARPS * 32, shm1, st, m->router_f32, m->x_f32, \
                         (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)

@@ -218,7 +218,8 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     CHECKF(bad0 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=0: %d of %zu logits differ from the decode launch's", name, bad0, n);
     if (m0) tc_graph(m0, V, 20, name);
     strata_model_free(m0);
-    /* the merge launch's u loads 16 (=15) or 64 (=31, bit 16, the default) at once: the same logits */
+    /* the merge launch's u loads 16 (=15) or 64 (=31, bit 16, the default's) at once, an int8 cache's codes
+     * by I2F (both; the default, 63, by bit 32's exponent trick): the same logits */
     for (int k = 0; k < 2; k++) {
         const char *val = k ? "31" : "15";
         strata_model *mk = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
@@ -227,13 +228,17 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
         if (mk) tc_graph(mk, V, 300, name);
         strata_model_free(mk);
     }
-    if (kv == STRATA_KV_INT8) {   /* bit 8 off: the int8 rows loaded and converted a block at a time: the same logits */
-        strata_model *m7 = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", "7", 1, got, n);
-        const int bad7 = tc_ndiff(g1, got, n);
-        CHECKF(bad7 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=7: %d of %zu logits differ from the default's", name, bad7, n);
-        if (m7) tc_graph(m7, V, 300, name);
-        strata_model_free(m7);
-    }
+    if (kv == STRATA_KV_INT8)   /* bit 8 off: the int8 rows loaded and converted a block at a time (7: with I2F, 39:
+                                   bit 32's exponent trick, the default's); =31 above: staged, with I2F; =127: the staged
+                                   copies 8 bytes each (bit 64). The same logits */
+        for (int k = 0; k < 3; k++) {
+            const char *val = k == 0 ? "7" : k == 1 ? "39" : "127";
+            strata_model *m7 = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
+            const int bad7 = tc_ndiff(g1, got, n);
+            CHECKF(bad7 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %d of %zu logits differ from the default's", name, val, bad7, n);
+            if (m7) tc_graph(m7, V, 300, name);
+            strata_model_free(m7);
+        }
     unsetenv("STRATA_CUDA_ATTN_TC_DEC");
     env_reset_cache();
     float *p0 = malloc(n * sizeof(float));

@@ -1,0 +1,32 @@
+#!/bin/bash
+# One device call (2026-12-04, 11:14 session, call 2; issue 20): STRATA_CUDA_MOE_FAST bit 16 in its
+# final form (the F32 router a CTA of 512 threads per row, the last CTA's ranks by four threads an
+# expert; call 1 measured its first form, 128 threads a CTA, as bit 32), the default now 31; and
+# STRATA_CUDA_ATTN_TC_DEC's default 63 (bit 32: int8 codes to float without I2F).
+# 1. the GPU suite on this code; 2. the 48-layer MoE decode at depth 16, MOE_FAST 15 / 31, three
+# rounds alternated; 3. ncu durations (serialized) of one eager step's router launch, 15 / 31.
+# Peer: none (an A/B of strata's own switch). Carry .gpubin/bins.tar.xz, .gpubin/lib,
+# .peer/smollm2-vocab.gguf.
+# Prediction (before the call): +1-2 % over call 1's 128-thread form (361 / 363 against 357 /
+# 357): the product phase one float4 load of each a thread, the ranks 32 comparisons a thread
+# instead of 128.
+set -u
+. bench/gpu_call.sh
+bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
+grep -E "passed|FAIL" /tmp/suite.txt | tail -18
+grep -E "router cta" /tmp/gb-logs/test_gpu_variants.out 2>/dev/null | head -8
+gb_unpack
+t
+for r in 1 2 3; do
+  for f in 15 31; do
+    echo "round $r MOE_FAST=$f: $(STRATA_CUDA_MOE_FAST=$f E2E_SKIP_MAIN=1 E2E_DEPTH=16 timeout 200 $B moe48 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
+  done
+done
+t
+for f in 15 31; do
+  STRATA_CUDA_MOE_FAST=$f STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 150 ncu --profile-from-start off --clock-control none \
+    --kernel-name regex:moe_router --launch-count 3 --metrics gpu__time_duration.sum --csv $B moe48 1 > /tmp/ncu$f.txt 2>&1
+  echo "ncu MOE_FAST=$f: $(grep -E 'moe_' /tmp/ncu$f.txt | awk -F'","' '{split($5, a, "("); printf "%s %s us | ", a[1], $NF}' | sed 's/"//g')"
+done
+cp /tmp/ncu15.txt /tmp/ncu31.txt "$OUT/" 2>/dev/null
+t
