@@ -82,7 +82,7 @@ typedef struct tc_args {
     const void *kc, *vc;  /* f16 rows, or int8 rows of act_q8_0 blocks (kv8) */
     int kv8;
     int kv8_stage;        /* STRATA_CUDA_ATTN_TC_DEC: 1 (bit 8) the deep decode launch's int8 rows staged by cp.async;
-                             2 (bit 32) the codes by tc_q8f; 4 (bit 64) the staged copies 8 bytes each */
+                             2 (bit 32) the codes by tc_q8f */
     int T, n_heads, n_kv_heads, pos0;
     const int *d_pos;     /* graph: the position of column 0 on the device, else NULL */
     float c;              /* scale * log2(e), rounded to float on the host */
@@ -143,10 +143,6 @@ struct tc_q8_row {
     static constexpr int ROFF = 2 * (HD + TC_PAD) - NB * 36;   /* bytes */
     static_assert(ROFF % 4 == 0 && ROFF >= 28 * (NB - 1), "the staged words fit behind the converted halves");
 };
-static __device__ __forceinline__ void tc_cp8(void *dst_smem, const void *src) {
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(d), "l"(src) : "memory");
-}
 static __device__ __forceinline__ void tc_cp4(void *dst_smem, const void *src) {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
@@ -590,16 +586,6 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     for (int j = j0; j <= j1 && !idle; j++) {
         __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
         if (a.kv8 && (a.kv8_stage & 1)) {   /* the words staged (tc_q8_row), all copies in flight at once */
-            if (a.kv8_stage & 4) {   /* bit 64: 8 bytes a copy (rows of 72 / 144 bytes, the caches 8-byte aligned) */
-                for (int i = threadIdx.x; i < TC_C * (W8 / 2); i += TC_WARPS * 32) {
-                    const int r = i / (W8 / 2), w = 2 * (i % (W8 / 2)), p = j * TC_C + r;
-                    if (p >= P0) continue;
-                    const size_t off = ((size_t)p * a.n_kv_heads + kvh) * W8 + w;
-                    const int o = r * (HD + TC_PAD) * 2 + tc_q8_row<HD>::ROFF + 4 * w;
-                    tc_cp8((uint8_t *)kt + o, (const uint32_t *)a.kc + off);
-                    tc_cp8((uint8_t *)vt + o, (const uint32_t *)a.vc + off);
-                }
-            } else
             for (int i = threadIdx.x; i < TC_C * W8; i += TC_WARPS * 32) {
                 const int r = i / W8, w = i % W8, p = j * TC_C + r;
                 if (p >= P0) continue;
@@ -908,9 +894,7 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
     const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
     /* bit 8: the deep launch's int8 rows staged (measured: +3-5 % at 4,096 / 16,384 on the
      * head_dim-64 shapes; at depth 16 the one-launch path lost 1-2.5 % with it, so not there) */
-    /* 2: bit 32, the codes by tc_q8f; 4: bit 64, the staged copies 8 bytes each */
-    a.kv8_stage = ((bits & 8) != 0 && split) | ((bits & 32) != 0 ? 2 : 0) |
-                  ((bits & 64) != 0 && (uintptr_t)kc % 8 == 0 && (uintptr_t)vc % 8 == 0 ? 4 : 0);
+    a.kv8_stage = ((bits & 8) != 0 && split) | ((bits & 32) != 0 ? 2 : 0);   /* 2: bit 32, the codes by tc_q8f */
     const int staged = bits & 20;
     return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, staged, st)
                           : tc_dec_launch<128>(a, rp, nch, split, staged, st);

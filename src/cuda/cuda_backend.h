@@ -95,8 +95,9 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_DOWN4   4   /* T = 1, cooperative formats: down rows 4 per warp (E / 4 CTAs, one wave) instead of 2 */
 #define CUDA_MOE_FAST_SMEM    8   /* T = 1, IQ3_XXS experts with the fast decode: codebook and sign masks in shared memory */
 #define CUDA_MOE_FAST_ROUTER_CTA 16   /* T = 1, F32 router: a CTA per router row (X CTAs), its products formed by all its threads */
-#define CUDA_MOE_FAST_ALL     31  /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 31  /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
+#define CUDA_MOE_FAST_NGK     32  /* T = 1: the expert kernels take the group count (k) from the launch, not from groups[0] */
+#define CUDA_MOE_FAST_ALL     63  /* every bit */
+#define CUDA_MOE_FAST_DEFAULT 63  /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
 void cuda_moe_set_fast(int bits);
 void cuda_matvec_set_split(int min_blocks);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */

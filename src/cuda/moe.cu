@@ -464,11 +464,12 @@ template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
-                   const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb) {
+                   const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
+                   int ngk) {
     if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
     const int gi = blockIdx.y;
-    if (gi >= groups[0]) return;
+    if (ngk <= 0 && gi >= groups[0]) return;   /* ngk > 0: the grid's gridDim.y groups all exist (bit 32) */
     const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
     const int e = gr[0], start = gr[1], n = gr[2], src = gr[3];
     if (pf_down && (c_prefetch & CUDA_PF_DOWN)) {   /* the CTA's slice of expert e's down matrix into L2, for the down launch */
@@ -514,12 +515,13 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
 __global__ void __launch_bounds__(DN_WARPS * 32)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
-                const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb) {
+                const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
+                int ngk) {
     if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
     constexpr int RPC = COOP != 0 ? DR : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
-    const int ng = groups[0], warp = threadIdx.x >> 5, r0 = blockIdx.x * RPC;
+    const int ng = ngk > 0 ? ngk : groups[0], warp = threadIdx.x >> 5, r0 = blockIdx.x * RPC;
     /* gridDim.y > 1 (the wide chunks, no combine here): CTA row y takes groups y DN_WARPS + w, ... */
     for (int gi = blockIdx.y * DN_WARPS + warp; gi < ng; gi += DN_WARPS * gridDim.y) {
         const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
@@ -589,6 +591,15 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 static int moe_fast = CUDA_MOE_FAST_DEFAULT;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
 
+/* STRATA_CUDA_MOE_FAST bit 32 (CUDA_MOE_FAST_NGK): at T = 1 (the slices' launches) one token
+ * picks k distinct experts, so the routing writes exactly k groups (groups[0] = k, the grids'
+ * gridDim.y): the expert kernels take the count from the launch and read a group's record right
+ * after the dependent-launch wait instead of after a load of groups[0] (one L2 round trip less
+ * on each warp's chain). 0: read groups[0]. Same groups, same bits. */
+static int moe_ngk(const cuda_moe *m) {
+    return m->T == 1 && m->max_groups <= 0 && (moe_fast & CUDA_MOE_FAST_NGK) ? m->k : 0;
+}
+
 template <int FMT, int COOP, int V>
 static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
@@ -599,7 +610,8 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
     const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
                            ? (size_t)(m->F / db) * (size_t)dbs * (size_t)m->E : 0;
     const uint8_t *pfd = ebd ? (const uint8_t *)m->down : NULL;
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd)
+    const int ngk = moe_ngk(m);
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd, ngk)
     if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
@@ -614,7 +626,8 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
                           cudaStream_t st) {
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
-#define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb)
+    const int ngk = moe_ngk(m);
+#define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
     if (m->T == 1) {
         if constexpr (COOP != 0)
             if (moe_down_rows(m, E) == 4) { DN(1, 4); return; }

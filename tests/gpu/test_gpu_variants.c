@@ -60,8 +60,8 @@ static const char *mode_name(int mode) {
                                    "combine+down4", "route1+combine+down4" };
     static char buf[64];
     if (mode < 8) return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : "?";
-    snprintf(buf, sizeof buf, "%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
-             (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "");
+    snprintf(buf, sizeof buf, "%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
+             (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "");
     return buf;
 }
 
@@ -230,7 +230,7 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
-    for (int bit = 1; bit <= CUDA_MOE_FAST_ROUTER_CTA; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
+    for (int bit = 1; bit <= CUDA_MOE_FAST_NGK; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
     moe_parity(TYPE_Q4_K, 8 + CUDA_MOE_FAST_ALL);   /* 16-byte loads of the K-quants' cooperative part */
     moe_parity(TYPE_Q6_K, 8 + CUDA_MOE_FAST_ALL);
     moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_ALL);   /* the one-lane down kernel (a row per CTA) */
@@ -240,6 +240,7 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);   /* every bit, gate/up rows of 8 super-blocks */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SMEM);   /* the tables alone, fast decode on */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTER_CTA);   /* the router a CTA a row, 64 values per lane */
+    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_NGK);   /* the group count from the launch */
     g_dim = 1024;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTER_CTA);   /* 32 values per lane */
     g_dim = 256;
