@@ -99,18 +99,19 @@ static __device__ __forceinline__ int tc_first(int last, int window) {
     return window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
 }
 
-/* An int8 cache's block of 32 values (act_q8_0 words: d, then the codes four a word) into 32
- * halves of a tile row: f16(d * (float)q), the product rounded to float (the CPU's
- * q8_to_f32_row value), then to f16 (nearest even): the values the order's MMAs take from an
- * int8 cache, as an f16 cache gives them its stored halves. blk: global or shared memory. */
-/* STRATA_CUDA_ATTN_TC_DEC bit 32 (CVT below): a code q to float without I2F (a conversion-pipe
- * instruction, an eighth of the FP32 rate on sm_90): the byte q + 128 (the code xor 0x80) as the
- * low mantissa byte of 2^23 (one PRMT), minus 2^23 + 128, which is exact (both in [2^23, 2^24),
- * the difference an integer below 2^8): the same float q, so the same products and halves.
- * x: the codes xor 0x80808080; i: the byte. */
+/* STRATA_CUDA_ATTN_TC_DEC bit 32 (tc_q8_block's CVT): a code q to float without I2F (a
+ * conversion-pipe instruction, an eighth of the FP32 rate on sm_90): the byte q + 128 (the code
+ * xor 0x80) as the low mantissa byte of 2^23 (one PRMT), minus 2^23 + 128, which is exact (both
+ * in [2^23, 2^24), the difference an integer below 2^8): the same float q, so the same products
+ * and halves. x: the codes xor 0x80808080; i: the byte. */
 static __device__ __forceinline__ float tc_q8f(uint32_t x, int i) {
     return __fsub_rn(__uint_as_float(__byte_perm(x, 0x4B000000u, 0x7540u | (unsigned)i)), 8388736.0f);
 }
+/* An int8 cache's block of 32 values (act_q8_0 words: d, then the codes four a word) into 32
+ * halves of a tile row: f16(d * (float)q), the product rounded to float (the CPU's
+ * q8_to_f32_row value), then to f16 (nearest even): the values the order's MMAs take from an
+ * int8 cache, as an f16 cache gives them its stored halves. blk: global or shared memory.
+ * CVT: the codes to float by tc_q8f instead of I2F (the same floats). */
 template <int CVT = 0>
 static __device__ __forceinline__ void tc_q8_block(__half *dst, const uint32_t *blk) {
     const float d = __uint_as_float(blk[0]);
