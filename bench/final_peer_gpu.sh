@@ -18,14 +18,7 @@ one() {   # one LABEL SHAPE KV
 }
 for s in smollm2 1b moe48; do for r in 1 2; do for kv in f16 int8; do one "r$r" $s $kv; done; done; t; done
 peer_up || { echo "peer: the unpack failed"; exit 1; }
-for s in smollm2 1b moe48; do
-  for kv in f16 q8_0; do
-    echo "llama.cpp $s $kv K/V, tg128 at d0,4096,16384 runs:"
-    timeout 170 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -ctk $kv -ctv $kv -p 0 -n 128 \
-      -d 0,4096,16384 -r 3 -o jsonl 2>/dev/null | runs_of
-  done
-  t
-done
+llama_depth_rows "smollm2 1b moe48"
 # then the GPU suite on this code, if the call has the time (the defaults' change since call 4's
 # suite is host-side: STRATA_CUDA_MOE_FAST 31 -> 63)
 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"

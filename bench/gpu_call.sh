@@ -43,3 +43,31 @@ llama_rows() {
   echo "llama.cpp $1 pp4096 runs:"
   timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$1.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 3 -o jsonl 2>/dev/null | runs_of
 }
+# A/B runs of bench_e2e: ab ROUNDS "SHAPES" VAR "VALUES" [VAR=VALUE ...]: each shape, ROUNDS
+# rounds, VAR set to each of VALUES in turn (alternated), the extra settings (E2E_KV, E2E_DEPTH,
+# ...) on every run; one line a run with its depth rows (E2E_SKIP_MAIN=1)
+ab() {
+  local rounds=$1 shapes=$2 var=$3 vals=$4 s r v
+  shift 4
+  for s in $shapes; do
+    for r in $(seq "$rounds"); do
+      for v in $vals; do
+        echo "round $r $s $var=$v: $(env "$@" "$var=$v" E2E_SKIP_MAIN=1 timeout 200 $B $s 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
+      done
+    done
+    t
+  done
+}
+# llama.cpp's decode at depths 0 / 4,096 / 16,384 with f16 and q8_0 K/V on bench_e2e's files (the
+# carried build, peer_up first), its runs one by one: llama_depth_rows "SHAPES"
+llama_depth_rows() {
+  local s kv
+  for s in $1; do
+    for kv in f16 q8_0; do
+      echo "llama.cpp $s $kv K/V, tg128 at d0,4096,16384 runs:"
+      timeout 170 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -ctk $kv -ctv $kv -p 0 -n 128 \
+        -d 0,4096,16384 -r 3 -o jsonl 2>/dev/null | runs_of
+    done
+    t
+  done
+}

@@ -8,6 +8,7 @@
 # Peer: none (an A/B of strata's own switch). Carry .gpubin/bins.tar.xz, .gpubin/lib,
 # .peer/smollm2-vocab.gguf.
 # Prediction (before the call): +1-3 % (two launches a layer, ~0.3-0.6 us each on the chain).
+# The A/B loop was folded into gpu_call.sh's ab after the call (the same runs).
 set -u
 . bench/gpu_call.sh
 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
@@ -15,12 +16,7 @@ grep -E "passed|FAIL" /tmp/suite.txt | tail -18
 grep -E "group count" /tmp/gb-logs/test_gpu_variants.out 2>/dev/null | head -4
 gb_unpack
 t
-for r in 1 2 3; do
-  for f in 31 63; do
-    echo "round $r MOE_FAST=$f: $(STRATA_CUDA_MOE_FAST=$f E2E_SKIP_MAIN=1 E2E_DEPTH=16 timeout 200 $B moe48 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
-  done
-done
-t
+ab 3 moe48 STRATA_CUDA_MOE_FAST "31 63" E2E_DEPTH=16
 for f in 31 63; do
   STRATA_CUDA_MOE_FAST=$f STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 150 ncu --profile-from-start off --clock-control none \
     --kernel-name regex:"moe_(gate|down)" --launch-count 4 --metrics gpu__time_duration.sum --csv $B moe48 1 > /tmp/ncu$f.txt 2>&1

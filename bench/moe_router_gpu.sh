@@ -10,6 +10,7 @@
 # Prediction (before the call): +1-2 % over call 1's 128-thread form (361 / 363 against 357 /
 # 357): the product phase one float4 load of each a thread, the ranks 32 comparisons a thread
 # instead of 128.
+# The A/B loop was folded into gpu_call.sh's ab after the call (the same runs).
 set -u
 . bench/gpu_call.sh
 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
@@ -17,12 +18,7 @@ grep -E "passed|FAIL" /tmp/suite.txt | tail -18
 grep -E "router cta" /tmp/gb-logs/test_gpu_variants.out 2>/dev/null | head -8
 gb_unpack
 t
-for r in 1 2 3; do
-  for f in 15 31; do
-    echo "round $r MOE_FAST=$f: $(STRATA_CUDA_MOE_FAST=$f E2E_SKIP_MAIN=1 E2E_DEPTH=16 timeout 200 $B moe48 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
-  done
-done
-t
+ab 3 moe48 STRATA_CUDA_MOE_FAST "15 31" E2E_DEPTH=16
 for f in 15 31; do
   STRATA_CUDA_MOE_FAST=$f STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 150 ncu --profile-from-start off --clock-control none \
     --kernel-name regex:moe_router --launch-count 3 --metrics gpu__time_duration.sum --csv $B moe48 1 > /tmp/ncu$f.txt 2>&1

@@ -8,28 +8,16 @@
 # .peer/smollm2-vocab.gguf.
 # Prediction (before the call): int8 prompt of 4,096 +1-4 % (the loop launch converts every K
 # tile twice and every V tile once, 234 I2F a thread in the SASS of the decode launch alone).
+# After this call: bit 64 was deleted (BENCHMARKS call 3), so DEC=127 now runs as 63. The A/B loops
+# were folded into gpu_call.sh's ab after the call (the same runs, labelled by the variable).
 set -u
 . bench/gpu_call.sh
 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
 grep -E "passed|FAIL" /tmp/suite.txt | tail -18
 gb_unpack
 t
-for s in smollm2 1b; do
-  for r in 1 2 3; do
-    for d in 31 63; do
-      echo "round $r $s int8 TC_DEC=$d: $(E2E_KV=int8 STRATA_CUDA_ATTN_TC_DEC=$d E2E_SKIP_MAIN=1 E2E_DEPTH=4096 timeout 120 $B $s 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
-    done
-  done
-  t
-done
+ab 3 "smollm2 1b" STRATA_CUDA_ATTN_TC_DEC "31 63" E2E_KV=int8 E2E_DEPTH=4096
 # 4. bit 64 (the deep decode launch's staged int8 rows copied 8 bytes a cp.async instead of 4):
 #    int8 decode at depth 4,096, DEC 63 / 127, three rounds. Prediction: +0-2 % (half the copy
 #    instructions before the wait; the bytes are the same).
-for s in smollm2 1b; do
-  for r in 1 2 3; do
-    for d in 63 127; do
-      echo "round $r $s int8 TC_DEC=$d: $(E2E_KV=int8 STRATA_CUDA_ATTN_TC_DEC=$d E2E_SKIP_MAIN=1 E2E_DEPTH=4096 timeout 120 $B $s 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
-    done
-  done
-  t
-done
+ab 3 "smollm2 1b" STRATA_CUDA_ATTN_TC_DEC "63 127" E2E_KV=int8 E2E_DEPTH=4096

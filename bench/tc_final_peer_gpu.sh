@@ -27,11 +27,4 @@ for r in 1 2; do for cfg in f16,31 f16,63 int8,31 int8,63; do one "r$r" moe48 ${
 for r in 1 2; do for cfg in f16,15 f16,63; do one "r$r" smollm2 ${cfg%,*} ${cfg#*,}; done; done; t
 for s in smollm2 1b; do for r in 1 2; do for kv in f16 int8; do one "r$r" $s $kv 63; done; done; done; t
 peer_up || { echo "peer: the unpack failed"; exit 1; }
-for s in smollm2 1b moe48; do
-  for kv in f16 q8_0; do
-    echo "llama.cpp $s $kv K/V, tg128 at d0,4096,16384 runs:"
-    timeout 170 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -ctk $kv -ctv $kv -p 0 -n 128 \
-      -d 0,4096,16384 -r 3 -o jsonl 2>/dev/null | runs_of
-  done
-  t
-done
+llama_depth_rows "smollm2 1b moe48"
