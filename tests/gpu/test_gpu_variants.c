@@ -230,6 +230,8 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 2);
     moe_parity(TYPE_Q2_0, 1);
     t_current = "moe folds";   /* STRATA_CUDA_MOE_FAST's bits one at a time against none */
+    /* at dim 256 the router is not fused (widths 1,024 / 2,048 only), so the router bit (16) changes
+     * nothing here; it is exercised at dims 2,048 and 1,024 below */
     for (int bit = 1; bit <= CUDA_MOE_FAST_NGK; bit <<= 1) moe_parity(TYPE_IQ3_XXS, 8 + bit);
     moe_parity(TYPE_Q4_K, 8 + CUDA_MOE_FAST_ALL);   /* 16-byte loads of the K-quants' cooperative part */
     moe_parity(TYPE_Q6_K, 8 + CUDA_MOE_FAST_ALL);
