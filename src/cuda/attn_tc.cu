@@ -561,8 +561,12 @@ typedef struct tc_rope {
     int n_rot, neox;
 } tc_rope;
 
-template <int HD, int SPLIT>
+/* KV: 0 the cache kind read from a.kv8 (one instantiation for both kinds: its f16 kernel carries
+ * the int8 paths, 7,096 SASS instructions and 72 registers at head_dim 64 where the f16 code
+ * alone is 4,128 and 64); 1 f16 and 2 int8 compiled in (STRATA_CUDA_ATTN_TC_DEC bit 256) */
+template <int HD, int SPLIT, int KV = 0>
 __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, tc_rope rp) {
+    const int kv8 = KV == 0 ? a.kv8 : KV == 2;
     extern __shared__ __align__(16) uint8_t tc_dyn[];
     constexpr int TR = TC_C * (HD + TC_PAD);   /* halves a tile */
     constexpr int NPW = HD / 16 / TC_WARPS;    /* 16-wide d slices of V a warp */
@@ -586,7 +590,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     constexpr int PR = HD / 8;
     for (int j = j0; j <= j1 && !idle; j++) {
         __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
-        if (a.kv8 && (a.kv8_stage & 1)) {   /* the words staged (tc_q8_row), all copies in flight at once */
+        if (kv8 && (a.kv8_stage & 1)) {   /* the words staged (tc_q8_row), all copies in flight at once */
             for (int i = threadIdx.x; i < TC_C * W8; i += TC_WARPS * 32) {
                 const int r = i / W8, w = i % W8, p = j * TC_C + r;
                 if (p >= P0) continue;
@@ -604,7 +608,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
             }
             continue;
         }
-        if (a.kv8) {   /* loaded and converted block by block */
+        if (kv8) {   /* loaded and converted block by block */
             for (int i = threadIdx.x; i < TC_C * NB; i += TC_WARPS * 32) {
                 const int r = i / NB, b = i % NB, p = j * TC_C + r;
                 const size_t off = ((size_t)p * a.n_kv_heads + kvh) * W8 + b * KV_Q8_WORDS;
@@ -615,8 +619,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
                 }
                 else if (p > P0) { tc_zero32(dk); tc_zero32(dv); }
             }
-            continue;
-        }
+        } else
         for (int i = threadIdx.x; i < TC_C * PR; i += TC_WARPS * 32) {
             const int r = i / PR, pc = i % PR, p = j * TC_C + r;
             const size_t off = ((size_t)p * a.n_kv_heads + kvh) * HD + pc * 8;
@@ -625,7 +628,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
             else if (p > P0) { *(uint4 *)dk = make_uint4(0, 0, 0, 0); *(uint4 *)dv = make_uint4(0, 0, 0, 0); }
         }
     }
-    if (a.kv8 && (a.kv8_stage & 1) && !idle) {   /* the staged int8 rows, converted in place (a thread a row), still before the wait */
+    if (kv8 && (a.kv8_stage & 1) && !idle) {   /* the staged int8 rows, converted in place (a thread a row), still before the wait */
         tc_cp_wait();
         __syncthreads();
         for (int j = j0; j <= j1; j++) {
@@ -662,7 +665,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
             const int h = idx / rest, jd = rp.n_rot + idx % rest;
             qs[h * HD + jd] = qg[(size_t)h * HD + jd];
         }
-        if (a.kv8) {   /* int8: k rotated and v quantized (kv8_rows: rope_qk_store_q8_kernel's bytes) */
+        if (kv8) {   /* int8: k rotated and v quantized (kv8_rows: rope_qk_store_q8_kernel's bytes) */
             if (holds) kv8_rows(ks, vs, cs, rp.n_rot, rp.neox, HD, (uint32_t *)kl, (uint32_t *)kl + W8);
         } else {
             for (int i = threadIdx.x; holds && i < half; i += TC_WARPS * 32) {
@@ -677,7 +680,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
         }
     }
     __syncthreads();
-    if (holds && a.kv8) {   /* the position's int8 rows: into the cache (words) and, converted, into the tiles */
+    if (holds && kv8) {   /* the position's int8 rows: into the cache (words) and, converted, into the tiles */
         const uint32_t *klw = (const uint32_t *)kl, *vlw = klw + W8;
         const size_t off = ((size_t)P0 * a.n_kv_heads + kvh) * W8;
         __half *kt = tiles + 2 * (j1 - j0) * TR, *vt = kt + TR;
@@ -847,7 +850,7 @@ static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int 
                             float *out, void *act, int act_fmt) {
     tc_args a;
     memset(&a, 0, sizeof a);
-    a.q = q; a.kc = kc; a.vc = vc; a.kv8 = kv8 ? 1 : 0;
+    a.q = q; a.kc = kc; a.vc = vc; kv8 = kv8 ? 1 : 0;
     a.T = T; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
     a.c = scale * 1.44269504088896341f;   /* scale * log2(e), rounded to float here */
     a.window = window;
@@ -864,21 +867,27 @@ int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_
 }
 
 template <int HD>
-static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split, int staged, cudaStream_t st) {
+static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split, int staged, int per_kind, cudaStream_t st) {
     static int attr = 0;
     if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)tc_dec_smem(HD, TC_DEC_NCH))) ||
-            CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)tc_dec_smem(HD, 1))))
-            return -1;
+#define TC_DEC_ATTR(KV) (CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 0, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
+                                                       (int)tc_dec_smem(HD, TC_DEC_NCH))) ||                                  \
+                         CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 1, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
+                                                       (int)tc_dec_smem(HD, 1))))
+        if (TC_DEC_ATTR(0) || TC_DEC_ATTR(1) || TC_DEC_ATTR(2)) return -1;
+#undef TC_DEC_ATTR
         attr = 1;
     }
+    /* bit 256: the instantiation of the cache's kind */
+#define TC_DEC_GO(S, G, SM) do { if (!per_kind) klaunch(attn_tc_dec_kernel<HD, S, 0>, G, TC_WARPS * 32, SM, st, a, rp);     \
+                                 else if (a.kv8) klaunch(attn_tc_dec_kernel<HD, S, 2>, G, TC_WARPS * 32, SM, st, a, rp); \
+                                 else klaunch(attn_tc_dec_kernel<HD, S, 1>, G, TC_WARPS * 32, SM, st, a, rp); } while (0)
     if (!split) {
-        klaunch(attn_tc_dec_kernel<HD, 0>, dim3((unsigned)a.n_kv_heads), TC_WARPS * 32, tc_dec_smem(HD, TC_DEC_NCH), st, a, rp);
+        TC_DEC_GO(0, dim3((unsigned)a.n_kv_heads), tc_dec_smem(HD, TC_DEC_NCH));
         return CU_LAUNCHED();
     }
-    klaunch(attn_tc_dec_kernel<HD, 1>, dim3((unsigned)nch, (unsigned)a.n_kv_heads), TC_WARPS * 32, tc_dec_smem(HD, 1), st, a, rp);
+    TC_DEC_GO(1, dim3((unsigned)nch, (unsigned)a.n_kv_heads), tc_dec_smem(HD, 1));
+#undef TC_DEC_GO
     if (CU_LAUNCHED()) return -1;
     tc_fold_launch<HD>(a, staged, st);
     return CU_LAUNCHED();
@@ -897,8 +906,9 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
      * head_dim-64 shapes; at depth 16 the one-launch path lost 1-2.5 % with it, so not there) */
     a.kv8_stage = ((bits & 8) != 0 && split) | ((bits & 32) != 0 ? 2 : 0);   /* 2: bit 32, the codes by tc_q8f */
     const int staged = bits & 20;
-    return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, staged, st)
-                          : tc_dec_launch<128>(a, rp, nch, split, staged, st);
+    const int per_kind = (bits & 256) != 0;
+    return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, staged, per_kind, st)
+                          : tc_dec_launch<128>(a, rp, nch, split, staged, per_kind, st);
 }
 
 /* f16 or int8 caches alike (an int8 row's blocks of 32 never straddle a head at these sizes) */

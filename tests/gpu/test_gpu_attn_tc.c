@@ -219,9 +219,10 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     if (m0) tc_graph(m0, V, 20, name);
     strata_model_free(m0);
     /* the merge launch's u loads 16 (=15) or 64 (=31, bit 16, the default's) at once, an int8 cache's codes
-     * by I2F (both; the default, 63, by bit 32's exponent trick): the same logits */
-    for (int k = 0; k < 2; k++) {
-        const char *val = k ? "31" : "15";
+     * by I2F (both; the default, 63, by bit 32's exponent trick); =319: the decode kernels instantiated per
+     * cache kind (bit 256): the same logits */
+    for (int k = 0; k < 3; k++) {
+        const char *val = k == 2 ? "319" : k ? "31" : "15";
         strata_model *mk = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
         const int badk = tc_ndiff(g1, got, n);
         CHECKF(badk == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %d of %zu logits differ from the default's", name, val, badk, n);
