@@ -850,7 +850,7 @@ static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int 
                             float *out, void *act, int act_fmt) {
     tc_args a;
     memset(&a, 0, sizeof a);
-    a.q = q; a.kc = kc; a.vc = vc; kv8 = kv8 ? 1 : 0;
+    a.q = q; a.kc = kc; a.vc = vc; a.kv8 = kv8 ? 1 : 0;
     a.T = T; a.n_heads = n_heads; a.n_kv_heads = n_kv_heads; a.pos0 = pos0; a.d_pos = d_pos;
     a.c = scale * 1.44269504088896341f;   /* scale * log2(e), rounded to float here */
     a.window = window;

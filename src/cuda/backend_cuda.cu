@@ -1297,7 +1297,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 319;   /* bits 1..32, 256 */   /* bits 4, 16 also pick the split path's merge */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 319;   /* bits 1..32, 256; bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;

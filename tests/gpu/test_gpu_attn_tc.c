@@ -219,10 +219,11 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     if (m0) tc_graph(m0, V, 20, name);
     strata_model_free(m0);
     /* the merge launch's u loads 16 (=15) or 64 (=31, bit 16, the default's) at once, an int8 cache's codes
-     * by I2F (both; the default, 63, by bit 32's exponent trick); =319: the decode kernels instantiated per
-     * cache kind (bit 256): the same logits */
+     * by I2F (both; 63 by bit 32's exponent trick, one kernel instance for both cache kinds); the default,
+     * 319, adds bit 256 (the decode kernels instantiated per cache kind): the same logits */
+    static const char *const dec_vals[] = { "15", "31", "63" };
     for (int k = 0; k < 3; k++) {
-        const char *val = k == 2 ? "319" : k ? "31" : "15";
+        const char *val = dec_vals[k];
         strata_model *mk = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
         const int badk = tc_ndiff(g1, got, n);
         CHECKF(badk == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %d of %zu logits differ from the default's", name, val, badk, n);
@@ -231,8 +232,8 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     }
     if (kv == STRATA_KV_INT8)   /* bit 8 off: the int8 rows loaded and converted a block at a time (7: with I2F, 39:
                                    bit 32's exponent trick, the default's); =31 above: staged, with I2F. The same logits */
-        for (int k = 0; k < 2; k++) {
-            const char *val = k == 0 ? "7" : "39";
+        for (int k = 0; k < 3; k++) {   /* 295: 39 with bit 256 (the int8 instance) */
+            const char *val = k == 0 ? "7" : k == 1 ? "39" : "295";
             strata_model *m7 = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
             const int bad7 = tc_ndiff(g1, got, n);
             CHECKF(bad7 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %d of %zu logits differ from the default's", name, val, bad7, n);
