@@ -12,7 +12,7 @@
 # Call 3 ran this with a first form whose launch bounds (an explicit minimum of one CTA an SM on every
 # instance) raised the default instance from 37 registers to 80 and bit 64's from 48 to 72 (ncu); here
 # only the bit-128 instance has them (moe_gate_up_kernel_1w), the others 37 / 48 as ptxas chose.
-# Prediction (before call 3):
+# Prediction (before call 3): gate/up 16 -> 11-13 us serialized, MoE decode +4-8 % (one DRAM
 # round trip of ~2-3 us under load off each of 48 layers' chains); bit 128 +0-3 % over 64, or a
 # loss if the register cap spills.
 set -u
