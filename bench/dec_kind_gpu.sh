@@ -7,11 +7,11 @@
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
 # Prediction (before the call): SmolLM2 f16 at depth 16 +2-5 % (its one-launch kernel back to
 # 4,128 SASS instructions / 64 registers from 7,096 / 72), 1.5B f16 +1-3 %, int8 within the spread.
+# After the call its suite lines were folded into gpu_call.sh (gpu_suite; the same run).
 set -u
 . bench/gpu_call.sh
 gb_unpack
 ab 2 "smollm2 1b" STRATA_CUDA_ATTN_TC_DEC "63 319" E2E_KV=f16 E2E_DEPTH=16,4096
 ab 2 "smollm2 1b" STRATA_CUDA_ATTN_TC_DEC "63 319" E2E_KV=int8 E2E_DEPTH=16,4096
-timeout 280 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
-grep -E "passed|FAIL" /tmp/suite.txt | tail -18
+gpu_suite 280
 t

@@ -10,13 +10,13 @@
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
 # Predictions (before the call): bit 512 +1-2.5 % at both depths (one L2 round trip off each
 # layer's attention critical path); bit 256 on int8 within the spread at depth 16, 0-3 % at 4,096.
+# After the call its suite lines were folded into gpu_call.sh (gpu_suite; the same run).
 set -u
 . bench/gpu_call.sh
 gb_unpack
 ab 2 "smollm2 1b" STRATA_CUDA_ATTN_TC_DEC "319 831" E2E_KV=f16 E2E_DEPTH=16,4096
 ab 2 "smollm2 1b" STRATA_CUDA_ATTN_TC_DEC "63 319 831" E2E_KV=int8 E2E_DEPTH=16,4096
-timeout 280 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
-grep -E "passed|FAIL" /tmp/suite.txt | tail -18
+gpu_suite 280
 t
 ab 2 "moe48" STRATA_CUDA_ATTN_TC_DEC "63 319 831" E2E_DEPTH=16,4096
 STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 200 ncu --profile-from-start off --clock-control none \

@@ -7,18 +7,13 @@
 # -n 128 -d 0,4096,16384 -r 3`, f16 and q8_0 K/V, its runs one by one; then the GPU suite on this
 # code with what time is left. Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/lcb-cuda.tar.xz,
 # .peer/smollm2-vocab.gguf.
+# After the call its ncu loop / depth rows were folded into gpu_call.sh (moe_gu_ncu, depth_row; the same runs).
 set -u
 . bench/gpu_call.sh
 gb_unpack
 D=16,4096,16384
-one() {   # one LABEL SHAPE KV
-  local label=$1 s=$2 kv=$3
-  E2E_KV=$kv E2E_SKIP_MAIN=1 E2E_DEPTH=$D timeout 200 $B $s 1 > /tmp/one.txt 2>&1
-  echo "$label $s $kv: $(awk '/depth/ { for (i = 1; i <= NF; i++) { if ($i == "depth") d = $(i + 1); if ($i == "decode") v = $(i + 2); if ($i == "hash") h = $(i + 1) } printf "d%s %s [%s] ", d + 0, v, substr(h, 1, 6) }' /tmp/one.txt)"
-}
-for s in smollm2 1b moe48; do for kv in f16 int8; do one r1 $s $kv; done; t; done
+for s in smollm2 1b moe48; do for kv in f16 int8; do depth_row r1 $s $kv; done; t; done
 peer_up || { echo "peer: the unpack failed"; exit 1; }
 llama_depth_rows "smollm2 1b moe48"
-timeout 150 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
-grep -E "passed|FAIL" /tmp/suite.txt | tail -18
+gpu_suite 150
 t

@@ -10,13 +10,7 @@ set -u
 . bench/gpu_call.sh
 gb_unpack
 D=16,4096,16384
-one() {   # one LABEL SHAPE KV
-  local label=$1 s=$2 kv=$3
-  E2E_KV=$kv E2E_SKIP_MAIN=1 E2E_DEPTH=$D timeout 200 $B $s 1 > /tmp/one.txt 2>&1
-  cat /tmp/one.txt >> "$OUT/runs.txt"
-  echo "$label $s $kv: $(awk '/depth/ { for (i = 1; i <= NF; i++) { if ($i == "depth") d = $(i + 1); if ($i == "decode") v = $(i + 2); if ($i == "hash") h = $(i + 1) } printf "d%s %s [%s] ", d + 0, v, substr(h, 1, 6) }' /tmp/one.txt)"
-}
-for s in smollm2 1b moe48; do for r in 1 2; do for kv in f16 int8; do one "r$r" $s $kv; done; done; t; done
+for s in smollm2 1b moe48; do for r in 1 2; do for kv in f16 int8; do depth_row "r$r" $s $kv; done; done; t; done
 peer_up || { echo "peer: the unpack failed"; exit 1; }
 llama_depth_rows "smollm2 1b moe48"
 # then the GPU suite on this code, if the call has the time (the defaults' change since call 4's

@@ -10,16 +10,12 @@
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
 # Prediction (before the call): gate/up 16 -> 12-14 us serialized, MoE decode +2-5 %, unless the
 # extra registers cost the launch its single wave.
+# After the call its ncu loop / depth rows were folded into gpu_call.sh (moe_gu_ncu, depth_row; the same runs).
 set -u
 . bench/gpu_call.sh
 gb_unpack
-export LD_LIBRARY_PATH=$PWD/.gpubin/lib
-for p in test_gpu_variants test_gpu_moe; do /tmp/gb/bin/$p 2>&1 | tail -1; done
+moe_parity_runs
 t
 ab 3 "moe48" STRATA_CUDA_MOE_FAST "63 127" E2E_DEPTH=16
-for v in 63 127; do
-  STRATA_CUDA_MOE_FAST=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 60 ncu --profile-from-start off --clock-control none \
-    --kernel-name regex:moe_gate_up --launch-count 2 --metrics gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread \
-    --csv $B moe48 1 2>/dev/null | grep -E 'gpu__time|inst_exec|registers' | awk -F'","' -v v=$v '{print "MOE_FAST=" v, $(NF-2), $NF}'
-done
+moe_gu_ncu "63 127" 2 gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread
 t

@@ -15,16 +15,5 @@
 # Prediction (before call 3): gate/up 16 -> 11-13 us serialized, MoE decode +4-8 % (one DRAM
 # round trip of ~2-3 us under load off each of 48 layers' chains); bit 128 +0-3 % over 64, or a
 # loss if the register cap spills.
-set -u
-. bench/gpu_call.sh
-gb_unpack
-timeout 280 bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
-grep -E "passed|FAIL" /tmp/suite.txt | tail -18
-t
-ab 3 "moe48" STRATA_CUDA_MOE_FAST "63 127 255" E2E_DEPTH=16
-for v in 63 127 255; do
-  STRATA_CUDA_MOE_FAST=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 100 ncu --profile-from-start off --clock-control none \
-    --kernel-name regex:moe_gate_up --launch-count 3 --metrics gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread \
-    --csv $B moe48 1 2>/dev/null | grep -E 'gpu__time|inst_exec|registers' | awk -F'","' -v v=$v '{print "MOE_FAST=" v, $(NF-2), $NF}'
-done
-t
+# The same runs as bench/moe_pre_gpu.sh (call 3) on call 4's build.
+exec bash bench/moe_pre_gpu.sh "$@"
