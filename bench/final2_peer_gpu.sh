@@ -7,7 +7,7 @@
 # -n 128 -d 0,4096,16384 -r 3`, f16 and q8_0 K/V, its runs one by one; then the GPU suite on this
 # code with what time is left. Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/lcb-cuda.tar.xz,
 # .peer/smollm2-vocab.gguf.
-# After the call its ncu loop / depth rows were folded into gpu_call.sh (moe_gu_ncu, depth_row; the same runs).
+# After the call its depth rows and suite lines were folded into gpu_call.sh (depth_row, gpu_suite; the same runs).
 set -u
 . bench/gpu_call.sh
 gb_unpack

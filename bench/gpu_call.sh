@@ -71,14 +71,14 @@ llama_depth_rows() {
     t
   done
 }
-# ncu of the first launches of the MoE gate/up kernel for each STRATA_CUDA_MOE_FAST value (one eager
-# decode step of the 48-layer MoE, serialized): moe_gu_ncu "VALUES" COUNT METRICS
-moe_gu_ncu() {
+# ncu of the first launches matching REGEX (one eager decode step of the 48-layer MoE, serialized)
+# for each STRATA_CUDA_MOE_FAST value: moe_ncu "VALUES" REGEX COUNT METRICS
+moe_ncu() {
   local v
   for v in $1; do
-    STRATA_CUDA_MOE_FAST=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 100 ncu --profile-from-start off --clock-control none \
-      --kernel-name regex:moe_gate_up --launch-count "$2" --metrics "$3" \
-      --csv $B moe48 1 2>/dev/null | grep -E 'gpu__|inst_exec|registers|l1tex' | awk -F'","' -v v=$v '{print "MOE_FAST=" v, $(NF-2), $NF}'
+    STRATA_CUDA_MOE_FAST=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 150 ncu --profile-from-start off --clock-control none \
+      --kernel-name regex:"$2" --launch-count "$3" --metrics "$4" \
+      --csv $B moe48 1 2>/dev/null | grep -E 'gpu__|inst_exec|registers|l1tex' | awk -F'","' -v v=$v '{split($5, a, "("); print "MOE_FAST=" v, a[1], $(NF-2), $NF}'
   done
 }
 # one line of decode figures at the depths $D: depth_row LABEL SHAPE KV (the run's output also
@@ -90,6 +90,7 @@ depth_row() {
   echo "$label $s $kv: $(awk '/depth/ { for (i = 1; i <= NF; i++) { if ($i == "depth") d = $(i + 1); if ($i == "decode") v = $(i + 2); if ($i == "hash") h = $(i + 1) } printf "d%s %s [%s] ", d + 0, v, substr(h, 1, 6) }' /tmp/one.txt)"
 }
 # the GPU suite (tools/gpu_pack.sh run) under a time limit, its per-program lines: gpu_suite SECONDS
+# (the programs' logs stay in /tmp/gb-logs)
 gpu_suite() {
   timeout "$1" bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
   grep -E "passed|FAIL" /tmp/suite.txt | tail -18

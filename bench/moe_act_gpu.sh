@@ -10,12 +10,12 @@
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
 # Prediction (before the call): gate/up 16 -> 12-14 us serialized (L1 requests of the activation
 # cut ~8x), MoE decode +2-5 %; a loss if the staging round trip and barrier lengthen the chain more.
-# After the call its ncu loop / depth rows were folded into gpu_call.sh (moe_gu_ncu, depth_row; the same runs).
+# After the call its ncu loop and suite lines were folded into gpu_call.sh (moe_ncu, gpu_suite, moe_parity_runs; the same runs).
 set -u
 . bench/gpu_call.sh
 gb_unpack
 moe_parity_runs
 t
 ab 3 "moe48" STRATA_CUDA_MOE_FAST "63 127" E2E_DEPTH=16
-moe_gu_ncu "63 127" 3 gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread,l1tex__throughput.avg.pct_of_peak_sustained_active
+moe_ncu "63 127" moe_gate_up 3 gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread,l1tex__throughput.avg.pct_of_peak_sustained_active
 t

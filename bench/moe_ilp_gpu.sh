@@ -10,12 +10,12 @@
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
 # Prediction (before the call): gate/up 16 -> 12-14 us serialized, MoE decode +2-5 %, unless the
 # extra registers cost the launch its single wave.
-# After the call its ncu loop / depth rows were folded into gpu_call.sh (moe_gu_ncu, depth_row; the same runs).
+# After the call its ncu loop and suite lines were folded into gpu_call.sh (moe_ncu, gpu_suite, moe_parity_runs; the same runs).
 set -u
 . bench/gpu_call.sh
 gb_unpack
 moe_parity_runs
 t
 ab 3 "moe48" STRATA_CUDA_MOE_FAST "63 127" E2E_DEPTH=16
-moe_gu_ncu "63 127" 2 gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread
+moe_ncu "63 127" moe_gate_up 2 gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread
 t

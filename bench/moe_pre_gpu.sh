@@ -12,12 +12,12 @@
 # Prediction (before the call): gate/up 16 -> 11-13 us serialized, MoE decode +4-8 % (one DRAM
 # round trip of ~2-3 us under load off each of 48 layers' chains); bit 128 +0-3 % over 64, or a
 # loss if the register cap spills.
-# After the call its ncu loop / depth rows were folded into gpu_call.sh (moe_gu_ncu, depth_row; the same runs).
+# After the call its ncu loop and suite lines were folded into gpu_call.sh (moe_ncu, gpu_suite, moe_parity_runs; the same runs).
 set -u
 . bench/gpu_call.sh
 gb_unpack
 gpu_suite 280
 t
 ab 3 "moe48" STRATA_CUDA_MOE_FAST "63 127 255" E2E_DEPTH=16
-moe_gu_ncu "63 127 255" 3 gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread
+moe_ncu "63 127 255" moe_gate_up 3 gpu__time_duration.sum,smsp__inst_executed.sum,launch__registers_per_thread
 t

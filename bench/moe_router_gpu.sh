@@ -10,19 +10,14 @@
 # Prediction (before the call): +1-2 % over call 1's 128-thread form (361 / 363 against 357 /
 # 357): the product phase one float4 load of each a thread, the ranks 32 comparisons a thread
 # instead of 128.
-# The A/B loop was folded into gpu_call.sh's ab after the call (the same runs).
+# The A/B loop, the suite's lines and the ncu loop were folded into gpu_call.sh after the call
+# (ab, gpu_suite, moe_ncu; the same runs).
 set -u
 . bench/gpu_call.sh
-bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
-grep -E "passed|FAIL" /tmp/suite.txt | tail -18
+gpu_suite 600
 grep -E "router cta" /tmp/gb-logs/test_gpu_variants.out 2>/dev/null | head -8
 gb_unpack
 t
 ab 3 moe48 STRATA_CUDA_MOE_FAST "15 31" E2E_DEPTH=16
-for f in 15 31; do
-  STRATA_CUDA_MOE_FAST=$f STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 150 ncu --profile-from-start off --clock-control none \
-    --kernel-name regex:moe_router --launch-count 3 --metrics gpu__time_duration.sum --csv $B moe48 1 > /tmp/ncu$f.txt 2>&1
-  echo "ncu MOE_FAST=$f: $(grep -E 'moe_' /tmp/ncu$f.txt | awk -F'","' '{split($5, a, "("); printf "%s %s us | ", a[1], $NF}' | sed 's/"//g')"
-done
-cp /tmp/ncu15.txt /tmp/ncu31.txt "$OUT/" 2>/dev/null
+moe_ncu "15 31" moe_router 3 gpu__time_duration.sum
 t
