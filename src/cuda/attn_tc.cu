@@ -866,6 +866,13 @@ int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_
     return max_last < TC_DEC_NCH * TC_C ? (bits & 1) != 0 : (bits & 2) && have_part;
 }
 
+/* STRATA_CUDA_TWICE bits 2 and 4 (an instrument): the decode launch, the merge launch twice. Both
+ * are idempotent: the decode launch reads the rows before the position (which it never writes)
+ * and writes the position's row from k and v (the same values again), its partials or o; the
+ * merge reads the partials and writes o. */
+static int tc_twice = 0;
+void cuda_attention_tc_set_twice(int bits) { tc_twice = bits; }
+
 template <int HD>
 static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split, int staged, int per_kind, cudaStream_t st) {
     static int attr = 0;
@@ -882,14 +889,16 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
 #define TC_DEC_GO(S, G, SM) do { if (!per_kind) klaunch(attn_tc_dec_kernel<HD, S, 0>, G, TC_WARPS * 32, SM, st, a, rp);     \
                                  else if (a.kv8) klaunch(attn_tc_dec_kernel<HD, S, 2>, G, TC_WARPS * 32, SM, st, a, rp); \
                                  else klaunch(attn_tc_dec_kernel<HD, S, 1>, G, TC_WARPS * 32, SM, st, a, rp); } while (0)
+    const int reps = tc_twice & CUDA_TWICE_ATTN_DEC ? 2 : 1;
     if (!split) {
-        TC_DEC_GO(0, dim3((unsigned)a.n_kv_heads), tc_dec_smem(HD, TC_DEC_NCH));
+        for (int r = 0; r < reps; r++) TC_DEC_GO(0, dim3((unsigned)a.n_kv_heads), tc_dec_smem(HD, TC_DEC_NCH));
         return CU_LAUNCHED();
     }
-    TC_DEC_GO(1, dim3((unsigned)nch, (unsigned)a.n_kv_heads), tc_dec_smem(HD, 1));
+    for (int r = 0; r < reps; r++) TC_DEC_GO(1, dim3((unsigned)nch, (unsigned)a.n_kv_heads), tc_dec_smem(HD, 1));
 #undef TC_DEC_GO
     if (CU_LAUNCHED()) return -1;
     tc_fold_launch<HD>(a, staged, st);
+    if (tc_twice & CUDA_TWICE_ATTN_FOLD) tc_fold_launch<HD>(a, staged, st);
     return CU_LAUNCHED();
 }
 

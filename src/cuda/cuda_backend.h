@@ -99,6 +99,16 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_ALL     63  /* every bit */
 #define CUDA_MOE_FAST_DEFAULT 63  /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
 void cuda_moe_set_fast(int bits);
+/* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
+ * idempotent (the second writes the first's values), so the logits stay the same and a graph
+ * step's time with a bit minus without it is one such launch's cost inside the step: 1 the T = 1
+ * MoE gate/up launch, 2 the tensor-core order's decode launch (one-launch or chunk CTAs), 4 its
+ * merge launch */
+#define CUDA_TWICE_MOE_GU 1
+#define CUDA_TWICE_ATTN_DEC 2
+#define CUDA_TWICE_ATTN_FOLD 4
+void cuda_moe_set_twice(int bits);
+void cuda_attention_tc_set_twice(int bits);
 void cuda_matvec_set_split(int min_blocks);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);

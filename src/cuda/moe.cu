@@ -590,6 +590,10 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
 static int moe_fast = CUDA_MOE_FAST_DEFAULT;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
+/* STRATA_CUDA_TWICE bit 1 (an instrument): the T = 1 gate/up launch twice (it writes h from the
+ * groups, the weights and the activation alone: the second launch writes the first's values) */
+static int moe_twice = 0;
+extern "C" void cuda_moe_set_twice(int bits) { moe_twice = bits; }
 
 /* STRATA_CUDA_MOE_FAST bit 32 (CUDA_MOE_FAST_NGK): at T = 1 (the slices' launches) one token
  * picks k distinct experts, so the routing writes exactly k groups (groups[0] = k, the grids'
@@ -675,8 +679,10 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
     const unsigned gy = m->max_groups > 0 ? (unsigned)((maxg + DN_WARPS * DN_GROUPS - 1) / (DN_WARPS * DN_GROUPS)) : 1u;
     if (!down) {
         const uint8_t *W[2] = { (const uint8_t *)m->gate, (const uint8_t *)m->up };
-        if (moe_coop<FMT>(W, 2, rb, eb)) launch_gate_up<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, st);
-        else launch_gate_up<FMT, 0>(m, grid, eb, rb, nb, as, st);
+        for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_GU) && m->T == 1 ? 2 : 1); rep++) {
+            if (moe_coop<FMT>(W, 2, rb, eb)) launch_gate_up<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, st);
+            else launch_gate_up<FMT, 0>(m, grid, eb, rb, nb, as, st);
+        }
     } else {   /* one CTA per row slice, every group (moe_down_kernel) */
         const uint8_t *W[1] = { (const uint8_t *)m->down };
         const int dr = moe_down_rows(m, n_out);

@@ -243,6 +243,9 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SMEM);   /* the tables alone, fast decode on */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTER_CTA);   /* the router a CTA a row, 64 values per lane */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_NGK);   /* the group count from the launch */
+    setenv("STRATA_CUDA_TWICE", "1", 1);   /* an instrument: the T = 1 gate/up launch twice (idempotent), read at load */
+    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);
+    unsetenv("STRATA_CUDA_TWICE");
     g_dim = 1024;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTER_CTA);   /* 32 values per lane */
     g_dim = 256;
