@@ -51,6 +51,7 @@ extern "C" {
  * matrix (a slice each) for the down launch two kernels later. Per file: */
 #define CUDA_PF_ROWS 1
 #define CUDA_PF_DOWN 2
+#define CUDA_PF_NORMW 4   /* the RMSNorm launches' weights into registers before the wait (ops.cu) */
 #define PF_TU_STATE(name)                                                                        \
     static __constant__ int c_prefetch;                                                          \
     void cuda_prefetch_set_##name(int bits) { cudaMemcpyToSymbol(c_prefetch, &bits, sizeof bits); }

@@ -197,7 +197,7 @@ int cuda_embed(const void *W, int type, int64_t n, const int32_t *d_ids, int T, 
 #define NORM_THREADS_FUSED 1024   /* one warp per activation block of a 1024-wide row: one round */
 /* One row of RMSNorm by the calling CTA (+ its activation blocks when act != NULL). */
 static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr, const float *__restrict__ w, float *yr, int n,
-                                                   float eps, uint8_t *act, int act_fmt) {
+                                                   float eps, uint8_t *act, int act_fmt, const float *w0 = nullptr) {
     __shared__ double part[32];
     __shared__ float inv_s;
     double ss = 0;
@@ -209,7 +209,8 @@ static __device__ __forceinline__ void rmsnorm_row(const float *__restrict__ xr,
     if (threadIdx.x == 0) inv_s = rms_inv_parts(part, (int)(blockDim.x >> 5), n, eps);
     __syncthreads();
     float inv = inv_s;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], inv), w[i]);
+    for (int i = threadIdx.x; i < n; i += blockDim.x)   /* w0: w[threadIdx.x], loaded before the wait */
+        yr[i] = __fmul_rn(__fmul_rn(xr[i], inv), w0 && i == (int)threadIdx.x ? *w0 : w[i]);
     if (act) {
         __syncthreads();   /* this CTA's y row is written and visible to its threads */
         act_quant_row_cta(yr, n, act, act_fmt);
@@ -227,10 +228,16 @@ __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restr
  * < rows1 does row r of the first, the rest the second; each row as rmsnorm_kernel. */
 __global__ void rmsnorm2_kernel(const float *__restrict__ x1, const float *__restrict__ w1, float *y1, int rows1,
                                 const float *__restrict__ x2, const float *__restrict__ w2, float *y2, int n, float eps) {
-    PDL_WAIT();
     int r = blockIdx.x;
-    if (r < rows1) rmsnorm_row(x1 + (size_t)r * n, w1, y1 + (size_t)r * n, n, eps, NULL, 0);
-    else rmsnorm_row(x2 + (size_t)(r - rows1) * n, w2, y2 + (size_t)(r - rows1) * n, n, eps, NULL, 0);
+    /* STRATA_CUDA_PREFETCH bit 4: the thread's first weight into a register before the wait (the
+     * norm weights are the model's, never written by a kernel); the same value, so the same bits */
+    const float *wr = r < rows1 ? w1 : w2;
+    float w0 = 0.0f;
+    const bool early = (c_prefetch & CUDA_PF_NORMW) && (int)threadIdx.x < n;
+    if (early) w0 = wr[threadIdx.x];
+    PDL_WAIT();
+    if (r < rows1) rmsnorm_row(x1 + (size_t)r * n, w1, y1 + (size_t)r * n, n, eps, NULL, 0, early ? &w0 : nullptr);
+    else rmsnorm_row(x2 + (size_t)(r - rows1) * n, w2, y2 + (size_t)(r - rows1) * n, n, eps, NULL, 0, early ? &w0 : nullptr);
 }
 
 int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,
@@ -247,10 +254,18 @@ int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const 
 __global__ void __launch_bounds__(1024)
 rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
                    size_t act_row_bytes, int act_fmt) {
+    int r = blockIdx.x, tid = threadIdx.x;
+    /* STRATA_CUDA_PREFETCH bit 4: the thread's weights into registers before the wait (the same values) */
+    const bool early = (c_prefetch & CUDA_PF_NORMW) != 0;
+    float wv[NORM_REG_K];
+#pragma unroll
+    for (int k = 0; k < NORM_REG_K; k++) {
+        const int i = tid + k * 1024;
+        wv[k] = early && i < n ? w[i] : 0.0f;
+    }
     PDL_WAIT();
     __shared__ double part[32];
     __shared__ float inv_s;
-    int r = blockIdx.x, tid = threadIdx.x;
     const float *xr = x + (size_t)r * n;
     float *yr = y + (size_t)r * n;
     float xv[NORM_REG_K];
@@ -274,7 +289,7 @@ rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, flo
     for (int k = 0; k < NORM_REG_K; k++) {
         int base = k * 1024 + (tid & ~31);   /* first element of this warp's block */
         if (base >= n) break;                /* whole warp: n % 32 == 0 */
-        float yv = __fmul_rn(__fmul_rn(xv[k], inv), w[base + (tid & 31)]);
+        float yv = __fmul_rn(__fmul_rn(xv[k], inv), early ? wv[k] : w[base + (tid & 31)]);
         yr[base + (tid & 31)] = yv;
         act_quant_block_regs<32>(&yv, arow + (size_t)(base / 32) * bb, act_fmt);
     }
@@ -287,6 +302,11 @@ rmsnorm_q32_kernel(const float *__restrict__ x, const float *__restrict__ w, flo
 __global__ void __launch_bounds__(1024)
 rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, float *y, int n, float eps, uint8_t *act,
                     size_t act_row_bytes) {
+    /* STRATA_CUDA_PREFETCH bit 4: the thread's 8 weights into registers before the wait (the same values) */
+    const bool early = (c_prefetch & CUDA_PF_NORMW) != 0;
+    float we[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) we[k] = early ? w[(size_t)threadIdx.x * 8 + k] : 0.0f;   /* w: 4-byte aligned only */
     PDL_WAIT();
     __shared__ double part[32];
     __shared__ float inv_s;
@@ -307,7 +327,7 @@ rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, fl
     const float inv = inv_s;
     const float *wr = w + (size_t)tid * 8;
 #pragma unroll
-    for (int k = 0; k < 8; k++) v[k] = __fmul_rn(__fmul_rn(v[k], inv), wr[k]);
+    for (int k = 0; k < 8; k++) v[k] = __fmul_rn(__fmul_rn(v[k], inv), early ? we[k] : wr[k]);
     float4 *yr = (float4 *)(y + (size_t)r * n + (size_t)tid * 8);
     yr[0] = make_float4(v[0], v[1], v[2], v[3]);
     yr[1] = make_float4(v[4], v[5], v[6], v[7]);

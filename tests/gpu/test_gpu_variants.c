@@ -44,7 +44,7 @@ static void set_switches(int mode) {
     setenv("STRATA_CUDA_ROUTE", mode == 1 || mode == 2 ? "parallel" : "serial", 1);
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
     setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
-    setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "3" : "0", 1);   /* L2 prefetches (hints) */
+    setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "7" : "0", 1);   /* L2 prefetches (hints), the norm weights early */
     cuda_attention_set_gs(mode == 1 ? 1 : 4);   /* STRATA_CUDA_ATTN_GS: one head per chunk-path CTA, or up to 4 */
     env_reset_cache();
     cuda_variants v;
@@ -52,7 +52,7 @@ static void set_switches(int mode) {
     cuda_variants_apply(&v);
     int want = dec_on ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
     REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
-            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 3 : 0),
+            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 7 : 0),
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
 static const char *mode_name(int mode) {
