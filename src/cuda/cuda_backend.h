@@ -100,6 +100,7 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_DEFAULT 63  /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
 void cuda_moe_set_fast(int bits);
 void cuda_matvec_set_split(int min_blocks);
+void cuda_matvec_set_paths(int on);   /* STRATA_CUDA_MV_PATHS: at T = 1 the matvec instance of the group's path (same bits) */
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 
