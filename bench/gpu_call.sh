@@ -58,6 +58,21 @@ ab() {
     t
   done
 }
+# A/B/... runs over configurations of several switches: abn ROUNDS "SHAPES" "CFGS" [VAR=VALUE ...],
+# a configuration VAR=VAL[,VAR=VAL...] (e.g. "STRATA_CUDA_PREFETCH=3,STRATA_CUDA_MV_PATHS=0"),
+# alternated within each round as ab does
+abn() {
+  local rounds=$1 shapes=$2 cfgs=$3 s r c
+  shift 3
+  for s in $shapes; do
+    for r in $(seq "$rounds"); do
+      for c in $cfgs; do
+        echo "round $r $s $c: $(env "$@" $(echo "$c" | tr ',' ' ') E2E_SKIP_MAIN=1 timeout 200 $B $s 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
+      done
+    done
+    t
+  done
+}
 # llama.cpp's decode at depths 0 / 4,096 / 16,384 with f16 and q8_0 K/V on bench_e2e's files (the
 # carried build, peer_up first), its runs one by one: llama_depth_rows "SHAPES"
 llama_depth_rows() {

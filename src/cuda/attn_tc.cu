@@ -447,9 +447,10 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
         whi = max(whi, __shfl_xor_sync(FULL_MASK, whi, o));
     }
     const int j0 = SPLIT ? blockIdx.x : jlo, j1 = SPLIT ? blockIdx.x : jhi;
+    const int lmode = a.kv8 ? 1 | (a.kv8_stage & 2) : 0;   /* tc_tile_load: f16, or int8 (2: by tc_q8f) */
     /* pass 1: the maxima */
     for (int j = j0; j <= j1; j++) {
-        tc_tile_load<HD>(kt, a.kc, a.kv8 ? 1 | (a.kv8_stage & 2) : 0, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(kt, a.kc, lmode, j, pmax, kvh, a.n_kv_heads);
         tc_cp_wait();
         __syncthreads();
         float mx[2] = { -INFINITY, -INFINITY };
@@ -473,8 +474,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_kernel(tc_args a) {
         for (int e = 0; e < 4; e++) O[n][e] = 0.0f;
     /* pass 2 */
     for (int j = j0; j <= j1; j++) {
-        tc_tile_load<HD>(kt, a.kc, a.kv8 ? 1 | (a.kv8_stage & 2) : 0, j, pmax, kvh, a.n_kv_heads);
-        tc_tile_load<HD>(vt, a.vc, a.kv8 ? 1 | (a.kv8_stage & 2) : 0, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(kt, a.kc, lmode, j, pmax, kvh, a.n_kv_heads);
+        tc_tile_load<HD>(vt, a.vc, lmode, j, pmax, kvh, a.n_kv_heads);
         tc_cp_wait();
         __syncthreads();
         if (j >= wlo && j <= whi) {
@@ -563,10 +564,12 @@ typedef struct tc_rope {
 
 /* KV: 0 the cache kind read from a.kv8 (one instantiation for both kinds: its f16 kernel carries
  * the int8 paths, 7,096 SASS instructions and 72 registers at head_dim 64 where the f16 code
- * alone is 4,128 and 64); 1 f16 and 2 int8 compiled in (STRATA_CUDA_ATTN_TC_DEC bit 256) */
+ * alone is 4,128 and 64); 1 f16, 2 int8 with the codes by tc_q8f (bit 32) and 3 int8 by I2F,
+ * compiled in (STRATA_CUDA_ATTN_TC_DEC bit 256) */
 template <int HD, int SPLIT, int KV = 0>
 __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, tc_rope rp) {
-    const int kv8 = KV == 0 ? a.kv8 : KV == 2;
+    const int kv8 = KV == 0 ? a.kv8 : KV >= 2;
+    const int q8f = KV == 0 ? (a.kv8_stage & 2) : KV == 2;   /* an int8 cache's codes by tc_q8f (bit 32) */
     extern __shared__ __align__(16) uint8_t tc_dyn[];
     constexpr int TR = TC_C * (HD + TC_PAD);   /* halves a tile */
     constexpr int NPW = HD / 16 / TC_WARPS;    /* 16-wide d slices of V a warp */
@@ -614,7 +617,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
                 const size_t off = ((size_t)p * a.n_kv_heads + kvh) * W8 + b * KV_Q8_WORDS;
                 __half *dk = kt + r * (HD + TC_PAD) + b * 32, *dv = vt + r * (HD + TC_PAD) + b * 32;
                 if (p < P0) {
-                    if (a.kv8_stage & 2) { tc_q8_block<1>(dk, (const uint32_t *)a.kc + off); tc_q8_block<1>(dv, (const uint32_t *)a.vc + off); }
+                    if (q8f) { tc_q8_block<1>(dk, (const uint32_t *)a.kc + off); tc_q8_block<1>(dv, (const uint32_t *)a.vc + off); }
                     else { tc_q8_block(dk, (const uint32_t *)a.kc + off); tc_q8_block(dv, (const uint32_t *)a.vc + off); }
                 }
                 else if (p > P0) { tc_zero32(dk); tc_zero32(dv); }
@@ -634,7 +637,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
         for (int j = j0; j <= j1; j++) {
             __half *kt = tiles + 2 * (j - j0) * TR, *vt = kt + TR;
             for (int r = threadIdx.x; r < TC_C && j * TC_C + r < P0; r += TC_WARPS * 32) {
-                if (a.kv8_stage & 2) {
+                if (q8f) {
                     tc_q8_row_convert<HD, 1>(kt + r * (HD + TC_PAD));
                     tc_q8_row_convert<HD, 1>(vt + r * (HD + TC_PAD));
                 } else {
@@ -881,13 +884,14 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
                                                        (int)tc_dec_smem(HD, TC_DEC_NCH))) ||                                  \
                          CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 1, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
                                                        (int)tc_dec_smem(HD, 1))))
-        if (TC_DEC_ATTR(0) || TC_DEC_ATTR(1) || TC_DEC_ATTR(2)) return -1;
+        if (TC_DEC_ATTR(0) || TC_DEC_ATTR(1) || TC_DEC_ATTR(2) || TC_DEC_ATTR(3)) return -1;
 #undef TC_DEC_ATTR
         attr = 1;
     }
-    /* bit 256: the instantiation of the cache's kind */
+    /* bit 256: the instantiation of the cache's kind (int8: and of its code conversion, bit 32) */
 #define TC_DEC_GO(S, G, SM) do { if (!per_kind) klaunch(attn_tc_dec_kernel<HD, S, 0>, G, TC_WARPS * 32, SM, st, a, rp);     \
-                                 else if (a.kv8) klaunch(attn_tc_dec_kernel<HD, S, 2>, G, TC_WARPS * 32, SM, st, a, rp); \
+                                 else if (a.kv8 && (a.kv8_stage & 2)) klaunch(attn_tc_dec_kernel<HD, S, 2>, G, TC_WARPS * 32, SM, st, a, rp); \
+                                 else if (a.kv8) klaunch(attn_tc_dec_kernel<HD, S, 3>, G, TC_WARPS * 32, SM, st, a, rp); \
                                  else klaunch(attn_tc_dec_kernel<HD, S, 1>, G, TC_WARPS * 32, SM, st, a, rp); } while (0)
     const int reps = tc_twice & CUDA_TWICE_ATTN_DEC ? 2 : 1;
     if (!split) {

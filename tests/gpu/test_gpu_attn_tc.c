@@ -232,8 +232,10 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     }
     if (kv == STRATA_KV_INT8)   /* bit 8 off: the int8 rows loaded and converted a block at a time (7: with I2F, 39:
                                    bit 32's exponent trick, the default's); =31 above: staged, with I2F. The same logits */
-        for (int k = 0; k < 3; k++) {   /* 295: 39 with bit 256 (the int8 instance) */
-            const char *val = k == 0 ? "7" : k == 1 ? "39" : "295";
+        for (int k = 0; k < 5; k++) {   /* 295: 39 with bit 256 (the int8 instance by tc_q8f); 263 and 287:
+                                           7 and 319 less bit 32 (the int8 instance by I2F) */
+            static const char *const kv8_vals[] = { "7", "39", "295", "263", "287" };
+            const char *val = kv8_vals[k];
             strata_model *m7 = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
             const int bad7 = tc_ndiff(g1, got, n);
             CHECKF(bad7 == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %d of %zu logits differ from the default's", name, val, bad7, n);
