@@ -1301,7 +1301,6 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     cuda_moe_set_twice((int)env_int(ENV_CUDA_TWICE));   /* an instrument (cuda_backend.h) */
     cuda_attention_tc_set_twice((int)env_int(ENV_CUDA_TWICE));
-    cuda_matvec_set_paths((int)env_int(ENV_CUDA_MV_PATHS));
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);

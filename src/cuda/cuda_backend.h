@@ -110,7 +110,6 @@ void cuda_moe_set_fast(int bits);
 void cuda_moe_set_twice(int bits);
 void cuda_attention_tc_set_twice(int bits);
 void cuda_matvec_set_split(int min_blocks);
-void cuda_matvec_set_paths(int on);   /* STRATA_CUDA_MV_PATHS: at T = 1 the matvec instance of the group's path (same bits) */
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 

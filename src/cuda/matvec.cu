@@ -102,17 +102,13 @@ static __device__ __forceinline__ int group_weight(const mv_group &g, int row) {
 /* COOP: 0 one lane per block; 8: 8 lanes per super-block (kquant_coop.cuh). Two rows per warp
  * (row_dot_coop's R = 2) measured 0-20% slower than one on the H200 (docs/BENCHMARKS.md,
  * CUDA): the kernel is bound by instructions, not by loads in flight, so it is not built. */
-/* P (STRATA_CUDA_MV_PATHS, T = 1): 0 both paths, chosen by g.swiglu at run time; 1 the plain rows
- * alone; 2 the gate/up + SwiGLU pairs alone (the instance holds only the path it runs: the same
- * operations, so the same bits) */
-template <int FMT, int TM, int COOP, int V, int P = 0>
+template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act, size_t as, int T) {
     int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
-    const bool swiglu = P == 0 ? g.swiglu != 0 : P == 2;
     if (c_prefetch & CUDA_PF_ROWS) {   /* the weights do not depend on the kernel before */
-        if (swiglu) {
+        if (g.swiglu) {
             if (row < g.n_out[0]) {
                 l2_prefetch_lines(g.W[0] + (size_t)row * g.row_bytes, g.row_bytes, lane, 32);
                 l2_prefetch_lines(g.W[1] + (size_t)row * g.row_bytes, g.row_bytes, lane, 32);
@@ -123,7 +119,7 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
         }
     }
     PDL_WAIT();
-    if (swiglu) {
+    if (g.swiglu) {
         /* gate/up pair: row r of W0 and of W1, then out[r] = silu(g) * u */
         if (row >= g.n_out[0]) return;
         float ga[TM], ua[TM];
@@ -279,15 +275,9 @@ int cuda_matvec_coop_for(int type, const void *W, size_t row_bytes) {
     }
 }
 
-/* STRATA_CUDA_MV_PATHS (0 by default until measured): at T = 1 the instance of the group's path */
-static int mv_paths = 0;
-extern "C" void cuda_matvec_set_paths(int on) { mv_paths = on != 0; }
-
 template <int FMT, int COOP, int V>
 static void launch_tm_v(const mv_group *g, int64_t n_in, int nb, const uint8_t *a, size_t as, int T, unsigned blocks, cudaStream_t st) {
-    if (T == 1 && mv_paths && g->swiglu) klaunch(matvec_kernel<FMT, 1, COOP, V, 2>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
-    else if (T == 1 && mv_paths) klaunch(matvec_kernel<FMT, 1, COOP, V, 1>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
-    else if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
+    if (T == 1) klaunch(matvec_kernel<FMT, 1, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T == 2) klaunch(matvec_kernel<FMT, 2, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else if (T <= 4) klaunch(matvec_kernel<FMT, 4, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);
     else klaunch(matvec_kernel<FMT, 8, COOP, V>, blocks, MV_WARPS * 32, 0, st, *g, n_in, nb, a, as, T);

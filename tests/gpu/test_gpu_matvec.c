@@ -151,10 +151,6 @@ int main(void) {
             }
         }
         cuda_matvec_set_coop(-1);
-        cuda_matvec_set_paths(1);   /* STRATA_CUDA_MV_PATHS: the plain rows' own instance at T = 1 */
-        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
-            if (lens[i] % qt->blck == 0) check_format(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), 0);
-        cuda_matvec_set_paths(0);
     }
     printf("%d formats checked against the CPU reference\n", n_formats_tested);
     CHECK(n_formats_tested >= 10);
