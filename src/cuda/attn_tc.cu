@@ -93,7 +93,6 @@ typedef struct tc_args {
     int act_fmt;
     float *part;          /* split: [T * n_heads][nchp][HD + 2] (m, l, u) */
     int nchp;
-    unsigned *bar;        /* STRATA_CUDA_ATTN_TC_DEC bit 64: the grid barrier's count and generation */
 } tc_args;
 
 static __device__ __forceinline__ int tc_first(int last, int window) {
@@ -354,112 +353,60 @@ static __device__ __forceinline__ void tc_act(const tc_args &a, int kvh, int r0,
 #define TC_FOLD_MAXC 1024   /* chunks staged (131,072 positions); a longer row walks */
 #define TC_FOLD_U 16        /* u values a thread loads at once (STAGE 1) */
 #define TC_FOLD_U2 64       /* STAGE 2 (bit 16): the first 64 chunks' u (depth 8,192) at once */
-/* The merge of row `row`'s partials by the CTA's threads d < HD (the others take part in its
- * barriers only); sm, sl, sb: TC_FOLD_MAXC floats of shared memory each. LDCG: the partials read
- * through L2 only (the grid-barrier merge, bit 64: other CTAs of the launch wrote them). */
-template <int HD, int STAGE, int LDCG>
-static __device__ __forceinline__ void tc_fold_row(const tc_args &a, int row, float *sm, float *sl, float *sb) {
+template <int HD, int STAGE>
+__global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
     constexpr int U = STAGE == 2 ? TC_FOLD_U2 : TC_FOLD_U;
-    const int t = row / a.n_heads, h = row % a.n_heads, d = threadIdx.x;
-    const bool on = d < HD;
+    __shared__ float sm[STAGE ? TC_FOLD_MAXC : 1], sl[STAGE ? TC_FOLD_MAXC : 1], sb[STAGE ? TC_FOLD_MAXC : 1];
+    PDL_WAIT();
+    const int row = blockIdx.x, t = row / a.n_heads, h = row % a.n_heads, d = threadIdx.x;
     const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, la = P0 + t, j0 = tc_first(la, a.window) / TC_C, j1 = la / TC_C;
     const int n = j1 - j0 + 1;
     const float *pr = a.part + ((size_t)row * a.nchp + j0) * (HD + 2);   /* chunk j0's m, l, u */
-#define TC_LD(p) (LDCG ? __ldcg(p) : *(p))
     float L = 0.0f, O = 0.0f;
     if (!STAGE || n > TC_FOLD_MAXC) {
-        if (on) {
-            float M = -INFINITY;
-            for (int i = 0; i < n; i++) M = fmaxf(M, TC_LD(pr + (size_t)i * (HD + 2)));
-            for (int i = 0; i < n; i++) {
-                const float *pj = pr + (size_t)i * (HD + 2);
-                const float b = tc_ex2(__fsub_rn(TC_LD(pj), M));
-                L = __fadd_rn(L, __fmul_rn(TC_LD(pj + 1), b));
-                O = __fadd_rn(O, __fmul_rn(TC_LD(pj + 2 + d), b));
-            }
+        float M = -INFINITY;
+        for (int i = 0; i < n; i++) M = fmaxf(M, pr[(size_t)i * (HD + 2)]);
+        for (int i = 0; i < n; i++) {
+            const float *pj = pr + (size_t)i * (HD + 2);
+            const float b = tc_ex2(__fsub_rn(pj[0], M));
+            L = __fadd_rn(L, __fmul_rn(pj[1], b));
+            O = __fadd_rn(O, __fmul_rn(pj[2 + d], b));
         }
     } else {
         float u[U];
 #pragma unroll
-        for (int i = 0; i < U; i++) u[i] = on && i < n ? TC_LD(pr + (size_t)i * (HD + 2) + 2 + d) : 0.0f;
-        for (int i = d; on && i < n; i += HD) { sm[i] = TC_LD(pr + (size_t)i * (HD + 2)); sl[i] = TC_LD(pr + (size_t)i * (HD + 2) + 1); }
+        for (int i = 0; i < U; i++) u[i] = i < n ? pr[(size_t)i * (HD + 2) + 2 + d] : 0.0f;
+        for (int i = d; i < n; i += HD) { sm[i] = pr[(size_t)i * (HD + 2)]; sl[i] = pr[(size_t)i * (HD + 2) + 1]; }
         __syncthreads();
         float M = -INFINITY;
-        if (on) {
-            for (int i = d & 31; i < n; i += 32) M = fmaxf(M, sm[i]);
-            for (int o = 16; o; o >>= 1) M = fmaxf(M, __shfl_xor_sync(FULL_MASK, M, o));
-            for (int i = d; i < n; i += HD) sb[i] = tc_ex2(__fsub_rn(sm[i], M));
-        }
+        for (int i = d & 31; i < n; i += 32) M = fmaxf(M, sm[i]);
+        for (int o = 16; o; o >>= 1) M = fmaxf(M, __shfl_xor_sync(FULL_MASK, M, o));
+        for (int i = d; i < n; i += HD) sb[i] = tc_ex2(__fsub_rn(sm[i], M));
         __syncthreads();
-        if (on) {
 #pragma unroll 8
-            for (int i = 0; i < n; i++) L = __fadd_rn(L, __fmul_rn(sl[i], sb[i]));
+        for (int i = 0; i < n; i++) L = __fadd_rn(L, __fmul_rn(sl[i], sb[i]));
+#pragma unroll
+        for (int i = 0; i < U; i++)
+            if (i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i]));
+        for (int i0 = U; i0 < n; i0 += U) {
+#pragma unroll
+            for (int i = 0; i < U; i++) u[i] = i0 + i < n ? pr[(size_t)(i0 + i) * (HD + 2) + 2 + d] : 0.0f;
 #pragma unroll
             for (int i = 0; i < U; i++)
-                if (i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i]));
-            for (int i0 = U; i0 < n; i0 += U) {
-#pragma unroll
-                for (int i = 0; i < U; i++) u[i] = i0 + i < n ? TC_LD(pr + (size_t)(i0 + i) * (HD + 2) + 2 + d) : 0.0f;
-#pragma unroll
-                for (int i = 0; i < U; i++)
-                    if (i0 + i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i0 + i]));
-            }
+                if (i0 + i < n) O = __fadd_rn(O, __fmul_rn(u[i], sb[i0 + i]));
         }
     }
-#undef TC_LD
-    if (on) a.out[((size_t)t * a.n_heads + h) * HD + d] = __fdiv_rn(O, L);
+    a.out[((size_t)t * a.n_heads + h) * HD + d] = __fdiv_rn(O, L);
     if (a.act) {
         __syncthreads();
         const int B = a.act_fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::blck : afmt<ACT_Q8_0>::blck;
         const size_t bb = act_block_bytes_dev(a.act_fmt);
         const float *orow = a.out + ((size_t)t * a.n_heads + h) * HD;
-        for (int jb = threadIdx.x >> 5; jb < HD / B; jb += blockDim.x >> 5) {
+        for (int jb = threadIdx.x >> 5; jb < HD / B; jb += HD / 32) {
             const size_t bi = ((size_t)h * HD) / B + jb;
             if (B == 32) act_quant_block<32>(orow + jb * B, a.act + (size_t)t * a.arb + bi * bb, a.act_fmt);
             else act_quant_block<64>(orow + jb * B, a.act + (size_t)t * a.arb + bi * bb, a.act_fmt);
         }
-    }
-}
-
-template <int HD, int STAGE>
-__global__ void __launch_bounds__(HD) attn_tc_fold_kernel(tc_args a) {
-    __shared__ float sm[STAGE ? TC_FOLD_MAXC : 1], sl[STAGE ? TC_FOLD_MAXC : 1], sb[STAGE ? TC_FOLD_MAXC : 1];
-    PDL_WAIT();
-    tc_fold_row<HD, STAGE, 0>(a, blockIdx.x, sm, sl, sb);
-}
-
-/* STRATA_CUDA_ATTN_TC_DEC bit 64: a barrier of the whole grid (every CTA resident: the launch
- * checks the occupancy), sense-reversing: bar[0] counts the arrivals, bar[1] is the generation;
- * the last to arrive resets the count and moves the generation on. The writes before it are
- * visible to every CTA after it (fences on both sides). */
-static __device__ __forceinline__ void tc_grid_barrier(unsigned *bar) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        volatile unsigned *gen = bar + 1;
-        const unsigned g0 = *gen;
-        __threadfence();
-        const unsigned total = gridDim.x * gridDim.y * gridDim.z;
-        if (atomicAdd(bar, 1u) == total - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            while (*gen == g0) __nanosleep(20);
-        }
-        __threadfence();
-    }
-    __syncthreads();
-}
-
-/* bit 64: the merge inside the split decode launch, after the grid barrier: CTA b (of the grid's
- * B) merges rows b, b + B, ... by tc_fold_row (STAGE 2's operations: the merge launch's bits) */
-template <int HD>
-static __device__ __forceinline__ void tc_bar_merge(const tc_args &a, float *smem) {
-    tc_grid_barrier(a.bar);
-    const int B = (int)(gridDim.x * gridDim.y), b = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-    for (int row = b; row < a.T * a.n_heads; row += B) {
-        tc_fold_row<HD, 2, 1>(a, row, smem, smem + TC_FOLD_MAXC, smem + 2 * TC_FOLD_MAXC);
-        __syncthreads();
     }
 }
 
@@ -701,10 +648,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
         }
     }
     PDL_WAIT();
-    if (idle) {
-        if constexpr (SPLIT == 2) tc_bar_merge<HD>(a, (float *)tc_dyn);
-        return;
-    }
+    if (idle) return;
     /* RoPE: q of the group's G heads into qs, k and v of the KV head into kl / vl (f16; SPLIT:
      * only the CTA of the position's chunk needs them) */
     const bool holds = j1 == jl;
@@ -859,7 +803,6 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
                 pr[2 + warp * NPW * 16 + n * 8 + 2 * tig + 1] = uj[0][n][2 * i + 1];
             }
         }
-        if constexpr (SPLIT == 2) tc_bar_merge<HD>(a, (float *)tc_dyn);
         return;
     }
     /* the merge (attn_tc_fold_kernel's operations) and o */
@@ -935,25 +878,14 @@ void cuda_attention_tc_set_twice(int bits) { tc_twice = bits; }
 
 template <int HD>
 static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split, int staged, int per_kind, cudaStream_t st) {
-    static int attr = 0, bar_ctas = 0;   /* bar_ctas: the SPLIT = 2 instances' CTAs resident at once (the fewest of the four) */
+    static int attr = 0;
     if (!attr) {
 #define TC_DEC_ATTR(KV) (CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 0, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
                                                        (int)tc_dec_smem(HD, TC_DEC_NCH))) ||                                  \
                          CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 1, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                                       (int)tc_dec_smem(HD, 1))) ||                                          \
-                         CU_CHECK(cudaFuncSetAttribute(attn_tc_dec_kernel<HD, 2, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
                                                        (int)tc_dec_smem(HD, 1))))
         if (TC_DEC_ATTR(0) || TC_DEC_ATTR(1) || TC_DEC_ATTR(2) || TC_DEC_ATTR(3)) return -1;
 #undef TC_DEC_ATTR
-        int dev = 0, sms = 0, per = 0, lo = 1 << 30;
-        if (CU_CHECK(cudaGetDevice(&dev)) || CU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev))) return -1;
-#define TC_DEC_OCC(KV) do { if (CU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, attn_tc_dec_kernel<HD, 2, KV>,   \
-                                                                                       TC_WARPS * 32, tc_dec_smem(HD, 1)))) \
-                                return -1;                                                                                   \
-                            lo = per < lo ? per : lo; } while (0)
-        TC_DEC_OCC(0); TC_DEC_OCC(1); TC_DEC_OCC(2); TC_DEC_OCC(3);
-#undef TC_DEC_OCC
-        bar_ctas = lo * sms;
         attr = 1;
     }
     /* bit 256: the instantiation of the cache's kind (int8: and of its code conversion, bit 32) */
@@ -964,12 +896,6 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
     const int reps = tc_twice & CUDA_TWICE_ATTN_DEC ? 2 : 1;
     if (!split) {
         for (int r = 0; r < reps; r++) TC_DEC_GO(0, dim3((unsigned)a.n_kv_heads), tc_dec_smem(HD, TC_DEC_NCH));
-        return CU_LAUNCHED();
-    }
-    /* bit 64: the merge inside the launch after a grid barrier, where the whole grid is resident
-     * at once (else the merge launch) */
-    if (a.bar && nch * a.n_kv_heads <= bar_ctas) {
-        for (int r = 0; r < reps; r++) TC_DEC_GO(2, dim3((unsigned)nch, (unsigned)a.n_kv_heads), tc_dec_smem(HD, 1));
         return CU_LAUNCHED();
     }
     for (int r = 0; r < reps; r++) TC_DEC_GO(1, dim3((unsigned)nch, (unsigned)a.n_kv_heads), tc_dec_smem(HD, 1));
@@ -983,12 +909,10 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
-                          void *act, int act_fmt, int bits, unsigned *bar, cudaStream_t st) {
+                          void *act, int act_fmt, int bits, cudaStream_t st) {
     if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, bits, part != NULL) || max_last >= n_ctx) return -1;
     tc_args a = tc_args_make(q, kc, vc, kv8, 1, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                              out, act, act_fmt);
-    /* bit 64 (with bit 16: the merge's STAGE 2 operations) */
-    a.bar = (bits & 64) && (bits & 16) ? bar : NULL;
     tc_rope rp = { k, v, cs, n_rot, neox };
     const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
     /* bit 8: the deep launch's int8 rows staged (measured: +3-5 % at 4,096 / 16,384 on the

@@ -230,8 +230,7 @@ typedef struct {
     int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
     int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
     int attn_tc_kv8;            /* STRATA_CUDA_ATTN_TC_KV8: int8 caches take the order too */
-    int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention, then the
-                                   tensor-core decode launch's grid barrier (2: STRATA_CUDA_ATTN_TC_DEC bit 64) */
+    int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
     float *mm_ws;               /* device: the split matmul's partials (CUDA_MM_WS_FLOATS, mm.cu) */
     /* the column table of a pass over several sequences (cuda_cols): per column its position,
@@ -611,8 +610,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     }
     if (tc_dec) {
         if (cuda_attention_tc_dec(q, k, v, kc, vc, kv8, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
-                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->attn_tc_dec,
-                                  (unsigned *)(c->att_counters + FWD_MAX_T * hp->n_heads), c->st))
+                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->attn_tc_dec, c->st))
             be_fail(c, "attention (tensor cores, decode)");
         return;
     }
@@ -1299,7 +1297,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 383;   /* bits 1..64, 256; bits 4, 16 also pick the split path's merge */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 319;   /* bits 1..32, 256; bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     cuda_moe_set_twice((int)env_int(ENV_CUDA_TWICE));   /* an instrument (cuda_backend.h) */
     cuda_attention_tc_set_twice((int)env_int(ENV_CUDA_TWICE));
@@ -1348,7 +1346,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
         if (cuda_dev_alloc_named((void **)&c->att_partial, att * sizeof(float), "the attention scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_ids, FWD_MAX_T * sizeof(int32_t), "the token ids", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->d_pos, sizeof(int), "the decode position", err, errlen) ||
-            cuda_dev_alloc_named((void **)&c->att_counters, (FWD_MAX_T * hp->n_heads + 2) * sizeof(int),
+            cuda_dev_alloc_named((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int),
                                  "the attention counters", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
@@ -1379,7 +1377,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
-        if (CU_CHECK(cudaMemset(c->att_counters, 0, (FWD_MAX_T * hp->n_heads + 2) * sizeof(int))) ||
+        if (CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->d_sio, 0, sizeof(cuda_sample_io))))
             goto cuda_fail;
