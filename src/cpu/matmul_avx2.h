@@ -25,6 +25,7 @@
  * section 2), so sign_epi8 never overflows. */
 #ifndef STRATA_CPU_MATMUL_AVX2_H
 #define STRATA_CPU_MATMUL_AVX2_H
+#include "../quant/quant_canon.h"
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -232,10 +233,13 @@ MM_AI void mm_tile(const mm_strip *s, int64_t nb, const uint8_t *const *ac, cons
     for (int c = 0; c < NC; c++) {
         __m256 *a = lanes[c];
         int n = nl;
-        for (int st = 16; st >= 1; st >>= 1) {
-            for (int i = 0; i < st && i + st < n; i++) a[i] = _mm256_add_ps(a[i], a[i + st]);
-            if (n > st) n = st;
-        }
+        if (canon_serial) {   /* STRATA_CANON=serial: the chain over the lanes (untouched ones are +0.0: skipped) */
+            for (int i = 1; i < n; i++) a[0] = _mm256_add_ps(a[0], a[i]);
+        } else
+            for (int st = 16; st >= 1; st >>= 1) {
+                for (int i = 0; i < st && i + st < n; i++) a[i] = _mm256_add_ps(a[i], a[i + st]);
+                if (n > st) n = st;
+            }
         if (n == 0) a[0] = _mm256_setzero_ps();
         float *yc = y + (size_t)c * (size_t)n_out + (size_t)r0;
         if (nrows == MM_ROWS) _mm256_storeu_ps(yc, a[0]);

@@ -17,6 +17,7 @@
 #include "../quant/quant.h"
 #include "../quant/ref.h"
 #include "matmul_avx2.h"
+#include "../quant/quant_canon.h"
 #include <immintrin.h>
 #include <string.h>
 
@@ -26,6 +27,13 @@
 
 /* Canonical 32-lane tree over 4 vectors holding lanes 0-7, 8-15, 16-23, 24-31. */
 ALWAYS_INLINE float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    if (canon_serial) {   /* STRATA_CANON=serial: the chain over lanes 0..31 */
+        float t[32];
+        _mm256_storeu_ps(t, a0); _mm256_storeu_ps(t + 8, a1); _mm256_storeu_ps(t + 16, a2); _mm256_storeu_ps(t + 24, a3);
+        float r = t[0];
+        for (int i = 1; i < 32; i++) r = r + t[i];
+        return r;
+    }
     a0 = _mm256_add_ps(a0, a2);                 /* s = 16: lane i += lane i + 16 */
     a1 = _mm256_add_ps(a1, a3);
     a0 = _mm256_add_ps(a0, a1);                 /* s = 8 */

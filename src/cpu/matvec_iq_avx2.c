@@ -14,6 +14,7 @@
  *   p = ((float)isum * k) * (dw * da)
  * that is added to the canonical lanes (b0 % 32) .. +7: the same adds as lane b % 32 of the
  * reference, one block at a time. Missing blocks of a last partial group add +0.0 (exact). */
+#include "../quant/quant_canon.h"
 #include <immintrin.h>
 #include <string.h>
 #include "kernels.h"
@@ -172,6 +173,13 @@ AI float dw_iq1_m(const uint8_t *blk) {
 
 /* The canonical tree (s = 16, 8, 4, 2, 1) over lanes a[0] (0..7) .. a[3] (24..31). */
 AI float canon_tree(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    if (canon_serial) {   /* STRATA_CANON=serial: the chain over lanes 0..31 */
+        float t[32];
+        _mm256_storeu_ps(t, a0); _mm256_storeu_ps(t + 8, a1); _mm256_storeu_ps(t + 16, a2); _mm256_storeu_ps(t + 24, a3);
+        float r = t[0];
+        for (int i = 1; i < 32; i++) r = r + t[i];
+        return r;
+    }
     a0 = _mm256_add_ps(a0, a2);                      /* s = 16 */
     a1 = _mm256_add_ps(a1, a3);
     a0 = _mm256_add_ps(a0, a1);                      /* s = 8 */

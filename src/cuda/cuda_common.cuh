@@ -109,9 +109,22 @@ static __device__ __forceinline__ uint32_t ld_u32_a1(const uint8_t *p) {
 static __device__ __forceinline__ float ld_f32(const uint8_t *p) { return *(const float *)p; }
 static __device__ __forceinline__ int ld_i32(const uint8_t *p) { return *(const int *)p; }
 
+/* STRATA_CANON=serial (an experiment; quant_canon.h): per file, set by cuda_variants_apply */
+static __constant__ int c_canon_serial;
+#define CANON_TU_STATE(name) \
+    void cuda_canon_set_##name(int on) { cudaMemcpyToSymbol(c_canon_serial, &on, sizeof on); }
+void cuda_canon_set_matvec(int on);
+void cuda_canon_set_moe(int on);
 /* Canonical 32-lane tree (s = 16, 8, 4, 2, 1): lane i adds lane i + s; lane 0 ends with
- * the result. Same bits as canon_finish in src/quant/quant_canon.h. */
+ * the result. Same bits as canon_finish in src/quant/quant_canon.h. With STRATA_CANON=serial
+ * the chain over lanes 0..31 instead (every lane ends with it). */
 static __device__ __forceinline__ float warp_canon_finish(float v) {
+    if (c_canon_serial) {
+        float r = __shfl_sync(FULL_MASK, v, 0);
+#pragma unroll
+        for (int l = 1; l < 32; l++) r = __fadd_rn(r, __shfl_sync(FULL_MASK, v, l));
+        return r;
+    }
 #pragma unroll
     for (int s = 16; s >= 1; s >>= 1) v = __fadd_rn(v, __shfl_down_sync(FULL_MASK, v, s));
     return v;

@@ -7,6 +7,7 @@
 #include "cuda_common.cuh"
 extern "C" {
 #include "core/env.h"
+extern "C" int canon_serial;   /* STRATA_CANON (src/quant/canon.c) */
 }
 
 /* One row per generation, first match wins. `runs`: this build's code runs there (the
@@ -123,6 +124,8 @@ extern "C" void cuda_variants_apply(const cuda_variants *v) {
     cuda_prefetch_set_matvec(v->prefetch);
     cuda_prefetch_set_moe(v->prefetch);
     cuda_prefetch_set_ops(v->prefetch);
+    cuda_canon_set_matvec(canon_serial);   /* STRATA_CANON (quant_canon.h) */
+    cuda_canon_set_moe(canon_serial);
 }
 
 extern "C" int cuda_device_class_describe(char *out, size_t cap) {

@@ -29,6 +29,7 @@
 EXPF_DEVICE_STATE
 PDL_TU_STATE(matvec)
 PF_TU_STATE(matvec)
+CANON_TU_STATE(matvec)
 int cuda_matvec_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
 

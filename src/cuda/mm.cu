@@ -702,6 +702,15 @@ static __device__ __forceinline__ void mm_next(int &k, int &b, int ke, int nb, i
     while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
     b = k < ke ? (int)(__brev((unsigned)k) >> 27) : 0;
 }
+/* STRATA_CANON=serial (ORD 2): positions are the lanes in order (k = lane); past the last lane
+ * with a block the walk ends (the untouched lanes are +0.0: adding them changes no bit) */
+static __device__ __forceinline__ void mm_next_serial(int &k, int &b, int ke, int nb) {
+    b += 32;
+    if (b < nb) return;
+    k++;
+    if (k >= nb) k = ke;
+    b = k < ke ? k : 0;
+}
 
 /* a CTA's tile: rows, first column, the group's first pair and its expert's weights (grouped
  * launches: false for a CTA past the tile list's count) */
@@ -783,7 +792,10 @@ static __device__ __forceinline__ void mm_epilogue(const mv_group &g, const mm_g
 /* ORD 1 (a measuring instrument, never launched by a pass: `test_gpu_mm bench-order` alone, through
  * cuda_mm_set(4)): every block partial added into one float per output in the walk's order, no
  * counter, two CTAs per SM: what the canonical order costs this kernel (docs/KERNELS.md, "What
- * the canonical counter costs"). Its outputs are not the canonical bits; no split. */
+ * the canonical counter costs"). Its outputs are not the canonical bits; no split.
+ * ORD 2 (STRATA_CANON=serial): the lanes walked in order 0, 1, ..., each lane's blocks in
+ * increasing b into v, and v chained into the output (t = v0, then t + v_l): two floats an
+ * output, two CTAs per SM, no split. */
 template <int FMT, int NI, int GR, int ORD = 0>
 __global__ void __launch_bounds__(512 / NI, ORD ? 2 : 1)
 mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
@@ -812,13 +824,18 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block */
     const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
     int k = kb;
-    while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
+    if constexpr (ORD != 2)
+        while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
     if constexpr (!ORD)
         for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
 #pragma unroll
     for (int o = 0; o < NO; o++) v[o] = 0.0f;
+    if constexpr (ORD == 2) {
+#pragma unroll
+        for (int o = 0; o < NO; o++) r4[o] = 0.0f;
+    }
     if (k < ke) {
-    int b = (int)(__brev((unsigned)k) >> 27), buf = 0;
+    int b = ORD == 2 ? k : (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
         if (wvalid) fetch_w<FMT>(raw, part, wr, b, wco);
         issue_a<FMT>(tiles[0], li, part, ar, b, avalid);
@@ -829,7 +846,8 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     for (;;) {
         /* the next step: the lane's next block, else the next position whose lane has one */
         int nk = k, nbb = b;
-        mm_next(nk, nbb, ke, nb, 1);
+        if constexpr (ORD == 2) mm_next_serial(nk, nbb, ke, nb);
+        else mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
         if (more && loader) {
             if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wco);
@@ -839,14 +857,21 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wco);
         if constexpr (!ORD)
             if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
+        if constexpr (ORD == 2)
+            if (nk != k) {   /* lane k complete: the chain (lane 0's value as it is: t = +0.0 + v0 = v0, v0 never -0.0) */
+#pragma unroll
+                for (int o = 0; o < NO; o++) { r4[o] = k == 0 ? v[o] : __fadd_rn(r4[o], v[o]); v[o] = 0.0f; }
+            }
         if (!more) break;
         cp_wait();
         __syncthreads();
         buf ^= 1; k = nk; b = nbb;
     }
     }
-    if constexpr (ORD)
+    if constexpr (ORD == 1)
         mm_epilogue<NI, GR>(g, gr, v, v, v, v, v, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
+    else if constexpr (ORD == 2)
+        mm_epilogue<NI, GR>(g, gr, r4, r4, r4, r4, r4, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
     else
         mm_epilogue<NI, GR>(g, gr, r0, r1, r2, r3, r4, npos, row0, col0, colbase, rows, T, ks, ws, wm, wn, gq, tq);
 }
@@ -1197,8 +1222,39 @@ static int mm_launch_order_diag(const mv_group *g, int64_t n_in, const void *act
     return CU_LAUNCHED();
 }
 
+/* STRATA_CANON=serial: the two-tile kernel's ORD 2 (the chain over the lanes), plain (GR 0) or
+ * grouped (GR 1), no split, no pipelined kernel */
+extern "C" int canon_serial;
+template <int FMT, int GR>
+static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_in, const void *act, int T, int max_tiles,
+                            cudaStream_t st) {
+    static int attr;
+    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
+    if (!attr) {
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, GR, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return -1;
+        attr = 1;
+    }
+    const int nb = (int)(n_in / mmf<FMT>::QK);
+    const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
+    if constexpr (GR != 0) {
+        mv_group g0;
+        memset(&g0, 0, sizeof g0);
+        const dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
+        klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
+                mm_wpre_on());
+    } else {
+        const int rows = g->row_start[g->n];
+        const dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
+        klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, 0, g->ws,
+                mm_wpre_on());
+    }
+    return CU_LAUNCHED();
+}
+
 template <int FMT>
 static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
+    if (canon_serial) return mm_launch_serial<FMT, 0>(g, NULL, n_in, act, T, 0, st);
     if constexpr (mm_diag<FMT>::v)
         if (mm_mode == 4) return mm_launch_order_diag<FMT>(g, n_in, act, T, st);
     static int attr[4];
@@ -1244,6 +1300,7 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
 /* the grouped launch: grid (row tiles of n_out, max_tiles); CTAs past the list's count exit */
 template <int FMT>
 static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act, int max_tiles, cudaStream_t st) {
+    if (canon_serial) return mm_launch_serial<FMT, 1>(NULL, gr, n_in, act, 0, max_tiles, st);
     static int attr;
     const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     if (!attr) {   /* once per kernel launched */

@@ -38,6 +38,7 @@
 EXPF_DEVICE_STATE
 PDL_TU_STATE(moe)
 PF_TU_STATE(moe)
+CANON_TU_STATE(moe)
 int cuda_moe_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
 

@@ -17,6 +17,11 @@
 
 #define CANON_LANES 32
 
+/* STRATA_CANON=serial (an experiment, off by default; docs/KERNELS.md): the 32 lane values
+ * combine by the chain ((lane0 + lane1) + lane2) + ... + lane31 instead of the tree, on every
+ * device (read once at startup, src/quant/canon.c) */
+extern int canon_serial;
+
 typedef struct { float lane[CANON_LANES]; } canon_acc;
 
 static inline void canon_init(canon_acc *a) {
@@ -27,6 +32,11 @@ static inline void canon_add(canon_acc *a, int64_t b, float p) {
 }
 /* Fixed tree: s = 16, 8, 4, 2, 1. Destroys the lanes. */
 static inline float canon_finish(canon_acc *a) {
+    if (canon_serial) {
+        float r = a->lane[0];
+        for (int i = 1; i < CANON_LANES; i++) r = r + a->lane[i];
+        return r;
+    }
     for (int s = CANON_LANES / 2; s >= 1; s >>= 1)
         for (int i = 0; i < s; i++) a->lane[i] = a->lane[i] + a->lane[i + s];
     return a->lane[0];
