@@ -11,6 +11,7 @@
  * activation code +-127) and alternating signs. Also: the reference kernel and exact mode at
  * T = 9 and 64, and a NULL pool against 3 threads. */
 #include "test.h"
+#include "quant/quant_canon.h"
 #include "quant/quant.h"
 #include "quant/ref.h"
 #include "cpu/matvec.h"
@@ -213,9 +214,29 @@ static void test_args(void) {
     CHECK_EQ_INT(matvec(NULL, W, TYPE_Q4_0, 48, 1, x, 9, y, MATVEC_DEFAULT), -1);   /* 48 % 32 */
 }
 
+/* STRATA_CANON=serial (an experiment): the wide AVX2 kernels and the T <= 8 ones chain the lanes
+ * like the reference, at every width */
+static void test_widths_serial(void) {
+    threadpool *tp = threadpool_create(3);
+    if (!cpu_has_avx2_fma()) SKIP("wide-avx2-serial", "wide AVX2 kernels: CPU lacks AVX2+FMA+F16C");
+    const int was = canon_serial;
+    canon_serial = 1;
+    const int types[] = { TYPE_Q4_0, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K, TYPE_IQ3_XXS, TYPE_F32 };
+    for (int i = 0; i < 6; i++) {
+        const quant_traits *t = quant_traits_get(types[i]);
+        int ab = act_blck(t->act), B = t->blck > ab ? t->blck : ab;
+        if (B == 1) B = 32;
+        widths_case(tp, types[i], 3 * B, 13, 64);
+        widths_case(tp, types[i], (B >= 256 ? 34 : 45) * B, 37, 64);
+    }
+    canon_serial = was;
+    threadpool_free(tp);
+}
+
 int main(void) {
     RUN(test_args);
     RUN(test_widths);
+    RUN(test_widths_serial);
     RUN(test_pool);
     TEST_DONE();
 }

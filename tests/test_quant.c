@@ -13,6 +13,7 @@
 #include "test.h"
 #include "quant/quant.h"
 #include "quant/ref.h"
+#include "quant/quant_canon.h"
 #include "cpu/matvec.h"
 #include "cpu/kernels.h"
 #include "core/util.h"
@@ -544,6 +545,50 @@ static void test_parity(void) {
     threadpool_free(tp);
 }
 
+/* STRATA_CANON=serial (an experiment, docs/KERNELS.md): the 32 lane values chained 0..31 in the
+ * reference and in every AVX2 kernel alike; and the switch takes effect: rows of 33 blocks (two
+ * lanes of two) give other bits than the tree for some rows, within the bound of the tree's */
+static void test_parity_serial(void) {
+    threadpool *tp = threadpool_create(3);
+    const int was = canon_serial;
+    canon_serial = 1;
+    if (cpu_has_avx2_fma())
+        for (int i = 0; i < N_OWNED; i++) {
+            const quant_traits *t = quant_traits_get(OWNED[i]);
+            if (!t) continue;
+            const int64_t B = t->blck == 1 ? 1 : t->blck;
+            parity_case(tp, OWNED[i], (B == 1 ? 100 : 3 * B), 7);
+            parity_case(tp, OWNED[i], (B == 1 ? 1000 : 33 * B), 7);
+        }
+    /* the switch changes the combine: Q4_0 rows of 40 blocks, tree against serial */
+    const quant_traits *t = quant_traits_get(TYPE_Q4_0);
+    const int64_t n_in = 40 * 32;
+    uint8_t *W = malloc(quant_row_bytes(TYPE_Q4_0, n_in) * 64), *a = malloc(act_row_bytes(t->act, n_in));
+    float *x = malloc(sizeof(float) * n_in);
+    for (int64_t k = 0; k < n_in; k++) x[k] = rnd_gauss();
+    act_quantize_row(t->act, x, a, n_in);
+    int differ = 0;
+    double worst = 0;
+    for (int r = 0; r < 64; r++) {
+        float row[40 * 32];
+        for (int64_t k = 0; k < n_in; k++) row[k] = rnd_gauss();
+        uint8_t *wr = W + (size_t)r * quant_row_bytes(TYPE_Q4_0, n_in);
+        t->quant_row(row, wr, n_in);
+        canon_serial = 0;
+        const float ytree = t->dot_ref(wr, a, n_in);
+        canon_serial = 1;
+        const float yser = t->dot_ref(wr, a, n_in);
+        if (memcmp(&ytree, &yser, 4)) differ++;
+        const double d = fabs((double)ytree - (double)yser) / (fabs((double)ytree) + 1e-3);
+        if (d > worst) worst = d;
+    }
+    CHECKF(differ > 0, "STRATA_CANON=serial changed no bit of 64 rows of 40 blocks (is it on?)");
+    CHECKF(worst < 1e-4, "tree and serial differ by %.3g (relative): more than rounding", worst);
+    free(W); free(a); free(x);
+    canon_serial = was;
+    threadpool_free(tp);
+}
+
 int main(void) {
     RUN(test_table);
     RUN(test_matvec_errors);
@@ -553,5 +598,6 @@ int main(void) {
     RUN(test_round_trip);
     RUN(test_dot_bound);
     RUN(test_parity);
+    RUN(test_parity_serial);
     TEST_DONE();
 }

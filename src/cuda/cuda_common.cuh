@@ -117,12 +117,17 @@ void cuda_canon_set_matvec(int on);
 void cuda_canon_set_moe(int on);
 /* Canonical 32-lane tree (s = 16, 8, 4, 2, 1): lane i adds lane i + s; lane 0 ends with
  * the result. Same bits as canon_finish in src/quant/quant_canon.h. With STRATA_CANON=serial
- * the chain over lanes 0..31 instead (every lane ends with it). */
-static __device__ __forceinline__ float warp_canon_finish(float v) {
+ * the chain over lanes 0..31 instead (every lane ends with it); nl: the lanes that may hold a
+ * block (a row of nb < 32 blocks: nb; the others are +0.0, and adding +0.0 to a chain that is
+ * never -0.0 changes no bit, so the chain stops there). */
+static __device__ __forceinline__ float warp_canon_finish(float v, int nl = 32) {
     if (c_canon_serial) {
         float r = __shfl_sync(FULL_MASK, v, 0);
+        if (nl >= 32) {
 #pragma unroll
-        for (int l = 1; l < 32; l++) r = __fadd_rn(r, __shfl_sync(FULL_MASK, v, l));
+            for (int l = 1; l < 32; l++) r = __fadd_rn(r, __shfl_sync(FULL_MASK, v, l));
+        } else
+            for (int l = 1; l < nl; l++) r = __fadd_rn(r, __shfl_sync(FULL_MASK, v, l));
         return r;
     }
 #pragma unroll

@@ -114,6 +114,13 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     else if (!strcmp(tc, "0") || !strcmp(tc, "off")) { v->attn_tc = 0; v->attn_tc_from = "STRATA_CUDA_ATTN_TC"; }
 }
 
+/* STRATA_CANON (canon_serial, read at startup; tests may change it) into the files' device
+ * constants; never during a graph capture */
+extern "C" void cuda_canon_apply(void) {
+    cuda_canon_set_matvec(canon_serial);
+    cuda_canon_set_moe(canon_serial);
+}
+
 extern "C" void cuda_variants_apply(const cuda_variants *v) {
     cuda_matvec_set_coop(v->matvec_coop);
     cuda_set_pdl(v->pdl, v->pdl_early_T);
@@ -124,8 +131,7 @@ extern "C" void cuda_variants_apply(const cuda_variants *v) {
     cuda_prefetch_set_matvec(v->prefetch);
     cuda_prefetch_set_moe(v->prefetch);
     cuda_prefetch_set_ops(v->prefetch);
-    cuda_canon_set_matvec(canon_serial);   /* STRATA_CANON (quant_canon.h) */
-    cuda_canon_set_moe(canon_serial);
+    cuda_canon_apply();   /* STRATA_CANON (quant_canon.h) */
 }
 
 extern "C" int cuda_device_class_describe(char *out, size_t cap) {

@@ -286,7 +286,7 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int t = 0; t < TM; t++) acc[r][t] = warp_canon_finish(acc[r][t]);
+        for (int t = 0; t < TM; t++) acc[r][t] = warp_canon_finish(acc[r][t], nb);
 }
 /* The block partials of one row at T = 1 for a split row (STRATA_CUDA_MV_SPLIT, matvec.cu):
  * warp `part` of W takes the steps part, part + W, ... of row_dot_coop's loop (G = 32 / TPB

@@ -166,7 +166,7 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
     if (live && part == 0) {
         float acc = 0.0f;
         for (int b = lane; b < nb; b += 32) acc = __fadd_rn(acc, sp[rl][b]);
-        acc = warp_canon_finish(acc);
+        acc = warp_canon_finish(acc, nb);
         if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
     }
 }

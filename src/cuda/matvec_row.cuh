@@ -77,7 +77,7 @@ static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, i
         }
     }
 #pragma unroll
-    for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t]);
+    for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t], nb);
 }
 
 #endif

@@ -9,6 +9,7 @@
 #include "test.h"
 #include <stdint.h>
 #include "quant/quant.h"
+#include "quant/quant_canon.h"
 #include "core/util.h"
 #include "cuda/cuda_backend.h"
 
@@ -126,6 +127,7 @@ static void preq_first(void) {
 
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
+    cuda_canon_apply();   /* STRATA_CANON as read at startup (no backend is made here) */
     preq_first();   /* first: nothing else has uploaded the codebooks yet */
     char desc[256];
     cuda_device_describe(desc, sizeof desc);
@@ -154,5 +156,22 @@ int main(void) {
     }
     printf("%d formats checked against the CPU reference\n", n_formats_tested);
     CHECK(n_formats_tested >= 10);
+    /* STRATA_CANON=serial (an experiment: the 32 lane values chained 0..31, on the CPU reference
+     * and every GPU kernel alike): rows of fewer blocks than lanes (the chain stops at nb), of 33
+     * and of 4,096 values */
+    const int was = canon_serial;
+    canon_serial = 1;
+    cuda_canon_apply();
+    for (int type = 0; type < TYPE_COUNT; type++) {
+        const quant_traits *qt = quant_traits_get(type);
+        if (!qt || !qt->quant_row || !cuda_type_supported(type)) continue;
+        t_current = qt->name;
+        const int B = qt->blck == 1 ? 32 : qt->blck;
+        const int64_t lens[] = { 3 * B, 33 * B, 4096 };
+        for (size_t i = 0; i < 3; i++)
+            if (lens[i] % qt->blck == 0) check_format(qt, lens[i], 33, 0);
+    }
+    canon_serial = was;
+    cuda_canon_apply();
     TEST_DONE();
 }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "quant/quant.h"
+#include "quant/quant_canon.h"
 #include "core/util.h"
 #include "cuda/cuda_backend.h"
 
@@ -293,6 +294,7 @@ static int listed(const char *list, const char *name) {
 int main(int argc, char **argv) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     cuda_mm_ext_set(1);   /* every format mm.cu has, STRATA_CUDA_MM_EXT's too */
+    cuda_canon_apply();   /* STRATA_CANON as read at startup (no backend is made here) */
     const int all[] = { TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q2_K,
                         TYPE_Q3_K, TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,
                         TYPE_IQ4_XS, TYPE_IQ4_NL, TYPE_MXFP4, TYPE_Q2_0 };
@@ -351,5 +353,21 @@ int main(int argc, char **argv) {
             check_grouped(type, (big ? 33 : 200) * blck, 64);
         }
     }
+    /* STRATA_CANON=serial (an experiment): the lanes chained 0..31 on the CPU reference and in the
+     * matmul's ORD 2 walk (every configuration above reaches it: no split, no pipelined kernel)
+     * and the matvec slices; rows of fewer blocks than lanes, of 33 blocks, plain and grouped */
+    const int was = canon_serial;
+    canon_serial = 1;
+    cuda_canon_apply();
+    for (int i = 0; i < n_all; i++) {
+        const int type = all[i];
+        const int64_t blck = quant_traits_get(type)->blck, big = blck == 256;
+        check(type, (big ? 8 : 18) * blck, 130, 64, 0);
+        check(type, 33 * blck, 67, 17, 1);
+        check(type, (big ? 8 : 18) * blck, 96, 512, 0);
+        if (type != TYPE_Q2_0) check_grouped(type, (big ? 8 : 33) * blck, 70);
+    }
+    canon_serial = was;
+    cuda_canon_apply();
     TEST_DONE();
 }
