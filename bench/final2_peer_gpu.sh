@@ -12,8 +12,6 @@ set -u
 . bench/gpu_call.sh
 gb_unpack
 D=16,4096,16384
-for s in smollm2 1b moe48; do for kv in f16 int8; do depth_row r1 $s $kv; done; t; done
-peer_up || { echo "peer: the unpack failed"; exit 1; }
-llama_depth_rows "smollm2 1b moe48"
+depth_peer_rows "smollm2 1b moe48" || exit 1   # (folded 2026-12-04 15:43: the same runs)
 gpu_suite 150
 t

@@ -9,8 +9,7 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
+# (after the call its lines were folded into gpu_call.sh's depth_peer_rows: the same runs)
 D=16,4096,16384
-for s in smollm2 1b moe48; do for kv in f16 int8; do depth_row r1 $s $kv; done; t; done
-peer_up || { echo "peer: the unpack failed"; exit 1; }
-llama_depth_rows "smollm2 1b moe48"
+depth_peer_rows "smollm2 1b moe48" || exit 1
 t

@@ -104,6 +104,14 @@ depth_row() {
   cat /tmp/one.txt >> "$OUT/runs.txt"
   echo "$label $s $kv: $(awk '/depth/ { for (i = 1; i <= NF; i++) { if ($i == "depth") d = $(i + 1); if ($i == "decode") v = $(i + 2); if ($i == "hash") h = $(i + 1) } printf "d%s %s [%s] ", d + 0, v, substr(h, 1, 6) }' /tmp/one.txt)"
 }
+# issue 19's table: strata's f16 and int8 depth rows at $D for each shape, then llama.cpp's on the
+# same files (the carried build): depth_peer_rows "SHAPES"
+depth_peer_rows() {
+  local s kv
+  for s in $1; do for kv in f16 int8; do depth_row r1 $s $kv; done; t; done
+  peer_up || { echo "peer: the unpack failed"; return 1; }
+  llama_depth_rows "$1"
+}
 # the GPU suite (tools/gpu_pack.sh run) under a time limit, its per-program lines: gpu_suite SECONDS
 # (the programs' logs stay in /tmp/gb-logs)
 gpu_suite() {

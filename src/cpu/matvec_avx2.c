@@ -17,31 +17,12 @@
 #include "../quant/quant.h"
 #include "../quant/ref.h"
 #include "matmul_avx2.h"
-#include "../quant/quant_canon.h"
 #include <immintrin.h>
 #include <string.h>
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* ---- shared helpers ----------------------------------------------------------------- */
-
-/* Canonical 32-lane tree over 4 vectors holding lanes 0-7, 8-15, 16-23, 24-31. */
-ALWAYS_INLINE float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-    if (canon_serial) {   /* STRATA_CANON=serial: the chain over lanes 0..31 */
-        float t[32];
-        _mm256_storeu_ps(t, a0); _mm256_storeu_ps(t + 8, a1); _mm256_storeu_ps(t + 16, a2); _mm256_storeu_ps(t + 24, a3);
-        float r = t[0];
-        for (int i = 1; i < 32; i++) r = r + t[i];
-        return r;
-    }
-    a0 = _mm256_add_ps(a0, a2);                 /* s = 16: lane i += lane i + 16 */
-    a1 = _mm256_add_ps(a1, a3);
-    a0 = _mm256_add_ps(a0, a1);                 /* s = 8 */
-    __m128 v = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1)); /* s = 4 */
-    v = _mm_add_ps(v, _mm_movehl_ps(v, v));     /* s = 2: lanes 0,1 += lanes 2,3 */
-    v = _mm_add_ss(v, _mm_shuffle_ps(v, v, 1)); /* s = 1 */
-    return _mm_cvtss_f32(v);
-}
+/* ---- shared helpers (canon_tree4: matmul_avx2.h) ----------------------------------- */
 
 /* v[k] = sum of the 8 int32 of s[k], k = 0..7 (exact integers: order is free) */
 ALWAYS_INLINE __m256i hsum8x8_epi32(const __m256i s[8]) {

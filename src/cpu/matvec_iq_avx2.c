@@ -14,7 +14,6 @@
  *   p = ((float)isum * k) * (dw * da)
  * that is added to the canonical lanes (b0 % 32) .. +7: the same adds as lane b % 32 of the
  * reference, one block at a time. Missing blocks of a last partial group add +0.0 (exact). */
-#include "../quant/quant_canon.h"
 #include <immintrin.h>
 #include <string.h>
 #include "kernels.h"
@@ -169,25 +168,7 @@ AI float dw_iq1_m(const uint8_t *blk) {
 #define dw_iq1_s   dw_d0
 #define dw_iq4_xs  dw_d0
 
-/* ---- shared pieces ----------------------------------------------------------------- */
-
-/* The canonical tree (s = 16, 8, 4, 2, 1) over lanes a[0] (0..7) .. a[3] (24..31). */
-AI float canon_tree(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-    if (canon_serial) {   /* STRATA_CANON=serial: the chain over lanes 0..31 */
-        float t[32];
-        _mm256_storeu_ps(t, a0); _mm256_storeu_ps(t + 8, a1); _mm256_storeu_ps(t + 16, a2); _mm256_storeu_ps(t + 24, a3);
-        float r = t[0];
-        for (int i = 1; i < 32; i++) r = r + t[i];
-        return r;
-    }
-    a0 = _mm256_add_ps(a0, a2);                      /* s = 16 */
-    a1 = _mm256_add_ps(a1, a3);
-    a0 = _mm256_add_ps(a0, a1);                      /* s = 8 */
-    __m128 l = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1)); /* s = 4 */
-    l = _mm_add_ps(l, _mm_movehl_ps(l, l));          /* s = 2: lanes 0,1 += 2,3 */
-    l = _mm_add_ss(l, _mm_shuffle_ps(l, l, 1));      /* s = 1 */
-    return _mm_cvtss_f32(l);
-}
+/* ---- shared pieces (canon_tree4: matmul_avx2.h) ----------------------------------- */
 
 typedef void (*iq_dec_fn)(const uint8_t *, int, __m256i *, __m256i *, __m256i *);
 typedef float (*iq_d_fn)(const uint8_t *);
@@ -252,7 +233,7 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, size_t bsize, float k, const int T,
                 acc[c][l] = _mm256_add_ps(acc[c][l], p);
             }
         }
-        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
     }
 }
 
@@ -295,7 +276,7 @@ AI void rows_iq4_nl(const int T, const void *W, size_t row_bytes, int64_t n_in, 
                 acc[c][l] = _mm256_add_ps(acc[c][l], p);
             }
         }
-        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
     }
 }
 
