@@ -30,7 +30,8 @@ static inline void canon_init(canon_acc *a) {
 static inline void canon_add(canon_acc *a, int64_t b, float p) {
     a->lane[b & (CANON_LANES - 1)] = a->lane[b & (CANON_LANES - 1)] + p;
 }
-/* Fixed tree: s = 16, 8, 4, 2, 1. Destroys the lanes. */
+/* Fixed tree: s = 16, 8, 4, 2, 1 (STRATA_CANON=serial: the chain over lanes 0..31). Destroys the
+ * lanes. */
 static inline float canon_finish(canon_acc *a) {
     if (canon_serial) {
         float r = a->lane[0];
