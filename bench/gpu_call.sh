@@ -73,6 +73,20 @@ abn() {
     t
   done
 }
+# bench_e2e's main lines (prompt 512, decode, batches) with VAR set to each of VALUES in turn,
+# ROUNDS rounds alternated: e2e_ab ROUNDS "SHAPES" VAR "VALUES" "BENCH ARGS" [VAR=VALUE ...]
+e2e_ab() {
+  local rounds=$1 shapes=$2 var=$3 vals=$4 args=$5 s r v
+  shift 5
+  for s in $shapes; do
+    for r in $(seq "$rounds"); do
+      for v in $vals; do
+        echo "r$r $s $v: $(env "$@" "$var=$v" timeout 200 $B $s $args 2>&1 | grep -iE 'prompt|batch' | sed 's/  */ /g' | tr '\n' ' ')"
+      done
+    done
+    t
+  done
+}
 # llama.cpp's decode at depths 0 / 4,096 / 16,384 with f16 and q8_0 K/V on bench_e2e's files (the
 # carried build, peer_up first), its runs one by one: llama_depth_rows "SHAPES"
 llama_depth_rows() {

@@ -12,11 +12,5 @@ set -u
 gb_unpack
 for p in test_gpu_mm test_gpu_matvec; do LD_LIBRARY_PATH=$PWD/.gpubin/lib timeout 120 /tmp/gb/bin/$p 2>&1 | tail -1; done
 t
-for s in smollm2 1b moe48; do
-  for r in 1 2; do
-    for c in tree serial; do
-      echo "r$r $s $c: $(STRATA_CANON=$c timeout 200 $B $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
-    done
-  done
-  t
-done
+# (after the call the loop was folded into gpu_call.sh's e2e_ab: the same runs)
+e2e_ab 2 "smollm2 1b moe48" STRATA_CANON "tree serial" "2"

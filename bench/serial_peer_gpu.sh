@@ -14,14 +14,8 @@ set -u
 gb_unpack
 gpu_suite 220
 t
-for s in smollm2 1b moe48; do
-  for r in 1 2; do
-    for c in tree serial; do
-      echo "r$r $s $c: $(STRATA_CANON=$c E2E_BATCH=16,64 timeout 200 $B $s 2 batch 2>&1 | grep -iE 'prompt|batch' | sed 's/  */ /g' | tr '\n' ' ')"
-    done
-  done
-  t
-done
+# (after the call the loop was folded into gpu_call.sh's e2e_ab: the same runs)
+e2e_ab 2 "smollm2 1b moe48" STRATA_CANON "tree serial" "2 batch" E2E_BATCH=16,64
 peer_up || { echo "peer: the unpack failed"; exit 1; }
 for s in smollm2 1b moe48; do
   echo "llama.cpp $s pp512 / tg128 runs:"

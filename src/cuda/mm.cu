@@ -858,9 +858,9 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         if constexpr (!ORD)
             if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if constexpr (ORD == 2)
-            if (nk != k) {   /* lane k complete: the chain (lane 0's value as it is: t = +0.0 + v0 = v0, v0 never -0.0) */
+            if (nk != k) {   /* lane k complete: the chain (from +0.0: +0.0 + v0 = v0, a lane value is never -0.0) */
 #pragma unroll
-                for (int o = 0; o < NO; o++) { r4[o] = k == 0 ? v[o] : __fadd_rn(r4[o], v[o]); v[o] = 0.0f; }
+                for (int o = 0; o < NO; o++) { r4[o] = __fadd_rn(r4[o], v[o]); v[o] = 0.0f; }
             }
         if (!more) break;
         cp_wait();

@@ -88,6 +88,10 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             { 0, -1, 0, 1, "matvec slices" },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
+            /* STRATA_CANON=serial: every tensor-core configuration takes the one serial kernel (no
+             * split, no pipelined or 16-warp kernel), so the 8-warp entry and the matvec slices */
+            if (canon_serial && cfg[ci].mm != 0 && !(cfg[ci].mm == 2 && cfg[ci].split == -1 && cfg[ci].pipe == 0 && cfg[ci].wpre))
+                continue;
             cuda_mm_set(cfg[ci].mm);
             cuda_mm_split_set(cfg[ci].split);
             cuda_mm_pipe_set(cfg[ci].pipe);
