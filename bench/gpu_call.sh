@@ -43,49 +43,46 @@ llama_rows() {
   echo "llama.cpp $1 pp4096 runs:"
   timeout 100 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$1.gguf -ngl 99 -fa 1 -p 4096 -n 0 -r 3 -o jsonl 2>/dev/null | runs_of
 }
-# A/B runs of bench_e2e: ab ROUNDS "SHAPES" VAR "VALUES" [VAR=VALUE ...]: each shape, ROUNDS
-# rounds, VAR set to each of VALUES in turn (alternated), the extra settings (E2E_KV, E2E_DEPTH,
-# ...) on every run; one line a run with its depth rows (E2E_SKIP_MAIN=1)
-ab() {
-  local rounds=$1 shapes=$2 var=$3 vals=$4 s r v
-  shift 4
+# The alternated runs of bench_e2e under which ab, abn and e2e_ab run: alt_runs ROUNDS "SHAPES"
+# "CFGS" "BENCH ARGS" PATTERN [VAR=VALUE ...]: for each shape, ROUNDS rounds, each configuration
+# VAR=VAL[,VAR=VAL...] of CFGS in turn, the extra settings on every run; one line a run with its
+# output lines matching PATTERN (grep -iE)
+alt_runs() {
+  local rounds=$1 shapes=$2 cfgs=$3 args=$4 pat=$5 s r c
+  shift 5
   for s in $shapes; do
     for r in $(seq "$rounds"); do
-      for v in $vals; do
-        echo "round $r $s $var=$v: $(env "$@" "$var=$v" E2E_SKIP_MAIN=1 timeout 200 $B $s 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
+      for c in $cfgs; do
+        echo "round $r $s $c: $(env "$@" $(echo "$c" | tr ',' ' ') timeout 200 $B $s $args 2>&1 | grep -iE "$pat" | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
       done
     done
     t
   done
+}
+# VAR=v for each v of "VALUES": the configurations of one switch
+one_var_cfgs() { local v; for v in $2; do printf '%s=%s ' "$1" "$v"; done; }
+# A/B runs of bench_e2e: ab ROUNDS "SHAPES" VAR "VALUES" [VAR=VALUE ...]: each shape, ROUNDS
+# rounds, VAR set to each of VALUES in turn (alternated), the extra settings (E2E_KV, E2E_DEPTH,
+# ...) on every run; one line a run with its depth rows (E2E_SKIP_MAIN=1)
+ab() {
+  local rounds=$1 shapes=$2 var=$3 vals=$4
+  shift 4
+  alt_runs "$rounds" "$shapes" "$(one_var_cfgs "$var" "$vals")" 1 depth E2E_SKIP_MAIN=1 "$@"
 }
 # A/B/... runs over configurations of several switches: abn ROUNDS "SHAPES" "CFGS" [VAR=VALUE ...],
 # a configuration VAR=VAL[,VAR=VAL...] (e.g. "STRATA_CUDA_PREFETCH=3,STRATA_CUDA_MV_PATHS=0"),
 # alternated within each round as ab does
 abn() {
-  local rounds=$1 shapes=$2 cfgs=$3 s r c
+  local rounds=$1 shapes=$2 cfgs=$3
   shift 3
-  for s in $shapes; do
-    for r in $(seq "$rounds"); do
-      for c in $cfgs; do
-        echo "round $r $s $c: $(env "$@" $(echo "$c" | tr ',' ' ') E2E_SKIP_MAIN=1 timeout 200 $B $s 1 | grep -i depth | sed 's/  */ /g' | sed 's/(wall [0-9.]* s) //' | tr '\n' ' ')"
-      done
-    done
-    t
-  done
+  alt_runs "$rounds" "$shapes" "$cfgs" 1 depth E2E_SKIP_MAIN=1 "$@"
 }
 # bench_e2e's main lines (prompt 512, decode, batches) with VAR set to each of VALUES in turn,
 # ROUNDS rounds alternated: e2e_ab ROUNDS "SHAPES" VAR "VALUES" "BENCH ARGS" [VAR=VALUE ...]
 e2e_ab() {
-  local rounds=$1 shapes=$2 var=$3 vals=$4 args=$5 s r v
+  local rounds=$1 shapes=$2 var=$3 vals=$4 args=$5
   shift 5
-  for s in $shapes; do
-    for r in $(seq "$rounds"); do
-      for v in $vals; do
-        echo "r$r $s $v: $(env "$@" "$var=$v" timeout 200 $B $s $args 2>&1 | grep -iE 'prompt|batch' | sed 's/  */ /g' | tr '\n' ' ')"
-      done
-    done
-    t
-  done
+  alt_runs "$rounds" "$shapes" "$(one_var_cfgs "$var" "$vals")" "$args" 'prompt|batch' "$@"
 }
 # llama.cpp's decode at depths 0 / 4,096 / 16,384 with f16 and q8_0 K/V on bench_e2e's files (the
 # carried build, peer_up first), its runs one by one: llama_depth_rows "SHAPES"
