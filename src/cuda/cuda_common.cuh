@@ -115,23 +115,58 @@ static __constant__ int c_canon_serial;
     void cuda_canon_set_##name(int on) { cudaMemcpyToSymbol(c_canon_serial, &on, sizeof on); }
 void cuda_canon_set_matvec(int on);
 void cuda_canon_set_moe(int on);
-/* Canonical 32-lane tree (s = 16, 8, 4, 2, 1): lane i adds lane i + s; lane 0 ends with
- * the result. Same bits as canon_finish in src/quant/quant_canon.h. With STRATA_CANON=serial
- * the chain over lanes 0..31 instead (every lane ends with it); nl: the lanes that may hold a
- * block (a row of nb < 32 blocks: nb; the others are +0.0, and adding +0.0 to a chain that is
- * never -0.0 changes no bit, so the chain stops there). */
-static __device__ __forceinline__ float warp_canon_finish(float v, int nl = 32) {
+/* Canonical 32-lane tree (s = 16, 8, 4, 2, 1) of N values a lane (v[0..N): the rows and
+ * columns a warp holds): lane i adds lane i + s; lane 0 ends with each result. Same bits as
+ * canon_finish in src/quant/quant_canon.h. With STRATA_CANON=serial the chain over lanes 0..31
+ * instead, the N chains side by side: every lane writes its N values to a shared-memory strip of
+ * its warp (value j's 32 lane values at 36 j .. 36 j + 31: a float4 read of 8 lanes at once meets
+ * 32 distinct banks), lane j chains value j's lane values in lane order from +0.0 (+0.0 + v0 =
+ * v0: a lane value is never -0.0) with float4 reads, and lane 0 takes the results by shuffles;
+ * 8 values a round. nl: the lanes that may hold a block (a row of nb < 32 blocks: nb); the
+ * others are +0.0, and adding +0.0 to a chain that is never -0.0 changes no bit, so the chain
+ * stops at the quad holding lane nl - 1. WARPS: the calling kernel's warps a CTA (its strips);
+ * only lane 0's results are defined (the tree's rule), every lane of the warp takes part. */
+#define CANON_SERIAL_ST 36
+template <int N, int WARPS>
+static __device__ __forceinline__ void warp_canon_finish_n(float *v, int nl = 32) {
     if (c_canon_serial) {
-        float r = __shfl_sync(FULL_MASK, v, 0);
-        if (nl >= 32) {
+        constexpr int CW = N < 8 ? N : 8;
+        __shared__ __align__(16) float canon_sc[WARPS * CW * CANON_SERIAL_ST];
+        const int lane = threadIdx.x & 31;
+        float *s = canon_sc + (threadIdx.x >> 5) * (CW * CANON_SERIAL_ST);
+        const int nq = ((nl < 32 ? nl : 32) + 3) >> 2;
 #pragma unroll
-            for (int l = 1; l < 32; l++) r = __fadd_rn(r, __shfl_sync(FULL_MASK, v, l));
-        } else
-            for (int l = 1; l < nl; l++) r = __fadd_rn(r, __shfl_sync(FULL_MASK, v, l));
-        return r;
+        for (int j0 = 0; j0 < N; j0 += CW) {
+#pragma unroll
+            for (int c = 0; c < CW; c++)
+                if (j0 + c < N) s[c * CANON_SERIAL_ST + lane] = v[j0 + c];
+            __syncwarp();
+            float r = 0.0f;
+            if (lane < CW) {
+                const float4 *q = (const float4 *)(s + lane * CANON_SERIAL_ST);
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    if (i >= nq) break;
+                    const float4 x = q[i];
+                    r = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(r, x.x), x.y), x.z), x.w);
+                }
+            }
+            __syncwarp();   /* the reads before the next round's writes */
+#pragma unroll
+            for (int c = 0; c < CW; c++)
+                if (j0 + c < N) v[j0 + c] = c == 0 ? r : __shfl_sync(FULL_MASK, r, c);
+        }
+        return;
     }
 #pragma unroll
-    for (int s = 16; s >= 1; s >>= 1) v = __fadd_rn(v, __shfl_down_sync(FULL_MASK, v, s));
+    for (int j = 0; j < N; j++)
+#pragma unroll
+        for (int s = 16; s >= 1; s >>= 1) v[j] = __fadd_rn(v[j], __shfl_down_sync(FULL_MASK, v[j], s));
+}
+/* one value a lane */
+template <int WARPS>
+static __device__ __forceinline__ float warp_canon_finish(float v, int nl = 32) {
+    warp_canon_finish_n<1, WARPS>(&v, nl);
     return v;
 }
 #endif

@@ -40,7 +40,10 @@ int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
  * without swiglu; formats with 32-value scale blocks); STRATA_CUDA_MM=0 turns it off */
 int    cuda_mm_supported(int type, int64_t n_in);
 int    cuda_mm_min_cols(void);
-#define CUDA_MM_WS_FLOATS ((size_t)2 << 20)   /* a backend's split-matmul partials: 8 MiB */
+#define CUDA_MM_WS_FLOATS ((size_t)8 << 20)   /* a backend's split-matmul partials: 32 MiB (the serial
+                                                 order's split keeps nl <= 32 lane values an output:
+                                                 64 columns of 4,096 rows) */
+#define CUDA_MM_WS_TREE_FLOATS ((size_t)2 << 20) /* the tree's split within 8 MiB of them, as measured */
 int    cuda_mm_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
 int    cuda_mm_tables_init(void);   /* mm.cu's IQ codebooks into device memory (once) */
 /* the grouped matmul of MoE wide passes: for each tile of `tiles` ([0] the count, then (group,

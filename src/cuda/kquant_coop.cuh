@@ -219,7 +219,7 @@ static __device__ __forceinline__ void coop_final(const uint8_t *__restrict__ bl
  * in flight per warp step. R = 2 keeps twice the weight loads in flight per warp (each row
  * keeps its own lane accumulators, so its bits are those of R = 1). V: a decode variant's bit
  * (decode_fast.cuh; 0: coop_part). */
-template <int FMT, int TM, int TPB, int R, int V = 0>
+template <int FMT, int TM, int TPB, int R, int V, int WARPS>
 static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, int nb, const uint8_t *__restrict__ act,
                                                     size_t as, int T, float (*acc)[TM]) {
     const int BS = wfmt<FMT>::bsize, G = 32 / TPB, U = 8 / TPB;
@@ -283,10 +283,7 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
             if (mine) acc[r][t] = __fadd_rn(acc[r][t], v);
         }
     }
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < TM; t++) acc[r][t] = warp_canon_finish(acc[r][t], nb);
+    warp_canon_finish_n<R * TM, WARPS>(&acc[0][0], nb);   /* the R rows' TM columns, side by side */
 }
 /* The block partials of one row at T = 1 for a split row (STRATA_CUDA_MV_SPLIT, matvec.cu):
  * warp `part` of W takes the steps part, part + W, ... of row_dot_coop's loop (G = 32 / TPB

@@ -166,7 +166,7 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
     if (live && part == 0) {
         float acc = 0.0f;
         for (int b = lane; b < nb; b += 32) acc = __fadd_rn(acc, sp[rl][b]);
-        acc = warp_canon_finish(acc, nb);
+        acc = warp_canon_finish<MV_WARPS>(acc, nb);
         if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
     }
 }
@@ -187,8 +187,8 @@ matvec_swiglu_q32_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__rest
     }
     PDL_WAIT();
     float ga[1], ua[1];
-    row_dot<FMT, 1, 0>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ga);
-    row_dot<FMT, 1, 0>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ua);
+    row_dot<FMT, 1, 0, 0, 32>(g.W[0] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ga);
+    row_dot<FMT, 1, 0, 0, 32>(g.W[1] + (size_t)row * g.row_bytes, n_in, nb, act, 0, 1, ua);
     if (lane == 0) {
         store_swiglu<1>(g, row, 1, ga, ua);
         hs[w] = __fmul_rn(__fdiv_rn(ga[0], __fadd_rn(1.0f, expf_ref(-ga[0]))), ua[0]);   /* store_swiglu's h */

@@ -43,13 +43,13 @@ template <int FMT, int TM, int V = 0> static __device__ __forceinline__ void blo
 /* Dot of one row against T columns; lane 0 returns the canonical result per column.
  * COOP != 0: 8 lanes per 256-weight super-block (kquant_coop.cuh); 0: one lane per block.
  * V: a decode variant's bit (decode_fast.cuh: dec_v<FMT, COOP>()), 0 the default decode. */
-template <int FMT, int TM, int COOP, int V = 0>
+template <int FMT, int TM, int COOP, int V = 0, int WARPS = MV_WARPS>
 static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, int64_t n_in, int nb,
                                                const uint8_t *__restrict__ act, size_t as, int T, float *acc) {
     if constexpr (COOP != 0) {
         float a1[1][TM];
         const uint8_t *w1[1] = { wr };
-        row_dot_coop<FMT, TM, 8, 1, V>(w1, nb, act, as, T, a1);
+        row_dot_coop<FMT, TM, 8, 1, V, WARPS>(w1, nb, act, as, T, a1);
 #pragma unroll
         for (int t = 0; t < TM; t++) acc[t] = a1[0][t];
         return;
@@ -76,8 +76,7 @@ static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, i
                 if (t < T) acc[t] = __fadd_rn(acc[t], p[t]);
         }
     }
-#pragma unroll
-    for (int t = 0; t < TM; t++) acc[t] = warp_canon_finish(acc[t], nb);
+    warp_canon_finish_n<TM, WARPS>(acc, nb);
 }
 
 #endif

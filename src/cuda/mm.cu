@@ -783,6 +783,23 @@ static __device__ __forceinline__ void mm_epilogue(const mv_group &g, const mm_g
             }
 }
 
+/* ORD 2 split (STRATA_CANON=serial): lane k's value of every output of the tile to the partials,
+ * ws[k][t][row] (the chain cannot be cut: mm_serial_combine chains the lanes in order) */
+template <int NI>
+static __device__ __forceinline__ void mm_lane_store(float *ws, int k, const float *v, int row0, int col0, int rows, int T,
+                                                     int wm, int wn, int gq, int tq) {
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
+                const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
+                if (row < rows && t < T) ws[((size_t)k * T + t) * rows + row] = v[MM_O2(mi, ni, e)];
+            }
+}
+
 /* Split over the lane positions (blockIdx.z, gridDim.z = S = 1 << ks, ks > 0: grids of fewer
  * tiles than SMs): CTA z walks positions k in [32z/S, 32(z+1)/S) only. Those positions form a
  * complete subtree of the binary counter (an aligned range of 32/S), so the CTA's counter ends
@@ -821,8 +838,12 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw;
-    /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block */
-    const int npos = 32 >> ks, kb = (int)blockIdx.z * npos, ke = kb + npos;
+    /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block.
+     * ORD 2: the lanes [z nl / S, (z + 1) nl / S) of the row's nl = min(nb, 32) lanes */
+    const int nl = nb < 32 ? nb : 32;
+    const int npos = 32 >> ks;
+    const int kb = ORD == 2 ? (int)blockIdx.z * nl >> ks : (int)blockIdx.z * npos;
+    const int ke = ORD == 2 ? ((int)blockIdx.z + 1) * nl >> ks : kb + npos;
     int k = kb;
     if constexpr (ORD != 2)
         while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
@@ -859,6 +880,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
             if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if constexpr (ORD == 2)
             if (nk != k) {   /* lane k complete: the chain (from +0.0: +0.0 + v0 = v0, a lane value is never -0.0) */
+                if (ks) mm_lane_store<NI>(ws, k, v, row0, col0, rows, T, wm, wn, gq, tq);   /* split: mm_serial_combine chains */
 #pragma unroll
                 for (int o = 0; o < NO; o++) { r4[o] = __fadd_rn(r4[o], v[o]); v[o] = 0.0f; }
             }
@@ -870,10 +892,30 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     }
     if constexpr (ORD == 1)
         mm_epilogue<NI, GR>(g, gr, v, v, v, v, v, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
-    else if constexpr (ORD == 2)
-        mm_epilogue<NI, GR>(g, gr, r4, r4, r4, r4, r4, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
+    else if constexpr (ORD == 2) {
+        if (!ks) mm_epilogue<NI, GR>(g, gr, r4, r4, r4, r4, r4, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
+    }
     else
         mm_epilogue<NI, GR>(g, gr, r0, r1, r2, r3, r4, npos, row0, col0, colbase, rows, T, ks, ws, wm, wn, gq, tq);
+}
+
+/* STRATA_CANON=serial's split: the nl lane values of every output chained in lane order from +0.0
+ * (mm_kernel2 ORD 2's chain, the same bits), then y (and add_to) as the epilogue writes them */
+__global__ void mm_serial_combine(mv_group g, const float *__restrict__ ws, int nl, int T) {
+    PDL_WAIT();
+    const int rows = g.row_start[g.n];
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)rows * T) return;
+    const int t = (int)(i / rows), row = (int)(i % rows);
+    float r = 0.0f;
+#pragma unroll 8
+    for (int l = 0; l < nl; l++) r = __fadd_rn(r, ws[((size_t)l * T + t) * rows + row]);
+    int wi = 0;
+    while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
+    const int rr = row - g.row_start[wi];
+    const int64_t no = g.n_out[wi];
+    g.y[wi][(size_t)t * no + rr] = r;
+    if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + rr] = __fadd_rn(g.add_to[wi][(size_t)t * no + rr], r);
 }
 
 /* the S = 1 << ks partials of every output, pairwise (adjacent ranges, then pairs of pairs, ...),
@@ -1170,7 +1212,24 @@ static int mm_split_ks(const mv_group *g, int tiles, int nb, int rows, int T) {
     }
     /* every range of 32 >> ks positions holds a block when S <= nb (lanes 0..nb-1 by bit reversal),
      * and the partials must fit the workspace */
-    while (ks > 0 && ((1 << ks) > nb || (size_t)(1 << ks) * (size_t)T * (size_t)rows > g->ws_floats)) ks--;
+    const size_t wsf = g->ws_floats < CUDA_MM_WS_TREE_FLOATS ? g->ws_floats : CUDA_MM_WS_TREE_FLOATS;
+    while (ks > 0 && ((1 << ks) > nb || (size_t)(1 << ks) * (size_t)T * (size_t)rows > wsf)) ks--;
+    return ks;
+}
+
+/* STRATA_CANON=serial's split (mm_kernel2 ORD 2): the largest S whose CTAs fit one wave of two
+ * CTAs an SM (the kernel's occupancy; the tree's kernel runs one), or the forced S; at most the
+ * row's lanes nl = min(nb, 32) (every CTA then has one); the partials are nl an output whatever S */
+static int mm_split_ks_serial(const mv_group *g, int tiles, int nb, int rows, int T) {
+    const int nl = nb < 32 ? nb : 32;
+    if (!g->ws || (size_t)nl * (size_t)T * (size_t)rows > g->ws_floats) return 0;
+    int ks = mm_split_ks(g, tiles, 32, rows, 1);   /* reads the switch; the forced S, or the one-CTA wave */
+    if (mm_split == -1) {
+        int sms = cuda_sm_count();
+        if (sms < 1) sms = 132;
+        while (ks < 5 && (tiles << (ks + 1)) <= 2 * sms) ks++;
+    }
+    while (ks > 0 && (1 << ks) > nl) ks--;
     return ks;
 }
 
@@ -1245,9 +1304,15 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
                 mm_wpre_on());
     } else {
         const int rows = g->row_start[g->n];
-        const dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
-        klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, 0, g->ws,
+        dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
+        const int ks = mm_split_ks_serial(g, (int)(grid.x * grid.y), nb, rows, T);
+        grid.z = 1u << ks;
+        klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
                 mm_wpre_on());
+        const int rc = CU_LAUNCHED();
+        if (rc || !ks) return rc;
+        const int64_t n = (int64_t)rows * T;
+        klaunch(mm_serial_combine, dim3((unsigned)((n + 255) / 256)), 256, 0, st, *g, (const float *)g->ws, nb < 32 ? nb : 32, T);
     }
     return CU_LAUNCHED();
 }

@@ -246,7 +246,7 @@ moe_route_kernel(const float *__restrict__ logits, int X, int k, int T, const ui
 /* Router logits row `row` (< X) of an F32 router of rows of E = 32 * NPL for tokens 0 .. T - 1
  * (at most TM): lane l loads its NPL weights w[l + 32 i] at once, then sums w * x in the
  * canonical per-element order (the bits of the matvec kernels' F32 path); one warp. */
-template <int NPL, int TM>
+template <int NPL, int TM, int WARPS>
 static __device__ __forceinline__ void router_row(const float *__restrict__ W, const float *__restrict__ x,
                                                   float *__restrict__ logits, int X, int T, int row, int lane) {
     const int E = NPL * 32;
@@ -261,7 +261,7 @@ static __device__ __forceinline__ void router_row(const float *__restrict__ W, c
         float acc = 0.0f;
 #pragma unroll
         for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xt[lane + 32 * i]));
-        acc = warp_canon_finish(acc);
+        acc = warp_canon_finish<WARPS>(acc);
         if (lane == 0) logits[(size_t)t * X + row] = acc;
     }
 }
@@ -279,7 +279,7 @@ moe_router_route_kernel(const float *__restrict__ W, const float *__restrict__ x
     PDL_WAIT();
     extern __shared__ float s_p[];
     const int row = blockIdx.x * ROUTER_WARPS + (threadIdx.x >> 5);
-    if (row < X) router_row<NPL, TM>(W, x, logits, X, T, row, threadIdx.x & 31);
+    if (row < X) router_row<NPL, TM, ROUTER_WARPS>(W, x, logits, X, T, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route_body<PAR>(s_p, logits, X, k, T, act_x, as, act_pairs, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
@@ -404,7 +404,7 @@ moe_router_route1_kernel(const float *__restrict__ W, const float *__restrict__ 
     if ((c_prefetch & CUDA_PF_ROWS) && row < X)   /* the router row (E = 32 NPL floats) before the wait */
         l2_prefetch_lines(W + (size_t)row * 32 * NPL, (size_t)32 * NPL * sizeof(float), threadIdx.x & 31, 32);
     PDL_WAIT();
-    if (row < X) router_row<NPL, 1>(W, x, logits, X, 1, row, threadIdx.x & 31);
+    if (row < X) router_row<NPL, 1, ROUTER1_WARPS>(W, x, logits, X, 1, row, threadIdx.x & 31);
     if (!last_cta_arrived(counter)) return;
     moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
     if (threadIdx.x == 0) *counter = 0;
@@ -442,7 +442,7 @@ moe_router_cta_kernel(const float *__restrict__ W, const float *__restrict__ x, 
         float acc = 0.0f;
 #pragma unroll
         for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, s_ep[threadIdx.x + 32 * i]);
-        acc = warp_canon_finish(acc);
+        acc = warp_canon_finish<1>(acc);   /* warp 0 alone */
         if (threadIdx.x == 0) logits[row] = acc;
     }
     if (!last_cta_arrived(counter)) return;
@@ -487,7 +487,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
          * bits are those of two separate dots) */
         float acc[2][TM];
         const uint8_t *w2[2] = { Wg + off, Wu + off };
-        row_dot_coop<FMT, TM, 8, 2, V>(w2, nb, a, as, n, acc);
+        row_dot_coop<FMT, TM, 8, 2, V, MV_WARPS>(w2, nb, a, as, n, acc);
 #pragma unroll
         for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
     } else {
@@ -533,9 +533,9 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
             const uint8_t *wr[RPC];
 #pragma unroll
             for (int r = 0; r < RPC; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(r0 + r) * row_bytes;
-            row_dot_coop<FMT, TM, 8, RPC, V>(wr, nb, a, as, n, acc);
+            row_dot_coop<FMT, TM, 8, RPC, V, DN_WARPS>(wr, nb, a, as, n, acc);
         } else
-            row_dot<FMT, TM, COOP, V>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, n_in, nb, a, as, n, acc[0]);
+            row_dot<FMT, TM, COOP, V, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, n_in, nb, a, as, n, acc[0]);
         if ((threadIdx.x & 31) == 0) {
 #pragma unroll
             for (int r = 0; r < RPC; r++)
@@ -897,7 +897,7 @@ moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x,
             float acc = 0.0f;
 #pragma unroll
             for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xs[t][lane + 32 * i]));
-            acc = warp_canon_finish(acc);
+            acc = warp_canon_finish<WIDE_ROUTER_WARPS>(acc);
             if (lane == 0) logits[(size_t)(t0 + t) * X + row] = acc;
         }
     }

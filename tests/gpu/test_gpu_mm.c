@@ -89,8 +89,9 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
             /* STRATA_CANON=serial: every tensor-core configuration takes the one serial kernel (no
-             * split, no pipelined or 16-warp kernel), so the 8-warp entry and the matvec slices */
-            if (canon_serial && cfg[ci].mm != 0 && !(cfg[ci].mm == 2 && cfg[ci].split == -1 && cfg[ci].pipe == 0 && cfg[ci].wpre))
+             * pipelined or 16-warp kernel; its own split, over the row's lanes), so the 8-warp
+             * entries with their splits and the matvec slices */
+            if (canon_serial && cfg[ci].mm != 0 && !(cfg[ci].mm == 2 && cfg[ci].pipe == 0 && cfg[ci].wpre))
                 continue;
             cuda_mm_set(cfg[ci].mm);
             cuda_mm_split_set(cfg[ci].split);
@@ -357,9 +358,10 @@ int main(int argc, char **argv) {
             check_grouped(type, (big ? 33 : 200) * blck, 64);
         }
     }
-    /* STRATA_CANON=serial (an experiment): the lanes chained 0..31 on the CPU reference and in the
-     * matmul's ORD 2 walk (every configuration above reaches it: no split, no pipelined kernel)
-     * and the matvec slices; rows of fewer blocks than lanes, of 33 blocks, plain and grouped */
+    /* STRATA_CANON=serial: the lanes chained 0..31 on the CPU reference and in the matmul's ORD 2
+     * walk, unsplit and split over the row's lanes (S 2, 8, 32 forced, clamped to the lanes; auto),
+     * and the matvec slices; rows of 3 blocks (S 2: lanes 0 | 1-2), fewer blocks than lanes, 33
+     * blocks, plain and grouped */
     const int was = canon_serial;
     canon_serial = 1;
     cuda_canon_apply();
@@ -367,6 +369,7 @@ int main(int argc, char **argv) {
         const int type = all[i];
         const int64_t blck = quant_traits_get(type)->blck, big = blck == 256;
         check(type, (big ? 8 : 18) * blck, 130, 64, 0);
+        check(type, 3 * blck, 70, 20, 0);
         check(type, 33 * blck, 67, 17, 1);
         check(type, (big ? 8 : 18) * blck, 96, 512, 0);
         if (type != TYPE_Q2_0) check_grouped(type, (big ? 8 : 33) * blck, 70);
