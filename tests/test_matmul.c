@@ -214,13 +214,13 @@ static void test_args(void) {
     CHECK_EQ_INT(matvec(NULL, W, TYPE_Q4_0, 48, 1, x, 9, y, MATVEC_DEFAULT), -1);   /* 48 % 32 */
 }
 
-/* STRATA_CANON=serial (an experiment): the wide AVX2 kernels and the T <= 8 ones chain the lanes
- * like the reference, at every width */
+/* The other canonical order (STRATA_CANON: the tree when the program runs the default chain): the
+ * wide AVX2 kernels and the T <= 8 ones combine the lanes like the reference, at every width */
 static void test_widths_serial(void) {
     threadpool *tp = threadpool_create(3);
     if (!cpu_has_avx2_fma()) SKIP("wide-avx2-serial", "wide AVX2 kernels: CPU lacks AVX2+FMA+F16C");
     const int was = canon_serial;
-    canon_serial = 1;
+    canon_serial = !was;
     const int types[] = { TYPE_Q4_0, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K, TYPE_IQ3_XXS, TYPE_F32 };
     for (int i = 0; i < 6; i++) {
         const quant_traits *t = quant_traits_get(types[i]);

@@ -38,7 +38,7 @@
 /* Canonical 32-lane tree over 4 vectors holding lanes 0-7, 8-15, 16-23, 24-31 (the T <= 8 AVX2
  * kernels of matvec_avx2.c and matvec_iq_avx2.c). */
 MM_AI float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-    if (canon_serial) {   /* STRATA_CANON=serial: the chain over lanes 0..31 */
+    if (canon_serial) {   /* the serial order (default; STRATA_CANON=tree: the tree below): the chain over lanes 0..31 */
         float t[32];
         _mm256_storeu_ps(t, a0); _mm256_storeu_ps(t + 8, a1); _mm256_storeu_ps(t + 16, a2); _mm256_storeu_ps(t + 24, a3);
         float r = t[0];

@@ -86,7 +86,7 @@ void cuda_device_choose(cuda_variants *v);
  * switch (setenv, env_reset_cache, cuda_device_choose). Kernels already captured in a CUDA
  * graph keep the variant they were captured with. */
 void cuda_variants_apply(const cuda_variants *v);
-void cuda_canon_apply(void);   /* STRATA_CANON=serial (canon_serial) into the kernels' device constants (tests that change it) */
+void cuda_canon_apply(void);   /* STRATA_CANON (canon_serial) into the kernels' device constants (tests that change it) */
 void cuda_matvec_set_decode(int bits);   /* CUDA_DEC_* bits for the matvec and MoE kernels */
 int  cuda_matvec_decode(void);
 void cuda_moe_set_route(int parallel);

@@ -109,16 +109,17 @@ static __device__ __forceinline__ uint32_t ld_u32_a1(const uint8_t *p) {
 static __device__ __forceinline__ float ld_f32(const uint8_t *p) { return *(const float *)p; }
 static __device__ __forceinline__ int ld_i32(const uint8_t *p) { return *(const int *)p; }
 
-/* STRATA_CANON=serial (an experiment; quant_canon.h): per file, set by cuda_variants_apply */
-static __constant__ int c_canon_serial;
+/* the canonical order's lane combine (quant_canon.h): 1 the chain (default), 0 the tree
+ * (STRATA_CANON=tree); per file, set by cuda_variants_apply / cuda_canon_apply */
+static __constant__ int c_canon_serial = 1;
 #define CANON_TU_STATE(name) \
     void cuda_canon_set_##name(int on) { cudaMemcpyToSymbol(c_canon_serial, &on, sizeof on); }
 void cuda_canon_set_matvec(int on);
 void cuda_canon_set_moe(int on);
-/* Canonical 32-lane tree (s = 16, 8, 4, 2, 1) of N values a lane (v[0..N): the rows and
- * columns a warp holds): lane i adds lane i + s; lane 0 ends with each result. Same bits as
- * canon_finish in src/quant/quant_canon.h. With STRATA_CANON=serial the chain over lanes 0..31
- * instead, the N chains side by side: every lane writes its N values to a shared-memory strip of
+/* The canonical lane combine of N values a lane (v[0..N): the rows and columns a warp holds);
+ * lane 0 ends with each result, the bits of canon_finish in src/quant/quant_canon.h. With
+ * STRATA_CANON=tree the tree s = 16, 8, 4, 2, 1 (lane i adds lane i + s); by default the chain
+ * over lanes 0..31, the N chains side by side: every lane writes its N values to a shared-memory strip of
  * its warp (value j's 32 lane values at 36 j .. 36 j + 31: a float4 read of 8 lanes at once meets
  * 32 distinct banks), lane j chains value j's lane values in lane order from +0.0 (+0.0 + v0 =
  * v0: a lane value is never -0.0) with float4 reads, and lane 0 takes the results by shuffles;

@@ -17,9 +17,9 @@
 
 #define CANON_LANES 32
 
-/* STRATA_CANON=serial (an experiment, off by default; docs/KERNELS.md): the 32 lane values
- * combine by the chain ((lane0 + lane1) + lane2) + ... + lane31 instead of the tree, on every
- * device (read once at startup, src/quant/canon.c) */
+/* The 32 lane values combine by the chain ((lane0 + lane1) + lane2) + ... + lane31 (canon_serial,
+ * the default since 2026-12-04) or, with STRATA_CANON=tree, by the 16-8-4-2-1 tree; on every
+ * device alike (read once at startup, src/quant/canon.c; docs/KERNELS.md section 3) */
 extern int canon_serial;
 
 typedef struct { float lane[CANON_LANES]; } canon_acc;
@@ -30,8 +30,8 @@ static inline void canon_init(canon_acc *a) {
 static inline void canon_add(canon_acc *a, int64_t b, float p) {
     a->lane[b & (CANON_LANES - 1)] = a->lane[b & (CANON_LANES - 1)] + p;
 }
-/* Fixed tree: s = 16, 8, 4, 2, 1 (STRATA_CANON=serial: the chain over lanes 0..31). Destroys the
- * lanes. */
+/* The chain over lanes 0..31 (default), or with STRATA_CANON=tree the fixed tree s = 16, 8, 4,
+ * 2, 1. Destroys the lanes. */
 static inline float canon_finish(canon_acc *a) {
     if (canon_serial) {
         float r = a->lane[0];

@@ -156,11 +156,11 @@ int main(void) {
     }
     printf("%d formats checked against the CPU reference\n", n_formats_tested);
     CHECK(n_formats_tested >= 10);
-    /* STRATA_CANON=serial (an experiment: the 32 lane values chained 0..31, on the CPU reference
-     * and every GPU kernel alike): rows of fewer blocks than lanes (the chain stops at nb), of 33
-     * and of 4,096 values */
+    /* The other canonical order (STRATA_CANON: the tree when the program runs the default chain
+     * over lanes 0..31; the CPU reference and every GPU kernel alike): rows of fewer blocks than
+     * lanes (the chain stops at nb), of 33 and of 4,096 values */
     const int was = canon_serial;
-    canon_serial = 1;
+    canon_serial = !was;
     cuda_canon_apply();
     for (int type = 0; type < TYPE_COUNT; type++) {
         const quant_traits *qt = quant_traits_get(type);

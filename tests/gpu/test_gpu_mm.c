@@ -88,7 +88,7 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             { 0, -1, 0, 1, "matvec slices" },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
-            /* STRATA_CANON=serial: every tensor-core configuration takes the one serial kernel (no
+            /* the serial order (the default): every tensor-core configuration takes the one serial kernel (no
              * pipelined or 16-warp kernel; its own split, over the row's lanes), so the 8-warp
              * entries with their splits and the matvec slices */
             if (canon_serial && cfg[ci].mm != 0 && !(cfg[ci].mm == 2 && cfg[ci].pipe == 0 && cfg[ci].wpre))
@@ -358,12 +358,14 @@ int main(int argc, char **argv) {
             check_grouped(type, (big ? 33 : 200) * blck, 64);
         }
     }
-    /* STRATA_CANON=serial: the lanes chained 0..31 on the CPU reference and in the matmul's ORD 2
-     * walk, unsplit and split over the row's lanes (S 2, 8, 32 forced, clamped to the lanes; auto),
-     * and the matvec slices; rows of 3 blocks (S 2: lanes 0 | 1-2), fewer blocks than lanes, 33
-     * blocks, plain and grouped */
+    /* The other canonical order (STRATA_CANON; the tree when the program runs the default chain):
+     * the CPU reference and the matmul alike, every configuration above (the tree's kernels: the
+     * counter, its split, the pipelined and 16-warp kernels; the chain's: ORD 2 unsplit and split
+     * over the row's lanes, S 2, 8, 32 forced, clamped to the lanes, and auto) and the matvec
+     * slices; rows of 3 blocks (S 2: lanes 0 | 1-2), fewer blocks than lanes, 33 blocks, plain and
+     * grouped */
     const int was = canon_serial;
-    canon_serial = 1;
+    canon_serial = !was;
     cuda_canon_apply();
     for (int i = 0; i < n_all; i++) {
         const int type = all[i];
