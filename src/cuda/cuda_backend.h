@@ -97,8 +97,9 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_SMEM    8   /* T = 1, IQ3_XXS experts with the fast decode: codebook and sign masks in shared memory */
 #define CUDA_MOE_FAST_ROUTER_CTA 16   /* T = 1, F32 router: a CTA per router row (X CTAs), its products formed by all its threads */
 #define CUDA_MOE_FAST_NGK     32  /* T = 1: the expert kernels take the group count (k) from the launch, not from groups[0] */
-#define CUDA_MOE_FAST_ALL     63  /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 63  /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
+#define CUDA_MOE_FAST_GROUP   64  /* passes of 9+ tokens: the grouping's stable positions by warps over ranges of pairs */
+#define CUDA_MOE_FAST_ALL     127 /* every bit */
+#define CUDA_MOE_FAST_DEFAULT 127 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph

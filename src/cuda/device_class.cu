@@ -141,7 +141,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
     cuda_device_choose(&v);
     snprintf(out, cap,
              "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
-             "attention: %s (%s), order: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s%s%s; split rows: %s; L2 prefetch:%s%s%s%s",
+             "attention: %s (%s), order: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s%s%s%s; split rows: %s; L2 prefetch:%s%s%s%s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
              v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from,
@@ -151,7 +151,8 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              v.moe_fast ? "" : " none", v.moe_fast & CUDA_MOE_FAST_ROUTE1 ? " route1" : "",
              v.moe_fast & CUDA_MOE_FAST_COMBINE ? " combine" : "", v.moe_fast & CUDA_MOE_FAST_DOWN4 ? " down4" : "",
              v.moe_fast & CUDA_MOE_FAST_SMEM ? " smem-tables" : "",
-             v.moe_fast & CUDA_MOE_FAST_ROUTER_CTA ? " router-cta" : "", v.moe_fast & CUDA_MOE_FAST_NGK ? " group-count" : "", v.mv_split ? "from 24 blocks" : "off",
+             v.moe_fast & CUDA_MOE_FAST_ROUTER_CTA ? " router-cta" : "", v.moe_fast & CUDA_MOE_FAST_NGK ? " group-count" : "",
+             v.moe_fast & CUDA_MOE_FAST_GROUP ? " grouping-by-ranges" : "", v.mv_split ? "from 24 blocks" : "off",
              v.prefetch ? "" : " none", v.prefetch & CUDA_PF_ROWS ? " rows" : "", v.prefetch & CUDA_PF_DOWN ? " experts' down" : "",
              v.prefetch & CUDA_PF_NORMW ? " norm weights" : "");
     return 0;

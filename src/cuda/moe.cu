@@ -798,22 +798,50 @@ moe_topk_wide_kernel(const float *__restrict__ logits, int X, int k, int T, int 
  * sort): the groups list (expert, first pair, pairs, -1: rows gathered), pair_of[q], the token
  * of each grouped position, and the tile list of the grouped matmul (64 columns per tile); with
  * chunk > 0 instead each expert's pairs as groups of at most chunk pairs (no tiles).
- * Dynamic shared memory: P ints (the experts of the pairs). */
+ * Dynamic shared memory: P ints (the experts of the pairs); with par (CUDA_MOE_FAST_GROUP) also
+ * GROUP_RW x X ints: warp w < GROUP_RW counts the experts of the pairs [w P / RW, (w + 1) P / RW)
+ * (lanes of one expert in a step counted once, by __match_any_sync), the counts become each
+ * (warp, expert)'s first position (the expert's start, then the warps before in order), and the
+ * warp walks its pairs again in order, a pair's position its expert's next plus its rank among
+ * the step's lanes of that expert: the same stable order (experts ascending, pairs ascending)
+ * as the ballot loop, where every warp scanned all P pairs for each of its experts. */
+#define GROUP_RW 16
 __global__ void __launch_bounds__(WIDE_GROUP_THREADS)
 moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chunk, int *__restrict__ groups,
-                      int *__restrict__ tiles, int *__restrict__ pair_of, int *__restrict__ tok) {
+                      int *__restrict__ tiles, int *__restrict__ pair_of, int *__restrict__ tok, int par) {
     PDL_WAIT();
     extern __shared__ int s_sel_w[];
     __shared__ int s_cnt[CUDA_MOE_MAX_X], s_start[CUDA_MOE_MAX_X];
     const int P = T * k, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int *s_wc = s_sel_w + P;   /* par: [GROUP_RW][X] */
+    const unsigned below = (1u << lane) - 1u;
+    const int ra = warp * P / GROUP_RW, rb = (warp + 1) * P / GROUP_RW;   /* par: warp's pairs (warp < GROUP_RW) */
     for (int e = threadIdx.x; e < X; e += blockDim.x) s_cnt[e] = 0;
+    if (par)
+        for (int i = threadIdx.x; i < GROUP_RW * X; i += blockDim.x) s_wc[i] = 0;
     __syncthreads();
     for (int q = threadIdx.x; q < P; q += blockDim.x) {
         const int e = sel[q];
         s_sel_w[q] = e;
-        atomicAdd(&s_cnt[e], 1);
+        if (!par) atomicAdd(&s_cnt[e], 1);
     }
     __syncthreads();
+    if (par) {
+        if (warp < GROUP_RW)
+            for (int j0 = ra; j0 < rb; j0 += 32) {
+                const int j = j0 + lane, e = j < rb ? s_sel_w[j] : -1;
+                const unsigned m = __match_any_sync(0xffffffffu, e);
+                if (e >= 0 && (m & below) == 0) s_wc[warp * X + e] += __popc(m);   /* the lowest lane of e */
+                __syncwarp();
+            }
+        __syncthreads();
+        for (int e = threadIdx.x; e < X; e += blockDim.x) {
+            int n = 0;
+            for (int w = 0; w < GROUP_RW; w++) n += s_wc[w * X + e];
+            s_cnt[e] = n;
+        }
+        __syncthreads();
+    }
     if (threadIdx.x == 0) {   /* X <= CUDA_MOE_MAX_X experts, a few hundred tiles: serial */
         int pos = 0, ng = 0, nt = 0;
         for (int e = 0; e < X; e++) {
@@ -838,8 +866,30 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chun
         tiles[0] = nt;
     }
     __syncthreads();
+    if (par) {
+        for (int e = threadIdx.x; e < X; e += blockDim.x) {   /* each (warp, expert)'s first position */
+            int pos = s_start[e];
+            for (int w = 0; w < GROUP_RW; w++) { const int n = s_wc[w * X + e]; s_wc[w * X + e] = pos; pos += n; }
+        }
+        __syncthreads();
+        if (warp < GROUP_RW)
+            for (int j0 = ra; j0 < rb; j0 += 32) {
+                const int j = j0 + lane, e = j < rb ? s_sel_w[j] : -1;
+                const unsigned m = __match_any_sync(0xffffffffu, e);
+                int base = 0;
+                if (e >= 0) {
+                    base = s_wc[warp * X + e];
+                    const int pos = base + __popc(m & below);
+                    pair_of[j] = pos;
+                    tok[pos] = j / k;
+                }
+                __syncwarp();
+                if (e >= 0 && (m & below) == 0) s_wc[warp * X + e] = base + __popc(m);
+                __syncwarp();
+            }
+        return;
+    }
     /* stable positions: warp w takes experts w, w + nw, ...; pairs in order, 32 at a time */
-    const unsigned below = (1u << lane) - 1u;
     for (int e = warp; e < X; e += nw) {
         if (!s_cnt[e]) continue;
         int base = s_start[e];
@@ -970,16 +1020,18 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
             shm_r, st, m->logits, m->X, m->k, m->T, w->sel, m->wts);
     if (CU_LAUNCHED()) return -1;
     static int attr_done;
-    const size_t shm_g = (size_t)P * sizeof(int);
+    /* CUDA_MOE_FAST_GROUP: the warps' counts too, where they fit a CTA's shared memory */
+    const size_t shm_par = (size_t)(P + GROUP_RW * m->X) * sizeof(int);
+    const int par = (moe_fast & CUDA_MOE_FAST_GROUP) && shm_par <= 200 * 1024;
+    const size_t shm_g = par ? shm_par : (size_t)P * sizeof(int);
     if (shm_g > 48 * 1024 && !attr_done) {
-        if (CU_CHECK(cudaFuncSetAttribute(moe_group_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)(CUDA_MOE_WIDE_MAX_T * CUDA_MOE_MAX_K * sizeof(int)))))
+        if (CU_CHECK(cudaFuncSetAttribute(moe_group_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
             return -1;
         attr_done = 1;
     }
     int *tok = w->tiles + 1 + 2 * maxt;   /* [P] token of each grouped position (after the tile list) */
     klaunch(moe_group_wide_kernel, 1, WIDE_GROUP_THREADS, shm_g, st, (const int *)w->sel, m->X, m->k, m->T,
-            w->mv, m->groups, w->tiles, m->pair_of, tok);
+            w->mv, m->groups, w->tiles, m->pair_of, tok, par);
     if (CU_LAUNCHED()) return -1;
     klaunch(moe_gather_wide_kernel, (unsigned)P, 128, 0, st, (const uint32_t *)m->act_x, (const int *)tok, (int)(as_x / 4),
             (uint32_t *)m->act_pairs);
