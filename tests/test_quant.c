@@ -590,6 +590,65 @@ static void test_parity_serial(void) {
     threadpool_free(tp);
 }
 
+/* STRATA_CANON=serial in the T <= 8 AVX2 kernels: rows in groups of 8 whose chains run side by
+ * side (canon_chain8 in src/cpu/matmul_avx2.h). Row counts 1..9, 15, 16, 17 and 23 (whole groups
+ * and tails of 1..7 rows), rows of 1, 3, 18, 32, 33 and 45 blocks or elements (the chain stopped
+ * at nb < 32, exactly 32, lanes wrapped), T = 1..8, one call for all rows (NULL pool) and the
+ * 3-thread pool (groups that start at row 4): each output memcmp'ed against the reference dot in
+ * serial mode (canon_finish's chain). The tree's reference differs from it in some outputs of
+ * every format, so the comparison is not the tree's bits twice. */
+static void test_parity_serial_rows(void) {
+    if (!cpu_has_avx2_fma()) { SKIP("avx2-serial-rows", "AVX2 serial rows: CPU lacks AVX2+FMA+F16C"); return; }
+    threadpool *tp = threadpool_create(3);
+    const int was = canon_serial;
+    static const int64_t nbs[] = { 1, 3, 18, 32, 33, 45 };
+    static const int64_t outs[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 23 };
+    enum { NOUT_MAX = 23, TMAX = MATVEC_MAX_COLS };
+    for (int i = 0; i < N_OWNED; i++) {
+        const int type = OWNED[i];
+        const quant_traits *t = quant_traits_get(type);
+        if (!t) continue;
+        int64_t bad = 0, outputs = 0, tree_differs = 0, calls_failed = 0;
+        for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++) {
+            const int64_t n_in = nbs[ni] * t->blck;
+            const size_t rb = quant_row_bytes(type, n_in), as = act_row_bytes(t->act, n_in) + 64;
+            uint8_t *W = malloc(rb * NOUT_MAX), *a = malloc(as * TMAX);
+            fill_random(type, W, (int64_t)(rb * NOUT_MAX) / t->bsize);
+            float *x = malloc(sizeof(float) * (size_t)(n_in * TMAX));
+            for (int64_t k = 0; k < n_in * TMAX; k++) x[k] = rnd_gauss();
+            for (int c = 0; c < TMAX; c++) act_quantize_row(t->act, x + c * n_in, a + (size_t)c * as, n_in);
+            float yr[TMAX * NOUT_MAX], y[TMAX * NOUT_MAX];
+            for (int c = 0; c < TMAX; c++)
+                for (int r = 0; r < NOUT_MAX; r++) {
+                    canon_serial = 0;
+                    const float ytree = t->dot_ref(W + (size_t)r * rb, a + (size_t)c * as, n_in);
+                    canon_serial = 1;
+                    yr[c * NOUT_MAX + r] = t->dot_ref(W + (size_t)r * rb, a + (size_t)c * as, n_in);
+                    tree_differs += memcmp(&ytree, &yr[c * NOUT_MAX + r], 4) != 0;
+                }
+            for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++)
+                for (int T = 1; T <= TMAX; T++)
+                    for (int p = 0; p < 2; p++) {
+                        const int64_t n_out = outs[oi];
+                        memset(y, 0xFF, sizeof y);
+                        int rc = matvec_with(p ? tp : NULL, W, type, n_in, n_out, x, T, y, MATVEC_DEFAULT, MATVEC_KERNEL_AVX2);
+                        calls_failed += rc != 0;
+                        for (int c = 0; c < T; c++)
+                            for (int64_t r = 0; r < n_out; r++)
+                                bad += memcmp(&y[c * n_out + r], &yr[c * NOUT_MAX + r], 4) != 0;
+                        outputs += T * n_out;
+                    }
+            free(W); free(a); free(x);
+        }
+        CHECKF(calls_failed == 0, "%s: %lld AVX2 serial calls failed", t->name, (long long)calls_failed);
+        CHECKF(bad == 0, "%s: AVX2 serial differs from the reference in %lld of %lld outputs", t->name,
+               (long long)bad, (long long)outputs);
+        CHECKF(tree_differs > 0, "%s: the serial reference equals the tree's everywhere (is it on?)", t->name);
+    }
+    canon_serial = was;
+    threadpool_free(tp);
+}
+
 int main(void) {
     RUN(test_table);
     RUN(test_matvec_errors);
@@ -600,5 +659,6 @@ int main(void) {
     RUN(test_dot_bound);
     RUN(test_parity);
     RUN(test_parity_serial);
+    RUN(test_parity_serial_rows);
     TEST_DONE();
 }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include "quant/blocks.h"
 #include "quant/quant.h"
+#include "quant/quant_canon.h"
 #include "quant/ref_iq.h"
 #include "quant/iq_tables.h"
 #include "cpu/kernels.h"
@@ -433,6 +434,41 @@ static void test_avx2_parity(void) {
     }
 }
 
+/* STRATA_CANON=serial: the same parity with the lanes chained (reference: canon_finish's chain;
+ * the AVX2 kernels: 8 rows' chains side by side, canon_chain8, groups of 8 rows with tails of 1..7
+ * rows in the shapes above); and the switch changes the reference's bits (rows of 40 blocks), so
+ * the comparison is not the tree's bits twice. */
+static void test_avx2_parity_serial(void) {
+    const int was = canon_serial;
+    canon_serial = 1;
+    test_avx2_parity();
+    for (int fi = 0; fi < NF; fi++) {
+        const fmt *f = &FMTS[fi];
+        const int64_t n_in = 40 * f->blck, n_out = 16;
+        size_t rb = (size_t)(n_in / f->blck) * f->bsize, stride = act_stride_of(f, n_in);
+        uint8_t *W = malloc(rb * n_out), *act = malloc(stride);
+        for (int64_t b = 0; b < n_in / f->blck * n_out; b++) {
+            uint8_t *blk = W + b * f->bsize;
+            for (int k = 0; k < f->bsize; k++) blk[k] = (uint8_t)rnd();
+            set_d(f, blk, random_d());
+        }
+        float *x = malloc(sizeof(float) * n_in);
+        for (int64_t i = 0; i < n_in; i++) x[i] = (float)gauss();
+        act_quantize_row(f->act_k ? ACT_Q8_K : ACT_Q8_0, x, act, n_in);
+        int differ = 0;
+        for (int64_t r = 0; r < n_out; r++) {
+            canon_serial = 0;
+            const float yt = f->dot(W + r * rb, act, n_in);
+            canon_serial = 1;
+            const float ys = f->dot(W + r * rb, act, n_in);
+            differ += memcmp(&yt, &ys, 4) != 0;
+        }
+        CHECKF(differ > 0, "%s: serial and tree references agree on all %lld rows of 40 blocks (is it on?)", f->name, (long long)n_out);
+        free(W); free(act); free(x);
+    }
+    canon_serial = was;
+}
+
 /* ---- 5. through the framework (quant table + matvec dispatch), threads ---------------- */
 static void test_framework(void) {
     threadpool *tp = threadpool_create(2);
@@ -471,6 +507,7 @@ int main(void) {
     RUN(test_exhaustive);
     RUN(test_round_trip_and_dot);
     RUN(test_avx2_parity);
+    RUN(test_avx2_parity_serial);
     RUN(test_framework);
     TEST_DONE();
 }

@@ -53,6 +53,75 @@ MM_AI float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     v = _mm_add_ss(v, _mm_shuffle_ps(v, v, 1)); /* s = 1 */
     return _mm_cvtss_f32(v);
 }
+
+/* STRATA_CANON=serial finish of the T <= 8 kernels, rows side by side (canon_tree4's serial
+ * branch chains one row's 32 lanes in scalar adds; this runs 8 rows' chains in the SIMD lanes).
+ * A group of up to CANON_ROWS consecutive rows parks each row's four lane vectors per column in
+ * its slot (canon_park4); canon_chain8 then transposes each 8 x 8 block of (row, lane) so that
+ * vector j holds lane j of the 8 rows, and chains r = v0; r = r + v1; ... with vertical adds:
+ * per row the adds of canon_finish's chain, in its order. The chain stops early for a row of
+ * nl < 32 blocks or elements: the lanes past nl are +0.0, and +0.0 added to a chain that is never
+ * -0.0 (every lane starts at +0.0) changes no bit, so leaving those adds out (or some of them in)
+ * gives the same result. The tree path does not use this (canon_tree4). */
+#define CANON_ROWS 8
+#define CANON_COLS 8   /* MATVEC_MAX_COLS */
+typedef struct { _Alignas(32) float v[CANON_COLS][CANON_ROWS][CANON_LANES]; } canon_park;
+
+MM_AI void canon_park4(canon_park *p, int c, int i, __m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    float *d = p->v[c][i];
+    _mm256_store_ps(d, a0); _mm256_store_ps(d + 8, a1); _mm256_store_ps(d + 16, a2); _mm256_store_ps(d + 24, a3);
+}
+
+/* x[i] = lanes 8v .. 8v+7 of slot i  ->  x[j] = lane 8v + j of slots 0..7 */
+MM_AI void canon_transpose8(__m256 x[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(x[0], x[1]), t1 = _mm256_unpackhi_ps(x[0], x[1]);
+    __m256 t2 = _mm256_unpacklo_ps(x[2], x[3]), t3 = _mm256_unpackhi_ps(x[2], x[3]);
+    __m256 t4 = _mm256_unpacklo_ps(x[4], x[5]), t5 = _mm256_unpackhi_ps(x[4], x[5]);
+    __m256 t6 = _mm256_unpacklo_ps(x[6], x[7]), t7 = _mm256_unpackhi_ps(x[6], x[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    x[0] = _mm256_permute2f128_ps(u0, u4, 0x20); x[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    x[1] = _mm256_permute2f128_ps(u1, u5, 0x20); x[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    x[2] = _mm256_permute2f128_ps(u2, u6, 0x20); x[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    x[3] = _mm256_permute2f128_ps(u3, u7, 0x20); x[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* The chains of the nr (1..8) rows parked in slots 0..nr-1, T columns: y[c * n_out + i] for
+ * i < nr (y points at the group's first row). Slots nr..7 are zeroed first (their results are
+ * dropped; zero keeps stale or unset floats out of the adds). The chain stops after the last
+ * lane vector that holds a lane < nl; the lanes after nl inside it are added (+0.0, which leaves a
+ * chain that is never -0.0 unchanged), so every loop has constant bounds and x stays in
+ * registers. */
+MM_AI void canon_chain8(canon_park *p, const int T, int nr, int64_t nl, float *y, int64_t n_out) {
+    const int nv = nl >= CANON_LANES ? 4 : nl <= 8 ? 1 : (int)(nl + 7) / 8;   /* lane vectors chained */
+    for (int c = 0; c < T; c++) {
+        if (nr < CANON_ROWS)
+            for (int i = nr; i < CANON_ROWS; i++)
+                for (int v = 0; v < 4; v++) _mm256_store_ps(p->v[c][i] + 8 * v, _mm256_setzero_ps());
+        __m256 r = _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            if (v >= nv) break;
+            __m256 x[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < CANON_ROWS; i++) x[i] = _mm256_load_ps(p->v[c][i] + 8 * v);
+            canon_transpose8(x);
+            r = v == 0 ? x[0] : _mm256_add_ps(r, x[0]);
+#pragma GCC unroll 8
+            for (int j = 1; j < 8; j++) r = _mm256_add_ps(r, x[j]);
+        }
+        float *yc = y + (size_t)c * (size_t)n_out;
+        if (nr == CANON_ROWS) _mm256_storeu_ps(yc, r);
+        else {
+            float t[8];
+            _mm256_storeu_ps(t, r);
+            for (int i = 0; i < nr; i++) yc[i] = t[i];
+        }
+    }
+}
+
 /* GCC re-associates the int16 accumulation chains of mm_tile into trees whose temporaries spill
  * (integer adds: any order is the same value, so this only changes register pressure) */
 /* An empty asm on a register accumulator: the add happens here, in this register (without it

@@ -7,7 +7,8 @@
  *    (mul then add, never fused),
  *  - partials go to lane b % 32: eight consecutive blocks form one 8-float vector, and
  *    block group g = b / 8 lands in accumulator vector g % 4 (lanes 8(g%4) .. 8(g%4)+7),
- *  - the 32 lanes combine by the canonical 16-8-4-2-1 tree (canon_tree4).
+ *  - the 32 lanes combine by the canonical 16-8-4-2-1 tree (canon_tree4); STRATA_CANON=serial:
+ *    by the chain, 8 rows side by side (canon_park4 / canon_chain8, matmul_avx2.h).
  * Shape: rows outer, the 8 blocks of a group decoded once, then every column inner, so
  * weights are read once for all T columns and column c's bits never depend on T.
  * T is a compile-time constant inside the kernels (one instantiation per T = 1..8), so the
@@ -191,33 +192,58 @@ ALWAYS_INLINE float load_w1(const void *w, int64_t k, const int fmt) {
     uint32_t b = (uint32_t)h << 16; float f; memcpy(&f, &b, 4); return f;
 }
 
+/* One float row against one column: the four lane vectors (lanes 0-7, 8-15, 16-23, 24-31) */
+ALWAYS_INLINE void float_lanes(const void *w, const float *x, int64_t n, __m256 a[4], const int fmt) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(load_w8(w, k, fmt), _mm256_loadu_ps(x + k)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(load_w8(w, k + 8, fmt), _mm256_loadu_ps(x + k + 8)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(load_w8(w, k + 16, fmt), _mm256_loadu_ps(x + k + 16)));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(load_w8(w, k + 24, fmt), _mm256_loadu_ps(x + k + 24)));
+    }
+    if (k < n) {
+        float tw[32] = { 0 }, tx[32] = { 0 };
+        for (int64_t i = k; i < n; i++) { tw[i - k] = load_w1(w, i, fmt); tx[i - k] = x[i]; }
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(tw), _mm256_loadu_ps(tx)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(tw + 8), _mm256_loadu_ps(tx + 8)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(tw + 16), _mm256_loadu_ps(tx + 16)));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(tw + 24), _mm256_loadu_ps(tx + 24)));
+    }
+    a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+}
+
 /* Float rows: a row is at most a few tens of KB, so columns loop inside a row and reread the
- * row from L1/L2 (DRAM traffic stays one pass over W). */
+ * row from L1/L2 (DRAM traffic stays one pass over W). STRATA_CANON=serial: rows in groups of
+ * CANON_ROWS, their chains side by side (canon_chain8, matmul_avx2.h). */
 ALWAYS_INLINE void float_rows(const void *W, size_t row_bytes, int64_t n, const void *act,
                               size_t act_stride, const int T, float *y, int64_t n_out,
-                              int64_t r0, int64_t r1, const int fmt) {
-    for (int64_t r = r0; r < r1; r++) {
-        const void *w = (const char *)W + (size_t)r * row_bytes;
-        for (int c = 0; c < T; c++) {
-            const float *x = (const float *)((const char *)act + (size_t)c * act_stride);
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            int64_t k = 0;
-            for (; k + 32 <= n; k += 32) {
-                a0 = _mm256_add_ps(a0, _mm256_mul_ps(load_w8(w, k, fmt), _mm256_loadu_ps(x + k)));
-                a1 = _mm256_add_ps(a1, _mm256_mul_ps(load_w8(w, k + 8, fmt), _mm256_loadu_ps(x + k + 8)));
-                a2 = _mm256_add_ps(a2, _mm256_mul_ps(load_w8(w, k + 16, fmt), _mm256_loadu_ps(x + k + 16)));
-                a3 = _mm256_add_ps(a3, _mm256_mul_ps(load_w8(w, k + 24, fmt), _mm256_loadu_ps(x + k + 24)));
+                              int64_t r0, int64_t r1, const int fmt, const int ser) {
+    if (!ser) {
+        for (int64_t r = r0; r < r1; r++) {
+            const void *w = (const char *)W + (size_t)r * row_bytes;
+            for (int c = 0; c < T; c++) {
+                const float *x = (const float *)((const char *)act + (size_t)c * act_stride);
+                __m256 a[4];
+                float_lanes(w, x, n, a, fmt);
+                y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(a[0], a[1], a[2], a[3]);
             }
-            if (k < n) {
-                float tw[32] = { 0 }, tx[32] = { 0 };
-                for (int64_t i = k; i < n; i++) { tw[i - k] = load_w1(w, i, fmt); tx[i - k] = x[i]; }
-                a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(tw), _mm256_loadu_ps(tx)));
-                a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(tw + 8), _mm256_loadu_ps(tx + 8)));
-                a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(tw + 16), _mm256_loadu_ps(tx + 16)));
-                a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(tw + 24), _mm256_loadu_ps(tx + 24)));
-            }
-            y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(a0, a1, a2, a3);
         }
+        return;
+    }
+    canon_park park;
+    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
+        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
+        for (int i = 0; i < nr; i++) {
+            const void *w = (const char *)W + (size_t)(rb + i) * row_bytes;
+            for (int c = 0; c < T; c++) {
+                const float *x = (const float *)((const char *)act + (size_t)c * act_stride);
+                __m256 a[4];
+                float_lanes(w, x, n, a, fmt);
+                canon_park4(&park, c, i, a[0], a[1], a[2], a[3]);
+            }
+        }
+        canon_chain8(&park, T, nr, n, y + rb, n_out);
     }
 }
 
@@ -385,6 +411,28 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
     }
 }
 
+/* One row's four lane vectors per column (acc[c][0..3]: lanes 0-7 .. 24-31) */
+ALWAYS_INLINE void fb_row(const uint8_t *wr, const uint8_t *a8, size_t act_stride, const float *pd,
+                          const float *sA, const int32_t *nA, int64_t nb, __m256 acc[][4],
+                          const int T, const int fmt) {
+    const int BS = FB_BSIZE(fmt);
+    const int64_t nfull = nb / 32 * 32;   /* blocks in whole rounds of 4 groups */
+    for (int c = 0; c < T; c++)
+        for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
+    /* rounds of 32 blocks: group l of a round is accumulator l (a constant) */
+    for (int64_t g0 = 0; g0 < nfull; g0 += 32) {
+        fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, 8, acc, 0, T, fmt);
+        fb_group(wr + (size_t)(g0 + 8) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 8, 8, acc, 1, T, fmt);
+        fb_group(wr + (size_t)(g0 + 16) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 16, 8, acc, 2, T, fmt);
+        fb_group(wr + (size_t)(g0 + 24) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 24, 8, acc, 3, T, fmt);
+    }
+    for (int64_t g0 = nfull; g0 < nb; g0 += 8) {
+        const int lane = (int)((g0 / 8) & 3);
+        if (nb - g0 >= 8) fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, 8, acc, lane, T, fmt);
+        else fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, (int)(nb - g0), acc, lane, T, fmt);
+    }
+}
+
 /* Per-call copies of the activation block scales (d, s) and integer code sums of all T
  * columns, so a group of 8 blocks loads each with one vector load per column. When
  * T * blocks exceeds the cap, the groups read them from the blocks instead. */
@@ -392,8 +440,8 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
 
 ALWAYS_INLINE void fb_rows(const void *W, size_t row_bytes, int64_t n_in, const void *act,
                            size_t act_stride, const int T, float *y, int64_t n_out,
-                           int64_t r0, int64_t r1, const int fmt) {
-    const int BS = FB_BSIZE(fmt), AS = FB_ASIZE(fmt), VPB = FB_VPB(fmt);
+                           int64_t r0, int64_t r1, const int fmt, const int ser) {
+    const int AS = FB_ASIZE(fmt), VPB = FB_VPB(fmt);
     const int64_t nb = n_in / (32 * VPB);
     float dA[ACT_SCALE_CAP], sA[FB_HAS_MIN(fmt) ? ACT_SCALE_CAP : 1];
     int32_t nA[FB_OFFSET(fmt) ? ACT_SCALE_CAP : 1];
@@ -412,26 +460,24 @@ ALWAYS_INLINE void fb_rows(const void *W, size_t row_bytes, int64_t n_in, const 
             }
     const float *pd = pre ? dA : NULL;
     const uint8_t *a8 = (const uint8_t *)act;
-    const int64_t nfull = nb / 32 * 32;   /* blocks in whole rounds of 4 groups */
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *wr = (const uint8_t *)W + (size_t)r * row_bytes;
-        __m256 acc[MATVEC_MAX_COLS][4];
-        for (int c = 0; c < T; c++)
-            for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
-        /* rounds of 32 blocks: group l of a round is accumulator l (a constant) */
-        for (int64_t g0 = 0; g0 < nfull; g0 += 32) {
-            fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, 8, acc, 0, T, fmt);
-            fb_group(wr + (size_t)(g0 + 8) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 8, 8, acc, 1, T, fmt);
-            fb_group(wr + (size_t)(g0 + 16) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 16, 8, acc, 2, T, fmt);
-            fb_group(wr + (size_t)(g0 + 24) * BS, a8, act_stride, pd, sA, nA, nb, g0 + 24, 8, acc, 3, T, fmt);
+    if (!ser) {
+        for (int64_t r = r0; r < r1; r++) {
+            __m256 acc[MATVEC_MAX_COLS][4];
+            fb_row((const uint8_t *)W + (size_t)r * row_bytes, a8, act_stride, pd, sA, nA, nb, acc, T, fmt);
+            for (int c = 0; c < T; c++)
+                y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
         }
-        for (int64_t g0 = nfull; g0 < nb; g0 += 8) {
-            const int lane = (int)((g0 / 8) & 3);
-            if (nb - g0 >= 8) fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, 8, acc, lane, T, fmt);
-            else fb_group(wr + (size_t)g0 * BS, a8, act_stride, pd, sA, nA, nb, g0, (int)(nb - g0), acc, lane, T, fmt);
+        return;
+    }
+    canon_park park;   /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
+    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
+        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
+        for (int i = 0; i < nr; i++) {
+            __m256 acc[MATVEC_MAX_COLS][4];
+            fb_row((const uint8_t *)W + (size_t)(rb + i) * row_bytes, a8, act_stride, pd, sA, nA, nb, acc, T, fmt);
+            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
         }
-        for (int c = 0; c < T; c++)
-            y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        canon_chain8(&park, T, nr, nb, y + rb, n_out);
     }
 }
 
@@ -565,41 +611,59 @@ ALWAYS_INLINE void kq_block(const uint8_t *blk, const uint8_t *act, size_t act_s
     }
 }
 
+/* One row's four lane vectors per column (acc[c][0..3]: lanes 0-7 .. 24-31) */
+ALWAYS_INLINE void kq_row(const uint8_t *wr, const uint8_t *a8, size_t act_stride, int64_t nb,
+                          __m256 acc[][4], const int T, const int fmt) {
+    const int BS = KQ_BSIZE(fmt);
+    for (int c = 0; c < T; c++)
+        for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
+    for (int64_t g0 = 0; g0 < nb; g0 += 8) {
+        const int nk = nb - g0 < 8 ? (int)(nb - g0) : 8;
+        __m256i S[MATVEC_MAX_COLS * 8], M[KQ_HAS_MIN(fmt) ? MATVEC_MAX_COLS * 8 : 1];
+        float ds[8] = { 0 }, dms[8] = { 0 }, das[MATVEC_MAX_COLS * 8];
+        for (int k = 0; k < nk; k++)
+            kq_block(wr + (size_t)(g0 + k) * (size_t)BS, a8, act_stride, g0 + k, T, S, M, k, ds, dms, das, fmt);
+        for (int k = nk; k < 8; k++)   /* tail group: zero partials */
+            for (int c = 0; c < T; c++) {
+                S[c * 8 + k] = _mm256_setzero_si256();
+                if (KQ_HAS_MIN(fmt)) M[c * 8 + k] = _mm256_setzero_si256();
+                das[c * 8 + k] = 0.0f;
+            }
+        const __m256 dw = _mm256_loadu_ps(ds), dmw = _mm256_loadu_ps(dms);
+        const int lane = (int)((g0 / 8) & 3);
+        for (int c = 0; c < T; c++) {
+            const __m256 da = _mm256_loadu_ps(das + c * 8);
+            __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(S + c * 8)), _mm256_mul_ps(dw, da));
+            if (KQ_HAS_MIN(fmt))
+                p = _mm256_sub_ps(p, _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(M + c * 8)), _mm256_mul_ps(dmw, da)));
+            acc[c][lane] = _mm256_add_ps(acc[c][lane], p);
+        }
+    }
+}
+
 ALWAYS_INLINE void kq_rows(const void *W, size_t row_bytes, int64_t n_in, const void *act,
                            size_t act_stride, const int T, float *y, int64_t n_out,
-                           int64_t r0, int64_t r1, const int fmt) {
-    const int BS = KQ_BSIZE(fmt);
+                           int64_t r0, int64_t r1, const int fmt, const int ser) {
     const int64_t nb = n_in / QK_K;
     const uint8_t *a8 = (const uint8_t *)act;
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *wr = (const uint8_t *)W + (size_t)r * row_bytes;
-        __m256 acc[MATVEC_MAX_COLS][4];
-        for (int c = 0; c < T; c++)
-            for (int v = 0; v < 4; v++) acc[c][v] = _mm256_setzero_ps();
-        for (int64_t g0 = 0; g0 < nb; g0 += 8) {
-            const int nk = nb - g0 < 8 ? (int)(nb - g0) : 8;
-            __m256i S[MATVEC_MAX_COLS * 8], M[KQ_HAS_MIN(fmt) ? MATVEC_MAX_COLS * 8 : 1];
-            float ds[8] = { 0 }, dms[8] = { 0 }, das[MATVEC_MAX_COLS * 8];
-            for (int k = 0; k < nk; k++)
-                kq_block(wr + (size_t)(g0 + k) * (size_t)BS, a8, act_stride, g0 + k, T, S, M, k, ds, dms, das, fmt);
-            for (int k = nk; k < 8; k++)   /* tail group: zero partials */
-                for (int c = 0; c < T; c++) {
-                    S[c * 8 + k] = _mm256_setzero_si256();
-                    if (KQ_HAS_MIN(fmt)) M[c * 8 + k] = _mm256_setzero_si256();
-                    das[c * 8 + k] = 0.0f;
-                }
-            const __m256 dw = _mm256_loadu_ps(ds), dmw = _mm256_loadu_ps(dms);
-            const int lane = (int)((g0 / 8) & 3);
-            for (int c = 0; c < T; c++) {
-                const __m256 da = _mm256_loadu_ps(das + c * 8);
-                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(S + c * 8)), _mm256_mul_ps(dw, da));
-                if (KQ_HAS_MIN(fmt))
-                    p = _mm256_sub_ps(p, _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8_epi32(M + c * 8)), _mm256_mul_ps(dmw, da)));
-                acc[c][lane] = _mm256_add_ps(acc[c][lane], p);
-            }
+    if (!ser) {
+        for (int64_t r = r0; r < r1; r++) {
+            __m256 acc[MATVEC_MAX_COLS][4];
+            kq_row((const uint8_t *)W + (size_t)r * row_bytes, a8, act_stride, nb, acc, T, fmt);
+            for (int c = 0; c < T; c++)
+                y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
         }
-        for (int c = 0; c < T; c++)
-            y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        return;
+    }
+    canon_park park;   /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
+    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
+        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
+        for (int i = 0; i < nr; i++) {
+            __m256 acc[MATVEC_MAX_COLS][4];
+            kq_row((const uint8_t *)W + (size_t)(rb + i) * row_bytes, a8, act_stride, nb, acc, T, fmt);
+            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        }
+        canon_chain8(&park, T, nr, nb, y + rb, n_out);
     }
 }
 
@@ -607,31 +671,40 @@ ALWAYS_INLINE void kq_rows(const void *W, size_t row_bytes, int64_t n_in, const 
 
 #define KERNEL_ARGS const void *W, size_t row_bytes, int64_t n_in, const void *act, \
                     size_t act_stride, int T, float *y, int64_t n_out, int64_t r0, int64_t r1
-#define T_SWITCH(BODY, FMT) do { switch (T) { \
-    case 1: BODY(W, row_bytes, n_in, act, act_stride, 1, y, n_out, r0, r1, FMT); break; \
-    case 2: BODY(W, row_bytes, n_in, act, act_stride, 2, y, n_out, r0, r1, FMT); break; \
-    case 3: BODY(W, row_bytes, n_in, act, act_stride, 3, y, n_out, r0, r1, FMT); break; \
-    case 4: BODY(W, row_bytes, n_in, act, act_stride, 4, y, n_out, r0, r1, FMT); break; \
-    case 5: BODY(W, row_bytes, n_in, act, act_stride, 5, y, n_out, r0, r1, FMT); break; \
-    case 6: BODY(W, row_bytes, n_in, act, act_stride, 6, y, n_out, r0, r1, FMT); break; \
-    case 7: BODY(W, row_bytes, n_in, act, act_stride, 7, y, n_out, r0, r1, FMT); break; \
-    default: BODY(W, row_bytes, n_in, act, act_stride, 8, y, n_out, r0, r1, FMT); break; } } while (0)
+#define T_SWITCH(BODY, FMT, SER) do { switch (T) { \
+    case 1: BODY(W, row_bytes, n_in, act, act_stride, 1, y, n_out, r0, r1, FMT, SER); break; \
+    case 2: BODY(W, row_bytes, n_in, act, act_stride, 2, y, n_out, r0, r1, FMT, SER); break; \
+    case 3: BODY(W, row_bytes, n_in, act, act_stride, 3, y, n_out, r0, r1, FMT, SER); break; \
+    case 4: BODY(W, row_bytes, n_in, act, act_stride, 4, y, n_out, r0, r1, FMT, SER); break; \
+    case 5: BODY(W, row_bytes, n_in, act, act_stride, 5, y, n_out, r0, r1, FMT, SER); break; \
+    case 6: BODY(W, row_bytes, n_in, act, act_stride, 6, y, n_out, r0, r1, FMT, SER); break; \
+    case 7: BODY(W, row_bytes, n_in, act, act_stride, 7, y, n_out, r0, r1, FMT, SER); break; \
+    default: BODY(W, row_bytes, n_in, act, act_stride, 8, y, n_out, r0, r1, FMT, SER); break; } } while (0)
+/* The STRATA_CANON=serial instantiation is a function of its own (noinline): the tree's stays
+ * the code it was (in one function with it, GCC compiled the tree's loops slower: Q4_1 at T = 1
+ * measured +50 % us/call) */
+#define MV_KERNEL(NAME, BODY, FMT) \
+    static __attribute__((noinline)) void NAME##_serial(KERNEL_ARGS) { T_SWITCH(BODY, FMT, 1); } \
+    static void NAME(KERNEL_ARGS) { \
+        if (canon_serial) NAME##_serial(W, row_bytes, n_in, act, act_stride, T, y, n_out, r0, r1); \
+        else T_SWITCH(BODY, FMT, 0); \
+    }
 
-static void f32_matvec_avx2(KERNEL_ARGS)   { T_SWITCH(float_rows, FW_F32); }
-static void f16_matvec_avx2(KERNEL_ARGS)   { T_SWITCH(float_rows, FW_F16); }
-static void bf16_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(float_rows, FW_BF16); }
-static void q4_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q4_0); }
-static void q4_1_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q4_1); }
-static void q5_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q5_0); }
-static void q5_1_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q5_1); }
-static void q8_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q8_0); }
-static void mxfp4_matvec_avx2(KERNEL_ARGS) { T_SWITCH(fb_rows, FB_MXFP4); }
-static void q2_0_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(fb_rows, FB_Q2_0); }
-static void q2_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q2_K); }
-static void q3_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q3_K); }
-static void q4_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q4_K); }
-static void q5_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q5_K); }
-static void q6_K_matvec_avx2(KERNEL_ARGS)  { T_SWITCH(kq_rows, KQ_Q6_K); }
+MV_KERNEL(f32_matvec_avx2, float_rows, FW_F32)
+MV_KERNEL(f16_matvec_avx2, float_rows, FW_F16)
+MV_KERNEL(bf16_matvec_avx2, float_rows, FW_BF16)
+MV_KERNEL(q4_0_matvec_avx2, fb_rows, FB_Q4_0)
+MV_KERNEL(q4_1_matvec_avx2, fb_rows, FB_Q4_1)
+MV_KERNEL(q5_0_matvec_avx2, fb_rows, FB_Q5_0)
+MV_KERNEL(q5_1_matvec_avx2, fb_rows, FB_Q5_1)
+MV_KERNEL(q8_0_matvec_avx2, fb_rows, FB_Q8_0)
+MV_KERNEL(mxfp4_matvec_avx2, fb_rows, FB_MXFP4)
+MV_KERNEL(q2_0_matvec_avx2, fb_rows, FB_Q2_0)
+MV_KERNEL(q2_K_matvec_avx2, kq_rows, KQ_Q2_K)
+MV_KERNEL(q3_K_matvec_avx2, kq_rows, KQ_Q3_K)
+MV_KERNEL(q4_K_matvec_avx2, kq_rows, KQ_Q4_K)
+MV_KERNEL(q5_K_matvec_avx2, kq_rows, KQ_Q5_K)
+MV_KERNEL(q6_K_matvec_avx2, kq_rows, KQ_Q6_K)
 
 /* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------ */
 

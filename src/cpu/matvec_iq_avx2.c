@@ -183,118 +183,160 @@ AI __m256i reduce8_i32(const __m256i *s) {
                             _mm256_permute2x128_si256(h0123, h4567, 0x31));
 }
 
-/* Rows r0..r1 of a QK_K format for a compile-time T: decode each block once, dot it with
- * the T columns; per column and block an int32x8 partial, reduced eight blocks at a time. */
+/* One row of a QK_K format for a compile-time T: decode each block once, dot it with the T
+ * columns; per column and block an int32x8 partial, reduced eight blocks at a time into the
+ * row's four lane vectors per column (acc[c][0..3]: lanes 0-7 .. 24-31). */
+AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, size_t bsize, __m256 kv, const int T, const uint8_t *wrow,
+               const act_q8_K *const *ac, int64_t nb, __m256 acc[][4]) {
+    for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+        __m256i sv[MAXT][8];
+        _Alignas(32) float dw[8];
+        int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
+        for (int j = 0; j < 8; j++) {
+            if (j >= nblk) {
+                dw[j] = 0.0f;
+                for (int c = 0; c < T; c++) sv[c][j] = _mm256_setzero_si256();
+                continue;
+            }
+            const uint8_t *blk = wrow + (size_t)(b0 + j) * bsize;
+            dw[j] = dfn(blk);
+            /* chunk outer, columns inner: the decoded chunk stays in registers and each
+             * column keeps one int32x8 accumulator */
+            __m256i s[MAXT];
+            for (int c = 0; c < T; c++) s[c] = _mm256_setzero_si256();
+            for (int ch = 0; ch < 8; ch++) {
+                __m256i mag, sgn, m16;
+                dec(blk, ch, &mag, &sgn, &m16);
+                for (int c = 0; c < T; c++) {
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(ac[c][b0 + j].qs + 32 * ch));
+                    __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(q, sgn));
+                    s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, m16));
+                }
+            }
+            for (int c = 0; c < T; c++) sv[c][j] = s[c];
+        }
+        const __m256 dwv = _mm256_load_ps(dw);
+        const int l = (int)((b0 / 8) & 3);
+        for (int c = 0; c < T; c++) {
+            _Alignas(32) float da[8];
+            for (int j = 0; j < 8; j++) da[j] = j < nblk ? ac[c][b0 + j].d : 0.0f;
+            __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_i32(sv[c])), kv);
+            p = _mm256_mul_ps(p, _mm256_mul_ps(dwv, _mm256_load_ps(da)));
+            acc[c][l] = _mm256_add_ps(acc[c][l], p);
+        }
+    }
+}
+
+/* Rows r0..r1 of a QK_K format (row_qk). STRATA_CANON=serial: rows in groups of CANON_ROWS,
+ * their chains side by side (canon_chain8, matmul_avx2.h). */
 AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, size_t bsize, float k, const int T,
                 const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
-                float *y, int64_t n_out, int64_t r0, int64_t r1) {
+                float *y, int64_t n_out, int64_t r0, int64_t r1, const int ser) {
     const int64_t nb = n_in / QK_K;
     const __m256 kv = _mm256_set1_ps(k);
     const act_q8_K *ac[MAXT];
     for (int c = 0; c < T; c++) ac[c] = (const act_q8_K *)((const uint8_t *)act + (size_t)c * act_stride);
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *wrow = (const uint8_t *)W + (size_t)r * row_bytes;
-        __m256 acc[MAXT][4];
-        for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
-        for (int64_t b0 = 0; b0 < nb; b0 += 8) {
-            __m256i sv[MAXT][8];
-            _Alignas(32) float dw[8];
-            int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
-            for (int j = 0; j < 8; j++) {
-                if (j >= nblk) {
-                    dw[j] = 0.0f;
-                    for (int c = 0; c < T; c++) sv[c][j] = _mm256_setzero_si256();
-                    continue;
-                }
-                const uint8_t *blk = wrow + (size_t)(b0 + j) * bsize;
-                dw[j] = dfn(blk);
-                /* chunk outer, columns inner: the decoded chunk stays in registers and each
-                 * column keeps one int32x8 accumulator */
-                __m256i s[MAXT];
-                for (int c = 0; c < T; c++) s[c] = _mm256_setzero_si256();
-                for (int ch = 0; ch < 8; ch++) {
-                    __m256i mag, sgn, m16;
-                    dec(blk, ch, &mag, &sgn, &m16);
-                    for (int c = 0; c < T; c++) {
-                        __m256i q = _mm256_loadu_si256((const __m256i *)(ac[c][b0 + j].qs + 32 * ch));
-                        __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(q, sgn));
-                        s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, m16));
-                    }
-                }
-                for (int c = 0; c < T; c++) sv[c][j] = s[c];
-            }
-            const __m256 dwv = _mm256_load_ps(dw);
-            const int l = (int)((b0 / 8) & 3);
-            for (int c = 0; c < T; c++) {
-                _Alignas(32) float da[8];
-                for (int j = 0; j < 8; j++) da[j] = j < nblk ? ac[c][b0 + j].d : 0.0f;
-                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_i32(sv[c])), kv);
-                p = _mm256_mul_ps(p, _mm256_mul_ps(dwv, _mm256_load_ps(da)));
-                acc[c][l] = _mm256_add_ps(acc[c][l], p);
-            }
+    if (!ser) {
+        for (int64_t r = r0; r < r1; r++) {
+            __m256 acc[MAXT][4];
+            row_qk(dec, dfn, bsize, kv, T, (const uint8_t *)W + (size_t)r * row_bytes, ac, nb, acc);
+            for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
         }
-        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        return;
+    }
+    canon_park park;
+    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
+        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
+        for (int i = 0; i < nr; i++) {
+            __m256 acc[MAXT][4];
+            row_qk(dec, dfn, bsize, kv, T, (const uint8_t *)W + (size_t)(rb + i) * row_bytes, ac, nb, acc);
+            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        }
+        canon_chain8(&park, T, nr, nb, y + rb, n_out);
     }
 }
 
-/* IQ4_NL: 32-weight blocks with act_q8_0; eight blocks per float vector as above. */
-AI void rows_iq4_nl(const int T, const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
-                    float *y, int64_t n_out, int64_t r0, int64_t r1) {
-    const int64_t nb = n_in / QK4_NL;
+/* IQ4_NL: 32-weight blocks with act_q8_0; eight blocks per float vector as above (one row). */
+AI void row_iq4_nl(const int T, const block_iq4_nl *wrow, const act_q8_0 *const *ac, int64_t nb, __m256 acc[][4]) {
     const __m256i ones = _mm256_set1_epi16(1);
-    const act_q8_0 *ac[MAXT];
-    for (int c = 0; c < T; c++) ac[c] = (const act_q8_0 *)((const uint8_t *)act + (size_t)c * act_stride);
-    for (int64_t r = r0; r < r1; r++) {
-        const block_iq4_nl *wrow = (const block_iq4_nl *)((const uint8_t *)W + (size_t)r * row_bytes);
-        __m256 acc[MAXT][4];
-        for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
-        for (int64_t b0 = 0; b0 < nb; b0 += 8) {
-            int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
-            __m256i mag[8], sgn[8];
-            _Alignas(32) float dw[8];
+    for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+        int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
+        __m256i mag[8], sgn[8];
+        _Alignas(32) float dw[8];
+        for (int j = 0; j < 8; j++) {
+            if (j < nblk) {
+                __m256i w = iq4_w8(wrow[b0 + j].qs);
+                mag[j] = _mm256_abs_epi8(w); sgn[j] = w;
+                dw[j] = _cvtsh_ss(wrow[b0 + j].d);
+            } else { mag[j] = _mm256_setzero_si256(); sgn[j] = mag[j]; dw[j] = 0.0f; }
+        }
+        const __m256 dwv = _mm256_load_ps(dw);
+        const int l = (int)((b0 / 8) & 3);
+        for (int c = 0; c < T; c++) {
+            const act_q8_0 *a = ac[c] + b0;
+            __m256i s[8];
+            _Alignas(32) float da[8];
             for (int j = 0; j < 8; j++) {
                 if (j < nblk) {
-                    __m256i w = iq4_w8(wrow[b0 + j].qs);
-                    mag[j] = _mm256_abs_epi8(w); sgn[j] = w;
-                    dw[j] = _cvtsh_ss(wrow[b0 + j].d);
-                } else { mag[j] = _mm256_setzero_si256(); sgn[j] = mag[j]; dw[j] = 0.0f; }
+                    __m256i q = _mm256_loadu_si256((const __m256i *)a[j].qs);
+                    s[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(mag[j], _mm256_sign_epi8(q, sgn[j])), ones);
+                    da[j] = a[j].d;
+                } else { s[j] = _mm256_setzero_si256(); da[j] = 0.0f; }
             }
-            const __m256 dwv = _mm256_load_ps(dw);
-            const int l = (int)((b0 / 8) & 3);
-            for (int c = 0; c < T; c++) {
-                const act_q8_0 *a = ac[c] + b0;
-                __m256i s[8];
-                _Alignas(32) float da[8];
-                for (int j = 0; j < 8; j++) {
-                    if (j < nblk) {
-                        __m256i q = _mm256_loadu_si256((const __m256i *)a[j].qs);
-                        s[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(mag[j], _mm256_sign_epi8(q, sgn[j])), ones);
-                        da[j] = a[j].d;
-                    } else { s[j] = _mm256_setzero_si256(); da[j] = 0.0f; }
-                }
-                __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_i32(s)), _mm256_mul_ps(dwv, _mm256_load_ps(da)));
-                acc[c][l] = _mm256_add_ps(acc[c][l], p);
-            }
+            __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_i32(s)), _mm256_mul_ps(dwv, _mm256_load_ps(da)));
+            acc[c][l] = _mm256_add_ps(acc[c][l], p);
         }
-        for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+    }
+}
+
+AI void rows_iq4_nl(const int T, const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
+                    float *y, int64_t n_out, int64_t r0, int64_t r1, const int ser) {
+    const int64_t nb = n_in / QK4_NL;
+    const act_q8_0 *ac[MAXT];
+    for (int c = 0; c < T; c++) ac[c] = (const act_q8_0 *)((const uint8_t *)act + (size_t)c * act_stride);
+    if (!ser) {
+        for (int64_t r = r0; r < r1; r++) {
+            __m256 acc[MAXT][4];
+            row_iq4_nl(T, (const block_iq4_nl *)((const uint8_t *)W + (size_t)r * row_bytes), ac, nb, acc);
+            for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        }
+        return;
+    }
+    canon_park park;   /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
+    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
+        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
+        for (int i = 0; i < nr; i++) {
+            __m256 acc[MAXT][4];
+            row_iq4_nl(T, (const block_iq4_nl *)((const uint8_t *)W + (size_t)(rb + i) * row_bytes), ac, nb, acc);
+            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        }
+        canon_chain8(&park, T, nr, nb, y + rb, n_out);
     }
 }
 
 /* One exported function per format; T becomes a compile-time constant (1..8) so the column
- * loops unroll and the accumulators stay in registers. */
+ * loops unroll and the accumulators stay in registers. The STRATA_CANON=serial instantiation is
+ * a function of its own (noinline), so the tree's stays the code it was (matvec_avx2.c's
+ * MV_KERNEL says why). */
+#define IQ_ARGS const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
+                int T, float *y, int64_t n_out, int64_t r0, int64_t r1
+#define QK_SWITCH(X, bsz, kk, SER) do { switch (T) { \
+    case 1: rows_qk(dec_##X, dw_##X, bsz, kk, 1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 2: rows_qk(dec_##X, dw_##X, bsz, kk, 2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 3: rows_qk(dec_##X, dw_##X, bsz, kk, 3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 4: rows_qk(dec_##X, dw_##X, bsz, kk, 4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 5: rows_qk(dec_##X, dw_##X, bsz, kk, 5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 6: rows_qk(dec_##X, dw_##X, bsz, kk, 6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 7: rows_qk(dec_##X, dw_##X, bsz, kk, 7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    default: rows_qk(dec_##X, dw_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    } } while (0)
 #define DEFINE_IQ(X, bsz, kk) \
-    static void X##_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
-                              int T, float *y, int64_t n_out, int64_t r0, int64_t r1) { \
-        switch (T) { \
-        case 1: rows_qk(dec_##X, dw_##X, bsz, kk, 1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        case 2: rows_qk(dec_##X, dw_##X, bsz, kk, 2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        case 3: rows_qk(dec_##X, dw_##X, bsz, kk, 3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        case 4: rows_qk(dec_##X, dw_##X, bsz, kk, 4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        case 5: rows_qk(dec_##X, dw_##X, bsz, kk, 5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        case 6: rows_qk(dec_##X, dw_##X, bsz, kk, 6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        case 7: rows_qk(dec_##X, dw_##X, bsz, kk, 7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        default: rows_qk(dec_##X, dw_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break; \
-        } \
+    static __attribute__((noinline)) void X##_rows_avx2_serial(IQ_ARGS) { QK_SWITCH(X, bsz, kk, 1); } \
+    static void X##_rows_avx2(IQ_ARGS) { \
+        if (canon_serial) X##_rows_avx2_serial(W, row_bytes, n_in, act, act_stride, T, y, n_out, r0, r1); \
+        else QK_SWITCH(X, bsz, kk, 0); \
     }
 DEFINE_IQ(iq2_xxs, sizeof(block_iq2_xxs), 0.125f)
 DEFINE_IQ(iq2_xs, sizeof(block_iq2_xs), 0.125f)
@@ -305,18 +347,20 @@ DEFINE_IQ(iq1_s, sizeof(block_iq1_s), 0.125f)
 DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
 DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
 
-static void iq4_nl_rows_avx2(const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
-                             int T, float *y, int64_t n_out, int64_t r0, int64_t r1) {
-    switch (T) {
-    case 1: rows_iq4_nl(1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    case 2: rows_iq4_nl(2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    case 3: rows_iq4_nl(3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    case 4: rows_iq4_nl(4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    case 5: rows_iq4_nl(5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    case 6: rows_iq4_nl(6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    case 7: rows_iq4_nl(7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    default: rows_iq4_nl(8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1); break;
-    }
+#define NL_SWITCH(SER) do { switch (T) { \
+    case 1: rows_iq4_nl(1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 2: rows_iq4_nl(2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 3: rows_iq4_nl(3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 4: rows_iq4_nl(4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 5: rows_iq4_nl(5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 6: rows_iq4_nl(6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 7: rows_iq4_nl(7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    default: rows_iq4_nl(8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    } } while (0)
+static __attribute__((noinline)) void iq4_nl_rows_avx2_serial(IQ_ARGS) { NL_SWITCH(1); }
+static void iq4_nl_rows_avx2(IQ_ARGS) {
+    if (canon_serial) iq4_nl_rows_avx2_serial(W, row_bytes, n_in, act, act_stride, T, y, n_out, r0, r1);
+    else NL_SWITCH(0);
 }
 
 /* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------
