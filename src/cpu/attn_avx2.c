@@ -8,22 +8,8 @@
 #include <stdint.h>
 #include "kernels.h"
 #include "quant/blocks.h"
+#include "transpose_avx2.h"
 
-/* 8x8 transpose: in r[j] = row j (8 consecutive d), out c[i] lane j = row j's value i */
-static inline void transpose8(__m256 r[8], __m256 c[8]) {
-    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    c[0] = _mm256_permute2f128_ps(u0, u4, 0x20); c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    c[1] = _mm256_permute2f128_ps(u1, u5, 0x20); c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    c[2] = _mm256_permute2f128_ps(u2, u6, 0x20); c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    c[3] = _mm256_permute2f128_ps(u3, u7, 0x20); c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
 
 /* Four chains of eight floats side by side (32 consecutive values): a[g] = a[g] + x * r[8g..8g+8),
  * the product rounded, then added. Every 32-wide loop below is this step in its own order. */
@@ -67,7 +53,7 @@ void attn_scores8_avx2(const float *q, const float *const *rows, int hd, float s
     for (int d0 = 0; d0 < hd; d0 += 8) {
         __m256 r[8], c[8];
         for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(rows[j] + d0);
-        transpose8(r, c);
+        avx2_transpose8(r, c);
         for (int i = 0; i < 8; i++) s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(q[d0 + i]), c[i]));
     }
     _mm256_storeu_ps(out, _mm256_mul_ps(s, _mm256_set1_ps(scale)));
@@ -82,7 +68,7 @@ void attn_scores32_avx2(const float *q, const float *const *rows, int hd, float 
         for (int g = 0; g < 4; g++) {
             __m256 r[8];
             for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(rows[g * 8 + j] + d0);
-            transpose8(r, c[g]);
+            avx2_transpose8(r, c[g]);
         }
         for (int i = 0; i < 8; i++) {
             const __m256 qi = _mm256_set1_ps(q[d0 + i]);
@@ -114,7 +100,7 @@ void attn_kt32_avx2(const void *const *rows, int n, int int8, int hd, float *kt)
                     r[jj] = _mm256_mul_ps(_mm256_set1_ps(b->d), _mm256_cvtepi32_ps(q));
                 } else r[jj] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[j] + d0)));
             }
-            transpose8(r, c);
+            avx2_transpose8(r, c);
             for (int i = 0; i < 8; i++) _mm256_storeu_ps(kt + (size_t)(d0 + i) * 32 + g * 8, c[i]);
         }
 }

@@ -32,6 +32,7 @@
 #include <string.h>
 #include "kernels.h"
 #include "../quant/blocks.h"
+#include "transpose_avx2.h"
 
 #define MM_AI static inline __attribute__((always_inline))
 
@@ -57,8 +58,9 @@ MM_AI float canon_tree4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 /* STRATA_CANON=serial finish of the T <= 8 kernels, rows side by side (canon_tree4's serial
  * branch chains one row's 32 lanes in scalar adds; this runs 8 rows' chains in the SIMD lanes).
  * A group of up to CANON_ROWS consecutive rows parks each row's four lane vectors per column in
- * its slot (canon_park4); canon_chain8 then transposes each 8 x 8 block of (row, lane) so that
- * vector j holds lane j of the 8 rows, and chains r = v0; r = r + v1; ... with vertical adds:
+ * its slot (canon_park4); canon_chain8 then transposes (avx2_transpose8) each 8 x 8 block of
+ * (row, lane) so that vector j holds lane j of the 8 rows, and chains r = v0; r = r + v1; ...
+ * with vertical adds:
  * per row the adds of canon_finish's chain, in its order. The chain stops early for a row of
  * nl < 32 blocks or elements: the lanes past nl are +0.0, and +0.0 added to a chain that is never
  * -0.0 (every lane starts at +0.0) changes no bit, so leaving those adds out (or some of them in)
@@ -70,22 +72,6 @@ typedef struct { _Alignas(32) float v[CANON_COLS][CANON_ROWS][CANON_LANES]; } ca
 MM_AI void canon_park4(canon_park *p, int c, int i, __m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     float *d = p->v[c][i];
     _mm256_store_ps(d, a0); _mm256_store_ps(d + 8, a1); _mm256_store_ps(d + 16, a2); _mm256_store_ps(d + 24, a3);
-}
-
-/* x[i] = lanes 8v .. 8v+7 of slot i  ->  x[j] = lane 8v + j of slots 0..7 */
-MM_AI void canon_transpose8(__m256 x[8]) {
-    __m256 t0 = _mm256_unpacklo_ps(x[0], x[1]), t1 = _mm256_unpackhi_ps(x[0], x[1]);
-    __m256 t2 = _mm256_unpacklo_ps(x[2], x[3]), t3 = _mm256_unpackhi_ps(x[2], x[3]);
-    __m256 t4 = _mm256_unpacklo_ps(x[4], x[5]), t5 = _mm256_unpackhi_ps(x[4], x[5]);
-    __m256 t6 = _mm256_unpacklo_ps(x[6], x[7]), t7 = _mm256_unpackhi_ps(x[6], x[7]);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    x[0] = _mm256_permute2f128_ps(u0, u4, 0x20); x[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    x[1] = _mm256_permute2f128_ps(u1, u5, 0x20); x[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    x[2] = _mm256_permute2f128_ps(u2, u6, 0x20); x[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    x[3] = _mm256_permute2f128_ps(u3, u7, 0x20); x[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
 /* The chains of the nr (1..8) rows parked in slots 0..nr-1, T columns: y[c * n_out + i] for
@@ -104,10 +90,10 @@ MM_AI void canon_chain8(canon_park *p, const int T, int nr, int64_t nl, float *y
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) {
             if (v >= nv) break;
-            __m256 x[8];
+            __m256 s[8], x[8];   /* s[i]: lanes 8v .. 8v+7 of slot i -> x[j]: lane 8v + j of slots 0..7 */
 #pragma GCC unroll 8
-            for (int i = 0; i < CANON_ROWS; i++) x[i] = _mm256_load_ps(p->v[c][i] + 8 * v);
-            canon_transpose8(x);
+            for (int i = 0; i < CANON_ROWS; i++) s[i] = _mm256_load_ps(p->v[c][i] + 8 * v);
+            avx2_transpose8(s, x);
             r = v == 0 ? x[0] : _mm256_add_ps(r, x[0]);
 #pragma GCC unroll 8
             for (int j = 1; j < 8; j++) r = _mm256_add_ps(r, x[j]);
