@@ -108,6 +108,25 @@ MM_AI void canon_chain8(canon_park *p, const int T, int nr, int64_t nl, float *y
     }
 }
 
+/* The serial finish's row loop of the T <= 8 kernels: rows [r0, r1) in groups of CANON_ROWS;
+ * ROW_ACC, a statement, fills acc_[c][0..3] (column c's four lane vectors, c < T) of row r_; each
+ * row's vectors are parked, then the group's chains run (canon_chain8, nl lanes) into y. */
+#define CANON_SERIAL_ROWS(r0, r1, T, nl, y, n_out, ROW_ACC)                                                 \
+    do {                                                                                                     \
+        canon_park park_;                                                                                    \
+        for (int64_t rb_ = (r0); rb_ < (r1); rb_ += CANON_ROWS) {                                            \
+            const int nr_ = (r1) - rb_ < CANON_ROWS ? (int)((r1) - rb_) : CANON_ROWS;                        \
+            for (int i_ = 0; i_ < nr_; i_++) {                                                               \
+                const int64_t r_ = rb_ + i_;                                                                 \
+                __m256 acc_[CANON_COLS][4];                                                                  \
+                ROW_ACC;                                                                                     \
+                for (int c_ = 0; c_ < (T); c_++)                                                             \
+                    canon_park4(&park_, c_, i_, acc_[c_][0], acc_[c_][1], acc_[c_][2], acc_[c_][3]);         \
+            }                                                                                                \
+            canon_chain8(&park_, (T), nr_, (nl), (y) + rb_, (n_out));                                        \
+        }                                                                                                    \
+    } while (0)
+
 /* GCC re-associates the int16 accumulation chains of mm_tile into trees whose temporaries spill
  * (integer adds: any order is the same value, so this only changes register pressure) */
 /* An empty asm on a register accumulator: the add happens here, in this register (without it

@@ -231,20 +231,10 @@ ALWAYS_INLINE void float_rows(const void *W, size_t row_bytes, int64_t n, const 
         }
         return;
     }
-    canon_park park;
-    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
-        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
-        for (int i = 0; i < nr; i++) {
-            const void *w = (const char *)W + (size_t)(rb + i) * row_bytes;
-            for (int c = 0; c < T; c++) {
-                const float *x = (const float *)((const char *)act + (size_t)c * act_stride);
-                __m256 a[4];
-                float_lanes(w, x, n, a, fmt);
-                canon_park4(&park, c, i, a[0], a[1], a[2], a[3]);
-            }
-        }
-        canon_chain8(&park, T, nr, n, y + rb, n_out);
-    }
+    CANON_SERIAL_ROWS(r0, r1, T, n, y, n_out,
+                      for (int c = 0; c < T; c++)
+                          float_lanes((const char *)W + (size_t)r_ * row_bytes,
+                                      (const float *)((const char *)act + (size_t)c * act_stride), n, acc_[c], fmt));
 }
 
 /* ---- 32-weight (and Q2_0's 64-weight) block formats ------------------------------------
@@ -469,16 +459,9 @@ ALWAYS_INLINE void fb_rows(const void *W, size_t row_bytes, int64_t n_in, const 
         }
         return;
     }
-    canon_park park;   /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
-    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
-        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
-        for (int i = 0; i < nr; i++) {
-            __m256 acc[MATVEC_MAX_COLS][4];
-            fb_row((const uint8_t *)W + (size_t)(rb + i) * row_bytes, a8, act_stride, pd, sA, nA, nb, acc, T, fmt);
-            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
-        }
-        canon_chain8(&park, T, nr, nb, y + rb, n_out);
-    }
+    /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
+    CANON_SERIAL_ROWS(r0, r1, T, nb, y, n_out,
+                      fb_row((const uint8_t *)W + (size_t)r_ * row_bytes, a8, act_stride, pd, sA, nA, nb, acc_, T, fmt));
 }
 
 /* ---- K-quants: 256-weight super-blocks, act_q8_K ------------------------------------------
@@ -655,16 +638,9 @@ ALWAYS_INLINE void kq_rows(const void *W, size_t row_bytes, int64_t n_in, const 
         }
         return;
     }
-    canon_park park;   /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
-    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
-        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
-        for (int i = 0; i < nr; i++) {
-            __m256 acc[MATVEC_MAX_COLS][4];
-            kq_row((const uint8_t *)W + (size_t)(rb + i) * row_bytes, a8, act_stride, nb, acc, T, fmt);
-            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
-        }
-        canon_chain8(&park, T, nr, nb, y + rb, n_out);
-    }
+    /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
+    CANON_SERIAL_ROWS(r0, r1, T, nb, y, n_out,
+                      kq_row((const uint8_t *)W + (size_t)r_ * row_bytes, a8, act_stride, nb, acc_, T, fmt));
 }
 
 /* ---- instantiation: one function per format, switching once on T ----------------------- */

@@ -245,16 +245,8 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, size_t bsize, float k, const int T,
         }
         return;
     }
-    canon_park park;
-    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
-        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
-        for (int i = 0; i < nr; i++) {
-            __m256 acc[MAXT][4];
-            row_qk(dec, dfn, bsize, kv, T, (const uint8_t *)W + (size_t)(rb + i) * row_bytes, ac, nb, acc);
-            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
-        }
-        canon_chain8(&park, T, nr, nb, y + rb, n_out);
-    }
+    CANON_SERIAL_ROWS(r0, r1, T, nb, y, n_out,
+                      row_qk(dec, dfn, bsize, kv, T, (const uint8_t *)W + (size_t)r_ * row_bytes, ac, nb, acc_));
 }
 
 /* IQ4_NL: 32-weight blocks with act_q8_0; eight blocks per float vector as above (one row). */
@@ -304,16 +296,9 @@ AI void rows_iq4_nl(const int T, const void *W, size_t row_bytes, int64_t n_in, 
         }
         return;
     }
-    canon_park park;   /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
-    for (int64_t rb = r0; rb < r1; rb += CANON_ROWS) {
-        const int nr = r1 - rb < CANON_ROWS ? (int)(r1 - rb) : CANON_ROWS;
-        for (int i = 0; i < nr; i++) {
-            __m256 acc[MAXT][4];
-            row_iq4_nl(T, (const block_iq4_nl *)((const uint8_t *)W + (size_t)(rb + i) * row_bytes), ac, nb, acc);
-            for (int c = 0; c < T; c++) canon_park4(&park, c, i, acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
-        }
-        canon_chain8(&park, T, nr, nb, y + rb, n_out);
-    }
+    /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
+    CANON_SERIAL_ROWS(r0, r1, T, nb, y, n_out,
+                      row_iq4_nl(T, (const block_iq4_nl *)((const uint8_t *)W + (size_t)r_ * row_bytes), ac, nb, acc_));
 }
 
 /* One exported function per format; T becomes a compile-time constant (1..8) so the column
