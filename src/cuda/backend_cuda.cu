@@ -1487,6 +1487,17 @@ static int test_sync(int rc) { return rc || CU_CHECK(cudaDeviceSynchronize()) ? 
 extern "C" int cuda_test_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps) {
     return test_sync(cuda_rmsnorm(x, w, y, rows, n, eps, 0));
 }
+/* the per-head pair (rows1 of x1, rows2 of x2, in place or not) by the launch STRATA_CUDA_NORM_WARP
+ * picks: warp 1 a warp a row (n <= 256), 0 a CTA a row; the switch is left as the variants set it */
+extern "C" int cuda_test_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2,
+                                  float *y2, int rows2, int n, float eps, int warp) {
+    cuda_variants v;
+    cuda_device_choose(&v);
+    cuda_ops_set_norm_warp(warp);
+    const int rc = test_sync(cuda_rmsnorm2(x1, w1, y1, rows1, x2, w2, y2, rows2, n, eps, 0));
+    cuda_ops_set_norm_warp(v.norm_warp);
+    return rc;
+}
 extern "C" int cuda_test_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, float base,
                               float scale) {
     hparams hp;

@@ -66,6 +66,7 @@ typedef struct cuda_variants {
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */
     int prefetch;           /* STRATA_CUDA_PREFETCH: CUDA_PF_* bits (L2 prefetches of weights; same bits) */
     int mv_split;           /* STRATA_CUDA_MV_SPLIT: rows of at least this many super-blocks over several warps at T = 1 (0: none; same bits) */
+    int norm_warp;          /* STRATA_CUDA_NORM_WARP: the per-head q/k RMSNorms a warp a row (same bits) */
     int attn_tc;            /* STRATA_CUDA_ATTN_TC: 1 the tensor-core attention order (NOT the CPU's bits), 0 the CPU's */
     const char *matvec_from, *attn_from, *pdl_from, *decode_from, *attn_tc_from;
 } cuda_variants;
@@ -98,8 +99,10 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_ROUTER_CTA 16   /* T = 1, F32 router: a CTA per router row (X CTAs), its products formed by all its threads */
 #define CUDA_MOE_FAST_NGK     32  /* T = 1: the expert kernels take the group count (k) from the launch, not from groups[0] */
 #define CUDA_MOE_FAST_GROUP   64  /* passes of 9+ tokens: the grouping's stable positions by warps over ranges of pairs */
-#define CUDA_MOE_FAST_ALL     127 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 127 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
+#define CUDA_MOE_FAST_WIDE    128 /* passes of 9+ tokens: the wide router's 4 tokens a chunk finished side by side, the
+                                   * grouping's records by a warp's scan instead of thread 0's loop over the experts */
+#define CUDA_MOE_FAST_ALL     255 /* every bit */
+#define CUDA_MOE_FAST_DEFAULT 255 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
@@ -151,6 +154,9 @@ int32_t cuda_sample_logits(const float *d_logits, int n_vocab, const struct stra
 /* ---- the op kernels alone, on device pointers, synchronous (tests/gpu/test_gpu_ops.c
  * compares them with the CPU primitives of src/cpu/backend_cpu.h); 0 / -1 ----------------- */
 int cuda_test_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps);
+/* cuda_rmsnorm2 with STRATA_CUDA_NORM_WARP's launch warp (1 a warp a row, 0 a CTA a row) */
+int cuda_test_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,
+                       int rows2, int n, float eps, int warp);
 int cuda_test_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, float base, float scale);
 int cuda_test_add(float *x, const float *y, int n);
 int cuda_test_swiglu(const float *g, const float *u, float *out, int n);
@@ -198,7 +204,8 @@ void cuda_attention_set_gs(int cap);   /* STRATA_CUDA_ATTN_GS for tests: at T = 
 void cuda_attention_set_tiles(int n);   /* STRATA_CUDA_ATTN_TILES for tests: 3 f16 in 16-byte pieces, 2 two K/V tiles where they fit, 1 one */   /* STRATA_CUDA_MM_SPLIT for tests: -1 auto, 0 never, 2..32 that split */
 void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer formats on tensor cores too */
 void cuda_mm_pipe_set(int on);  /* STRATA_CUDA_MM_PIPE for tests: 1 the pipelined tensor-core kernel, 0 the two-tile one */
-void cuda_mm_wpre_set(int on); /* STRATA_CUDA_MM_WPRE for tests: 1 the two-tile kernel's Q4_K / Q5_K / IQ3_XXS / IQ2_XXS weight loads by 16 bytes / a step ahead, 0 the first loads */
+void cuda_mm_oneb_set(int on); /* STRATA_CUDA_MM_ONEB for tests: 1 the serial matmul's one float an output where rows have <= 32 blocks, 0 never, -1 the switch again */
+void cuda_mm_wpre_set(int bits); /* STRATA_CUDA_MM_WPRE for tests, bits: 1 the two-tile kernel's Q4_K / Q5_K / IQ3_XXS / IQ2_XXS weight loads by 16 bytes / a step ahead, 2 its activation codes copied 16 bytes a column and copy; 0 the first loads; -1 the switch's value again */
 void cuda_attention_qvec_set(int on); /* STRATA_CUDA_ATTN_QVEC for tests: 1 the query tiles' own instances for head_dim 64 / 128, 0 the general loops */
 /* tests: mm.cu's grouped (MoE) matmul from host lists: groups (count, then expert, first pair,
  * pairs, source row per group), tiles (count, then group, first column per tile); act holds the

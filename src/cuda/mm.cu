@@ -382,9 +382,14 @@ static __device__ __forceinline__ void cp4(void *dst_smem, const void *src) {
 }
 static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-/* activation block b of column row ar into tile column j, by cp.async (zeros when invalid) */
+/* activation block b of column row ar into tile column j, by cp.async (zeros when invalid).
+ * aco (STRATA_CUDA_MM_WPRE bit 2): the four parts of a column copy code words 4 w + p (16
+ * consecutive bytes a column and copy: a warp's copy touches 8 columns x 16 bytes, 8 sectors)
+ * instead of words 16 p + w (QK 256) or 2 p, 2 p + 1 (QK 32): four 4-byte pieces 64 (or 8) bytes
+ * apart per column, 32 sectors a warp's copy. The same bytes to the same places. */
 template <int FMT>
-static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j, int part, const uint8_t *ar, int b, bool valid) {
+static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j, int part, const uint8_t *ar, int b, bool valid,
+                                               bool aco = false) {
     constexpr int QK = mmf<FMT>::QK;
     int8_t *dst = s.a[j];
     if (!valid) {
@@ -398,14 +403,18 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
         constexpr bool ONE = mmf<FMT>::kind == 2;
         const uint8_t *a = ar + (size_t)b * (ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0));
         const int qoff = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
-        cp4(dst + 8 * part, a + qoff + 8 * part);
-        cp4(dst + 8 * part + 4, a + qoff + 8 * part + 4);
+        const int o0 = aco ? 4 * part : 8 * part, o1 = aco ? 16 + 4 * part : 8 * part + 4;
+        cp4(dst + o0, a + qoff + o0);
+        cp4(dst + o1, a + qoff + o1);
         if (part == 0) cp4(&s.da[j], a);
         if (part == 1) { if (ONE) cp4(&s.sa[j], a + offsetof_i(act_q8_1, s)); else s.sa[j] = 0.0f; }
     } else {
         const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_K);
 #pragma unroll
-        for (int w = 0; w < 16; w++) cp4(dst + 64 * part + 4 * w, a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w);
+        for (int w = 0; w < 16; w++) {
+            const int o = aco ? 16 * w + 4 * part : 64 * part + 4 * w;
+            cp4(dst + o, a + offsetof_i(act_q8_K, qs) + o);
+        }
         if (part == 0) cp4(&s.da[j], a);
         if (part < 2)
 #pragma unroll
@@ -413,12 +422,60 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
     }
 }
 
-/* STRATA_CUDA_MM_WPRE: 1 (default) the two-tile kernel's Q4_K / Q5_K code words four parts to 16
+/* aco for the 256-value formats: warp w copies the act_q8_K blocks of tile columns 8 w .. 8 w + 7,
+ * a column's 73 words (d, the 256 codes, the 16 sums: one 292-byte block) by three copies of up to
+ * 32 consecutive words, so a warp's copy reads 128 consecutive bytes (two or three sectors' lines)
+ * instead of 8 columns' scattered pieces (issue_a's 4-byte pieces: ~8 L1 wavefronts a copy, ncu
+ * 2026-12-04). Lane l's three destinations (word 32 i + l of the block: d, a code word, a sums
+ * word, or none): dsto[i] for column 0 of the tile, dsts[i] the step per column. The same bytes
+ * to the same places as issue_a. */
+struct mm_acw { uint32_t dsto[3], dsts[3]; };
+static __device__ __forceinline__ mm_acw mm_acw_setup(const mm_tile2<256> &s, int lane) {
+    mm_acw w;
+#pragma unroll
+    for (int i = 0; i < 3; i++) {
+        const int wd = 32 * i + lane;
+        if (wd == 0) { w.dsto[i] = (uint32_t)__cvta_generic_to_shared(&s.da[0]); w.dsts[i] = 4; }
+        else if (wd <= 64) { w.dsto[i] = (uint32_t)__cvta_generic_to_shared(&s.a[0][4 * (wd - 1)]); w.dsts[i] = 256 + MM_PAD; }
+        else { w.dsto[i] = (uint32_t)__cvta_generic_to_shared(&s.bsum[0][2 * (wd - 65)]); w.dsts[i] = 2 * 16; }
+    }
+    return w;
+}
+static __device__ __forceinline__ void cp4s(uint32_t d, const void *src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void st0s(uint32_t d) { asm volatile("st.shared.u32 [%0], %1;" ::"r"(d), "r"(0) : "memory"); }
+/* into tile s; the destinations are recomputed per call (the lane's value hidden from the
+ * compiler, so they are not hoisted into registers held across the kernel's step loop) */
+static __device__ __forceinline__ void issue_a_warp(const mm_tile2<256> &s, int warp, int lane, const uint8_t *act,
+                                                    size_t as, int colbase, int col0, int T, int b) {
+    static_assert(sizeof(act_q8_K) == 292 && offsetof_i(act_q8_K, qs) == 4 && offsetof_i(act_q8_K, bsums) == 260,
+                  "act_q8_K: 73 words");
+    int l = lane;
+    asm volatile("" : "+r"(l));
+    const mm_acw w = mm_acw_setup(s, l);
+#pragma unroll 1
+    for (int cc = 0; cc < 8; cc++) {
+        const int j = 8 * warp + cc, c = col0 + j;
+        const bool valid = c < T;
+        const uint8_t *a = act + (size_t)(colbase + (valid ? c : 0)) * as + (size_t)b * sizeof(act_q8_K) + 4 * lane;
+#pragma unroll
+        for (int i = 0; i < 3; i++) {
+            if (i == 2 && lane > 8) break;
+            const uint32_t d = w.dsto[i] + (uint32_t)j * w.dsts[i];
+            if (valid) cp4s(d, a + 128 * i);
+            else st0s(d);
+        }
+    }
+}
+
+/* STRATA_CUDA_MM_WPRE, bits: 1 the two-tile kernel's Q4_K / Q5_K code words four parts to 16
  * consecutive bytes (fetch_w's wco; else four words 32 bytes apart) and its IQ3_XXS / IQ2_XXS
  * bytes fetched into registers a step ahead (else decoded from global memory after the MMAs);
- * 0 the first loads. Same values in the same places: same bits. */
+ * 2 its activation codes copied four parts to 16 consecutive bytes (issue_a's aco); 0 the first
+ * loads. Same values in the same places: same bits. */
 static int mm_wpre = -1;
-extern "C" void cuda_mm_wpre_set(int on) { mm_wpre = on ? 1 : 0; }
+extern "C" void cuda_mm_wpre_set(int bits) { mm_wpre = bits < 0 ? -1 : bits & 3; }   /* -1: the switch's again */
 
 #define MM_O2(mi, ni, e) (((mi) * NI + (ni)) * 4 + (e))
 
@@ -812,7 +869,12 @@ static __device__ __forceinline__ void mm_lane_store(float *ws, int k, const flo
  * the canonical counter costs"). Its outputs are not the canonical bits; no split.
  * ORD 2 (STRATA_CANON=serial): the lanes walked in order 0, 1, ..., each lane's blocks in
  * increasing b into v, and v chained into the output (t = v0, then t + v_l): two floats an
- * output, two CTAs per SM, no split. */
+ * output, two CTAs per SM, no split.
+ * ORD 3 (STRATA_CANON=serial, rows of nb <= 32 blocks, no split): each lane holds one block, so
+ * its value is that block's p (+0.0 + p = p; for p = -0.0 the chain's +0.0 adds the same bits,
+ * the chain being never -0.0) and the chain is t = t + p_b in b order: block_step2 adds p into
+ * the output itself, one float an output (ORD 2 needs v beside the chain: 128 registers with
+ * spills at two CTAs an SM, ncu 2026-12-04). */
 template <int FMT, int NI, int GR, int ORD = 0>
 __global__ void __launch_bounds__(512 / NI, ORD ? 2 : 1)
 mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
@@ -836,16 +898,19 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     const bool live = col0 + wn * 8 * NI < T;
     const uint8_t *wr = wvalid ? mm_row_ptr<GR>(g, gr, wexp, lrow) : NULL;
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
+    constexpr bool SER = ORD >= 2;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw;
+    /* the activation copies by warps (aco, QK 256): warps 0..7, each its 8 columns */
+    const bool acw = QK == 256 && (wco & 2);
     /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block.
      * ORD 2: the lanes [z nl / S, (z + 1) nl / S) of the row's nl = min(nb, 32) lanes */
     const int nl = nb < 32 ? nb : 32;
     const int npos = 32 >> ks;
-    const int kb = ORD == 2 ? (int)blockIdx.z * nl >> ks : (int)blockIdx.z * npos;
-    const int ke = ORD == 2 ? ((int)blockIdx.z + 1) * nl >> ks : kb + npos;
+    const int kb = SER ? (int)blockIdx.z * nl >> ks : (int)blockIdx.z * npos;
+    const int ke = SER ? ((int)blockIdx.z + 1) * nl >> ks : kb + npos;
     int k = kb;
-    if constexpr (ORD != 2)
+    if constexpr (!SER)
         while (k < ke && (int)(__brev((unsigned)k) >> 27) >= nb) k++;
     if constexpr (!ORD)
         for (int kk = kb; kk < k; kk++) canon_push<NO>(kk - kb, NULL, r0, r1, r2, r3, r4);   /* +0.0 lanes */
@@ -856,26 +921,31 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         for (int o = 0; o < NO; o++) r4[o] = 0.0f;
     }
     if (k < ke) {
-    int b = ORD == 2 ? k : (int)(__brev((unsigned)k) >> 27), buf = 0;
+    int b = SER ? k : (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
-        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wco);
-        issue_a<FMT>(tiles[0], li, part, ar, b, avalid);
-        store_w<FMT>(tiles[0], li, part, raw, wvalid, wco);
+        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wco & 1);
+        if constexpr (QK == 256)
+            if (acw) issue_a_warp(tiles[0], warp, lane, act, as, colbase, col0, T, b);
+        if (!acw)
+            issue_a<FMT>(tiles[0], li, part, ar, b, avalid, wco & 2);
+        store_w<FMT>(tiles[0], li, part, raw, wvalid, wco & 1);
     }
     cp_wait();
     __syncthreads();
     for (;;) {
         /* the next step: the lane's next block, else the next position whose lane has one */
         int nk = k, nbb = b;
-        if constexpr (ORD == 2) mm_next_serial(nk, nbb, ke, nb);
+        if constexpr (SER) mm_next_serial(nk, nbb, ke, nb);
         else mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
         if (more && loader) {
-            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wco);
-            issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid);
+            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wco & 1);
+            if constexpr (QK == 256)
+                if (acw) issue_a_warp(tiles[buf ^ 1], warp, lane, act, as, colbase, col0, T, nbb);
+            if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, wco & 2);
         }
         if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
-        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wco);
+        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wco & 1);
         if constexpr (!ORD)
             if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if constexpr (ORD == 2)
@@ -890,7 +960,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         buf ^= 1; k = nk; b = nbb;
     }
     }
-    if constexpr (ORD == 1)
+    if constexpr (ORD == 1 || ORD == 3)   /* ORD 3: v is the chain */
         mm_epilogue<NI, GR>(g, gr, v, v, v, v, v, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
     else if constexpr (ORD == 2) {
         if (!ks) mm_epilogue<NI, GR>(g, gr, r4, r4, r4, r4, r4, 32, row0, col0, colbase, rows, T, 0, ws, wm, wn, gq, tq);
@@ -1169,7 +1239,7 @@ static void mm_pipe_shape(int code, int *S, int *nbs) {
 }
 
 static int mm_wpre_on(void) {
-    if (mm_wpre < 0) mm_wpre = env_int(ENV_CUDA_MM_WPRE) != 0;
+    if (mm_wpre < 0) mm_wpre = (int)env_int(ENV_CUDA_MM_WPRE) & 3;
     return mm_wpre;
 }
 
@@ -1282,31 +1352,57 @@ static int mm_launch_order_diag(const mv_group *g, int64_t n_in, const void *act
 }
 
 /* STRATA_CANON=serial: the two-tile kernel's ORD 2 (the chain over the lanes), plain (GR 0) or
- * grouped (GR 1), no split, no pipelined kernel */
+ * grouped (GR 1), no pipelined kernel; ORD 3 (one float an output) where the rows have at most 32
+ * blocks and the launch is not split (STRATA_CUDA_MM_ONEB, default 1; 0: ORD 2 always) */
 extern "C" int canon_serial;
-template <int FMT, int GR>
-static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_in, const void *act, int T, int max_tiles,
-                            cudaStream_t st) {
+static int mm_oneb = -1;
+extern "C" void cuda_mm_oneb_set(int on) { mm_oneb = on < 0 ? -1 : on ? 1 : 0; }
+static int mm_oneb_on(void) {
+    if (mm_oneb < 0) mm_oneb = env_int(ENV_CUDA_MM_ONEB) != 0;
+    return mm_oneb;
+}
+template <int FMT, int GR, int ORD>
+static int mm_attr_serial(size_t smem) {
     static int attr;
-    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, GR, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, GR, ORD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
             return -1;
         attr = 1;
     }
+    return 0;
+}
+template <int FMT, int GR>
+static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_in, const void *act, int T, int max_tiles,
+                            cudaStream_t st) {
+    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
+    const bool one = nb <= 32 && mm_oneb_on();
     if constexpr (GR != 0) {
         mv_group g0;
         memset(&g0, 0, sizeof g0);
         const dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
-        klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
-                mm_wpre_on());
+        if (one) {
+            if (mm_attr_serial<FMT, GR, 3>(smem)) return -1;
+            klaunch(mm_kernel2<FMT, 2, GR, 3>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
+                    mm_wpre_on());
+        } else {
+            if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;
+            klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
+                    mm_wpre_on());
+        }
     } else {
         const int rows = g->row_start[g->n];
         dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
         const int ks = mm_split_ks_serial(g, (int)(grid.x * grid.y), nb, rows, T);
         grid.z = 1u << ks;
+        if (one && !ks) {
+            if (mm_attr_serial<FMT, GR, 3>(smem)) return -1;
+            klaunch(mm_kernel2<FMT, 2, GR, 3>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, 0, g->ws,
+                    mm_wpre_on());
+            return CU_LAUNCHED();
+        }
+        if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;
         klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
                 mm_wpre_on());
         const int rc = CU_LAUNCHED();

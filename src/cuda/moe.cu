@@ -817,16 +817,17 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chun
     const unsigned below = (1u << lane) - 1u;
     const int ra = warp * P / GROUP_RW, rb = (warp + 1) * P / GROUP_RW;   /* par: warp's pairs (warp < GROUP_RW) */
     for (int e = threadIdx.x; e < X; e += blockDim.x) s_cnt[e] = 0;
-    if (par)
+    const int rw = par & 1;   /* CUDA_MOE_FAST_GROUP (bit 2 of par: CUDA_MOE_FAST_WIDE's scan) */
+    if (rw)
         for (int i = threadIdx.x; i < GROUP_RW * X; i += blockDim.x) s_wc[i] = 0;
     __syncthreads();
     for (int q = threadIdx.x; q < P; q += blockDim.x) {
         const int e = sel[q];
         s_sel_w[q] = e;
-        if (!par) atomicAdd(&s_cnt[e], 1);
+        if (!rw) atomicAdd(&s_cnt[e], 1);
     }
     __syncthreads();
-    if (par) {
+    if (rw) {
         if (warp < GROUP_RW)
             for (int j0 = ra; j0 < rb; j0 += 32) {
                 const int j = j0 + lane, e = j < rb ? s_sel_w[j] : -1;
@@ -842,7 +843,45 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chun
         }
         __syncthreads();
     }
-    if (threadIdx.x == 0) {   /* X <= CUDA_MOE_MAX_X experts, a few hundred tiles: serial */
+    if (par & 2) {   /* CUDA_MOE_FAST_WIDE: warp 0, lane l the experts [l per, (l + 1) per): its pairs, groups and
+                      * tiles counted, an exclusive scan across the lanes gives each lane's first position,
+                      * group and tile, then the lane writes its experts' records as the serial loop below does */
+        if (warp == 0) {
+            const int per = (X + 31) >> 5, e0 = lane * per < X ? lane * per : X, e1 = e0 + per < X ? e0 + per : X;
+            int np = 0, ngl = 0, ntl = 0;
+            for (int e = e0; e < e1; e++) {
+                const int n = s_cnt[e];
+                np += n;
+                if (n) { ngl += chunk ? (n + chunk - 1) / chunk : 1; ntl += chunk ? 0 : (n + CUDA_MM_BN - 1) / CUDA_MM_BN; }
+            }
+            int a = np, gsum = ngl, tsum = ntl;
+#pragma unroll
+            for (int s = 1; s < 32; s <<= 1) {
+                const int x = __shfl_up_sync(FULL_MASK, a, s), y = __shfl_up_sync(FULL_MASK, gsum, s),
+                          z = __shfl_up_sync(FULL_MASK, tsum, s);
+                if (lane >= s) { a += x; gsum += y; tsum += z; }
+            }
+            int pos = a - np, ng = gsum - ngl, nt = tsum - ntl;
+            for (int e = e0; e < e1; e++) {
+                s_start[e] = pos;
+                const int n = s_cnt[e];
+                if (!n) continue;
+                if (chunk) {
+                    for (int c0 = 0; c0 < n; c0 += chunk) {
+                        int *gr = groups + 1 + MOE_GROUP_INTS * ng++;
+                        gr[0] = e; gr[1] = pos + c0; gr[2] = n - c0 < chunk ? n - c0 : chunk; gr[3] = -1;
+                    }
+                } else {
+                    int *gr = groups + 1 + MOE_GROUP_INTS * ng;
+                    gr[0] = e; gr[1] = pos; gr[2] = n; gr[3] = -1;
+                    for (int c0 = 0; c0 < n; c0 += CUDA_MM_BN) { tiles[1 + 2 * nt] = ng; tiles[2 + 2 * nt] = c0; nt++; }
+                    ng++;
+                }
+                pos += n;
+            }
+            if (lane == 31) { groups[0] = gsum; tiles[0] = tsum; }
+        }
+    } else if (threadIdx.x == 0) {   /* X <= CUDA_MOE_MAX_X experts, a few hundred tiles: serial */
         int pos = 0, ng = 0, nt = 0;
         for (int e = 0; e < X; e++) {
             s_start[e] = pos;
@@ -866,7 +905,7 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chun
         tiles[0] = nt;
     }
     __syncthreads();
-    if (par) {
+    if (rw) {
         for (int e = threadIdx.x; e < X; e += blockDim.x) {   /* each (warp, expert)'s first position */
             int pos = s_start[e];
             for (int w = 0; w < GROUP_RW; w++) { const int n = s_wc[w * X + e]; s_wc[w * X + e] = pos; pos += n; }
@@ -919,7 +958,7 @@ moe_group_wide_kernel(const int *__restrict__ sel, int X, int k, int T, int chun
 #define WIDE_ROUTER_WARPS 8
 #define WIDE_ROUTER_TG 16
 #define WIDE_ROUTER_TC 4
-template <int NPL>
+template <int NPL, bool SIDE>
 __global__ void __launch_bounds__(WIDE_ROUTER_WARPS * 32)
 moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x, float *__restrict__ logits, int X, int T,
                        int tg) {
@@ -941,14 +980,30 @@ moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x,
             ((float4 *)&xs[0][0])[i] = ((const float4 *)(x + (size_t)t0 * E))[i];
         __syncthreads();
         if (row >= X) continue;
+        if constexpr (SIDE) {   /* CUDA_MOE_FAST_WIDE: the chunk's tokens side by side, one finish for all of them
+                                 * (a token past nt reads another chunk's x: computed, never stored) */
+            float acc[WIDE_ROUTER_TC];
 #pragma unroll
-        for (int t = 0; t < WIDE_ROUTER_TC; t++) {
-            if (t >= nt) break;
-            float acc = 0.0f;
+            for (int t = 0; t < WIDE_ROUTER_TC; t++) acc[t] = 0.0f;
 #pragma unroll
-            for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xs[t][lane + 32 * i]));
-            acc = warp_canon_finish<WIDE_ROUTER_WARPS>(acc);
-            if (lane == 0) logits[(size_t)(t0 + t) * X + row] = acc;
+            for (int i = 0; i < NPL; i++)
+#pragma unroll
+                for (int t = 0; t < WIDE_ROUTER_TC; t++) acc[t] = __fadd_rn(acc[t], __fmul_rn(w[i], xs[t][lane + 32 * i]));
+            warp_canon_finish_n<WIDE_ROUTER_TC, WIDE_ROUTER_WARPS>(acc);
+            if (lane == 0)
+#pragma unroll
+                for (int t = 0; t < WIDE_ROUTER_TC; t++)
+                    if (t < nt) logits[(size_t)(t0 + t) * X + row] = acc[t];
+        } else {
+#pragma unroll
+            for (int t = 0; t < WIDE_ROUTER_TC; t++) {
+                if (t >= nt) break;
+                float acc = 0.0f;
+#pragma unroll
+                for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, __fmul_rn(w[i], xs[t][lane + 32 * i]));
+                acc = warp_canon_finish<WIDE_ROUTER_WARPS>(acc);
+                if (lane == 0) logits[(size_t)(t0 + t) * X + row] = acc;
+            }
         }
     }
 }
@@ -1004,14 +1059,13 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
         if (tg < 1) tg = 1;
         if (tg > WIDE_ROUTER_TG) tg = WIDE_ROUTER_TG;
         const dim3 grid((unsigned)gx, (unsigned)((m->T + tg - 1) / tg));
-        if (m->E == 2048)
-            klaunch(moe_router_wide_kernel<64>, grid, WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32,
-                    (float *)m->logits, m->X, m->T, tg);
-        else if (m->E == 1024)
-            klaunch(moe_router_wide_kernel<32>, grid, WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32,
-                    (float *)m->logits, m->X, m->T, tg);
-        else
-            return -1;
+        const bool side = (moe_fast & CUDA_MOE_FAST_WIDE) != 0;
+#define RW(NPL) klaunch(side ? moe_router_wide_kernel<NPL, true> : moe_router_wide_kernel<NPL, false>, grid, \
+                        WIDE_ROUTER_WARPS * 32, 0, st, m->router_f32, m->x_f32, (float *)m->logits, m->X, m->T, tg)
+        if (m->E == 2048) RW(64);
+        else if (m->E == 1024) RW(32);
+        else return -1;
+#undef RW
         if (CU_LAUNCHED()) return -1;
     }
     /* routing */
@@ -1022,8 +1076,8 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
     static int attr_done;
     /* CUDA_MOE_FAST_GROUP: the warps' counts too, where they fit a CTA's shared memory */
     const size_t shm_par = (size_t)(P + GROUP_RW * m->X) * sizeof(int);
-    const int par = (moe_fast & CUDA_MOE_FAST_GROUP) && shm_par <= 200 * 1024;
-    const size_t shm_g = par ? shm_par : (size_t)P * sizeof(int);
+    const int par = ((moe_fast & CUDA_MOE_FAST_GROUP) && shm_par <= 200 * 1024) | ((moe_fast & CUDA_MOE_FAST_WIDE) ? 2 : 0);
+    const size_t shm_g = par & 1 ? shm_par : (size_t)P * sizeof(int);
     if (shm_g > 48 * 1024 && !attr_done) {
         if (CU_CHECK(cudaFuncSetAttribute(moe_group_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)))
             return -1;

@@ -240,8 +240,65 @@ __global__ void rmsnorm2_kernel(const float *__restrict__ x1, const float *__res
     else rmsnorm_row(x2 + (size_t)(r - rows1) * n, w2, y2 + (size_t)(r - rows1) * n, n, eps, NULL, 0, early ? &w0 : nullptr);
 }
 
+/* rmsnorm2_kernel's rows (n <= 256) a warp each, NORM_WARP_ROWS rows a CTA: lane l holds x[32 i + l]
+ * (i < 8), exactly what thread 32 i + l of rmsnorm_row's 256 holds; the eight warps' butterflies run
+ * side by side in one warp (the same shuffles, so lane 0 ends with each warp's part), the parts
+ * meet in rms_inv_parts as there (zeros for the warps past n: adding +0.0 changes no bit), and
+ * y = (x * inv) * w. The same operations in the same order: the same bits (test_gpu_ops). */
+#define NORM_WARP_ROWS 8
+__global__ void __launch_bounds__(NORM_WARP_ROWS * 32)
+rmsnorm2_warp_kernel(const float *__restrict__ x1, const float *__restrict__ w1, float *y1, int rows1,
+                     const float *__restrict__ x2, const float *__restrict__ w2, float *y2, int rows, int n, float eps) {
+    const int lane = threadIdx.x & 31, r = blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
+    const bool first = r < rows1;
+    const float *wr = first ? w1 : w2;
+    float wv[8];
+    const bool early = (c_prefetch & CUDA_PF_NORMW) && r < rows;   /* as rmsnorm2_kernel: the weights before the wait */
+    if (early)
+#pragma unroll
+        for (int i = 0; i < 8; i++) wv[i] = 32 * i + lane < n ? wr[32 * i + lane] : 0.0f;
+    PDL_WAIT();
+    if (r >= rows) return;
+    const float *xr = first ? x1 + (size_t)r * n : x2 + (size_t)(r - rows1) * n;
+    float *yr = first ? y1 + (size_t)r * n : y2 + (size_t)(r - rows1) * n;
+    float xv[8];
+    double a[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int j = 32 * i + lane;
+        xv[i] = j < n ? xr[j] : 0.0f;
+        const double v = xv[i];
+        a[i] = j < n ? v * v : 0.0;   /* rmsnorm_row: ss = 0 + v * v, or 0 without a value */
+    }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (32 * i < n) a[i] += __shfl_xor_sync(FULL_MASK, a[i], s);
+    double part[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) part[i] = 32 * i < n ? __shfl_sync(FULL_MASK, a[i], 0) : 0.0;
+    const float inv = rms_inv_parts(part, 8, n, eps);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int j = 32 * i + lane;
+        if (j < n) yr[j] = __fmul_rn(__fmul_rn(xv[i], inv), early ? wv[i] : wr[j]);
+    }
+}
+
+/* STRATA_CUDA_NORM_WARP: 1 (default) rmsnorm2_warp_kernel where n <= 256, 0 a CTA a row */
+static int norm_warp = 1;
+void cuda_ops_set_norm_warp(int on) { norm_warp = on ? 1 : 0; }
+
 int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,
                   int rows2, int n, float eps, cudaStream_t st) {
+    static_assert(NORM_THREADS == 256, "rmsnorm2_warp_kernel mirrors rmsnorm_row at 256 threads");
+    if (norm_warp && n <= 256) {
+        const int rows = rows1 + rows2;
+        klaunch(rmsnorm2_warp_kernel, (unsigned)((rows + NORM_WARP_ROWS - 1) / NORM_WARP_ROWS), NORM_WARP_ROWS * 32, 0, st,
+                x1, w1, y1, rows1, x2, w2, y2, rows, n, eps);
+        return CU_LAUNCHED();
+    }
     klaunch(rmsnorm2_kernel, rows1 + rows2, NORM_THREADS, 0, st, x1, w1, y1, rows1, x2, w2, y2, n, eps);
     return CU_LAUNCHED();
 }

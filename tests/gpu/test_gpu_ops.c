@@ -393,6 +393,44 @@ int main(void) {
     printf("rmsnorm    bit-identical: %s (max %zu ulp)\n", bits_equal(b, ref, (size_t)T * E) ? "yes" : "no",
            ulp_diff_max(b, ref, (size_t)T * E));
 
+    /* ---- the per-head pair (q / k norms): a warp a row == a CTA a row, bit for bit, and the CPU's
+     * rmsnorm within 1 ulp; widths of whole and partial warps, in place as the backend calls it ---- */
+    t_current = "rmsnorm2";
+    {
+        const int ns[] = { 64, 80, 128, 200, 256 };
+        const int r1 = 8 * 32 + 3, r2 = 8 * 4 + 5;   /* rows of q and k heads; not multiples of the CTA's 8 */
+        const size_t n1 = (size_t)r1 * 256, n2 = (size_t)r2 * 256;
+        float *hx = malloc((n1 + n2) * 4), *hw = malloc(512 * 4), *h0 = malloc((n1 + n2) * 4), *h1 = malloc((n1 + n2) * 4);
+        float *hr = malloc((n1 + n2) * 4);
+        float *dx = cuda_malloc((n1 + n2) * 4), *dw = cuda_malloc(512 * 4);
+        CHECK(hx && hw && h0 && h1 && hr && dx && dw);
+        int same = 1;
+        size_t ulp = 0;
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            const int n = ns[ni];
+            fill(hx, (size_t)(r1 + r2) * n, 2.0f);
+            fill(hw, 512, 1.5f);
+            cpu_rmsnorm(hx, hw, hr, r1, n, hp.rms_eps);
+            cpu_rmsnorm(hx + (size_t)r1 * n, hw + 256, hr + (size_t)r1 * n, r2, n, hp.rms_eps);
+            cuda_memcpy_h2d(dw, hw, 512 * 4);
+            for (int warp = 0; warp <= 1; warp++) {
+                cuda_memcpy_h2d(dx, hx, (size_t)(r1 + r2) * n * 4);
+                CHECK(cuda_test_rmsnorm2(dx, dw, dx, r1, dx + (size_t)r1 * n, dw + 256, dx + (size_t)r1 * n, r2, n, hp.rms_eps,
+                                         warp) == 0);
+                from_dev(warp ? h1 : h0, dx, (size_t)(r1 + r2) * n);
+            }
+            CHECKF(bits_equal(h0, h1, (size_t)(r1 + r2) * n), "rmsnorm2 n %d: a warp a row differs from a CTA a row", n);
+            same &= bits_equal(h0, h1, (size_t)(r1 + r2) * n);
+            const size_t u = ulp_diff_max(h1, hr, (size_t)(r1 + r2) * n);
+            CHECKF(u <= 1, "rmsnorm2 n %d differs from the CPU by %zu ulp", n, u);
+            if (u > ulp) ulp = u;
+        }
+        printf("rmsnorm2   a warp a row == a CTA a row: %s (n 64, 80, 128, 200, 256); vs the CPU max %zu ulp\n",
+               same ? "yes" : "no", ulp);
+        free(hx); free(hw); free(h0); free(h1); free(hr);
+        cuda_free(dx); cuda_free(dw);
+    }
+
     /* ---- rope at a far position, both pair layouts ---- */
     t_current = "rope";
     float inv[64];
