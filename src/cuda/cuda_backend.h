@@ -102,7 +102,7 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_WIDE    128 /* passes of 9+ tokens: the wide router's 4 tokens a chunk finished side by side, the
                                    * grouping's records by a warp's scan instead of thread 0's loop over the experts */
 #define CUDA_MOE_FAST_ALL     255 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 255 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h) */
+#define CUDA_MOE_FAST_DEFAULT 127 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h); bit 128 opt-in until measured */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
@@ -205,7 +205,7 @@ void cuda_attention_set_tiles(int n);   /* STRATA_CUDA_ATTN_TILES for tests: 3 f
 void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer formats on tensor cores too */
 void cuda_mm_pipe_set(int on);  /* STRATA_CUDA_MM_PIPE for tests: 1 the pipelined tensor-core kernel, 0 the two-tile one */
 void cuda_mm_oneb_set(int on); /* STRATA_CUDA_MM_ONEB for tests: 1 the serial matmul's one float an output where rows have <= 32 blocks, 0 never, -1 the switch again */
-void cuda_mm_wpre_set(int bits); /* STRATA_CUDA_MM_WPRE for tests, bits: 1 the two-tile kernel's Q4_K / Q5_K / IQ3_XXS / IQ2_XXS weight loads by 16 bytes / a step ahead, 2 its activation codes copied 16 bytes a column and copy; 0 the first loads; -1 the switch's value again */
+void cuda_mm_wpre_set(int bits); /* STRATA_CUDA_MM_WPRE for tests, bits: 1 the two-tile kernel's Q4_K / Q5_K / IQ3_XXS / IQ2_XXS weight loads by 16 bytes / a step ahead, 2 in the serial one-float instances (ONEB 1) its activation codes copied by warps; 0 the first loads; -1 the switch's value again */
 void cuda_attention_qvec_set(int on); /* STRATA_CUDA_ATTN_QVEC for tests: 1 the query tiles' own instances for head_dim 64 / 128, 0 the general loops */
 /* tests: mm.cu's grouped (MoE) matmul from host lists: groups (count, then expert, first pair,
  * pairs, source row per group), tiles (count, then group, first column per tile); act holds the

@@ -134,7 +134,7 @@ int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, floa
 /* two row sets of n in one launch (same bits as two cuda_rmsnorm calls) */
 int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,
                   int rows2, int n, float eps, cudaStream_t st);
-/* STRATA_CUDA_NORM_WARP: cuda_rmsnorm2 a warp a row where n <= 256 (1, default) or a CTA a row (0) */
+/* STRATA_CUDA_NORM_WARP: cuda_rmsnorm2 a warp a row where n <= 256 (1) or a CTA a row (0, default) */
 void cuda_ops_set_norm_warp(int on);
 int cuda_rope(float *x, int T, int n_heads, int head_dim, int n_rot, int neox, int pos0, const int *d_pos,
               const float *cos_sin, cudaStream_t st);

@@ -403,17 +403,21 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
         constexpr bool ONE = mmf<FMT>::kind == 2;
         const uint8_t *a = ar + (size_t)b * (ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0));
         const int qoff = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
-        const int o0 = aco ? 4 * part : 8 * part, o1 = aco ? 16 + 4 * part : 8 * part + 4;
-        cp4(dst + o0, a + qoff + o0);
-        cp4(dst + o1, a + qoff + o1);
+        if (aco) {
+            cp4(dst + 4 * part, a + qoff + 4 * part);
+            cp4(dst + 16 + 4 * part, a + qoff + 16 + 4 * part);
+        } else {
+            cp4(dst + 8 * part, a + qoff + 8 * part);
+            cp4(dst + 8 * part + 4, a + qoff + 8 * part + 4);
+        }
         if (part == 0) cp4(&s.da[j], a);
         if (part == 1) { if (ONE) cp4(&s.sa[j], a + offsetof_i(act_q8_1, s)); else s.sa[j] = 0.0f; }
     } else {
         const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_K);
 #pragma unroll
         for (int w = 0; w < 16; w++) {
-            const int o = aco ? 16 * w + 4 * part : 64 * part + 4 * w;
-            cp4(dst + o, a + offsetof_i(act_q8_K, qs) + o);
+            if (aco) cp4(dst + 16 * w + 4 * part, a + offsetof_i(act_q8_K, qs) + 16 * w + 4 * part);
+            else cp4(dst + 64 * part + 4 * w, a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w);
         }
         if (part == 0) cp4(&s.da[j], a);
         if (part < 2)
@@ -901,8 +905,11 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     constexpr bool SER = ORD >= 2;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw;
-    /* the activation copies by warps (aco, QK 256): warps 0..7, each its 8 columns */
-    const bool acw = QK == 256 && (wco & 2);
+    /* STRATA_CUDA_MM_WPRE bit 2 in the one-float instances (ORD 3) only, so the other instances
+     * compile as before it: the activation copies by warps (QK 256: warps 0..7, each its 8
+     * columns) or four parts to 16 consecutive bytes (QK 32) */
+    const bool aco = ORD == 3 && (wco & 2), acw = QK == 256 && aco;
+    const int wq = ORD == 3 ? (wco & 1) : wco;   /* the weight loads' switch (bit 1; any bit before bit 2) */
     /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block.
      * ORD 2: the lanes [z nl / S, (z + 1) nl / S) of the row's nl = min(nb, 32) lanes */
     const int nl = nb < 32 ? nb : 32;
@@ -923,12 +930,12 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     if (k < ke) {
     int b = SER ? k : (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
-        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wco & 1);
-        if constexpr (QK == 256)
+        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wq);
+        if constexpr (QK == 256 && ORD == 3)
             if (acw) issue_a_warp(tiles[0], warp, lane, act, as, colbase, col0, T, b);
         if (!acw)
-            issue_a<FMT>(tiles[0], li, part, ar, b, avalid, wco & 2);
-        store_w<FMT>(tiles[0], li, part, raw, wvalid, wco & 1);
+            issue_a<FMT>(tiles[0], li, part, ar, b, avalid, aco);
+        store_w<FMT>(tiles[0], li, part, raw, wvalid, wq);
     }
     cp_wait();
     __syncthreads();
@@ -939,13 +946,13 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         else mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
         if (more && loader) {
-            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wco & 1);
-            if constexpr (QK == 256)
+            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wq);
+            if constexpr (QK == 256 && ORD == 3)
                 if (acw) issue_a_warp(tiles[buf ^ 1], warp, lane, act, as, colbase, col0, T, nbb);
-            if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, wco & 2);
+            if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, aco);
         }
         if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
-        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wco & 1);
+        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wq);
         if constexpr (!ORD)
             if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if constexpr (ORD == 2)
@@ -1353,7 +1360,7 @@ static int mm_launch_order_diag(const mv_group *g, int64_t n_in, const void *act
 
 /* STRATA_CANON=serial: the two-tile kernel's ORD 2 (the chain over the lanes), plain (GR 0) or
  * grouped (GR 1), no pipelined kernel; ORD 3 (one float an output) where the rows have at most 32
- * blocks and the launch is not split (STRATA_CUDA_MM_ONEB, default 1; 0: ORD 2 always) */
+ * blocks and the launch is not split (STRATA_CUDA_MM_ONEB=1, opt-in until measured; 0: ORD 2 always) */
 extern "C" int canon_serial;
 static int mm_oneb = -1;
 extern "C" void cuda_mm_oneb_set(int on) { mm_oneb = on < 0 ? -1 : on ? 1 : 0; }

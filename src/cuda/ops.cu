@@ -286,8 +286,8 @@ rmsnorm2_warp_kernel(const float *__restrict__ x1, const float *__restrict__ w1,
     }
 }
 
-/* STRATA_CUDA_NORM_WARP: 1 (default) rmsnorm2_warp_kernel where n <= 256, 0 a CTA a row */
-static int norm_warp = 1;
+/* STRATA_CUDA_NORM_WARP: 1 rmsnorm2_warp_kernel where n <= 256, 0 (default) a CTA a row */
+static int norm_warp = 0;
 void cuda_ops_set_norm_warp(int on) { norm_warp = on ? 1 : 0; }
 
 int cuda_rmsnorm2(const float *x1, const float *w1, float *y1, int rows1, const float *x2, const float *w2, float *y2,

@@ -76,20 +76,19 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
         /* tensor cores (16 warps, 8 warps), 8 warps with the lane positions split over 2, 8 and 32
          * CTAs per tile (STRATA_CUDA_MM_SPLIT; "auto" splits only grids smaller than the SMs), the
          * same with the pipelined kernel (STRATA_CUDA_MM_PIPE=1), the matvec slices */
-        static const struct { int mm, split, pipe, wpre; const char *name; int two; } cfg[] = {   /* two: STRATA_CUDA_MM_ONEB=0 */
-            { 3, -1, 0, 3, "tensor cores, 16 warps" },     { 2, -1, 0, 3, "tensor cores, 8 warps" },
-            { 2, 2, 0, 3, "tensor cores, split 2" },       { 2, 8, 0, 3, "tensor cores, split 8" },
-            { 2, 32, 0, 3, "tensor cores, split 32" },     { 2, -1, 1, 3, "pipelined" },
-            { 3, -1, 1, 3, "pipelined (MM=3 set)" },       { 2, 2, 1, 3, "pipelined, split 2" },
-            { 2, 8, 1, 3, "pipelined, split 8" },          { 2, 32, 1, 3, "pipelined, split 32" },
-            { 2, -1, 22, 3, "pipelined, 2 stages of 2" },  { 2, 8, 63, 3, "pipelined, 6 stages of 3, split 8" },
-            { 3, -1, 0, 0, "16 warps, first weight loads" }, { 2, 8, 0, 0, "8 warps, first weight loads, split 8" },
-            { 2, -1, 0, 0, "8 warps, first weight loads" },  { 2, -1, -1, 3, "auto kernel (STRATA_CUDA_MM_PIPE -1)" },
-            { 2, -1, 0, 1, "8 warps, first activation copies" },
-            { 2, 8, 0, 1, "8 warps, first activation copies, split 8" },
-            { 2, -1, 0, 3, "8 warps, serial: lane value and chain (ONEB 0)", 1 },
-            { 2, -1, 0, 1, "8 warps, first activation copies, ONEB 0", 1 },
-            { 0, -1, 0, 3, "matvec slices" },
+        static const struct { int mm, split, pipe, wpre; const char *name; int one; } cfg[] = {   /* one: STRATA_CUDA_MM_ONEB=1 */
+            { 3, -1, 0, 1, "tensor cores, 16 warps", 0 },     { 2, -1, 0, 1, "tensor cores, 8 warps", 0 },
+            { 2, 2, 0, 1, "tensor cores, split 2", 0 },       { 2, 8, 0, 1, "tensor cores, split 8", 0 },
+            { 2, 32, 0, 1, "tensor cores, split 32", 0 },     { 2, -1, 1, 1, "pipelined", 0 },
+            { 3, -1, 1, 1, "pipelined (MM=3 set)", 0 },       { 2, 2, 1, 1, "pipelined, split 2", 0 },
+            { 2, 8, 1, 1, "pipelined, split 8", 0 },          { 2, 32, 1, 1, "pipelined, split 32", 0 },
+            { 2, -1, 22, 1, "pipelined, 2 stages of 2", 0 },  { 2, 8, 63, 1, "pipelined, 6 stages of 3, split 8", 0 },
+            { 3, -1, 0, 0, "16 warps, first weight loads", 0 }, { 2, 8, 0, 0, "8 warps, first weight loads, split 8", 0 },
+            { 2, -1, 0, 0, "8 warps, first weight loads", 0 },  { 2, -1, -1, 1, "auto kernel (STRATA_CUDA_MM_PIPE -1)", 0 },
+            { 2, -1, 0, 3, "8 warps, one float an output (ONEB 1), activation copies by warps", 1 },
+            { 2, -1, 0, 1, "8 warps, one float an output (ONEB 1)", 1 },
+            { 2, 8, 0, 3, "8 warps, ONEB 1 and WPRE 3, split 8 (the lane values: ORD 2)", 1 },
+            { 0, -1, 0, 1, "matvec slices", 0 },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
             /* the serial order (the default): every tensor-core configuration takes the one serial kernel (no
@@ -101,7 +100,7 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             cuda_mm_split_set(cfg[ci].split);
             cuda_mm_pipe_set(cfg[ci].pipe);
             cuda_mm_wpre_set(cfg[ci].wpre);
-            cuda_mm_oneb_set(cfg[ci].two ? 0 : -1);
+            cuda_mm_oneb_set(cfg[ci].one ? 1 : -1);
             memset(y, 0xFF, sizeof(float) * n_out * T);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
             int rc = cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
@@ -158,13 +157,15 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
         cuda_memcpy_h2d(dW, W, eb * E);
         cuda_memcpy_h2d(da, act, ab * P);
         cuda_mm_set(2);
-        /* two-tile, pipelined, pipelined with 2 stages of 2, two-tile with the first weight loads */
-        static const int pipes[] = { 0, 1, 22, 0, 0, 0 }, wpres[] = { 3, 3, 3, 0, 1, 3 }, twos[] = { 0, 0, 0, 0, 0, 1 };
+        /* two-tile, pipelined, pipelined with 2 stages of 2, two-tile with the first weight loads, then
+         * the serial order's one float an output (STRATA_CUDA_MM_ONEB=1) with and without the
+         * activation copies by warps (STRATA_CUDA_MM_WPRE bit 2) */
+        static const int pipes[] = { 0, 1, 22, 0, 0, 0 }, wpres[] = { 1, 1, 1, 0, 3, 1 }, ones[] = { 0, 0, 0, 0, 1, 1 };
         for (int pi = 0; pi < 6; pi++) {
             const int pipe = pipes[pi];
             cuda_mm_pipe_set(pipe);
             cuda_mm_wpre_set(wpres[pi]);
-            cuda_mm_oneb_set(twos[pi] ? 0 : -1);
+            cuda_mm_oneb_set(ones[pi] ? 1 : -1);
             memset(y, 0xFF, sizeof(float) * n_out * P);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * P);
             int rc = cuda_mm_grouped_test(type, dW, eb, rb, (int)n_out, n_in, da, groups, 13, tiles, 9, 5, dy);

@@ -12,7 +12,8 @@
  * default). Two configurations run with STRATA_CUDA_PDL=early (every kernel signals its
  * dependents as soon as its own wait returns): one at every width (STRATA_CUDA_PDL_EARLY_T=512),
  * one with the default bound (passes of up to 8 columns early, wider ones on: the files'
- * constants switched between passes). */
+ * constants switched between passes). Then the opt-in same-bits paths of 2026-12-04 (optin below)
+ * on a dense and the 1024-wide MoE model. */
 #include "test.h"
 #include "gpu_order.h"
 #include "widths_common.h"
@@ -82,6 +83,19 @@ static void pdl_early(int on) {
                on ? "early" : "auto", v.pdl, v.pdl_early_T);
 }
 
+/* the opt-in same-bits paths written on 2026-12-04 without a GPU run (docs/KERNELS.md): the serial
+ * matmul's one float an output (STRATA_CUDA_MM_ONEB=1) with the activation copies by warps
+ * (STRATA_CUDA_MM_WPRE=3), the wide MoE router's tokens side by side and the grouping's warp scan
+ * (STRATA_CUDA_MOE_FAST=255), the q/k head norms a warp a row (STRATA_CUDA_NORM_WARP=1); for the
+ * backends created next */
+static void optin(int on) {
+    cuda_mm_oneb_set(on ? 1 : -1);
+    cuda_mm_wpre_set(on ? 3 : -1);
+    if (on) { setenv("STRATA_CUDA_MOE_FAST", "255", 1); setenv("STRATA_CUDA_NORM_WARP", "1", 1); }
+    else { unsetenv("STRATA_CUDA_MOE_FAST"); unsetenv("STRATA_CUDA_NORM_WARP"); }
+    env_reset_cache();
+}
+
 int main(void) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     gpu_pin_cpu_order();   /* CPU-identity checks: the CPU's attention order (gpu_order.h) */
@@ -99,6 +113,11 @@ int main(void) {
     widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
     /* n_embd 1024: the F32 router of the wide path in one launch (moe_router_wide_kernel) */
     widths("ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
+    optin(1);   /* the opt-in paths: dense Q4_K / Q6_K-free rows of <= 32 blocks, the 1024-wide MoE's wide passes */
+    widths("optin-q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
+    widths("optin-ext-q3k-iq3xxs", 0, TYPE_Q3_K, TYPE_IQ3_XXS, 1, 0);
+    widths("optin-ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
+    optin(0);
     /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
