@@ -121,8 +121,13 @@ struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; const uint8_t *blk; };
 /* wco (Q4_K / Q5_K, STRATA_CUDA_MM_WPRE): part p takes code words 4 w + p (w = 0..7)
  * instead of 8 p + w, so the four parts of a row read 16 consecutive bytes per load (one
  * sector) instead of four words 32 bytes apart; store_w puts each word where its values go. */
+/* v16 (Q4_K / Q5_K, STRATA_CUDA_MM_WPRE bit 4, the one-float instances; blocks 16-byte aligned,
+ * which the host checks): part p's 32 code bytes (words 8 p .. 8 p + 7, wco's other layout) and
+ * Q5_K's 32 high-bit bytes by 16-byte loads, two (four) a part instead of eight (sixteen) 4-byte
+ * ones; store_w then runs with wco off. The same words. */
 template <int FMT>
-static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b, bool wco = false) {
+static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b, bool wco = false,
+                                               bool v16 = false) {
     if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
         constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
         const uint8_t *blk = wr + (size_t)b * wfmt<FMT>::bsize;
@@ -195,14 +200,29 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         const int bsz = Q5 ? sizeof_i(block_q5_K) : sizeof_i(block_q4_K);
         const int qoff = Q5 ? offsetof_i(block_q5_K, qs) : offsetof_i(block_q4_K, qs);
         const uint8_t *blk = wr + (size_t)b * bsz;
+        if (v16) {
+            static_assert(offsetof_i(block_q4_K, qs) % 16 == 0 && offsetof_i(block_q5_K, qs) % 16 == 0 &&
+                          offsetof_i(block_q5_K, qh) % 16 == 0 && sizeof_i(block_q4_K) % 16 == 0 &&
+                          sizeof_i(block_q5_K) % 16 == 0, "mm: 16-byte code words");
+            const uint4 a0 = *(const uint4 *)(blk + qoff + 32 * part), a1 = *(const uint4 *)(blk + qoff + 32 * part + 16);
+            r.q[0] = a0.x; r.q[1] = a0.y; r.q[2] = a0.z; r.q[3] = a0.w;
+            r.q[4] = a1.x; r.q[5] = a1.y; r.q[6] = a1.z; r.q[7] = a1.w;
+            if (Q5) {
+                const uint4 h0 = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh)),
+                            h1 = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16);
+                r.h[0] = h0.x; r.h[1] = h0.y; r.h[2] = h0.z; r.h[3] = h0.w;
+                r.h[4] = h1.x; r.h[5] = h1.y; r.h[6] = h1.z; r.h[7] = h1.w;
+            }
+        } else {
 #pragma unroll
-        for (int w = 0; w < 8; w++) r.q[w] = ld_u32(blk + qoff + (wco ? 16 * w + 4 * part : 32 * part + 4 * w));
-        if (Q5 && wco) {   /* the high bits of code words 4 w + p: qh words p and 4 + p */
-            r.h[0] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * part);
-            r.h[1] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 16 + 4 * part);
-        } else if (Q5)
+            for (int w = 0; w < 8; w++) r.q[w] = ld_u32(blk + qoff + (wco ? 16 * w + 4 * part : 32 * part + 4 * w));
+            if (Q5 && wco) {   /* the high bits of code words 4 w + p: qh words p and 4 + p */
+                r.h[0] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * part);
+                r.h[1] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 16 + 4 * part);
+            } else if (Q5)
 #pragma unroll
-            for (int w = 0; w < 8; w++) r.h[w] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * w);
+                for (int w = 0; w < 8; w++) r.h[w] = ld_u32(blk + offsetof_i(block_q5_K, qh) + 4 * w);
+        }
         r.dd = ld_u32(blk);
         if (part < 2)
 #pragma unroll
@@ -477,9 +497,10 @@ static __device__ __forceinline__ void issue_a_warp(const mm_tile2<256> &s, int 
  * consecutive bytes (fetch_w's wco; else four words 32 bytes apart) and its IQ3_XXS / IQ2_XXS
  * bytes fetched into registers a step ahead (else decoded from global memory after the MMAs);
  * 2 its activation codes copied four parts to 16 consecutive bytes (issue_a's aco); 0 the first
- * loads. Same values in the same places: same bits. */
+ * loads; 4 in the same instances Q4_K / Q5_K code words by 16-byte loads (fetch_w's v16) where the
+ * blocks are 16-byte aligned. Same values in the same places: same bits. */
 static int mm_wpre = -1;
-extern "C" void cuda_mm_wpre_set(int bits) { mm_wpre = bits < 0 ? -1 : bits & 3; }   /* -1: the switch's again */
+extern "C" void cuda_mm_wpre_set(int bits) { mm_wpre = bits < 0 ? -1 : bits & 7; }   /* -1: the switch's again */
 
 #define MM_O2(mi, ni, e) (((mi) * NI + (ni)) * 4 + (e))
 
@@ -909,7 +930,10 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
      * compile as before it: the activation copies by warps (QK 256: warps 0..7, each its 8
      * columns) or four parts to 16 consecutive bytes (QK 32) */
     const bool aco = ORD == 3 && (wco & 2), acw = QK == 256 && aco;
-    const int wq = ORD == 3 ? (wco & 1) : wco;   /* the weight loads' switch (bit 1; any bit before bit 2) */
+    /* bit 4 (ORD 3, Q4_K / Q5_K, blocks 16-byte aligned: the host clears it otherwise): 16-byte code loads */
+    constexpr bool KQ = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K;
+    const bool v16 = ORD == 3 && KQ && (wco & 4);
+    const int wq = ORD == 3 ? (v16 ? 0 : wco & 1) : wco;   /* the weight loads' switch (bit 1; any bit before bit 2) */
     /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block.
      * ORD 2: the lanes [z nl / S, (z + 1) nl / S) of the row's nl = min(nb, 32) lanes */
     const int nl = nb < 32 ? nb : 32;
@@ -930,7 +954,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     if (k < ke) {
     int b = SER ? k : (int)(__brev((unsigned)k) >> 27), buf = 0;
     if (loader) {
-        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wq);
+        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wq, v16);
         if constexpr (QK == 256 && ORD == 3)
             if (acw) issue_a_warp(tiles[0], warp, lane, act, as, colbase, col0, T, b);
         if (!acw)
@@ -946,7 +970,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         else mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
         if (more && loader) {
-            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wq);
+            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wq, v16);
             if constexpr (QK == 256 && ORD == 3)
                 if (acw) issue_a_warp(tiles[buf ^ 1], warp, lane, act, as, colbase, col0, T, nbb);
             if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, aco);
@@ -1246,7 +1270,7 @@ static void mm_pipe_shape(int code, int *S, int *nbs) {
 }
 
 static int mm_wpre_on(void) {
-    if (mm_wpre < 0) mm_wpre = (int)env_int(ENV_CUDA_MM_WPRE) & 3;
+    if (mm_wpre < 0) mm_wpre = (int)env_int(ENV_CUDA_MM_WPRE) & 7;
     return mm_wpre;
 }
 
@@ -1385,6 +1409,17 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const bool one = nb <= 32 && mm_oneb_on();
+    /* bit 4 (16-byte code loads) only where every block is 16-byte aligned */
+    int wp = mm_wpre_on();
+    if (wp & 4) {
+        bool al = true;
+        if constexpr (GR != 0) al = (uintptr_t)gr->W % 16 == 0 && gr->expert_bytes % 16 == 0 && gr->row_bytes % 16 == 0;
+        else {
+            al = g->row_bytes % 16 == 0;
+            for (int wi = 0; wi < g->n; wi++) al = al && (uintptr_t)g->W[wi] % 16 == 0;
+        }
+        if (!al) wp &= ~4;
+    }
     if constexpr (GR != 0) {
         mv_group g0;
         memset(&g0, 0, sizeof g0);
@@ -1392,7 +1427,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         if (one) {
             if (mm_attr_serial<FMT, GR, 3>(smem)) return -1;
             klaunch(mm_kernel2<FMT, 2, GR, 3>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
-                    mm_wpre_on());
+                    wp);
         } else {
             if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;
             klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
@@ -1406,7 +1441,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         if (one && !ks) {
             if (mm_attr_serial<FMT, GR, 3>(smem)) return -1;
             klaunch(mm_kernel2<FMT, 2, GR, 3>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, 0, g->ws,
-                    mm_wpre_on());
+                    wp);
             return CU_LAUNCHED();
         }
         if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;

@@ -86,6 +86,7 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             { 3, -1, 0, 0, "16 warps, first weight loads", 0 }, { 2, 8, 0, 0, "8 warps, first weight loads, split 8", 0 },
             { 2, -1, 0, 0, "8 warps, first weight loads", 0 },  { 2, -1, -1, 1, "auto kernel (STRATA_CUDA_MM_PIPE -1)", 0 },
             { 2, -1, 0, 3, "8 warps, one float an output (ONEB 1), activation copies by warps", 1 },
+            { 2, -1, 0, 7, "8 warps, ONEB 1, activation copies by warps, 16-byte K-quant code loads", 1 },
             { 2, -1, 0, 1, "8 warps, one float an output (ONEB 1)", 1 },
             { 2, 8, 0, 3, "8 warps, ONEB 1 and WPRE 3, split 8 (the lane values: ORD 2)", 1 },
             { 0, -1, 0, 1, "matvec slices", 0 },
@@ -159,9 +160,9 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
         cuda_mm_set(2);
         /* two-tile, pipelined, pipelined with 2 stages of 2, two-tile with the first weight loads, then
          * the serial order's one float an output (STRATA_CUDA_MM_ONEB=1) with and without the
-         * activation copies by warps (STRATA_CUDA_MM_WPRE bit 2) */
-        static const int pipes[] = { 0, 1, 22, 0, 0, 0 }, wpres[] = { 1, 1, 1, 0, 3, 1 }, ones[] = { 0, 0, 0, 0, 1, 1 };
-        for (int pi = 0; pi < 6; pi++) {
+         * activation copies by warps (STRATA_CUDA_MM_WPRE bit 2), and with the 16-byte code loads (bit 4) */
+        static const int pipes[] = { 0, 1, 22, 0, 0, 0, 0 }, wpres[] = { 1, 1, 1, 0, 3, 1, 7 }, ones[] = { 0, 0, 0, 0, 1, 1, 1 };
+        for (int pi = 0; pi < 7; pi++) {
             const int pipe = pipes[pi];
             cuda_mm_pipe_set(pipe);
             cuda_mm_wpre_set(wpres[pi]);

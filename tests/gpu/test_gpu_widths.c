@@ -85,12 +85,12 @@ static void pdl_early(int on) {
 
 /* the opt-in same-bits paths written on 2026-12-04 without a GPU run (docs/KERNELS.md): the serial
  * matmul's one float an output (STRATA_CUDA_MM_ONEB=1) with the activation copies by warps
- * (STRATA_CUDA_MM_WPRE=3), the wide MoE router's tokens side by side and the grouping's warp scan
+ * and the 16-byte K-quant code loads (STRATA_CUDA_MM_WPRE=7), the wide MoE router's tokens side by side and the grouping's warp scan
  * (STRATA_CUDA_MOE_FAST=255), the q/k head norms a warp a row (STRATA_CUDA_NORM_WARP=1); for the
  * backends created next */
 static void optin(int on) {
     cuda_mm_oneb_set(on ? 1 : -1);
-    cuda_mm_wpre_set(on ? 3 : -1);
+    cuda_mm_wpre_set(on ? 7 : -1);
     if (on) { setenv("STRATA_CUDA_MOE_FAST", "255", 1); setenv("STRATA_CUDA_NORM_WARP", "1", 1); }
     else { unsetenv("STRATA_CUDA_MOE_FAST"); unsetenv("STRATA_CUDA_NORM_WARP"); }
     env_reset_cache();
