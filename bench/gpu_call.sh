@@ -123,6 +123,14 @@ depth_peer_rows() {
   peer_up || { echo "peer: the unpack failed"; return 1; }
   llama_depth_rows "$1"
 }
+# the first prompt pass of 512 columns of shape $1 under ncu (serialized, caches not flushed), its
+# kernels per name (tools/ncu_sum.py): prompt_kernel_sum SHAPE [LINES]
+prompt_kernel_sum() {
+  STRATA_CUDA_PROFILE=512,1 E2E_SKIP_MAIN=1 E2E_DEPTH=512 timeout 150 ncu --profile-from-start off --clock-control none \
+    --cache-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size,launch__registers_per_thread \
+    --csv $B "$1" 1 > "$OUT/pp-$1.csv" 2>/dev/null
+  python3 tools/ncu_sum.py "$OUT/pp-$1.csv" 2>&1 | head -"${2:-16}"
+}
 # the GPU suite (tools/gpu_pack.sh run) under a time limit, its per-program lines: gpu_suite SECONDS
 # (the programs' logs stay in /tmp/gb-logs)
 gpu_suite() {

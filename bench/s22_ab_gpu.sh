@@ -25,8 +25,5 @@ STRATA_CUDA_PROFILE=512,1 E2E_SKIP_MAIN=1 E2E_DEPTH=512 timeout 120 ncu --profil
 echo "ncu rc $?"
 grep -E "mm_kernel2|Duration|Registers Per|L1/TEX Cache Th|Issue Slots Busy|Local Memory Spilling Requests |excessive|Achieved Occ" $OUT/ncu-full-1b.txt | head -20
 t
-M="gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size,launch__registers_per_thread"
-STRATA_CUDA_PROFILE=512,1 E2E_SKIP_MAIN=1 E2E_DEPTH=512 timeout 150 ncu --profile-from-start off --clock-control none \
-  --cache-control none --metrics $M --csv $B moe48 1 > $OUT/pp-moe48.csv 2>/dev/null
-python3 tools/ncu_sum.py $OUT/pp-moe48.csv 2>&1 | head -16
+prompt_kernel_sum moe48 16
 t

@@ -25,8 +25,5 @@ STRATA_CUDA_PROFILE=512,1 E2E_SKIP_MAIN=1 E2E_DEPTH=512 timeout 240 ncu --profil
 echo "ncu rc $?"
 grep -E "mm_kernel2|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Executed Ipc A|L1/TEX Hit|Mem Busy|Max Bandwidth|DRAM Throughput|Compute \(SM\) Th|Memory Throughput|Block Limit|Stall|stall|Warp Cycles Per Issued|No Eligible|One or More|Active Warps Per" $OUT/ncu-full-1b.txt | head -150
 t
-M="gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size,launch__registers_per_thread"
-STRATA_CUDA_PROFILE=512,1 E2E_SKIP_MAIN=1 E2E_DEPTH=512 timeout 150 ncu --profile-from-start off --clock-control none \
-  --cache-control none --metrics $M --csv $B moe48 1 > $OUT/pp-moe48.csv 2>/dev/null
-python3 tools/ncu_sum.py $OUT/pp-moe48.csv 2>&1 | head -30
+prompt_kernel_sum moe48 30
 t
