@@ -826,6 +826,19 @@ static __device__ __forceinline__ const uint8_t *mm_row_ptr(const mv_group &g, c
     return g.W[wi] + (size_t)(lrow - g.row_start[wi]) * g.row_bytes;
 }
 
+/* The thread's outputs in the fragments' order: the statements after NI run with row, t and
+ * o = MM_O2(mi, ni, e) (the output's register) for each (row0, col0, wm, wn, gq, tq in scope);
+ * they check the tile's bounds (rows, T) themselves. */
+#define MM_FOR_OUTPUTS(NI, ...)                                                               \
+    _Pragma("unroll") for (int mi = 0; mi < 2; mi++)                                          \
+    _Pragma("unroll") for (int ni = 0; ni < (NI); ni++)                                       \
+    _Pragma("unroll") for (int e = 0; e < 4; e++) {                                           \
+        const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);                        \
+        const int t = col0 + wn * 8 * (NI) + ni * 8 + 2 * tq + (e & 1);                      \
+        const int o = MM_O2(mi, ni, e);                                                       \
+        __VA_ARGS__                                                                           \
+    }
+
 /* the range's value (its counter's top: 32 or 16 positions r4; 8 r3; 4 r2; 2 r1; 1 r0) to y
  * (and add_to), to the group's rows, or to the split's partials */
 template <int NI, int GR>
@@ -838,31 +851,23 @@ static __device__ __forceinline__ void mm_epilogue(const mv_group &g, const mm_g
 #pragma unroll
         for (int o = 0; o < NO; o++) r4[o] = npos == 8 ? r3[o] : npos == 4 ? r2[o] : npos == 2 ? r1[o] : r0[o];
     }
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
-                const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
-                if (row >= rows || t >= T) continue;
-                if (ks) {   /* a split: the partial; mm_split_combine finishes */
-                    ws[((size_t)blockIdx.z * T + t) * rows + row] = r4[MM_O2(mi, ni, e)];
-                    continue;
-                }
-                if constexpr (GR != 0) {
-                    gr.y[(size_t)(colbase + t) * gr.n_out + row] = r4[MM_O2(mi, ni, e)];
-                    continue;
-                }
-                int wi = 0;
-                while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
-                const int r = row - g.row_start[wi];
-                const int64_t no = g.n_out[wi];
-                const float y = r4[MM_O2(mi, ni, e)];
-                g.y[wi][(size_t)t * no + r] = y;
-                if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);
-            }
+    MM_FOR_OUTPUTS(NI,
+        if (row >= rows || t >= T) continue;
+        if (ks) {   /* a split: the partial; mm_split_combine finishes */
+            ws[((size_t)blockIdx.z * T + t) * rows + row] = r4[o];
+            continue;
+        }
+        if constexpr (GR != 0) {
+            gr.y[(size_t)(colbase + t) * gr.n_out + row] = r4[o];
+            continue;
+        }
+        int wi = 0;
+        while (wi + 1 < g.n && row >= g.row_start[wi + 1]) wi++;
+        const int r = row - g.row_start[wi];
+        const int64_t no = g.n_out[wi];
+        const float y = r4[o];
+        g.y[wi][(size_t)t * no + r] = y;
+        if (g.add_to[wi]) g.add_to[wi][(size_t)t * no + r] = __fadd_rn(g.add_to[wi][(size_t)t * no + r], y);)
 }
 
 /* ORD 2 split (STRATA_CANON=serial): lane k's value of every output of the tile to the partials,
@@ -870,16 +875,7 @@ static __device__ __forceinline__ void mm_epilogue(const mv_group &g, const mm_g
 template <int NI>
 static __device__ __forceinline__ void mm_lane_store(float *ws, int k, const float *v, int row0, int col0, int rows, int T,
                                                      int wm, int wn, int gq, int tq) {
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = row0 + wm * 32 + mi * 16 + gq + 8 * (e >> 1);
-                const int t = col0 + wn * 8 * NI + ni * 8 + 2 * tq + (e & 1);
-                if (row < rows && t < T) ws[((size_t)k * T + t) * rows + row] = v[MM_O2(mi, ni, e)];
-            }
+    MM_FOR_OUTPUTS(NI, if (row < rows && t < T) ws[((size_t)k * T + t) * rows + row] = v[o];)
 }
 
 /* Split over the lane positions (blockIdx.z, gridDim.z = S = 1 << ks, ks > 0: grids of fewer
