@@ -403,10 +403,9 @@ static __device__ __forceinline__ void cp4(void *dst_smem, const void *src) {
 static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 /* activation block b of column row ar into tile column j, by cp.async (zeros when invalid).
- * aco (STRATA_CUDA_MM_WPRE bit 2): the four parts of a column copy code words 4 w + p (16
- * consecutive bytes a column and copy: a warp's copy touches 8 columns x 16 bytes, 8 sectors)
- * instead of words 16 p + w (QK 256) or 2 p, 2 p + 1 (QK 32): four 4-byte pieces 64 (or 8) bytes
- * apart per column, 32 sectors a warp's copy. The same bytes to the same places. */
+ * aco (STRATA_CUDA_MM_WPRE bit 2, QK 32; QK 256 takes issue_a_warp instead): the four parts of a
+ * column copy code words 4 w + p (16 consecutive bytes a column and copy) instead of words 2 p,
+ * 2 p + 1 (pieces 8 bytes apart). The same bytes to the same places. */
 template <int FMT>
 static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j, int part, const uint8_t *ar, int b, bool valid,
                                                bool aco = false) {
@@ -435,10 +434,7 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
     } else {
         const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_K);
 #pragma unroll
-        for (int w = 0; w < 16; w++) {
-            if (aco) cp4(dst + 16 * w + 4 * part, a + offsetof_i(act_q8_K, qs) + 16 * w + 4 * part);
-            else cp4(dst + 64 * part + 4 * w, a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w);
-        }
+        for (int w = 0; w < 16; w++) cp4(dst + 64 * part + 4 * w, a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w);
         if (part == 0) cp4(&s.da[j], a);
         if (part < 2)
 #pragma unroll
@@ -929,7 +925,8 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     /* bit 4 (ORD 3, Q4_K / Q5_K, blocks 16-byte aligned: the host clears it otherwise): 16-byte code loads */
     constexpr bool KQ = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K;
     const bool v16 = ORD == 3 && KQ && (wco & 4);
-    const int wq = ORD == 3 ? (v16 ? 0 : wco & 1) : wco;   /* the weight loads' switch (bit 1; any bit before bit 2) */
+    const int wq = ORD == 3 ? (v16 ? 0 : wco & 1) : wco;   /* the weight loads' switch (bit 1: the host passes the
+                                                             * other instances that bit alone) */
     /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block.
      * ORD 2: the lanes [z nl / S, (z + 1) nl / S) of the row's nl = min(nb, 32) lanes */
     const int nl = nb < 32 ? nb : 32;
@@ -1266,7 +1263,10 @@ static void mm_pipe_shape(int code, int *S, int *nbs) {
 }
 
 static int mm_wpre_on(void) {
-    if (mm_wpre < 0) mm_wpre = (int)env_int(ENV_CUDA_MM_WPRE) & 7;
+    if (mm_wpre < 0) {
+        const long v = env_int(ENV_CUDA_MM_WPRE);
+        mm_wpre = v < 0 ? 1 : (int)(v & 7);   /* bits 1, 2, 4 (a negative value: the default 1) */
+    }
     return mm_wpre;
 }
 
@@ -1374,7 +1374,7 @@ static int mm_launch_order_diag(const mv_group *g, int64_t n_in, const void *act
     const int rows = g->row_start[g->n];
     const dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
     klaunch(mm_kernel2<FMT, 2, 0, 1>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, 0, g->ws,
-            mm_wpre_on());
+            mm_wpre_on() & 1);
     return CU_LAUNCHED();
 }
 
@@ -1427,7 +1427,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         } else {
             if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;
             klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
-                    mm_wpre_on());
+                    mm_wpre_on() & 1);
         }
     } else {
         const int rows = g->row_start[g->n];
@@ -1442,7 +1442,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         }
         if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;
         klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
-                mm_wpre_on());
+                mm_wpre_on() & 1);
         const int rc = CU_LAUNCHED();
         if (rc || !ks) return rc;
         const int64_t n = (int64_t)rows * T;
@@ -1485,10 +1485,10 @@ static int mm_launch(const mv_group *g, int64_t n_in, const void *act, int T, cu
     } else if (mm_both<FMT>::v && mode == 3) {
         if constexpr (mm_both<FMT>::v)
             klaunch(mm_kernel2<FMT, 1, 0>, grid, 512, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
-                    mm_wpre_on());
+                    mm_wpre_on() & 1);
     } else
         klaunch(mm_kernel2<FMT, 2, 0>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
-                mm_wpre_on());
+                mm_wpre_on() & 1);
     rc = CU_LAUNCHED();
     if (rc || !ks) return rc;
     const int64_t n = (int64_t)rows * T;
@@ -1521,7 +1521,7 @@ static int mm_launch_grouped(const mm_grouped *gr, int64_t n_in, const void *act
         return CU_LAUNCHED();
     }
     klaunch(mm_kernel2<FMT, 2, 1>, grid, 256, smem, st, g, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
-            mm_wpre_on());
+            mm_wpre_on() & 1);
     return CU_LAUNCHED();
 }
 

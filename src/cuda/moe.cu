@@ -981,14 +981,15 @@ moe_router_wide_kernel(const float *__restrict__ W, const float *__restrict__ x,
         __syncthreads();
         if (row >= X) continue;
         if constexpr (SIDE) {   /* CUDA_MOE_FAST_WIDE: the chunk's tokens side by side, one finish for all of them
-                                 * (a token past nt reads another chunk's x: computed, never stored) */
+                                 * (a token past nt stays +0.0: finished, never stored) */
             float acc[WIDE_ROUTER_TC];
 #pragma unroll
             for (int t = 0; t < WIDE_ROUTER_TC; t++) acc[t] = 0.0f;
 #pragma unroll
             for (int i = 0; i < NPL; i++)
 #pragma unroll
-                for (int t = 0; t < WIDE_ROUTER_TC; t++) acc[t] = __fadd_rn(acc[t], __fmul_rn(w[i], xs[t][lane + 32 * i]));
+                for (int t = 0; t < WIDE_ROUTER_TC; t++)
+                    if (t < nt) acc[t] = __fadd_rn(acc[t], __fmul_rn(w[i], xs[t][lane + 32 * i]));
             warp_canon_finish_n<WIDE_ROUTER_TC, WIDE_ROUTER_WARPS>(acc);
             if (lane == 0)
 #pragma unroll

@@ -85,9 +85,10 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             { 2, -1, 22, 1, "pipelined, 2 stages of 2", 0 },  { 2, 8, 63, 1, "pipelined, 6 stages of 3, split 8", 0 },
             { 3, -1, 0, 0, "16 warps, first weight loads", 0 }, { 2, 8, 0, 0, "8 warps, first weight loads, split 8", 0 },
             { 2, -1, 0, 0, "8 warps, first weight loads", 0 },  { 2, -1, -1, 1, "auto kernel (STRATA_CUDA_MM_PIPE -1)", 0 },
-            { 2, -1, 0, 3, "8 warps, one float an output (ONEB 1), activation copies by warps", 1 },
-            { 2, -1, 0, 7, "8 warps, ONEB 1, activation copies by warps, 16-byte K-quant code loads", 1 },
-            { 2, -1, 0, 1, "8 warps, one float an output (ONEB 1)", 1 },
+            /* ONEB 1 unsplit (split 0: the auto split of these small grids would take ORD 2) */
+            { 2, 0, 0, 3, "8 warps, one float an output (ONEB 1), activation copies by warps", 1 },
+            { 2, 0, 0, 7, "8 warps, ONEB 1, activation copies by warps, 16-byte K-quant code loads", 1 },
+            { 2, 0, 0, 1, "8 warps, one float an output (ONEB 1)", 1 },
             { 2, 8, 0, 3, "8 warps, ONEB 1 and WPRE 3, split 8 (the lane values: ORD 2)", 1 },
             { 0, -1, 0, 1, "matvec slices", 0 },
         };
@@ -178,8 +179,8 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
                     fprintf(stderr, "%s grouped pipe %d n_in=%lld pair %zu row %zu: gpu %.9g ref %.9g\n", qt->name, pipe,
                             (long long)n_in, i / n_out, i % n_out, y[i], ref[i]);
-            CHECKF(bad == 0, "%s grouped (STRATA_CUDA_MM_PIPE %d, WPRE %d) n_in=%lld n_out=%lld: %d outputs differ from the "
-                   "CPU reference", qt->name, pipe, wpres[pi], (long long)n_in, (long long)n_out, bad);
+            CHECKF(bad == 0, "%s grouped (STRATA_CUDA_MM_PIPE %d, WPRE %d, ONEB %d) n_in=%lld n_out=%lld: %d outputs differ "
+                   "from the CPU reference", qt->name, pipe, wpres[pi], ones[pi], (long long)n_in, (long long)n_out, bad);
         }
         cuda_mm_pipe_set(0);
         cuda_mm_wpre_set(-1);
@@ -366,6 +367,7 @@ int main(int argc, char **argv) {
         if (type != TYPE_Q2_0) {   /* the grouped matmul (Q2_0 has none) */
             check_grouped(type, (big ? 8 : 33) * blck, 70);
             check_grouped(type, (big ? 33 : 200) * blck, 64);
+            if (!big) check_grouped(type, 18 * blck, 70);   /* one block a lane: the one-float instances (ONEB 1) */
         }
     }
     /* The other canonical order (STRATA_CANON; the tree when the program runs the default chain):

@@ -88,11 +88,22 @@ static void pdl_early(int on) {
  * and the 16-byte K-quant code loads (STRATA_CUDA_MM_WPRE=7), the wide MoE router's tokens side by side and the grouping's warp scan
  * (STRATA_CUDA_MOE_FAST=255), the q/k head norms a warp a row (STRATA_CUDA_NORM_WARP=1); for the
  * backends created next */
-static void optin(int on) {
+static void optin(int on, const char *moe_fast) {
+    static char saved[2][64];
+    static int had[2];
+    static const char *const names[2] = { "STRATA_CUDA_MOE_FAST", "STRATA_CUDA_NORM_WARP" };
     cuda_mm_oneb_set(on ? 1 : -1);
     cuda_mm_wpre_set(on ? 7 : -1);
-    if (on) { setenv("STRATA_CUDA_MOE_FAST", "255", 1); setenv("STRATA_CUDA_NORM_WARP", "1", 1); }
-    else { unsetenv("STRATA_CUDA_MOE_FAST"); unsetenv("STRATA_CUDA_NORM_WARP"); }
+    for (int i = 0; i < 2; i++) {
+        if (on) {
+            if (!had[i] && getenv(names[i])) { snprintf(saved[i], sizeof saved[i], "%s", getenv(names[i])); had[i] = 2; }
+            else if (!had[i]) had[i] = 1;
+            setenv(names[i], i ? "1" : moe_fast, 1);
+        } else {   /* the caller's values back */
+            if (had[i] == 2) setenv(names[i], saved[i], 1); else unsetenv(names[i]);
+            had[i] = 0;
+        }
+    }
     env_reset_cache();
 }
 
@@ -113,11 +124,14 @@ int main(void) {
     widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
     /* n_embd 1024: the F32 router of the wide path in one launch (moe_router_wide_kernel) */
     widths("ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
-    optin(1);   /* the opt-in paths: dense Q4_K / Q6_K-free rows of <= 32 blocks, the 1024-wide MoE's wide passes */
+    optin(1, "255");   /* the opt-in paths: dense rows of <= 32 blocks, the 1024-wide MoE's wide passes */
     widths("optin-q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
     widths("optin-ext-q3k-iq3xxs", 0, TYPE_Q3_K, TYPE_IQ3_XXS, 1, 0);
     widths("optin-ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
-    optin(0);
+    optin(0, NULL);
+    optin(1, "191");   /* bit 128 without bit 64: the grouping's atomic counts, then the warp's scan */
+    widths("optin-moe191-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
+    optin(0, NULL);
     /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
