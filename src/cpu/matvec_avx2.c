@@ -7,8 +7,9 @@
  *    (mul then add, never fused),
  *  - partials go to lane b % 32: eight consecutive blocks form one 8-float vector, and
  *    block group g = b / 8 lands in accumulator vector g % 4 (lanes 8(g%4) .. 8(g%4)+7),
- *  - the 32 lanes combine by the canonical 16-8-4-2-1 tree (canon_tree4); STRATA_CANON=serial:
- *    by the chain, 8 rows side by side (canon_park4 / canon_chain8, matmul_avx2.h).
+ *  - the 32 lanes combine by the canonical chain (STRATA_CANON=serial, the default: 8 rows side
+ *    by side, canon_park4 / canon_chain8 in matmul_avx2.h) or, with STRATA_CANON=tree, by the
+ *    16-8-4-2-1 tree (canon_tree4).
  * Shape: rows outer, the 8 blocks of a group decoded once, then every column inner, so
  * weights are read once for all T columns and column c's bits never depend on T.
  * T is a compile-time constant inside the kernels (one instantiation per T = 1..8), so the
