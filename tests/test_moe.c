@@ -141,6 +141,71 @@ static void test_grouped_vs_per_token(void) {
     free(x); free(ref); free(grp); free(one);
 }
 
+/* Prompt-wide calls: T tokens at once, so an expert gets dozens of columns and runs the
+ * format's wide kernel (src/cpu/matmul_avx2.h) or, for the float formats, its matvec kernel in
+ * groups of 8. Every token's output must keep the per-token reference's bits, in default and
+ * exact mode, and any window of the tokens must give the same rows. */
+static void test_grouped_wide(void) {
+    static const int types[] = { TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K, TYPE_Q8_0, TYPE_Q4_1, TYPE_Q2_K, TYPE_Q3_K,
+                                 TYPE_Q5_K, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ3_S, TYPE_IQ4_XS, TYPE_IQ1_S, TYPE_Q2_0,
+                                 TYPE_MXFP4, TYPE_F32, TYPE_F16 };
+    threadpool *tp = threadpool_create(2);
+    enum { E = 256, X = 8, K = 3, T = 96 };
+    float *x = malloc(sizeof(float) * T * E);
+    float *ref = malloc(sizeof(float) * T * E), *grp = malloc(sizeof(float) * T * E);
+    for (int i = 0; i < T * E; i++) x[i] = synth_gauss(91, (uint64_t)i);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        if (!quant_traits_get(types[ti])) { SKIP("type-missing", "%s: not in this build", quant_type_name(types[ti])); continue; }
+        synth_params p;
+        tiny_moe(&p, 1, X, K, types[ti]);
+        p.seed = 300 + ti;
+        char err[512];
+        const char *path = tmp_path("wide.gguf");
+        CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
+        bound b;
+        if (bind_file(path, &b)) { CHECK(0); continue; }
+        const layer_weights *L = &b.w.layers[0];
+        for (int mode = 0; mode < 2; mode++) {
+            int32_t sel[T * K]; float w[T * K];
+            int rc1 = moe_ffn(tp, L, K, x, T, ref, (matvec_mode)mode, MATVEC_KERNEL_REF, MOE_PER_TOKEN, NULL, NULL);
+            int rc2 = moe_ffn(tp, L, K, x, T, grp, (matvec_mode)mode, MATVEC_KERNEL_AUTO, MOE_GROUPED, sel, w);
+            CHECK(rc1 == 0 && rc2 == 0);
+            int first = -1;
+            for (int i = 0; i < T * E && first < 0; i++)
+                if (memcmp(ref + i, grp + i, sizeof(float))) first = i;
+            CHECKF(first < 0, "%s mode %d T=%d: grouped != per-token reference (token %d, element %d: %.9g vs %.9g)",
+                   quant_type_name(types[ti]), mode, T, first / E, first % E, first < 0 ? 0.0 : (double)grp[first],
+                   first < 0 ? 0.0 : (double)ref[first]);
+            /* the widest group must exceed 8 columns, or the wide kernels were not reached */
+            int widest = 0;
+            for (int e = 0; e < X; e++) {
+                int c = 0;
+                for (int i = 0; i < T * K; i++) c += sel[i] == e;
+                if (c > widest) widest = c;
+            }
+            CHECKF(widest > 8 && widest < T, "%s: widest expert group %d", quant_type_name(types[ti]), widest);
+            /* windows of 9 and 41 tokens (different groupings, different group widths), and 2 threads vs 1 */
+            static const int win[][2] = { { 0, 9 }, { 50, 41 }, { 87, 9 } };
+            for (size_t wi = 0; wi < sizeof win / sizeof win[0]; wi++) {
+                int t0 = win[wi][0], n = win[wi][1];
+                REQUIRE(moe_ffn(wi % 2 ? NULL : tp, L, K, x + (size_t)t0 * E, n, grp, (matvec_mode)mode, MATVEC_KERNEL_AUTO,
+                                MOE_GROUPED, NULL, NULL) == 0, "window %d+%d", t0, n);
+                CHECKF(!memcmp(grp, ref + (size_t)t0 * E, sizeof(float) * (size_t)n * E), "%s mode %d window %d+%d differs",
+                       quant_type_name(types[ti]), mode, t0, n);
+            }
+            double ss = 0;
+            for (int i = 0; i < T * E; i++) ss += (double)ref[i] * ref[i];
+            CHECKF(ss > 0 && ss < 1e12, "%s: |out|^2 = %g", quant_type_name(types[ti]), ss);
+        }
+        /* more than MOE_MAX_T tokens in one call: refused (the backend slices) */
+        CHECK(moe_ffn(tp, L, K, x, MOE_MAX_T + 1, grp, MATVEC_DEFAULT, MATVEC_KERNEL_AUTO, MOE_GROUPED, NULL, NULL) == -1);
+        unbind(&b);
+        unlink(path);
+    }
+    threadpool_free(tp);
+    free(x); free(ref); free(grp);
+}
+
 /* Against a direct float computation of the formulas in moe.h (exact mode, F32 weights). */
 static void test_formula_direct(void) {
     synth_params p;
@@ -360,6 +425,7 @@ int main(void) {
     if (system(cmd)) SKIP_ALL("tmpdir", "cannot create %s", tmpdir_path);
     RUN(test_router_hand_cases);
     RUN(test_grouped_vs_per_token);
+    RUN(test_grouped_wide);
     RUN(test_formula_direct);
     RUN(test_engine_batch_invariance);
     RUN(test_hf_reference);

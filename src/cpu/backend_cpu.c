@@ -746,10 +746,10 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     norm(c, c->x, &L->ffn_norm, c->xb, T, E);
     float *out = c->xb;                                    /* [T][E] */
     if (L->gate_inp.data) {                                /* Mixture-of-Experts: router + k experts */
-        /* moe_ffn takes up to MATVEC_MAX_COLS tokens; a wide pass runs in slices of that (a
+        /* moe_ffn takes up to MOE_MAX_T tokens; a wider pass runs in slices of that (a
          * token's result never depends on the others in its slice) */
-        for (int t0 = 0; t0 < T; t0 += MATVEC_MAX_COLS) {
-            int n = T - t0 < MATVEC_MAX_COLS ? T - t0 : MATVEC_MAX_COLS;
+        for (int t0 = 0; t0 < T; t0 += MOE_MAX_T) {
+            int n = T - t0 < MOE_MAX_T ? T - t0 : MOE_MAX_T;
             if (moe_ffn(c->tp, L, hp->n_experts_used, c->xb + (size_t)t0 * E, n, c->moe_out + (size_t)t0 * E,
                         c->exact ? MATVEC_EXACT : MATVEC_DEFAULT, MATVEC_KERNEL_AUTO, MOE_AUTO, NULL, NULL) != 0)
                 for (size_t i = 0; i < (size_t)n * E; i++) c->moe_out[(size_t)t0 * E + i] = NAN;   /* visible, never silent */

@@ -36,7 +36,11 @@ void moe_route(const float *logits, int X, int k, int T, int32_t *sel, float *w)
             if (l[e] > mx) mx = l[e];
         float sum = 0.0f;
         for (int e = 0; e < X; e++) sum += expf(l[e] - mx);
-        /* top-k by probability; a tie goes to the lower expert index (strict >) */
+        /* top-k by probability; a tie goes to the lower expert index (strict >). Each p is
+         * formed once (the same expression, so the same bits, as forming it per rank). */
+        float pbuf[256], *p = X <= 256 ? pbuf : NULL;
+        if (p)
+            for (int e = 0; e < X; e++) p[e] = expf(l[e] - mx) / sum;
         for (int r = 0; r < k; r++) {
             int best = -1;
             float bp = 0.0f;
@@ -44,8 +48,8 @@ void moe_route(const float *logits, int X, int k, int T, int32_t *sel, float *w)
                 int taken = 0;
                 for (int q = 0; q < r; q++) taken |= s[q] == e;
                 if (taken) continue;
-                float p = expf(l[e] - mx) / sum;
-                if (best < 0 || p > bp) { best = e; bp = p; }
+                float pe = p ? p[e] : expf(l[e] - mx) / sum;
+                if (best < 0 || pe > bp) { best = e; bp = pe; }
             }
             s[r] = best;
             wt[r] = bp;
@@ -58,12 +62,13 @@ void moe_route(const float *logits, int X, int k, int T, int32_t *sel, float *w)
 
 /* ---- kernel choice (as matvec.c: STRATA_KERNEL, CPU features; resolved once) ------------- */
 static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
-static int kern_env_ref, kern_avx2;
+static int kern_env_ref, kern_avx2, kern_wide;
 static int moe_env_variant;
 
 static void kern_init(void) {
     kern_env_ref = !strcmp(env_str(ENV_KERNEL), "ref");
     kern_avx2 = cpu_has_avx2_fma();
+    kern_wide = env_bool(ENV_CPU_MM);
     moe_env_variant = !strcmp(env_str(ENV_MOE), "per-token") ? MOE_PER_TOKEN : MOE_GROUPED;
 }
 
@@ -77,7 +82,7 @@ static matvec_rows_fn pick_kernel(int type, matvec_kernel want) {
 
 /* ---- scratch: thread-local, grows, never shrinks (no allocation per token after warm-up) -- */
 typedef struct { void *p; size_t cap; } buf;
-typedef struct { buf logits, sel, w, pairs, act_x, act_gu, gbuf, ubuf, act_h, ypair, rows; } moe_scratch;
+typedef struct { buf logits, sel, w, pairs, groups, act_x, act_gu, gbuf, ubuf, act_h, ypair, rows, asum, mm; } moe_scratch;
 static _Thread_local moe_scratch s_scr;
 /* a thread-specific key frees a thread's scratch when it exits (the server's decode thread) */
 static pthread_key_t s_scr_key;
@@ -106,10 +111,16 @@ typedef struct {
     const quant_traits *qt;
     const char *W; size_t row_bytes; int64_t n_in, n_out;
     matvec_rows_fn fn;
+    const matmul_kernel *mk;   /* the wide kernel (groups of more than MOE_WIDE_MIN columns), or NULL */
 } slice;
 
-static void slice_rows(const slice *s, const void *act, size_t stride, const float *const *xs, int n,
-                       float *y, int64_t r0, int64_t r1, float *rowbuf, int exact, int exact_avx2) {
+/* A group of more than this many columns runs through the format's wide kernel (a strip of 8
+ * rows decoded once for all of them); smaller groups through the matvec kernel (same bits). */
+#define MOE_WIDE_MIN MATVEC_MAX_COLS
+
+static void slice_rows(const slice *s, const void *act, size_t stride, const int32_t *asum, const float *const *xs,
+                       int n, float *y, int64_t r0, int64_t r1, float *rowbuf, void *mm_scratch, int exact,
+                       int exact_avx2) {
     if (exact) {
         for (int64_t r = r0; r < r1; r++) {
             s->qt->dequant_row(s->W + (size_t)r * s->row_bytes, rowbuf, s->n_in);
@@ -119,7 +130,17 @@ static void slice_rows(const slice *s, const void *act, size_t stride, const flo
         }
         return;
     }
-    if (s->fn) { s->fn(s->W, s->row_bytes, s->n_in, act, stride, n, y, s->n_out, r0, r1); return; }
+    if (s->mk && n > MOE_WIDE_MIN) {
+        s->mk->rows(s->W, s->row_bytes, s->n_in, act, stride, asum, n, y, s->n_out, r0, r1, mm_scratch);
+        return;
+    }
+    if (s->fn) {
+        for (int c0 = 0; c0 < n; c0 += MATVEC_MAX_COLS)
+            s->fn(s->W, s->row_bytes, s->n_in, (const char *)act + (size_t)c0 * stride, stride,
+                  n - c0 < MATVEC_MAX_COLS ? n - c0 : MATVEC_MAX_COLS, y + (size_t)c0 * (size_t)s->n_out, s->n_out,
+                  r0, r1);
+        return;
+    }
     for (int64_t r = r0; r < r1; r++)
         for (int c = 0; c < n; c++)
             y[(size_t)c * (size_t)s->n_out + (size_t)r] =
@@ -129,7 +150,9 @@ static void slice_rows(const slice *s, const void *act, size_t stride, const flo
 static inline float silu_mul(float g, float u) { return (g / (1.0f + expf(-g))) * u; }
 
 /* ---- the grouped passes ------------------------------------------------------------------ */
-#define MOE_MAX_PAIRS 512     /* T (8) * k (64) */
+/* Wide passes: output rows per work item, the items claimed one at a time by the workers
+ * (groups differ in columns, so a static split of the items would leave a worker idle). */
+#define MOE_WIDE_CHUNK 64
 
 typedef struct {
     /* shapes */
@@ -137,58 +160,76 @@ typedef struct {
     int exact, exact_avx2;
     slice gate, up, down;            /* expert 0's slices; expert e adds e * expert_bytes */
     size_t gate_eb, up_eb, down_eb;  /* bytes per expert */
-    /* groups */
+    /* groups ([P] each; n_groups used) */
     int n_groups;
-    int g_expert[MOE_MAX_PAIRS], g_start[MOE_MAX_PAIRS], g_n[MOE_MAX_PAIRS];
-    int pair_tok[MOE_MAX_PAIRS];
+    int *g_expert, *g_start, *g_n;
+    int *pair_tok;                   /* [P] */
     /* data */
     const float *x;                  /* [T][E] f32 (exact mode) */
-    const float *hcols[MOE_MAX_PAIRS]; const float *xcols[MOE_MAX_PAIRS];
-    const void *act_gu; size_t gu_stride;   /* gate and up share one activation format here */
-    const void *act_up; size_t up_stride;
+    const float **hcols, **xcols;    /* [P] (exact mode) */
+    const void *act_gu; size_t gu_stride; const int32_t *asum_gu; int64_t nba_gu;
+    const void *act_up; size_t up_stride; const int32_t *asum_up; int64_t nba_up;
     float *gbuf, *ubuf;
-    const void *act_h; size_t h_stride;
+    const void *act_h; size_t h_stride; const int32_t *asum_h; int64_t nba_h;
     float *ypair;
     float *rowbuf;                   /* per worker: max(E, F) floats (exact mode) */
     int64_t rowbuf_n;
+    char *mm_scratch;                /* per worker: the wide kernels' decoded strip */
+    size_t mm_scratch_bytes;
     int pass;                        /* 0: gate/up, 1: down */
     long n_items;
     int chunks_per_group;
     int64_t chunk_rows;
+    int dynamic;                     /* items claimed through `next` (wide passes) */
+    long next;
 } moe_job;
+
+static void moe_item(moe_job *j, long it, float *rowbuf, void *mm) {
+    int64_t n_out = j->pass == 0 ? j->F : j->E;
+    int g = (int)(it / j->chunks_per_group);
+    int64_t r0 = (it % j->chunks_per_group) * j->chunk_rows, r1 = r0 + j->chunk_rows;
+    if (r1 > n_out) r1 = n_out;
+    int e = j->g_expert[g], p0 = j->g_start[g], n = j->g_n[g];
+    if (j->pass == 0) {
+        slice sg = j->gate, su = j->up;
+        sg.W += (size_t)e * j->gate_eb;
+        su.W += (size_t)e * j->up_eb;
+        float *yg = j->gbuf + (size_t)p0 * (size_t)j->F, *yu = j->ubuf + (size_t)p0 * (size_t)j->F;
+        slice_rows(&sg, (const char *)j->act_gu + (size_t)p0 * j->gu_stride, j->gu_stride,
+                   j->asum_gu ? j->asum_gu + (size_t)p0 * (size_t)j->nba_gu : NULL, j->xcols + p0, n, yg, r0, r1,
+                   rowbuf, mm, j->exact, j->exact_avx2);
+        slice_rows(&su, (const char *)j->act_up + (size_t)p0 * j->up_stride, j->up_stride,
+                   j->asum_up ? j->asum_up + (size_t)p0 * (size_t)j->nba_up : NULL, j->xcols + p0, n, yu, r0, r1,
+                   rowbuf, mm, j->exact, j->exact_avx2);
+        for (int c = 0; c < n; c++)
+            for (int64_t r = r0; r < r1; r++) {
+                size_t i = (size_t)c * (size_t)j->F + (size_t)r;
+                yg[i] = silu_mul(yg[i], yu[i]);
+            }
+    } else {
+        slice sd = j->down;
+        sd.W += (size_t)e * j->down_eb;
+        slice_rows(&sd, (const char *)j->act_h + (size_t)p0 * j->h_stride, j->h_stride,
+                   j->asum_h ? j->asum_h + (size_t)p0 * (size_t)j->nba_h : NULL, j->hcols + p0, n,
+                   j->ypair + (size_t)p0 * (size_t)j->E, r0, r1, rowbuf, mm, j->exact, j->exact_avx2);
+    }
+}
 
 static void moe_worker(void *ctx, int ith, int nth) {
     moe_job *j = ctx;
+    float *rowbuf = j->rowbuf ? j->rowbuf + (size_t)ith * (size_t)j->rowbuf_n : NULL;
+    void *mm = j->mm_scratch ? j->mm_scratch + (size_t)ith * j->mm_scratch_bytes : NULL;
+    if (j->dynamic) {
+        for (;;) {
+            long it = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+            if (it >= j->n_items) break;
+            moe_item(j, it, rowbuf, mm);
+        }
+        return;
+    }
     long lo, hi;
     threadpool_split(j->n_items, ith, nth, 1, &lo, &hi);
-    float *rowbuf = j->rowbuf ? j->rowbuf + (size_t)ith * (size_t)j->rowbuf_n : NULL;
-    int64_t n_out = j->pass == 0 ? j->F : j->E;
-    for (long it = lo; it < hi; it++) {
-        int g = (int)(it / j->chunks_per_group);
-        int64_t r0 = (it % j->chunks_per_group) * j->chunk_rows, r1 = r0 + j->chunk_rows;
-        if (r1 > n_out) r1 = n_out;
-        int e = j->g_expert[g], p0 = j->g_start[g], n = j->g_n[g];
-        if (j->pass == 0) {
-            slice sg = j->gate, su = j->up;
-            sg.W += (size_t)e * j->gate_eb;
-            su.W += (size_t)e * j->up_eb;
-            float *yg = j->gbuf + (size_t)p0 * (size_t)j->F, *yu = j->ubuf + (size_t)p0 * (size_t)j->F;
-            slice_rows(&sg, (const char *)j->act_gu + (size_t)p0 * j->gu_stride, j->gu_stride, j->xcols + p0, n, yg,
-                       r0, r1, rowbuf, j->exact, j->exact_avx2);
-            slice_rows(&su, (const char *)j->act_up + (size_t)p0 * j->up_stride, j->up_stride, j->xcols + p0, n, yu,
-                       r0, r1, rowbuf, j->exact, j->exact_avx2);
-            for (int c = 0; c < n; c++)
-                for (int64_t r = r0; r < r1; r++) {
-                    size_t i = (size_t)c * (size_t)j->F + (size_t)r;
-                    yg[i] = silu_mul(yg[i], yu[i]);
-                }
-        } else {
-            slice sd = j->down;
-            sd.W += (size_t)e * j->down_eb;
-            slice_rows(&sd, (const char *)j->act_h + (size_t)p0 * j->h_stride, j->h_stride, j->hcols + p0, n,
-                       j->ypair + (size_t)p0 * (size_t)j->E, r0, r1, rowbuf, j->exact, j->exact_avx2);
-        }
-    }
+    for (long it = lo; it < hi; it++) moe_item(j, it, rowbuf, mm);
 }
 
 /* rows per work item: n_out / nth rounded up to MOE_ROW_CHUNK */
@@ -206,6 +247,11 @@ static int make_slice(const weight *w, matvec_kernel kernel, slice *s, size_t *e
     if (!s->row_bytes) return -1;
     s->n_in = w->n_in; s->n_out = w->n_out;
     s->fn = pick_kernel(w->type, kernel);
+    s->mk = NULL;
+    if (s->fn && kern_wide) {
+        s->mk = matmul_avx2(w->type);
+        if (!s->mk) s->mk = matmul_avx2_iq(w->type);
+    }
     *expert_bytes = s->row_bytes * (size_t)w->n_out;
     return 0;
 }
@@ -223,6 +269,25 @@ static void combine(const float *ypair, const int *pair_of, const float *w, int 
     }
 }
 
+/* The wide kernels' activation code sums (kernels.h): sums[c * (n / blck) + b] for rows c < n_rows. */
+static void act_sums(const matmul_kernel *mk, const void *act, size_t stride, int64_t n, int n_rows, int32_t *sums) {
+    const int64_t nba = n / mk->asum_blck;
+    for (int c = 0; c < n_rows; c++)
+        for (int64_t b = 0; b < nba; b++) {
+            const int8_t *q = (const int8_t *)act + (size_t)c * stride + (size_t)b * (size_t)mk->asum_bytes + mk->asum_qs;
+            int32_t s = 0;
+            for (int i = 0; i < mk->asum_blck; i++) s += q[i];
+            sums[(size_t)c * (size_t)nba + (size_t)b] = s;
+        }
+}
+
+static void quantize_rows(int fmt, const float *x, int64_t n, int rows, char *dst, size_t stride) {
+    for (int r = 0; r < rows; r++) {
+        if (kern_avx2) act_quantize_row_avx2(fmt, x + (size_t)r * (size_t)n, dst + (size_t)r * stride, n);
+        else act_quantize_row(fmt, x + (size_t)r * (size_t)n, dst + (size_t)r * stride, n);
+    }
+}
+
 static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const float *x, int T, float *out,
                        matvec_mode mode, matvec_kernel kernel, const int32_t *sel, const float *w, moe_timing *tm) {
     moe_job *j = buf_get(&s_scr.pairs, sizeof(moe_job));
@@ -237,13 +302,21 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         return -1;
     j->exact_avx2 = j->exact && pick_kernel(TYPE_F32, kernel) != NULL;
 
+    /* the per-pair index arrays: pair_of, pair_tok, g_expert, g_start, g_n, then the columns */
+    char *ix = buf_get(&s_scr.groups, (size_t)P * (5 * sizeof(int) + 2 * sizeof(float *)) + 64);
+    if (!ix) return -1;
+    const float **cols = (const float **)(((uintptr_t)ix + 15) & ~(uintptr_t)15);
+    j->xcols = cols; j->hcols = cols + P;
+    int *pair_of = (int *)(cols + 2 * (size_t)P);    /* (t, r) -> grouped position */
+    j->pair_tok = pair_of + P; j->g_expert = pair_of + 2 * (size_t)P; j->g_start = pair_of + 3 * (size_t)P;
+    j->g_n = pair_of + 4 * (size_t)P;
+
     /* group the pairs by expert (counting sort; tokens ascending within a group) */
     int count[4096 + 1];
     if (X > 4096) return -1;
     memset(count, 0, sizeof(int) * (size_t)(X + 1));
     for (int p = 0; p < P; p++) count[sel[p] + 1]++;
     for (int e = 0; e < X; e++) count[e + 1] += count[e];
-    int pair_of[MOE_MAX_PAIRS];     /* (t, r) -> grouped position */
     for (int t = 0; t < T; t++)
         for (int r = 0; r < k; r++) {
             int e = sel[t * k + r], pos = count[e]++;
@@ -251,11 +324,13 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
             j->pair_tok[pos] = t;
         }
     /* count[e] is now the end of group e; rebuild the group list */
+    int max_n = 0;
     for (int e = 0, start = 0; e < X; e++) {
         if (count[e] > start) {
             j->g_expert[j->n_groups] = e;
             j->g_start[j->n_groups] = start;
             j->g_n[j->n_groups] = count[e] - start;
+            if (count[e] - start > max_n) max_n = count[e] - start;
             j->n_groups++;
         }
         start = count[e] > start ? count[e] : start;
@@ -267,6 +342,21 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
     if (!gbuf || !ubuf || !ypair) return -1;
     j->gbuf = gbuf; j->ubuf = ubuf; j->ypair = ypair; j->x = x;
     int nth = threadpool_size(tp);
+    /* a group wider than MOE_WIDE_MIN runs the wide kernels: their per-worker strips, the
+     * activations' code sums, and items claimed one by one */
+    const int wide = !j->exact && max_n > MOE_WIDE_MIN && (j->gate.mk || j->up.mk || j->down.mk);
+    const matmul_kernel *mg = wide ? j->gate.mk : NULL, *mu = wide ? j->up.mk : NULL, *md = wide ? j->down.mk : NULL;
+    if (wide) {
+        size_t sb = 0;
+        if (mg && mg->scratch_bytes(E) > sb) sb = mg->scratch_bytes(E);
+        if (mu && mu->scratch_bytes(E) > sb) sb = mu->scratch_bytes(E);
+        if (md && md->scratch_bytes(F) > sb) sb = md->scratch_bytes(F);
+        j->mm_scratch_bytes = (sb + 63) / 64 * 64;
+        j->mm_scratch = buf_get(&s_scr.mm, (size_t)nth * j->mm_scratch_bytes + 64);
+        if (!j->mm_scratch) return -1;
+        j->mm_scratch = (char *)(((uintptr_t)j->mm_scratch + 63) & ~(uintptr_t)63);
+        j->dynamic = 1;
+    }
     if (j->exact) {
         j->rowbuf_n = E > F ? E : F;
         j->rowbuf = buf_get(&s_scr.rows, (size_t)nth * (size_t)j->rowbuf_n * sizeof(float));
@@ -276,30 +366,51 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
             j->hcols[p] = gbuf + (size_t)p * (size_t)F;
         }
     } else {
-        /* quantize each token once per format, then lay the rows out in pair order */
+        /* quantize each token once per format, then lay the rows out in pair order (gate and
+         * up share one copy when their activation format is the same) */
         act_format ag = j->gate.qt->act, au = j->up.qt->act;
-        size_t sg = act_row_bytes(ag, E), su = act_row_bytes(au, E);
-        if (!sg || !su) return -1;
+        const int shared = ag == au;
+        size_t sg = act_row_bytes(ag, E), su = shared ? 0 : act_row_bytes(au, E);
+        if (!sg || (!shared && !su)) return -1;
         char *ax = buf_get(&s_scr.act_x, (size_t)T * (sg + su));
         char *agu = buf_get(&s_scr.act_gu, (size_t)P * (sg + su));
         if (!ax || !agu) return -1;
-        for (int t = 0; t < T; t++) {
-            act_quantize_row(ag, x + (size_t)t * (size_t)E, ax + (size_t)t * sg, E);
-            act_quantize_row(au, x + (size_t)t * (size_t)E, ax + (size_t)T * sg + (size_t)t * su, E);
-        }
+        quantize_rows(ag, x, E, T, ax, sg);
+        if (!shared) quantize_rows(au, x, E, T, ax + (size_t)T * sg, su);
         for (int p = 0; p < P; p++) {
             memcpy(agu + (size_t)p * sg, ax + (size_t)j->pair_tok[p] * sg, sg);
-            memcpy(agu + (size_t)P * sg + (size_t)p * su, ax + (size_t)T * sg + (size_t)j->pair_tok[p] * su, su);
+            if (!shared)
+                memcpy(agu + (size_t)P * sg + (size_t)p * su, ax + (size_t)T * sg + (size_t)j->pair_tok[p] * su, su);
         }
         j->act_gu = agu; j->gu_stride = sg;
-        j->act_up = agu + (size_t)P * sg; j->up_stride = su;
+        j->act_up = shared ? agu : agu + (size_t)P * sg; j->up_stride = shared ? sg : su;
+        /* code sums for the wide kernels: per token, then in pair order */
+        int64_t ng = mg && mg->asum_blck ? E / mg->asum_blck : 0, nu = mu && mu->asum_blck ? E / mu->asum_blck : 0;
+        int64_t nd = md && md->asum_blck ? F / md->asum_blck : 0;
+        if (ng || nu || nd) {
+            int32_t *sums = buf_get(&s_scr.asum, sizeof(int32_t) * ((size_t)(T + P) * (size_t)(ng + nu) + (size_t)P * (size_t)nd));
+            if (!sums) return -1;
+            int32_t *tok = sums, *pg = sums + (size_t)T * (size_t)(ng + nu), *pu = pg + (size_t)P * (size_t)ng;
+            if (ng) act_sums(mg, ax, sg, E, T, tok);
+            if (nu) act_sums(mu, j->act_up == agu ? ax : ax + (size_t)T * sg, j->up_stride, E, T, tok + (size_t)T * (size_t)ng);
+            for (int p = 0; p < P; p++) {
+                int t = j->pair_tok[p];
+                if (ng) memcpy(pg + (size_t)p * (size_t)ng, tok + (size_t)t * (size_t)ng, sizeof(int32_t) * (size_t)ng);
+                if (nu) memcpy(pu + (size_t)p * (size_t)nu, tok + (size_t)T * (size_t)ng + (size_t)t * (size_t)nu,
+                               sizeof(int32_t) * (size_t)nu);
+            }
+            j->asum_gu = ng ? pg : NULL; j->nba_gu = ng;
+            j->asum_up = nu ? pu : NULL; j->nba_up = nu;
+            j->asum_h = nd ? pu + (size_t)P * (size_t)nu : NULL; j->nba_h = nd;
+        }
     }
 
     /* pass 1: gate and up row chunks back to back, SiLU*mul into gbuf */
     j->pass = 0;
-    j->chunk_rows = chunk_rows(F, nth);
+    j->chunk_rows = wide ? MOE_WIDE_CHUNK : chunk_rows(F, nth);
     j->chunks_per_group = (int)((F + j->chunk_rows - 1) / j->chunk_rows);
     j->n_items = (long)j->n_groups * j->chunks_per_group;
+    j->next = 0;
     double t0 = tm ? now_seconds() : 0;
     threadpool_run(tp, moe_worker, j);
     if (tm) tm->gate_up = now_seconds() - t0;
@@ -311,13 +422,15 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         if (!sd) return -1;
         char *ah = buf_get(&s_scr.act_h, (size_t)P * sd);
         if (!ah) return -1;
-        for (int p = 0; p < P; p++) act_quantize_row(ad, gbuf + (size_t)p * (size_t)F, ah + (size_t)p * sd, F);
+        quantize_rows(ad, gbuf, F, P, ah, sd);
         j->act_h = ah; j->h_stride = sd;
+        if (j->asum_h) act_sums(md, ah, sd, F, P, (int32_t *)j->asum_h);
     }
     j->pass = 1;
-    j->chunk_rows = chunk_rows(E, nth);
+    j->chunk_rows = wide ? MOE_WIDE_CHUNK : chunk_rows(E, nth);
     j->chunks_per_group = (int)((E + j->chunk_rows - 1) / j->chunk_rows);
     j->n_items = (long)j->n_groups * j->chunks_per_group;
+    j->next = 0;
     if (tm) t0 = now_seconds();
     threadpool_run(tp, moe_worker, j);
     if (tm) { tm->down = now_seconds() - t0; t0 = now_seconds(); }
@@ -338,8 +451,8 @@ static int moe_per_token(threadpool *tp, const layer_weights *L, int k, const fl
     float *g = buf_get(&s_scr.gbuf, (size_t)F * sizeof(float));
     float *u = buf_get(&s_scr.ubuf, (size_t)F * sizeof(float));
     float *ypair = buf_get(&s_scr.ypair, (size_t)P * (size_t)E * sizeof(float));
-    if (!g || !u || !ypair) return -1;
-    int pair_of[MOE_MAX_PAIRS];
+    int *pair_of = buf_get(&s_scr.groups, (size_t)P * sizeof(int));
+    if (!g || !u || !ypair || !pair_of) return -1;
     for (int t = 0; t < T; t++)
         for (int r = 0; r < k; r++) {
             int e = sel[t * k + r], p = t * k + r;
@@ -367,7 +480,7 @@ int moe_ffn_timed(threadpool *tp, const layer_weights *L, int k, const float *x,
                   moe_timing *tm) {
     const weight *R = &L->gate_inp;
     const int X = (int)R->n_out;
-    if (T < 1 || T > MATVEC_MAX_COLS || k < 1 || k > X || T * k > MOE_MAX_PAIRS || !L->gate_exps.data ||
+    if (T < 1 || T > MOE_MAX_T || k < 1 || k > X || !L->gate_exps.data ||
         L->gate_exps.n_expert != X || L->up_exps.n_expert != X || L->down_exps.n_expert != X ||
         L->gate_exps.n_in != R->n_in || L->down_exps.n_out != R->n_in || L->down_exps.n_in != L->gate_exps.n_out)
         return -1;

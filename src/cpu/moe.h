@@ -11,7 +11,8 @@
  * The grouped path collects the T*k (token, rank) pairs by expert so each selected expert's
  * gate/up/down rows are read once for all the tokens routed to it: one parallel pass computes
  * gate and up row chunks back to back and applies SiLU*mul, a second runs down. Each pair's
- * vectors go through the same per-column kernels as a T = 1 matvec, and the final sum runs in
+ * vectors go through the same per-column kernels as a T = 1 matvec (an expert with more than 8
+ * tokens: the format's wide kernel, whose columns have the matvec's bits), and the final sum runs in
  * rank order from 0.0f, so every token's output is bit-identical to the per-token reference
  * and independent of T, of which tokens share an expert, and of the thread count. */
 #ifndef STRATA_CPU_MOE_H
@@ -21,6 +22,9 @@
 #include "model/model.h"
 
 typedef enum { MOE_AUTO = 0, MOE_GROUPED, MOE_PER_TOKEN } moe_variant;
+
+/* Most tokens one moe_ffn call takes (a wider pass runs in slices of this many). */
+#define MOE_MAX_T 512
 
 /* Router for T tokens: logits [T][n_expert] -> sel [T][k] expert ids (rank order) and
  * w [T][k] renormalized weights. k <= n_expert. */
