@@ -46,6 +46,9 @@ const matmul_kernel *matmul_avx2_iq(int type);
  * (src/cpu/matvec_iq_avx2.c) and returns NULL for every other type. */
 matvec_rows_fn matvec_rows_avx2(int type);
 matvec_rows_fn matvec_rows_avx2_iq(int type);
+/* IQ4_NL's T <= 8 kernel (the 32-weight block skeleton of matvec_avx2.c; matvec_rows_avx2_iq
+ * returns it for TYPE_IQ4_NL) */
+matvec_rows_fn matvec_rows_avx2_iq4_nl(void);
 
 /* Float dot of n elements in the canonical per-element lane order (exact mode and the
  * F32/F16/BF16 rows): lane k % 32 gets w[k] * x[k]. AVX2 version; bits equal

@@ -18,6 +18,7 @@
 #include "matvec.h"
 #include "../quant/quant.h"
 #include "../quant/ref.h"
+#include "../quant/iq_tables.h"
 #include "matmul_avx2.h"
 #include <immintrin.h>
 #include <string.h>
@@ -243,7 +244,7 @@ ALWAYS_INLINE void float_rows(const void *W, size_t row_bytes, int64_t n, const 
  * Codes enter maddubs unsigned where the format allows it: Q4_0, Q5_0 and Q2_0 store
  * code + offset (8, 16, 1), so their exact block sum is sum(u * a) - offset * sum(a), with
  * sum(a) per block computed once per call. Q8_0 and MXFP4 are signed: |w| * sign(a, w). */
-enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0 };
+enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0, FB_IQ4_NL };
 
 #define FB_BSIZE(f) ((f) == FB_Q4_0 ? 18 : (f) == FB_Q4_1 ? 20 : (f) == FB_Q5_0 ? 22 : \
                      (f) == FB_Q5_1 ? 24 : (f) == FB_Q8_0 ? 34 : (f) == FB_MXFP4 ? 17 : 18)
@@ -251,12 +252,12 @@ enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0 };
                      (f) == FB_Q2_0 ? (int)sizeof(act_q8_2) : (int)sizeof(act_q8_0))
 #define FB_AQS(f)   ((f) == FB_Q4_1 || (f) == FB_Q5_1 || (f) == FB_Q2_0 ? 8 : 4)  /* offset of qs */
 #define FB_HAS_MIN(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1)                     /* w = q*d + m */
-#define FB_SIGNED(f) ((f) == FB_Q8_0 || (f) == FB_MXFP4)                     /* sign trick */
+#define FB_SIGNED(f) ((f) == FB_Q8_0 || (f) == FB_MXFP4 || (f) == FB_IQ4_NL)  /* sign trick */
 #define FB_OFFSET(f) ((f) == FB_Q4_0 ? 8 : (f) == FB_Q5_0 ? 16 : (f) == FB_Q2_0 ? 1 : 0)
 #define FB_VPB(f)   ((f) == FB_Q2_0 ? 2 : 1)   /* 32-byte vectors per block */
 /* maddubs lanes small enough that four of them still fit int16 (4 * 2 * 31 * 127 < 32768):
- * every format but Q8_0, whose products reach 128 * 127. */
-#define FB_SUM16(f) ((f) != FB_Q8_0)
+ * every format but Q8_0 and IQ4_NL, whose products reach 128 * 127 and 127 * 127. */
+#define FB_SUM16(f) ((f) != FB_Q8_0 && (f) != FB_IQ4_NL)
 
 /* Decode weight block `b` into VPB vectors of int8 codes: unsigned codes (Q4_0, Q5_0,
  * Q2_0 with their offset still in), q (Q4_1, Q5_1), signed values (Q8_0, MXFP4). */
@@ -272,6 +273,9 @@ ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
         w[0] = _mm256_or_si256(nibbles32(b + off + 4), hi);
     } else if (fmt == FB_Q8_0) {
         w[0] = _mm256_loadu_si256((const __m256i *)(b + 2));
+    } else if (fmt == FB_IQ4_NL) {   /* the 16 values of kvalues_iq4nl by nibble, Q4_0's layout */
+        const __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
+        w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 2));
     } else if (fmt == FB_MXFP4) {
         const __m256i kv = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
                                             0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
@@ -676,6 +680,10 @@ MV_KERNEL(q5_0_matvec_avx2, fb_rows, FB_Q5_0)
 MV_KERNEL(q5_1_matvec_avx2, fb_rows, FB_Q5_1)
 MV_KERNEL(q8_0_matvec_avx2, fb_rows, FB_Q8_0)
 MV_KERNEL(mxfp4_matvec_avx2, fb_rows, FB_MXFP4)
+MV_KERNEL(iq4_nl_matvec_avx2, fb_rows, FB_IQ4_NL)
+/* IQ4_NL's T <= 8 kernel is this file's skeleton (Q4_0's blocks with signed table values);
+ * matvec_rows_avx2_iq hands it out with the other IQ formats */
+matvec_rows_fn matvec_rows_avx2_iq4_nl(void) { return iq4_nl_matvec_avx2; }
 MV_KERNEL(q2_0_matvec_avx2, fb_rows, FB_Q2_0)
 MV_KERNEL(q2_K_matvec_avx2, kq_rows, KQ_Q2_K)
 MV_KERNEL(q3_K_matvec_avx2, kq_rows, KQ_Q3_K)

@@ -13,7 +13,11 @@
  * Eight consecutive blocks b0..b0+7 (b0 % 8 == 0) form one float vector
  *   p = ((float)isum * k) * (dw * da)
  * that is added to the canonical lanes (b0 % 32) .. +7: the same adds as lane b % 32 of the
- * reference, one block at a time. Missing blocks of a last partial group add +0.0 (exact). */
+ * reference, one block at a time. Missing blocks of a last partial group add +0.0 (exact).
+ * IQ4_NL (32-weight blocks, act_q8_0) is the exception: its T <= 8 kernel is the 32-weight block
+ * skeleton of matvec_avx2.c (Q4_0's layout, the values looked up by pshufb, per-call activation
+ * scales; 2026-12-05, 1024 x 4096, one thread: 305 -> 143 us a call at T = 1, 773 -> 423 at
+ * T = 4, 1440 -> 737 at T = 8 against this file's former row kernel, checksums equal), handed out here. */
 #include <immintrin.h>
 #include <string.h>
 #include "kernels.h"
@@ -249,58 +253,6 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, size_t bsize, float k, const int T,
                       row_qk(dec, dfn, bsize, kv, T, (const uint8_t *)W + (size_t)r_ * row_bytes, ac, nb, acc_));
 }
 
-/* IQ4_NL: 32-weight blocks with act_q8_0; eight blocks per float vector as above (one row). */
-AI void row_iq4_nl(const int T, const block_iq4_nl *wrow, const act_q8_0 *const *ac, int64_t nb, __m256 acc[][4]) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
-    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
-        int nblk = nb - b0 < 8 ? (int)(nb - b0) : 8;
-        __m256i mag[8], sgn[8];
-        _Alignas(32) float dw[8];
-        for (int j = 0; j < 8; j++) {
-            if (j < nblk) {
-                __m256i w = iq4_w8(wrow[b0 + j].qs);
-                mag[j] = _mm256_abs_epi8(w); sgn[j] = w;
-                dw[j] = _cvtsh_ss(wrow[b0 + j].d);
-            } else { mag[j] = _mm256_setzero_si256(); sgn[j] = mag[j]; dw[j] = 0.0f; }
-        }
-        const __m256 dwv = _mm256_load_ps(dw);
-        const int l = (int)((b0 / 8) & 3);
-        for (int c = 0; c < T; c++) {
-            const act_q8_0 *a = ac[c] + b0;
-            __m256i s[8];
-            _Alignas(32) float da[8];
-            for (int j = 0; j < 8; j++) {
-                if (j < nblk) {
-                    __m256i q = _mm256_loadu_si256((const __m256i *)a[j].qs);
-                    s[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(mag[j], _mm256_sign_epi8(q, sgn[j])), ones);
-                    da[j] = a[j].d;
-                } else { s[j] = _mm256_setzero_si256(); da[j] = 0.0f; }
-            }
-            __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_i32(s)), _mm256_mul_ps(dwv, _mm256_load_ps(da)));
-            acc[c][l] = _mm256_add_ps(acc[c][l], p);
-        }
-    }
-}
-
-AI void rows_iq4_nl(const int T, const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
-                    float *y, int64_t n_out, int64_t r0, int64_t r1, const int ser) {
-    const int64_t nb = n_in / QK4_NL;
-    const act_q8_0 *ac[MAXT];
-    for (int c = 0; c < T; c++) ac[c] = (const act_q8_0 *)((const uint8_t *)act + (size_t)c * act_stride);
-    if (!ser) {
-        for (int64_t r = r0; r < r1; r++) {
-            __m256 acc[MAXT][4];
-            row_iq4_nl(T, (const block_iq4_nl *)((const uint8_t *)W + (size_t)r * row_bytes), ac, nb, acc);
-            for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
-        }
-        return;
-    }
-    /* STRATA_CANON=serial: CANON_ROWS rows' chains side by side */
-    CANON_SERIAL_ROWS(r0, r1, T, nb, y, n_out,
-                      row_iq4_nl(T, (const block_iq4_nl *)((const uint8_t *)W + (size_t)r_ * row_bytes), ac, nb, acc_));
-}
-
 /* One exported function per format; T becomes a compile-time constant (1..8) so the column
  * loops unroll and the accumulators stay in registers. The STRATA_CANON=serial instantiation is
  * a function of its own (noinline), so the tree's stays the code it was (matvec_avx2.c's
@@ -331,22 +283,6 @@ DEFINE_IQ(iq3_s, sizeof(block_iq3_s), 1.0f)
 DEFINE_IQ(iq1_s, sizeof(block_iq1_s), 0.125f)
 DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
 DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
-
-#define NL_SWITCH(SER) do { switch (T) { \
-    case 1: rows_iq4_nl(1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 2: rows_iq4_nl(2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 3: rows_iq4_nl(3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 4: rows_iq4_nl(4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 5: rows_iq4_nl(5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 6: rows_iq4_nl(6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 7: rows_iq4_nl(7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    default: rows_iq4_nl(8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    } } while (0)
-static __attribute__((noinline)) void iq4_nl_rows_avx2_serial(IQ_ARGS) { NL_SWITCH(1); }
-static void iq4_nl_rows_avx2(IQ_ARGS) {
-    if (canon_serial) iq4_nl_rows_avx2_serial(W, row_bytes, n_in, act, act_stride, T, y, n_out, r0, r1);
-    else NL_SWITCH(0);
-}
 
 /* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------
  * codes = w8 (signed: sign_epi8(|w8|, carrier)); multipliers per 16 weights. */
@@ -417,7 +353,7 @@ matvec_rows_fn matvec_rows_avx2_iq(int type) {
     case TYPE_IQ3_S:   return iq3_s_rows_avx2;
     case TYPE_IQ1_S:   return iq1_s_rows_avx2;
     case TYPE_IQ1_M:   return iq1_m_rows_avx2;
-    case TYPE_IQ4_NL:  return iq4_nl_rows_avx2;
+    case TYPE_IQ4_NL:  return matvec_rows_avx2_iq4_nl();   /* matvec_avx2.c's 32-weight skeleton */
     case TYPE_IQ4_XS:  return iq4_xs_rows_avx2;
     default:           return NULL;
     }
