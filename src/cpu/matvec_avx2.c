@@ -486,9 +486,20 @@ enum { KQ_Q2_K, KQ_Q3_K, KQ_Q4_K, KQ_Q5_K, KQ_Q6_K };
 /* Per super-block: the int16 scale vectors, the bsums factors and the float scales. */
 typedef struct { __m256i scl[8], f16; float d, dmin; } kq_scales;
 
-ALWAYS_INLINE __m256i two_halves_epi16(int lo, int hi) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+/* The 8 scale vectors of a super-block whose 16 scales are int16 lanes of y (scale i in lane
+ * i): scl[v] has scale 2v in lanes 0-7 and scale 2v+1 in lanes 8-15. One pshufb per vector, on
+ * y's low 128 bits broadcast (v < 4) or its high ones (v >= 4). */
+ALWAYS_INLINE void kq_pairs_from16(__m256i y, __m256i *scl) {
+    const __m256i lo = _mm256_permute2x128_si256(y, y, 0x00), hi = _mm256_permute2x128_si256(y, y, 0x11);
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) {
+        const int j = (2 * v) & 7;   /* scale 2v's int16 lane inside its 128-bit half */
+        const __m256i ctl = _mm256_set_m128i(_mm_set1_epi16((short)((2 * j + 3) << 8 | (2 * j + 2))),
+                                             _mm_set1_epi16((short)((2 * j + 1) << 8 | (2 * j))));
+        scl[v] = _mm256_shuffle_epi8(v < 4 ? lo : hi, ctl);
+    }
 }
+
 /* Q4_K/Q5_K: 8 6-bit scales and mins from 12 bytes (32-bit word arithmetic, the layout of
  * kq_unpack_scale_min in src/quant/ref_kquants.c) */
 ALWAYS_INLINE void kq_scale_min_bytes(const uint8_t *s12, uint64_t *sc8, uint64_t *m8) {
@@ -504,8 +515,8 @@ ALWAYS_INLINE void kq_scale_min_bytes(const uint8_t *s12, uint64_t *sc8, uint64_
 ALWAYS_INLINE void kq_prep(const uint8_t *blk, kq_scales *o, const int fmt) {
     if (fmt == KQ_Q2_K) {
         const block_q2_K *b = (const block_q2_K *)blk;
-        for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(b->scales[2 * v] & 15, b->scales[2 * v + 1] & 15);
         __m128i sc = _mm_loadu_si128((const __m128i *)b->scales);
+        kq_pairs_from16(_mm256_cvtepu8_epi16(_mm_and_si128(sc, _mm_set1_epi8(15))), o->scl);
         o->f16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(15)));
         o->d = _cvtsh_ss(b->d); o->dmin = _cvtsh_ss(b->dmin);
     } else if (fmt == KQ_Q3_K) {
@@ -520,22 +531,26 @@ ALWAYS_INLINE void kq_prep(const uint8_t *blk, kq_scales *o, const int fmt) {
         uint32_t s3 = ((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4;
         __m128i u = _mm_sub_epi8(_mm_setr_epi32((int)s0, (int)s1, (int)s2, (int)s3), _mm_set1_epi8(32));
         __m256i y = _mm256_cvtepi8_epi16(u);                         /* scales - 32 */
-        int8_t sc[16]; _mm_storeu_si128((__m128i *)sc, u);
-        for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(sc[2 * v], sc[2 * v + 1]);
+        kq_pairs_from16(y, o->scl);
         o->f16 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(y, 2));   /* -4 * sc */
         o->d = _cvtsh_ss(b->d); o->dmin = 0.0f;
     } else if (fmt == KQ_Q4_K || fmt == KQ_Q5_K) {
         uint64_t sc8, m8;
         kq_scale_min_bytes(blk + 4, &sc8, &m8);   /* d, dmin, scales[12] lead both layouts */
-        for (int v = 0; v < 8; v++) o->scl[v] = _mm256_set1_epi16((short)((sc8 >> (8 * v)) & 0xff));
+        /* scale v (6 bits, unsigned) into all 16 int16 lanes: one pshufb of the 8 bytes per v
+         * (byte v into each even byte, zero into each odd one) */
+        const __m256i sb = _mm256_set1_epi64x((long long)sc8);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++)
+            o->scl[v] = _mm256_shuffle_epi8(sb, _mm256_set1_epi16((short)(0x8000 | v)));
         __m128i mb = _mm_cvtsi64_si128((long long)m8);
         o->f16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));    /* m0 m0 m1 m1 .. m7 m7 */
         uint16_t dd[2]; memcpy(dd, blk, 4);
         o->d = _cvtsh_ss(dd[0]); o->dmin = _cvtsh_ss(dd[1]);
     } else { /* KQ_Q6_K */
         const block_q6_K *b = (const block_q6_K *)blk;
-        for (int v = 0; v < 8; v++) o->scl[v] = two_halves_epi16(b->scales[2 * v], b->scales[2 * v + 1]);
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+        kq_pairs_from16(sc16, o->scl);
         o->f16 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
         o->d = _cvtsh_ss(b->d); o->dmin = 0.0f;
     }
