@@ -180,6 +180,54 @@ typedef float (*iq_d_fn)(const uint8_t *);
  * where forming them per chunk costs more than the chunk's dot at T = 1. NULL: the decoder's. */
 typedef void (*iq_mult_fn)(const uint8_t *, __m256i *);
 
+/* 8 int16 values (lane k of x) -> m16[k] = value k in all 16 lanes */
+AI void spread8(__m128i x, __m256i *m16) {
+    const __m256i y = _mm256_broadcastsi128_si256(x);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) m16[k] = _mm256_shuffle_epi8(y, _mm256_set1_epi16((short)((2 * k + 1) << 8 | (2 * k))));
+}
+/* 16 int16 values (lane j of y) -> m16[k] = value 2k in lanes 0-7, value 2k+1 in lanes 8-15 (mult2) */
+AI void spread16(__m256i y, __m256i *m16) {
+    const __m256i lo = _mm256_permute2x128_si256(y, y, 0x00), hi = _mm256_permute2x128_si256(y, y, 0x11);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        const int j = (2 * k) & 7;
+        m16[k] = _mm256_shuffle_epi8(k < 4 ? lo : hi,
+                                     _mm256_set_m128i(_mm_set1_epi16((short)((2 * j + 3) << 8 | (2 * j + 2))),
+                                                      _mm_set1_epi16((short)((2 * j + 1) << 8 | (2 * j)))));
+    }
+}
+/* 2 f + 1 for int16 lanes f */
+AI __m256i odd16(__m256i f) { return _mm256_add_epi16(_mm256_add_epi16(f, f), _mm256_set1_epi16(1)); }
+AI __m128i odd16x(__m128i f) { return _mm_add_epi16(_mm_add_epi16(f, f), _mm_set1_epi16(1)); }
+
+/* IQ2_XS, IQ2_S: chunk k's multipliers 2 (scales[k] & 15) + 1 (lo) and 2 (scales[k] >> 4) + 1 (hi) */
+AI void mult_nib16(const uint8_t *sc8, __m256i *m16) {
+    const __m128i x = _mm_loadl_epi64((const __m128i *)sc8), m4 = _mm_set1_epi8(15);
+    const __m128i n = _mm_unpacklo_epi8(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+    spread16(odd16(_mm256_cvtepu8_epi16(n)), m16);
+}
+AI void mult_iq2_xs_(const uint8_t *blk, __m256i *m16) { mult_nib16(((const block_iq2_xs *)blk)->scales, m16); }
+AI void mult_iq2_s_(const uint8_t *blk, __m256i *m16) { mult_nib16(((const block_iq2_s *)blk)->scales, m16); }
+/* IQ3_S: chunk k's 2 ((scales[k / 2] >> 4 (k & 1)) & 15) + 1 */
+AI void mult_iq3_s_(const uint8_t *blk, __m256i *m16) {
+    const block_iq3_s *b = (const block_iq3_s *)blk;
+    const __m128i x = _mm_cvtsi32_si128((int)ld32(b->scales)), m4 = _mm_set1_epi8(15);
+    const __m128i n = _mm_unpacklo_epi8(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+    spread8(odd16x(_mm_cvtepu8_epi16(n)), m16);
+}
+/* IQ1_M: the 16 3-bit fields of the four scale words (field j: word j / 4, bits 3 (j % 4)), field
+ * 2k for chunk k's first 16 weights and 2k + 1 for its second: each word spread to 4 lanes, the
+ * field moved to the top by a multiply (the low 16 bits of w * 2^(13 - 3r)) and shifted down */
+AI void mult_iq1_m_(const uint8_t *blk, __m256i *m16) {
+    const block_iq1_m *b = (const block_iq1_m *)blk;
+    const __m256i w = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)b->scales));
+    const __m256i rep = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3,
+                                         4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
+    const __m256i mul = _mm256_setr_epi16(8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16);
+    spread16(odd16(_mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(w, rep), mul), 13)), m16);
+}
+
 /* IQ4_XS: ls_k = (scales_l nibble k) | (2 bits k of scales_h) << 4, multiplier ls_k - 32, for
  * the 8 chunks in one vector, then one pshufb per chunk to spread it over the 16 lanes */
 AI void mult_iq4_xs(const uint8_t *blk, __m256i *m16) {
@@ -191,10 +239,7 @@ AI void mult_iq4_xs(const uint8_t *blk, __m256i *m16) {
                                          _mm256_set1_epi32(3));
     const __m256i m32 = _mm256_sub_epi32(_mm256_or_si256(_mm256_cvtepu8_epi32(l8), _mm256_slli_epi32(h32, 4)),
                                          _mm256_set1_epi32(32));
-    const __m256i y = _mm256_broadcastsi128_si256(_mm_packs_epi32(_mm256_castsi256_si128(m32),
-                                                                  _mm256_extracti128_si256(m32, 1)));
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++) m16[k] = _mm256_shuffle_epi8(y, _mm256_set1_epi16((short)((2 * k + 1) << 8 | (2 * k))));
+    spread8(_mm_packs_epi32(_mm256_castsi256_si128(m32), _mm256_extracti128_si256(m32, 1)), m16);
 }
 
 /* 8 vectors of 8 int32 -> one vector whose lane j is the total of s[j] (exact) */
@@ -227,9 +272,10 @@ AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, __m256 
             dw[j] = dfn(blk);
             /* chunk outer, columns inner: the decoded chunk stays in registers and each
              * column keeps one int32x8 accumulator */
-            /* the block's multipliers at once where measured faster (IQ4_XS on 1024 x 4096, one
-             * thread: T = 1 252 -> 195 us, T = 2 263 -> 244, T = 8 1178 -> 1059; T = 3..7 2-5 %
-             * slower, so they keep the decoder's per chunk) */
+            /* the block's multipliers at once where measured faster (1024 x 4096, one thread,
+             * us a call: IQ4_XS T = 1 252 -> 195, T = 2 263 -> 244, T = 8 1178 -> 1059; IQ1_M 449
+             * -> 370, 493 -> 428, 1330 -> 1241; IQ2_S 288 -> 253 at T = 1, IQ2_XS 303 -> 272, IQ3_S
+             * 399 -> 384; IQ4_XS at T = 3..7 2-5 % slower, so they keep the decoder's per chunk) */
             const int use_m = mfn && (T <= 2 || T == 8);
             __m256i s[MAXT], mb[8];
             if (use_m) mfn(blk, mb);
@@ -296,13 +342,15 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, float 
     default: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
     } } while (0)
 /* the per-block multiplier hooks (NULL: the decoder's per chunk) */
+/* (IQ3_XXS and IQ1_S measured slower with a hook: T = 1 328 -> 363 us and T = 2 343 -> 392;
+ * IQ2_XXS's words are 8 bytes apart) */
 #define mult_iq2_xxs NULL
-#define mult_iq2_xs  NULL
-#define mult_iq2_s   NULL
+#define mult_iq2_xs  mult_iq2_xs_
+#define mult_iq2_s   mult_iq2_s_
 #define mult_iq3_xxs NULL
-#define mult_iq3_s   NULL
+#define mult_iq3_s   mult_iq3_s_
 #define mult_iq1_s   NULL
-#define mult_iq1_m   NULL
+#define mult_iq1_m   mult_iq1_m_
 #define DEFINE_IQ(X, bsz, kk) \
     static __attribute__((noinline)) void X##_rows_avx2_serial(IQ_ARGS) { QK_SWITCH(X, bsz, kk, 1); } \
     static void X##_rows_avx2(IQ_ARGS) { \
