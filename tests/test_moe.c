@@ -82,6 +82,20 @@ static int bind_file(const char *path, bound *b) {
 
 static void unbind(bound *b) { model_weights_free(&b->w); gguf_close(b->f); }
 
+/* A one-layer tiny_moe with X experts top-k of the given format written to path and bound;
+ * 0, or -1 (a failed check recorded). */
+static int one_layer_moe(int X, int k, int type, uint64_t seed, const char *path, bound *b) {
+    synth_params p;
+    tiny_moe(&p, 1, X, k, type);
+    p.seed = seed;
+    char err[512];
+    int rc = synth_write(&p, path, err, sizeof err);
+    CHECKF(rc == 0, "%s", err);
+    if (rc) return -1;
+    if (bind_file(path, b)) { CHECK(0); return -1; }
+    return 0;
+}
+
 static void test_grouped_vs_per_token(void) {
     static const int types[] = { TYPE_Q4_K, TYPE_Q8_0, TYPE_Q2_K, TYPE_Q3_K, TYPE_IQ2_XXS, TYPE_IQ3_XXS, TYPE_IQ3_S,
                                  TYPE_Q2_0, TYPE_Q4_0, TYPE_F32 };
@@ -92,14 +106,9 @@ static void test_grouped_vs_per_token(void) {
     for (int i = 0; i < T * E; i++) x[i] = synth_gauss(77, (uint64_t)i);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         if (!quant_traits_get(types[ti])) { SKIP("type-missing", "%s: not in this build", quant_type_name(types[ti])); continue; }
-        synth_params p;
-        tiny_moe(&p, 1, X, k, types[ti]);
-        p.seed = 100 + ti;
-        char err[512];
         const char *path = tmp_path("grouped.gguf");
-        CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
         bound b;
-        if (bind_file(path, &b)) { CHECK(0); continue; }
+        if (one_layer_moe(X, k, types[ti], 100 + ti, path, &b)) continue;
         const layer_weights *L = &b.w.layers[0];
         for (int mode = 0; mode < 2; mode++) {
             int32_t sel[T * 8]; float w[T * 8];
@@ -156,14 +165,9 @@ static void test_grouped_wide(void) {
     for (int i = 0; i < T * E; i++) x[i] = synth_gauss(91, (uint64_t)i);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         if (!quant_traits_get(types[ti])) { SKIP("type-missing", "%s: not in this build", quant_type_name(types[ti])); continue; }
-        synth_params p;
-        tiny_moe(&p, 1, X, K, types[ti]);
-        p.seed = 300 + ti;
-        char err[512];
         const char *path = tmp_path("wide.gguf");
-        CHECKF(synth_write(&p, path, err, sizeof err) == 0, "%s", err);
         bound b;
-        if (bind_file(path, &b)) { CHECK(0); continue; }
+        if (one_layer_moe(X, K, types[ti], 300 + ti, path, &b)) continue;
         const layer_weights *L = &b.w.layers[0];
         for (int mode = 0; mode < 2; mode++) {
             int32_t sel[T * K]; float w[T * K];

@@ -203,6 +203,17 @@ static const matmul_kernel *wide_kernel(int type, matvec_rows_fn fn) {
     return mk ? mk : matmul_avx2_iq(type);
 }
 
+void matmul_act_sums(const matmul_kernel *mk, const void *act, size_t stride, int64_t n_in, int T, int32_t *sums) {
+    const int64_t nba = n_in / mk->asum_blck;
+    for (int c = 0; c < T; c++)
+        for (int64_t b = 0; b < nba; b++) {
+            const int8_t *q = (const int8_t *)act + (size_t)c * stride + (size_t)b * (size_t)mk->asum_bytes + mk->asum_qs;
+            int32_t n = 0;
+            for (int i = 0; i < mk->asum_blck; i++) n += q[i];
+            sums[(size_t)c * (size_t)nba + (size_t)b] = n;
+        }
+}
+
 static int matmul_run(threadpool *tp, const matmul_kernel *mk, const void *W, size_t row_bytes, int64_t n_in,
                       int64_t n_out, const void *act, size_t stride, int T, float *y) {
     int nth = threadpool_size(tp);
@@ -214,13 +225,7 @@ static int matmul_run(threadpool *tp, const matmul_kernel *mk, const void *W, si
     int32_t *asum = NULL;
     if (nba) {
         asum = (int32_t *)(mem + (size_t)nth * sb);
-        for (int c = 0; c < T; c++)
-            for (int64_t b = 0; b < nba; b++) {
-                const int8_t *q = (const int8_t *)act + (size_t)c * stride + (size_t)b * (size_t)mk->asum_bytes + mk->asum_qs;
-                int32_t n = 0;
-                for (int i = 0; i < mk->asum_blck; i++) n += q[i];
-                asum[(size_t)c * (size_t)nba + (size_t)b] = n;
-            }
+        matmul_act_sums(mk, act, stride, n_in, T, asum);
     }
     matmul_job j = { .mk = mk, .W = W, .row_bytes = row_bytes, .n_in = n_in, .n_out = n_out, .T = T, .y = y,
                      .act = act, .act_stride = stride, .asum = asum, .scratch = mem, .scratch_bytes = sb };

@@ -269,17 +269,6 @@ static void combine(const float *ypair, const int *pair_of, const float *w, int 
     }
 }
 
-/* The wide kernels' activation code sums (kernels.h): sums[c * (n / blck) + b] for rows c < n_rows. */
-static void act_sums(const matmul_kernel *mk, const void *act, size_t stride, int64_t n, int n_rows, int32_t *sums) {
-    const int64_t nba = n / mk->asum_blck;
-    for (int c = 0; c < n_rows; c++)
-        for (int64_t b = 0; b < nba; b++) {
-            const int8_t *q = (const int8_t *)act + (size_t)c * stride + (size_t)b * (size_t)mk->asum_bytes + mk->asum_qs;
-            int32_t s = 0;
-            for (int i = 0; i < mk->asum_blck; i++) s += q[i];
-            sums[(size_t)c * (size_t)nba + (size_t)b] = s;
-        }
-}
 
 static void quantize_rows(int fmt, const float *x, int64_t n, int rows, char *dst, size_t stride) {
     for (int r = 0; r < rows; r++) {
@@ -391,8 +380,8 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
             int32_t *sums = buf_get(&s_scr.asum, sizeof(int32_t) * ((size_t)(T + P) * (size_t)(ng + nu) + (size_t)P * (size_t)nd));
             if (!sums) return -1;
             int32_t *tok = sums, *pg = sums + (size_t)T * (size_t)(ng + nu), *pu = pg + (size_t)P * (size_t)ng;
-            if (ng) act_sums(mg, ax, sg, E, T, tok);
-            if (nu) act_sums(mu, j->act_up == agu ? ax : ax + (size_t)T * sg, j->up_stride, E, T, tok + (size_t)T * (size_t)ng);
+            if (ng) matmul_act_sums(mg, ax, sg, E, T, tok);
+            if (nu) matmul_act_sums(mu, j->act_up == agu ? ax : ax + (size_t)T * sg, j->up_stride, E, T, tok + (size_t)T * (size_t)ng);
             for (int p = 0; p < P; p++) {
                 int t = j->pair_tok[p];
                 if (ng) memcpy(pg + (size_t)p * (size_t)ng, tok + (size_t)t * (size_t)ng, sizeof(int32_t) * (size_t)ng);
@@ -424,7 +413,7 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         if (!ah) return -1;
         quantize_rows(ad, gbuf, F, P, ah, sd);
         j->act_h = ah; j->h_stride = sd;
-        if (j->asum_h) act_sums(md, ah, sd, F, P, (int32_t *)j->asum_h);
+        if (j->asum_h) matmul_act_sums(md, ah, sd, F, P, (int32_t *)j->asum_h);
     }
     j->pass = 1;
     j->chunk_rows = wide ? MOE_WIDE_CHUNK : chunk_rows(E, nth);
