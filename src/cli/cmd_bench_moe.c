@@ -104,7 +104,8 @@ int bench_moe(int argc, char **argv) {
     model_weights w;
     int rc = 1;
     threadpool *tp = NULL;
-    float *xs = NULL, *out = NULL;
+    float *xs = NULL, *out = NULL, *wt = NULL;
+    int32_t *sel = NULL;
     double *tr = NULL, *tg = NULL, *td = NULL, *tt = NULL;
     if (gguf_open(model, &f, err, sizeof err) || model_bind(f, &hp, &w, err, sizeof err)) {
         fprintf(stderr, "strata bench moe: %s\n", err);
@@ -125,13 +126,9 @@ int bench_moe(int argc, char **argv) {
     xs = st_malloc(sizeof(float) * (size_t)NSETS * (size_t)max_t * (size_t)E);
     out = st_malloc(sizeof(float) * (size_t)max_t * (size_t)E);
     tr = st_malloc(sizeof(double) * (size_t)iters * 4);
-    int32_t *sel = st_malloc(sizeof(int32_t) * (size_t)max_t * (size_t)k);
-    float *wt = st_malloc(sizeof(float) * (size_t)max_t * (size_t)k);
-    if (!tp || !xs || !out || !tr || !sel || !wt) {
-        fprintf(stderr, "strata bench moe: out of memory\n");
-        st_free(sel); st_free(wt);
-        goto done;
-    }
+    sel = st_malloc(sizeof(int32_t) * (size_t)max_t * (size_t)k);
+    wt = st_malloc(sizeof(float) * (size_t)max_t * (size_t)k);
+    if (!tp || !xs || !out || !tr || !sel || !wt) { fprintf(stderr, "strata bench moe: out of memory\n"); goto done; }
     tg = tr + iters; td = tg + iters; tt = td + iters;
     /* inputs of unit RMS, as the ffn_norm output */
     for (size_t i = 0; i < (size_t)NSETS * (size_t)max_t * (size_t)E; i++) xs[i] = synth_gauss(42, i);
@@ -176,10 +173,9 @@ int bench_moe(int argc, char **argv) {
                    v ? 0.0 : bytes_gu / iters / mg / 1e9, bytes_all / iters / mt / 1e9, (unsigned long long)checksum);
         }
     }
-    st_free(sel); st_free(wt);
     rc = 0;
 done:
-    st_free(xs); st_free(out); st_free(tr);
+    st_free(xs); st_free(out); st_free(tr); st_free(sel); st_free(wt);
     threadpool_free(tp);
     model_weights_free(&w);
     gguf_close(f);

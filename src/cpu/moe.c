@@ -269,10 +269,10 @@ static void combine(const float *ypair, const int *pair_of, const float *w, int 
     }
 }
 
-
-static void quantize_rows(int fmt, const float *x, int64_t n, int rows, char *dst, size_t stride) {
+/* activation rows; the AVX2 twin (the same bits) where the fast kernels run, as matvec.c */
+static void quantize_rows(int fmt, const float *x, int64_t n, int rows, char *dst, size_t stride, int fast) {
     for (int r = 0; r < rows; r++) {
-        if (kern_avx2) act_quantize_row_avx2(fmt, x + (size_t)r * (size_t)n, dst + (size_t)r * stride, n);
+        if (fast) act_quantize_row_avx2(fmt, x + (size_t)r * (size_t)n, dst + (size_t)r * stride, n);
         else act_quantize_row(fmt, x + (size_t)r * (size_t)n, dst + (size_t)r * stride, n);
     }
 }
@@ -364,8 +364,8 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         char *ax = buf_get(&s_scr.act_x, (size_t)T * (sg + su));
         char *agu = buf_get(&s_scr.act_gu, (size_t)P * (sg + su));
         if (!ax || !agu) return -1;
-        quantize_rows(ag, x, E, T, ax, sg);
-        if (!shared) quantize_rows(au, x, E, T, ax + (size_t)T * sg, su);
+        quantize_rows(ag, x, E, T, ax, sg, j->gate.fn != NULL);
+        if (!shared) quantize_rows(au, x, E, T, ax + (size_t)T * sg, su, j->up.fn != NULL);
         for (int p = 0; p < P; p++) {
             memcpy(agu + (size_t)p * sg, ax + (size_t)j->pair_tok[p] * sg, sg);
             if (!shared)
@@ -411,7 +411,7 @@ static int moe_grouped(threadpool *tp, const layer_weights *L, int k, const floa
         if (!sd) return -1;
         char *ah = buf_get(&s_scr.act_h, (size_t)P * sd);
         if (!ah) return -1;
-        quantize_rows(ad, gbuf, F, P, ah, sd);
+        quantize_rows(ad, gbuf, F, P, ah, sd, j->down.fn != NULL);
         j->act_h = ah; j->h_stride = sd;
         if (j->asum_h) matmul_act_sums(md, ah, sd, F, P, (int32_t *)j->asum_h);
     }
