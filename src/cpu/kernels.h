@@ -37,11 +37,11 @@ typedef struct {
 } matmul_kernel;
 /* AVX2 wide kernels: matmul_avx2 for the legacy and K-quant formats, matmul_avx2_iq for the
  * IQ formats; NULL where a type has none (float formats use the matvec kernels in tiles). */
+const matmul_kernel *matmul_avx2(int type);
+const matmul_kernel *matmul_avx2_iq(int type);
 /* The code sums a wide kernel with asum_blck != 0 takes: sums[c * (n_in / asum_blck) + b] for the
  * T activation rows at act (stride bytes apart). src/cpu/matvec.c. */
 void matmul_act_sums(const matmul_kernel *mk, const void *act, size_t stride, int64_t n_in, int T, int32_t *sums);
-const matmul_kernel *matmul_avx2(int type);
-const matmul_kernel *matmul_avx2_iq(int type);
 
 /* AVX2+FMA+F16C kernels (callers check cpu_has_avx2_fma() first). NULL: no fast kernel
  * for this type. matvec_rows_avx2 covers the float, legacy and K-quant formats
