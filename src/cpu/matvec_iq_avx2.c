@@ -346,9 +346,8 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, float 
     case 7: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
     default: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
     } } while (0)
-/* the per-block multiplier hooks (NULL: the decoder's per chunk) */
-/* (IQ3_XXS and IQ1_S measured slower with a hook: T = 1 328 -> 363 us and T = 2 343 -> 392;
- * IQ2_XXS's words are 8 bytes apart) */
+/* the per-block multiplier hooks (NULL: the decoder's per chunk). IQ3_XXS and IQ1_S measured
+ * slower with one (T = 1 328 -> 363 us, T = 2 343 -> 392); IQ2_XXS's words are 8 bytes apart. */
 #define mult_iq2_xxs NULL
 #define mult_iq2_xs  mult_iq2_xs_
 #define mult_iq2_s   mult_iq2_s_
