@@ -288,7 +288,10 @@ MM_AI void mm_tile(const mm_strip *s, int64_t nb, const uint8_t *const *ac, cons
                     }
                 }
 #pragma GCC unroll 4
-                for (int c = 0; c < NC; c++) S[c] = _mm256_add_epi32(S[c], _mm256_madd_epi16(s16[c], mv));
+                for (int c = 0; c < NC; c++) {
+                    S[c] = _mm256_add_epi32(S[c], _mm256_madd_epi16(s16[c], mv));
+                    MM_PIN(S[c]);
+                }
             }
         }
         __m256i M[MM_NC];
