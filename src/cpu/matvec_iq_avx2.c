@@ -109,8 +109,8 @@ AI void dec_iq3_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i
 
 /* IQ1: w8 = 8 * grid + delta, grid in {-1, 0, 1}, delta = +-1 per group (bytes of dl) */
 AI void iq1_w8(__m256i g, __m256i dl, __m256i *mag, __m256i *sgn) {
-    __m256i g2 = _mm256_add_epi8(g, g), g4 = _mm256_add_epi8(g2, g2);
-    __m256i w = _mm256_add_epi8(_mm256_add_epi8(g4, g4), dl);
+    /* 8 g in one op: sign_epi8(8, g) is 8, 0 or -8 for g = 1, 0, -1 */
+    __m256i w = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), dl);
     *mag = _mm256_abs_epi8(w);
     *sgn = w;
 }
@@ -133,7 +133,15 @@ AI void dec_iq1_m(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i
     unsigned h0 = b->qh[2 * k], h1 = b->qh[2 * k + 1];
     __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
                         q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
-    __m256i dl = _mm256_set_epi64x(IQ1_DELTA(h1 & 0x80), IQ1_DELTA(h1 & 0x08), IQ1_DELTA(h0 & 0x80), IQ1_DELTA(h0 & 0x08));
+    /* the four groups' deltas by vector ops (was four scalar selects and 64-bit inserts): bytes
+     * 0-7 from bit 3 of h0, 8-15 bit 7 of h0, 16-23 bit 3 of h1, 24-31 bit 7 of h1; a set bit is
+     * -1 (0xff | 1), a clear one +1 */
+    const __m256i hb = _mm256_shuffle_epi8(_mm256_set1_epi16((short)(h0 | h1 << 8)),
+                                           _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                            1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1));
+    const __m256i bit = _mm256_setr_epi8(8, 8, 8, 8, 8, 8, 8, 8, -128, -128, -128, -128, -128, -128, -128, -128,
+                                         8, 8, 8, 8, 8, 8, 8, 8, -128, -128, -128, -128, -128, -128, -128, -128);
+    const __m256i dl = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), _mm256_set1_epi8(1));
     iq1_w8(g, dl, mag, sgn);
     unsigned s = (unsigned)ld16(b->scales + 2 * (k / 2)) >> (6 * (k & 1));
     *m16 = mult2(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
