@@ -263,7 +263,7 @@ AI __m256i reduce8_i32(const __m256i *s) {
 /* One row of a QK_K format for a compile-time T: decode each block once, dot it with the T
  * columns; per column and block an int32x8 partial, reduced eight blocks at a time into the
  * row's four lane vectors per column (acc[c][0..3]: lanes 0-7 .. 24-31). */
-AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, __m256 kv, const int T, const uint8_t *wrow,
+AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_t bsize, __m256 kv, const int T, const uint8_t *wrow,
                const act_q8_K *const *ac, int64_t nb, __m256 acc[][4]) {
     for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
     for (int64_t b0 = 0; b0 < nb; b0 += 8) {
@@ -289,19 +289,30 @@ AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, __m256 
             if (use_m) mfn(blk, mb);
 #pragma GCC unroll 8
             for (int c = 0; c < T; c++) s[c] = _mm256_setzero_si256();
-            for (int ch = 0; ch < 8; ch++) {
-                __m256i mag, sgn, m16;
-                dec(blk, ch, &mag, &sgn, &m16);
-                if (use_m) m16 = mb[ch];
-                /* unrolled: GCC left this loop rolled at T = 3..7 for IQ2_XS (the accumulators in
-                 * memory: 1,530-1,790 us at T = 3..7 against 1,210 at T = 8) */
+            /* chunk ch against the T columns; the chunk loop unrolled where measured faster (unr:
+             * 1024 x 4096, one thread, us a call, rolled -> unrolled: T = 1 IQ1_M 322 -> 265, IQ1_S
+             * 281 -> 248, IQ2_XS 283 -> 244, IQ2_S 261 -> 237, IQ3_S 384 -> 362, IQ4_XS 199 -> 167;
+             * IQ2_XXS and IQ3_XXS 3-5 % slower at T = 4 and 8, so they keep the rolled loop) */
+#define IQ_CHUNK(ch)                                                                                  \
+            do {                                                                                      \
+                __m256i mag, sgn, m16;                                                                \
+                dec(blk, ch, &mag, &sgn, &m16);                                                       \
+                if (use_m) m16 = mb[ch];                                                              \
+                /* unrolled: GCC left this loop rolled at T = 3..7 for IQ2_XS (the accumulators in    \
+                 * memory: 1,530-1,790 us at T = 3..7 against 1,210 at T = 8) */                     \
+                _Pragma("GCC unroll 8")                                                               \
+                for (int c = 0; c < T; c++) {                                                         \
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(ac[c][b0 + j].qs + 32 * ch));   \
+                    __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(q, sgn));                  \
+                    s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, m16));                         \
+                }                                                                                     \
+            } while (0)
+            if (unr) {
 #pragma GCC unroll 8
-                for (int c = 0; c < T; c++) {
-                    __m256i q = _mm256_loadu_si256((const __m256i *)(ac[c][b0 + j].qs + 32 * ch));
-                    __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(q, sgn));
-                    s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, m16));
-                }
-            }
+                for (int ch = 0; ch < 8; ch++) IQ_CHUNK(ch);
+            } else
+                for (int ch = 0; ch < 8; ch++) IQ_CHUNK(ch);
+#undef IQ_CHUNK
 #pragma GCC unroll 8
             for (int c = 0; c < T; c++) sv[c][j] = s[c];
         }
@@ -319,7 +330,7 @@ AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, __m256 
 
 /* Rows r0..r1 of a QK_K format (row_qk). STRATA_CANON=serial: rows in groups of CANON_ROWS,
  * their chains side by side (canon_chain8, matmul_avx2.h). */
-AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, float k, const int T,
+AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_t bsize, float k, const int T,
                 const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
                 float *y, int64_t n_out, int64_t r0, int64_t r1, const int ser) {
     const int64_t nb = n_in / QK_K;
@@ -329,13 +340,13 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, float 
     if (!ser) {
         for (int64_t r = r0; r < r1; r++) {
             __m256 acc[MAXT][4];
-            row_qk(dec, dfn, mfn, bsize, kv, T, (const uint8_t *)W + (size_t)r * row_bytes, ac, nb, acc);
+            row_qk(dec, dfn, mfn, unr, bsize, kv, T, (const uint8_t *)W + (size_t)r * row_bytes, ac, nb, acc);
             for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
         }
         return;
     }
     CANON_SERIAL_ROWS(r0, r1, T, nb, y, n_out,
-                      row_qk(dec, dfn, mfn, bsize, kv, T, (const uint8_t *)W + (size_t)r_ * row_bytes, ac, nb, acc_));
+                      row_qk(dec, dfn, mfn, unr, bsize, kv, T, (const uint8_t *)W + (size_t)r_ * row_bytes, ac, nb, acc_));
 }
 
 /* One exported function per format; T becomes a compile-time constant (1..8) so the column
@@ -345,14 +356,14 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, float 
 #define IQ_ARGS const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
                 int T, float *y, int64_t n_out, int64_t r0, int64_t r1
 #define QK_SWITCH(X, bsz, kk, SER) do { switch (T) { \
-    case 1: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 2: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 3: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 4: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 5: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 6: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 7: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    default: rows_qk(dec_##X, dw_##X, mult_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 1: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 2: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 3: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 4: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 5: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 6: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 7: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    default: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
     } } while (0)
 /* the per-block multiplier hooks (NULL: the decoder's per chunk). IQ3_XXS and IQ1_S measured
  * slower with one (T = 1 328 -> 363 us, T = 2 343 -> 392); IQ2_XXS's words are 8 bytes apart. */
@@ -363,6 +374,15 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, size_t bsize, float 
 #define mult_iq3_s   mult_iq3_s_
 #define mult_iq1_s   NULL
 #define mult_iq1_m   mult_iq1_m_
+/* the chunk loop unrolled (row_qk) */
+#define unr_iq2_xxs 0
+#define unr_iq2_xs  1
+#define unr_iq2_s   1
+#define unr_iq3_xxs 0
+#define unr_iq3_s   1
+#define unr_iq1_s   1
+#define unr_iq1_m   1
+#define unr_iq4_xs  1
 #define DEFINE_IQ(X, bsz, kk) \
     static __attribute__((noinline)) void X##_rows_avx2_serial(IQ_ARGS) { QK_SWITCH(X, bsz, kk, 1); } \
     static void X##_rows_avx2(IQ_ARGS) { \
