@@ -164,9 +164,8 @@ static void widths_case(threadpool *tp, int type, int64_t n_in, int64_t n_out, i
     free(W); free(x); free(y8); free(y);
 }
 
-static void test_widths(void) {
+static void widths_all(void) {
     threadpool *tp = threadpool_create(3);
-    if (!cpu_has_avx2_fma()) SKIP("wide-avx2", "wide AVX2 kernels: CPU lacks AVX2+FMA+F16C (tiled reference passes still run)");
     for (int i = 0; i < N_TYPES; i++) {
         int type = TYPES[i];
         const quant_traits *t = quant_traits_get(type);
@@ -180,9 +179,28 @@ static void test_widths(void) {
         widths_case(tp, type, (B >= 256 ? 34 : 45) * B, 37, 64);
         if (B < 256) widths_case(tp, type, 7 * B, 21, 512);
         if (cpu_has_avx2_fma() && t->blck > 1)
-            CHECKF(matmul_avx2(type) || matmul_avx2_iq(type), "%s has no wide AVX2 kernel", t->name);
+            CHECKF(matmul_avx2(type, 0) || matmul_avx2_iq(type, 0), "%s has no wide AVX2 kernel", t->name);
     }
     threadpool_free(tp);
+}
+
+/* every format, both wide kernel families where the CPU has AVX-VNNI: the AVX2 kernels
+ * (maddubs + madd) and their AVX-VNNI twins (vpdpbusd) against passes of 8 (whose T <= 8 kernels
+ * are the same either way) */
+static void test_widths(void) {
+    if (!cpu_has_avx2_fma()) SKIP("wide-avx2", "wide AVX2 kernels: CPU lacks AVX2+FMA+F16C (tiled reference passes still run)");
+    CHECK_EQ_INT(matmul_vnni_override(0), 0);
+    widths_all();
+    if (cpu_has_avx_vnni()) {
+        CHECK_EQ_INT(matmul_vnni_override(1), 1);
+        const matmul_kernel *v = matmul_wide(TYPE_Q8_0), *a = matmul_avx2(TYPE_Q8_0, 0);
+        CHECKF(v && a && v->rows != a->rows, "AVX-VNNI on: Q8_0's wide kernel is still the AVX2 one");
+        v = matmul_wide(TYPE_IQ4_XS); a = matmul_avx2_iq(TYPE_IQ4_XS, 0);
+        CHECKF(v && a && v->rows != a->rows, "AVX-VNNI on: IQ4_XS's wide kernel is still the AVX2 one");
+        widths_all();
+    } else
+        SKIP("wide-vnni", "the AVX-VNNI twins: CPU lacks AVX-VNNI (the AVX2 kernels ran)");
+    matmul_vnni_override(-1);
 }
 
 /* the pool never changes bits: NULL (one thread) == 3 threads, on a wide pass */

@@ -29,6 +29,15 @@ int cpu_has_avx2_fma(void) {
 #endif
 }
 
+int cpu_has_avx_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return cpu_has_avx2_fma() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
+#else
+    return 0;
+#endif
+}
+
 static long alloc_fail_countdown;
 void st_alloc_fail_after(long k) { alloc_fail_countdown = k; }
 long st_alloc_fail_pending(void) { return alloc_fail_countdown; }

@@ -68,6 +68,7 @@ static inline uint64_t fnv1a64(const void *p, size_t n) {
 double now_seconds(void);           /* monotonic clock */
 int    cpu_count(void);             /* online cores */
 int    cpu_has_avx2_fma(void);      /* AVX2 + FMA + F16C */
+int    cpu_has_avx_vnni(void);      /* AVX-VNNI (the VEX vpdpbusd; CPUID 7.1 EAX bit 4), with AVX2 */
 
 /* Overflow-checked arithmetic: return 1 on overflow. */
 static inline int mul_overflow_u64(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_mul_overflow(a, b, r); }

@@ -36,9 +36,18 @@ typedef struct {
     int asum_bytes;    /* bytes per activation block */
 } matmul_kernel;
 /* AVX2 wide kernels: matmul_avx2 for the legacy and K-quant formats, matmul_avx2_iq for the
- * IQ formats; NULL where a type has none (float formats use the matvec kernels in tiles). */
-const matmul_kernel *matmul_avx2(int type);
-const matmul_kernel *matmul_avx2_iq(int type);
+ * IQ formats; NULL where a type has none (float formats use the matvec kernels in tiles).
+ * vnni != 0: the AVX-VNNI twin (vpdpbusd for maddubs + madd; the same integers, so the same
+ * bits), to be run only where cpu_has_avx_vnni(). */
+const matmul_kernel *matmul_avx2(int type, int vnni);
+const matmul_kernel *matmul_avx2_iq(int type, int vnni);
+/* The wide kernel a pass of this type takes on this CPU (src/cpu/matvec.c): the AVX-VNNI twin
+ * where the CPU has AVX-VNNI and STRATA_CPU_VNNI is on (the default), else the AVX2 one; NULL
+ * without AVX2 or without a wide kernel for the type. */
+const matmul_kernel *matmul_wide(int type);
+/* Tests: -1 back to the default (STRATA_CPU_VNNI and the CPU), 0 the AVX2 kernels, 1 the
+ * AVX-VNNI twins where the CPU has them. Returns 1 when the twins are now in use. */
+int matmul_vnni_override(int v);
 /* The code sums a wide kernel with asum_blck != 0 takes: sums[c * (n_in / asum_blck) + b] for the
  * T activation rows at act (stride bytes apart). src/cpu/matvec.c. */
 void matmul_act_sums(const matmul_kernel *mk, const void *act, size_t stride, int64_t n_in, int T, int32_t *sums);

@@ -32,11 +32,14 @@
 static int cpu_avx2_cached = -1;      /* -1 unknown, else cpu_has_avx2_fma() */
 static int env_kernel_cached = -1;    /* MATVEC_KERNEL_* chosen by STRATA_KERNEL */
 static int env_cpu_mm = 1;            /* STRATA_CPU_MM: wide kernels for T > MATVEC_MAX_COLS */
+static int cpu_vnni_cached;           /* cpu_has_avx_vnni() && STRATA_CPU_VNNI */
+static int vnni_override = -1;        /* matmul_vnni_override: -1 the default */
 static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
 
 static void kernel_choice_init(void) {
     cpu_avx2_cached = cpu_has_avx2_fma();
     env_cpu_mm = env_bool(ENV_CPU_MM);
+    cpu_vnni_cached = cpu_has_avx_vnni() && env_bool(ENV_CPU_VNNI);
     const char *k = env_str(ENV_KERNEL);
     if (!strcmp(k, "ref")) env_kernel_cached = MATVEC_KERNEL_REF;
     else if (!strcmp(k, "avx2")) env_kernel_cached = MATVEC_KERNEL_AVX2;
@@ -196,11 +199,24 @@ static void *mm_scratch_get(size_t n) {
     return p;
 }
 
+const matmul_kernel *matmul_wide(int type) {
+    pthread_once(&kernel_once, kernel_choice_init);
+    if (!cpu_avx2_cached) return NULL;
+    const int v = vnni_override < 0 ? cpu_vnni_cached : vnni_override && cpu_has_avx_vnni();
+    const matmul_kernel *mk = matmul_avx2(type, v);
+    return mk ? mk : matmul_avx2_iq(type, v);
+}
+
+int matmul_vnni_override(int v) {
+    pthread_once(&kernel_once, kernel_choice_init);
+    vnni_override = v < 0 ? -1 : v != 0;
+    return vnni_override < 0 ? cpu_vnni_cached : vnni_override && cpu_has_avx_vnni();
+}
+
 /* The wide kernel of a type on this CPU (given its matvec kernel fn), or NULL. */
 static const matmul_kernel *wide_kernel(int type, matvec_rows_fn fn) {
     if (!fn || !cpu_avx2_cached || !env_cpu_mm) return NULL;
-    const matmul_kernel *mk = matmul_avx2(type);
-    return mk ? mk : matmul_avx2_iq(type);
+    return matmul_wide(type);
 }
 
 void matmul_act_sums(const matmul_kernel *mk, const void *act, size_t stride, int64_t n_in, int T, int32_t *sums) {

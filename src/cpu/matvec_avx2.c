@@ -784,27 +784,40 @@ MM_DEFINE_ROWS(q5_K_mm, MM_Q5_K, KQ_BSIZE(KQ_Q5_K), mm_dec_q5_K)
 MM_DEFINE_ROWS(q6_K_mm, MM_Q6_K, KQ_BSIZE(KQ_Q6_K), mm_dec_q6_K)
 
 #define MM_KERNEL(NAME, F) { NAME, NAME##_scratch, MM_OFFSET(F) ? MM_B(F) : 0, MM_AQS(F), MM_AS(F) }
+#define MM_KERNEL_V(NAME, F) { MM_VNNI_USE(F) ? NAME##_vnni : NAME, NAME##_scratch, MM_OFFSET(F) ? MM_B(F) : 0, MM_AQS(F), MM_AS(F) }
 static const matmul_kernel mm_q4_0 = MM_KERNEL(q4_0_mm, MM_Q4_0), mm_q4_1 = MM_KERNEL(q4_1_mm, MM_Q4_1),
     mm_q5_0 = MM_KERNEL(q5_0_mm, MM_Q5_0), mm_q5_1 = MM_KERNEL(q5_1_mm, MM_Q5_1),
     mm_q8_0 = MM_KERNEL(q8_0_mm, MM_Q8_0), mm_mxfp4 = MM_KERNEL(mxfp4_mm, MM_MXFP4),
     mm_q2_0 = MM_KERNEL(q2_0_mm, MM_Q2_0), mm_q2_K = MM_KERNEL(q2_K_mm, MM_Q2_K),
     mm_q3_K = MM_KERNEL(q3_K_mm, MM_Q3_K), mm_q4_K = MM_KERNEL(q4_K_mm, MM_Q4_K),
-    mm_q5_K = MM_KERNEL(q5_K_mm, MM_Q5_K), mm_q6_K = MM_KERNEL(q6_K_mm, MM_Q6_K);
+    mm_q5_K = MM_KERNEL(q5_K_mm, MM_Q5_K), mm_q6_K = MM_KERNEL(q6_K_mm, MM_Q6_K),
+    mm_q4_0_v = MM_KERNEL_V(q4_0_mm, MM_Q4_0),
+    mm_q4_1_v = MM_KERNEL_V(q4_1_mm, MM_Q4_1),
+    mm_q5_0_v = MM_KERNEL_V(q5_0_mm, MM_Q5_0),
+    mm_q5_1_v = MM_KERNEL_V(q5_1_mm, MM_Q5_1),
+    mm_q8_0_v = MM_KERNEL_V(q8_0_mm, MM_Q8_0),
+    mm_mxfp4_v = MM_KERNEL_V(mxfp4_mm, MM_MXFP4),
+    mm_q2_0_v = MM_KERNEL_V(q2_0_mm, MM_Q2_0),
+    mm_q2_K_v = MM_KERNEL_V(q2_K_mm, MM_Q2_K),
+    mm_q3_K_v = MM_KERNEL_V(q3_K_mm, MM_Q3_K),
+    mm_q4_K_v = MM_KERNEL_V(q4_K_mm, MM_Q4_K),
+    mm_q5_K_v = MM_KERNEL_V(q5_K_mm, MM_Q5_K),
+    mm_q6_K_v = MM_KERNEL_V(q6_K_mm, MM_Q6_K);
 
-const matmul_kernel *matmul_avx2(int type) {
+const matmul_kernel *matmul_avx2(int type, int vnni) {
     switch (type) {
-    case TYPE_Q4_0:  return &mm_q4_0;
-    case TYPE_Q4_1:  return &mm_q4_1;
-    case TYPE_Q5_0:  return &mm_q5_0;
-    case TYPE_Q5_1:  return &mm_q5_1;
-    case TYPE_Q8_0:  return &mm_q8_0;
-    case TYPE_MXFP4: return &mm_mxfp4;
-    case TYPE_Q2_0:  return &mm_q2_0;
-    case TYPE_Q2_K:  return &mm_q2_K;
-    case TYPE_Q3_K:  return &mm_q3_K;
-    case TYPE_Q4_K:  return &mm_q4_K;
-    case TYPE_Q5_K:  return &mm_q5_K;
-    case TYPE_Q6_K:  return &mm_q6_K;
+    case TYPE_Q4_0:  return vnni ? &mm_q4_0_v : &mm_q4_0;
+    case TYPE_Q4_1:  return vnni ? &mm_q4_1_v : &mm_q4_1;
+    case TYPE_Q5_0:  return vnni ? &mm_q5_0_v : &mm_q5_0;
+    case TYPE_Q5_1:  return vnni ? &mm_q5_1_v : &mm_q5_1;
+    case TYPE_Q8_0:  return vnni ? &mm_q8_0_v : &mm_q8_0;
+    case TYPE_MXFP4: return vnni ? &mm_mxfp4_v : &mm_mxfp4;
+    case TYPE_Q2_0:  return vnni ? &mm_q2_0_v : &mm_q2_0;
+    case TYPE_Q2_K:  return vnni ? &mm_q2_K_v : &mm_q2_K;
+    case TYPE_Q3_K:  return vnni ? &mm_q3_K_v : &mm_q3_K;
+    case TYPE_Q4_K:  return vnni ? &mm_q4_K_v : &mm_q4_K;
+    case TYPE_Q5_K:  return vnni ? &mm_q5_K_v : &mm_q5_K;
+    case TYPE_Q6_K:  return vnni ? &mm_q6_K_v : &mm_q6_K;
     default:         return NULL;
     }
 }

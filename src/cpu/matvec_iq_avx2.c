@@ -437,23 +437,33 @@ MM_DEFINE_ROWS(iq4_xs_mm, MM_IQ4_XS, sizeof(block_iq4_xs), mm_dec_iq4_xs)
 MM_DEFINE_ROWS(iq4_nl_mm, MM_IQ4_NL, sizeof(block_iq4_nl), mm_dec_iq4_nl)
 
 #define MM_KERNEL(NAME, F) { NAME, NAME##_scratch, 0, MM_AQS(F), MM_AS(F) }
+#define MM_KERNEL_V(NAME, F) { MM_VNNI_USE(F) ? NAME##_vnni : NAME, NAME##_scratch, 0, MM_AQS(F), MM_AS(F) }
 static const matmul_kernel mm_iq2_xxs = MM_KERNEL(iq2_xxs_mm, MM_IQ2_XXS), mm_iq2_xs = MM_KERNEL(iq2_xs_mm, MM_IQ2_XS),
     mm_iq2_s = MM_KERNEL(iq2_s_mm, MM_IQ2_S), mm_iq3_xxs = MM_KERNEL(iq3_xxs_mm, MM_IQ3_XXS),
     mm_iq3_s = MM_KERNEL(iq3_s_mm, MM_IQ3_S), mm_iq1_s = MM_KERNEL(iq1_s_mm, MM_IQ1_S),
     mm_iq1_m = MM_KERNEL(iq1_m_mm, MM_IQ1_M), mm_iq4_xs = MM_KERNEL(iq4_xs_mm, MM_IQ4_XS),
-    mm_iq4_nl = MM_KERNEL(iq4_nl_mm, MM_IQ4_NL);
+    mm_iq4_nl = MM_KERNEL(iq4_nl_mm, MM_IQ4_NL),
+    mm_iq2_xxs_v = MM_KERNEL_V(iq2_xxs_mm, MM_IQ2_XXS),
+    mm_iq2_xs_v = MM_KERNEL_V(iq2_xs_mm, MM_IQ2_XS),
+    mm_iq2_s_v = MM_KERNEL_V(iq2_s_mm, MM_IQ2_S),
+    mm_iq3_xxs_v = MM_KERNEL_V(iq3_xxs_mm, MM_IQ3_XXS),
+    mm_iq3_s_v = MM_KERNEL_V(iq3_s_mm, MM_IQ3_S),
+    mm_iq1_s_v = MM_KERNEL_V(iq1_s_mm, MM_IQ1_S),
+    mm_iq1_m_v = MM_KERNEL_V(iq1_m_mm, MM_IQ1_M),
+    mm_iq4_xs_v = MM_KERNEL_V(iq4_xs_mm, MM_IQ4_XS),
+    mm_iq4_nl_v = MM_KERNEL_V(iq4_nl_mm, MM_IQ4_NL);
 
-const matmul_kernel *matmul_avx2_iq(int type) {
+const matmul_kernel *matmul_avx2_iq(int type, int vnni) {
     switch (type) {
-    case TYPE_IQ2_XXS: return &mm_iq2_xxs;
-    case TYPE_IQ2_XS:  return &mm_iq2_xs;
-    case TYPE_IQ2_S:   return &mm_iq2_s;
-    case TYPE_IQ3_XXS: return &mm_iq3_xxs;
-    case TYPE_IQ3_S:   return &mm_iq3_s;
-    case TYPE_IQ1_S:   return &mm_iq1_s;
-    case TYPE_IQ1_M:   return &mm_iq1_m;
-    case TYPE_IQ4_NL:  return &mm_iq4_nl;
-    case TYPE_IQ4_XS:  return &mm_iq4_xs;
+    case TYPE_IQ2_XXS: return vnni ? &mm_iq2_xxs_v : &mm_iq2_xxs;
+    case TYPE_IQ2_XS:  return vnni ? &mm_iq2_xs_v : &mm_iq2_xs;
+    case TYPE_IQ2_S:   return vnni ? &mm_iq2_s_v : &mm_iq2_s;
+    case TYPE_IQ3_XXS: return vnni ? &mm_iq3_xxs_v : &mm_iq3_xxs;
+    case TYPE_IQ3_S:   return vnni ? &mm_iq3_s_v : &mm_iq3_s;
+    case TYPE_IQ1_S:   return vnni ? &mm_iq1_s_v : &mm_iq1_s;
+    case TYPE_IQ1_M:   return vnni ? &mm_iq1_m_v : &mm_iq1_m;
+    case TYPE_IQ4_NL:  return vnni ? &mm_iq4_nl_v : &mm_iq4_nl;
+    case TYPE_IQ4_XS:  return vnni ? &mm_iq4_xs_v : &mm_iq4_xs;
     default:           return NULL;
     }
 }

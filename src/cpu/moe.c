@@ -249,8 +249,7 @@ static int make_slice(const weight *w, matvec_kernel kernel, slice *s, size_t *e
     s->fn = pick_kernel(w->type, kernel);
     s->mk = NULL;
     if (s->fn && kern_wide) {
-        s->mk = matmul_avx2(w->type);
-        if (!s->mk) s->mk = matmul_avx2_iq(w->type);
+        s->mk = matmul_wide(w->type);
     }
     *expert_bytes = s->row_bytes * (size_t)w->n_out;
     return 0;
