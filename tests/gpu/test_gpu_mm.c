@@ -102,7 +102,7 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             cuda_mm_split_set(cfg[ci].split);
             cuda_mm_pipe_set(cfg[ci].pipe);
             cuda_mm_wpre_set(cfg[ci].wpre);
-            cuda_mm_oneb_set(cfg[ci].one ? 1 : -1);
+            cuda_mm_oneb_set(cfg[ci].one ? 1 : 0);   /* explicit both ways: ONEB=1 is the default since 2026-12-05 */
             memset(y, 0xFF, sizeof(float) * n_out * T);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
             int rc = cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
@@ -167,7 +167,7 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
             const int pipe = pipes[pi];
             cuda_mm_pipe_set(pipe);
             cuda_mm_wpre_set(wpres[pi]);
-            cuda_mm_oneb_set(ones[pi] ? 1 : -1);
+            cuda_mm_oneb_set(ones[pi] ? 1 : 0);
             memset(y, 0xFF, sizeof(float) * n_out * P);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * P);
             int rc = cuda_mm_grouped_test(type, dW, eb, rb, (int)n_out, n_in, da, groups, 13, tiles, 9, 5, dy);

@@ -12,7 +12,7 @@
  * default). Two configurations run with STRATA_CUDA_PDL=early (every kernel signals its
  * dependents as soon as its own wait returns): one at every width (STRATA_CUDA_PDL_EARLY_T=512),
  * one with the default bound (passes of up to 8 columns early, wider ones on: the files'
- * constants switched between passes). Then the opt-in same-bits paths of 2026-12-04 (optin below)
+ * constants switched between passes). Then the former defaults of the switches made default on 2026-12-05 (paths below)
  * on a dense and the 1024-wide MoE model. */
 #include "test.h"
 #include "gpu_order.h"
@@ -83,22 +83,25 @@ static void pdl_early(int on) {
                on ? "early" : "auto", v.pdl, v.pdl_early_T);
 }
 
-/* the opt-in same-bits paths written on 2026-12-04 without a GPU run (docs/KERNELS.md): the serial
- * matmul's one float an output (STRATA_CUDA_MM_ONEB=1) with the activation copies by warps
- * and the 16-byte K-quant code loads (STRATA_CUDA_MM_WPRE=7), the wide MoE router's tokens side by side and the grouping's warp scan
- * (STRATA_CUDA_MOE_FAST=255), the q/k head norms a warp a row (STRATA_CUDA_NORM_WARP=1); for the
- * backends created next */
-static void optin(int on, const char *moe_fast) {
+/* The matmul, MoE and norm paths of the four switches made the default on 2026-12-05 (measured on
+ * the H200 after this test passed over them as opt-in paths): the serial matmul's one float an
+ * output (STRATA_CUDA_MM_ONEB), the activation copies by warps and 16-byte K-quant code loads
+ * (STRATA_CUDA_MM_WPRE bits 2, 4), the wide MoE router's tokens side by side and the grouping's warp
+ * scan (STRATA_CUDA_MOE_FAST bit 128), the q/k head norms a warp a row (STRATA_CUDA_NORM_WARP).
+ * The default runs above take them; paths(1, ...) sets other values (the former defaults: ONEB 0,
+ * WPRE 1, MOE_FAST 127, NORM_WARP 0; or single bits) for the backends created next, paths(0)
+ * puts the caller's values back. */
+static void paths(int on, const char *moe_fast, const char *norm_warp, int oneb, int wpre) {
     static char saved[2][64];
     static int had[2];
     static const char *const names[2] = { "STRATA_CUDA_MOE_FAST", "STRATA_CUDA_NORM_WARP" };
-    cuda_mm_oneb_set(on ? 1 : -1);
-    cuda_mm_wpre_set(on ? 7 : -1);
+    cuda_mm_oneb_set(on ? oneb : -1);
+    cuda_mm_wpre_set(on ? wpre : -1);
     for (int i = 0; i < 2; i++) {
         if (on) {
             if (!had[i] && getenv(names[i])) { snprintf(saved[i], sizeof saved[i], "%s", getenv(names[i])); had[i] = 2; }
             else if (!had[i]) had[i] = 1;
-            setenv(names[i], i ? "1" : moe_fast, 1);
+            setenv(names[i], i ? norm_warp : moe_fast, 1);
         } else {   /* the caller's values back */
             if (had[i] == 2) setenv(names[i], saved[i], 1); else unsetenv(names[i]);
             had[i] = 0;
@@ -124,14 +127,14 @@ int main(void) {
     widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
     /* n_embd 1024: the F32 router of the wide path in one launch (moe_router_wide_kernel) */
     widths("ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
-    optin(1, "255");   /* the opt-in paths: dense rows of <= 32 blocks, the 1024-wide MoE's wide passes */
-    widths("optin-q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
-    widths("optin-ext-q3k-iq3xxs", 0, TYPE_Q3_K, TYPE_IQ3_XXS, 1, 0);
-    widths("optin-ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
-    optin(0, NULL);
-    optin(1, "191");   /* bit 128 without bit 64: the grouping's atomic counts, then the warp's scan */
-    widths("optin-moe191-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
-    optin(0, NULL);
+    paths(1, "127", "0", 0, 1);   /* the former defaults: dense rows of <= 32 blocks, the 1024-wide MoE's wide passes */
+    widths("former-q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
+    widths("former-ext-q3k-iq3xxs", 0, TYPE_Q3_K, TYPE_IQ3_XXS, 1, 0);
+    widths("former-ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
+    paths(0, NULL, NULL, 0, 0);
+    paths(1, "191", "1", 1, 7);   /* bit 128 without bit 64: the grouping's atomic counts, then the warp's scan */
+    widths("moe191-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
+    paths(0, NULL, NULL, 0, 0);
     /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
