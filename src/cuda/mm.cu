@@ -89,6 +89,25 @@ static __device__ __forceinline__ void mma_s8_16x8x32(int *d, const uint32_t *a,
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0), "r"(0), "r"(0), "r"(0));
 }
 
+/* the same with every accumulator input c (the bias of STRATA_CUDA_MM_SERX's conversion, mm_i2f) */
+static __device__ __forceinline__ void mma_s8_16x8x32_c(int *d, const uint32_t *a, const uint32_t *b, int c) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%10,%10,%10};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c));
+}
+/* A block's integer sum as a float. MB (STRATA_CUDA_MM_SERX, the 32-value formats): the MMA added
+ * MM_I2F_BIAS to it, so its bits are the float 1.5 * 2^23 + s (exact: |s| < 2^22, a float of
+ * [2^23, 2^24) has unit spacing), and one exact subtraction gives s: the value __int2float_rn
+ * gives (+0.0 for 0 in both), by an add on the FP32 pipe instead of a conversion. Every 32-value
+ * format's |s| <= 32 x 128 x 128 = 2^19. */
+#define MM_I2F_BIAS 0x4B400000
+template <bool MB>
+static __device__ __forceinline__ float mm_i2f(int s) {
+    if constexpr (MB) return __fsub_rn(__int_as_float(s), 12582912.0f);
+    else return __int2float_rn(s);
+}
+
 static __device__ __forceinline__ void mma_s8_16x8x16(int *d, const uint32_t *a, uint32_t b) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
                  : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
@@ -564,9 +583,10 @@ static __device__ __forceinline__ int sbyte(uint32_t w, int k) {
     return r;
 }
 
-template <int FMT, int NI>
+template <int FMT, int NI, bool MB = false>
 static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
     constexpr int QK = mmf<FMT>::QK, NS = QK / 32, NO = 8 * NI, KIND = mmf<FMT>::kind, RB = QK + MM_PAD;
+    static_assert(!MB || (QK == 32 && (KIND == 0 || KIND == 2)), "mm: the biased conversion is for the 32-value formats");
     const int lane = 4 * g + tq, R = wm * 32, C = wn * 8 * NI;
     const uint32_t wbase = smem_u32(&s.w[0][0]), abase = smem_u32(&s.a[0][0]);
     int S[NO];
@@ -643,7 +663,8 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
 #pragma unroll
                     for (int ni = 0; ni < NI; ni++) {
                         int d[4];
-                        mma_s8_16x8x32(d, af[mi], bf[ni]);
+                        if constexpr (MB) mma_s8_16x8x32_c(d, af[mi], bf[ni], MM_I2F_BIAS);
+                        else mma_s8_16x8x32(d, af[mi], bf[ni]);
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
                             const int o = MM_O2(mi, ni, e);
@@ -700,9 +721,9 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
                 else if constexpr (KIND == 3)
                     p = __fmul_rn(__fmul_rn(__int2float_rn(S[o]), iq_fmt<FMT>::k()), __fmul_rn(dw, da));
                 else if constexpr (KIND == 2)
-                    p = __fadd_rn(__fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da)), __fmul_rn(mwr[i], (e & 1) ? sac.y : sac.x));
+                    p = __fadd_rn(__fmul_rn(mm_i2f<MB>(S[o]), __fmul_rn(dw, da)), __fmul_rn(mwr[i], (e & 1) ? sac.y : sac.x));
                 else
-                    p = __fmul_rn(__int2float_rn(S[o]), __fmul_rn(dw, da));
+                    p = __fmul_rn(mm_i2f<MB>(S[o]), __fmul_rn(dw, da));
                 v[o] = __fadd_rn(v[o], p);
             }
         }
@@ -782,8 +803,8 @@ static __device__ __forceinline__ void mm_next(int &k, int &b, int ke, int nb, i
 }
 /* STRATA_CANON=serial (ORD 2): positions are the lanes in order (k = lane); past the last lane
  * with a block the walk ends (the untouched lanes are +0.0: adding them changes no bit) */
-static __device__ __forceinline__ void mm_next_serial(int &k, int &b, int ke, int nb) {
-    b += 32;
+static __device__ __forceinline__ void mm_next_serial(int &k, int &b, int ke, int nb, int step = 32) {
+    b += step;
     if (b < nb) return;
     k++;
     if (k >= nb) k = ke;
@@ -892,11 +913,21 @@ static __device__ __forceinline__ void mm_lane_store(float *ws, int k, const flo
  * the chain being never -0.0) and the chain is t = t + p_b in b order: block_step2 adds p into
  * the output itself, one float an output (ORD 2 needs v beside the chain: 128 registers with
  * spills at two CTAs an SM, ncu 2026-12-04). */
-template <int FMT, int NI, int GR, int ORD = 0>
+/* X 1 (STRATA_CUDA_MM_SERX; ORD 2 and 3 only): the 32-value formats take NBS = 4 blocks a step, each
+ * with its own tile (two sets of NBS tiles): ORD 2 the blocks b, b + 32, b + 64, b + 96 of one lane
+ * (those below nb: a step never crosses a lane's end, so the chain's add stays at a step's end), ORD
+ * 3 the blocks b .. b + 3 (one a lane); block_step2 runs on the tiles in increasing b, so v receives
+ * the same p_b in the same order as with one block a step. Their integer sums convert by the
+ * MMA's bias (mm_i2f). ORD 2 also takes STRATA_CUDA_MM_WPRE's bits 2 and 4 as ORD 3 does (the
+ * activation copies by warps, the 16-byte K-quant code loads). Same bits. */
+template <int FMT, int NI, int GR, int ORD = 0, int X = 0>
 __global__ void __launch_bounds__(512 / NI, ORD ? 2 : 1)
 mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
+    static_assert(!X || ORD >= 2, "mm: X is an instance of the serial order");
+    constexpr int NBS = X && QK == 32 ? 4 : 1, BSTR = ORD == 3 ? 1 : 32;   /* blocks a step, their stride */
+    constexpr bool MB = X && QK == 32, WX = ORD == 3 || X;   /* WX: the WPRE bits 2 and 4 */
     extern __shared__ __align__(16) uint8_t mm_smem[];
     mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -917,16 +948,16 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     constexpr bool SER = ORD >= 2;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
-    mm_wraw raw;
-    /* STRATA_CUDA_MM_WPRE bit 2 in the one-float instances (ORD 3) only, so the other instances
-     * compile as before it: the activation copies by warps (QK 256: warps 0..7, each its 8
+    mm_wraw raw, rawx[NBS > 1 ? NBS : 1];   /* rawx: the steps of NBS > 1 blocks */
+    /* STRATA_CUDA_MM_WPRE bit 2 in the one-float instances (ORD 3) and the X ones only, so the other
+     * instances compile as before it: the activation copies by warps (QK 256: warps 0..7, each its 8
      * columns) or four parts to 16 consecutive bytes (QK 32) */
-    const bool aco = ORD == 3 && (wco & 2), acw = QK == 256 && aco;
-    /* bit 4 (ORD 3, Q4_K / Q5_K, blocks 16-byte aligned: the host clears it otherwise): 16-byte code loads */
+    const bool aco = WX && (wco & 2), acw = QK == 256 && aco;
+    /* bit 4 (ORD 3 / X, Q4_K / Q5_K, blocks 16-byte aligned: the host clears it otherwise): 16-byte code loads */
     constexpr bool KQ = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K;
-    const bool v16 = ORD == 3 && KQ && (wco & 4);
-    const int wq = ORD == 3 ? (v16 ? 0 : wco & 1) : wco;   /* the weight loads' switch (bit 1: the host passes the
-                                                             * other instances that bit alone) */
+    const bool v16 = WX && KQ && (wco & 4);
+    const int wq = WX ? (v16 ? 0 : wco & 1) : wco;   /* the weight loads' switch (bit 1: the host passes the
+                                                       * other instances that bit alone) */
     /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block.
      * ORD 2: the lanes [z nl / S, (z + 1) nl / S) of the row's nl = min(nb, 32) lanes */
     const int nl = nb < 32 ? nb : 32;
@@ -946,30 +977,67 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     }
     if (k < ke) {
     int b = SER ? k : (int)(__brev((unsigned)k) >> 27), buf = 0;
-    if (loader) {
-        if (wvalid) fetch_w<FMT>(raw, part, wr, b, wq, v16);
-        if constexpr (QK == 256 && ORD == 3)
-            if (acw) issue_a_warp(tiles[0], warp, lane, act, as, colbase, col0, T, b);
+    /* block u of the step at b: b + BSTR u, where it lies below nb (u 0 always: the walk's own block) */
+#define MM_STEP_HAS(bb, u) ((u) == 0 || (bb) + BSTR * (u) < nb)
+    /* NBS > 1: the step at bb's weight words into rawx and its activation copies into tiles t0 ..,
+     * then (after the MMAs of the step before) its weights decoded into those tiles */
+    auto mm_steps_load = [&](int bb, int t0) {
+#pragma unroll
+        for (int u = 0; u < NBS; u++)
+            if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
         if (!acw)
-            issue_a<FMT>(tiles[0], li, part, ar, b, avalid, aco);
-        store_w<FMT>(tiles[0], li, part, raw, wvalid, wq);
+#pragma unroll
+            for (int u = 0; u < NBS; u++)
+                if (MM_STEP_HAS(bb, u)) issue_a<FMT>(tiles[t0 + u], li, part, ar, bb + BSTR * u, avalid, aco);
+    };
+    auto mm_steps_store = [&](int bb, int t0) {
+#pragma unroll
+        for (int u = 0; u < NBS; u++)
+            if (MM_STEP_HAS(bb, u)) store_w<FMT>(tiles[t0 + u], li, part, rawx[u], wvalid, wq);
+    };
+    if (loader) {
+        if constexpr (NBS > 1) {
+            mm_steps_load(b, 0);
+            mm_steps_store(b, 0);
+        } else {   /* (the statements of the instances before X, unchanged: their code stays as it was) */
+            if (wvalid) fetch_w<FMT>(raw, part, wr, b, wq, v16);
+            if constexpr (QK == 256 && WX)
+                if (acw) issue_a_warp(tiles[0], warp, lane, act, as, colbase, col0, T, b);
+            if (!acw)
+                issue_a<FMT>(tiles[0], li, part, ar, b, avalid, aco);
+            store_w<FMT>(tiles[0], li, part, raw, wvalid, wq);
+        }
     }
     cp_wait();
     __syncthreads();
     for (;;) {
         /* the next step: the lane's next block, else the next position whose lane has one */
         int nk = k, nbb = b;
-        if constexpr (SER) mm_next_serial(nk, nbb, ke, nb);
+        if constexpr (ORD == 3 && NBS > 1) {   /* one block a lane: the next NBS lanes */
+            nbb = b + NBS;
+            nk = nbb < ke ? nbb : ke;
+        } else if constexpr (SER) mm_next_serial(nk, nbb, ke, nb, 32 * NBS);
         else mm_next(nk, nbb, ke, nb, 1);
         const bool more = nk < ke;
-        if (more && loader) {
-            if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wq, v16);
-            if constexpr (QK == 256 && ORD == 3)
-                if (acw) issue_a_warp(tiles[buf ^ 1], warp, lane, act, as, colbase, col0, T, nbb);
-            if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, aco);
+        if constexpr (NBS > 1) {
+            const int nt = (buf ^ 1) * NBS;   /* the next step's tiles */
+            if (more && loader) mm_steps_load(nbb, nt);
+            if (live)
+#pragma unroll
+                for (int u = 0; u < NBS; u++)   /* in increasing b */
+                    if (MM_STEP_HAS(b, u)) block_step2<FMT, NI, MB>(tiles[buf * NBS + u], wm, wn, gq, tq, v);
+            if (more && loader) mm_steps_store(nbb, nt);
+        } else {   /* (unchanged, as above) */
+            if (more && loader) {
+                if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wq, v16);
+                if constexpr (QK == 256 && WX)
+                    if (acw) issue_a_warp(tiles[buf ^ 1], warp, lane, act, as, colbase, col0, T, nbb);
+                if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, aco);
+            }
+            if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
+            if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wq);
         }
-        if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
-        if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wq);
+#undef MM_STEP_HAS
         if constexpr (!ORD)
             if (nk != k) mm_position_done<NO>(k, nk, kb, v, r0, r1, r2, r3, r4);
         if constexpr (ORD == 2)
@@ -1388,23 +1456,51 @@ static int mm_oneb_on(void) {
     if (mm_oneb < 0) mm_oneb = env_int(ENV_CUDA_MM_ONEB) != 0;
     return mm_oneb;
 }
-template <int FMT, int GR, int ORD>
+/* STRATA_CUDA_MM_SERX: 1 the serial order's X instances (mm_kernel2's X 1: four blocks a step and
+ * the biased conversion for the 32-value formats, ORD 2 with the WPRE bits 2 and 4), 0 the others */
+static int mm_serx = -1;
+extern "C" void cuda_mm_serx_set(int on) { mm_serx = on < 0 ? -1 : on ? 1 : 0; }
+static int mm_serx_on(void) {
+    if (mm_serx < 0) mm_serx = env_int(ENV_CUDA_MM_SERX) != 0;
+    return mm_serx;
+}
+template <int FMT, int GR, int ORD, int X>
 static int mm_attr_serial(size_t smem) {
     static int attr;
     if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, GR, ORD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, GR, ORD, X>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
             return -1;
         attr = 1;
     }
     return 0;
 }
+/* one serial launch: instance (ORD, X) with its shared memory (X 1 and QK 32: two sets of 4 tiles) */
+template <int FMT, int GR, int ORD, int X>
+static int mm_go_serial(dim3 grid, cudaStream_t st, const mv_group &g, const mm_grouped &gr, int nb, const void *act, size_t as,
+                        int T, int ks, float *ws, int wp) {
+    const size_t smem = (X && mmf<FMT>::QK == 32 ? 8 : 2) * sizeof(mm_tile2<mmf<FMT>::QK>);
+    if (mm_attr_serial<FMT, GR, ORD, X>(smem)) return -1;
+    klaunch(mm_kernel2<FMT, 2, GR, ORD, X>, grid, 256, smem, st, g, gr, nb, (const uint8_t *)act, as, T, ks, ws, wp);
+    return CU_LAUNCHED();
+}
+/* instance ORD with X = x where it exists (ORD 3: the 32-value formats only); wp: the WPRE bits,
+ * which the ORD 2 instances without X take bit 1 of alone */
+template <int FMT, int GR, int ORD>
+static int mm_go_serial_x(bool x, dim3 grid, cudaStream_t st, const mv_group &g, const mm_grouped &gr, int nb, const void *act,
+                          size_t as, int T, int ks, float *ws, int wp) {
+    if constexpr (ORD == 3 && mmf<FMT>::QK != 32) return mm_go_serial<FMT, GR, 3, 0>(grid, st, g, gr, nb, act, as, T, ks, ws, wp);
+    else if (x) return mm_go_serial<FMT, GR, ORD, 1>(grid, st, g, gr, nb, act, as, T, ks, ws, wp);
+    return mm_go_serial<FMT, GR, ORD, 0>(grid, st, g, gr, nb, act, as, T, ks, ws, ORD == 3 ? wp : wp & 1);
+}
 template <int FMT, int GR>
 static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_in, const void *act, int T, int max_tiles,
                             cudaStream_t st) {
-    const size_t smem = 2 * sizeof(mm_tile2<mmf<FMT>::QK>);
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const bool one = nb <= 32 && mm_oneb_on();
+    /* the X instances: ORD 2 for every format, ORD 3 for the 32-value ones (ORD 3's 256-value
+     * instances already take the WPRE bits; X adds nothing there) */
+    const bool x = mm_serx_on();
     /* bit 4 (16-byte code loads) only where every block is 16-byte aligned */
     int wp = mm_wpre_on();
     if (wp & 4) {
@@ -1420,30 +1516,15 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         mv_group g0;
         memset(&g0, 0, sizeof g0);
         const dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
-        if (one) {
-            if (mm_attr_serial<FMT, GR, 3>(smem)) return -1;
-            klaunch(mm_kernel2<FMT, 2, GR, 3>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
-                    wp);
-        } else {
-            if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;
-            klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, g0, *gr, nb, (const uint8_t *)act, as, 0, 0, (float *)NULL,
-                    mm_wpre_on() & 1);
-        }
+        if (one) return mm_go_serial_x<FMT, GR, 3>(x, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
+        return mm_go_serial_x<FMT, GR, 2>(x, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
     } else {
         const int rows = g->row_start[g->n];
         dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
         const int ks = mm_split_ks_serial(g, (int)(grid.x * grid.y), nb, rows, T);
         grid.z = 1u << ks;
-        if (one && !ks) {
-            if (mm_attr_serial<FMT, GR, 3>(smem)) return -1;
-            klaunch(mm_kernel2<FMT, 2, GR, 3>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, 0, g->ws,
-                    wp);
-            return CU_LAUNCHED();
-        }
-        if (mm_attr_serial<FMT, GR, 2>(smem)) return -1;
-        klaunch(mm_kernel2<FMT, 2, GR, 2>, grid, 256, smem, st, *g, mm_grouped{}, nb, (const uint8_t *)act, as, T, ks, g->ws,
-                mm_wpre_on() & 1);
-        const int rc = CU_LAUNCHED();
+        if (one && !ks) return mm_go_serial_x<FMT, GR, 3>(x, grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
+        const int rc = mm_go_serial_x<FMT, GR, 2>(x, grid, st, *g, mm_grouped{}, nb, act, as, T, ks, g->ws, wp);
         if (rc || !ks) return rc;
         const int64_t n = (int64_t)rows * T;
         klaunch(mm_serial_combine, dim3((unsigned)((n + 255) / 256)), 256, 0, st, *g, (const float *)g->ws, nb < 32 ? nb : 32, T);

@@ -135,6 +135,13 @@ int main(void) {
     paths(1, "191", "1", 1, 7);   /* bit 128 without bit 64: the grouping's atomic counts, then the warp's scan */
     widths("moe191-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
     paths(0, NULL, NULL, 0, 0);
+    /* STRATA_CUDA_MM_SERX=1 (opt-in, 2026-12-05): the 32-value formats four blocks a step with the
+     * biased conversion, ORD 2 with the WPRE bits, dense and MoE, against the CPU at every width */
+    cuda_mm_serx_set(1);
+    widths("serx-q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K, 0, 0);
+    widths("serx-q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K, 0, 0);
+    widths("serx-ext-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 1, 0);
+    cuda_mm_serx_set(-1);
     /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
