@@ -7,7 +7,8 @@
 # the CPU at every width with SERX 1); then, only if both pass, `test_gpu_mm bench F` (m 4096,
 # k 14336, four weight copies beyond the L2; its n = 512 default line) with SERX 0 / 1 alternated,
 # two rounds (the checksums must be equal between the two); llama.cpp's MUL_MAT on the same shape in
-# the same call; and bench_e2e SHAPE 2 (prompt 512) with SERX 0 / 1 on SmolLM2 (its 32-value rows:
+# the same call (and strata's with one weight copy, L2-resident like llama.cpp's: the like-for-like
+# ratio); and bench_e2e SHAPE 2 (prompt 512) with SERX 0 / 1 on SmolLM2 (its 32-value rows:
 # ORD 3 with 18 blocks, ORD 2 with 48) and the 1.5B (Q4_K / Q6_K rows of 8 and 32 blocks: ORD 3,
 # unchanged by SERX: a control).
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/lcb-cuda.tar.xz, .peer/smollm2-vocab.gguf.
@@ -34,6 +35,9 @@ for r in 1 2; do
   done
   t
 done
+echo "== one weight copy (MM_BENCH_COPIES=1: L2-resident, as llama.cpp's MUL_MAT is timed), SERX 0 / 1"
+for x in 0 1; do MM_BENCH_COPIES=1 STRATA_CUDA_MM_SERX=$x timeout 150 $g/bin/test_gpu_mm bench $F 2>&1 | grep -E "n=512.*default"; done
+t
 P=0; peer_up && P=1; echo "peer: $P"
 if [ $P = 1 ]; then
   echo "== llama.cpp test-backend-ops perf -o MUL_MAT (m 4096, n 512, k 14336)"

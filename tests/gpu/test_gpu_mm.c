@@ -15,8 +15,9 @@
  *                                  the pipelined one and the default choice (STRATA_CUDA_MM_PIPE -1;
  *                                  codes C of the pipelined kernel: 1 its default,
  *                                  10 S + NB S stages of NB blocks), over four weight copies (132+ MB,
- *                                  more than the 60 MB L2); TFLOPS and a checksum (FNV-1a of the
- *                                  output bits) each
+ *                                  more than the 60 MB L2; MM_BENCH_COPIES=1..4 sets the count: 1
+ *                                  is L2-resident, as llama.cpp's test-backend-ops times it); TFLOPS
+ *                                  and a checksum (FNV-1a of the output bits) each
  *   test_gpu_mm bench-modes [F..]  at 512 columns: the 8- and 16-warp kernels and the matvec slices
  *   test_gpu_mm bench-order [F..|all] [K,M]
  *                                  at 512 and 64 columns, M rows of K values (default 14336,4096):
@@ -231,7 +232,11 @@ static int64_t bench_k = 14336, bench_m = 4096;   /* bench-order's optional shap
 static void bench(int type, int modes, const int *codes, int n_codes) {
     const quant_traits *qt = quant_traits_get(type);
     const int64_t n_in = bench_k, n_out = bench_m;
-    const int TM = 512, copies = 4;
+    const int TM = 512;
+    /* MM_BENCH_COPIES=1: one weight matrix, L2-resident as llama.cpp's test-backend-ops times it
+     * (22-33 MB at this shape: the like-for-like figure); default 4 copies, beyond the 60 MB L2 */
+    const char *ce = getenv("MM_BENCH_COPIES");
+    const int copies = ce && atoi(ce) >= 1 && atoi(ce) <= 4 ? atoi(ce) : 4;
     size_t rb = quant_row_bytes(type, n_in);
     uint8_t *W = malloc(rb * n_out);
     float *src = malloc(sizeof(float) * n_in), *x = malloc(sizeof(float) * n_in * TM), *y = malloc(sizeof(float) * n_out * TM);
