@@ -246,17 +246,22 @@ ALWAYS_INLINE void float_rows(const void *W, size_t row_bytes, int64_t n, const 
  * One skeleton; `fmt` is a compile-time constant picking the decode and the partial.
  * Codes enter maddubs unsigned where the format allows it: Q4_0, Q5_0 and Q2_0 store
  * code + offset (8, 16, 1), so their exact block sum is sum(u * a) - offset * sum(a), with
- * sum(a) per block computed once per call. Q8_0 and MXFP4 are signed: |w| * sign(a, w). */
-enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0, FB_IQ4_NL };
+ * sum(a) per block computed once per call. Q8_0, IQ4_NL and MXFP4 (in the wide kernels'
+ * decode) are signed: |w| * sign(a, w). FB_MXFP4U is MXFP4 for the T <= 8 kernels: its values
+ * -12..12 enter unsigned as value + 12 (0..24, the table shifted), the block sum
+ * sum((v + 12) * a) - 12 * sum(a): the same integer as the signed form's, so the same bits, with
+ * no abs and no sign per block and column, and four maddubs lanes still within int16
+ * (4 * 2 * 24 * 127 = 24,384). */
+enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0, FB_IQ4_NL, FB_MXFP4U };
 
 #define FB_BSIZE(f) ((f) == FB_Q4_0 ? 18 : (f) == FB_Q4_1 ? 20 : (f) == FB_Q5_0 ? 22 : \
-                     (f) == FB_Q5_1 ? 24 : (f) == FB_Q8_0 ? 34 : (f) == FB_MXFP4 ? 17 : 18)
+                     (f) == FB_Q5_1 ? 24 : (f) == FB_Q8_0 ? 34 : (f) == FB_MXFP4 || (f) == FB_MXFP4U ? 17 : 18)
 #define FB_ASIZE(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1 ? (int)sizeof(act_q8_1) : \
                      (f) == FB_Q2_0 ? (int)sizeof(act_q8_2) : (int)sizeof(act_q8_0))
 #define FB_AQS(f)   ((f) == FB_Q4_1 || (f) == FB_Q5_1 || (f) == FB_Q2_0 ? 8 : 4)  /* offset of qs */
 #define FB_HAS_MIN(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1)                     /* w = q*d + m */
 #define FB_SIGNED(f) ((f) == FB_Q8_0 || (f) == FB_MXFP4 || (f) == FB_IQ4_NL)  /* sign trick */
-#define FB_OFFSET(f) ((f) == FB_Q4_0 ? 8 : (f) == FB_Q5_0 ? 16 : (f) == FB_Q2_0 ? 1 : 0)
+#define FB_OFFSET(f) ((f) == FB_Q4_0 ? 8 : (f) == FB_Q5_0 ? 16 : (f) == FB_Q2_0 ? 1 : (f) == FB_MXFP4U ? 12 : 0)
 #define FB_VPB(f)   ((f) == FB_Q2_0 ? 2 : 1)   /* 32-byte vectors per block */
 /* maddubs lanes small enough that four of them still fit int16 (4 * 2 * 31 * 127 < 32768):
  * every format but Q8_0 and IQ4_NL, whose products reach 128 * 127 and 127 * 127. */
@@ -282,6 +287,10 @@ ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
     } else if (fmt == FB_MXFP4) {
         const __m256i kv = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
                                             0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+        w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 1));
+    } else if (fmt == FB_MXFP4U) {   /* value + 12 */
+        const __m256i kv = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+                                            12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
         w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 1));
     } else { /* FB_Q2_0: weight j's code at (qs[j/4] >> 2(j%4)) & 3 */
         const __m256i rep0 = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
@@ -361,7 +370,7 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
                                                 (short)ld16u(wb + 3 * BS + 2), (short)ld16u(wb + 4 * BS + 2),
                                                 (short)ld16u(wb + 5 * BS + 2), (short)ld16u(wb + 6 * BS + 2),
                                                 (short)ld16u(wb + 7 * BS + 2)));
-        } else if (fmt == FB_MXFP4) {
+        } else if (fmt == FB_MXFP4 || fmt == FB_MXFP4U) {
             __m256i e = _mm256_and_si256(g, _mm256_set1_epi32(0xFF));
             /* 2^(e-128): e < 2 is the subnormal 0x00200000 << e, else (e - 1) << 23 */
             __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
@@ -717,7 +726,7 @@ MV_KERNEL(q4_1_matvec_avx2, fb_rows, FB_Q4_1)
 MV_KERNEL(q5_0_matvec_avx2, fb_rows, FB_Q5_0)
 MV_KERNEL(q5_1_matvec_avx2, fb_rows, FB_Q5_1)
 MV_KERNEL(q8_0_matvec_avx2, fb_rows, FB_Q8_0)
-MV_KERNEL(mxfp4_matvec_avx2, fb_rows, FB_MXFP4)
+MV_KERNEL(mxfp4_matvec_avx2, fb_rows, FB_MXFP4U)
 MV_KERNEL(iq4_nl_matvec_avx2, fb_rows, FB_IQ4_NL)
 /* IQ4_NL's T <= 8 kernel is this file's skeleton (Q4_0's blocks with signed table values);
  * matvec_rows_avx2_iq hands it out with the other IQ formats */
