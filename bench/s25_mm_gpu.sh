@@ -10,13 +10,14 @@
 # the same call (and strata's with one weight copy, L2-resident like llama.cpp's: the like-for-like
 # ratio); and bench_e2e SHAPE 2 (prompt 512) with SERX 0 / 1 on SmolLM2 (its 32-value rows:
 # ORD 3 with 18 blocks, ORD 2 with 48) and the 1.5B (Q4_K / Q6_K rows of 8 and 32 blocks: ORD 3,
-# unchanged by SERX: a control).
+# where SERX changes the decoded weights' stores only: 16-byte, conflict-free).
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/lcb-cuda.tar.xz, .peer/smollm2-vocab.gguf.
 # Prediction (m 4096, k 14336, n 512): Q4_0 61.8 -> 80-110 TFLOPS (steps of 4 blocks: a quarter of
 # the barriers and four blocks of loads in flight a step; no conversion instruction), Q8_0 / Q4_1 /
-# IQ4_NL alike (+30-70 %); Q4_K / Q5_K / IQ3_XXS (ORD 2 with the activation copies by warps and the
-# 16-byte code loads) +5-15 %; Q6_K within 5 % (spills 8 -> 48 bytes with the copies by warps).
-# SmolLM2 prompt 512 +3-8 %; the 1.5B unchanged (within the spread).
+# IQ4_NL alike (+30-70 %); Q4_K / Q5_K / IQ3_XXS (ORD 2 with the activation copies by warps, the
+# 16-byte code loads and the conflict-free 16-byte stores of the decoded weights) +10-25 %; Q6_K
+# +0-10 % (its stores conflict-free, 32 bytes of spills against 4). SmolLM2 prompt 512 +3-8 %; the
+# 1.5B +2-6 % (ORD 3: the stores alone).
 set -u
 . bench/gpu_call.sh
 gb_unpack

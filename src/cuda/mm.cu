@@ -249,11 +249,35 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
     }
 }
 
-template <int FMT>
+/* R16 (the serial order's X instances, 256-value formats): part p's 16 decoded words W[0..15] (its
+ * row's bytes 64 p .. 64 p + 63) by four 16-byte stores instead of sixteen 4-byte ones. The four
+ * parts of a row are lanes 4 r' .. 4 r' + 3 of a warp and rows lie 272 bytes (68 words) apart, so
+ * sixteen 4-byte stores at word 16 p + k hit banks 4 r' + 16 p + k: parts 0 and 2 (1 and 3) on the
+ * same banks, 4-way conflicts. A 16-byte store serves 8 lanes (two rows) a phase; chunk c of part
+ * p's region starts at 16-byte group (r' + 4 p + c) mod 8, so parts 2 and 3 store their chunks in
+ * the order 2, 3, 0, 1 (c = j ^ 2 at store j) and the eight lanes of a phase meet eight distinct
+ * groups at every store. The same bytes in the same places. */
+static __device__ __forceinline__ void st_region16(int8_t *base, const uint32_t *W, int part) {
+    const bool rot = (part & 2) != 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int c = rot ? j ^ 2 : j;
+        uint4 d;
+        d.x = rot ? W[4 * (j ^ 2)] : W[4 * j];
+        d.y = rot ? W[4 * (j ^ 2) + 1] : W[4 * j + 1];
+        d.z = rot ? W[4 * (j ^ 2) + 2] : W[4 * j + 2];
+        d.w = rot ? W[4 * (j ^ 2) + 3] : W[4 * j + 3];
+        *(uint4 *)(base + 16 * c) = d;
+    }
+}
+
+template <int FMT, bool R16 = false>
 static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, const mm_wraw &r, bool valid,
                                                bool wco = false) {
     constexpr int QK = mmf<FMT>::QK;
+    static_assert(!R16 || QK == 256, "mm: R16 is for the 256-value formats");
     int8_t *dst = s.w[i];
+    uint32_t W[16];   /* R16: the part's words, stored by st_region16 */
     if (!valid) {
         for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
         if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }
@@ -290,8 +314,10 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
             /* values 64p + 4w .. + 3: high bits from qh[(4w) % 32 ..] at shift 2 (2 (p % 2) + w / 8) */
             const int sh = 2 * (2 * (part % 2) + w / 8);
             uint32_t q = ((r.q[w] >> nib) & 0x0F0F0F0Fu) | ((r.h[w % 8] >> sh) & 0x03030303u) << 4;
-            st_w(dst + 64 * part + 4 * w, __vsub4(q, 0x20202020u));
+            if constexpr (R16) W[w] = __vsub4(q, 0x20202020u);
+            else st_w(dst + 64 * part + 4 * w, __vsub4(q, 0x20202020u));
         }
+        if constexpr (R16) st_region16(dst + 64 * part, W, part);
         if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
         if (part < 2)
 #pragma unroll
@@ -317,9 +343,13 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
                 lo = __vsub4(lo | ((r.h[w] >> (2 * part)) & 0x01010101u) << 2, 0x04040404u);
                 hi = __vsub4(hi | ((r.h[w] >> (2 * part + 1)) & 0x01010101u) << 2, 0x04040404u);
             }
-            st_w(dst + 64 * part + 4 * w, lo);
-            st_w(dst + 64 * part + 32 + 4 * w, hi);
+            if constexpr (R16) { W[w] = lo; W[8 + w] = hi; }
+            else {
+                st_w(dst + 64 * part + 4 * w, lo);
+                st_w(dst + 64 * part + 32 + 4 * w, hi);
+            }
         }
+        if constexpr (R16) st_region16(dst + 64 * part, W, part);
         if (Q3) {
             if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
 #define SB(q) ((int)((((q) < 4 ? r.s[0] : (q) < 8 ? r.s[1] : r.s[2]) >> (8 * ((q) & 3))) & 255u))
@@ -357,9 +387,13 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
                         w0 = apply_signs4(grid8_lo(row), sg);
                         w1 = apply_signs4(grid8_hi(row), sg >> 4);
                     }
-                    st_w(dst + 64 * part + 8 * gg, w0);
-                    st_w(dst + 64 * part + 8 * gg + 4, w1);
+                    if constexpr (R16) { W[2 * gg] = w0; W[2 * gg + 1] = w1; }
+                    else {
+                        st_w(dst + 64 * part + 8 * gg, w0);
+                        st_w(dst + 64 * part + 8 * gg + 4, w1);
+                    }
                 }
+                if constexpr (R16) st_region16(dst + 64 * part, W, part);
                 if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++)
@@ -372,9 +406,13 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         for (int gg = 0; gg < 8; gg++) {
             uint32_t w0, w1;
             iq_group8<FMT>(r.blk, 8 * part + gg, &w0, &w1);
-            st_w(dst + 64 * part + 8 * gg, w0);
-            st_w(dst + 64 * part + 8 * gg + 4, w1);
+            if constexpr (R16) { W[2 * gg] = w0; W[2 * gg + 1] = w1; }
+            else {
+                st_w(dst + 64 * part + 8 * gg, w0);
+                st_w(dst + 64 * part + 8 * gg + 4, w1);
+            }
         }
+        if constexpr (R16) st_region16(dst + 64 * part, W, part);
         if (part == 0) { s.dw[i] = iq_d<FMT>(r.blk); s.mw[i] = 0.0f; }
         if (mmf<FMT>::SUB == 32) {   /* the multiplier of 16-value unit 2 j (= that of 2 j + 1) */
 #pragma unroll
@@ -395,9 +433,13 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
                 lo |= ((h >> (2 * g)) & 0x01010101u) << 4;
                 hi |= ((h >> (2 * g + 1)) & 0x01010101u) << 4;
             }
-            st_w(dst + o, lo);
-            st_w(dst + o + 32, hi);
+            if (R16 && !wco) { W[w] = lo; W[8 + w] = hi; }   /* o = 64 p + 4 w */
+            else {
+                st_w(dst + o, lo);
+                st_w(dst + o + 32, hi);
+            }
         }
+        if (R16 && !wco) st_region16(dst + 64 * part, W, part);
         if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
         if (part < 2) {
             /* byte q of the 12 packed scale bytes (kq_scale_min's layout) from the three words */
@@ -919,7 +961,8 @@ static __device__ __forceinline__ void mm_lane_store(float *ws, int k, const flo
  * 3 the blocks b .. b + 3 (one a lane); block_step2 runs on the tiles in increasing b, so v receives
  * the same p_b in the same order as with one block a step. Their integer sums convert by the
  * MMA's bias (mm_i2f). ORD 2 also takes STRATA_CUDA_MM_WPRE's bits 2 and 4 as ORD 3 does (the
- * activation copies by warps, the 16-byte K-quant code loads). Same bits. */
+ * activation copies by warps, the 16-byte K-quant code loads). The 256-value formats (ORD 2 and 3)
+ * store their decoded weights by 16-byte stores without bank conflicts (store_w's R16). Same bits. */
 template <int FMT, int NI, int GR, int ORD = 0, int X = 0>
 __global__ void __launch_bounds__(512 / NI, ORD ? 2 : 1)
 mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
@@ -928,6 +971,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     static_assert(!X || ORD >= 2, "mm: X is an instance of the serial order");
     constexpr int NBS = X && QK == 32 ? 4 : 1, BSTR = ORD == 3 ? 1 : 32;   /* blocks a step, their stride */
     constexpr bool MB = X && QK == 32, WX = ORD == 3 || X;   /* WX: the WPRE bits 2 and 4 */
+    constexpr bool R16 = X && QK == 256;   /* the decoded weights by 16-byte stores (st_region16) */
     extern __shared__ __align__(16) uint8_t mm_smem[];
     mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1005,7 +1049,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
                 if (acw) issue_a_warp(tiles[0], warp, lane, act, as, colbase, col0, T, b);
             if (!acw)
                 issue_a<FMT>(tiles[0], li, part, ar, b, avalid, aco);
-            store_w<FMT>(tiles[0], li, part, raw, wvalid, wq);
+            store_w<FMT, R16>(tiles[0], li, part, raw, wvalid, wq);
         }
     }
     cp_wait();
@@ -1035,7 +1079,7 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
                 if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, aco);
             }
             if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
-            if (more && loader) store_w<FMT>(tiles[buf ^ 1], li, part, raw, wvalid, wq);
+            if (more && loader) store_w<FMT, R16>(tiles[buf ^ 1], li, part, raw, wvalid, wq);
         }
 #undef MM_STEP_HAS
         if constexpr (!ORD)
@@ -1457,7 +1501,8 @@ static int mm_oneb_on(void) {
     return mm_oneb;
 }
 /* STRATA_CUDA_MM_SERX: 1 the serial order's X instances (mm_kernel2's X 1: four blocks a step and
- * the biased conversion for the 32-value formats, ORD 2 with the WPRE bits 2 and 4), 0 the others */
+ * the biased conversion for the 32-value formats, the conflict-free 16-byte stores of the 256-value
+ * ones' decoded weights, ORD 2 with the WPRE bits 2 and 4), 0 the others */
 static int mm_serx = -1;
 extern "C" void cuda_mm_serx_set(int on) { mm_serx = on < 0 ? -1 : on ? 1 : 0; }
 static int mm_serx_on(void) {
@@ -1483,13 +1528,11 @@ static int mm_go_serial(dim3 grid, cudaStream_t st, const mv_group &g, const mm_
     klaunch(mm_kernel2<FMT, 2, GR, ORD, X>, grid, 256, smem, st, g, gr, nb, (const uint8_t *)act, as, T, ks, ws, wp);
     return CU_LAUNCHED();
 }
-/* instance ORD with X = x where it exists (ORD 3: the 32-value formats only); wp: the WPRE bits,
- * which the ORD 2 instances without X take bit 1 of alone */
+/* instance ORD with X = x; wp: the WPRE bits, which the ORD 2 instances without X take bit 1 of alone */
 template <int FMT, int GR, int ORD>
 static int mm_go_serial_x(bool x, dim3 grid, cudaStream_t st, const mv_group &g, const mm_grouped &gr, int nb, const void *act,
                           size_t as, int T, int ks, float *ws, int wp) {
-    if constexpr (ORD == 3 && mmf<FMT>::QK != 32) return mm_go_serial<FMT, GR, 3, 0>(grid, st, g, gr, nb, act, as, T, ks, ws, wp);
-    else if (x) return mm_go_serial<FMT, GR, ORD, 1>(grid, st, g, gr, nb, act, as, T, ks, ws, wp);
+    if (x) return mm_go_serial<FMT, GR, ORD, 1>(grid, st, g, gr, nb, act, as, T, ks, ws, wp);
     return mm_go_serial<FMT, GR, ORD, 0>(grid, st, g, gr, nb, act, as, T, ks, ws, ORD == 3 ? wp : wp & 1);
 }
 template <int FMT, int GR>
@@ -1498,9 +1541,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const bool one = nb <= 32 && mm_oneb_on();
-    /* the X instances: ORD 2 for every format, ORD 3 for the 32-value ones (ORD 3's 256-value
-     * instances already take the WPRE bits; X adds nothing there) */
-    const bool x = mm_serx_on();
+    const bool x = mm_serx_on();   /* the X instances (ORD 2 and 3, every format) */
     /* bit 4 (16-byte code loads) only where every block is 16-byte aligned */
     int wp = mm_wpre_on();
     if (wp & 4) {

@@ -93,7 +93,9 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             { 2, 0, 0, 1, "8 warps, one float an output (ONEB 1)", 1, 0 },
             { 2, 8, 0, 3, "8 warps, ONEB 1 and WPRE 3, split 8 (the lane values: ORD 2)", 1, 0 },
             /* SERX 1: four blocks a step (32-value formats; ORD 3 consecutive, ORD 2 a lane's, partial steps on
-             * rows of 2, 18, 33 and 200 blocks), the biased conversion, ORD 2 with the WPRE bits 2 and 4 */
+             * rows of 2, 18, 33 and 200 blocks), the biased conversion, the 256-value formats' 16-byte stores
+             * of their decoded weights (ORD 3 and 2; WPRE 1: Q4_K / Q5_K keep the 4-byte ones), ORD 2 with
+             * the WPRE bits 2 and 4 */
             { 2, 0, 0, 7, "SERX 1, ONEB 1, WPRE 7 (ORD 3 X)", 1, 1 },
             { 2, 0, 0, 7, "SERX 1, ONEB 0, WPRE 7 (ORD 2 X)", 0, 1 },
             { 2, 0, 0, 1, "SERX 1, ONEB 0, WPRE 1 (ORD 2 X, the first activation copies)", 0, 1 },
