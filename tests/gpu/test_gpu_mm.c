@@ -16,8 +16,9 @@
  *                                  codes C of the pipelined kernel: 1 its default,
  *                                  10 S + NB S stages of NB blocks), over four weight copies (132+ MB,
  *                                  more than the 60 MB L2; MM_BENCH_COPIES=1..4 sets the count: 1
- *                                  is L2-resident, as llama.cpp's test-backend-ops times it); TFLOPS
- *                                  and a checksum (FNV-1a of the output bits) each
+ *                                  is L2-resident, as llama.cpp's test-backend-ops times it;
+ *                                  MM_BENCH_WIDTHS=1 times n = 512 alone); TFLOPS and a checksum
+ *                                  (FNV-1a of the output bits) each
  *   test_gpu_mm bench-modes [F..]  at 512 columns: the 8- and 16-warp kernels and the matvec slices
  *   test_gpu_mm bench-order [F..|all] [K,M]
  *                                  at 512 and 64 columns, M rows of K values (default 14336,4096):
@@ -265,8 +266,10 @@ static void bench(int type, int modes, const int *codes, int n_codes) {
                sum[0] == sum[2] && sum[3] == sum[2] ? " (all three equal)" : "  CHECKSUMS DIFFER");
     } else if (!modes) {
         static const int widths[] = { 512, 64, 16 };
+        const char *we = getenv("MM_BENCH_WIDTHS");   /* 1: n = 512 alone */
+        const int nw = we && atoi(we) >= 1 && atoi(we) <= 3 ? atoi(we) : 3;
         cuda_mm_set(2);
-        for (int wi = 0; wi < 3; wi++) {
+        for (int wi = 0; wi < nw; wi++) {
             const int T = widths[wi], reps = T >= 512 ? 8 : 32;
             uint64_t sum0, sum;
             cuda_mm_pipe_set(0);
