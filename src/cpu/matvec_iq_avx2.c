@@ -399,27 +399,33 @@ DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
 DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
 
 /* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------
- * codes = w8 (signed: sign_epi8(|w8|, carrier)); multipliers per 16 weights. */
-#define MM_IQ_DEC(X)                                                                             \
+ * codes = w8 (signed: sign_epi8(|w8|, carrier); IQ1: w8 + 9, unsigned); multipliers per 16 weights. */
+/* IQ1 (OFF 9): codes w8 + 9 and the bsums factors -9 m_j (matmul_avx2.h, MM_IQ1) */
+#define MM_IQ_DEC(X, OFF)                                                                        \
     static void mm_dec_##X(const uint8_t *blk, int r, mm_blockdec *d) {                          \
         for (int ch = 0; ch < 8; ch++) {                                                        \
             __m256i mag, sgn, m16;                                                              \
             dec_##X(blk, ch, &mag, &sgn, &m16);                                                 \
             d->cv[r][ch] = _mm256_sign_epi8(mag, sgn);                                          \
+            if (OFF) d->cv[r][ch] = _mm256_add_epi8(d->cv[r][ch], _mm256_set1_epi8(OFF));       \
             d->m[r][2 * ch] = (int16_t)_mm256_extract_epi16(m16, 0);                            \
             d->m[r][2 * ch + 1] = (int16_t)_mm256_extract_epi16(m16, 8);                        \
+            if (OFF) {                                                                          \
+                d->g[r][2 * ch] = (int16_t)(-(OFF) * d->m[r][2 * ch]);                          \
+                d->g[r][2 * ch + 1] = (int16_t)(-(OFF) * d->m[r][2 * ch + 1]);                  \
+            }                                                                                   \
         }                                                                                       \
         d->dw[r] = dw_##X(blk);                                                                 \
         d->d2[r] = 0.0f;                                                                        \
     }
-MM_IQ_DEC(iq2_xxs)
-MM_IQ_DEC(iq2_xs)
-MM_IQ_DEC(iq2_s)
-MM_IQ_DEC(iq3_xxs)
-MM_IQ_DEC(iq3_s)
-MM_IQ_DEC(iq1_s)
-MM_IQ_DEC(iq1_m)
-MM_IQ_DEC(iq4_xs)
+MM_IQ_DEC(iq2_xxs, 0)
+MM_IQ_DEC(iq2_xs, 0)
+MM_IQ_DEC(iq2_s, 0)
+MM_IQ_DEC(iq3_xxs, 0)
+MM_IQ_DEC(iq3_s, 0)
+MM_IQ_DEC(iq1_s, 9)
+MM_IQ_DEC(iq1_m, 9)
+MM_IQ_DEC(iq4_xs, 0)
 static void mm_dec_iq4_nl(const uint8_t *blk, int r, mm_blockdec *d) {
     const block_iq4_nl *b = (const block_iq4_nl *)blk;
     d->cv[r][0] = iq4_w8(b->qs);
