@@ -151,28 +151,28 @@ enum {
 };
 #define MM_IS_K(f)   ((f) >= MM_Q2_K && (f) <= MM_Q6_K)
 #define MM_IS_IQK(f) ((f) >= MM_IQ2_XXS)
-/* IQ1_S / IQ1_M: their codes w8 = 8 grid +- 1 (-9..9) enter unsigned as w8 + 9 (0..18), and the
- * bsums term sum_j (-9 m_j) bsum_j (MM_KSUM 2, g_j = -9 m_j) takes the offset back out exactly:
- * S = sum_j m_j (sum (w8 + 9) a) - 9 sum_j m_j bsum_j = sum_j m_j sum w8 a, the signed form's
- * integer (2026-12-05, 05:48 session: no abs and no sign per quad; the flush interval stays 4
- * quads, 4 x 2 x 18 x 127 < 32768) */
-#define MM_IQ1(f)    ((f) == MM_IQ1_S || (f) == MM_IQ1_M)
+/* IQ1_S / IQ1_M and IQ3_S: their codes w8 (IQ1: 8 grid +- 1, -9..9; IQ3_S: +-1..15) enter unsigned
+ * as w8 + o (o = MM_IQOFF: 9, 15; codes 0..18, 0..30), and the bsums term sum_j (-o m_j) bsum_j
+ * (MM_KSUM 2, g_j = -o m_j) takes the offset back out exactly: S = sum_j m_j (sum (w8 + o) a) - o
+ * sum_j m_j bsum_j = sum_j m_j sum w8 a, the signed form's integer (2026-12-05, 05:48 session: no
+ * abs and no sign per quad; the flush interval stays 4 quads, 4 x 2 x 30 x 127 < 32768) */
+#define MM_IQOFF(f)  ((f) == MM_IQ1_S || (f) == MM_IQ1_M ? 9 : (f) == MM_IQ3_S ? 15 : 0)
 #define MM_B(f)      ((f) == MM_Q2_0 ? 64 : (f) <= MM_IQ4_NL ? 32 : 256)      /* weights per block */
 #define MM_QPB(f)    (MM_B(f) / 4)                                            /* quads per block */
 #define MM_MULT(f)   (MM_IS_K(f) || MM_IS_IQK(f))                             /* multipliers per 16/32 */
 #define MM_SUBQ(f)   (!MM_MULT(f) ? MM_QPB(f) : ((f) == MM_Q4_K || (f) == MM_Q5_K) ? 8 : 4)
 #define MM_NSUB(f)   (MM_QPB(f) / MM_SUBQ(f))
 /* largest code magnitude U, then quads per int16 flush (a power of two dividing SUBQ) */
-#define MM_U(f)      ((f) == MM_Q4_0 || (f) == MM_Q4_1 || (f) == MM_Q4_K || (f) == MM_IQ3_S ? 15 : \
+#define MM_U(f)      ((f) == MM_Q4_0 || (f) == MM_Q4_1 || (f) == MM_Q4_K ? 15 : (f) == MM_IQ3_S ? 30 : \
                       (f) == MM_Q5_0 || (f) == MM_Q5_1 || (f) == MM_Q5_K ? 31 : \
                       (f) == MM_Q8_0 ? 128 : (f) == MM_MXFP4 ? 12 : (f) == MM_Q2_0 ? 2 : \
                       (f) == MM_Q2_K ? 3 : (f) == MM_Q3_K ? 7 : (f) == MM_Q6_K ? 63 : \
                       (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 43 : \
-                      (f) == MM_IQ3_XXS ? 62 : MM_IQ1(f) ? 18 : 127)
+                      (f) == MM_IQ3_XXS ? 62 : (f) == MM_IQ1_S || (f) == MM_IQ1_M ? 18 : 127)
 #define MM_FIT(f)    (32767 / (2 * MM_U(f) * 127))
 #define MM_FLUSHQ(f) (MM_FIT(f) >= 16 && MM_SUBQ(f) >= 16 ? 16 : MM_FIT(f) >= 8 && MM_SUBQ(f) >= 8 ? 8 : \
                       MM_FIT(f) >= 4 ? 4 : MM_FIT(f) >= 2 ? 2 : 1)
-#define MM_SIGNED(f) ((f) == MM_Q8_0 || (f) == MM_MXFP4 || (f) == MM_IQ4_NL || (MM_IS_IQK(f) && !MM_IQ1(f)))
+#define MM_SIGNED(f) ((f) == MM_Q8_0 || (f) == MM_MXFP4 || (f) == MM_IQ4_NL || (MM_IS_IQK(f) && !MM_IQOFF(f)))
 /* The formats whose AVX-VNNI twin is used: signed codes flushed from int16 every 1 or 2 quads
  * (Q8_0, IQ4_NL, IQ4_XS, IQ2_*, IQ3_XXS), where vpdpbusd replaces maddubs + a madd per quad or
  * two. Measured (bench mmvq 4096 x 1024, 256 columns, one thread, two rounds, 2026-12-05, an AMD
@@ -182,7 +182,7 @@ enum {
 #define MM_VNNI_USE(f) (MM_SIGNED(f) && MM_FLUSHQ(f) <= 2)
 #define MM_OFFSET(f) ((f) == MM_Q4_0 ? 8 : (f) == MM_Q5_0 ? 16 : (f) == MM_Q2_0 ? 1 : 0)
 /* K-quants' bsums term: 1 = the min term M (subtracted in float), 2 = added to S */
-#define MM_KSUM(f)   ((f) == MM_Q2_K || (f) == MM_Q4_K || (f) == MM_Q5_K ? 1 : (f) == MM_Q3_K || (f) == MM_Q6_K || MM_IQ1(f) ? 2 : 0)
+#define MM_KSUM(f)   ((f) == MM_Q2_K || (f) == MM_Q4_K || (f) == MM_Q5_K ? 1 : (f) == MM_Q3_K || (f) == MM_Q6_K || MM_IQOFF(f) ? 2 : 0)
 /* float family: 0 S*(dw*da); 1 + (mw*sa); 2 - (M*(dmin*da)); 3 (S*k)*(dw*da) */
 #define MM_FL(f)     ((f) == MM_Q4_1 || (f) == MM_Q5_1 ? 1 : MM_KSUM(f) == 1 ? 2 : MM_IS_IQK(f) ? 3 : 0)
 #define MM_KF(f)     ((f) == MM_IQ3_XXS ? 0.25f : (f) == MM_IQ3_S || (f) == MM_IQ4_XS ? 1.0f : 0.125f)

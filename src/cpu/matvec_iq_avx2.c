@@ -399,8 +399,8 @@ DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
 DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
 
 /* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------
- * codes = w8 (signed: sign_epi8(|w8|, carrier); IQ1: w8 + 9, unsigned); multipliers per 16 weights. */
-/* IQ1 (OFF 9): codes w8 + 9 and the bsums factors -9 m_j (matmul_avx2.h, MM_IQ1) */
+ * codes = w8 (signed: sign_epi8(|w8|, carrier); IQ1 / IQ3_S: w8 + 9 / 15, unsigned); multipliers per 16 weights. */
+/* OFF (IQ1 9, IQ3_S 15): codes w8 + OFF and the bsums factors -OFF m_j (matmul_avx2.h, MM_IQOFF) */
 #define MM_IQ_DEC(X, OFF)                                                                        \
     static void mm_dec_##X(const uint8_t *blk, int r, mm_blockdec *d) {                          \
         for (int ch = 0; ch < 8; ch++) {                                                        \
@@ -422,7 +422,7 @@ MM_IQ_DEC(iq2_xxs, 0)
 MM_IQ_DEC(iq2_xs, 0)
 MM_IQ_DEC(iq2_s, 0)
 MM_IQ_DEC(iq3_xxs, 0)
-MM_IQ_DEC(iq3_s, 0)
+MM_IQ_DEC(iq3_s, 15)
 MM_IQ_DEC(iq1_s, 9)
 MM_IQ_DEC(iq1_m, 9)
 MM_IQ_DEC(iq4_xs, 0)
