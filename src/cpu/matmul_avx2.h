@@ -156,7 +156,8 @@ enum {
  * (MM_KSUM 2, g_j = -o m_j) takes the offset back out exactly: S = sum_j m_j (sum (w8 + o) a) - o
  * sum_j m_j bsum_j = sum_j m_j sum w8 a, the signed form's integer (2026-12-05, 05:48 session: no
  * abs and no sign per quad; the flush interval stays 4 quads, 4 x 2 x 30 x 127 < 32768) */
-#define MM_IQOFF(f)  ((f) == MM_IQ1_S || (f) == MM_IQ1_M ? 9 : (f) == MM_IQ3_S ? 15 : 0)
+#define MM_IQOFF(f)  ((f) == MM_IQ1_S || (f) == MM_IQ1_M ? 9 : (f) == MM_IQ3_S ? 15 : \
+                      (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 43 : 0)
 #define MM_B(f)      ((f) == MM_Q2_0 ? 64 : (f) <= MM_IQ4_NL ? 32 : 256)      /* weights per block */
 #define MM_QPB(f)    (MM_B(f) / 4)                                            /* quads per block */
 #define MM_MULT(f)   (MM_IS_K(f) || MM_IS_IQK(f))                             /* multipliers per 16/32 */
@@ -167,7 +168,7 @@ enum {
                       (f) == MM_Q5_0 || (f) == MM_Q5_1 || (f) == MM_Q5_K ? 31 : \
                       (f) == MM_Q8_0 ? 128 : (f) == MM_MXFP4 ? 12 : (f) == MM_Q2_0 ? 2 : \
                       (f) == MM_Q2_K ? 3 : (f) == MM_Q3_K ? 7 : (f) == MM_Q6_K ? 63 : \
-                      (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 43 : \
+                      (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 86 : \
                       (f) == MM_IQ3_XXS ? 62 : (f) == MM_IQ1_S || (f) == MM_IQ1_M ? 18 : 127)
 #define MM_FIT(f)    (32767 / (2 * MM_U(f) * 127))
 #define MM_FLUSHQ(f) (MM_FIT(f) >= 16 && MM_SUBQ(f) >= 16 ? 16 : MM_FIT(f) >= 8 && MM_SUBQ(f) >= 8 ? 8 : \
@@ -179,7 +180,7 @@ enum {
  * Zen 5 core): these 4-17 % faster with vpdpbusd; MXFP4, IQ3_S, IQ1_S, IQ1_M (flushes every 4-8
  * quads) within 2 %; the unsigned formats (Q4_0 .. Q6_K, Q2_0: maddubs + add, one madd per 4-16
  * quads) 5-15 % SLOWER, one vpdpbusd a cycle against two maddubs. */
-#define MM_VNNI_USE(f) (MM_SIGNED(f) && MM_FLUSHQ(f) <= 2)
+#define MM_VNNI_USE(f) ((MM_SIGNED(f) || MM_IQOFF(f)) && MM_FLUSHQ(f) <= 2)
 #define MM_OFFSET(f) ((f) == MM_Q4_0 ? 8 : (f) == MM_Q5_0 ? 16 : (f) == MM_Q2_0 ? 1 : 0)
 /* K-quants' bsums term: 1 = the min term M (subtracted in float), 2 = added to S */
 #define MM_KSUM(f)   ((f) == MM_Q2_K || (f) == MM_Q4_K || (f) == MM_Q5_K ? 1 : (f) == MM_Q3_K || (f) == MM_Q6_K || MM_IQOFF(f) ? 2 : 0)

@@ -418,9 +418,9 @@ DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
         d->dw[r] = dw_##X(blk);                                                                 \
         d->d2[r] = 0.0f;                                                                        \
     }
-MM_IQ_DEC(iq2_xxs, 0)
-MM_IQ_DEC(iq2_xs, 0)
-MM_IQ_DEC(iq2_s, 0)
+MM_IQ_DEC(iq2_xxs, 43)
+MM_IQ_DEC(iq2_xs, 43)
+MM_IQ_DEC(iq2_s, 43)
 MM_IQ_DEC(iq3_xxs, 0)
 MM_IQ_DEC(iq3_s, 15)
 MM_IQ_DEC(iq1_s, 9)
