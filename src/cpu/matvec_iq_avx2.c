@@ -399,8 +399,9 @@ DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
 DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
 
 /* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------
- * codes = w8 (signed: sign_epi8(|w8|, carrier); IQ1 / IQ3_S: w8 + 9 / 15, unsigned); multipliers per 16 weights. */
-/* OFF (IQ1 9, IQ3_S 15): codes w8 + OFF and the bsums factors -OFF m_j (matmul_avx2.h, MM_IQOFF) */
+ * codes = w8 (signed: sign_epi8(|w8|, carrier); IQ1 / IQ3_S / IQ2: w8 + 9 / 15 / 43, unsigned);
+ * multipliers per 16 weights. OFF: the codes w8 + OFF and the bsums factors -OFF m_j
+ * (matmul_avx2.h, MM_IQOFF) */
 #define MM_IQ_DEC(X, OFF)                                                                        \
     static void mm_dec_##X(const uint8_t *blk, int r, mm_blockdec *d) {                          \
         for (int ch = 0; ch < 8; ch++) {                                                        \
