@@ -151,14 +151,16 @@ enum {
 };
 #define MM_IS_K(f)   ((f) >= MM_Q2_K && (f) <= MM_Q6_K)
 #define MM_IS_IQK(f) ((f) >= MM_IQ2_XXS)
-/* IQ1_S / IQ1_M, IQ3_S and IQ2_*: their codes w8 (IQ1: 8 grid +- 1, -9..9; IQ3_S: +-1..15; IQ2:
- * +-{8, 25, 43}) enter unsigned as w8 + o (o = MM_IQOFF: 9, 15, 43; codes 0..18, 0..30, 0..86),
+/* IQ1_S / IQ1_M, IQ3_S, IQ2_* and IQ3_XXS: their codes w8 (IQ1: 8 grid +- 1, -9..9; IQ3_S: +-1..15;
+ * IQ2: +-{8, 25, 43}; IQ3_XXS: +-4..62) enter unsigned as w8 + o (o = MM_IQOFF: 9, 15, 43, 62;
+ * codes 0..18, 0..30, 0..86, 0..124),
  * and the bsums term sum_j (-o m_j) bsum_j (MM_KSUM 2, g_j = -o m_j) takes the offset back out
  * exactly: S = sum_j m_j (sum (w8 + o) a) - o sum_j m_j bsum_j = sum_j m_j sum w8 a, the signed
  * form's integer (2026-12-05, 05:48 session: no abs and no sign per quad; IQ1 and IQ3_S keep a
- * flush every 4 quads, 4 x 2 x 30 x 127 < 32768; IQ2 flushes every quad, 2 x 86 x 127 < 32768) */
+ * flush every 4 quads, 4 x 2 x 30 x 127 < 32768; IQ2 and IQ3_XXS flush every quad, 2 x 124 x 127 <
+ * 32768) */
 #define MM_IQOFF(f)  ((f) == MM_IQ1_S || (f) == MM_IQ1_M ? 9 : (f) == MM_IQ3_S ? 15 : \
-                      (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 43 : 0)
+                      (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 43 : (f) == MM_IQ3_XXS ? 62 : 0)
 #define MM_B(f)      ((f) == MM_Q2_0 ? 64 : (f) <= MM_IQ4_NL ? 32 : 256)      /* weights per block */
 #define MM_QPB(f)    (MM_B(f) / 4)                                            /* quads per block */
 #define MM_MULT(f)   (MM_IS_K(f) || MM_IS_IQK(f))                             /* multipliers per 16/32 */
@@ -170,15 +172,15 @@ enum {
                       (f) == MM_Q8_0 ? 128 : (f) == MM_MXFP4 ? 12 : (f) == MM_Q2_0 ? 2 : \
                       (f) == MM_Q2_K ? 3 : (f) == MM_Q3_K ? 7 : (f) == MM_Q6_K ? 63 : \
                       (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 86 : \
-                      (f) == MM_IQ3_XXS ? 62 : (f) == MM_IQ1_S || (f) == MM_IQ1_M ? 18 : 127)
+                      (f) == MM_IQ3_XXS ? 124 : (f) == MM_IQ1_S || (f) == MM_IQ1_M ? 18 : 127)
 #define MM_FIT(f)    (32767 / (2 * MM_U(f) * 127))
 #define MM_FLUSHQ(f) (MM_FIT(f) >= 16 && MM_SUBQ(f) >= 16 ? 16 : MM_FIT(f) >= 8 && MM_SUBQ(f) >= 8 ? 8 : \
                       MM_FIT(f) >= 4 ? 4 : MM_FIT(f) >= 2 ? 2 : 1)
 #define MM_SIGNED(f) ((f) == MM_Q8_0 || (f) == MM_MXFP4 || (f) == MM_IQ4_NL || (MM_IS_IQK(f) && !MM_IQOFF(f)))
-/* The formats whose AVX-VNNI twin is used: signed (or, IQ2_*, offset) codes flushed from int16
+/* The formats whose AVX-VNNI twin is used: signed (or, IQ2_* and IQ3_XXS, offset) codes flushed from int16
  * every 1 or 2 quads (Q8_0, IQ4_NL, IQ4_XS, IQ2_*, IQ3_XXS), where vpdpbusd replaces maddubs + a
- * madd per quad or two (IQ2_* as offset codes since 2026-12-05, 05:48: one vpdpbusd a quad, no
- * sign; -4 to -8 % against their signed twin). Measured (bench mmvq 4096 x 1024, 256 columns, one thread, two rounds, 2026-12-05, an AMD
+ * madd per quad or two (IQ2_* and IQ3_XXS as offset codes since 2026-12-05, 05:48: one vpdpbusd
+ * a quad, no sign; -4 to -8 % against their signed twin). Measured (bench mmvq 4096 x 1024, 256 columns, one thread, two rounds, 2026-12-05, an AMD
  * Zen 5 core): these 4-17 % faster with vpdpbusd; MXFP4, IQ3_S, IQ1_S, IQ1_M (flushes every 4-8
  * quads) within 2 %; the unsigned formats (Q4_0 .. Q6_K, Q2_0: maddubs + add, one madd per 4-16
  * quads) 5-15 % SLOWER, one vpdpbusd a cycle against two maddubs. */

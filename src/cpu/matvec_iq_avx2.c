@@ -399,7 +399,8 @@ DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
 DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
 
 /* ---- wide kernels (T > 8): block decoders for src/cpu/matmul_avx2.h ------------------------
- * codes = w8 (signed: sign_epi8(|w8|, carrier); IQ1 / IQ3_S / IQ2: w8 + 9 / 15 / 43, unsigned);
+ * codes = w8 (signed: sign_epi8(|w8|, carrier); IQ1 / IQ3_S / IQ2 / IQ3_XXS: w8 + 9 / 15 / 43 / 62,
+ * unsigned);
  * multipliers per 16 weights. OFF: the codes w8 + OFF and the bsums factors -OFF m_j
  * (matmul_avx2.h, MM_IQOFF) */
 #define MM_IQ_DEC(X, OFF)                                                                        \
@@ -422,7 +423,7 @@ DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
 MM_IQ_DEC(iq2_xxs, 43)
 MM_IQ_DEC(iq2_xs, 43)
 MM_IQ_DEC(iq2_s, 43)
-MM_IQ_DEC(iq3_xxs, 0)
+MM_IQ_DEC(iq3_xxs, 62)
 MM_IQ_DEC(iq3_s, 15)
 MM_IQ_DEC(iq1_s, 9)
 MM_IQ_DEC(iq1_m, 9)
