@@ -167,12 +167,12 @@ enum {
 #define MM_SUBQ(f)   (!MM_MULT(f) ? MM_QPB(f) : ((f) == MM_Q4_K || (f) == MM_Q5_K) ? 8 : 4)
 #define MM_NSUB(f)   (MM_QPB(f) / MM_SUBQ(f))
 /* largest code magnitude U, then quads per int16 flush (a power of two dividing SUBQ) */
-#define MM_U(f)      ((f) == MM_Q4_0 || (f) == MM_Q4_1 || (f) == MM_Q4_K ? 15 : (f) == MM_IQ3_S ? 30 : \
+/* (an offset format's o is its largest |w8|, so its largest code is 2 o) */
+#define MM_U(f)      (MM_IQOFF(f) ? 2 * MM_IQOFF(f) : \
+                      (f) == MM_Q4_0 || (f) == MM_Q4_1 || (f) == MM_Q4_K ? 15 : \
                       (f) == MM_Q5_0 || (f) == MM_Q5_1 || (f) == MM_Q5_K ? 31 : \
                       (f) == MM_Q8_0 ? 128 : (f) == MM_MXFP4 ? 12 : (f) == MM_Q2_0 ? 2 : \
-                      (f) == MM_Q2_K ? 3 : (f) == MM_Q3_K ? 7 : (f) == MM_Q6_K ? 63 : \
-                      (f) == MM_IQ2_XXS || (f) == MM_IQ2_XS || (f) == MM_IQ2_S ? 86 : \
-                      (f) == MM_IQ3_XXS ? 124 : (f) == MM_IQ1_S || (f) == MM_IQ1_M ? 18 : 127)
+                      (f) == MM_Q2_K ? 3 : (f) == MM_Q3_K ? 7 : (f) == MM_Q6_K ? 63 : 127)
 #define MM_FIT(f)    (32767 / (2 * MM_U(f) * 127))
 #define MM_FLUSHQ(f) (MM_FIT(f) >= 16 && MM_SUBQ(f) >= 16 ? 16 : MM_FIT(f) >= 8 && MM_SUBQ(f) >= 8 ? 8 : \
                       MM_FIT(f) >= 4 ? 4 : MM_FIT(f) >= 2 ? 2 : 1)

@@ -420,14 +420,14 @@ DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
         d->dw[r] = dw_##X(blk);                                                                 \
         d->d2[r] = 0.0f;                                                                        \
     }
-MM_IQ_DEC(iq2_xxs, 43)
-MM_IQ_DEC(iq2_xs, 43)
-MM_IQ_DEC(iq2_s, 43)
-MM_IQ_DEC(iq3_xxs, 62)
-MM_IQ_DEC(iq3_s, 15)
-MM_IQ_DEC(iq1_s, 9)
-MM_IQ_DEC(iq1_m, 9)
-MM_IQ_DEC(iq4_xs, 0)
+MM_IQ_DEC(iq2_xxs, MM_IQOFF(MM_IQ2_XXS))
+MM_IQ_DEC(iq2_xs, MM_IQOFF(MM_IQ2_XS))
+MM_IQ_DEC(iq2_s, MM_IQOFF(MM_IQ2_S))
+MM_IQ_DEC(iq3_xxs, MM_IQOFF(MM_IQ3_XXS))
+MM_IQ_DEC(iq3_s, MM_IQOFF(MM_IQ3_S))
+MM_IQ_DEC(iq1_s, MM_IQOFF(MM_IQ1_S))
+MM_IQ_DEC(iq1_m, MM_IQOFF(MM_IQ1_M))
+MM_IQ_DEC(iq4_xs, MM_IQOFF(MM_IQ4_XS))
 static void mm_dec_iq4_nl(const uint8_t *blk, int r, mm_blockdec *d) {
     const block_iq4_nl *b = (const block_iq4_nl *)blk;
     d->cv[r][0] = iq4_w8(b->qs);

@@ -277,7 +277,7 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
     constexpr int QK = mmf<FMT>::QK;
     static_assert(!R16 || QK == 256, "mm: R16 is for the 256-value formats");
     int8_t *dst = s.w[i];
-    uint32_t W[16];   /* R16: the part's words, stored by st_region16 */
+    [[maybe_unused]] uint32_t W[R16 ? 16 : 1];   /* R16: the part's words, stored by st_region16 */
     if (!valid) {
         for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
         if (part == 0) { s.dw[i] = 0.0f; s.mw[i] = 0.0f; }

@@ -136,7 +136,8 @@ int main(void) {
     widths("moe191-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
     paths(0, NULL, NULL, 0, 0);
     /* STRATA_CUDA_MM_SERX=1 (opt-in, 2026-12-05): the 32-value formats four blocks a step with the
-     * biased conversion, ORD 2 with the WPRE bits, dense and MoE, against the CPU at every width */
+     * biased conversion, the 256-value formats' 16-byte stores of their decoded weights, ORD 2 with
+     * the WPRE bits, dense and MoE, against the CPU at every width */
     cuda_mm_serx_set(1);
     widths("serx-q40-q6k", 0, TYPE_Q4_0, TYPE_Q6_K, 0, 0);
     widths("serx-q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K, 0, 0);
