@@ -186,7 +186,8 @@ static void widths_all(void) {
 
 /* every format, both wide kernel families where the CPU has AVX-VNNI: the AVX2 kernels
  * (maddubs + madd) and their AVX-VNNI twins (vpdpbusd) against passes of 8 (whose T <= 8 kernels
- * are the same either way) */
+ * are the same either way but for Q8_0 and IQ4_NL, which have T <= 8 twins of their own: the same
+ * bits, held to the reference by test_quant and test_quant_iq) */
 static void test_widths(void) {
     if (!cpu_has_avx2_fma()) SKIP("wide-avx2", "wide AVX2 kernels: CPU lacks AVX2+FMA+F16C (tiled reference passes still run)");
     CHECK_EQ_INT(matmul_vnni_override(0), 0);

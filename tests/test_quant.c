@@ -505,11 +505,11 @@ static void parity_case(threadpool *tp, int type, int64_t n_in, int64_t n_out) {
     free(W); free(x); free(yr); free(y); free(y1);
 }
 
-static void test_parity(void) {
+static void parity_types(const int *types, int ntypes) {
     threadpool *tp = threadpool_create(3);
     if (!cpu_has_avx2_fma()) SKIP("avx2-parity", "AVX2 parity: CPU lacks AVX2+FMA+F16C (reference checks still run)");
-    for (int i = 0; i < N_OWNED; i++) {
-        int type = OWNED[i];
+    for (int i = 0; i < ntypes; i++) {
+        int type = types[i];
         const quant_traits *t = quant_traits_get(type);
         if (!t) continue;
         if (cpu_has_avx2_fma() && !matvec_rows_avx2(type)) CHECKF(0, "%s has no AVX2 kernel", t->name);
@@ -528,7 +528,9 @@ static void test_parity(void) {
      * groups then read scales and activation sums from the blocks */
     {
         int longs[] = { TYPE_Q4_0, TYPE_Q4_1, TYPE_Q8_0, TYPE_Q2_0 };
-        for (int i = 0; i < 4; i++) parity_case(tp, longs[i], (int64_t)1100 * quant_traits_get(longs[i])->blck, 3);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < ntypes; j++)
+                if (types[j] == longs[i]) parity_case(tp, longs[i], (int64_t)1100 * quant_traits_get(longs[i])->blck, 3);
     }
     /* the pool size never changes bits: NULL pool (1 thread) == 3 threads */
     {
@@ -544,22 +546,23 @@ static void test_parity(void) {
     }
     threadpool_free(tp);
 }
+static void test_parity(void) { parity_types(OWNED, N_OWNED); }
 
 /* The other canonical order than the one the program runs (STRATA_CANON, docs/KERNELS.md: the
  * serial chain by default, so the tree here): the reference and every AVX2 kernel alike; and the
  * switch takes effect: rows of 40 blocks (lanes of two) give other bits in the tree than in the
  * chain for some rows, within rounding of each other */
-static void test_parity_serial(void) {
+static void parity_serial_types(const int *types, int ntypes) {
     threadpool *tp = threadpool_create(3);
     const int was = canon_serial;
     canon_serial = !was;
     if (cpu_has_avx2_fma())
-        for (int i = 0; i < N_OWNED; i++) {
-            const quant_traits *t = quant_traits_get(OWNED[i]);
+        for (int i = 0; i < ntypes; i++) {
+            const quant_traits *t = quant_traits_get(types[i]);
             if (!t) continue;
             const int64_t B = t->blck == 1 ? 1 : t->blck;
-            parity_case(tp, OWNED[i], (B == 1 ? 100 : 3 * B), 7);
-            parity_case(tp, OWNED[i], (B == 1 ? 1000 : 33 * B), 7);
+            parity_case(tp, types[i], (B == 1 ? 100 : 3 * B), 7);
+            parity_case(tp, types[i], (B == 1 ? 1000 : 33 * B), 7);
         }
     /* the switch changes the combine: Q4_0 rows of 40 blocks, tree against serial */
     const quant_traits *t = quant_traits_get(TYPE_Q4_0);
@@ -589,6 +592,7 @@ static void test_parity_serial(void) {
     canon_serial = was;
     threadpool_free(tp);
 }
+static void test_parity_serial(void) { parity_serial_types(OWNED, N_OWNED); }
 
 /* STRATA_CANON=serial in the T <= 8 AVX2 kernels: rows in groups of 8 whose chains run side by
  * side (canon_chain8 in src/cpu/matmul_avx2.h). Row counts 1..9, 15, 16, 17 and 23 (whole groups
@@ -597,15 +601,15 @@ static void test_parity_serial(void) {
  * 3-thread pool (groups that start at row 4): each output memcmp'ed against the reference dot in
  * serial mode (canon_finish's chain). The tree's reference differs from it in some outputs of
  * every format, so the comparison is not the tree's bits twice. */
-static void test_parity_serial_rows(void) {
+static void serial_rows_types(const int *types, int ntypes) {
     if (!cpu_has_avx2_fma()) { SKIP("avx2-serial-rows", "AVX2 serial rows: CPU lacks AVX2+FMA+F16C"); return; }
     threadpool *tp = threadpool_create(3);
     const int was = canon_serial;
     static const int64_t nbs[] = { 1, 3, 18, 32, 33, 45 };
     static const int64_t outs[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 23 };
     enum { NOUT_MAX = 23, TMAX = MATVEC_MAX_COLS };
-    for (int i = 0; i < N_OWNED; i++) {
-        const int type = OWNED[i];
+    for (int i = 0; i < ntypes; i++) {
+        const int type = types[i];
         const quant_traits *t = quant_traits_get(type);
         if (!t) continue;
         int64_t bad = 0, outputs = 0, tree_differs = 0, calls_failed = 0;
@@ -648,6 +652,36 @@ static void test_parity_serial_rows(void) {
     canon_serial = was;
     threadpool_free(tp);
 }
+static void test_parity_serial_rows(void) { serial_rows_types(OWNED, N_OWNED); }
+
+/* The T <= 8 kernels' AVX-VNNI twins (Q8_0: code + 128 in vpdpbusd) and the AVX2 kernels they
+ * stand in for: the tests above ran whichever the CPU takes by default; here the other one, for
+ * the types that have a twin, through the same three suites, so both are held to the reference
+ * on a CPU with AVX-VNNI. And the switch takes effect: the dispatch hands out the twin exactly
+ * when the override asks for it. */
+static void test_parity_vnni_twins(void) {
+    if (!cpu_has_avx2_fma() || !cpu_has_avx_vnni()) {
+        SKIP("avx2-vnni-twins", "T <= 8 AVX-VNNI twins: CPU lacks AVX-VNNI (the AVX2 kernels ran)");
+        return;
+    }
+    const int def = matmul_vnni_override(-1);
+    int twins[N_OWNED], n = 0;
+    for (int i = 0; i < N_OWNED; i++)
+        if (matvec_rows_vnni(OWNED[i])) twins[n++] = OWNED[i];
+    CHECKF(n >= 1 && twins[0] == TYPE_Q8_0, "Q8_0 has no AVX-VNNI twin (%d twins)", n);
+    for (int v = 0; v < 2; v++) {
+        CHECK_EQ_INT(matmul_vnni_override(v), v);
+        for (int i = 0; i < n; i++)
+            CHECKF((matvec_rows_cpu(twins[i]) == matvec_rows_vnni(twins[i])) == v &&
+                   (matvec_rows_cpu(twins[i]) == matvec_rows_avx2(twins[i])) == !v,
+                   "%s: VNNI override %d does not pick the %s kernel", quant_traits_get(twins[i])->name, v, v ? "VNNI" : "AVX2");
+    }
+    matmul_vnni_override(!def);
+    parity_types(twins, n);
+    parity_serial_types(twins, n);
+    serial_rows_types(twins, n);
+    matmul_vnni_override(-1);
+}
 
 int main(void) {
     RUN(test_table);
@@ -660,5 +694,6 @@ int main(void) {
     RUN(test_parity);
     RUN(test_parity_serial);
     RUN(test_parity_serial_rows);
+    RUN(test_parity_vnni_twins);
     TEST_DONE();
 }

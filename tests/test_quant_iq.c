@@ -302,12 +302,20 @@ static const int8_t *act_qs(const fmt *f, const void *a, int64_t i) {
     return &((const act_q8_0 *)a)[i / 32].qs[i % 32];
 }
 
+/* The T <= 8 kernel the AVX2 suites below run: the AVX2 one, or (vnni_twins, test_vnni_twins) its
+ * AVX-VNNI twin where the format has one (IQ4_NL: kvalues + 128 in vpdpbusd) */
+static int vnni_twins;
+static matvec_rows_fn iq_kernel(int type) {
+    return vnni_twins ? matvec_rows_vnni(type) : matvec_rows_avx2_iq(type);
+}
+
 /* ---- 2. exhaustive: every codebook entry x sign pattern through ref and AVX2 ---------- */
 static void test_exhaustive(void) {
     int avx2 = cpu_has_avx2_fma();
     if (!avx2) SKIP("avx2-exhaustive", "exhaustive AVX2 part: no AVX2+FMA+F16C");
     for (int fi = 0; fi < NF; fi++) {
         const fmt *f = &FMTS[fi];
+        if (vnni_twins && !matvec_rows_vnni(f->type)) continue;
         uint8_t *blocks = malloc((size_t)EXH_CAP * f->bsize);
         int nb = exhaustive_blocks(f, blocks, EXH_CAP);
         /* one block per row: y = p_0 exactly (d = 1, a.d = 1, |isum| < 2^24) */
@@ -329,7 +337,7 @@ static void test_exhaustive(void) {
         }
         CHECKF(bad_int == 0, "%s: %zu ref dots differ from the dequantized values' exact dot", f->name, bad_int);
         if (avx2) {
-            matvec_rows_fn fn = matvec_rows_avx2_iq(f->type);
+            matvec_rows_fn fn = iq_kernel(f->type);
             CHECK(fn != NULL);
             if (fn) {
                 fn(blocks, (size_t)f->bsize, n_in, act, stride, 8, ya, nb, 0, nb);
@@ -337,8 +345,8 @@ static void test_exhaustive(void) {
             }
             CHECKF(bad_avx == 0, "%s: %zu of %d AVX2 results differ from the reference", f->name, bad_avx, 8 * nb);
         }
-        fprintf(stderr, "exhaustive %-8s %5d blocks x 8 columns: ref vs exact %zu differ, avx2 vs ref %zu differ\n",
-                f->name, nb, bad_int, bad_avx);
+        fprintf(stderr, "exhaustive %-8s %5d blocks x 8 columns: ref vs exact %zu differ, %s vs ref %zu differ\n",
+                f->name, nb, bad_int, vnni_twins ? "vnni" : "avx2", bad_avx);
         free(blocks); free(act); free(yr); free(ya); free(deq);
     }
 }
@@ -391,7 +399,8 @@ static void test_avx2_parity(void) {
     static const int nouts[] = {1, 3, 7, 17};
     for (int fi = 0; fi < NF; fi++) {
         const fmt *f = &FMTS[fi];
-        matvec_rows_fn fn = matvec_rows_avx2_iq(f->type);
+        if (vnni_twins && !matvec_rows_vnni(f->type)) continue;
+        matvec_rows_fn fn = iq_kernel(f->type);
         CHECK(fn != NULL);
         if (!fn) continue;
         const int64_t nins[] = {f->blck, 3 * f->blck, 9 * f->blck, 40 * f->blck, 256 * 41};
@@ -430,7 +439,8 @@ static void test_avx2_parity(void) {
             }
         CHECKF(bad == 0, "%s: %zu AVX2 results differ from the reference", f->name, bad);
         CHECKF(bad_inv == 0, "%s: %zu T-column results differ from the 1-column call", f->name, bad_inv);
-        fprintf(stderr, "avx2 %-8s %zu shape x T cases: %zu differ from ref, %zu batch-variant\n", f->name, cases, bad, bad_inv);
+        fprintf(stderr, "%s %-8s %zu shape x T cases: %zu differ from ref, %zu batch-variant\n", vnni_twins ? "vnni" : "avx2",
+                f->name, cases, bad, bad_inv);
     }
 }
 
@@ -467,6 +477,28 @@ static void test_avx2_parity_serial(void) {
         free(W); free(act); free(x);
     }
     canon_serial = was;
+}
+
+/* The AVX-VNNI twins of the T <= 8 kernels (IQ4_NL) through the exhaustive and parity suites
+ * (tree and serial orders) that held the AVX2 kernels above; and the dispatch hands the twin out
+ * exactly when the VNNI override asks for it */
+static void test_vnni_twins(void) {
+    if (!cpu_has_avx2_fma() || !cpu_has_avx_vnni()) {
+        SKIP("avx2-vnni-twins", "T <= 8 AVX-VNNI twins: CPU lacks AVX-VNNI (the AVX2 kernels ran)");
+        return;
+    }
+    CHECKF(matvec_rows_vnni(TYPE_IQ4_NL) != NULL, "IQ4_NL has no AVX-VNNI twin");
+    for (int v = 0; v < 2; v++) {
+        CHECK_EQ_INT(matmul_vnni_override(v), v);
+        CHECKF(matvec_rows_cpu(TYPE_IQ4_NL) == (v ? matvec_rows_vnni(TYPE_IQ4_NL) : matvec_rows_avx2_iq(TYPE_IQ4_NL)),
+               "IQ4_NL: VNNI override %d does not pick the %s kernel", v, v ? "VNNI" : "AVX2");
+    }
+    matmul_vnni_override(-1);
+    vnni_twins = 1;
+    test_exhaustive();
+    test_avx2_parity();
+    test_avx2_parity_serial();
+    vnni_twins = 0;
 }
 
 /* ---- 5. through the framework (quant table + matvec dispatch), threads ---------------- */
@@ -508,6 +540,7 @@ int main(void) {
     RUN(test_round_trip_and_dot);
     RUN(test_avx2_parity);
     RUN(test_avx2_parity_serial);
+    RUN(test_vnni_twins);
     RUN(test_framework);
     TEST_DONE();
 }

@@ -6,7 +6,7 @@
 X(ENV_EXACT,        "STRATA_EXACT",        ENV_BOOL, "0",    "reference mode: dequantize weights, keep activations in f32 (same as --exact)")
 X(ENV_KERNEL,       "STRATA_KERNEL",       ENV_STR,  "auto", "CPU matvec kernel: auto (AVX2 when the CPU has it), avx2, ref")
 X(ENV_CPU_MM,       "STRATA_CPU_MM",       ENV_BOOL, "1",    "CPU passes of more than 8 columns: the wide kernels (src/cpu/matmul_avx2.h, the matvec's bits); 0: the matvec kernels in row tiles x groups of 8 columns")
-X(ENV_CPU_VNNI,     "STRATA_CPU_VNNI",     ENV_BOOL, "1",    "CPU wide kernels: the AVX-VNNI twins (vpdpbusd; the same bits) where the CPU has AVX-VNNI; 0: the AVX2 ones (maddubs + madd)")
+X(ENV_CPU_VNNI,     "STRATA_CPU_VNNI",     ENV_BOOL, "1",    "CPU: the AVX-VNNI twins (vpdpbusd; the same bits) of the wide kernels and of Q8_0's / IQ4_NL's T <= 8 kernels where the CPU has AVX-VNNI; 0: the AVX2 ones (maddubs + madd)")
 X(ENV_THREADS,      "STRATA_THREADS",      ENV_INT,  "0",    "default worker threads (0: all cores); -t overrides")
 X(ENV_CACHE_DIR,    "STRATA_CACHE_DIR",    ENV_STR,  "",     "where fetched models live (default: $XDG_CACHE_HOME/strata or ~/.cache/strata)")
 X(ENV_HF_ENDPOINT,  "STRATA_HF_ENDPOINT",  ENV_STR,  "https://huggingface.co", "the Hugging Face hub `strata pull` and `-m org/repo:QUANT` download from")

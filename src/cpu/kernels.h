@@ -58,6 +58,14 @@ void matmul_act_sums(const matmul_kernel *mk, const void *act, size_t stride, in
  * (src/cpu/matvec_iq_avx2.c) and returns NULL for every other type. */
 matvec_rows_fn matvec_rows_avx2(int type);
 matvec_rows_fn matvec_rows_avx2_iq(int type);
+/* AVX-VNNI twins of the T <= 8 kernels (src/cpu/matvec_avx2.c), NULL for a type without one:
+ * Q8_0 and IQ4_NL, whose AVX2 kernels take the sign trick (|w| * sign(a, w) and a madd per
+ * block), enter vpdpbusd as code + 128 with 128 * sum(a) subtracted: the same integers, so the
+ * same bits. Run only where cpu_has_avx_vnni(). */
+matvec_rows_fn matvec_rows_vnni(int type);
+/* The T <= 8 kernel of a type on this CPU (AVX-VNNI twin where matmul_wide would take one, else
+ * AVX2 or AVX2 IQ), NULL without AVX2 or without a kernel for the type. src/cpu/matvec.c. */
+matvec_rows_fn matvec_rows_cpu(int type);
 /* IQ4_NL's T <= 8 kernel (the 32-weight block skeleton of matvec_avx2.c; matvec_rows_avx2_iq
  * returns it for TYPE_IQ4_NL) */
 matvec_rows_fn matvec_rows_avx2_iq4_nl(void);

@@ -46,12 +46,20 @@ static void kernel_choice_init(void) {
     else env_kernel_cached = MATVEC_KERNEL_AUTO;   /* "auto" and anything unknown */
 }
 
+static int vnni_on(void);
+
 /* The fast kernel of a type on this CPU, or NULL. */
 static matvec_rows_fn fast_kernel(int type) {
     if (!cpu_avx2_cached) return NULL;
-    matvec_rows_fn fn = matvec_rows_avx2(type);
+    matvec_rows_fn fn = vnni_on() ? matvec_rows_vnni(type) : NULL;
+    if (!fn) fn = matvec_rows_avx2(type);
     if (!fn) fn = matvec_rows_avx2_iq(type);
     return fn;
+}
+
+matvec_rows_fn matvec_rows_cpu(int type) {
+    pthread_once(&kernel_once, kernel_choice_init);
+    return fast_kernel(type);
 }
 
 /* Resolve a requested kernel: *fn = kernel or NULL for the reference.
@@ -199,10 +207,15 @@ static void *mm_scratch_get(size_t n) {
     return p;
 }
 
+/* the AVX-VNNI twins in use (STRATA_CPU_VNNI and the CPU, or the tests' override) */
+static int vnni_on(void) {
+    return vnni_override < 0 ? cpu_vnni_cached : vnni_override && cpu_has_avx_vnni();
+}
+
 const matmul_kernel *matmul_wide(int type) {
     pthread_once(&kernel_once, kernel_choice_init);
     if (!cpu_avx2_cached) return NULL;
-    const int v = vnni_override < 0 ? cpu_vnni_cached : vnni_override && cpu_has_avx_vnni();
+    const int v = vnni_on();
     const matmul_kernel *mk = matmul_avx2(type, v);
     return mk ? mk : matmul_avx2_iq(type, v);
 }
@@ -210,7 +223,7 @@ const matmul_kernel *matmul_wide(int type) {
 int matmul_vnni_override(int v) {
     pthread_once(&kernel_once, kernel_choice_init);
     vnni_override = v < 0 ? -1 : v != 0;
-    return vnni_override < 0 ? cpu_vnni_cached : vnni_override && cpu_has_avx_vnni();
+    return vnni_on();
 }
 
 /* The wide kernel of a type on this CPU (given its matvec kernel fn), or NULL. */

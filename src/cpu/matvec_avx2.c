@@ -252,20 +252,23 @@ ALWAYS_INLINE void float_rows(const void *W, size_t row_bytes, int64_t n, const 
  * sum((v + 12) * a) - 12 * sum(a): the same integer as the signed form's, so the same bits, with
  * no abs and no sign per block and column, and four maddubs lanes still within int16
  * (4 * 2 * 24 * 127 = 24,384). */
-enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0, FB_IQ4_NL, FB_MXFP4U };
+enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0, FB_IQ4_NL, FB_MXFP4U,
+       FB_Q8_0V, FB_IQ4_NLV };
 
 #define FB_BSIZE(f) ((f) == FB_Q4_0 ? 18 : (f) == FB_Q4_1 ? 20 : (f) == FB_Q5_0 ? 22 : \
-                     (f) == FB_Q5_1 ? 24 : (f) == FB_Q8_0 ? 34 : (f) == FB_MXFP4 || (f) == FB_MXFP4U ? 17 : 18)
+                     (f) == FB_Q5_1 ? 24 : (f) == FB_Q8_0 || (f) == FB_Q8_0V ? 34 : (f) == FB_MXFP4 || (f) == FB_MXFP4U ? 17 : 18)
 #define FB_ASIZE(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1 ? (int)sizeof(act_q8_1) : \
                      (f) == FB_Q2_0 ? (int)sizeof(act_q8_2) : (int)sizeof(act_q8_0))
 #define FB_AQS(f)   ((f) == FB_Q4_1 || (f) == FB_Q5_1 || (f) == FB_Q2_0 ? 8 : 4)  /* offset of qs */
 #define FB_HAS_MIN(f) ((f) == FB_Q4_1 || (f) == FB_Q5_1)                     /* w = q*d + m */
 #define FB_SIGNED(f) ((f) == FB_Q8_0 || (f) == FB_MXFP4 || (f) == FB_IQ4_NL)  /* sign trick */
-#define FB_OFFSET(f) ((f) == FB_Q4_0 ? 8 : (f) == FB_Q5_0 ? 16 : (f) == FB_Q2_0 ? 1 : (f) == FB_MXFP4U ? 12 : 0)
+#define FB_OFFSET(f) ((f) == FB_Q4_0 ? 8 : (f) == FB_Q5_0 ? 16 : (f) == FB_Q2_0 ? 1 : (f) == FB_MXFP4U ? 12 : \
+                      FB_DP(f) ? 128 : 0)
 #define FB_VPB(f)   ((f) == FB_Q2_0 ? 2 : 1)   /* 32-byte vectors per block */
+#define FB_DP(f)    ((f) == FB_Q8_0V || (f) == FB_IQ4_NLV)   /* vpdpbusd twins (AVX-VNNI) */
 /* maddubs lanes small enough that four of them still fit int16 (4 * 2 * 31 * 127 < 32768):
  * every format but Q8_0 and IQ4_NL, whose products reach 128 * 127 and 127 * 127. */
-#define FB_SUM16(f) ((f) != FB_Q8_0 && (f) != FB_IQ4_NL)
+#define FB_SUM16(f) ((f) != FB_Q8_0 && (f) != FB_IQ4_NL && !FB_DP(f))
 
 /* Decode weight block `b` into VPB vectors of int8 codes: unsigned codes (Q4_0, Q5_0,
  * Q2_0 with their offset still in), q (Q4_1, Q5_1), signed values (Q8_0, MXFP4). */
@@ -281,6 +284,12 @@ ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
         w[0] = _mm256_or_si256(nibbles32(b + off + 4), hi);
     } else if (fmt == FB_Q8_0) {
         w[0] = _mm256_loadu_si256((const __m256i *)(b + 2));
+    } else if (fmt == FB_Q8_0V) {   /* q + 128 */
+        w[0] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
+    } else if (fmt == FB_IQ4_NLV) {   /* kvalues_iq4nl + 128 by nibble */
+        const __m256i kv = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl)),
+                                            _mm256_set1_epi8((char)0x80));
+        w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 2));
     } else if (fmt == FB_IQ4_NL) {   /* the 16 values of kvalues_iq4nl by nibble, Q4_0's layout */
         const __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
         w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 2));
@@ -390,7 +399,8 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
             if (k >= nk) { m[k] = _mm256_setzero_si256(); continue; }
             const uint8_t *aq = ab + (size_t)k * (size_t)AS + FB_AQS(fmt);
             __m256i a0 = _mm256_loadu_si256((const __m256i *)aq);
-            if (FB_SIGNED(fmt)) m[k] = _mm256_maddubs_epi16(wa[k][0], _mm256_sign_epi8(a0, wv[k][0]));
+            if (FB_DP(fmt)) { m[k] = _mm256_setzero_si256(); MM_DPBUSD(m[k], wv[k][0], a0); }
+            else if (FB_SIGNED(fmt)) m[k] = _mm256_maddubs_epi16(wa[k][0], _mm256_sign_epi8(a0, wv[k][0]));
             else m[k] = _mm256_maddubs_epi16(wv[k][0], a0);
             if (VPB == 2)
                 m[k] = _mm256_add_epi16(m[k], _mm256_maddubs_epi16(wv[k][1], _mm256_loadu_si256((const __m256i *)(aq + 32))));
@@ -400,7 +410,7 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
         else {
             __m256i s[8];
 #pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) s[k] = _mm256_madd_epi16(m[k], _mm256_set1_epi16(1));
+            for (int k = 0; k < 8; k++) s[k] = FB_DP(fmt) ? m[k] : _mm256_madd_epi16(m[k], _mm256_set1_epi16(1));
             isum = hsum8x8_epi32(s);
         }
         __m256 da, sa = _mm256_setzero_ps();
@@ -415,7 +425,8 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
             if (FB_OFFSET(fmt)) {
                 const int *na = (const int *)(nA + c * nb + g0);
                 __m256i n = nk == 8 ? _mm256_loadu_si256((const __m256i *)na) : _mm256_maskload_epi32(na, lmask);
-                isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(n, _mm256_set1_epi32(FB_OFFSET(fmt))));
+                isum = _mm256_sub_epi32(isum, FB_OFFSET(fmt) == 128 ? _mm256_slli_epi32(n, 7)
+                                                  : _mm256_mullo_epi32(n, _mm256_set1_epi32(FB_OFFSET(fmt))));
             }
         } else {
             float das[8] = { 0 }, sas[8] = { 0 };
@@ -728,6 +739,8 @@ MV_KERNEL(q5_1_matvec_avx2, fb_rows, FB_Q5_1)
 MV_KERNEL(q8_0_matvec_avx2, fb_rows, FB_Q8_0)
 MV_KERNEL(mxfp4_matvec_avx2, fb_rows, FB_MXFP4U)
 MV_KERNEL(iq4_nl_matvec_avx2, fb_rows, FB_IQ4_NL)
+MV_KERNEL(q8_0_matvec_vnni, fb_rows, FB_Q8_0V)
+MV_KERNEL(iq4_nl_matvec_vnni, fb_rows, FB_IQ4_NLV)
 /* IQ4_NL's T <= 8 kernel is this file's skeleton (Q4_0's blocks with signed table values);
  * matvec_rows_avx2_iq hands it out with the other IQ formats */
 matvec_rows_fn matvec_rows_avx2_iq4_nl(void) { return iq4_nl_matvec_avx2; }
@@ -828,6 +841,14 @@ const matmul_kernel *matmul_avx2(int type, int vnni) {
     case TYPE_Q5_K:  return vnni ? &mm_q5_K_v : &mm_q5_K;
     case TYPE_Q6_K:  return vnni ? &mm_q6_K_v : &mm_q6_K;
     default:         return NULL;
+    }
+}
+
+matvec_rows_fn matvec_rows_vnni(int type) {
+    switch (type) {
+    case TYPE_Q8_0:   return q8_0_matvec_vnni;
+    case TYPE_IQ4_NL: return iq4_nl_matvec_vnni;
+    default:          return NULL;
     }
 }
 

@@ -75,9 +75,7 @@ static void kern_init(void) {
 static matvec_rows_fn pick_kernel(int type, matvec_kernel want) {
     pthread_once(&kern_once, kern_init);
     if (want == MATVEC_KERNEL_REF || (want == MATVEC_KERNEL_AUTO && kern_env_ref) || !kern_avx2) return NULL;
-    matvec_rows_fn fn = matvec_rows_avx2(type);
-    if (!fn) fn = matvec_rows_avx2_iq(type);
-    return fn;
+    return matvec_rows_cpu(type);
 }
 
 /* ---- scratch: thread-local, grows, never shrinks (no allocation per token after warm-up) -- */
