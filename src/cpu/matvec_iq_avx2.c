@@ -127,6 +127,32 @@ AI void dec_iq1_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i
     *m16 = _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1));
 }
 
+/* IQ1_S for the T <= 8 kernel: unsigned codes u = g + 1 (0, 1, 2) and the multiplier 8 m (m = 2 ls
+ * + 1), with the per-block bsums factors of g_iq1_s taking the rest back out exactly:
+ *   sum_k m_k sum_i (8 g_i + delta_k) q_i = sum_k 8 m_k sum_i u_i q_i + sum_k m_k (delta_k - 8) sum_i q_i
+ * (no abs per chunk and no sign per chunk and column; sgn is not used) */
+AI void dec_iq1_s_u(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    const block_iq1_s *b = (const block_iq1_s *)blk;
+    const uint8_t *q = b->qs + 4 * k;
+    unsigned h = b->qh[k];
+    __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700),
+                        q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
+    *mag = _mm256_add_epi8(g, _mm256_set1_epi8(1));
+    *sgn = g;
+    *m16 = _mm256_set1_epi16((short)(8 * (2 * ((h >> 12) & 7) + 1)));
+}
+/* the bsums factors of dec_iq1_s_u: lane j (weights 16 j .. 16 j + 15, chunk j / 2) m (delta - 8),
+ * m = 2 ls + 1 (1..15), delta - 8 = -7 or -9 (qh bit 15 clear or set): |g| <= 135 */
+AI __m256i g_iq1_s(const uint8_t *blk) {
+    const block_iq1_s *b = (const block_iq1_s *)blk;
+    const __m128i h = _mm_loadu_si128((const __m128i *)b->qh);
+    const __m128i ls = _mm_and_si128(_mm_srli_epi16(h, 12), _mm_set1_epi16(7));
+    const __m128i m = _mm_add_epi16(_mm_add_epi16(ls, ls), _mm_set1_epi16(1));
+    const __m128i dm = _mm_sub_epi16(_mm_set1_epi16(-7), _mm_add_epi16(_mm_srli_epi16(h, 15), _mm_srli_epi16(h, 15)));
+    const __m128i g8 = _mm_mullo_epi16(m, dm);
+    return _mm256_set_m128i(_mm_unpackhi_epi16(g8, g8), _mm_unpacklo_epi16(g8, g8));
+}
+
 AI void dec_iq1_m(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
     const block_iq1_m *b = (const block_iq1_m *)blk;
     const uint8_t *q = b->qs + 4 * k;
@@ -187,6 +213,10 @@ typedef float (*iq_d_fn)(const uint8_t *);
 /* Optional: a block's 8 chunk multipliers at once (the decoder's m16 of chunk k in m16[k]),
  * where forming them per chunk costs more than the chunk's dot at T = 1. NULL: the decoder's. */
 typedef void (*iq_mult_fn)(const uint8_t *, __m256i *);
+/* Optional: the decoder gives unsigned codes (mag, no sign carrier) and this returns the block's
+ * 16 int16 factors of the activation's bsums that complete the integer sum (IQ1_S). NULL: signed
+ * codes (mag, sgn). */
+typedef __m256i (*iq_g_fn)(const uint8_t *);
 
 /* 8 int16 values (lane k of x) -> m16[k] = value k in all 16 lanes */
 AI void spread8(__m128i x, __m256i *m16) {
@@ -263,7 +293,7 @@ AI __m256i reduce8_i32(const __m256i *s) {
 /* One row of a QK_K format for a compile-time T: decode each block once, dot it with the T
  * columns; per column and block an int32x8 partial, reduced eight blocks at a time into the
  * row's four lane vectors per column (acc[c][0..3]: lanes 0-7 .. 24-31). */
-AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_t bsize, __m256 kv, const int T, const uint8_t *wrow,
+AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, iq_g_fn gfn, const int unr, size_t bsize, __m256 kv, const int T, const uint8_t *wrow,
                const act_q8_K *const *ac, int64_t nb, __m256 acc[][4]) {
     for (int c = 0; c < T; c++) for (int l = 0; l < 4; l++) acc[c][l] = _mm256_setzero_ps();
     for (int64_t b0 = 0; b0 < nb; b0 += 8) {
@@ -303,7 +333,8 @@ AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_t
                 _Pragma("GCC unroll 8")                                                               \
                 for (int c = 0; c < T; c++) {                                                         \
                     __m256i q = _mm256_loadu_si256((const __m256i *)(ac[c][b0 + j].qs + 32 * ch));   \
-                    __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(q, sgn));                  \
+                    __m256i p = gfn ? _mm256_maddubs_epi16(mag, q)                                    \
+                                    : _mm256_maddubs_epi16(mag, _mm256_sign_epi8(q, sgn));            \
                     s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, m16));                         \
                 }                                                                                     \
             } while (0)
@@ -313,6 +344,12 @@ AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_t
             } else
                 for (int ch = 0; ch < 8; ch++) IQ_CHUNK(ch);
 #undef IQ_CHUNK
+            if (gfn) {
+                const __m256i g16 = gfn(blk);
+#pragma GCC unroll 8
+                for (int c = 0; c < T; c++)
+                    s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ac[c][b0 + j].bsums), g16));
+            }
 #pragma GCC unroll 8
             for (int c = 0; c < T; c++) sv[c][j] = s[c];
         }
@@ -330,7 +367,7 @@ AI void row_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_t
 
 /* Rows r0..r1 of a QK_K format (row_qk). STRATA_CANON=serial: rows in groups of CANON_ROWS,
  * their chains side by side (canon_chain8, matmul_avx2.h). */
-AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_t bsize, float k, const int T,
+AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, iq_g_fn gfn, const int unr, size_t bsize, float k, const int T,
                 const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride,
                 float *y, int64_t n_out, int64_t r0, int64_t r1, const int ser) {
     const int64_t nb = n_in / QK_K;
@@ -340,13 +377,13 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_
     if (!ser) {
         for (int64_t r = r0; r < r1; r++) {
             __m256 acc[MAXT][4];
-            row_qk(dec, dfn, mfn, unr, bsize, kv, T, (const uint8_t *)W + (size_t)r * row_bytes, ac, nb, acc);
+            row_qk(dec, dfn, mfn, gfn, unr, bsize, kv, T, (const uint8_t *)W + (size_t)r * row_bytes, ac, nb, acc);
             for (int c = 0; c < T; c++) y[(size_t)c * (size_t)n_out + (size_t)r] = canon_tree4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
         }
         return;
     }
     CANON_SERIAL_ROWS(r0, r1, T, nb, y, n_out,
-                      row_qk(dec, dfn, mfn, unr, bsize, kv, T, (const uint8_t *)W + (size_t)r_ * row_bytes, ac, nb, acc_));
+                      row_qk(dec, dfn, mfn, gfn, unr, bsize, kv, T, (const uint8_t *)W + (size_t)r_ * row_bytes, ac, nb, acc_));
 }
 
 /* One exported function per format; T becomes a compile-time constant (1..8) so the column
@@ -355,15 +392,19 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_
  * MV_KERNEL says why). */
 #define IQ_ARGS const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
                 int T, float *y, int64_t n_out, int64_t r0, int64_t r1
+/* case N: the unsigned-code decoder and its bsums factors (IQ1_S) where N <= tu_X, else the signed one */
+#define QK_CASE(X, bsz, kk, N, SER) \
+    rows_qk((N) <= tu_##X ? dec_u_##X : dec_##X, dw_##X, mult_##X, (N) <= tu_##X ? g_##X : NULL, unr_##X, bsz, kk, N, \
+            W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER)
 #define QK_SWITCH(X, bsz, kk, SER) do { switch (T) { \
-    case 1: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 1, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 2: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 2, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 3: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 3, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 4: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 4, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 5: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 5, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 6: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 6, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    case 7: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 7, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
-    default: rows_qk(dec_##X, dw_##X, mult_##X, unr_##X, bsz, kk, 8, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER); break; \
+    case 1: QK_CASE(X, bsz, kk, 1, SER); break; \
+    case 2: QK_CASE(X, bsz, kk, 2, SER); break; \
+    case 3: QK_CASE(X, bsz, kk, 3, SER); break; \
+    case 4: QK_CASE(X, bsz, kk, 4, SER); break; \
+    case 5: QK_CASE(X, bsz, kk, 5, SER); break; \
+    case 6: QK_CASE(X, bsz, kk, 6, SER); break; \
+    case 7: QK_CASE(X, bsz, kk, 7, SER); break; \
+    default: QK_CASE(X, bsz, kk, 8, SER); break; \
     } } while (0)
 /* the per-block multiplier hooks (NULL: the decoder's per chunk). IQ3_XXS and IQ1_S measured
  * slower with one (T = 1 328 -> 363 us, T = 2 343 -> 392); IQ2_XXS's words are 8 bytes apart. */
@@ -374,6 +415,33 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, const int unr, size_
 #define mult_iq3_s   mult_iq3_s_
 #define mult_iq1_s   NULL
 #define mult_iq1_m   mult_iq1_m_
+/* the unsigned-code decoder and its bsums factors (row_qk's gfn) for T <= tu_X: IQ1_S's
+ * (1024 x 4096, one thread, us a call, signed -> unsigned, checksums equal: T = 1 245-251 ->
+ * 206-216, T = 2 299-303 -> 269-272, T = 4 438 -> 426-432, T = 8 768-791 -> 795-826: so T <= 4);
+ * the others keep the signed codes */
+#define dec_u_iq2_xxs dec_iq2_xxs
+#define dec_u_iq2_xs  dec_iq2_xs
+#define dec_u_iq2_s   dec_iq2_s
+#define dec_u_iq3_xxs dec_iq3_xxs
+#define dec_u_iq3_s   dec_iq3_s
+#define dec_u_iq1_s   dec_iq1_s_u
+#define dec_u_iq1_m   dec_iq1_m
+#define dec_u_iq4_xs  dec_iq4_xs
+#define g_iq2_xxs NULL
+#define g_iq2_xs  NULL
+#define g_iq2_s   NULL
+#define g_iq3_xxs NULL
+#define g_iq3_s   NULL
+#define g_iq1_m   NULL
+#define g_iq4_xs  NULL
+#define tu_iq2_xxs 0
+#define tu_iq2_xs  0
+#define tu_iq2_s   0
+#define tu_iq3_xxs 0
+#define tu_iq3_s   0
+#define tu_iq1_s   4
+#define tu_iq1_m   0
+#define tu_iq4_xs  0
 /* the chunk loop unrolled (row_qk) */
 #define unr_iq2_xxs 0
 #define unr_iq2_xs  1
