@@ -1500,14 +1500,20 @@ static int mm_oneb_on(void) {
     if (mm_oneb < 0) mm_oneb = env_int(ENV_CUDA_MM_ONEB) != 0;
     return mm_oneb;
 }
-/* STRATA_CUDA_MM_SERX: 1 the serial order's X instances (mm_kernel2's X 1: four blocks a step and
+/* STRATA_CUDA_MM_SERX: the serial order's X instances (mm_kernel2's X 1: four blocks a step and
  * the biased conversion for the 32-value formats, the conflict-free 16-byte stores of the 256-value
- * ones' decoded weights, ORD 2 with the WPRE bits 2 and 4), 0 the others */
+ * ones' decoded weights, ORD 2 with the WPRE bits 2 and 4) for ORD 2 and ORD 3 (1), ORD 2 alone (2),
+ * ORD 3 alone (3), ORD 2 on rows of at least MM_SERX_NB blocks (4), or neither (0).
+ * mm_serx_on(ord, nb): whether a launch of that ORD on rows of nb blocks takes them. */
+#define MM_SERX_NB 128
 static int mm_serx = -1;
-extern "C" void cuda_mm_serx_set(int on) { mm_serx = on < 0 ? -1 : on ? 1 : 0; }
-static int mm_serx_on(void) {
-    if (mm_serx < 0) mm_serx = env_int(ENV_CUDA_MM_SERX) != 0;
-    return mm_serx;
+extern "C" void cuda_mm_serx_set(int on) { mm_serx = on < 0 ? -1 : on > 4 ? 1 : on; }
+static bool mm_serx_on(int ord, int nb) {
+    if (mm_serx < 0) {
+        const int v = env_int(ENV_CUDA_MM_SERX);
+        mm_serx = v < 0 || v > 4 ? 1 : v;
+    }
+    return mm_serx == 1 || mm_serx == ord || (mm_serx == 4 && ord == 2 && nb >= MM_SERX_NB);
 }
 template <int FMT, int GR, int ORD, int X>
 static int mm_attr_serial(size_t smem) {
@@ -1541,7 +1547,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const bool one = nb <= 32 && mm_oneb_on();
-    const bool x = mm_serx_on();   /* the X instances (ORD 2 and 3, every format) */
+    const bool x2 = mm_serx_on(2, nb), x3 = mm_serx_on(3, nb);   /* the X instances, every format */
     /* bit 4 (16-byte code loads) only where every block is 16-byte aligned */
     int wp = mm_wpre_on();
     if (wp & 4) {
@@ -1557,15 +1563,15 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         mv_group g0;
         memset(&g0, 0, sizeof g0);
         const dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
-        if (one) return mm_go_serial_x<FMT, GR, 3>(x, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
-        return mm_go_serial_x<FMT, GR, 2>(x, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
+        if (one) return mm_go_serial_x<FMT, GR, 3>(x3, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
+        return mm_go_serial_x<FMT, GR, 2>(x2, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
     } else {
         const int rows = g->row_start[g->n];
         dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
         const int ks = mm_split_ks_serial(g, (int)(grid.x * grid.y), nb, rows, T);
         grid.z = 1u << ks;
-        if (one && !ks) return mm_go_serial_x<FMT, GR, 3>(x, grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
-        const int rc = mm_go_serial_x<FMT, GR, 2>(x, grid, st, *g, mm_grouped{}, nb, act, as, T, ks, g->ws, wp);
+        if (one && !ks) return mm_go_serial_x<FMT, GR, 3>(x3, grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
+        const int rc = mm_go_serial_x<FMT, GR, 2>(x2, grid, st, *g, mm_grouped{}, nb, act, as, T, ks, g->ws, wp);
         if (rc || !ks) return rc;
         const int64_t n = (int64_t)rows * T;
         klaunch(mm_serial_combine, dim3((unsigned)((n + 255) / 256)), 256, 0, st, *g, (const float *)g->ws, nb < 32 ? nb : 32, T);

@@ -17,7 +17,8 @@
  *                                  10 S + NB S stages of NB blocks), over four weight copies (132+ MB,
  *                                  more than the 60 MB L2; MM_BENCH_COPIES=1..4 sets the count: 1
  *                                  is L2-resident, as llama.cpp's test-backend-ops times it;
- *                                  MM_BENCH_WIDTHS=1 times n = 512 alone); TFLOPS and a checksum
+ *                                  MM_BENCH_WIDTHS=1 times n = 512 alone; MM_BENCH_K / MM_BENCH_M
+ *                                  another shape: rows of K values, M rows); TFLOPS and a checksum
  *                                  (FNV-1a of the output bits) each
  *   test_gpu_mm bench-modes [F..]  at 512 columns: the 8- and 16-warp kernels and the matvec slices
  *   test_gpu_mm bench-order [F..|all] [K,M]
@@ -102,6 +103,8 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             { 2, 0, 0, 1, "SERX 1, ONEB 0, WPRE 1 (ORD 2 X, the first activation copies)", 0, 1 },
             { 2, 8, 0, 7, "SERX 1, WPRE 7, split 8 (ORD 2 X split)", 1, 1 },
             { 2, -1, 0, 7, "SERX 1, WPRE 7, auto split", 1, 1 },
+            /* SERX 4: ORD 2 X on rows of at least 128 blocks (rows of 200), the instances without X on the others */
+            { 2, -1, 0, 7, "SERX 4, WPRE 7, auto split (ORD 2 X on rows of >= 128 blocks)", 1, 4 },
             { 0, -1, 0, 1, "matvec slices", 0, 0 },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
@@ -234,11 +237,15 @@ static double bench_one(void *const *dW, int copies, int type, int64_t n_in, int
 static int64_t bench_k = 14336, bench_m = 4096;   /* bench-order's optional shape */
 static void bench(int type, int modes, const int *codes, int n_codes) {
     const quant_traits *qt = quant_traits_get(type);
-    const int64_t n_in = bench_k, n_out = bench_m;
     const int TM = 512;
     /* MM_BENCH_COPIES=1: one weight matrix, L2-resident as llama.cpp's test-backend-ops times it
      * (22-33 MB at this shape: the like-for-like figure); default 4 copies, beyond the 60 MB L2 */
     const char *ce = getenv("MM_BENCH_COPIES");
+    /* MM_BENCH_K / MM_BENCH_M: another shape for the default mode's lines (n_in, n_out) */
+    const char *ke = getenv("MM_BENCH_K"), *me = getenv("MM_BENCH_M");
+    if (!modes && ke && atoll(ke) >= qt->blck && atoll(ke) % qt->blck == 0) bench_k = atoll(ke);
+    if (!modes && me && atoll(me) >= 1) bench_m = atoll(me);
+    const int64_t n_in = bench_k, n_out = bench_m;
     const int copies = ce && atoi(ce) >= 1 && atoi(ce) <= 4 ? atoi(ce) : 4;
     size_t rb = quant_row_bytes(type, n_in);
     uint8_t *W = malloc(rb * n_out);
@@ -274,18 +281,18 @@ static void bench(int type, int modes, const int *codes, int n_codes) {
             uint64_t sum0, sum;
             cuda_mm_pipe_set(0);
             const double tf0 = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum0);
-            printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: two-tile %6.2f  checksum %016llx\n", qt->name, T, tf0,
-                   (unsigned long long)sum0);
+            printf("mm %-8s m=%lld k=%lld n=%-3d TFLOPS: two-tile %6.2f  checksum %016llx\n", qt->name, (long long)n_out,
+                   (long long)n_in, T, tf0, (unsigned long long)sum0);
             for (int ci = 0; ci < n_codes; ci++) {
                 cuda_mm_pipe_set(codes[ci]);
                 const double tf = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum);
-                printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: pipelined (STRATA_CUDA_MM_PIPE %2d) %6.2f (x%.2f)  checksum %016llx%s\n",
-                       qt->name, T, codes[ci], tf, tf / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
+                printf("mm %-8s m=%lld k=%lld n=%-3d TFLOPS: pipelined (STRATA_CUDA_MM_PIPE %2d) %6.2f (x%.2f)  checksum %016llx%s\n",
+                       qt->name, (long long)n_out, (long long)n_in, T, codes[ci], tf, tf / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
             }
             cuda_mm_pipe_set(-1);   /* what a pass gets by default (the automatic choice) */
             const double tfa = bench_one(dW, copies, type, n_in, n_out, dx, T, dy, y, reps, &sum);
-            printf("mm %-8s m=4096 k=14336 n=%-3d TFLOPS: default (STRATA_CUDA_MM_PIPE -1) %6.2f (x%.2f)  checksum %016llx%s\n",
-                   qt->name, T, tfa, tfa / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
+            printf("mm %-8s m=%lld k=%lld n=%-3d TFLOPS: default (STRATA_CUDA_MM_PIPE -1) %6.2f (x%.2f)  checksum %016llx%s\n",
+                   qt->name, (long long)n_out, (long long)n_in, T, tfa, tfa / tf0, (unsigned long long)sum, sum == sum0 ? " (equal)" : "  DIFFERS");
         }
     }
     if (modes == 2) {   /* bench-order */
