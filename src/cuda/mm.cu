@@ -1503,17 +1503,17 @@ static int mm_oneb_on(void) {
 /* STRATA_CUDA_MM_SERX: the serial order's X instances (mm_kernel2's X 1: four blocks a step and
  * the biased conversion for the 32-value formats, the conflict-free 16-byte stores of the 256-value
  * ones' decoded weights, ORD 2 with the WPRE bits 2 and 4) for ORD 2 and ORD 3 (1), ORD 2 alone (2),
- * ORD 3 alone (3), ORD 2 on rows of at least MM_SERX_NB blocks (4), or neither (0).
- * mm_serx_on(ord, nb): whether a launch of that ORD on rows of nb blocks takes them. */
-#define MM_SERX_NB 128
+ * ORD 3 alone (3), ORD 2 on rows of at least MM_SERX_K values (4), or neither (0).
+ * mm_serx_on(ord, k): whether a launch of that ORD on rows of k values takes them. */
+#define MM_SERX_K 4096
 static int mm_serx = -1;
 extern "C" void cuda_mm_serx_set(int on) { mm_serx = on < 0 ? -1 : on > 4 ? 1 : on; }
-static bool mm_serx_on(int ord, int nb) {
+static bool mm_serx_on(int ord, int64_t k) {
     if (mm_serx < 0) {
         const int v = env_int(ENV_CUDA_MM_SERX);
         mm_serx = v < 0 || v > 4 ? 1 : v;
     }
-    return mm_serx == 1 || mm_serx == ord || (mm_serx == 4 && ord == 2 && nb >= MM_SERX_NB);
+    return mm_serx == 1 || mm_serx == ord || (mm_serx == 4 && ord == 2 && k >= MM_SERX_K);
 }
 template <int FMT, int GR, int ORD, int X>
 static int mm_attr_serial(size_t smem) {
@@ -1547,7 +1547,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
     const int nb = (int)(n_in / mmf<FMT>::QK);
     const size_t as = cuda_act_row_bytes(wfmt<FMT>::act, n_in);
     const bool one = nb <= 32 && mm_oneb_on();
-    const bool x2 = mm_serx_on(2, nb), x3 = mm_serx_on(3, nb);   /* the X instances, every format */
+    const bool x2 = mm_serx_on(2, n_in), x3 = mm_serx_on(3, n_in);   /* the X instances, every format */
     /* bit 4 (16-byte code loads) only where every block is 16-byte aligned */
     int wp = mm_wpre_on();
     if (wp & 4) {

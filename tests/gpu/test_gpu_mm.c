@@ -103,8 +103,9 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             { 2, 0, 0, 1, "SERX 1, ONEB 0, WPRE 1 (ORD 2 X, the first activation copies)", 0, 1 },
             { 2, 8, 0, 7, "SERX 1, WPRE 7, split 8 (ORD 2 X split)", 1, 1 },
             { 2, -1, 0, 7, "SERX 1, WPRE 7, auto split", 1, 1 },
-            /* SERX 4: ORD 2 X on rows of at least 128 blocks (rows of 200), the instances without X on the others */
-            { 2, -1, 0, 7, "SERX 4, WPRE 7, auto split (ORD 2 X on rows of >= 128 blocks)", 1, 4 },
+            /* SERX 4: ORD 2 X on rows of at least 4096 values (the 32-value formats' rows of 200 blocks, the
+             * 256-value ones' of 33 and 200), the instances without X on the others */
+            { 2, -1, 0, 7, "SERX 4, WPRE 7, auto split (ORD 2 X on rows of >= 4096 values)", 1, 4 },
             { 0, -1, 0, 1, "matvec slices", 0, 0 },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
