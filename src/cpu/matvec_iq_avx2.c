@@ -117,12 +117,19 @@ AI void iq1_w8(__m256i g, __m256i dl, __m256i *mag, __m256i *sgn) {
 /* 8 bytes of +1, or of -1 (0xff) when neg != 0; branch-free (random bits mispredict) */
 #define IQ1_DELTA(neg) ((long long)(0x0101010101010101ull * (1u + 0xfeu * ((neg) != 0))))
 
-AI void dec_iq1_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
+/* IQ1_S chunk k's 32 grid values g (-1, 0, 1) and its qh word h (index bits, ls, delta sign) */
+AI __m256i iq1_s_grid(const uint8_t *blk, int k, unsigned *hp) {
     const block_iq1_s *b = (const block_iq1_s *)blk;
     const uint8_t *q = b->qs + 4 * k;
-    unsigned h = b->qh[k];
-    __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700),
-                        q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
+    const unsigned h = b->qh[k];
+    *hp = h;
+    return grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700),
+                   q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
+}
+
+AI void dec_iq1_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
+    unsigned h;
+    const __m256i g = iq1_s_grid(blk, k, &h);
     iq1_w8(g, _mm256_set1_epi64x(IQ1_DELTA(h & 0x8000)), mag, sgn);
     *m16 = _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1));
 }
@@ -132,11 +139,8 @@ AI void dec_iq1_s(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i
  *   sum_k m_k sum_i (8 g_i + delta_k) q_i = sum_k 8 m_k sum_i u_i q_i + sum_k m_k (delta_k - 8) sum_i q_i
  * (no abs per chunk and no sign per chunk and column; sgn is not used) */
 AI void dec_iq1_s_u(const uint8_t *blk, int k, __m256i *mag, __m256i *sgn, __m256i *m16) {
-    const block_iq1_s *b = (const block_iq1_s *)blk;
-    const uint8_t *q = b->qs + 4 * k;
-    unsigned h = b->qh[k];
-    __m256i g = grid8x4((const uint8_t (*)[8])iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700),
-                        q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
+    unsigned h;
+    const __m256i g = iq1_s_grid(blk, k, &h);
     *mag = _mm256_add_epi8(g, _mm256_set1_epi8(1));
     *sgn = g;
     *m16 = _mm256_set1_epi16((short)(8 * (2 * ((h >> 12) & 7) + 1)));
