@@ -149,10 +149,12 @@ def test_flood(s, figures):
         after = solo()
         return dict(alone=round(alone, 1), after=round(after, 1), during=round(a.rate(t0), 1), codes=codes,
                     chunks=len(a.arrivals), status=a.status)
-    # the machine is shared: other jobs' load swings a stream's pace by 2x within seconds, so a
-    # second attempt is made before calling it starved (main's pool: 0.13-0.36 in every attempt)
+    # the machine is shared: other jobs' load swings a stream's pace by 2x within seconds, so up to
+    # three attempts are made before calling it starved (main's pool: 0.13-0.36 in every attempt;
+    # 2026-12-05 a `make test` on the 2-core machine saw two attempts in a row at 0.43 and 0.30, the
+    # same build 3 of 3 at or above 0.5 alone right after)
     tries = []
-    for _ in range(2):
+    for _ in range(3):
         f = tries.append(attempt()) or tries[-1]
         if f["during"] >= 0.5 * min(f["alone"], f["after"]):
             break
