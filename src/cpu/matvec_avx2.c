@@ -271,7 +271,8 @@ enum { FB_Q4_0, FB_Q4_1, FB_Q5_0, FB_Q5_1, FB_Q8_0, FB_MXFP4, FB_Q2_0, FB_IQ4_NL
 #define FB_SUM16(f) ((f) != FB_Q8_0 && (f) != FB_IQ4_NL && !FB_DP(f))
 
 /* Decode weight block `b` into VPB vectors of int8 codes: unsigned codes (Q4_0, Q5_0,
- * Q2_0 with their offset still in), q (Q4_1, Q5_1), signed values (Q8_0, MXFP4). */
+ * Q2_0, MXFP4U with their offset still in; Q8_0V, IQ4_NLV: value + 128), q (Q4_1, Q5_1), signed
+ * values (Q8_0, IQ4_NL, MXFP4). */
 ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
     if (fmt == FB_Q4_0) {
         w[0] = nibbles32(b + 2);
@@ -282,16 +283,12 @@ ALWAYS_INLINE void fb_decode(const uint8_t *b, __m256i *w, const int fmt) {
         uint32_t qh; memcpy(&qh, b + off, 4);
         __m256i hi = _mm256_and_si256(bits32_mask(qh), _mm256_set1_epi8(0x10));
         w[0] = _mm256_or_si256(nibbles32(b + off + 4), hi);
-    } else if (fmt == FB_Q8_0) {
+    } else if (fmt == FB_Q8_0 || fmt == FB_Q8_0V) {
         w[0] = _mm256_loadu_si256((const __m256i *)(b + 2));
-    } else if (fmt == FB_Q8_0V) {   /* q + 128 */
-        w[0] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
-    } else if (fmt == FB_IQ4_NLV) {   /* kvalues_iq4nl + 128 by nibble */
-        const __m256i kv = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl)),
-                                            _mm256_set1_epi8((char)0x80));
-        w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 2));
-    } else if (fmt == FB_IQ4_NL) {   /* the 16 values of kvalues_iq4nl by nibble, Q4_0's layout */
-        const __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
+        if (fmt == FB_Q8_0V) w[0] = _mm256_xor_si256(w[0], _mm256_set1_epi8((char)0x80));   /* q + 128 */
+    } else if (fmt == FB_IQ4_NL || fmt == FB_IQ4_NLV) {   /* the 16 values of kvalues_iq4nl by nibble, Q4_0's layout */
+        __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
+        if (fmt == FB_IQ4_NLV) kv = _mm256_xor_si256(kv, _mm256_set1_epi8((char)0x80));   /* the table + 128 */
         w[0] = _mm256_shuffle_epi8(kv, nibbles32(b + 2));
     } else if (fmt == FB_MXFP4) {
         const __m256i kv = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,

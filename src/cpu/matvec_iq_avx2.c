@@ -396,19 +396,22 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, iq_g_fn gfn, const i
  * MV_KERNEL says why). */
 #define IQ_ARGS const void *W, size_t row_bytes, int64_t n_in, const void *act, size_t act_stride, \
                 int T, float *y, int64_t n_out, int64_t r0, int64_t r1
-/* case N: the unsigned-code decoder and its bsums factors (IQ1_S) where N <= tu_X, else the signed one */
+/* case N of a format: the signed decoder (QK_CASE), or (QK_CASE_U, IQ1_S) the unsigned-code decoder
+ * dec_X_u and its bsums factors g_X where N <= tu_X */
 #define QK_CASE(X, bsz, kk, N, SER) \
-    rows_qk((N) <= tu_##X ? dec_u_##X : dec_##X, dw_##X, mult_##X, (N) <= tu_##X ? g_##X : NULL, unr_##X, bsz, kk, N, \
+    rows_qk(dec_##X, dw_##X, mult_##X, NULL, unr_##X, bsz, kk, N, W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER)
+#define QK_CASE_U(X, bsz, kk, N, SER) \
+    rows_qk((N) <= tu_##X ? dec_##X##_u : dec_##X, dw_##X, mult_##X, (N) <= tu_##X ? g_##X : NULL, unr_##X, bsz, kk, N, \
             W, row_bytes, n_in, act, act_stride, y, n_out, r0, r1, SER)
-#define QK_SWITCH(X, bsz, kk, SER) do { switch (T) { \
-    case 1: QK_CASE(X, bsz, kk, 1, SER); break; \
-    case 2: QK_CASE(X, bsz, kk, 2, SER); break; \
-    case 3: QK_CASE(X, bsz, kk, 3, SER); break; \
-    case 4: QK_CASE(X, bsz, kk, 4, SER); break; \
-    case 5: QK_CASE(X, bsz, kk, 5, SER); break; \
-    case 6: QK_CASE(X, bsz, kk, 6, SER); break; \
-    case 7: QK_CASE(X, bsz, kk, 7, SER); break; \
-    default: QK_CASE(X, bsz, kk, 8, SER); break; \
+#define QK_SWITCH(CASE, X, bsz, kk, SER) do { switch (T) { \
+    case 1: CASE(X, bsz, kk, 1, SER); break; \
+    case 2: CASE(X, bsz, kk, 2, SER); break; \
+    case 3: CASE(X, bsz, kk, 3, SER); break; \
+    case 4: CASE(X, bsz, kk, 4, SER); break; \
+    case 5: CASE(X, bsz, kk, 5, SER); break; \
+    case 6: CASE(X, bsz, kk, 6, SER); break; \
+    case 7: CASE(X, bsz, kk, 7, SER); break; \
+    default: CASE(X, bsz, kk, 8, SER); break; \
     } } while (0)
 /* the per-block multiplier hooks (NULL: the decoder's per chunk). IQ3_XXS and IQ1_S measured
  * slower with one (T = 1 328 -> 363 us, T = 2 343 -> 392); IQ2_XXS's words are 8 bytes apart. */
@@ -419,33 +422,11 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, iq_g_fn gfn, const i
 #define mult_iq3_s   mult_iq3_s_
 #define mult_iq1_s   NULL
 #define mult_iq1_m   mult_iq1_m_
-/* the unsigned-code decoder and its bsums factors (row_qk's gfn) for T <= tu_X: IQ1_S's
- * (1024 x 4096, one thread, us a call, signed -> unsigned, checksums equal: T = 1 245-251 ->
- * 206-216, T = 2 299-303 -> 269-272, T = 4 438 -> 426-432, T = 8 768-791 -> 795-826: so T <= 4);
- * the others keep the signed codes */
-#define dec_u_iq2_xxs dec_iq2_xxs
-#define dec_u_iq2_xs  dec_iq2_xs
-#define dec_u_iq2_s   dec_iq2_s
-#define dec_u_iq3_xxs dec_iq3_xxs
-#define dec_u_iq3_s   dec_iq3_s
-#define dec_u_iq1_s   dec_iq1_s_u
-#define dec_u_iq1_m   dec_iq1_m
-#define dec_u_iq4_xs  dec_iq4_xs
-#define g_iq2_xxs NULL
-#define g_iq2_xs  NULL
-#define g_iq2_s   NULL
-#define g_iq3_xxs NULL
-#define g_iq3_s   NULL
-#define g_iq1_m   NULL
-#define g_iq4_xs  NULL
-#define tu_iq2_xxs 0
-#define tu_iq2_xs  0
-#define tu_iq2_s   0
-#define tu_iq3_xxs 0
-#define tu_iq3_s   0
-#define tu_iq1_s   4
-#define tu_iq1_m   0
-#define tu_iq4_xs  0
+/* IQ1_S's unsigned-code decoder and its bsums factors (row_qk's gfn) for T <= tu_iq1_s (1024 x 4096,
+ * one thread, us a call, signed -> unsigned, checksums equal: T = 1 245-251 -> 206-216, T = 2
+ * 299-303 -> 269-272, T = 4 438 -> 426-432, T = 8 768-791 -> 795-826: so T <= 4); the other formats
+ * keep the signed codes (QK_CASE) */
+#define tu_iq1_s 4
 /* the chunk loop unrolled (row_qk) */
 #define unr_iq2_xxs 0
 #define unr_iq2_xs  1
@@ -455,18 +436,19 @@ AI void rows_qk(iq_dec_fn dec, iq_d_fn dfn, iq_mult_fn mfn, iq_g_fn gfn, const i
 #define unr_iq1_s   1
 #define unr_iq1_m   1
 #define unr_iq4_xs  1
-#define DEFINE_IQ(X, bsz, kk) \
-    static __attribute__((noinline)) void X##_rows_avx2_serial(IQ_ARGS) { QK_SWITCH(X, bsz, kk, 1); } \
+#define DEFINE_IQ_C(CASE, X, bsz, kk) \
+    static __attribute__((noinline)) void X##_rows_avx2_serial(IQ_ARGS) { QK_SWITCH(CASE, X, bsz, kk, 1); } \
     static void X##_rows_avx2(IQ_ARGS) { \
         if (canon_serial) X##_rows_avx2_serial(W, row_bytes, n_in, act, act_stride, T, y, n_out, r0, r1); \
-        else QK_SWITCH(X, bsz, kk, 0); \
+        else QK_SWITCH(CASE, X, bsz, kk, 0); \
     }
+#define DEFINE_IQ(X, bsz, kk) DEFINE_IQ_C(QK_CASE, X, bsz, kk)
 DEFINE_IQ(iq2_xxs, sizeof(block_iq2_xxs), 0.125f)
 DEFINE_IQ(iq2_xs, sizeof(block_iq2_xs), 0.125f)
 DEFINE_IQ(iq2_s, sizeof(block_iq2_s), 0.125f)
 DEFINE_IQ(iq3_xxs, sizeof(block_iq3_xxs), 0.25f)
 DEFINE_IQ(iq3_s, sizeof(block_iq3_s), 1.0f)
-DEFINE_IQ(iq1_s, sizeof(block_iq1_s), 0.125f)
+DEFINE_IQ_C(QK_CASE_U, iq1_s, sizeof(block_iq1_s), 0.125f)
 DEFINE_IQ(iq1_m, sizeof(block_iq1_m), 0.125f)
 DEFINE_IQ(iq4_xs, sizeof(block_iq4_xs), 1.0f)
 
