@@ -229,6 +229,7 @@ typedef struct {
     float *att_tc_part;         /* STRATA_CUDA_ATTN_TC: the split launch's partials (attn_tc.cu) */
     int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
     int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
+    int twice;                  /* STRATA_CUDA_TWICE (an instrument): CUDA_TWICE_NORM here */
     int attn_tc_kv8;            /* STRATA_CUDA_ATTN_TC_KV8: int8 caches take the order too */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
@@ -476,8 +477,10 @@ static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w,
     *as = ACT_NONE;
     int af = c->fuse && next ? act_fmt_of(next) : -1;
     if (af >= 0 && af != ACT_F32 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
-        if (cuda_rmsnorm_quant(x, (const float *)w->dev, y, rows, n, c->hp.rms_eps, c->act, af, c->st))
-            be_fail(c, "rmsnorm");
+        /* STRATA_CUDA_TWICE bit 32 (an instrument): a column's launch twice (x -> y, act: idempotent) */
+        for (int rep = 0; rep < (rows == 1 && (c->twice & CUDA_TWICE_NORM) ? 2 : 1); rep++)
+            if (cuda_rmsnorm_quant(x, (const float *)w->dev, y, rows, n, c->hp.rms_eps, c->act, af, c->st))
+                be_fail(c, "rmsnorm");
         as->src = y; as->n = n; as->T = rows; as->fmt = af;
         return;
     }
@@ -571,7 +574,25 @@ static int attn_tc_on(const cuda_be *c, int head_dim, int kv8) {
 }
 
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
-static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
+/* q's and k's per-head norms (qwen3, gemma3): one launch for both */
+static void qk_norms(cuda_be *c, const layer_weights *L, float *q, float *k, int T) {
+    const hparams *hp = &c->hp;
+    const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
+    if (c->fuse && L->q_norm.data && L->k_norm.data) {
+        if (cuda_rmsnorm2(q, (const float *)L->q_norm.dev, q, T * H, k, (const float *)L->k_norm.dev, k, T * KVH, HD,
+                          hp->rms_eps, c->st))
+            be_fail(c, "q/k rmsnorm");
+    } else {
+        if (L->q_norm.data && cuda_rmsnorm(q, (const float *)L->q_norm.dev, q, T * H, HD, hp->rms_eps, c->st))
+            be_fail(c, "q rmsnorm");
+        if (L->k_norm.data && cuda_rmsnorm(k, (const float *)L->k_norm.dev, k, T * KVH, HD, hp->rms_eps, c->st))
+            be_fail(c, "k rmsnorm");
+    }
+}
+
+/* norms: q's and k's head norms still to do (blk_attn left them here: STRATA_CUDA_ATTN_TC_DEC bit
+ * 512, a column of one sequence): folded into the decode launch where it runs, else launched */
+static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int norms) {
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
     const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
@@ -598,6 +619,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const int tc_dec = tc && c->fuse && T == 1 &&
                        cuda_attention_tc_dec_ok(H, KVH, HD, ml, c->attn_tc_dec, c->att_tc_part != NULL);
     const int folded = c->fuse && T == 1 && (!tc || tc_dec);
+    if (norms && !tc_dec) qk_norms(c, L, q, k, T);
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
@@ -610,7 +632,9 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     }
     if (tc_dec) {
         if (cuda_attention_tc_dec(q, k, v, kc, vc, kv8, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
-                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->attn_tc_dec, c->st))
+                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o,
+                                  norms ? (const float *)L->q_norm.dev : NULL, norms ? (const float *)L->k_norm.dev : NULL,
+                                  hp->rms_eps, c->attn_tc_dec, c->st))
             be_fail(c, "attention (tensor cores, decode)");
         return;
     }
@@ -651,17 +675,11 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
     mv_many(c, &as, qkv, y, 3, c->xb, T);
-    /* per-head q and k norms (qwen3, gemma3): one launch for both */
-    if (c->fuse && L->q_norm.data && L->k_norm.data) {
-        if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
-                          T * KVH, HD, hp->rms_eps, c->st))
-            be_fail(c, "q/k rmsnorm");
-    } else {
-        if (L->q_norm.data && cuda_rmsnorm(c->q, (const float *)L->q_norm.dev, c->q, T * H, HD, hp->rms_eps, c->st))
-            be_fail(c, "q rmsnorm");
-        if (L->k_norm.data && cuda_rmsnorm(c->k, (const float *)L->k_norm.dev, c->k, T * KVH, HD, hp->rms_eps, c->st))
-            be_fail(c, "k rmsnorm");
-    }
+    /* per-head q and k norms (qwen3, gemma3); STRATA_CUDA_ATTN_TC_DEC bit 512: a column of one
+     * sequence leaves them to attn_seq (folded into the decode launch where that runs) */
+    const int norms_later = T == 1 && c->fuse && (c->attn_tc_dec & 512) && L->q_norm.data && L->k_norm.data &&
+                            !(c->cols_on && b->n_seq > 1) && b->n_seq == 1;
+    if (!norms_later) qk_norms(c, L, c->q, c->k, T);
     /* the attention writes wo's activation rows too when wo's blocks fit in a head */
     int af_o = c->fuse ? act_fmt_of(&L->wo) : -1;
     if (!((af_o == ACT_Q8_0 || af_o == ACT_Q8_1 || (af_o == ACT_Q8_2 && HD % 64 == 0)) && HD % 32 == 0 &&
@@ -721,7 +739,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         }
         if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
-        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
+        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o, norms_later);
     as = ACT_NONE;
     if (af_o >= 0) { as.src = c->att; as.n = (int64_t)H * HD; as.T = T; as.fmt = af_o; }
     if (L->post_attn_norm.data || !c->fuse) {                   /* (gemma3) xb = norm(wo att); x += xb */
@@ -1297,8 +1315,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 319;   /* bits 1..32, 256; bits 4, 16 also pick the split path's merge */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 831;   /* bits 1..32, 256, 512; bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
+    c->twice = (int)env_int(ENV_CUDA_TWICE);
     cuda_moe_set_twice((int)env_int(ENV_CUDA_TWICE));   /* an instrument (cuda_backend.h) */
     cuda_attention_tc_set_twice((int)env_int(ENV_CUDA_TWICE));
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */

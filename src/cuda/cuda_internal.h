@@ -206,13 +206,14 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, i
  * deeper: a CTA per chunk into part (cuda_attention_tc_scratch_floats), then the merge launch.
  * bits (STRATA_CUDA_ATTN_TC_DEC): 1 the first, 2 the second, 4 its merge's loads at once, 8 the
  * second's int8 rows copied by cp.async all at once, then converted (before the wait either way),
- * 16 the merge's u loads 64 chunks at once (bit 4's form);
+ * 16 the merge's u loads 64 chunks at once (bit 4's form); qn / kn (with bit 512 at the caller:
+ * STRATA_CUDA_ATTN_TC_DEC): q's and k's head norms folded in (rms_row_warp), NULL for none;
  * _ok: groups of <= 16 heads, the bit for max_last set, and part given for the second */
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
-                          void *act, int act_fmt, int bits, cudaStream_t st);
+                          void *act, int act_fmt, const float *qn, const float *kn, float eps, int bits, cudaStream_t st);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,

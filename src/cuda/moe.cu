@@ -459,6 +459,7 @@ typedef struct moe_comb {
     const float *wts;
     int k, T;
     float *out, *add_to;
+    const float *h;                 /* CUDA_MOE_FAST_DOWNQ: h's rows, quantized by the down kernel's warps */
 } moe_comb;
 
 template <int FMT, int TM, int COOP, int V>
@@ -512,8 +513,12 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 #define DN_WARPS 8
 #define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
-/* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
-template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
+/* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4).
+ * QH (CUDA_MOE_FAST_DOWNQ, T = 1): h's row of the warp's pair quantized by the warp itself into
+ * shared memory (act_quant_block, the quantize launch's function: the same bytes) instead of
+ * read from act (the launch that quantized h gone); rows of at most DQ_MAX bytes. */
+#define DQ_MAX 2352   /* act bytes of a row of 2,048 values (act_q8_K 2,336; act_q8_0 / 1 / 2 <= 2,304), 16-aligned */
+template <int FMT, int TM, int COOP, int V, int DR = DOWN_R, int QH = 0>
 __global__ void __launch_bounds__(DN_WARPS * 32)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
@@ -522,12 +527,22 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
     PDL_WAIT();
     constexpr int RPC = COOP != 0 ? DR : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
+    __shared__ __align__(16) uint8_t s_ah[QH ? DN_WARPS : 1][QH ? DQ_MAX : 16];
     const int ng = ngk > 0 ? ngk : groups[0], warp = threadIdx.x >> 5, r0 = blockIdx.x * RPC;
     /* gridDim.y > 1 (the wide chunks, no combine here): CTA row y takes groups y DN_WARPS + w, ... */
     for (int gi = blockIdx.y * DN_WARPS + warp; gi < ng; gi += DN_WARPS * gridDim.y) {
         const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
         const int e = gr[0], start = gr[1], n = gr[2];
         const uint8_t *a = act + (size_t)start * as;
+        if constexpr (QH != 0) {   /* T = 1: n = 1, the pair's row of h */
+            constexpr int AF = wfmt<FMT>::act, B = afmt<AF>::blck, BB = afmt<AF>::bytes;
+            static_assert(AF != ACT_F32, "DOWNQ: int8 activations only");
+            __syncwarp();   /* the previous group's reads of s_ah[warp] are done */
+            for (int bi = 0; bi < (int)(n_in / B); bi++)
+                act_quant_block<B>(cb.h + (size_t)start * n_in + (size_t)bi * B, &s_ah[warp][(size_t)bi * BB], AF);
+            __syncwarp();
+            a = &s_ah[warp][0];
+        }
         float acc[RPC][TM];
         if constexpr (COOP != 0) {
             const uint8_t *wr[RPC];
@@ -633,11 +648,20 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
     int E = (int)m->E;
     const int ngk = moe_ngk(m);
 #define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
+#define DNQ(DR) klaunch(moe_down_kernel<FMT, 1, COOP, V, DR, 1>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
     if (m->T == 1) {
+        if constexpr (wfmt<FMT>::act != ACT_F32)
+            if (cb.h) {   /* moe_downq_on: h quantized by the down kernel's warps */
+                if constexpr (COOP != 0)
+                    if (moe_down_rows(m, E) == 4) { DNQ(4); return; }
+                DNQ(DOWN_R);
+                return;
+            }
         if constexpr (COOP != 0)
             if (moe_down_rows(m, E) == 4) { DN(1, 4); return; }
         DN(1, DOWN_R);
     } else if (m->T == 2) DN(2, DOWN_R); else if (m->T <= 4) DN(4, DOWN_R); else DN(8, DOWN_R);
+#undef DNQ
 #undef DN
 }
 
@@ -719,7 +743,7 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
     const int route1 = m->T == 1 && (moe_fast & CUDA_MOE_FAST_ROUTE1);
-    if (route1) {   /* T = 1: the routing by a whole CTA */
+    for (int rep = 0; route1 && rep < (moe_twice & CUDA_TWICE_MOE_ROUTER ? 2 : 1); rep++) {   /* T = 1: the routing by a whole CTA */
         const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
         if (m->router_f32 && (moe_fast & CUDA_MOE_FAST_ROUTER_CTA) && (uintptr_t)m->router_f32 % 16 == 0 &&
             (uintptr_t)m->x_f32 % 16 == 0) {   /* a CTA per router row (float4 loads) */
@@ -740,6 +764,8 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
 #undef R1
         } else
             klaunch(moe_route1_kernel, 1, 256, shm1, st, m->logits, m->X, m->k, m->groups, m->pair_of, m->wts);
+    }
+    if (route1) {
     } else if (m->router_f32) {   /* router + routing in one launch */
         unsigned blocks = (unsigned)((m->X + ROUTER_WARPS - 1) / ROUTER_WARPS);
 #define RR(NPL, TM, P) klaunch(moe_router_route_kernel<NPL, TM, P>, blocks, ROUTER_WARPS * 32, shm, st, m->router_f32, m->x_f32, \
@@ -761,7 +787,13 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     moe_comb cb;
     memset(&cb, 0, sizeof cb);
     if (moe_dispatch(m->type_gu, m, 0, cb, st)) return -1;
-    if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
+    /* CUDA_MOE_FAST_DOWNQ: at T = 1 the down kernel's warps quantize h themselves (one launch less) */
+    const int dq = m->T == 1 && (moe_fast & CUDA_MOE_FAST_DOWNQ) && daf != ACT_F32 && cuda_act_row_bytes(daf, m->F) <= DQ_MAX;
+    if (dq) cb.h = m->h;
+    else {
+        for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_HQ) && m->T == 1 ? 2 : 1); rep++)
+            if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
+    }
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
     if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;

@@ -261,29 +261,7 @@ rmsnorm2_warp_kernel(const float *__restrict__ x1, const float *__restrict__ w1,
     if (r >= rows) return;
     const float *xr = first ? x1 + (size_t)r * n : x2 + (size_t)(r - rows1) * n;
     float *yr = first ? y1 + (size_t)r * n : y2 + (size_t)(r - rows1) * n;
-    float xv[8];
-    double a[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int j = 32 * i + lane;
-        xv[i] = j < n ? xr[j] : 0.0f;
-        const double v = xv[i];
-        a[i] = j < n ? v * v : 0.0;   /* rmsnorm_row: ss = 0 + v * v, or 0 without a value */
-    }
-#pragma unroll
-    for (int s = 16; s >= 1; s >>= 1)
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            if (32 * i < n) a[i] += __shfl_xor_sync(FULL_MASK, a[i], s);
-    double part[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) part[i] = 32 * i < n ? __shfl_sync(FULL_MASK, a[i], 0) : 0.0;
-    const float inv = rms_inv_parts(part, 8, n, eps);
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int j = 32 * i + lane;
-        if (j < n) yr[j] = __fmul_rn(__fmul_rn(xv[i], inv), early ? wv[i] : wr[j]);
-    }
+    rms_row_warp(xr, wr, early ? wv : nullptr, yr, n, eps);
 }
 
 /* STRATA_CUDA_NORM_WARP: 1 rmsnorm2_warp_kernel where n <= 256, 0 (default) a CTA a row */
