@@ -1,23 +1,24 @@
 #!/bin/bash
-# 2026-12-05 (11:30 session), call 2: two launches of the MoE decode layer folded (issue 20), A/B.
+# 2026-12-05 (11:30 session), call 2: launches of the decode layer folded (issues 20, 17's decode), A/B.
 #   STRATA_CUDA_MOE_FAST bit 256 (DOWNQ): h quantized by the down kernel's warps, no quantize launch;
-#   STRATA_CUDA_ATTN_TC_DEC bit 512: q's and k's head norms inside the decode attention launch.
-# Parity first (test_gpu_variants: DOWNQ against the CPU at T = 1..8; test_gpu_attn_tc: 831 against
-# the default's logits, gemma3's head norms; test_gpu_moe, test_gpu_e2e), then the 48-layer MoE's
-# decode at depth 16 and 2,048, the four configurations alternated, 3 rounds; then the instrument
-# (STRATA_CUDA_TWICE 8: h's quantize launch twice, 16: the router launch twice, 32: the RMSNorm + quantize launches twice) for their in-graph cost.
-# Prediction: each fold -1.5 to -3 us of the ~57 us layer: +3-5 % each, +6-10 % both (358 -> 380-395).
+#   STRATA_CUDA_ATTN_TC_DEC bit 512: q's and k's head norms inside the decode attention launch;
+#   STRATA_CUDA_NORM_FOLD=1: a column's RMSNorm + quantize after a residual add by the add launch's
+#   last CTA (two launches a layer fewer, dense and MoE).
+# Parity first (test_gpu_variants: DOWNQ + NORM_FOLD against the CPU; test_gpu_attn_tc: 831 against
+# the default's logits; test_gpu_widths: NORM_FOLD + DOWNQ against the CPU at every width), then
+# decode A/B alternated; then the instrument (STRATA_CUDA_TWICE 8 / 16 / 32) for in-graph costs.
+# Prediction: DOWNQ, QK fold: -1.5 to -3 us each of the ~57 us MoE layer (+3-5 % each); NORM_FOLD:
+# -2 to -4 us a layer: SmolLM2 (~21 us a layer) +10-20 %, 1.5B +5-8 %, MoE +4-7 %.
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
 set -u
 . bench/gpu_call.sh
 gb_unpack
-for p in test_gpu_variants test_gpu_attn_tc test_gpu_moe test_gpu_e2e; do
-  timeout 120 $g/bin/$p > /tmp/$p.txt 2>&1; echo "$p rc $?: $(tail -1 /tmp/$p.txt)"
-  grep -E "FAIL|not ok" /tmp/$p.txt | head -5
-done
+# the whole suite with the three switches on (exported: every program's backends take them unless
+# a test sets its own values), then the programs that compare on against off
+STRATA_CUDA_MOE_FAST=511 STRATA_CUDA_ATTN_TC_DEC=831 STRATA_CUDA_NORM_FOLD=1 gpu_suite 230
+grep -h "norm folds" /tmp/gb-logs/* /tmp/suite.txt 2>/dev/null | head -3
 t
-abn 3 moe48 "STRATA_CUDA_MOE_FAST=255,STRATA_CUDA_ATTN_TC_DEC=319 STRATA_CUDA_MOE_FAST=511,STRATA_CUDA_ATTN_TC_DEC=319 STRATA_CUDA_MOE_FAST=255,STRATA_CUDA_ATTN_TC_DEC=831 STRATA_CUDA_MOE_FAST=511,STRATA_CUDA_ATTN_TC_DEC=831" E2E_DEPTH=16,2048
-abn 2 moe48 "STRATA_CUDA_TWICE=0 STRATA_CUDA_TWICE=8 STRATA_CUDA_TWICE=16 STRATA_CUDA_TWICE=32" E2E_DEPTH=16
-t
-abn 2 smollm2 "STRATA_CUDA_TWICE=0 STRATA_CUDA_TWICE=32" E2E_DEPTH=16
+M=STRATA_CUDA_MOE_FAST; A=STRATA_CUDA_ATTN_TC_DEC; N=STRATA_CUDA_NORM_FOLD
+abn 2 moe48 "$M=255,$A=319,$N=0 $M=511,$A=319,$N=0 $M=255,$A=831,$N=0 $M=255,$A=319,$N=1 $M=511,$A=831,$N=1" E2E_DEPTH=16,2048
+abn 2 "smollm2 1b" "$N=0 $N=1" E2E_DEPTH=16,2048
 t

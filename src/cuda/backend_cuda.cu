@@ -230,6 +230,9 @@ typedef struct {
     int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
     int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
     int twice;                  /* STRATA_CUDA_TWICE (an instrument): CUDA_TWICE_NORM here */
+    int norm_fold;              /* STRATA_CUDA_NORM_FOLD: a column's norm after a residual add by the add's last CTA */
+    unsigned *d_nfold;          /* device: its two counters (after attention's add, after the FFN's) */
+    const weight *nfold_w;      /* the norm a launch already carries (norm_for then launches nothing), or NULL */
     int attn_tc_kv8;            /* STRATA_CUDA_ATTN_TC_KV8: int8 caches take the order too */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
@@ -445,18 +448,40 @@ static int mv_group_make(cuda_be *c, mv_group *g, const weight *const *W, float 
     return af;
 }
 
-/* One launch: the n weights (same format and n_in) over x's T rows. */
+/* One launch: the n weights (same format and n_in) over x's T rows (nm: the norm its last CTA
+ * does, or NULL). */
 static void mv_launch(cuda_be *c, act_state *as, const weight *const *W, float *const *y, float *const *add, int n,
-                      const float *x, int T) {
+                      const float *x, int T, const mv_norm *nm = NULL) {
     mv_group g;
     int af = mv_group_make(c, &g, W, y, add, n);
     if (af < 0 || ensure_act(c, as, x, W[0]->n_in, T, af)) return;
+    if (nm) g.nrm = *nm;
     if (cuda_matvec_group(W[0]->type, &g, W[0]->n_in, c->act, T, c->st)) be_fail(c, "matvec launch");
 }
 
 /* y = W x (+ into add when add is set); one weight */
-static void mv1(cuda_be *c, act_state *as, const weight *W, const float *x, int T, float *y, float *add) {
-    mv_launch(c, as, &W, &y, add ? &add : NULL, 1, x, T);
+static void mv1(cuda_be *c, act_state *as, const weight *W, const float *x, int T, float *y, float *add,
+                const mv_norm *nm = NULL) {
+    mv_launch(c, as, &W, &y, add ? &add : NULL, 1, x, T, nm);
+}
+
+static long g_norm_folds;   /* norms a launch before did (tests: cuda_norm_fold_count) */
+extern "C" long cuda_norm_fold_count(void) { return g_norm_folds; }
+
+/* STRATA_CUDA_NORM_FOLD: the norm w (for the matvec `next`) of the column x that a launch about to
+ * be made adds into, by that launch's last CTA (cuda_rmsnorm_quant's bits, norm_dev.cuh): nm filled
+ * (kind 0: not here) and the norm marked as done for the norm_for that follows. which: the counter. */
+static void norm_fold_make(cuda_be *c, mv_norm *nm, int which, const weight *w, const weight *next, int T) {
+    memset(nm, 0, sizeof *nm);
+    c->nfold_w = NULL;
+    if (!c->norm_fold || !c->d_nfold || T != 1 || !c->fuse || c->failed || !w || !w->dev || !next) return;
+    const int n = (int)c->hp.n_embd, af = act_fmt_of(next);
+    if (af < 0 || af == ACT_F32 || !cuda_act_row_bytes(af, n) || cuda_act_row_bytes(af, n) > c->act_cap) return;
+    const int kind = cuda_norm_fold_kind(af, n, c->x, c->xb);
+    if (!kind) return;
+    nm->x = c->x; nm->w = (const float *)w->dev; nm->y = c->xb; nm->act = (uint8_t *)c->act;
+    nm->n = n; nm->fmt = af; nm->kind = kind; nm->eps = c->hp.rms_eps; nm->counter = c->d_nfold + which;
+    c->nfold_w = w;
 }
 
 /* Weights that read the same x, in order: consecutive ones of one format share a launch (up to
@@ -475,6 +500,17 @@ static void mv_many(cuda_be *c, act_state *as, const weight *const *W, float *co
 static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w, float *y, int rows, int n,
                      const weight *next) {
     *as = ACT_NONE;
+    if (c->nfold_w) {   /* STRATA_CUDA_NORM_FOLD: the launch before did it (norm_fold_make's row, format and buffers) */
+        const weight *fw = c->nfold_w;
+        c->nfold_w = NULL;
+        if (fw != w || x != c->x || y != c->xb || rows != 1 || n != (int)c->hp.n_embd || !next) {
+            be_fail(c, "norm fold: the norm after the add is not the one its launch did");
+            return;
+        }
+        as->src = y; as->n = n; as->T = 1; as->fmt = act_fmt_of(next);
+        g_norm_folds++;
+        return;
+    }
     int af = c->fuse && next ? act_fmt_of(next) : -1;
     if (af >= 0 && af != ACT_F32 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
         /* STRATA_CUDA_TWICE bit 32 (an instrument): a column's launch twice (x -> y, act: idempotent) */
@@ -514,6 +550,7 @@ static void prof_pass(cuda_be *c, int T) {
 
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
+    c->nfold_w = NULL;   /* a pass without the head left its last fold unused: harmless, forgotten */
     if (!c->capturing) { prof_pass(c, b->T); cuda_pdl_pass(b->T, c->st); }
     const weight *te = &c->w->tok_embd;
     if (b->T > c->cap_T) {
@@ -748,8 +785,17 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             cuda_rmsnorm(c->xb, (const float *)L->post_attn_norm.dev, c->xb, T, E, hp->rms_eps, c->st))
             be_fail(c, "post-attention rmsnorm");
         if (cuda_add(c->x, c->xb, T * E, c->st)) be_fail(c, "add");
-    } else
-        mv1(c, &as, &L->wo, c->att, T, c->xb, c->x);               /* x += wo att: the add as the epilogue */
+    } else {
+        mv_norm nm;   /* the FFN's norm by wo's last CTA (STRATA_CUDA_NORM_FOLD) */
+        norm_fold_make(c, &nm, 0, &L->ffn_norm, L->gate_inp.data ? &L->gate_exps : &L->gate, T);
+        mv1(c, &as, &L->wo, c->att, T, c->xb, c->x, nm.kind ? &nm : NULL);   /* x += wo att: the add as the epilogue */
+    }
+}
+
+/* the norm that follows layer l's FFN: layer l + 1's attention norm, or the head's */
+static void norm_after_ffn(cuda_be *c, int l, const weight **w, const weight **next) {
+    if (l + 1 < c->hp.n_layers) { *w = &c->w->layers[l + 1].attn_norm; *next = &c->w->layers[l + 1].wq; }
+    else { *w = &c->w->output_norm; *next = &c->w->output; }
 }
 
 /* Mixture-of-Experts FFN of xb (normed, in as) into moe_out: the router matvec (or the routing
@@ -835,7 +881,7 @@ static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weig
     return 0;
 }
 
-static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to) {
+static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to, const mv_norm *nm) {
     const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
     const int X = (int)R->n_out, k = c->hp.n_experts_used;
     const int64_t E = G->n_in, F = G->n_out;
@@ -875,6 +921,7 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
         m.logits = c->moe_logits; m.act_x = (const uint8_t *)c->act + (size_t)t0 * gab; m.out = c->moe_out + (size_t)t0 * E;
         m.router_f32 = fused_router ? (const float *)R->dev : NULL;
         m.x_f32 = xb;
+        if (nm && nm->kind && T == 1) m.nrm = *nm;
         if (cuda_moe_block(&m, add_to ? add_to + (size_t)t0 * E : NULL, c->st)) be_fail(c, "moe experts");
     }
 }
@@ -890,7 +937,14 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     if (L->gate_inp.data) {                                      /* Mixture-of-Experts */
         norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate_exps);
         const int add_here = c->fuse && !post;                   /* the combine adds into x itself */
-        moe_run(c, &as, L, T, add_here ? c->x : NULL);
+        mv_norm nm;   /* the next norm by the down launch's last CTA (STRATA_CUDA_NORM_FOLD) */
+        memset(&nm, 0, sizeof nm);
+        if (add_here && cuda_moe_norm_foldable(T)) {
+            const weight *nw, *nx;
+            norm_after_ffn(c, l, &nw, &nx);
+            norm_fold_make(c, &nm, 1, nw, nx, T);
+        }
+        moe_run(c, &as, L, T, add_here ? c->x : NULL, &nm);
         if (!add_here) {
             if (post && cuda_rmsnorm(c->moe_out, (const float *)L->post_ffn_norm.dev, c->moe_out, T, E, hp->rms_eps, c->st))
                 be_fail(c, "post-ffn rmsnorm");
@@ -933,8 +987,13 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
         if (post && cuda_rmsnorm(c->xb, (const float *)L->post_ffn_norm.dev, c->xb, T, E, hp->rms_eps, c->st))
             be_fail(c, "post-ffn rmsnorm");
         if (cuda_add(c->x, c->xb, T * E, c->st)) be_fail(c, "add");
-    } else
-        mv1(c, &as, &L->down, c->hb, T, c->xb, c->x);             /* x += down h: the add as the epilogue */
+    } else {
+        const weight *nw, *nx;
+        norm_after_ffn(c, l, &nw, &nx);
+        mv_norm nm;   /* the next norm by down's last CTA (STRATA_CUDA_NORM_FOLD) */
+        norm_fold_make(c, &nm, 1, nw, nx, T);
+        mv1(c, &as, &L->down, c->hb, T, c->xb, c->x, nm.kind ? &nm : NULL);   /* x += down h: the add as the epilogue */
+    }
 }
 
 /* logits of columns from..T-1 into c->logits (device); read back into h_logits unless a graph
@@ -1318,6 +1377,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 831;   /* bits 1..32, 256, 512; bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     c->twice = (int)env_int(ENV_CUDA_TWICE);
+    c->norm_fold = (int)env_int(ENV_CUDA_NORM_FOLD) != 0;
     cuda_moe_set_twice((int)env_int(ENV_CUDA_TWICE));   /* an instrument (cuda_backend.h) */
     cuda_attention_tc_set_twice((int)env_int(ENV_CUDA_TWICE));
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
@@ -1367,6 +1427,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             cuda_dev_alloc_named((void **)&c->d_pos, sizeof(int), "the decode position", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int),
                                  "the attention counters", err, errlen) ||
+            cuda_dev_alloc_named((void **)&c->d_nfold, 2 * sizeof(unsigned), "the norm fold's counters", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->mm_ws, CUDA_MM_WS_FLOATS * sizeof(float), "the split matmul partials", err, errlen) ||
@@ -1397,6 +1458,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         }
         if (CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
+            CU_CHECK(cudaMemset(c->d_nfold, 0, 2 * sizeof(unsigned))) ||
             CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->d_sio, 0, sizeof(cuda_sample_io))))
             goto cuda_fail;
@@ -1461,7 +1523,7 @@ static void cuda_free_be(backend *be) {
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cuda_dev_free(bufs[i]);
         cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->att_tc_part); cuda_dev_free(c->act);
         cuda_dev_free(c->act2);
-        cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
+        cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters); cuda_dev_free(c->d_nfold);
         cuda_dev_free(c->argmax_scratch); cuda_dev_free(c->mm_ws);
         cuda_dev_free(c->d_cpos); cuda_dev_free(c->d_ckv); st_free(c->h_ckv);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);

@@ -117,6 +117,8 @@ void cuda_moe_set_fast(int bits);
 #define CUDA_TWICE_MOE_ROUTER 16  /* the T = 1 router + routing launch */
 #define CUDA_TWICE_NORM 32        /* a column's RMSNorm + quantization launch (the layers' two, the head's) */
 void cuda_moe_set_twice(int bits);
+/* STRATA_CUDA_NORM_FOLD: how many norms so far were done by the launch before them (tests) */
+long cuda_norm_fold_count(void);
 void cuda_attention_tc_set_twice(int bits);
 void cuda_matvec_set_split(int min_blocks);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */

@@ -17,6 +17,18 @@ extern "C" {
  * same activations: rows [row_start[i], row_start[i+1]) are weight i's. With swiglu set, the
  * group is a gate/up pair (n = 2, equal n_out) and swiglu_out gets silu(g) * u. */
 #define MV_GROUP_MAX 4
+/* STRATA_CUDA_NORM_FOLD: the RMSNorm + quantization of one row that follows a residual add, done
+ * by the add's launch's last CTA (norm_dev.cuh, rmsnorm_quant_cta: cuda_rmsnorm_quant's bits);
+ * kind 0: none */
+typedef struct mv_norm {
+    const float *x, *w;   /* the row (the add's target) and the norm's weight */
+    float *y;             /* the normed row */
+    uint8_t *act;         /* its activation blocks */
+    int n, fmt, kind;     /* kind: cuda_norm_fold_kind */
+    float eps;
+    unsigned *counter;    /* zero between launches (the last CTA resets it) */
+} mv_norm;
+
 typedef struct mv_group {
     int n;
     const uint8_t *W[MV_GROUP_MAX];
@@ -29,6 +41,7 @@ typedef struct mv_group {
     float *swiglu_out;               /* [T][n_out[0]] */
     float *ws;                       /* NULL, or the matmul's split partials (mm.cu): ws_floats */
     size_t ws_floats;
+    mv_norm nrm;                     /* T = 1, add_to set, no swiglu: the next norm by the last CTA */
 } mv_group;
 
 /* matvec.cu */
@@ -92,7 +105,11 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
     int max_groups;                 /* grid bound on groups: 0 = P (the decode kernels' slices);
                                        the wide chunks of cuda_moe_experts_wide set their own */
+    mv_norm nrm;                    /* STRATA_CUDA_NORM_FOLD: T = 1 with the combine in the down
+                                       kernel (cuda_moe_norm_foldable) and add_to: the next norm
+                                       by the down launch's last CTA; kind 0 none */
 } cuda_moe;
+int cuda_moe_norm_foldable(int T);   /* the down kernel adds into x itself (CUDA_MOE_FAST_COMBINE), T = 1 */
 
 /* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the
  * combine into out (+ add_to), STRATA_CUDA_MOE_FAST's launches (the same bits) */
@@ -216,6 +233,9 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
                           void *act, int act_fmt, const float *qn, const float *kn, float eps, int bits, cudaStream_t st);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
+/* which launch cuda_rmsnorm_quant makes for one row (norm_dev.cuh's NORM_FOLD_Q256 / _Q32), 0:
+ * another (not foldable) */
+int cuda_norm_fold_kind(int act_fmt, int n, const void *x, const void *y);
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st);
 int cuda_add(float *x, const float *y, int n, cudaStream_t st);

@@ -460,6 +460,7 @@ typedef struct moe_comb {
     int k, T;
     float *out, *add_to;
     const float *h;                 /* CUDA_MOE_FAST_DOWNQ: h's rows, quantized by the down kernel's warps */
+    mv_norm nrm;                    /* STRATA_CUDA_NORM_FOLD (with out and add_to, T = 1): the next norm by the last CTA */
 } moe_comb;
 
 template <int FMT, int TM, int COOP, int V>
@@ -572,6 +573,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         cb.out[(size_t)t * E + i] = o;
         if (cb.add_to) cb.add_to[(size_t)t * E + i] = __fadd_rn(cb.add_to[(size_t)t * E + i], o);
     }
+    if (TM == 1) norm_fold_tail(cb.nrm);
 }
 
 /* out[t][i] = sum_r w[t][r] * y[pair(t, r)][i] in rank order from 0.0f; add_to += out */
@@ -796,9 +798,14 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     }
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
+    if (m->nrm.kind) {   /* the caller checked cuda_moe_norm_foldable */
+        if (!cf || m->T != 1 || !add_to) return -1;
+        cb.nrm = m->nrm;
+    }
     if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
     return cf ? 0 : cuda_moe_combine(m, add_to, st);
 }
+int cuda_moe_norm_foldable(int T) { return T == 1 && (moe_fast & CUDA_MOE_FAST_COMBINE) != 0; }
 
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {
     dim3 grid((unsigned)((m->E + 127) / 128), (unsigned)m->T);

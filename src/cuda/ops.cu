@@ -374,11 +374,20 @@ int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, floa
     return CU_LAUNCHED();
 }
 
+static_assert(NORM_REG_K == NORM_FOLD_REG_K, "rmsnorm_quant_cta plays rmsnorm_q32_kernel");
+int cuda_norm_fold_kind(int act_fmt, int n, const void *x, const void *y) {
+    if (act_fmt == ACT_Q8_K && n % 256 == 0 && n <= 8192 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0)
+        return NORM_FOLD_Q256;
+    if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024) return NORM_FOLD_Q32;
+    return 0;
+}
+
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st) {
-    if (act_fmt == ACT_Q8_K && n % 256 == 0 && n <= 8192 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0)
+    const int kind = cuda_norm_fold_kind(act_fmt, n, x, y);
+    if (kind == NORM_FOLD_Q256)
         klaunch(rmsnorm_q256_kernel, rows, n / 8, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n));
-    else if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024)
+    else if (kind == NORM_FOLD_Q32)
         klaunch(rmsnorm_q32_kernel, rows, 1024, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
     else
         klaunch(rmsnorm_kernel, rows, NORM_THREADS_FUSED, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
