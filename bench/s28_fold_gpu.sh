@@ -9,7 +9,7 @@
 # decode A/B alternated; then the instrument (STRATA_CUDA_TWICE 8 / 16 / 32) for in-graph costs.
 # Prediction: DOWNQ, QK fold: -1.5 to -3 us each of the ~57 us MoE layer (+3-5 % each); NORM_FOLD:
 # -2 to -4 us a layer: SmolLM2 (~21 us a layer) +10-20 %, 1.5B +5-8 %, MoE +4-7 %.
-# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf.
+# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf, .peer/lcb-cuda.tar.xz.
 set -u
 . bench/gpu_call.sh
 gb_unpack
@@ -20,5 +20,13 @@ grep -h "norm folds" /tmp/gb-logs/* /tmp/suite.txt 2>/dev/null | head -3
 t
 M=STRATA_CUDA_MOE_FAST; A=STRATA_CUDA_ATTN_TC_DEC; N=STRATA_CUDA_NORM_FOLD
 abn 2 moe48 "$M=255,$A=319,$N=0 $M=511,$A=319,$N=0 $M=255,$A=831,$N=0 $M=255,$A=319,$N=1 $M=511,$A=831,$N=1" E2E_DEPTH=16,2048
-abn 2 "smollm2 1b" "$N=0 $N=1" E2E_DEPTH=16,2048
+abn 2 "smollm2 1b" "$N=0 $N=1" E2E_DEPTH=16
 t
+# llama.cpp's decode on the same files, same card (carried build), if time allows
+if [ $(( $(date +%s) - T0 )) -lt 430 ] && peer_up; then
+  for s in smollm2 1b moe48; do
+    echo -n "llama.cpp $s tg128 runs (tok/s): "
+    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
+  done
+  t
+fi

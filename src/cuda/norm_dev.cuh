@@ -65,6 +65,10 @@ static __device__ __forceinline__ void rmsnorm_quant_cta(const float *x, const f
     const int R = blockDim.x, lane = threadIdx.x & 31;
     const int NV = kind == NORM_FOLD_Q256 ? n / 8 : 1024;   /* the launch's threads */
     for (int vt = threadIdx.x; vt < NV; vt += R) {           /* whole warps: NV % 32 == 0 */
+        if ((vt & ~31) >= n) {   /* kind 2, a warp past the row: no value, its sums stay +0.0 through the shuffles */
+            if (lane == 0) np[vt >> 5] = 0.0;
+            continue;
+        }
         double ss = 0;
         if (kind == NORM_FOLD_Q256) {
 #pragma unroll
