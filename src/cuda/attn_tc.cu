@@ -37,7 +37,6 @@
 #include "formats.cuh"
 #include "act_quant.cuh"
 #include "rope_dev.cuh"
-#include "norm_dev.cuh"
 #include <cuda_fp16.h>
 
 PDL_TU_STATE(attn_tc)
@@ -561,8 +560,6 @@ typedef struct tc_rope {
     const float *k, *v;   /* the column's k and v rows (all KV heads), not rotated */
     const float *cs;      /* [n_ctx][n_rot / 2][cos, sin] (q's and k's: the same table) */
     int n_rot, neox;
-    const float *qn, *kn; /* bit 512: q's and k's head-norm weights (Qwen3), the norms folded in; NULL: q, k as given */
-    float eps;
 } tc_rope;
 
 /* KV: 0 the cache kind read from a.kv8 (one instantiation for both kinds: its f16 kernel carries
@@ -582,7 +579,6 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     uint4 *pf = (uint4 *)(sc + (TC_C / 16) * 8 * 32);      /* [step][lane]: p's A fragment */
     float *qs = (float *)(pf + (TC_C / 16) * 32);           /* [G][HD]: q rotated */
     uint16_t *kl = (uint16_t *)(qs + 16 * HD), *vl = kl + HD;   /* the position's rows (f16; int8: 2 W8 words from kl) */
-    float *kn = (float *)(vl + HD);                          /* bit 512: k's row normed (HD floats) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3, g = lane >> 2;
     const int G = a.n_heads / a.n_kv_heads, kvh = SPLIT ? blockIdx.y : blockIdx.x;
     const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, f0 = tc_first(P0, a.window);
@@ -660,16 +656,6 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
         const int half = rp.n_rot / 2;
         const float *cs = rp.cs + (size_t)P0 * half * 2;
         const float *qg = a.q + (size_t)kvh * G * HD, *ks = rp.k + (size_t)kvh * HD, *vs = rp.v + (size_t)kvh * HD;
-        if (rp.qn) {   /* bit 512: the G q heads normed into qs, k into kn (rms_row_warp: the norm launch's
-                        * operations), then rotated there (a pair is read and written by one thread) */
-            for (int r = warp; r <= G; r += TC_WARPS) {
-                if (r < G) rms_row_warp(qg + (size_t)r * HD, rp.qn, nullptr, qs + r * HD, HD, rp.eps);
-                else if (holds) rms_row_warp(ks, rp.kn, nullptr, kn, HD, rp.eps);
-            }
-            __syncthreads();
-            qg = qs;
-            ks = kn;
-        }
         for (int idx = threadIdx.x; idx < G * half; idx += TC_WARPS * 32) {
             const int h = idx / half, i = idx % half;
             float o1, o2;
@@ -856,8 +842,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
 
 static size_t tc_dec_smem(int head_dim, int nch) {
     return (size_t)2 * nch * TC_C * (head_dim + TC_PAD) * 2 + (size_t)(TC_C / 16) * 8 * 32 * sizeof(float) +
-           (size_t)(TC_C / 16) * 32 * 16 + (size_t)16 * head_dim * sizeof(float) + (size_t)2 * head_dim * 2 +
-           (size_t)head_dim * sizeof(float);   /* kn (bit 512) */
+           (size_t)(TC_C / 16) * 32 * 16 + (size_t)16 * head_dim * sizeof(float) + (size_t)2 * head_dim * 2;
 }
 
 static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
@@ -924,12 +909,11 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
-                          void *act, int act_fmt, const float *qn, const float *kn, float eps, int bits, cudaStream_t st) {
+                          void *act, int act_fmt, int bits, cudaStream_t st) {
     if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, bits, part != NULL) || max_last >= n_ctx) return -1;
-    if (!qn != !kn) return -1;
     tc_args a = tc_args_make(q, kc, vc, kv8, 1, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                              out, act, act_fmt);
-    tc_rope rp = { k, v, cs, n_rot, neox, qn, kn, eps };
+    tc_rope rp = { k, v, cs, n_rot, neox };
     const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
     /* bit 8: the deep launch's int8 rows staged (measured: +3-5 % at 4,096 / 16,384 on the
      * head_dim-64 shapes; at depth 16 the one-launch path lost 1-2.5 % with it, so not there) */

@@ -230,9 +230,6 @@ typedef struct {
     int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
     int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
     int twice;                  /* STRATA_CUDA_TWICE (an instrument): CUDA_TWICE_NORM here */
-    int norm_fold;              /* STRATA_CUDA_NORM_FOLD: a column's norm after a residual add by the add's last CTA */
-    unsigned *d_nfold;          /* device: its two counters (after attention's add, after the FFN's) */
-    const weight *nfold_w;      /* the norm a launch already carries (norm_for then launches nothing), or NULL */
     int attn_tc_kv8;            /* STRATA_CUDA_ATTN_TC_KV8: int8 caches take the order too */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
@@ -448,40 +445,18 @@ static int mv_group_make(cuda_be *c, mv_group *g, const weight *const *W, float 
     return af;
 }
 
-/* One launch: the n weights (same format and n_in) over x's T rows (nm: the norm its last CTA
- * does, or NULL). */
+/* One launch: the n weights (same format and n_in) over x's T rows. */
 static void mv_launch(cuda_be *c, act_state *as, const weight *const *W, float *const *y, float *const *add, int n,
-                      const float *x, int T, const mv_norm *nm = NULL) {
+                      const float *x, int T) {
     mv_group g;
     int af = mv_group_make(c, &g, W, y, add, n);
     if (af < 0 || ensure_act(c, as, x, W[0]->n_in, T, af)) return;
-    if (nm) g.nrm = *nm;
     if (cuda_matvec_group(W[0]->type, &g, W[0]->n_in, c->act, T, c->st)) be_fail(c, "matvec launch");
 }
 
 /* y = W x (+ into add when add is set); one weight */
-static void mv1(cuda_be *c, act_state *as, const weight *W, const float *x, int T, float *y, float *add,
-                const mv_norm *nm = NULL) {
-    mv_launch(c, as, &W, &y, add ? &add : NULL, 1, x, T, nm);
-}
-
-static long g_norm_folds;   /* norms a launch before did (tests: cuda_norm_fold_count) */
-extern "C" long cuda_norm_fold_count(void) { return g_norm_folds; }
-
-/* STRATA_CUDA_NORM_FOLD: the norm w (for the matvec `next`) of the column x that a launch about to
- * be made adds into, by that launch's last CTA (cuda_rmsnorm_quant's bits, norm_dev.cuh): nm filled
- * (kind 0: not here) and the norm marked as done for the norm_for that follows. which: the counter. */
-static void norm_fold_make(cuda_be *c, mv_norm *nm, int which, const weight *w, const weight *next, int T) {
-    memset(nm, 0, sizeof *nm);
-    c->nfold_w = NULL;
-    if (!c->norm_fold || !c->d_nfold || T != 1 || !c->fuse || c->failed || !w || !w->dev || !next) return;
-    const int n = (int)c->hp.n_embd, af = act_fmt_of(next);
-    if (af < 0 || af == ACT_F32 || !cuda_act_row_bytes(af, n) || cuda_act_row_bytes(af, n) > c->act_cap) return;
-    const int kind = cuda_norm_fold_kind(af, n, c->x, c->xb);
-    if (!kind) return;
-    nm->x = c->x; nm->w = (const float *)w->dev; nm->y = c->xb; nm->act = (uint8_t *)c->act;
-    nm->n = n; nm->fmt = af; nm->kind = kind; nm->eps = c->hp.rms_eps; nm->counter = c->d_nfold + which;
-    c->nfold_w = w;
+static void mv1(cuda_be *c, act_state *as, const weight *W, const float *x, int T, float *y, float *add) {
+    mv_launch(c, as, &W, &y, add ? &add : NULL, 1, x, T);
 }
 
 /* Weights that read the same x, in order: consecutive ones of one format share a launch (up to
@@ -500,17 +475,6 @@ static void mv_many(cuda_be *c, act_state *as, const weight *const *W, float *co
 static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w, float *y, int rows, int n,
                      const weight *next) {
     *as = ACT_NONE;
-    if (c->nfold_w) {   /* STRATA_CUDA_NORM_FOLD: the launch before did it (norm_fold_make's row, format and buffers) */
-        const weight *fw = c->nfold_w;
-        c->nfold_w = NULL;
-        if (fw != w || x != c->x || y != c->xb || rows != 1 || n != (int)c->hp.n_embd || !next) {
-            be_fail(c, "norm fold: the norm after the add is not the one its launch did");
-            return;
-        }
-        as->src = y; as->n = n; as->T = 1; as->fmt = act_fmt_of(next);
-        g_norm_folds++;
-        return;
-    }
     int af = c->fuse && next ? act_fmt_of(next) : -1;
     if (af >= 0 && af != ACT_F32 && cuda_act_row_bytes(af, n) && cuda_act_row_bytes(af, n) * rows <= c->act_cap) {
         /* STRATA_CUDA_TWICE bit 32 (an instrument): a column's launch twice (x -> y, act: idempotent) */
@@ -550,7 +514,6 @@ static void prof_pass(cuda_be *c, int T) {
 
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
-    c->nfold_w = NULL;   /* a pass without the head left its last fold unused: harmless, forgotten */
     if (!c->capturing) { prof_pass(c, b->T); cuda_pdl_pass(b->T, c->st); }
     const weight *te = &c->w->tok_embd;
     if (b->T > c->cap_T) {
@@ -611,25 +574,7 @@ static int attn_tc_on(const cuda_be *c, int head_dim, int kv8) {
 }
 
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
-/* q's and k's per-head norms (qwen3, gemma3): one launch for both */
-static void qk_norms(cuda_be *c, const layer_weights *L, float *q, float *k, int T) {
-    const hparams *hp = &c->hp;
-    const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
-    if (c->fuse && L->q_norm.data && L->k_norm.data) {
-        if (cuda_rmsnorm2(q, (const float *)L->q_norm.dev, q, T * H, k, (const float *)L->k_norm.dev, k, T * KVH, HD,
-                          hp->rms_eps, c->st))
-            be_fail(c, "q/k rmsnorm");
-    } else {
-        if (L->q_norm.data && cuda_rmsnorm(q, (const float *)L->q_norm.dev, q, T * H, HD, hp->rms_eps, c->st))
-            be_fail(c, "q rmsnorm");
-        if (L->k_norm.data && cuda_rmsnorm(k, (const float *)L->k_norm.dev, k, T * KVH, HD, hp->rms_eps, c->st))
-            be_fail(c, "k rmsnorm");
-    }
-}
-
-/* norms: q's and k's head norms still to do (blk_attn left them here: STRATA_CUDA_ATTN_TC_DEC bit
- * 512, a column of one sequence): folded into the decode launch where it runs, else launched */
-static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int norms) {
+static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
     const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
@@ -656,7 +601,6 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int 
     const int tc_dec = tc && c->fuse && T == 1 &&
                        cuda_attention_tc_dec_ok(H, KVH, HD, ml, c->attn_tc_dec, c->att_tc_part != NULL);
     const int folded = c->fuse && T == 1 && (!tc || tc_dec);
-    if (norms && !tc_dec) qk_norms(c, L, q, k, T);
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
         if (c->fuse) {
@@ -669,9 +613,7 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int 
     }
     if (tc_dec) {
         if (cuda_attention_tc_dec(q, k, v, kc, vc, kv8, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
-                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o,
-                                  norms ? (const float *)L->q_norm.dev : NULL, norms ? (const float *)L->k_norm.dev : NULL,
-                                  hp->rms_eps, c->attn_tc_dec, c->st))
+                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->attn_tc_dec, c->st))
             be_fail(c, "attention (tensor cores, decode)");
         return;
     }
@@ -712,11 +654,17 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
     mv_many(c, &as, qkv, y, 3, c->xb, T);
-    /* per-head q and k norms (qwen3, gemma3); STRATA_CUDA_ATTN_TC_DEC bit 512: a column of one
-     * sequence leaves them to attn_seq (folded into the decode launch where that runs) */
-    const int norms_later = T == 1 && c->fuse && (c->attn_tc_dec & 512) && L->q_norm.data && L->k_norm.data &&
-                            !(c->cols_on && b->n_seq > 1) && b->n_seq == 1;
-    if (!norms_later) qk_norms(c, L, c->q, c->k, T);
+    /* per-head q and k norms (qwen3, gemma3): one launch for both */
+    if (c->fuse && L->q_norm.data && L->k_norm.data) {
+        if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
+                          T * KVH, HD, hp->rms_eps, c->st))
+            be_fail(c, "q/k rmsnorm");
+    } else {
+        if (L->q_norm.data && cuda_rmsnorm(c->q, (const float *)L->q_norm.dev, c->q, T * H, HD, hp->rms_eps, c->st))
+            be_fail(c, "q rmsnorm");
+        if (L->k_norm.data && cuda_rmsnorm(c->k, (const float *)L->k_norm.dev, c->k, T * KVH, HD, hp->rms_eps, c->st))
+            be_fail(c, "k rmsnorm");
+    }
     /* the attention writes wo's activation rows too when wo's blocks fit in a head */
     int af_o = c->fuse ? act_fmt_of(&L->wo) : -1;
     if (!((af_o == ACT_Q8_0 || af_o == ACT_Q8_1 || (af_o == ACT_Q8_2 && HD % 64 == 0)) && HD % 32 == 0 &&
@@ -776,7 +724,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         }
         if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
-        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o, norms_later);
+        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
     as = ACT_NONE;
     if (af_o >= 0) { as.src = c->att; as.n = (int64_t)H * HD; as.T = T; as.fmt = af_o; }
     if (L->post_attn_norm.data || !c->fuse) {                   /* (gemma3) xb = norm(wo att); x += xb */
@@ -785,17 +733,8 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
             cuda_rmsnorm(c->xb, (const float *)L->post_attn_norm.dev, c->xb, T, E, hp->rms_eps, c->st))
             be_fail(c, "post-attention rmsnorm");
         if (cuda_add(c->x, c->xb, T * E, c->st)) be_fail(c, "add");
-    } else {
-        mv_norm nm;   /* the FFN's norm by wo's last CTA (STRATA_CUDA_NORM_FOLD) */
-        norm_fold_make(c, &nm, 0, &L->ffn_norm, L->gate_inp.data ? &L->gate_exps : &L->gate, T);
-        mv1(c, &as, &L->wo, c->att, T, c->xb, c->x, nm.kind ? &nm : NULL);   /* x += wo att: the add as the epilogue */
-    }
-}
-
-/* the norm that follows layer l's FFN: layer l + 1's attention norm, or the head's */
-static void norm_after_ffn(cuda_be *c, int l, const weight **w, const weight **next) {
-    if (l + 1 < c->hp.n_layers) { *w = &c->w->layers[l + 1].attn_norm; *next = &c->w->layers[l + 1].wq; }
-    else { *w = &c->w->output_norm; *next = &c->w->output; }
+    } else
+        mv1(c, &as, &L->wo, c->att, T, c->xb, c->x);               /* x += wo att: the add as the epilogue */
 }
 
 /* Mixture-of-Experts FFN of xb (normed, in as) into moe_out: the router matvec (or the routing
@@ -881,7 +820,7 @@ static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weig
     return 0;
 }
 
-static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to, const mv_norm *nm) {
+static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to) {
     const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
     const int X = (int)R->n_out, k = c->hp.n_experts_used;
     const int64_t E = G->n_in, F = G->n_out;
@@ -921,7 +860,6 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
         m.logits = c->moe_logits; m.act_x = (const uint8_t *)c->act + (size_t)t0 * gab; m.out = c->moe_out + (size_t)t0 * E;
         m.router_f32 = fused_router ? (const float *)R->dev : NULL;
         m.x_f32 = xb;
-        if (nm && nm->kind && T == 1) m.nrm = *nm;
         if (cuda_moe_block(&m, add_to ? add_to + (size_t)t0 * E : NULL, c->st)) be_fail(c, "moe experts");
     }
 }
@@ -937,14 +875,7 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     if (L->gate_inp.data) {                                      /* Mixture-of-Experts */
         norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate_exps);
         const int add_here = c->fuse && !post;                   /* the combine adds into x itself */
-        mv_norm nm;   /* the next norm by the down launch's last CTA (STRATA_CUDA_NORM_FOLD) */
-        memset(&nm, 0, sizeof nm);
-        if (add_here && cuda_moe_norm_foldable(T)) {
-            const weight *nw, *nx;
-            norm_after_ffn(c, l, &nw, &nx);
-            norm_fold_make(c, &nm, 1, nw, nx, T);
-        }
-        moe_run(c, &as, L, T, add_here ? c->x : NULL, &nm);
+        moe_run(c, &as, L, T, add_here ? c->x : NULL);
         if (!add_here) {
             if (post && cuda_rmsnorm(c->moe_out, (const float *)L->post_ffn_norm.dev, c->moe_out, T, E, hp->rms_eps, c->st))
                 be_fail(c, "post-ffn rmsnorm");
@@ -987,13 +918,8 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
         if (post && cuda_rmsnorm(c->xb, (const float *)L->post_ffn_norm.dev, c->xb, T, E, hp->rms_eps, c->st))
             be_fail(c, "post-ffn rmsnorm");
         if (cuda_add(c->x, c->xb, T * E, c->st)) be_fail(c, "add");
-    } else {
-        const weight *nw, *nx;
-        norm_after_ffn(c, l, &nw, &nx);
-        mv_norm nm;   /* the next norm by down's last CTA (STRATA_CUDA_NORM_FOLD) */
-        norm_fold_make(c, &nm, 1, nw, nx, T);
-        mv1(c, &as, &L->down, c->hb, T, c->xb, c->x, nm.kind ? &nm : NULL);   /* x += down h: the add as the epilogue */
-    }
+    } else
+        mv1(c, &as, &L->down, c->hb, T, c->xb, c->x);             /* x += down h: the add as the epilogue */
 }
 
 /* logits of columns from..T-1 into c->logits (device); read back into h_logits unless a graph
@@ -1374,10 +1300,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 831;   /* bits 1..32, 256, 512; bits 4, 16 also pick the split path's merge */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 319;   /* bits 1..32, 256; bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     c->twice = (int)env_int(ENV_CUDA_TWICE);
-    c->norm_fold = (int)env_int(ENV_CUDA_NORM_FOLD) != 0;
     cuda_moe_set_twice((int)env_int(ENV_CUDA_TWICE));   /* an instrument (cuda_backend.h) */
     cuda_attention_tc_set_twice((int)env_int(ENV_CUDA_TWICE));
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
@@ -1427,7 +1352,6 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             cuda_dev_alloc_named((void **)&c->d_pos, sizeof(int), "the decode position", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->att_counters, FWD_MAX_T * hp->n_heads * sizeof(int),
                                  "the attention counters", err, errlen) ||
-            cuda_dev_alloc_named((void **)&c->d_nfold, 2 * sizeof(unsigned), "the norm fold's counters", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->argmax_scratch, cuda_argmax_scratch_ints() * sizeof(int),
                                  "the argmax scratch", err, errlen) ||
             cuda_dev_alloc_named((void **)&c->mm_ws, CUDA_MM_WS_FLOATS * sizeof(float), "the split matmul partials", err, errlen) ||
@@ -1458,7 +1382,6 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
             goto fail;
         }
         if (CU_CHECK(cudaMemset(c->att_counters, 0, FWD_MAX_T * hp->n_heads * sizeof(int))) ||
-            CU_CHECK(cudaMemset(c->d_nfold, 0, 2 * sizeof(unsigned))) ||
             CU_CHECK(cudaMemset(c->argmax_scratch, 0, cuda_argmax_scratch_ints() * sizeof(int))) ||
             CU_CHECK(cudaMemset(c->d_sio, 0, sizeof(cuda_sample_io))))
             goto cuda_fail;
@@ -1523,7 +1446,7 @@ static void cuda_free_be(backend *be) {
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cuda_dev_free(bufs[i]);
         cuda_dev_free(c->rope_global); cuda_dev_free(c->rope_local); cuda_dev_free(c->att_partial); cuda_dev_free(c->att_tc_part); cuda_dev_free(c->act);
         cuda_dev_free(c->act2);
-        cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters); cuda_dev_free(c->d_nfold);
+        cuda_dev_free(c->d_ids); cuda_dev_free(c->d_pos); cuda_dev_free(c->embd_f32); cuda_dev_free(c->att_counters);
         cuda_dev_free(c->argmax_scratch); cuda_dev_free(c->mm_ws);
         cuda_dev_free(c->d_cpos); cuda_dev_free(c->d_ckv); st_free(c->h_ckv);
         cuda_dev_free(c->d_hist); cuda_dev_free(c->d_sparams); cuda_dev_free(c->d_sio); cuda_dev_free(c->samp_scratch);

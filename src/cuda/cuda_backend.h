@@ -101,8 +101,7 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_GROUP   64  /* passes of 9+ tokens: the grouping's stable positions by warps over ranges of pairs */
 #define CUDA_MOE_FAST_WIDE    128 /* passes of 9+ tokens: the wide router's 4 tokens a chunk finished side by side, the
                                    * grouping's records by a warp's scan instead of thread 0's loop over the experts */
-#define CUDA_MOE_FAST_DOWNQ   256 /* T = 1: h quantized by the down kernel's warps (each its pair's row, into shared memory) instead of a launch of its own */
-#define CUDA_MOE_FAST_ALL     511 /* every bit */
+#define CUDA_MOE_FAST_ALL     255 /* every bit */
 #define CUDA_MOE_FAST_DEFAULT 127 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h); bit 128 opt-in until measured */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
@@ -113,12 +112,10 @@ void cuda_moe_set_fast(int bits);
 #define CUDA_TWICE_MOE_GU 1
 #define CUDA_TWICE_ATTN_DEC 2
 #define CUDA_TWICE_ATTN_FOLD 4
-#define CUDA_TWICE_MOE_HQ 8       /* the T = 1 quantization of h (without CUDA_MOE_FAST_DOWNQ) */
-#define CUDA_TWICE_MOE_ROUTER 16  /* the T = 1 router + routing launch */
-#define CUDA_TWICE_NORM 32        /* a column's RMSNorm + quantization launch (the layers' two, the head's) */
+#define CUDA_TWICE_MOE_HQ 8       /* the T = 1 MoE quantization of h */
+#define CUDA_TWICE_MOE_ROUTER 16  /* the T = 1 MoE router + routing launch */
+#define CUDA_TWICE_NORM 32        /* a column's RMSNorm + quantization launches (the layers' two, the head's) */
 void cuda_moe_set_twice(int bits);
-/* STRATA_CUDA_NORM_FOLD: how many norms so far were done by the launch before them (tests) */
-long cuda_norm_fold_count(void);
 void cuda_attention_tc_set_twice(int bits);
 void cuda_matvec_set_split(int min_blocks);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */

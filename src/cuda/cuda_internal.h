@@ -17,18 +17,6 @@ extern "C" {
  * same activations: rows [row_start[i], row_start[i+1]) are weight i's. With swiglu set, the
  * group is a gate/up pair (n = 2, equal n_out) and swiglu_out gets silu(g) * u. */
 #define MV_GROUP_MAX 4
-/* STRATA_CUDA_NORM_FOLD: the RMSNorm + quantization of one row that follows a residual add, done
- * by the add's launch's last CTA (norm_dev.cuh, rmsnorm_quant_cta: cuda_rmsnorm_quant's bits);
- * kind 0: none */
-typedef struct mv_norm {
-    const float *x, *w;   /* the row (the add's target) and the norm's weight */
-    float *y;             /* the normed row */
-    uint8_t *act;         /* its activation blocks */
-    int n, fmt, kind;     /* kind: cuda_norm_fold_kind */
-    float eps;
-    unsigned *counter;    /* zero between launches (the last CTA resets it) */
-} mv_norm;
-
 typedef struct mv_group {
     int n;
     const uint8_t *W[MV_GROUP_MAX];
@@ -41,7 +29,6 @@ typedef struct mv_group {
     float *swiglu_out;               /* [T][n_out[0]] */
     float *ws;                       /* NULL, or the matmul's split partials (mm.cu): ws_floats */
     size_t ws_floats;
-    mv_norm nrm;                     /* T = 1, add_to set, no swiglu: the next norm by the last CTA */
 } mv_group;
 
 /* matvec.cu */
@@ -105,11 +92,7 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
     int max_groups;                 /* grid bound on groups: 0 = P (the decode kernels' slices);
                                        the wide chunks of cuda_moe_experts_wide set their own */
-    mv_norm nrm;                    /* STRATA_CUDA_NORM_FOLD: T = 1 with the combine in the down
-                                       kernel (cuda_moe_norm_foldable) and add_to: the next norm
-                                       by the down launch's last CTA; kind 0 none */
 } cuda_moe;
-int cuda_moe_norm_foldable(int T);   /* the down kernel adds into x itself (CUDA_MOE_FAST_COMBINE), T = 1 */
 
 /* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the
  * combine into out (+ add_to), STRATA_CUDA_MOE_FAST's launches (the same bits) */
@@ -223,19 +206,15 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, i
  * deeper: a CTA per chunk into part (cuda_attention_tc_scratch_floats), then the merge launch.
  * bits (STRATA_CUDA_ATTN_TC_DEC): 1 the first, 2 the second, 4 its merge's loads at once, 8 the
  * second's int8 rows copied by cp.async all at once, then converted (before the wait either way),
- * 16 the merge's u loads 64 chunks at once (bit 4's form); qn / kn (with bit 512 at the caller:
- * STRATA_CUDA_ATTN_TC_DEC): q's and k's head norms folded in (rms_row_warp), NULL for none;
+ * 16 the merge's u loads 64 chunks at once (bit 4's form);
  * _ok: groups of <= 16 heads, the bit for max_last set, and part given for the second */
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
-                          void *act, int act_fmt, const float *qn, const float *kn, float eps, int bits, cudaStream_t st);
+                          void *act, int act_fmt, int bits, cudaStream_t st);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
-/* which launch cuda_rmsnorm_quant makes for one row (norm_dev.cuh's NORM_FOLD_Q256 / _Q32), 0:
- * another (not foldable) */
-int cuda_norm_fold_kind(int act_fmt, int n, const void *x, const void *y);
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st);
 int cuda_add(float *x, const float *y, int n, cudaStream_t st);

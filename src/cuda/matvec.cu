@@ -129,14 +129,12 @@ matvec_kernel(mv_group g, int64_t n_in, int nb, const uint8_t *__restrict__ act,
         if (lane == 0) store_swiglu<TM>(g, row, T, ga, ua);
         return;
     }
-    if (row < g.row_start[g.n]) {   /* no return: g.nrm's tail needs every thread */
-        int wi = group_weight(g, row);
-        int r = row - g.row_start[wi];
-        float acc[TM];
-        row_dot<FMT, TM, COOP, V>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
-        if (lane == 0) store_row<TM>(g, wi, r, T, acc);
-    }
-    if (TM == 1) norm_fold_tail(g.nrm);   /* STRATA_CUDA_NORM_FOLD: the next norm by the last CTA */
+    if (row >= g.row_start[g.n]) return;
+    int wi = group_weight(g, row);
+    int r = row - g.row_start[wi];
+    float acc[TM];
+    row_dot<FMT, TM, COOP, V>(g.W[wi] + (size_t)r * g.row_bytes, n_in, nb, act, as, T, acc);
+    if (lane == 0) store_row<TM>(g, wi, r, T, acc);
 }
 
 /* STRATA_CUDA_MV_SPLIT: a row of the cooperative kernel at T = 1 split over W warps (2 or 4)
@@ -171,7 +169,6 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
         acc = warp_canon_finish<MV_WARPS>(acc, nb);
         if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
     }
-    norm_fold_tail(g.nrm);   /* STRATA_CUDA_NORM_FOLD: the next norm by the last CTA */
 }
 
 /* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that

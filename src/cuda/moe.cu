@@ -459,8 +459,6 @@ typedef struct moe_comb {
     const float *wts;
     int k, T;
     float *out, *add_to;
-    const float *h;                 /* CUDA_MOE_FAST_DOWNQ: h's rows, quantized by the down kernel's warps */
-    mv_norm nrm;                    /* STRATA_CUDA_NORM_FOLD (with out and add_to, T = 1): the next norm by the last CTA */
 } moe_comb;
 
 template <int FMT, int TM, int COOP, int V>
@@ -514,12 +512,8 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 #define DN_WARPS 8
 #define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
-/* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4).
- * QH (CUDA_MOE_FAST_DOWNQ, T = 1): h's row of the warp's pair quantized by the warp itself into
- * shared memory (act_quant_block, the quantize launch's function: the same bytes) instead of
- * read from act (the launch that quantized h gone); rows of at most DQ_MAX bytes. */
-#define DQ_MAX 2352   /* act bytes of a row of 2,048 values (act_q8_K 2,336; act_q8_0 / 1 / 2 <= 2,304), 16-aligned */
-template <int FMT, int TM, int COOP, int V, int DR = DOWN_R, int QH = 0>
+/* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
+template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
 __global__ void __launch_bounds__(DN_WARPS * 32)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
@@ -528,22 +522,12 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
     PDL_WAIT();
     constexpr int RPC = COOP != 0 ? DR : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
-    __shared__ __align__(16) uint8_t s_ah[QH ? DN_WARPS : 1][QH ? DQ_MAX : 16];
     const int ng = ngk > 0 ? ngk : groups[0], warp = threadIdx.x >> 5, r0 = blockIdx.x * RPC;
     /* gridDim.y > 1 (the wide chunks, no combine here): CTA row y takes groups y DN_WARPS + w, ... */
     for (int gi = blockIdx.y * DN_WARPS + warp; gi < ng; gi += DN_WARPS * gridDim.y) {
         const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
         const int e = gr[0], start = gr[1], n = gr[2];
         const uint8_t *a = act + (size_t)start * as;
-        if constexpr (QH != 0) {   /* T = 1: n = 1, the pair's row of h */
-            constexpr int AF = wfmt<FMT>::act, B = afmt<AF>::blck, BB = afmt<AF>::bytes;
-            static_assert(AF != ACT_F32, "DOWNQ: int8 activations only");
-            __syncwarp();   /* the previous group's reads of s_ah[warp] are done */
-            for (int bi = 0; bi < (int)(n_in / B); bi++)
-                act_quant_block<B>(cb.h + (size_t)start * n_in + (size_t)bi * B, &s_ah[warp][(size_t)bi * BB], AF);
-            __syncwarp();
-            a = &s_ah[warp][0];
-        }
         float acc[RPC][TM];
         if constexpr (COOP != 0) {
             const uint8_t *wr[RPC];
@@ -573,7 +557,6 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         cb.out[(size_t)t * E + i] = o;
         if (cb.add_to) cb.add_to[(size_t)t * E + i] = __fadd_rn(cb.add_to[(size_t)t * E + i], o);
     }
-    if (TM == 1) norm_fold_tail(cb.nrm);
 }
 
 /* out[t][i] = sum_r w[t][r] * y[pair(t, r)][i] in rank order from 0.0f; add_to += out */
@@ -608,8 +591,9 @@ static int moe_coop(const uint8_t *const *W, int nW, size_t row_bytes, size_t ex
 /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits (cuda_backend.h), all same bits */
 static int moe_fast = CUDA_MOE_FAST_DEFAULT;
 extern "C" void cuda_moe_set_fast(int bits) { moe_fast = bits & CUDA_MOE_FAST_ALL; }
-/* STRATA_CUDA_TWICE bit 1 (an instrument): the T = 1 gate/up launch twice (it writes h from the
- * groups, the weights and the activation alone: the second launch writes the first's values) */
+/* STRATA_CUDA_TWICE bits 1, 8, 16 (an instrument): the T = 1 gate/up launch twice (it writes h from
+ * the groups, the weights and the activation alone: the second launch writes the first's values),
+ * h's quantization (h -> act_h), the router + routing launch (its last CTA resets the counter) */
 static int moe_twice = 0;
 extern "C" void cuda_moe_set_twice(int bits) { moe_twice = bits; }
 
@@ -650,20 +634,11 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
     int E = (int)m->E;
     const int ngk = moe_ngk(m);
 #define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
-#define DNQ(DR) klaunch(moe_down_kernel<FMT, 1, COOP, V, DR, 1>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
     if (m->T == 1) {
-        if constexpr (wfmt<FMT>::act != ACT_F32)
-            if (cb.h) {   /* moe_downq_on: h quantized by the down kernel's warps */
-                if constexpr (COOP != 0)
-                    if (moe_down_rows(m, E) == 4) { DNQ(4); return; }
-                DNQ(DOWN_R);
-                return;
-            }
         if constexpr (COOP != 0)
             if (moe_down_rows(m, E) == 4) { DN(1, 4); return; }
         DN(1, DOWN_R);
     } else if (m->T == 2) DN(2, DOWN_R); else if (m->T <= 4) DN(4, DOWN_R); else DN(8, DOWN_R);
-#undef DNQ
 #undef DN
 }
 
@@ -789,23 +764,13 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     moe_comb cb;
     memset(&cb, 0, sizeof cb);
     if (moe_dispatch(m->type_gu, m, 0, cb, st)) return -1;
-    /* CUDA_MOE_FAST_DOWNQ: at T = 1 the down kernel's warps quantize h themselves (one launch less) */
-    const int dq = m->T == 1 && (moe_fast & CUDA_MOE_FAST_DOWNQ) && daf != ACT_F32 && cuda_act_row_bytes(daf, m->F) <= DQ_MAX;
-    if (dq) cb.h = m->h;
-    else {
-        for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_HQ) && m->T == 1 ? 2 : 1); rep++)
-            if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
-    }
+    for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_HQ) && m->T == 1 ? 2 : 1); rep++)
+        if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
-    if (m->nrm.kind) {   /* the caller checked cuda_moe_norm_foldable */
-        if (!cf || m->T != 1 || !add_to) return -1;
-        cb.nrm = m->nrm;
-    }
     if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
     return cf ? 0 : cuda_moe_combine(m, add_to, st);
 }
-int cuda_moe_norm_foldable(int T) { return T == 1 && (moe_fast & CUDA_MOE_FAST_COMBINE) != 0; }
 
 int cuda_moe_combine(const cuda_moe *m, float *add_to, cudaStream_t st) {
     dim3 grid((unsigned)((m->E + 127) / 128), (unsigned)m->T);

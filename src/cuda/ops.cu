@@ -261,7 +261,29 @@ rmsnorm2_warp_kernel(const float *__restrict__ x1, const float *__restrict__ w1,
     if (r >= rows) return;
     const float *xr = first ? x1 + (size_t)r * n : x2 + (size_t)(r - rows1) * n;
     float *yr = first ? y1 + (size_t)r * n : y2 + (size_t)(r - rows1) * n;
-    rms_row_warp(xr, wr, early ? wv : nullptr, yr, n, eps);
+    float xv[8];
+    double a[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int j = 32 * i + lane;
+        xv[i] = j < n ? xr[j] : 0.0f;
+        const double v = xv[i];
+        a[i] = j < n ? v * v : 0.0;   /* rmsnorm_row: ss = 0 + v * v, or 0 without a value */
+    }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (32 * i < n) a[i] += __shfl_xor_sync(FULL_MASK, a[i], s);
+    double part[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) part[i] = 32 * i < n ? __shfl_sync(FULL_MASK, a[i], 0) : 0.0;
+    const float inv = rms_inv_parts(part, 8, n, eps);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int j = 32 * i + lane;
+        if (j < n) yr[j] = __fmul_rn(__fmul_rn(xv[i], inv), early ? wv[i] : wr[j]);
+    }
 }
 
 /* STRATA_CUDA_NORM_WARP: 1 rmsnorm2_warp_kernel where n <= 256, 0 (default) a CTA a row */
@@ -374,20 +396,11 @@ int cuda_rmsnorm(const float *x, const float *w, float *y, int rows, int n, floa
     return CU_LAUNCHED();
 }
 
-static_assert(NORM_REG_K == NORM_FOLD_REG_K, "rmsnorm_quant_cta plays rmsnorm_q32_kernel");
-int cuda_norm_fold_kind(int act_fmt, int n, const void *x, const void *y) {
-    if (act_fmt == ACT_Q8_K && n % 256 == 0 && n <= 8192 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0)
-        return NORM_FOLD_Q256;
-    if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024) return NORM_FOLD_Q32;
-    return 0;
-}
-
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,
                        cudaStream_t st) {
-    const int kind = cuda_norm_fold_kind(act_fmt, n, x, y);
-    if (kind == NORM_FOLD_Q256)
+    if (act_fmt == ACT_Q8_K && n % 256 == 0 && n <= 8192 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0)
         klaunch(rmsnorm_q256_kernel, rows, n / 8, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n));
-    else if (kind == NORM_FOLD_Q32)
+    else if ((act_fmt == ACT_Q8_0 || act_fmt == ACT_Q8_1) && n % 32 == 0 && n <= NORM_REG_K * 1024)
         klaunch(rmsnorm_q32_kernel, rows, 1024, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);
     else
         klaunch(rmsnorm_kernel, rows, NORM_THREADS_FUSED, 0, st, x, w, y, n, eps, (uint8_t *)act, cuda_act_row_bytes(act_fmt, n), act_fmt);

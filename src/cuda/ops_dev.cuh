@@ -8,7 +8,29 @@
 #include "cuda_internal.h"
 #include "rope_dev.cuh"   /* rope_pair, rope_elem, the int8 rows (KV_Q8_WORDS, kv8_rows) */
 
-#include "norm_dev.cuh"    /* rms_inv_parts, rms_row_warp, last_cta_arrived */
+/* Thread 0 of a norm: 1 / sqrt(mean square + eps) from the CTA's per-warp partial sums,
+ * added in slot order (the order every norm kernel here uses). */
+static __device__ __forceinline__ float rms_inv_parts(const double *part, int nparts, int n, float eps) {
+    double t = 0;
+    for (int i = 0; i < nparts; i++) t += part[i];
+    return (float)(1.0 / sqrt(t / n + (double)eps));
+}
+
+/* Called by every thread of every CTA of a launch after its global stores: nonzero in the
+ * launch's last CTA to arrive, which then sees every CTA's stores (a zeroed counter it must
+ * reset). Only thread 0 fences: the CTA barrier orders the CTA's stores before that fence,
+ * and release is cumulative. */
+static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
+    __shared__ int s_last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (s_last) __threadfence();
+    return s_last;
+}
 
 /* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
  * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the cache holds

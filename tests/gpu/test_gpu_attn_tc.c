@@ -221,9 +221,8 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     /* the merge launch's u loads 16 (=15) or 64 (=31, bit 16, the default's) at once, an int8 cache's codes
      * by I2F (both; 63 by bit 32's exponent trick, one kernel instance for both cache kinds); the default,
      * 319, adds bit 256 (the decode kernels instantiated per cache kind): the same logits */
-    static const char *const dec_vals[] = { "15", "31", "63", "831" };   /* 831: 319 + bit 512, q's and k's head
-                                                                           * norms (gemma3's) folded into the decode launches */
-    for (int k = 0; k < 4; k++) {
+    static const char *const dec_vals[] = { "15", "31", "63" };
+    for (int k = 0; k < 3; k++) {
         const char *val = dec_vals[k];
         strata_model *mk = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
         const int badk = tc_ndiff(g1, got, n);

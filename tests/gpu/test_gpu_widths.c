@@ -143,27 +143,6 @@ int main(void) {
     widths("serx-q51-q2k", 0, TYPE_Q5_1, TYPE_Q2_K, 0, 0);
     widths("serx-ext-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 1, 0);
     cuda_mm_serx_set(-1);
-    /* STRATA_CUDA_NORM_FOLD=1 (opt-in, 2026-12-05): a column's norm after a residual add by the add
-     * launch's last CTA (dense wo / down, the MoE's down with its combine), with STRATA_CUDA_MOE_FAST
-     * 511 (bit 256: h quantized by the down kernel's warps): against the CPU at every width; the
-     * passes of one column must have folded norms (both kinds: act_q8_K rows and 32-value rows) */
-    {
-        const long f0 = cuda_norm_fold_count();
-        setenv("STRATA_CUDA_NORM_FOLD", "1", 1);
-        paths(1, "511", "1", 1, 7);
-        widths("fold-q41-q4k", 0, TYPE_Q4_1, TYPE_Q4_K, 0, 0);
-        const long f1 = cuda_norm_fold_count();
-        widths("fold-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 0);
-        const long f2 = cuda_norm_fold_count();
-        widths("fold-ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
-        const long f3 = cuda_norm_fold_count();
-        paths(0, NULL, NULL, 0, 0);
-        unsetenv("STRATA_CUDA_NORM_FOLD");
-        env_reset_cache();
-        printf("norm folds: %ld (dense), %ld (MoE), %ld (MoE 1024)\n", f1 - f0, f2 - f1, f3 - f2);
-        CHECKF(f1 > f0 && f2 > f1 && f3 > f2, "STRATA_CUDA_NORM_FOLD=1: no norm was folded (%ld, %ld, %ld)", f1 - f0,
-               f2 - f1, f3 - f2);
-    }
     /* the wide MoE path's chunks through the grouped decode kernels: every wide pass (no matmul:
      * MOE_MM off), and passes of 9..64 beside the grouped matmul of the 512-column passes */
     widths_c("mv-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 0, 512, 2);   /* chunks of 2 pairs (STRATA_CUDA_MOE_MV_CHUNK) */
