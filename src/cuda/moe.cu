@@ -708,6 +708,31 @@ static int moe_dispatch(int type, const cuda_moe *m, int down, const moe_comb &c
 static int moe_route_par = 0;
 extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
 
+/* T = 1 (CUDA_MOE_FAST_ROUTE1): the router and the routing by whole CTAs; -1: no kernel for E */
+static int moe_route1_launch(const cuda_moe *m, cudaStream_t st) {
+    const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
+    if (m->router_f32 && (moe_fast & CUDA_MOE_FAST_ROUTER_CTA) && (uintptr_t)m->router_f32 % 16 == 0 &&
+        (uintptr_t)m->x_f32 % 16 == 0) {   /* a CTA per router row (float4 loads) */
+        const size_t shmc = shm1 > (size_t)m->E * sizeof(float) ? shm1 : (size_t)m->E * sizeof(float);
+#define RC(NPL) klaunch(moe_router_cta_kernel<NPL>, (unsigned)m->X, ROUTER_CTA_THREADS, shmc, st, m->router_f32, m->x_f32, \
+                    (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)
+        if (m->E == 2048) RC(64);
+        else if (m->E == 1024) RC(32);
+        else return -1;
+#undef RC
+    } else if (m->router_f32) {
+        unsigned blocks = (unsigned)((m->X + ROUTER1_WARPS - 1) / ROUTER1_WARPS);
+#define R1(NPL) klaunch(moe_router_route1_kernel<NPL>, blocks, ROUTER1_WARPS * 32, shm1, st, m->router_f32, m->x_f32, \
+                    (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)
+        if (m->E == 2048) R1(64);
+        else if (m->E == 1024) R1(32);
+        else return -1;
+#undef R1
+    } else
+        klaunch(moe_route1_kernel, 1, 256, shm1, st, m->logits, m->X, m->k, m->groups, m->pair_of, m->wts);
+    return 0;
+}
+
 /* The routing, grouped gate/up, h's quantization, grouped down and the combine (+ add_to),
  * the combine inside the down kernel when CUDA_MOE_FAST_COMBINE is on. */
 int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
@@ -720,29 +745,9 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     if (!as_x || as_x % 4 || !cuda_act_row_bytes(daf, m->F)) return -1;
     size_t shm = (size_t)m->T * (size_t)m->X * sizeof(float);
     const int route1 = m->T == 1 && (moe_fast & CUDA_MOE_FAST_ROUTE1);
-    for (int rep = 0; route1 && rep < (moe_twice & CUDA_TWICE_MOE_ROUTER ? 2 : 1); rep++) {   /* T = 1: the routing by a whole CTA */
-        const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
-        if (m->router_f32 && (moe_fast & CUDA_MOE_FAST_ROUTER_CTA) && (uintptr_t)m->router_f32 % 16 == 0 &&
-            (uintptr_t)m->x_f32 % 16 == 0) {   /* a CTA per router row (float4 loads) */
-            const size_t shmc = shm1 > (size_t)m->E * sizeof(float) ? shm1 : (size_t)m->E * sizeof(float);
-#define RC(NPL) klaunch(moe_router_cta_kernel<NPL>, (unsigned)m->X, ROUTER_CTA_THREADS, shmc, st, m->router_f32, m->x_f32, \
-                        (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)
-            if (m->E == 2048) RC(64);
-            else if (m->E == 1024) RC(32);
-            else return -1;
-#undef RC
-        } else if (m->router_f32) {
-            unsigned blocks = (unsigned)((m->X + ROUTER1_WARPS - 1) / ROUTER1_WARPS);
-#define R1(NPL) klaunch(moe_router_route1_kernel<NPL>, blocks, ROUTER1_WARPS * 32, shm1, st, m->router_f32, m->x_f32, \
-                        (float *)m->logits, m->counter, m->X, m->k, m->groups, m->pair_of, m->wts)
-            if (m->E == 2048) R1(64);
-            else if (m->E == 1024) R1(32);
-            else return -1;
-#undef R1
-        } else
-            klaunch(moe_route1_kernel, 1, 256, shm1, st, m->logits, m->X, m->k, m->groups, m->pair_of, m->wts);
-    }
-    if (route1) {
+    if (route1) {   /* T = 1: the routing by a whole CTA (twice: STRATA_CUDA_TWICE bit 16, an instrument) */
+        for (int rep = 0; rep < (moe_twice & CUDA_TWICE_MOE_ROUTER ? 2 : 1); rep++)
+            if (moe_route1_launch(m, st)) return -1;
     } else if (m->router_f32) {   /* router + routing in one launch */
         unsigned blocks = (unsigned)((m->X + ROUTER_WARPS - 1) / ROUTER_WARPS);
 #define RR(NPL, TM, P) klaunch(moe_router_route_kernel<NPL, TM, P>, blocks, ROUTER_WARPS * 32, shm, st, m->router_f32, m->x_f32, \
