@@ -653,7 +653,8 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     norm_for(c, &as, c->x, &L->attn_norm, c->xb, T, E, &L->wq);
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
-    mv_many(c, &as, qkv, y, 3, c->xb, T);
+    /* STRATA_CUDA_TWICE bit 64 (an instrument): a column's q / k / v launch twice (xb -> q, k, v: idempotent) */
+    for (int rep = 0; rep < (T == 1 && (c->twice & CUDA_TWICE_QKV) ? 2 : 1); rep++) mv_many(c, &as, qkv, y, 3, c->xb, T);
     /* per-head q and k norms (qwen3, gemma3): one launch for both */
     if (c->fuse && L->q_norm.data && L->k_norm.data) {
         if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,

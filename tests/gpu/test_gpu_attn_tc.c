@@ -244,10 +244,10 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
         }
     unsetenv("STRATA_CUDA_ATTN_TC_DEC");
     env_reset_cache();
-    {   /* STRATA_CUDA_TWICE=6 (an instrument): the decode and merge launches twice, idempotent: the same logits */
-        strata_model *m2 = tc_load_run(path, "STRATA_CUDA_TWICE", "6", 1, got, n);
+    {   /* STRATA_CUDA_TWICE=102 (an instrument): the decode, merge, norm and q / k / v launches twice, idempotent: the same logits */
+        strata_model *m2 = tc_load_run(path, "STRATA_CUDA_TWICE", "102", 1, got, n);
         const int bad2 = tc_ndiff(g1, got, n);
-        CHECKF(bad2 == 0, "%s: STRATA_CUDA_TWICE=6: %d of %zu logits differ from the default's", name, bad2, n);
+        CHECKF(bad2 == 0, "%s: STRATA_CUDA_TWICE=102: %d of %zu logits differ from the default's", name, bad2, n);
         if (m2) tc_graph(m2, V, 300, name);
         strata_model_free(m2);
         unsetenv("STRATA_CUDA_TWICE");
