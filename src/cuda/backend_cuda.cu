@@ -229,7 +229,7 @@ typedef struct {
     float *att_tc_part;         /* STRATA_CUDA_ATTN_TC: the split launch's partials (attn_tc.cu) */
     int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
     int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
-    int twice;                  /* STRATA_CUDA_TWICE (an instrument): CUDA_TWICE_NORM here */
+    int twice;                  /* STRATA_CUDA_TWICE (an instrument): CUDA_TWICE_NORM and _QKV here */
     int attn_tc_kv8;            /* STRATA_CUDA_ATTN_TC_KV8: int8 caches take the order too */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */

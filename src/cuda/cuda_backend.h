@@ -108,7 +108,7 @@ void cuda_moe_set_fast(int bits);
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
  * step's time with a bit minus without it is one such launch's cost inside the step: 1 the T = 1
  * MoE gate/up launch, 2 the tensor-core order's decode launch (one-launch or chunk CTAs), 4 its
- * merge launch, 8 / 16 / 32 below */
+ * merge launch, 8 / 16 / 32 / 64 below */
 #define CUDA_TWICE_MOE_GU 1
 #define CUDA_TWICE_ATTN_DEC 2
 #define CUDA_TWICE_ATTN_FOLD 4
