@@ -142,3 +142,18 @@ moe_parity_runs() {
   local p
   for p in test_gpu_variants test_gpu_moe; do LD_LIBRARY_PATH=$PWD/.gpubin/lib /tmp/gb/bin/$p 2>&1 | tail -1; done
 }
+# prompt 512 and decode 128 of each shape, strata (`bench_e2e SHAPE 2`, two runs) beside llama.cpp
+# (`llama-bench -p 512 -n 128 -r 3`, every run) when the carried build is up (PEER=1 after it):
+# pp_peer_rows "SHAPES"
+pp_peer_rows() {
+  local s r
+  PEER=0; peer_up && PEER=1; echo "peer: $PEER"
+  for s in $1; do
+    for r in 1 2; do echo "strata $s r$r: $(timeout 90 $B $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"; done
+    if [ $PEER = 1 ]; then
+      echo -n "llama.cpp $s pp512 / tg128 runs (tok/s): "
+      timeout 90 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
+    fi
+    t
+  done
+}

@@ -1,4 +1,5 @@
 #!/bin/bash
+# (Its prompt / decode loop is now gpu_call.sh's pp_peer_rows, the same commands as ran in the 11:30 session's call 1.)
 # Prepared 2026-12-05 (08:37 session, after its device time ran out) for the next session's first
 # GPU call: the whole suite in the new default (STRATA_CUDA_MM_SERX=4, flipped after the last suite
 # run), then issue 17's prompt-512 table and issue 20's MoE decode beside llama.cpp on whichever card
@@ -13,17 +14,9 @@ set -u
 gpu_suite 240
 t
 gb_unpack
-P=0; peer_up && P=1; echo "peer: $P"
-for s in smollm2 1b moe48; do
-  for r in 1 2; do echo "strata $s r$r: $(timeout 90 $B $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"; done
-  if [ $P = 1 ]; then
-    echo -n "llama.cpp $s pp512 / tg128 runs (tok/s): "
-    timeout 90 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  fi
-  t
-done
+pp_peer_rows "smollm2 1b moe48"
 [ $(( $(date +%s) - T0 )) -gt 480 ] && { echo "matmul skipped (time)"; exit 0; }
 MM_BENCH_WIDTHS=1 timeout 90 $g/bin/test_gpu_mm bench Q4_0,Q8_0,Q4_K,Q6_K,IQ3_XXS 2>&1 | grep default
-[ $P = 1 ] && timeout 90 /tmp/lcb/bin/test-backend-ops perf -o MUL_MAT -b CUDA0 -p 'm=4096,n=512,k=14336' 2>&1 |
+[ $PEER = 1 ] && timeout 90 /tmp/lcb/bin/test-backend-ops perf -o MUL_MAT -b CUDA0 -p 'm=4096,n=512,k=14336' 2>&1 |
   grep -E "type_a=(q4_0|q8_0|q4_K|q6_K|iq3_xxs)," | grep TFLOPS
 t

@@ -18,12 +18,4 @@ gb_unpack
 abn 1 moe48 "STRATA_CUDA_TWICE=0 STRATA_CUDA_TWICE=1 STRATA_CUDA_TWICE=2 STRATA_CUDA_TWICE=8 STRATA_CUDA_TWICE=16 STRATA_CUDA_TWICE=32 STRATA_CUDA_TWICE=64" E2E_DEPTH=16
 abn 1 1b "STRATA_CUDA_TWICE=0 STRATA_CUDA_TWICE=32 STRATA_CUDA_TWICE=64" E2E_DEPTH=16
 t
-P=0; peer_up && P=1; echo "peer: $P"
-for s in smollm2 1b moe48; do
-  for r in 1 2; do echo "strata $s r$r: $(timeout 90 $B $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"; done
-  if [ $P = 1 ]; then
-    echo -n "llama.cpp $s pp512 / tg128 runs (tok/s): "
-    timeout 90 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  fi
-  t
-done
+pp_peer_rows "smollm2 1b moe48"

@@ -1303,9 +1303,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
     c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 319;   /* bits 1..32, 256; bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
-    c->twice = (int)env_int(ENV_CUDA_TWICE);
-    cuda_moe_set_twice((int)env_int(ENV_CUDA_TWICE));   /* an instrument (cuda_backend.h) */
-    cuda_attention_tc_set_twice((int)env_int(ENV_CUDA_TWICE));
+    c->twice = (int)env_int(ENV_CUDA_TWICE);   /* an instrument (cuda_backend.h) */
+    cuda_moe_set_twice(c->twice);
+    cuda_attention_tc_set_twice(c->twice);
     {   /* kernel variants: the device class table, or the switches (device_class.cu) */
         cuda_variants var;
         cuda_device_choose(&var);
