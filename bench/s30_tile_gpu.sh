@@ -4,7 +4,8 @@
 # 32 x 32 outputs, written without a GPU. ptxas (sm_90): the 32-value formats 105-119 registers (two CTAs
 # an SM), the 256-value ones 195-255 (one CTA an SM: at a cap of 128 they spilled 100-420 bytes).
 # `test_gpu_mm bench` at the 1.5B's shapes (m, k) = (16384, 2048) gate/up, (3072, 2048) q/k/v,
-# (2048, 8192) down, n 512, TILE 0 / 1 alternated, two rounds (4 weight copies: L2-resident below ~15 MB
+# (2048, 8192) down, and issue 17's (4096, 14336) (ORD 2: Q4_K / IQ3_XXS in 128-row tiles too; Q4_0's
+# SERX 4 instance keeps 64), n 512, TILE 0 / 1 alternated, two rounds (4 weight copies: L2-resident below ~15 MB
 # a copy: compare the settings, not the shapes); prompt 512 end to end with TILE 0 / 2 alternated; then
 # the whole suite (test_gpu_mm runs TILE 1 with WPRE 7 / 3 / 1, plain and grouped) and test_gpu_widths
 # under TILE 2.
@@ -17,7 +18,7 @@ set -u
 . bench/gpu_call.sh
 gb_unpack
 export MM_BENCH_WIDTHS=1
-for mk in 16384,2048 3072,2048 2048,8192; do
+for mk in 16384,2048 3072,2048 2048,8192 4096,14336; do
   m=${mk%,*}; k=${mk#*,}
   for r in 1 2; do
     for x in 0 1; do

@@ -974,18 +974,19 @@ static __device__ __forceinline__ void mm_lane_store(float *ws, int k, const flo
  * MMA's bias (mm_i2f). ORD 2 also takes STRATA_CUDA_MM_WPRE's bits 2 and 4 as ORD 3 does (the
  * activation copies by warps, the 16-byte K-quant code loads). The 256-value formats (ORD 2 and 3)
  * store their decoded weights by 16-byte stores without bank conflicts (store_w's R16). Same bits. */
-/* BM 128 (STRATA_CUDA_MM_TILE; ORD 3 without X, NI 4): tiles of 128 rows x 64 columns, eight warps of
- * 32 x 32 outputs (4 x 2), one float an output as ORD 3's 32 x 16: per MMA a third fewer fragment
- * loads (each warp's 32 rows meet 32 columns instead of 16) and half the activation copies (64
- * columns a CTA for 128 rows); each loader thread fetches and decodes two weight rows (li and li +
- * 64). The same p_b added in the same order to each output: the same bits. */
+/* BM 128 (STRATA_CUDA_MM_TILE; ORD 3 and ORD 2, NI 4, one block a step: not the 32-value formats' X):
+ * tiles of 128 rows x 64 columns, eight warps of 32 x 32 outputs (4 x 2): per MMA a third fewer
+ * fragment loads (each warp's 32 rows meet 32 columns instead of 16) and half the activation copies
+ * (64 columns a CTA for 128 rows); each loader thread fetches and decodes two weight rows (li and li
+ * + 64). The same p_b added in the same order to each output: the same bits. */
 template <int FMT, int NI, int GR, int ORD = 0, int X = 0, int BM = MM_BM>
 __global__ void __launch_bounds__(BM * 8 / NI, BM == MM_BM && ORD ? 2 : 1)
 mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
     static_assert(!X || ORD >= 2, "mm: X is an instance of the serial order");
-    static_assert(BM == MM_BM || (BM == 2 * MM_BM && NI == 4 && ORD == 3 && !X), "mm: 128-row tiles are ORD 3's, 32 x 32 warps");
+    static_assert(BM == MM_BM || (BM == 2 * MM_BM && NI == 4 && ORD >= 2 && (!X || QK == 256)),
+                  "mm: 128-row tiles are the serial order's, 32 x 32 warps, one block a step");
     constexpr bool W2 = BM == 2 * MM_BM;   /* a second weight row a loader (li + 64) */
     constexpr int NBS = X && QK == 32 ? 4 : 1, BSTR = ORD == 3 ? 1 : 32;   /* blocks a step, their stride */
     constexpr bool MB = X && QK == 32, WX = ORD == 3 || X;   /* WX: the WPRE bits 2 and 4 */
@@ -1567,9 +1568,9 @@ static int mm_go_serial(dim3 grid, cudaStream_t st, const mv_group &g, const mm_
     klaunch(mm_kernel2<FMT, MM_NI(BM), GR, ORD, X, BM>, grid, 256, smem, st, g, gr, nb, (const uint8_t *)act, as, T, ks, ws, wp);
     return CU_LAUNCHED();
 }
-/* STRATA_CUDA_MM_TILE: the serial order's one-float launches (ORD 3) without X in tiles of 128 rows
- * (mm_kernel2's BM 128): 0 never (64-row tiles), 1 always, 2 where the grid of 128-row tiles still
- * fills one wave at the kernel's two CTAs an SM. Same bits. */
+/* STRATA_CUDA_MM_TILE: the serial order's launches that are not split in tiles of 128 rows (mm_kernel2's
+ * BM 128: ORD 3 without X, ORD 2 without X or with the 256-value formats' X): 0 never (64-row tiles), 1 always, 2 where the grid of 128-row tiles has
+ * at least twice as many CTAs as SMs. Same bits. */
 static int mm_tile = -1;
 extern "C" void cuda_mm_tile_set(int v) { mm_tile = v < 0 || v > 2 ? -1 : v; }
 static bool mm_tile128(int rows, int coltiles) {
@@ -1627,6 +1628,12 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
             return mm_go_serial<FMT, GR, 3, 0, 2 * MM_BM>(grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
         }
         if (one && !ks) return mm_go_serial_x<FMT, GR, 3>(x3, grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
+        if (!ks && (!x2 || mmf<FMT>::QK == 256) && mm_tile128(rows, (int)grid.y)) {   /* ORD 2 in 128-row tiles */
+            grid.x = (unsigned)((rows + 2 * MM_BM - 1) / (2 * MM_BM));
+            if constexpr (mmf<FMT>::QK == 256)
+                if (x2) return mm_go_serial<FMT, GR, 2, 1, 2 * MM_BM>(grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
+            return mm_go_serial<FMT, GR, 2, 0, 2 * MM_BM>(grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp & 1);
+        }
         const int rc = mm_go_serial_x<FMT, GR, 2>(x2, grid, st, *g, mm_grouped{}, nb, act, as, T, ks, g->ws, wp);
         if (rc || !ks) return rc;
         const int64_t n = (int64_t)rows * T;
