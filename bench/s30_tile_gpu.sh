@@ -1,4 +1,7 @@
 #!/bin/bash
+# THE RECORD OF A DELETED SWITCH: STRATA_CUDA_MM_TILE was measured by this script (H100, 14:21 UTC call:
+# parity passed, every shape but FFN down slower) and deleted; its code is commit c68deb8
+# (docs/BENCHMARKS.md, "2026-12-05 (13:54 session)"). It no longer runs against main.
 # 2026-12-05 (13:54 session): STRATA_CUDA_MM_TILE, ORD 3 (the serial order's one-float launches: rows of
 # at most 32 blocks, the 1.5B's and the MoE's matmuls) in tiles of 128 rows x 64 columns, eight warps of
 # 32 x 32 outputs, written without a GPU. ptxas (sm_90): the 32-value formats 105-119 registers (two CTAs

@@ -119,17 +119,17 @@ static __device__ __forceinline__ void mma_s8_16x8x16(int *d, const uint32_t *a,
  * weight bytes are in registers (decoded into the other tile after the MMAs) and its activation
  * codes are on their way by cp.async. (A first kernel that loaded, synchronized, computed and
  * synchronized again per step measured 5-35 % slower (H200, m 4096 k 14336 n 512) and was removed; BENCHMARKS.md.) */
-template <int QK, int BM = MM_BM> struct alignas(16) mm_tile2 {   /* BM: the tile's rows (64, or 128: STRATA_CUDA_MM_TILE) */
-    int8_t w[BM][QK + MM_PAD];   /* rows of 16-byte multiples: ldmatrix rows (block_step2) */
+template <int QK> struct alignas(16) mm_tile2 {
+    int8_t w[MM_BM][QK + MM_PAD];   /* rows of 16-byte multiples: ldmatrix rows (block_step2) */
     int8_t a[MM_BN][QK + MM_PAD];
-    float dw[BM], mw[BM];
+    float dw[MM_BM], mw[MM_BM];
     float da[MM_BN], sa[MM_BN];
     /* per row, as int8 (every format's values fit: K-quant scales and mins 0..63, Q6_K int8, Q3_K and
      * IQ4_XS -32..31, the other IQ multipliers 1..31): the integer scale per 32 values (bytes 0..7) or
      * per 16 (SUB 16: bytes 0..15); the min per 32 (Q4_K / Q5_K: bytes 0..7) or per 16 (Q2_K). A row
      * is one 16-byte line: one vector load per row, and mn an ldmatrix operand (Q2_K). */
-    alignas(16) int8_t sc[BM][QK == 256 ? 16 : 4];
-    alignas(16) int8_t mn[BM][QK == 256 ? 16 : 4];
+    alignas(16) int8_t sc[MM_BM][QK == 256 ? 16 : 4];
+    alignas(16) int8_t mn[MM_BM][QK == 256 ? 16 : 4];
     int16_t bsum[MM_BN][QK == 256 ? 16 : 2];   /* act_q8_K's sums per 16 values, as stored */
 };
 
@@ -274,8 +274,8 @@ static __device__ __forceinline__ void st_region16(int8_t *base, const uint32_t 
     }
 }
 
-template <int FMT, bool R16 = false, class TL>   /* TL: mm_tile2<QK, BM> */
-static __device__ __forceinline__ void store_w(TL &s, int i, int part, const mm_wraw &r, bool valid,
+template <int FMT, bool R16 = false>
+static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, const mm_wraw &r, bool valid,
                                                bool wco = false) {
     constexpr int QK = mmf<FMT>::QK;
     static_assert(!R16 || QK == 256, "mm: R16 is for the 256-value formats");
@@ -470,8 +470,8 @@ static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wa
  * aco (STRATA_CUDA_MM_WPRE bit 2, QK 32; QK 256 takes issue_a_warp instead): the four parts of a
  * column copy code words 4 w + p (16 consecutive bytes a column and copy) instead of words 2 p,
  * 2 p + 1 (pieces 8 bytes apart). The same bytes to the same places. */
-template <int FMT, class TL>
-static __device__ __forceinline__ void issue_a(TL &s, int j, int part, const uint8_t *ar, int b, bool valid,
+template <int FMT>
+static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j, int part, const uint8_t *ar, int b, bool valid,
                                                bool aco = false) {
     constexpr int QK = mmf<FMT>::QK;
     int8_t *dst = s.a[j];
@@ -514,8 +514,7 @@ static __device__ __forceinline__ void issue_a(TL &s, int j, int part, const uin
  * word, or none): dsto[i] for column 0 of the tile, dsts[i] the step per column. The same bytes
  * to the same places as issue_a. */
 struct mm_acw { uint32_t dsto[3], dsts[3]; };
-template <class TL>
-static __device__ __forceinline__ mm_acw mm_acw_setup(const TL &s, int lane) {
+static __device__ __forceinline__ mm_acw mm_acw_setup(const mm_tile2<256> &s, int lane) {
     mm_acw w;
 #pragma unroll
     for (int i = 0; i < 3; i++) {
@@ -532,8 +531,7 @@ static __device__ __forceinline__ void cp4s(uint32_t d, const void *src) {
 static __device__ __forceinline__ void st0s(uint32_t d) { asm volatile("st.shared.u32 [%0], %1;" ::"r"(d), "r"(0) : "memory"); }
 /* into tile s; the destinations are recomputed per call (the lane's value hidden from the
  * compiler, so they are not hoisted into registers held across the kernel's step loop) */
-template <class TL>
-static __device__ __forceinline__ void issue_a_warp(const TL &s, int warp, int lane, const uint8_t *act,
+static __device__ __forceinline__ void issue_a_warp(const mm_tile2<256> &s, int warp, int lane, const uint8_t *act,
                                                     size_t as, int colbase, int col0, int T, int b) {
     static_assert(sizeof(act_q8_K) == 292 && offsetof_i(act_q8_K, qs) == 4 && offsetof_i(act_q8_K, bsums) == 260,
                   "act_q8_K: 73 words");
@@ -630,8 +628,8 @@ static __device__ __forceinline__ int sbyte(uint32_t w, int k) {
     return r;
 }
 
-template <int FMT, int NI, bool MB = false, class TL>
-static __device__ __forceinline__ void block_step2(const TL &s, int wm, int wn, int g, int tq, float *v) {
+template <int FMT, int NI, bool MB = false>
+static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> &s, int wm, int wn, int g, int tq, float *v) {
     constexpr int QK = mmf<FMT>::QK, NS = QK / 32, NO = 8 * NI, KIND = mmf<FMT>::kind, RB = QK + MM_PAD;
     static_assert(!MB || (QK == 32 && (KIND == 0 || KIND == 2)), "mm: the biased conversion is for the 32-value formats");
     const int lane = 4 * g + tq, R = wm * 32, C = wn * 8 * NI;
@@ -645,20 +643,17 @@ static __device__ __forceinline__ void block_step2(const TL &s, int wm, int wn, 
             int l = lane;
             asm volatile("" : "+r"(l));   /* the addresses recomputed per iteration, not kept live (or spilled) across the loop */
             const uint32_t pa = wbase + (R + l) * RB;
-            const uint32_t pb = NI >= 2 ? abase + (C + (l & 15)) * RB + 16 * (l >> 4) : abase + (C + (l & 7)) * RB + 16 * (l >> 3);
+            const uint32_t pb = NI == 2 ? abase + (C + (l & 15)) * RB + 16 * (l >> 4) : abase + (C + (l & 7)) * RB + 16 * (l >> 3);
             uint32_t scw[4], bf[4][NI];   /* scw[i]: the 4 scales of row R + g + 8i; bf[j - 4q][ni] */
 #pragma unroll
             for (int i = 0; i < 4; i++) scw[i] = *(const uint32_t *)&s.sc[R + g + 8 * i][4 * q];
-            if constexpr (NI >= 2) {   /* NI 4 (a 32-column warp tile): the same for columns C + 16 .. C + 31 */
+            if constexpr (NI == 2) {
                 uint32_t t[4];
 #pragma unroll
-                for (int c2 = 0; c2 < NI / 2; c2++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        ldsm_x4(t, pb + c2 * 16 * RB + 64 * q + 32 * h);
-                        bf[2 * h][2 * c2] = t[0]; bf[2 * h][2 * c2 + 1] = t[1];
-                        bf[2 * h + 1][2 * c2] = t[2]; bf[2 * h + 1][2 * c2 + 1] = t[3];
-                    }
+                for (int h = 0; h < 2; h++) {
+                    ldsm_x4(t, pb + 64 * q + 32 * h);
+                    bf[2 * h][0] = t[0]; bf[2 * h][1] = t[1]; bf[2 * h + 1][0] = t[2]; bf[2 * h + 1][1] = t[3];
+                }
             } else {
                 uint32_t t[4];
                 ldsm_x4(t, pb + 64 * q);
@@ -687,7 +682,7 @@ static __device__ __forceinline__ void block_step2(const TL &s, int wm, int wn, 
             int l = lane;
             if (NS > 1) asm volatile("" : "+r"(l));   /* as above */
             const uint32_t pa = wbase + (R + (l & 15)) * RB + 16 * (l >> 4) + 32 * JG * q;
-            const uint32_t pb = (NI >= 2 ? abase + (C + 8 * (l >> 4) + (l & 7)) * RB + 16 * ((l >> 3) & 1)
+            const uint32_t pb = (NI == 2 ? abase + (C + 8 * (l >> 4) + (l & 7)) * RB + 16 * ((l >> 3) & 1)
                                          : abase + (C + (l & 7)) * RB + 16 * (l >> 3)) + 32 * JG * q;
             uint32_t scw[4], bp[4];   /* scw[i]: the scales of slices JG q .. of row R + g + 8i; bp: NI 1, two slices */
             if constexpr (NS > 1)
@@ -696,13 +691,10 @@ static __device__ __forceinline__ void block_step2(const TL &s, int wm, int wn, 
 #pragma unroll
             for (int jj = 0; jj < JG; jj++) {
                 uint32_t bf[NI][2], af[2][4];
-                if constexpr (NI >= 2) {   /* NI 4: columns C + 16 .. C + 31 by a second load */
+                if constexpr (NI == 2) {
                     uint32_t t[4];
-#pragma unroll
-                    for (int c2 = 0; c2 < NI / 2; c2++) {
-                        ldsm_x4(t, pb + c2 * 16 * RB + 32 * jj);
-                        bf[2 * c2][0] = t[0]; bf[2 * c2][1] = t[1]; bf[2 * c2 + 1][0] = t[2]; bf[2 * c2 + 1][1] = t[3];
-                    }
+                    ldsm_x4(t, pb + 32 * jj);
+                    bf[0][0] = t[0]; bf[0][1] = t[1]; bf[NI - 1][0] = t[2]; bf[NI - 1][1] = t[3];
                 } else if constexpr (NS == 1) {
                     ldsm_x2(bf[0], pb);
                 } else {
@@ -974,38 +966,28 @@ static __device__ __forceinline__ void mm_lane_store(float *ws, int k, const flo
  * MMA's bias (mm_i2f). ORD 2 also takes STRATA_CUDA_MM_WPRE's bits 2 and 4 as ORD 3 does (the
  * activation copies by warps, the 16-byte K-quant code loads). The 256-value formats (ORD 2 and 3)
  * store their decoded weights by 16-byte stores without bank conflicts (store_w's R16). Same bits. */
-/* BM 128 (STRATA_CUDA_MM_TILE; ORD 3 and ORD 2, NI 4, one block a step: not the 32-value formats' X):
- * tiles of 128 rows x 64 columns, eight warps of 32 x 32 outputs (4 x 2): per MMA a third fewer
- * fragment loads (each warp's 32 rows meet 32 columns instead of 16) and half the activation copies
- * (64 columns a CTA for 128 rows); each loader thread fetches and decodes two weight rows (li and li
- * + 64). The same p_b added in the same order to each output: the same bits. */
-template <int FMT, int NI, int GR, int ORD = 0, int X = 0, int BM = MM_BM>
-__global__ void __launch_bounds__(BM * 8 / NI, BM == MM_BM && ORD ? 2 : 1)
+template <int FMT, int NI, int GR, int ORD = 0, int X = 0>
+__global__ void __launch_bounds__(512 / NI, ORD ? 2 : 1)
 mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, size_t as, int T, int ks, float *ws, int wco) {
     PDL_WAIT();
     constexpr int QK = mmf<FMT>::QK, NO = 8 * NI, WNC = 8 / NI;   /* outputs a thread, warp columns */
     static_assert(!X || ORD >= 2, "mm: X is an instance of the serial order");
-    static_assert(BM == MM_BM || (BM == 2 * MM_BM && NI == 4 && ORD >= 2 && (!X || QK == 256)),
-                  "mm: 128-row tiles are the serial order's, 32 x 32 warps, one block a step");
-    constexpr bool W2 = BM == 2 * MM_BM;   /* a second weight row a loader (li + 64) */
     constexpr int NBS = X && QK == 32 ? 4 : 1, BSTR = ORD == 3 ? 1 : 32;   /* blocks a step, their stride */
     constexpr bool MB = X && QK == 32, WX = ORD == 3 || X;   /* WX: the WPRE bits 2 and 4 */
     constexpr bool R16 = X && QK == 256;   /* the decoded weights by 16-byte stores (st_region16) */
     extern __shared__ __align__(16) uint8_t mm_smem[];
-    mm_tile2<QK, BM> *tiles = (mm_tile2<QK, BM> *)mm_smem;
+    mm_tile2<QK> *tiles = (mm_tile2<QK> *)mm_smem;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp / WNC, wn = warp % WNC, gq = lane >> 2, tq = lane & 3;
     int rows, col0, colbase;   /* colbase: the group's first pair */
     const uint8_t *wexp;
     if (!mm_tile_setup<GR>(g, gr, T, rows, col0, colbase, wexp)) return;   /* fewer tiles than the grid's bound */
-    const int row0 = blockIdx.x * BM;
-    /* the first 256 threads load: 4 per tile row and column (W2: rows li and li + 64) */
+    const int row0 = blockIdx.x * MM_BM;
+    /* the first 256 threads load: 4 per tile row and column */
     const bool loader = tid < 256;
     const int li = (tid & 255) >> 2, part = tid & 3;
     const int lrow = row0 + li, lcol = col0 + li;
     const bool wvalid = lrow < rows, avalid = lcol < T;
-    [[maybe_unused]] const bool wvalid2 = W2 && lrow + MM_BM < rows;
-    [[maybe_unused]] const uint8_t *wr2 = wvalid2 ? mm_row_ptr<GR>(g, gr, wexp, lrow + MM_BM) : NULL;
     /* a warp whose columns all lie past T (a grouped tile of a few pairs, a pass's last tile)
      * skips its MMAs: its outputs are never stored (the epilogue keeps t < T) */
     const bool live = col0 + wn * 8 * NI < T;
@@ -1014,7 +996,6 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     constexpr bool SER = ORD >= 2;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
     mm_wraw raw, rawx[NBS > 1 ? NBS : 1];   /* rawx: the steps of NBS > 1 blocks */
-    [[maybe_unused]] mm_wraw raw2;          /* W2: row li + 64's */
     /* STRATA_CUDA_MM_WPRE bit 2 in the one-float instances (ORD 3) and the X ones only, so the other
      * instances compile as before it: the activation copies by warps (QK 256: warps 0..7, each its 8
      * columns) or four parts to 16 consecutive bytes (QK 32) */
@@ -1067,14 +1048,11 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
             mm_steps_store(b, 0);
         } else {   /* (the statements of the instances before X, unchanged: their code stays as it was) */
             if (wvalid) fetch_w<FMT>(raw, part, wr, b, wq, v16);
-            if constexpr (W2)
-                if (wvalid2) fetch_w<FMT>(raw2, part, wr2, b, wq, v16);
             if constexpr (QK == 256 && WX)
                 if (acw) issue_a_warp(tiles[0], warp, lane, act, as, colbase, col0, T, b);
             if (!acw)
                 issue_a<FMT>(tiles[0], li, part, ar, b, avalid, aco);
             store_w<FMT, R16>(tiles[0], li, part, raw, wvalid, wq);
-            if constexpr (W2) store_w<FMT, R16>(tiles[0], li + MM_BM, part, raw2, wvalid2, wq);
         }
     }
     cp_wait();
@@ -1099,17 +1077,12 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         } else {   /* (unchanged, as above) */
             if (more && loader) {
                 if (wvalid) fetch_w<FMT>(raw, part, wr, nbb, wq, v16);
-                if constexpr (W2)
-                    if (wvalid2) fetch_w<FMT>(raw2, part, wr2, nbb, wq, v16);
                 if constexpr (QK == 256 && WX)
                     if (acw) issue_a_warp(tiles[buf ^ 1], warp, lane, act, as, colbase, col0, T, nbb);
                 if (!acw) issue_a<FMT>(tiles[buf ^ 1], li, part, ar, nbb, avalid, aco);
             }
             if (live) block_step2<FMT, NI>(tiles[buf], wm, wn, gq, tq, v);
-            if (more && loader) {
-                store_w<FMT, R16>(tiles[buf ^ 1], li, part, raw, wvalid, wq);
-                if constexpr (W2) store_w<FMT, R16>(tiles[buf ^ 1], li + MM_BM, part, raw2, wvalid2, wq);
-            }
+            if (more && loader) store_w<FMT, R16>(tiles[buf ^ 1], li, part, raw, wvalid, wq);
         }
 #undef MM_STEP_HAS
         if constexpr (!ORD)
@@ -1545,43 +1518,24 @@ static bool mm_serx_on(int ord, int64_t k) {
     }
     return mm_serx == 1 || mm_serx == ord || (mm_serx == 4 && ord == 2 && k >= MM_SERX_K);
 }
-/* the warp tile's column fragments of a tile of BM rows: 32 x 16 outputs (64 rows), 32 x 32 (128) */
-#define MM_NI(BM) ((BM) == MM_BM ? 2 : 4)
-template <int FMT, int GR, int ORD, int X, int BM = MM_BM>
+template <int FMT, int GR, int ORD, int X>
 static int mm_attr_serial(size_t smem) {
     static int attr;
     if (!attr) {
-        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, MM_NI(BM), GR, ORD, X, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)smem)))
+        if (CU_CHECK(cudaFuncSetAttribute(mm_kernel2<FMT, 2, GR, ORD, X>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
             return -1;
         attr = 1;
     }
     return 0;
 }
-/* one serial launch: instance (ORD, X, BM) with its shared memory (X 1 and QK 32: two sets of 4
- * tiles); grid.x counts tiles of BM rows */
-template <int FMT, int GR, int ORD, int X, int BM = MM_BM>
+/* one serial launch: instance (ORD, X) with its shared memory (X 1 and QK 32: two sets of 4 tiles) */
+template <int FMT, int GR, int ORD, int X>
 static int mm_go_serial(dim3 grid, cudaStream_t st, const mv_group &g, const mm_grouped &gr, int nb, const void *act, size_t as,
                         int T, int ks, float *ws, int wp) {
-    const size_t smem = (X && mmf<FMT>::QK == 32 ? 8 : 2) * sizeof(mm_tile2<mmf<FMT>::QK, BM>);
-    if (mm_attr_serial<FMT, GR, ORD, X, BM>(smem)) return -1;
-    klaunch(mm_kernel2<FMT, MM_NI(BM), GR, ORD, X, BM>, grid, 256, smem, st, g, gr, nb, (const uint8_t *)act, as, T, ks, ws, wp);
+    const size_t smem = (X && mmf<FMT>::QK == 32 ? 8 : 2) * sizeof(mm_tile2<mmf<FMT>::QK>);
+    if (mm_attr_serial<FMT, GR, ORD, X>(smem)) return -1;
+    klaunch(mm_kernel2<FMT, 2, GR, ORD, X>, grid, 256, smem, st, g, gr, nb, (const uint8_t *)act, as, T, ks, ws, wp);
     return CU_LAUNCHED();
-}
-/* STRATA_CUDA_MM_TILE: the serial order's launches that are not split in tiles of 128 rows (mm_kernel2's
- * BM 128: ORD 3 without X, ORD 2 without X or with the 256-value formats' X): 0 never (64-row tiles), 1 always, 2 where the grid of 128-row tiles has
- * at least twice as many CTAs as SMs. Same bits. */
-static int mm_tile = -1;
-extern "C" void cuda_mm_tile_set(int v) { mm_tile = v < 0 || v > 2 ? -1 : v; }
-static bool mm_tile128(int rows, int coltiles) {
-    if (mm_tile < 0) {
-        const long v = env_int(ENV_CUDA_MM_TILE);
-        mm_tile = v >= 0 && v <= 2 ? (int)v : 0;
-    }
-    if (mm_tile != 2) return mm_tile == 1;
-    int sms = cuda_sm_count();
-    if (sms < 1) sms = 132;
-    return (long)((rows + 2 * MM_BM - 1) / (2 * MM_BM)) * coltiles >= 2L * sms;
 }
 /* instance ORD with X = x; wp: the WPRE bits, which the ORD 2 instances without X take bit 1 of alone */
 template <int FMT, int GR, int ORD>
@@ -1611,11 +1565,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
     if constexpr (GR != 0) {
         mv_group g0;
         memset(&g0, 0, sizeof g0);
-        dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
-        if (one && !x3 && mm_tile128(gr->n_out, max_tiles)) {
-            grid.x = (unsigned)((gr->n_out + 2 * MM_BM - 1) / (2 * MM_BM));
-            return mm_go_serial<FMT, GR, 3, 0, 2 * MM_BM>(grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
-        }
+        const dim3 grid((unsigned)((gr->n_out + MM_BM - 1) / MM_BM), (unsigned)max_tiles);
         if (one) return mm_go_serial_x<FMT, GR, 3>(x3, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
         return mm_go_serial_x<FMT, GR, 2>(x2, grid, st, g0, *gr, nb, act, as, 0, 0, NULL, wp);
     } else {
@@ -1623,17 +1573,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         dim3 grid((unsigned)((rows + MM_BM - 1) / MM_BM), (unsigned)((T + MM_BN - 1) / MM_BN));
         const int ks = mm_split_ks_serial(g, (int)(grid.x * grid.y), nb, rows, T);
         grid.z = 1u << ks;
-        if (one && !ks && !x3 && mm_tile128(rows, (int)grid.y)) {
-            grid.x = (unsigned)((rows + 2 * MM_BM - 1) / (2 * MM_BM));
-            return mm_go_serial<FMT, GR, 3, 0, 2 * MM_BM>(grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
-        }
         if (one && !ks) return mm_go_serial_x<FMT, GR, 3>(x3, grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
-        if (!ks && (!x2 || mmf<FMT>::QK == 256) && mm_tile128(rows, (int)grid.y)) {   /* ORD 2 in 128-row tiles */
-            grid.x = (unsigned)((rows + 2 * MM_BM - 1) / (2 * MM_BM));
-            if constexpr (mmf<FMT>::QK == 256)
-                if (x2) return mm_go_serial<FMT, GR, 2, 1, 2 * MM_BM>(grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
-            return mm_go_serial<FMT, GR, 2, 0, 2 * MM_BM>(grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp & 1);
-        }
         const int rc = mm_go_serial_x<FMT, GR, 2>(x2, grid, st, *g, mm_grouped{}, nb, act, as, T, ks, g->ws, wp);
         if (rc || !ks) return rc;
         const int64_t n = (int64_t)rows * T;

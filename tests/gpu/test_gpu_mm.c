@@ -79,41 +79,34 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
         /* tensor cores (16 warps, 8 warps), 8 warps with the lane positions split over 2, 8 and 32
          * CTAs per tile (STRATA_CUDA_MM_SPLIT; "auto" splits only grids smaller than the SMs), the
          * same with the pipelined kernel (STRATA_CUDA_MM_PIPE=1), the matvec slices */
-        static const struct { int mm, split, pipe, wpre; const char *name; int one, serx, tile; } cfg[] = {   /* one: STRATA_CUDA_MM_ONEB=1,
-                                                                                                      * serx: STRATA_CUDA_MM_SERX=1,
-                                                                                                      * tile: STRATA_CUDA_MM_TILE */
-            { 3, -1, 0, 1, "tensor cores, 16 warps", 0, 0, 0 },     { 2, -1, 0, 1, "tensor cores, 8 warps", 0, 0, 0 },
-            { 2, 2, 0, 1, "tensor cores, split 2", 0, 0, 0 },       { 2, 8, 0, 1, "tensor cores, split 8", 0, 0, 0 },
-            { 2, 32, 0, 1, "tensor cores, split 32", 0, 0, 0 },     { 2, -1, 1, 1, "pipelined", 0, 0, 0 },
-            { 3, -1, 1, 1, "pipelined (MM=3 set)", 0, 0, 0 },       { 2, 2, 1, 1, "pipelined, split 2", 0, 0, 0 },
-            { 2, 8, 1, 1, "pipelined, split 8", 0, 0, 0 },          { 2, 32, 1, 1, "pipelined, split 32", 0, 0, 0 },
-            { 2, -1, 22, 1, "pipelined, 2 stages of 2", 0, 0, 0 },  { 2, 8, 63, 1, "pipelined, 6 stages of 3, split 8", 0, 0, 0 },
-            { 3, -1, 0, 0, "16 warps, first weight loads", 0, 0, 0 }, { 2, 8, 0, 0, "8 warps, first weight loads, split 8", 0, 0, 0 },
-            { 2, -1, 0, 0, "8 warps, first weight loads", 0, 0, 0 },  { 2, -1, -1, 1, "auto kernel (STRATA_CUDA_MM_PIPE -1)", 0, 0, 0 },
+        static const struct { int mm, split, pipe, wpre; const char *name; int one, serx; } cfg[] = {   /* one: STRATA_CUDA_MM_ONEB=1,
+                                                                                                      * serx: STRATA_CUDA_MM_SERX=1 */
+            { 3, -1, 0, 1, "tensor cores, 16 warps", 0, 0 },     { 2, -1, 0, 1, "tensor cores, 8 warps", 0, 0 },
+            { 2, 2, 0, 1, "tensor cores, split 2", 0, 0 },       { 2, 8, 0, 1, "tensor cores, split 8", 0, 0 },
+            { 2, 32, 0, 1, "tensor cores, split 32", 0, 0 },     { 2, -1, 1, 1, "pipelined", 0, 0 },
+            { 3, -1, 1, 1, "pipelined (MM=3 set)", 0, 0 },       { 2, 2, 1, 1, "pipelined, split 2", 0, 0 },
+            { 2, 8, 1, 1, "pipelined, split 8", 0, 0 },          { 2, 32, 1, 1, "pipelined, split 32", 0, 0 },
+            { 2, -1, 22, 1, "pipelined, 2 stages of 2", 0, 0 },  { 2, 8, 63, 1, "pipelined, 6 stages of 3, split 8", 0, 0 },
+            { 3, -1, 0, 0, "16 warps, first weight loads", 0, 0 }, { 2, 8, 0, 0, "8 warps, first weight loads, split 8", 0, 0 },
+            { 2, -1, 0, 0, "8 warps, first weight loads", 0, 0 },  { 2, -1, -1, 1, "auto kernel (STRATA_CUDA_MM_PIPE -1)", 0, 0 },
             /* ONEB 1 unsplit (split 0: the auto split of these small grids would take ORD 2) */
-            { 2, 0, 0, 3, "8 warps, one float an output (ONEB 1), activation copies by warps", 1, 0, 0 },
-            { 2, 0, 0, 7, "8 warps, ONEB 1, activation copies by warps, 16-byte K-quant code loads", 1, 0, 0 },
-            { 2, 0, 0, 1, "8 warps, one float an output (ONEB 1)", 1, 0, 0 },
-            { 2, 8, 0, 3, "8 warps, ONEB 1 and WPRE 3, split 8 (the lane values: ORD 2)", 1, 0, 0 },
+            { 2, 0, 0, 3, "8 warps, one float an output (ONEB 1), activation copies by warps", 1, 0 },
+            { 2, 0, 0, 7, "8 warps, ONEB 1, activation copies by warps, 16-byte K-quant code loads", 1, 0 },
+            { 2, 0, 0, 1, "8 warps, one float an output (ONEB 1)", 1, 0 },
+            { 2, 8, 0, 3, "8 warps, ONEB 1 and WPRE 3, split 8 (the lane values: ORD 2)", 1, 0 },
             /* SERX 1: four blocks a step (32-value formats; ORD 3 consecutive, ORD 2 a lane's, partial steps on
              * rows of 2, 18, 33 and 200 blocks), the biased conversion, the 256-value formats' 16-byte stores
              * of their decoded weights (ORD 3 and 2; WPRE 1: Q4_K / Q5_K keep the 4-byte ones), ORD 2 with
              * the WPRE bits 2 and 4 */
-            { 2, 0, 0, 7, "SERX 1, ONEB 1, WPRE 7 (ORD 3 X)", 1, 1, 0 },
-            { 2, 0, 0, 7, "SERX 1, ONEB 0, WPRE 7 (ORD 2 X)", 0, 1, 0 },
-            { 2, 0, 0, 1, "SERX 1, ONEB 0, WPRE 1 (ORD 2 X, the first activation copies)", 0, 1, 0 },
-            { 2, 8, 0, 7, "SERX 1, WPRE 7, split 8 (ORD 2 X split)", 1, 1, 0 },
-            { 2, -1, 0, 7, "SERX 1, WPRE 7, auto split", 1, 1, 0 },
+            { 2, 0, 0, 7, "SERX 1, ONEB 1, WPRE 7 (ORD 3 X)", 1, 1 },
+            { 2, 0, 0, 7, "SERX 1, ONEB 0, WPRE 7 (ORD 2 X)", 0, 1 },
+            { 2, 0, 0, 1, "SERX 1, ONEB 0, WPRE 1 (ORD 2 X, the first activation copies)", 0, 1 },
+            { 2, 8, 0, 7, "SERX 1, WPRE 7, split 8 (ORD 2 X split)", 1, 1 },
+            { 2, -1, 0, 7, "SERX 1, WPRE 7, auto split", 1, 1 },
             /* SERX 4: ORD 2 X on rows of at least 4096 values (the 32-value formats' rows of 200 blocks, the
              * 256-value ones' of 33 and 200), the instances without X on the others */
-            { 2, -1, 0, 7, "SERX 4, WPRE 7, auto split (ORD 2 X on rows of >= 4096 values)", 1, 4, 0 },
-            /* TILE 1: ORD 3's tiles of 128 rows, warps of 32 x 32 (rows 67, 70, 96, 130: a tile's second
-             * half partly or wholly past the rows), with each WPRE form; ORD 2 and X launches keep 64 */
-            { 2, 0, 0, 7, "TILE 1 (128-row tiles), ONEB 1, WPRE 7", 1, 0, 1 },
-            { 2, 0, 0, 3, "TILE 1, ONEB 1, WPRE 3", 1, 0, 1 },
-            { 2, 0, 0, 1, "TILE 1, ONEB 1, WPRE 1", 1, 0, 1 },
-            { 2, -1, 0, 7, "TILE 1, SERX 4, auto split", 1, 4, 1 },
-            { 0, -1, 0, 1, "matvec slices", 0, 0, 0 },
+            { 2, -1, 0, 7, "SERX 4, WPRE 7, auto split (ORD 2 X on rows of >= 4096 values)", 1, 4 },
+            { 0, -1, 0, 1, "matvec slices", 0, 0 },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
             /* the serial order (the default): every tensor-core configuration takes the one serial kernel (no
@@ -127,7 +120,6 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             cuda_mm_wpre_set(cfg[ci].wpre);
             cuda_mm_oneb_set(cfg[ci].one ? 1 : 0);   /* explicit both ways: ONEB=1 is the default since 2026-12-05 */
             cuda_mm_serx_set(cfg[ci].serx);
-            cuda_mm_tile_set(cfg[ci].tile);
             memset(y, 0xFF, sizeof(float) * n_out * T);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
             int rc = cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
@@ -148,7 +140,6 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
         cuda_mm_wpre_set(-1);
         cuda_mm_oneb_set(-1);
         cuda_mm_serx_set(-1);
-        cuda_mm_tile_set(-1);
     }
     cuda_free(dW); cuda_free(dx); cuda_free(dy);
     free(W); free(act); free(src); free(x); free(ref); free(y);
@@ -189,18 +180,15 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
         /* two-tile, pipelined, pipelined with 2 stages of 2, two-tile with the first weight loads, then
          * the serial order's one float an output (STRATA_CUDA_MM_ONEB=1) with and without the
          * activation copies by warps (STRATA_CUDA_MM_WPRE bit 2), and with the 16-byte code loads (bit 4) */
-        /* then STRATA_CUDA_MM_SERX=1 with ONEB 1 and 0 (ORD 3 and ORD 2 X); then STRATA_CUDA_MM_TILE=1 (ORD 3 in
-         * 128-row tiles: 70 and 64 rows, the second half partly or wholly past them) with WPRE 7 and 1 */
-        static const int pipes[] = { 0, 1, 22, 0, 0, 0, 0, 0, 0, 0, 0 }, wpres[] = { 1, 1, 1, 0, 3, 1, 7, 7, 7, 7, 1 },
-                         ones[] = { 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1 }, serxs[] = { 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0 },
-                         tls[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1 };
-        for (int pi = 0; pi < 11; pi++) {
+        /* then STRATA_CUDA_MM_SERX=1 with ONEB 1 and 0 (ORD 3 and ORD 2 X) */
+        static const int pipes[] = { 0, 1, 22, 0, 0, 0, 0, 0, 0 }, wpres[] = { 1, 1, 1, 0, 3, 1, 7, 7, 7 },
+                         ones[] = { 0, 0, 0, 0, 1, 1, 1, 1, 0 }, serxs[] = { 0, 0, 0, 0, 0, 0, 0, 1, 1 };
+        for (int pi = 0; pi < 9; pi++) {
             const int pipe = pipes[pi];
             cuda_mm_pipe_set(pipe);
             cuda_mm_wpre_set(wpres[pi]);
             cuda_mm_oneb_set(ones[pi] ? 1 : 0);
             cuda_mm_serx_set(serxs[pi]);
-            cuda_mm_tile_set(tls[pi]);
             memset(y, 0xFF, sizeof(float) * n_out * P);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * P);
             int rc = cuda_mm_grouped_test(type, dW, eb, rb, (int)n_out, n_in, da, groups, 13, tiles, 9, 5, dy);
@@ -212,15 +200,14 @@ static void check_grouped(int type, int64_t n_in, int64_t n_out) {
                 if (memcmp(&y[i], &ref[i], 4) && bad++ < 3)
                     fprintf(stderr, "%s grouped pipe %d n_in=%lld pair %zu row %zu: gpu %.9g ref %.9g\n", qt->name, pipe,
                             (long long)n_in, i / n_out, i % n_out, y[i], ref[i]);
-            CHECKF(bad == 0, "%s grouped (STRATA_CUDA_MM_PIPE %d, WPRE %d, ONEB %d, SERX %d, TILE %d) n_in=%lld n_out=%lld: %d "
-                   "outputs differ from the CPU reference", qt->name, pipe, wpres[pi], ones[pi], serxs[pi], tls[pi], (long long)n_in,
+            CHECKF(bad == 0, "%s grouped (STRATA_CUDA_MM_PIPE %d, WPRE %d, ONEB %d, SERX %d) n_in=%lld n_out=%lld: %d outputs "
+                   "differ from the CPU reference", qt->name, pipe, wpres[pi], ones[pi], serxs[pi], (long long)n_in,
                    (long long)n_out, bad);
         }
         cuda_mm_pipe_set(0);
         cuda_mm_wpre_set(-1);
         cuda_mm_oneb_set(-1);
         cuda_mm_serx_set(-1);
-        cuda_mm_tile_set(-1);
     }
     cuda_free(dW); cuda_free(da); cuda_free(dy);
     free(W); free(act); free(src); free(ref); free(y);
