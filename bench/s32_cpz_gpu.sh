@@ -1,0 +1,45 @@
+#!/bin/bash
+# 2026-12-05 (13:54 session), call 3: the activation copies by warps (the 256-value formats' matmul,
+# WPRE bit 2, the default) without a branch around each copy: columns past T zero-filled by the
+# copies' source size, the 8 columns unrolled, so ptxas puts its three never-executed
+# `@!PT LDS RZ, [RZ]` before 2 runs of LDGSTS a step instead of 24 (call 2's ncu: 9 a column, 8.3 M of
+# the kernel's 156 M warp instructions, plus the branches around each copy). Same bytes, same bits.
+# Old (c68deb8's programs = d30c17f's default paths) against new (this tree) in the same call:
+# test_gpu_mm parity (new), `test_gpu_mm bench` Q4_K / IQ3_XXS / Q6_K at (16384, 2048), (3072, 2048),
+# (4096, 14336), n 512, old / new alternated, two rounds; prompt 512 of the 1.5B and the MoE, old /
+# new alternated, two rounds; test_gpu_widths (new). Peer: none (strata against itself).
+# Carry .gpubin/bins.tar.xz, .gpubin/lib, .gpubin/old.tar.xz.
+# Prediction: parity passes; Q4_K / IQ3_XXS +4-8 % TFLOPS (about 100-150 of ~1,190 warp instructions a
+# step gone); prompt 512 of the 1.5B +3-5 %, the MoE +2-4 %.
+set -u
+. bench/gpu_call.sh
+gb_unpack
+mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
+timeout 120 $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
+echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ" /tmp/mm.txt | head -8
+t
+export MM_BENCH_WIDTHS=1
+for mk in 16384,2048 3072,2048 4096,14336; do
+  m=${mk%,*}; k=${mk#*,}
+  for r in 1 2; do
+    for v in old new; do
+      p=$g/bin/test_gpu_mm; [ $v = old ] && p=/tmp/old/test_gpu_mm
+      echo -n "m=$m k=$k r$r $v: "
+      MM_BENCH_M=$m MM_BENCH_K=$k timeout 60 $p bench Q4_K,IQ3_XXS,Q6_K 2>&1 |
+        grep "two-tile" | sed 's/.*mm \([A-Z0-9_]*\) .*two-tile *\([0-9.]*\).*checksum \([0-9a-f]*\).*/\1 \2 \3/' | tr '\n' ' '; echo
+    done
+  done
+  t
+done
+unset MM_BENCH_WIDTHS
+for s in 1b moe48; do
+  for r in 1 2; do
+    for v in old new; do
+      p=$B; [ $v = old ] && p=/tmp/old/bench_e2e
+      echo "round $r $s $v: $(timeout 120 $p $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
+    done
+  done
+  t
+done
+timeout 90 $g/bin/test_gpu_widths 2>&1 | tail -1
+t
