@@ -1,0 +1,46 @@
+#!/bin/bash
+# Written 2026-12-05 (13:54 session) after the device time ran out, on branch wip/cp4z-32: the 32-value
+# formats' activation copies (`issue_a`, QK 32: Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / MXFP4 / IQ4_NL, the
+# one-block steps of ORD 3 and the four-block steps of the SERX instances) as one run of copies with no
+# branch (a column past T zero-filled by cp.async's source size; d and s by a predicated copy in the
+# same run), as 1b1beba did for the 256-value formats' copies by warps (+17-28 % TFLOPS there).
+# SASS here (sm_90): Q4_0 ORD 2 X 2,032 -> 1,784 instructions, `@!PT LDS` 57 -> 42, BSSY 57 -> 48;
+# ORD 3 1,160 -> 1,128. Same bytes, same bits.
+# Build: main's programs as the old ones (`bash tools/gpu_pack.sh pack build-main` on main, then
+# `tar cf - -C /tmp/oldb/bin bench_e2e test_gpu_mm | xz -6 --lzma2=dict=96MiB > .gpubin/old.tar.xz` after
+# unpacking that pack's bins into /tmp/oldb), the branch's as .gpubin/bins.tar.xz.
+# Carry .gpubin/bins.tar.xz, .gpubin/lib, .gpubin/old.tar.xz.
+# Prediction: test_gpu_mm passes (16,154); Q4_0 / Q8_0 / Q4_1 at 4096 x 14336 +5-15 % TFLOPS (still
+# ~0.4x MUL_MAT); SmolLM2's prompt 512 (Q4_1 / Q8_0 rows, ORD 3) +3-8 %; the 1.5B and the MoE even.
+set -u
+. bench/gpu_call.sh
+gb_unpack
+mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
+timeout 120 $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
+echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ" /tmp/mm.txt | head -8
+t
+export MM_BENCH_WIDTHS=1
+for mk in 4096,14336 576,1536 2048,4096; do
+  m=${mk%,*}; k=${mk#*,}
+  for r in 1 2; do
+    for v in old new; do
+      p=$g/bin/test_gpu_mm; [ $v = old ] && p=/tmp/old/test_gpu_mm
+      echo -n "m=$m k=$k r$r $v: "
+      MM_BENCH_M=$m MM_BENCH_K=$k timeout 60 $p bench Q4_0,Q4_1,Q8_0 2>&1 |
+        grep "two-tile" | sed 's/.*mm \([A-Z0-9_]*\) .*two-tile *\([0-9.]*\).*checksum \([0-9a-f]*\).*/\1 \2 \3/' | tr '\n' ' '; echo
+    done
+  done
+  t
+done
+unset MM_BENCH_WIDTHS
+for s in smollm2 1b; do
+  for r in 1 2; do
+    for v in old new; do
+      p=$B; [ $v = old ] && p=/tmp/old/bench_e2e
+      echo "round $r $s $v: $(timeout 120 $p $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
+    done
+  done
+  t
+done
+timeout 90 $g/bin/test_gpu_widths 2>&1 | tail -1
+t
