@@ -5,13 +5,15 @@
 # branch (a column past T zero-filled by cp.async's source size; d and s by a predicated copy in the
 # same run), as 1b1beba did for the 256-value formats' copies by warps (+17-28 % TFLOPS there).
 # SASS here (sm_90): Q4_0 ORD 2 X 2,032 -> 1,784 instructions, `@!PT LDS` 57 -> 42, BSSY 57 -> 48;
-# ORD 3 1,160 -> 1,128. Same bytes, same bits.
+# ORD 3 1,160 -> 1,128. Also on the branch: Q4_K / Q5_K's decoded scales and mins stored as one 4-byte
+# word each a part instead of four byte stores behind a run-time test per scale (SASS: Q4_K ORD 3
+# 2,392 -> 2,312 instructions, 16 -> 0 STS.U8, 114 -> 106 BRA). Same bytes, same bits.
 # Build: main's programs as the old ones (`bash tools/gpu_pack.sh pack build-main` on main, then
 # `tar cf - -C /tmp/oldb/bin bench_e2e test_gpu_mm | xz -6 --lzma2=dict=96MiB > .gpubin/old.tar.xz` after
 # unpacking that pack's bins into /tmp/oldb), the branch's as .gpubin/bins.tar.xz.
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .gpubin/old.tar.xz.
 # Prediction: test_gpu_mm passes (16,154); Q4_0 / Q8_0 / Q4_1 at 4096 x 14336 +5-15 % TFLOPS (still
-# ~0.4x MUL_MAT); SmolLM2's prompt 512 (Q4_1 / Q8_0 rows, ORD 3) +3-8 %; the 1.5B and the MoE even.
+# ~0.4x MUL_MAT); Q4_K +1-3 %; SmolLM2's prompt 512 (Q4_1 / Q8_0 rows, ORD 3) +3-8 %; the 1.5B +0-2 %.
 set -u
 . bench/gpu_call.sh
 gb_unpack
@@ -26,7 +28,7 @@ for mk in 4096,14336 576,1536 2048,4096; do
     for v in old new; do
       p=$g/bin/test_gpu_mm; [ $v = old ] && p=/tmp/old/test_gpu_mm
       echo -n "m=$m k=$k r$r $v: "
-      MM_BENCH_M=$m MM_BENCH_K=$k timeout 60 $p bench Q4_0,Q4_1,Q8_0 2>&1 |
+      MM_BENCH_M=$m MM_BENCH_K=$k timeout 60 $p bench Q4_0,Q4_1,Q8_0,Q4_K 2>&1 |
         grep "two-tile" | sed 's/.*mm \([A-Z0-9_]*\) .*two-tile *\([0-9.]*\).*checksum \([0-9a-f]*\).*/\1 \2 \3/' | tr '\n' ' '; echo
     done
   done

@@ -445,16 +445,23 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         if (R16 && !wco) st_region16(dst + 64 * part, W, part);
         if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
         if (part < 2) {
-            /* byte q of the 12 packed scale bytes (kq_scale_min's layout) from the three words */
-#define SB(q) ((int)((((q) < 4 ? r.s[0] : (q) < 8 ? r.s[1] : r.s[2]) >> (8 * ((q) & 3))) & 255u))
+            /* byte q of the 12 packed scale bytes (kq_scale_min's layout) from the three words; part 0
+             * takes scales 0..3, part 1 scales 4..7, each as one 4-byte store of scales and one of mins
+             * (the per-j test on a run-time part compiled to a branch per scale) */
+#define SB(q) ((uint32_t)((((q) < 4 ? r.s[0] : (q) < 8 ? r.s[1] : r.s[2]) >> (8 * ((q) & 3))) & 255u))
+            uint32_t scw = 0, mnw = 0;
+            if (part == 0) {
 #pragma unroll
-            for (int jj = 0; jj < 4; jj++) {
-                const int j = part * 4 + jj;
-                int sc, m;
-                if (j < 4) { sc = SB(j) & 63; m = SB(j + 4) & 63; }
-                else { sc = (SB(j + 4) & 15) | (SB(j - 4) >> 6) << 4; m = (SB(j + 4) >> 4) | (SB(j) >> 6) << 4; }
-                s.sc[i][j] = (int8_t)sc; s.mn[i][j] = (int8_t)m;
+                for (int j = 0; j < 4; j++) { scw |= (SB(j) & 63u) << (8 * j); mnw |= (SB(j + 4) & 63u) << (8 * j); }
+            } else {
+#pragma unroll
+                for (int j = 4; j < 8; j++) {
+                    scw |= ((SB(j + 4) & 15u) | (SB(j - 4) >> 6) << 4) << (8 * (j - 4));
+                    mnw |= ((SB(j + 4) >> 4) | (SB(j) >> 6) << 4) << (8 * (j - 4));
+                }
             }
+            *(uint32_t *)&s.sc[i][4 * part] = scw;
+            *(uint32_t *)&s.mn[i][4 * part] = mnw;
 #undef SB
         }
     }
