@@ -131,6 +131,37 @@ prompt_kernel_sum() {
     --csv $B "$1" 1 > "$OUT/pp-$1.csv" 2>/dev/null
   python3 tools/ncu_sum.py "$OUT/pp-$1.csv" 2>&1 | head -"${2:-16}"
 }
+# `test_gpu_mm bench` at n 512 (MM_BENCH_WIDTHS=1) over shapes, rounds and configurations alternated
+# within a round, one line a run with each format's TFLOPS and checksum:
+# mm_bench_rows "M,K ..." FORMATS ROUNDS "LABEL=PROGRAM[,VAR=VALUE...] ..."
+mm_bench_rows() {
+  local mk m k r c label rest prog vars
+  for mk in $1; do
+    m=${mk%,*}; k=${mk#*,}
+    for r in $(seq "$3"); do
+      for c in $4; do
+        label=${c%%=*}; rest=${c#*=}; prog=${rest%%,*}; vars=""
+        [ "$rest" != "$prog" ] && vars=$(echo "${rest#*,}" | tr ',' ' ')
+        echo "m=$m k=$k r$r $label: $(env MM_BENCH_WIDTHS=1 MM_BENCH_M=$m MM_BENCH_K=$k $vars timeout 60 "$prog" bench "$2" 2>&1 |
+          grep "two-tile" | sed 's/.*mm \([A-Z0-9_]*\) .*two-tile *\([0-9.]*\).*checksum \([0-9a-f]*\).*/\1 \2 \3/' | tr '\n' ' ')"
+      done
+    done
+    t
+  done
+}
+# prompt 512 / decode 128 (`bench_e2e SHAPE 2`) of programs side by side (an old build against a new
+# one), alternated within a round: e2e_prog_rows "SHAPES" ROUNDS "LABEL=BENCH_E2E ..."
+e2e_prog_rows() {
+  local s r c
+  for s in $1; do
+    for r in $(seq "$2"); do
+      for c in $3; do
+        echo "round $r $s ${c%%=*}: $(timeout 120 "${c#*=}" $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
+      done
+    done
+    t
+  done
+}
 # the GPU suite (tools/gpu_pack.sh run) under a time limit, its per-program lines: gpu_suite SECONDS
 # (the programs' logs stay in /tmp/gb-logs)
 gpu_suite() {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # THE RECORD OF A DELETED SWITCH: STRATA_CUDA_MM_TILE was measured by this script (H100, 14:21 UTC call:
 # parity passed, every shape but FFN down slower) and deleted; its code is commit c68deb8
-# (docs/BENCHMARKS.md, "2026-12-05 (13:54 session)"). It no longer runs against main.
+# (docs/BENCHMARKS.md, "2026-12-05 (13:54 session)"). It no longer runs against main. Its matmul loop
+# moved into gpu_call.sh's mm_bench_rows after the call (the same runs).
 # 2026-12-05 (13:54 session): STRATA_CUDA_MM_TILE, ORD 3 (the serial order's one-float launches: rows of
 # at most 32 blocks, the 1.5B's and the MoE's matmuls) in tiles of 128 rows x 64 columns, eight warps of
 # 32 x 32 outputs, written without a GPU. ptxas (sm_90): the 32-value formats 105-119 registers (two CTAs
@@ -20,19 +21,8 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
-export MM_BENCH_WIDTHS=1
-for mk in 16384,2048 3072,2048 2048,8192 4096,14336; do
-  m=${mk%,*}; k=${mk#*,}
-  for r in 1 2; do
-    for x in 0 1; do
-      echo -n "m=$m k=$k r$r TILE $x: "
-      MM_BENCH_M=$m MM_BENCH_K=$k STRATA_CUDA_MM_TILE=$x timeout 60 $g/bin/test_gpu_mm bench Q4_K,IQ3_XXS,Q4_0 2>&1 |
-        grep "two-tile" | sed 's/.*mm \([A-Z0-9_]*\) .*two-tile *\([0-9.]*\).*checksum \([0-9a-f]*\).*/\1 \2 \3/' | tr '\n' ' '; echo
-    done
-  done
-  t
-done
-unset MM_BENCH_WIDTHS
+mm_bench_rows "16384,2048 3072,2048 2048,8192 4096,14336" Q4_K,IQ3_XXS,Q4_0 2 \
+  "TILE0=$g/bin/test_gpu_mm,STRATA_CUDA_MM_TILE=0 TILE1=$g/bin/test_gpu_mm,STRATA_CUDA_MM_TILE=1"
 alt_runs 2 "1b moe48" "STRATA_CUDA_MM_TILE=0 STRATA_CUDA_MM_TILE=2" 2 'prompt'
 alt_runs 1 "smollm2" "STRATA_CUDA_MM_TILE=0 STRATA_CUDA_MM_TILE=2" 2 'prompt'
 t
