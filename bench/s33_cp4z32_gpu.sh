@@ -21,28 +21,7 @@ mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
 timeout 120 $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
 echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ" /tmp/mm.txt | head -8
 t
-export MM_BENCH_WIDTHS=1
-for mk in 4096,14336 576,1536 2048,4096; do
-  m=${mk%,*}; k=${mk#*,}
-  for r in 1 2; do
-    for v in old new; do
-      p=$g/bin/test_gpu_mm; [ $v = old ] && p=/tmp/old/test_gpu_mm
-      echo -n "m=$m k=$k r$r $v: "
-      MM_BENCH_M=$m MM_BENCH_K=$k timeout 60 $p bench Q4_0,Q4_1,Q8_0,Q4_K 2>&1 |
-        grep "two-tile" | sed 's/.*mm \([A-Z0-9_]*\) .*two-tile *\([0-9.]*\).*checksum \([0-9a-f]*\).*/\1 \2 \3/' | tr '\n' ' '; echo
-    done
-  done
-  t
-done
-unset MM_BENCH_WIDTHS
-for s in smollm2 1b; do
-  for r in 1 2; do
-    for v in old new; do
-      p=$B; [ $v = old ] && p=/tmp/old/bench_e2e
-      echo "round $r $s $v: $(timeout 120 $p $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
-    done
-  done
-  t
-done
+mm_bench_rows "4096,14336 576,1536 2048,4096" Q4_0,Q4_1,Q8_0,Q4_K 2 "old=/tmp/old/test_gpu_mm new=$g/bin/test_gpu_mm"
+e2e_prog_rows "smollm2 1b" 2 "old=/tmp/old/bench_e2e new=$B"
 timeout 90 $g/bin/test_gpu_widths 2>&1 | tail -1
 t
