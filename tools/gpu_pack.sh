@@ -9,6 +9,9 @@
 #                                                 shared libraries the GPU machine lacks), and with
 #                                                 SERVER=1 the strata binary + libraries for
 #                                                 bench/server_gpu.sh as srv.tar.xz (~20 MB)
+#   here:   bash tools/gpu_pack.sh keep-old          the packed bench_e2e and test_gpu_mm kept as an
+#                                                 A/B's old programs (.gpubin/old.tar.xz), before
+#                                                 packing the change
 #   there:  bash tools/gpu_pack.sh run [OUT]      unpack into /tmp/gb and run every test_gpu_*
 #                                                 through tests/run.sh (logs of failing programs
 #                                                 into OUT); the programs stay in /tmp/gb/bin for
@@ -46,6 +49,15 @@ pack)
   fi
   du -sh .gpubin; ls .gpubin .gpubin/lib
   ;;
+keep-old)
+  # the packed bench_e2e and test_gpu_mm as the A/B's old programs (.gpubin/old.tar.xz, ~26 MB): pack
+  # the baseline, keep-old, then pack the change; a call carries bins.tar.xz, lib and old.tar.xz and
+  # unpacks old.tar.xz into /tmp/old (bench/s32_cpz_gpu.sh, gpu_call.sh's mm_bench_rows / e2e_prog_rows)
+  t=$(mktemp -d)
+  tar xJf .gpubin/bins.tar.xz -C "$t"
+  (cd "$t/bin" && tar cf - bench_e2e test_gpu_mm | xz -T2 -6 --lzma2=dict=96MiB > "$OLDPWD/.gpubin/old.tar.xz")
+  rm -rf "$t"; ls -la .gpubin/old.tar.xz
+  ;;
 run)
   out=${2:-${OUT:-/tmp}}
   g=/tmp/gb
@@ -60,5 +72,5 @@ run)
   done
   exit "$rc"
   ;;
-*) sed -n 2,16p "$0"; exit 2 ;;
+*) sed -n 2,19p "$0"; exit 2 ;;
 esac
