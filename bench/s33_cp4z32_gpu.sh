@@ -8,9 +8,8 @@
 # ORD 3 1,160 -> 1,128. Also on the branch: Q4_K / Q5_K's decoded scales and mins stored as one 4-byte
 # word each a part instead of four byte stores behind a run-time test per scale (SASS: Q4_K ORD 3
 # 2,392 -> 2,312 instructions, 16 -> 0 STS.U8, 114 -> 106 BRA). Same bytes, same bits.
-# Build: main's programs as the old ones (`bash tools/gpu_pack.sh pack build-main` on main, then
-# `tar cf - -C /tmp/oldb/bin bench_e2e test_gpu_mm | xz -6 --lzma2=dict=96MiB > .gpubin/old.tar.xz` after
-# unpacking that pack's bins into /tmp/oldb), the branch's as .gpubin/bins.tar.xz.
+# Build: on main `bash tools/gpu_pack.sh pack build && bash tools/gpu_pack.sh keep-old` (main's
+# bench_e2e and test_gpu_mm as .gpubin/old.tar.xz), then on this branch `bash tools/gpu_pack.sh pack build`.
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .gpubin/old.tar.xz.
 # Prediction: test_gpu_mm passes (16,154); Q4_0 / Q8_0 / Q4_1 at 4096 x 14336 +5-15 % TFLOPS (still
 # ~0.4x MUL_MAT); Q4_K +1-3 %; SmolLM2's prompt 512 (Q4_1 / Q8_0 rows, ORD 3) +3-8 %; the 1.5B +0-2 %.
