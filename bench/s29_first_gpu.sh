@@ -1,4 +1,7 @@
 #!/bin/bash
+# NOT RUN: the 13:54 session ran its parts in other calls instead (the whole suite in
+# bench/s30_tile_gpu.sh, the TWICE launches in bench/s31_gpu.sh, the prompt rows inline; BENCHMARKS,
+# "2026-12-05 (13:54 session)"). Kept as the 11:30 session's plan.
 # Prepared 2026-12-05 (11:30 session, after its device time ran out) for the next session's first
 # GPU call: the whole suite on the final tree (39356d2's GPU code + STRATA_CUDA_TWICE bits 8 / 16 /
 # 32 / 64 and moe_route1_launch, not yet run as a whole), then the MoE layer's launches in the graph

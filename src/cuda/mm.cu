@@ -445,16 +445,23 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
         if (R16 && !wco) st_region16(dst + 64 * part, W, part);
         if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
         if (part < 2) {
-            /* byte q of the 12 packed scale bytes (kq_scale_min's layout) from the three words */
-#define SB(q) ((int)((((q) < 4 ? r.s[0] : (q) < 8 ? r.s[1] : r.s[2]) >> (8 * ((q) & 3))) & 255u))
+            /* byte q of the 12 packed scale bytes (kq_scale_min's layout) from the three words; part 0
+             * takes scales 0..3, part 1 scales 4..7, each as one 4-byte store of scales and one of mins
+             * (the per-j test on a run-time part compiled to a branch per scale) */
+#define SB(q) ((uint32_t)((((q) < 4 ? r.s[0] : (q) < 8 ? r.s[1] : r.s[2]) >> (8 * ((q) & 3))) & 255u))
+            uint32_t scw = 0, mnw = 0;
+            if (part == 0) {
 #pragma unroll
-            for (int jj = 0; jj < 4; jj++) {
-                const int j = part * 4 + jj;
-                int sc, m;
-                if (j < 4) { sc = SB(j) & 63; m = SB(j + 4) & 63; }
-                else { sc = (SB(j + 4) & 15) | (SB(j - 4) >> 6) << 4; m = (SB(j + 4) >> 4) | (SB(j) >> 6) << 4; }
-                s.sc[i][j] = (int8_t)sc; s.mn[i][j] = (int8_t)m;
+                for (int j = 0; j < 4; j++) { scw |= (SB(j) & 63u) << (8 * j); mnw |= (SB(j + 4) & 63u) << (8 * j); }
+            } else {
+#pragma unroll
+                for (int j = 4; j < 8; j++) {
+                    scw |= ((SB(j + 4) & 15u) | (SB(j - 4) >> 6) << 4) << (8 * (j - 4));
+                    mnw |= ((SB(j + 4) >> 4) | (SB(j) >> 6) << 4) << (8 * (j - 4));
+                }
             }
+            *(uint32_t *)&s.sc[i][4 * part] = scw;
+            *(uint32_t *)&s.mn[i][4 * part] = mnw;
 #undef SB
         }
     }
@@ -465,6 +472,10 @@ static __device__ __forceinline__ void cp4(void *dst_smem, const void *src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
 }
 static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }
+/* n = 4: the word copied; n = 0: zeros written (cp.async's source size: no bytes read) */
+static __device__ __forceinline__ void cp4z(uint32_t d, const void *src, uint32_t n) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
 
 /* activation block b of column row ar into tile column j, by cp.async (zeros when invalid).
  * aco (STRATA_CUDA_MM_WPRE bit 2, QK 32; QK 256 takes issue_a_warp instead): the four parts of a
@@ -475,27 +486,28 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
                                                bool aco = false) {
     constexpr int QK = mmf<FMT>::QK;
     int8_t *dst = s.a[j];
+    if constexpr (QK == 32) {   /* one run of copies, no branch: a column past T zero-filled by the source size */
+        constexpr bool ONE = mmf<FMT>::kind == 2;
+        const uint32_t n = valid ? 4u : 0u, d = (uint32_t)__cvta_generic_to_shared(dst);
+        const uint8_t *a = ar + (size_t)b * (ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0));
+        const int qoff = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
+        const int o0 = aco ? 4 * part : 8 * part, o1 = aco ? 16 + 4 * part : 8 * part + 4;
+        cp4z(d + o0, a + qoff + o0, n);
+        cp4z(d + o1, a + qoff + o1, n);
+        if (part == 0 || (ONE && part == 1))   /* d (part 0), s (part 1, Q4_1 / Q5_1) */
+            cp4z((uint32_t)__cvta_generic_to_shared(part == 0 ? &s.da[j] : &s.sa[j]),
+                 part == 0 ? a : a + (ONE ? offsetof_i(act_q8_1, s) : 0), n);
+        if (!ONE && part == 1) s.sa[j] = 0.0f;
+        return;
+    }
     if (!valid) {
         for (int k = part * 4; k < QK; k += 16) st_w(dst + k, 0);
         if (part == 0) { s.da[j] = 0.0f; s.sa[j] = 0.0f; }
-        if (QK == 256 && part < 2) st_w((int8_t *)&s.bsum[j][part * 8], 0), st_w((int8_t *)&s.bsum[j][part * 8 + 2], 0),
+        if (part < 2) st_w((int8_t *)&s.bsum[j][part * 8], 0), st_w((int8_t *)&s.bsum[j][part * 8 + 2], 0),
                                    st_w((int8_t *)&s.bsum[j][part * 8 + 4], 0), st_w((int8_t *)&s.bsum[j][part * 8 + 6], 0);
         return;
     }
-    if constexpr (QK == 32) {
-        constexpr bool ONE = mmf<FMT>::kind == 2;
-        const uint8_t *a = ar + (size_t)b * (ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0));
-        const int qoff = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
-        if (aco) {
-            cp4(dst + 4 * part, a + qoff + 4 * part);
-            cp4(dst + 16 + 4 * part, a + qoff + 16 + 4 * part);
-        } else {
-            cp4(dst + 8 * part, a + qoff + 8 * part);
-            cp4(dst + 8 * part + 4, a + qoff + 8 * part + 4);
-        }
-        if (part == 0) cp4(&s.da[j], a);
-        if (part == 1) { if (ONE) cp4(&s.sa[j], a + offsetof_i(act_q8_1, s)); else s.sa[j] = 0.0f; }
-    } else {
+    {   /* QK 256 (issue_a_warp takes these copies with WPRE bit 2) */
         const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_K);
 #pragma unroll
         for (int w = 0; w < 16; w++) cp4(dst + 64 * part + 4 * w, a + offsetof_i(act_q8_K, qs) + 64 * part + 4 * w);
@@ -524,10 +536,6 @@ static __device__ __forceinline__ mm_acw mm_acw_setup(const mm_tile2<256> &s, in
         else { w.dsto[i] = (uint32_t)__cvta_generic_to_shared(&s.bsum[0][2 * (wd - 65)]); w.dsts[i] = 2 * 16; }
     }
     return w;
-}
-/* n = 4: the word copied; n = 0: zeros written (cp.async's source size: no bytes read) */
-static __device__ __forceinline__ void cp4z(uint32_t d, const void *src, uint32_t n) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
 }
 /* into tile s; the destinations are recomputed per call (the lane's value hidden from the
  * compiler, so they are not hoisted into registers held across the kernel's step loop). A column
