@@ -150,13 +150,14 @@ mm_bench_rows() {
   done
 }
 # prompt 512 / decode 128 (`bench_e2e SHAPE 2`) of programs side by side (an old build against a new
-# one), alternated within a round: e2e_prog_rows "SHAPES" ROUNDS "LABEL=BENCH_E2E ..."
+# one), alternated within a round: e2e_prog_rows "SHAPES" ROUNDS "LABEL=BENCH_E2E ..." [ARGS] (bench_e2e's
+# arguments after the shape, 2 unless given; E2E_DEPTH and the like from the environment)
 e2e_prog_rows() {
   local s r c
   for s in $1; do
     for r in $(seq "$2"); do
       for c in $3; do
-        echo "round $r $s ${c%%=*}: $(timeout 120 "${c#*=}" $s 2 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
+        echo "round $r $s ${c%%=*}: $(timeout 150 "${c#*=}" $s ${4:-2} 2>&1 | grep -iE 'prompt' | sed 's/  */ /g' | tr '\n' ' ')"
       done
     done
     t
