@@ -210,7 +210,9 @@ void cuda_mm_ext_set(int on);   /* STRATA_CUDA_MM_EXT for tests: 1 the newer for
 void cuda_mm_pipe_set(int on);  /* STRATA_CUDA_MM_PIPE for tests: 1 the pipelined tensor-core kernel, 0 the two-tile one */
 void cuda_mm_oneb_set(int on); /* STRATA_CUDA_MM_ONEB for tests: 1 the serial matmul's one float an output where rows have <= 32 blocks, 0 never, -1 the switch again */
 void cuda_mm_serx_set(int on); /* STRATA_CUDA_MM_SERX for tests: 1 the serial matmul's extended instances (four blocks a step for the 32-value formats, the biased conversion, the WPRE bits in ORD 2), 0 not, -1 the switch again */
-void cuda_mm_wpre_set(int bits); /* STRATA_CUDA_MM_WPRE for tests, bits: 1 the two-tile kernel's Q4_K / Q5_K / IQ3_XXS / IQ2_XXS weight loads by 16 bytes / a step ahead, 2 in the serial one-float instances (ONEB 1) its activation codes copied by warps, 4 there Q4_K / Q5_K code words by 16-byte loads; 0 the first loads; -1 the switch's value again */
+void cuda_mm_wpre_set(int bits); /* STRATA_CUDA_MM_WPRE for tests, bits: 1 the two-tile kernel's Q4_K / Q5_K / IQ3_XXS / IQ2_XXS weight loads by 16 bytes / a step ahead, 2 in the serial one-float instances (ONEB 1) its activation codes copied by warps, 4 there Q4_K / Q5_K code words by 16-byte loads, 8 the 32-value formats' activations re-laid in ORD 2 X's step order by a pre-pass (unsplit plain launches); 0 the first loads; -1 the switch's value again */
+long cuda_mm_atl_count(void);      /* tests: launches that took STRATA_CUDA_MM_WPRE bit 8 (the re-laid activations) so far */
+void cuda_mm_atl_min_set(int t);   /* tests: the narrowest pass that takes bit 8 (default 128, < 1 the default) */
 void cuda_attention_qvec_set(int on); /* STRATA_CUDA_ATTN_QVEC for tests: 1 the query tiles' own instances for head_dim 64 / 128, 0 the general loops */
 /* tests: mm.cu's grouped (MoE) matmul from host lists: groups (count, then expert, first pair,
  * pairs, source row per group), tiles (count, then group, first column per tile); act holds the

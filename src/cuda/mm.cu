@@ -477,6 +477,10 @@ static __device__ __forceinline__ void cp4z(uint32_t d, const void *src, uint32_
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
 }
 
+static __device__ __forceinline__ void cp16z(void *dst_smem, const void *src, int n) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
 /* activation block b of column row ar into tile column j, by cp.async (zeros when invalid).
  * aco (STRATA_CUDA_MM_WPRE bit 2, QK 32; QK 256 takes issue_a_warp instead): the four parts of a
  * column copy code words 4 w + p (16 consecutive bytes a column and copy) instead of words 2 p,
@@ -516,6 +520,53 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
 #pragma unroll
             for (int w = 0; w < 4; w++) cp4(&s.bsum[j][part * 8 + 2 * w], a + offsetof_i(act_q8_K, bsums) + 16 * part + 4 * w);
     }
+}
+
+/* STRATA_CUDA_MM_WPRE bit 8 (ORD 2 X, the 32-value formats, plain launches that are not split): the
+ * activations re-laid before the matmul by mm_act_tile_kernel in the kernel's step order, so that a
+ * step's copies read one contiguous chunk by 16-byte copies (ncu 2026-12-05, Q4_0 m 4096 k 14336 n
+ * 512: the L1 data pipe 85 % busy, issue_a's 4-byte copies eight wavefronts each, 768 of a step's
+ * ~2,200). The steps of ORD 2 X: lane l's blocks l + 128 q + 32 u (u = 0..3); chunk 32 q + l of a
+ * column tile holds them: qs [u][h][j] 16-byte halves (j the tile column), then d [u][j], then (Q4_1
+ * / Q5_1) s [u][j]. Blocks past nb and columns past T are zeros (issue_a's zero-fill). The same bytes
+ * into the same tile places, so the same bits. */
+#define MM_ATL_NCH(nb) ((((nb) + 127) / 128) * 32)   /* chunks a column tile */
+template <bool ONE> struct mm_atl { static constexpr int CH = MM_BN * 4 * (32 + 4 + (ONE ? 4 : 0)); };
+template <bool ONE>
+__global__ void __launch_bounds__(256)
+mm_act_tile_kernel(const uint8_t *__restrict__ act, size_t as, int T, int nb, uint8_t *__restrict__ out) {
+    PDL_WAIT();
+    constexpr int CH = mm_atl<ONE>::CH, QO = ONE ? 8 : 4;   /* qs' offset in the block */
+    const int c = blockIdx.x, j = threadIdx.x & 63, u = threadIdx.x >> 6;
+    const int b = (c / 32) * 128 + (c % 32) + 32 * u, col = (int)blockIdx.y * MM_BN + j;
+    uint8_t *ch = out + ((size_t)blockIdx.y * gridDim.x + c) * CH;
+    uint32_t w[8 + 2] = { 0 };   /* the 32 codes, d, s */
+    if (b < nb && col < T) {
+        const uint32_t *a = (const uint32_t *)(act + (size_t)col * as + (size_t)b * (QO + 32));
+#pragma unroll
+        for (int i = 0; i < 8; i++) w[i] = a[QO / 4 + i];
+        w[8] = a[0];
+        if (ONE) w[9] = a[1];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        *(uint4 *)(ch + 16 * ((u * 2 + h) * 64 + j)) = make_uint4(w[4 * h], w[4 * h + 1], w[4 * h + 2], w[4 * h + 3]);
+    *(uint32_t *)(ch + 8192 + 4 * (u * 64 + j)) = w[8];
+    if (ONE) *(uint32_t *)(ch + 9216 + 4 * (u * 64 + j)) = w[9];
+}
+/* the step at block bb (lane bb % 32, quarter bb / 128): its chunk into tiles t0 .. t0 + 3, by the
+ * CTA's 256 threads; eight lanes of a phase meet eight consecutive tile rows of one half (48-byte
+ * rows: 16-byte slots 3 j + h, distinct mod 8) */
+template <bool ONE>
+static __device__ __forceinline__ void mm_atl_copy(mm_tile2<32> *tiles, int t0, const uint8_t *act, int nb, int bb, int tid) {
+    const uint8_t *ch = act + ((size_t)blockIdx.y * MM_ATL_NCH(nb) + (bb / 128) * 32 + bb % 32) * mm_atl<ONE>::CH;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int p = tid + 256 * i;
+        cp16z(&tiles[t0 + (p >> 7)].a[p & 63][16 * ((p >> 6) & 1)], ch + 16 * p, 16);
+    }
+    if (tid < 64) cp16z(&tiles[t0 + (tid >> 4)].da[4 * (tid & 15)], ch + 8192 + 16 * tid, 16);
+    else if (ONE && tid < 128) cp16z(&tiles[t0 + ((tid - 64) >> 4)].sa[4 * (tid & 15)], ch + 9216 + 16 * (tid - 64), 16);
 }
 
 /* aco for the 256-value formats: warp w copies the act_q8_K blocks of tile columns 8 w .. 8 w + 7,
@@ -569,7 +620,7 @@ static __device__ __forceinline__ void issue_a_warp(const mm_tile2<256> &s, int 
  * loads; 4 in the same instances Q4_K / Q5_K code words by 16-byte loads (fetch_w's v16) where the
  * blocks are 16-byte aligned. Same values in the same places: same bits. */
 static int mm_wpre = -1;
-extern "C" void cuda_mm_wpre_set(int bits) { mm_wpre = bits < 0 ? -1 : bits & 7; }   /* -1: the switch's again */
+extern "C" void cuda_mm_wpre_set(int bits) { mm_wpre = bits < 0 ? -1 : bits & 15; }   /* -1: the switch's again */
 
 #define MM_O2(mi, ni, e) (((mi) * NI + (ni)) * 4 + (e))
 
@@ -1012,6 +1063,9 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     /* bit 4 (ORD 3 / X, Q4_K / Q5_K, blocks 16-byte aligned: the host clears it otherwise): 16-byte code loads */
     constexpr bool KQ = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K;
     const bool v16 = WX && KQ && (wco & 4);
+    /* bit 8 (ORD 2 X, QK 32, plain launches; the host sets it only where mm_act_tile_kernel ran): act
+     * is the re-laid activations, a step's copies one chunk (mm_atl_copy) */
+    const bool atl = MB && ORD == 2 && GR == 0 && (wco & 8);
     const int wq = WX ? (v16 ? 0 : wco & 1) : wco;   /* the weight loads' switch (bit 1: the host passes the
                                                        * other instances that bit alone) */
     /* this CTA's positions [kb, ke) (all 32 unless split); the first one whose lane has a block.
@@ -1041,6 +1095,11 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
 #pragma unroll
         for (int u = 0; u < NBS; u++)
             if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
+        if constexpr (MB && ORD == 2 && GR == 0)
+            if (atl) {
+                mm_atl_copy<mmf<FMT>::kind == 2>((mm_tile2<32> *)tiles, t0, act, nb, bb, tid);
+                return;
+            }
         if (!acw)
 #pragma unroll
             for (int u = 0; u < NBS; u++)
@@ -1203,10 +1262,6 @@ template <int FMT> struct mm_stg {
     }
 };
 
-static __device__ __forceinline__ void cp16z(void *dst_smem, const void *src, int n) {
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
-}
 static __device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void cp_wait_n(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 /* at most n groups pending (n = S - 2; a smaller immediate only waits longer) */
@@ -1386,10 +1441,17 @@ static void mm_pipe_shape(int code, int *S, int *nbs) {
     *nbs = nv;
 }
 
+static long mm_atl_n;   /* launches that took WPRE bit 8 (tests) */
+extern "C" long cuda_mm_atl_count(void) { return mm_atl_n; }
+/* the narrowest pass that takes WPRE bit 8: two column tiles (measured at n 512 only, 2026-12-05; the
+ * pre-pass is one more launch, which a pass of one tile's columns was not measured to repay) */
+static int mm_atl_min = 2 * MM_BN;
+extern "C" void cuda_mm_atl_min_set(int t) { mm_atl_min = t < 1 ? 2 * MM_BN : t; }
+
 static int mm_wpre_on(void) {
     if (mm_wpre < 0) {
         const long v = env_int(ENV_CUDA_MM_WPRE);
-        mm_wpre = v < 0 ? 1 : (int)(v & 7);   /* bits 1, 2, 4 (a negative value: the default 1) */
+        mm_wpre = v < 0 ? 1 : (int)(v & 15);   /* bits 1, 2, 4, 8 (a negative value: the default 1) */
     }
     return mm_wpre;
 }
@@ -1583,6 +1645,19 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
         const int ks = mm_split_ks_serial(g, (int)(grid.x * grid.y), nb, rows, T);
         grid.z = 1u << ks;
         if (one && !ks) return mm_go_serial_x<FMT, GR, 3>(x3, grid, st, *g, mm_grouped{}, nb, act, as, T, 0, g->ws, wp);
+        if constexpr (mmf<FMT>::QK == 32) {   /* bit 8: the activations re-laid in ORD 2 X's step order into ws (unsplit) */
+            constexpr bool ONE = mmf<FMT>::kind == 2;
+            const size_t need = (size_t)grid.y * MM_ATL_NCH(nb) * mm_atl<ONE>::CH;
+            if ((wp & 8) && x2 && !ks && T >= mm_atl_min && g->ws && need <= g->ws_floats * sizeof(float) &&
+                as == (size_t)nb * (ONE ? 40 : 36)) {
+                mm_atl_n++;
+                klaunch(mm_act_tile_kernel<ONE>, dim3((unsigned)MM_ATL_NCH(nb), grid.y), 256, 0, st, (const uint8_t *)act, as, T,
+                        nb, (uint8_t *)g->ws);
+                if (CU_LAUNCHED()) return -1;
+                return mm_go_serial_x<FMT, GR, 2>(true, grid, st, *g, mm_grouped{}, nb, g->ws, as, T, 0, g->ws, wp);
+            }
+        }
+        wp &= ~8;
         const int rc = mm_go_serial_x<FMT, GR, 2>(x2, grid, st, *g, mm_grouped{}, nb, act, as, T, ks, g->ws, wp);
         if (rc || !ks) return rc;
         const int64_t n = (int64_t)rows * T;

@@ -106,6 +106,11 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             /* SERX 4: ORD 2 X on rows of at least 4096 values (the 32-value formats' rows of 200 blocks, the
              * 256-value ones' of 33 and 200), the instances without X on the others */
             { 2, -1, 0, 7, "SERX 4, WPRE 7, auto split (ORD 2 X on rows of >= 4096 values)", 1, 4 },
+            /* WPRE bit 8: the 32-value formats' activations re-laid in ORD 2 X's step order by a pre-pass
+             * (unsplit launches; rows of 2, 18, 33 and 200 blocks: partial steps, lanes without blocks;
+             * columns past T zero) */
+            { 2, 0, 0, 15, "SERX 1, ONEB 0, WPRE 15 (ORD 2 X, the activations re-laid in step order)", 0, 1 },
+            { 2, -1, 0, 15, "SERX 4, WPRE 15, auto split", 1, 4 },
             { 0, -1, 0, 1, "matvec slices", 0, 0 },
         };
         for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
@@ -122,9 +127,13 @@ static void check(int type, int64_t n_in, int64_t n_out, int T, int xmode) {
             cuda_mm_serx_set(cfg[ci].serx);
             memset(y, 0xFF, sizeof(float) * n_out * T);
             cuda_memcpy_h2d(dy, y, sizeof(float) * n_out * T);
+            const long atl0 = cuda_mm_atl_count();
             int rc = cuda_matvec(dW, type, n_in, n_out, dx, T, dy, NULL) || cuda_synchronize();
             CHECKF(rc == 0, "%s: cuda_matvec T=%d failed: %s", qt->name, T, cuda_last_error());
             if (rc) break;
+            if (canon_serial && cfg[ci].wpre == 15 && cfg[ci].split == 0 && qt->blck == 32 && type != TYPE_Q2_0)
+                CHECKF(cuda_mm_atl_count() == atl0 + 1, "%s (%s) n_in=%lld T=%d: the re-laid activations were not taken",
+                       qt->name, cfg[ci].name, (long long)n_in, T);
             cuda_memcpy_d2h(y, dy, sizeof(float) * n_out * T);
             int bad = 0;
             for (size_t i = 0; i < (size_t)n_out * T; i++)
@@ -344,6 +353,7 @@ int main(int argc, char **argv) {
     if (cuda_device_count() <= 0) SKIP_ALL("no-device", "no CUDA device");
     cuda_mm_ext_set(1);   /* every format mm.cu has, STRATA_CUDA_MM_EXT's too */
     cuda_canon_apply();   /* STRATA_CANON as read at startup (no backend is made here) */
+    cuda_mm_atl_min_set(1);   /* WPRE bit 8 at every width here (default: passes of 128+ columns) */
     const int all[] = { TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_Q2_K,
                         TYPE_Q3_K, TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_S, TYPE_IQ1_S, TYPE_IQ1_M,
                         TYPE_IQ4_XS, TYPE_IQ4_NL, TYPE_MXFP4, TYPE_Q2_0 };
