@@ -342,6 +342,7 @@ static __device__ __forceinline__ void moe_route1_body(float *s_e, float *s_p, c
             const float pe = e < X ? s_p[e] : 0.0f;
             int rank = 0;
             if (e < X)
+#pragma unroll 8
                 for (int j = q; j < X; j += 4) {
                     const float pj = s_p[j];
                     rank += (pj > pe) | ((pj == pe) & (j < e));

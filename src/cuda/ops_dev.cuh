@@ -18,17 +18,21 @@ static __device__ __forceinline__ float rms_inv_parts(const double *part, int np
 
 /* Called by every thread of every CTA of a launch after its global stores: nonzero in the
  * launch's last CTA to arrive, which then sees every CTA's stores (a zeroed counter it must
- * reset). Only thread 0 fences: the CTA barrier orders the CTA's stores before that fence,
- * and release is cumulative. */
+ * reset). Thread 0 alone arrives, by one acquire-release atomic at GPU scope: the CTA barrier
+ * before it orders the CTA's stores before the release (release is cumulative), and the barrier
+ * after it orders the last CTA's acquire before every thread's later reads (the arrive / wait
+ * pattern of a grid barrier: barrier, one thread's release and acquire, barrier). Until
+ * 2026-12-05 (15:40 session) thread 0 ran fence.sc + a relaxed atomic and every thread of the
+ * last CTA another fence.sc. */
 static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
     __shared__ int s_last;
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();
-        s_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+        unsigned old;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+        s_last = old == gridDim.x - 1;
     }
     __syncthreads();
-    if (s_last) __threadfence();
     return s_last;
 }
 
