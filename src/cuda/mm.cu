@@ -144,6 +144,28 @@ struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; const uint8_t *blk; };
  * which the host checks): part p's 32 code bytes (words 8 p .. 8 p + 7, wco's other layout) and
  * Q5_K's 32 high-bit bytes by 16-byte loads, two (four) a part instead of eight (sixteen) 4-byte
  * ones; store_w then runs with wco off. The same words. */
+/* N consecutive 4-byte words from a 2-byte aligned address (the blocks of Q4_0, Q5_0, Q8_0, Q6_K, Q3_K,
+ * IQ4_NL and the IQ formats are 2-byte multiples), without a branch: the N aligned words from the
+ * one at or below p, joined by funnel shifts of 0 or 16 bits, and where p is 2 mod 4 a 2-byte load
+ * of the last half (predicated): N or N + 1 loads where ld_u32_a2 takes two 2-byte loads a word.
+ * No byte outside [p - 2, p + 4 N) is read (p - 2 lies in the same allocation: a run that starts 2
+ * mod 4 is not an allocation's first byte). The same values (2026-12-05, 15:40 session: the Q4_0
+ * matmul's 2-byte weight loads used 4.8 bytes of each 32-byte sector, ncu). */
+template <int N>
+static __device__ __forceinline__ void ld_run_a2(uint32_t *dst, const uint8_t *p) {
+    const uint32_t sh = ((uint32_t)(uintptr_t)p & 2u) * 8u;   /* 0 or 16 */
+    const uint32_t *q = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+    uint32_t prev = q[0];
+#pragma unroll
+    for (int i = 0; i < N - 1; i++) {
+        const uint32_t nx = q[i + 1];
+        dst[i] = __funnelshift_r(prev, nx, sh);
+        prev = nx;
+    }
+    const uint32_t hi = sh ? (uint32_t)ld_u16(p + 4 * N - 2) : 0u;
+    dst[N - 1] = sh ? (prev >> 16) | (hi << 16) : prev;
+}
+
 template <int FMT>
 static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8_t *wr, int b, bool wco = false,
                                                bool v16 = false) {
@@ -152,29 +174,26 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         const uint8_t *blk = wr + (size_t)b * wfmt<FMT>::bsize;
         int qoff = FMT == TYPE_Q4_0 ? offsetof_i(block_q4_0, qs) : FMT == TYPE_Q4_1 ? offsetof_i(block_q4_1, qs)
                  : FMT == TYPE_Q5_0 ? offsetof_i(block_q5_0, qs) : offsetof_i(block_q5_1, qs);
-        r.q[0] = ONE ? ld_u32(blk + qoff + 4 * part) : ld_u32_a2(blk + qoff + 4 * part);
-        if (FMT == TYPE_Q5_0) r.h[0] = ld_u32_a2(blk + offsetof_i(block_q5_0, qh));
+        if (ONE) r.q[0] = ld_u32(blk + qoff + 4 * part);
+        else ld_run_a2<1>(r.q, blk + qoff + 4 * part);
+        if (FMT == TYPE_Q5_0) ld_run_a2<1>(r.h, blk + offsetof_i(block_q5_0, qh));
         if (FMT == TYPE_Q5_1) r.h[0] = ld_u32(blk + offsetof_i(block_q5_1, qh));
         r.dd = ONE ? ld_u32(blk) : (uint32_t)ld_u16(blk);
     } else if constexpr (FMT == TYPE_Q8_0) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q8_0);
-        r.q[0] = ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part);
-        r.q[1] = ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 8 * part + 4);
+        ld_run_a2<2>(r.q, blk + offsetof_i(block_q8_0, qs) + 8 * part);
         r.dd = ld_u16(blk);
     } else if constexpr (FMT == TYPE_Q6_K) {
         /* part p: values 64p .. 64p + 63: ql[64 (p / 2) + i] (nibble p % 2), qh[32 (p / 2) + i % 32] */
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q6_K);
-#pragma unroll
-        for (int w = 0; w < 16; w++) r.q[w] = ld_u32_a2(blk + offsetof_i(block_q6_K, ql) + 64 * (part / 2) + 4 * w);
-#pragma unroll
-        for (int w = 0; w < 8; w++) r.h[w] = ld_u32_a2(blk + offsetof_i(block_q6_K, qh) + 32 * (part / 2) + 4 * w);
+        ld_run_a2<16>(r.q, blk + offsetof_i(block_q6_K, ql) + 64 * (part / 2));
+        ld_run_a2<8>(r.h, blk + offsetof_i(block_q6_K, qh) + 32 * (part / 2));
         r.dd = ld_u16(blk + offsetof_i(block_q6_K, d));
         if (part < 2)
-#pragma unroll
-            for (int w = 0; w < 2; w++) r.s[w] = ld_u32_a2(blk + offsetof_i(block_q6_K, scales) + 8 * part + 4 * w);
+            ld_run_a2<2>(r.s, blk + offsetof_i(block_q6_K, scales) + 8 * part);
     } else if constexpr (FMT == TYPE_IQ4_NL) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_iq4_nl);
-        r.q[0] = ld_u32_a2(blk + offsetof_i(block_iq4_nl, qs) + 4 * part);
+        ld_run_a2<1>(r.q, blk + offsetof_i(block_iq4_nl, qs) + 4 * part);
         r.dd = ld_u16(blk);
     } else if constexpr (FMT == TYPE_MXFP4) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_mxfp4);
@@ -186,14 +205,13 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         constexpr bool Q3 = FMT == TYPE_Q3_K;
         const uint8_t *blk = wr + (size_t)b * (Q3 ? sizeof_i(block_q3_K) : sizeof_i(block_q2_K));
         const int qoff = Q3 ? offsetof_i(block_q3_K, qs) : offsetof_i(block_q2_K, qs);
+        if (Q3) ld_run_a2<8>(r.q, blk + qoff + 32 * (part / 2));
+        else
 #pragma unroll
-        for (int w = 0; w < 8; w++) r.q[w] = Q3 ? ld_u32_a2(blk + qoff + 32 * (part / 2) + 4 * w)
-                                                : ld_u32(blk + qoff + 32 * (part / 2) + 4 * w);
+            for (int w = 0; w < 8; w++) r.q[w] = ld_u32(blk + qoff + 32 * (part / 2) + 4 * w);
         if (Q3) {
-#pragma unroll
-            for (int w = 0; w < 8; w++) r.h[w] = ld_u32_a2(blk + offsetof_i(block_q3_K, hmask) + 4 * w);
-#pragma unroll
-            for (int w = 0; w < 3; w++) r.s[w] = ld_u32_a2(blk + offsetof_i(block_q3_K, scales) + 4 * w);
+            ld_run_a2<8>(r.h, blk + offsetof_i(block_q3_K, hmask));
+            ld_run_a2<3>(r.s, blk + offsetof_i(block_q3_K, scales));
             r.dd = ld_u16(blk + offsetof_i(block_q3_K, d));
         } else {
             r.s[0] = ld_u32(blk + offsetof_i(block_q2_K, scales) + 4 * part);
@@ -204,12 +222,8 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         if constexpr (FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) {
             if (wco) {   /* part p's bytes in registers a step ahead: groups 8p .. 8p + 7 (ib 2p, 2p + 1) */
                 const uint8_t *qs = r.blk + (FMT == TYPE_IQ3_XXS ? offsetof_i(block_iq3_xxs, qs) : offsetof_i(block_iq2_xxs, qs));
-#pragma unroll
-                for (int k = 0; k < 4; k++) r.q[k] = ld_u32_a2(qs + 16 * part + 4 * k);
-                if (FMT == TYPE_IQ3_XXS) {   /* the scale-and-sign words of ib 2p, 2p + 1 */
-                    r.h[0] = ld_u32_a2(qs + QK_K / 4 + 8 * part);
-                    r.h[1] = ld_u32_a2(qs + QK_K / 4 + 8 * part + 4);
-                }
+                ld_run_a2<4>(r.q, qs + 16 * part);
+                if (FMT == TYPE_IQ3_XXS) ld_run_a2<2>(r.h, qs + QK_K / 4 + 8 * part);   /* the scale-and-sign words of ib 2p, 2p + 1 */
                 r.dd = ld_u16(r.blk);
             }
         }
