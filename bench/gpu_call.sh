@@ -131,6 +131,14 @@ prompt_kernel_sum() {
     --csv $B "$1" 1 > "$OUT/pp-$1.csv" 2>/dev/null
   python3 tools/ncu_sum.py "$OUT/pp-$1.csv" 2>&1 | head -"${2:-16}"
 }
+# an A/B's old programs (.gpubin/old.tar.xz, `tools/gpu_pack.sh keep-old`) into /tmp/old
+old_unpack() { mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old; }
+# test_gpu_mm's parity run: its closing line, and its first failures when it fails: mm_parity [SECONDS]
+mm_parity() {
+  local rc
+  timeout "${1:-120}" $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
+  echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ|not taken" /tmp/mm.txt | head -8
+}
 # `test_gpu_mm bench` at n 512 (MM_BENCH_WIDTHS=1) over shapes, rounds and configurations alternated
 # within a round, one line a run with each format's TFLOPS and checksum:
 # mm_bench_rows "M,K ..." FORMATS ROUNDS "LABEL=PROGRAM[,VAR=VALUE...] ..."

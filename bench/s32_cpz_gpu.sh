@@ -15,9 +15,8 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
-mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
-timeout 120 $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
-echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ" /tmp/mm.txt | head -8
+old_unpack
+mm_parity
 t
 mm_bench_rows "16384,2048 3072,2048 4096,14336" Q4_K,IQ3_XXS,Q6_K 2 "old=/tmp/old/test_gpu_mm new=$g/bin/test_gpu_mm"
 e2e_prog_rows "1b moe48" 2 "old=/tmp/old/bench_e2e new=$B"

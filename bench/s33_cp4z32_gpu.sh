@@ -16,9 +16,8 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
-mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
-timeout 120 $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
-echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ" /tmp/mm.txt | head -8
+old_unpack
+mm_parity
 t
 mm_bench_rows "4096,14336 576,1536 2048,4096" Q4_0,Q4_1,Q8_0,Q4_K 2 "old=/tmp/old/test_gpu_mm new=$g/bin/test_gpu_mm"
 e2e_prog_rows "smollm2 1b" 2 "old=/tmp/old/bench_e2e new=$B"

@@ -15,7 +15,7 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
-mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
+old_unpack
 for p in attn_tc e2e widths; do echo "test_gpu_$p: $(timeout 90 $g/bin/test_gpu_$p 2>&1 | tail -1)"; done
 t
 E2E_DEPTH=4096 E2E_SKIP_MAIN=0 e2e_prog_rows "smollm2 1b" 2 "old=/tmp/old/bench_e2e new=$B" 1

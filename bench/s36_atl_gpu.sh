@@ -16,8 +16,7 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
-timeout 150 $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
-echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ|not taken" /tmp/mm.txt | head -8
+mm_parity 150
 t
 mm_bench_rows "4096,14336 14336,4096 4096,4096" Q4_0,Q4_1,Q8_0,IQ4_NL,MXFP4 2 \
   "w7=$g/bin/test_gpu_mm,STRATA_CUDA_MM_WPRE=7 w15=$g/bin/test_gpu_mm,STRATA_CUDA_MM_WPRE=15"

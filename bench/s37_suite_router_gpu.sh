@@ -15,7 +15,7 @@ set -u
 . bench/gpu_call.sh
 gpu_suite 420
 t
-mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
+old_unpack
 e2e_prog_rows "moe48" 3 "old=/tmp/old/bench_e2e new=$B"
 mm_bench_rows "4096,14336 4096,4096" Q4_0,Q8_0 2 \
   "w7=$g/bin/test_gpu_mm,STRATA_CUDA_MM_WPRE=7,MM_BENCH_WIDTHS=0 w15=$g/bin/test_gpu_mm,STRATA_CUDA_MM_WPRE=15,MM_BENCH_WIDTHS=0"

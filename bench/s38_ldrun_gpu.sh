@@ -15,6 +15,6 @@ set -u
 . bench/gpu_call.sh
 gpu_suite 400
 t
-mkdir -p /tmp/old && tar xJf .gpubin/old.tar.xz -C /tmp/old
+old_unpack
 mm_bench_rows "4096,14336 16384,2048 2048,8192" Q4_0,Q8_0,Q6_K,Q3_K,IQ3_XXS,IQ4_NL 2 "old=/tmp/old/test_gpu_mm new=$g/bin/test_gpu_mm"
 e2e_prog_rows "1b moe48" 2 "old=/tmp/old/bench_e2e new=$B"

