@@ -592,18 +592,23 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
  * / Q5_1) s [u][j]. Blocks past nb and columns past T are zeros (issue_a's zero-fill). The same bytes
  * into the same tile places, so the same bits. */
 #define MM_ATL_NCH(nb) ((((nb) + 127) / 128) * 32)   /* chunks a column tile */
-template <bool ONE> struct mm_atl { static constexpr int CH = MM_BN * 4 * (32 + 4 + (ONE ? 4 : 0)); };
+template <bool ONE> struct mm_atl {
+    static constexpr int BS = ONE ? sizeof_i(act_q8_1) : sizeof_i(act_q8_0);   /* an activation block */
+    static constexpr int QO = ONE ? offsetof_i(act_q8_1, qs) : offsetof_i(act_q8_0, qs);
+    static constexpr int DO = MM_BN * 4 * 32, SO = DO + MM_BN * 4 * 4;         /* a chunk's d, s */
+    static constexpr int CH = ONE ? SO + MM_BN * 4 * 4 : SO;                   /* a chunk's bytes */
+};
 template <bool ONE>
 __global__ void __launch_bounds__(256)
 mm_act_tile_kernel(const uint8_t *__restrict__ act, size_t as, int T, int nb, uint8_t *__restrict__ out) {
     PDL_WAIT();
-    constexpr int CH = mm_atl<ONE>::CH, QO = ONE ? 8 : 4;   /* qs' offset in the block */
+    constexpr int CH = mm_atl<ONE>::CH, QO = mm_atl<ONE>::QO, DO = mm_atl<ONE>::DO, SO = mm_atl<ONE>::SO;
     const int c = blockIdx.x, j = threadIdx.x & 63, u = threadIdx.x >> 6;
     const int b = (c / 32) * 128 + (c % 32) + 32 * u, col = (int)blockIdx.y * MM_BN + j;
     uint8_t *ch = out + ((size_t)blockIdx.y * gridDim.x + c) * CH;
     uint32_t w[8 + 2] = { 0 };   /* the 32 codes, d, s */
     if (b < nb && col < T) {
-        const uint32_t *a = (const uint32_t *)(act + (size_t)col * as + (size_t)b * (QO + 32));
+        const uint32_t *a = (const uint32_t *)(act + (size_t)col * as + (size_t)b * mm_atl<ONE>::BS);
 #pragma unroll
         for (int i = 0; i < 8; i++) w[i] = a[QO / 4 + i];
         w[8] = a[0];
@@ -612,8 +617,8 @@ mm_act_tile_kernel(const uint8_t *__restrict__ act, size_t as, int T, int nb, ui
 #pragma unroll
     for (int h = 0; h < 2; h++)
         *(uint4 *)(ch + 16 * ((u * 2 + h) * 64 + j)) = make_uint4(w[4 * h], w[4 * h + 1], w[4 * h + 2], w[4 * h + 3]);
-    *(uint32_t *)(ch + 8192 + 4 * (u * 64 + j)) = w[8];
-    if (ONE) *(uint32_t *)(ch + 9216 + 4 * (u * 64 + j)) = w[9];
+    *(uint32_t *)(ch + DO + 4 * (u * 64 + j)) = w[8];
+    if (ONE) *(uint32_t *)(ch + SO + 4 * (u * 64 + j)) = w[9];
 }
 /* the step at block bb (lane bb % 32, quarter bb / 128): its chunk into tiles t0 .. t0 + 3, by the
  * CTA's 256 threads; eight lanes of a phase meet eight consecutive tile rows of one half (48-byte
@@ -626,8 +631,8 @@ static __device__ __forceinline__ void mm_atl_copy(mm_tile2<32> *tiles, int t0, 
         const int p = tid + 256 * i;
         cp16z(&tiles[t0 + (p >> 7)].a[p & 63][16 * ((p >> 6) & 1)], ch + 16 * p, 16);
     }
-    if (tid < 64) cp16z(&tiles[t0 + (tid >> 4)].da[4 * (tid & 15)], ch + 8192 + 16 * tid, 16);
-    else if (ONE && tid < 128) cp16z(&tiles[t0 + ((tid - 64) >> 4)].sa[4 * (tid & 15)], ch + 9216 + 16 * (tid - 64), 16);
+    if (tid < 64) cp16z(&tiles[t0 + (tid >> 4)].da[4 * (tid & 15)], ch + mm_atl<ONE>::DO + 16 * tid, 16);
+    else if (ONE && tid < 128) cp16z(&tiles[t0 + ((tid - 64) >> 4)].sa[4 * (tid & 15)], ch + mm_atl<ONE>::SO + 16 * (tid - 64), 16);
 }
 
 /* aco for the 256-value formats: warp w copies the act_q8_K blocks of tile columns 8 w .. 8 w + 7,
@@ -1714,7 +1719,7 @@ static int mm_launch_serial(const mv_group *g, const mm_grouped *gr, int64_t n_i
             constexpr bool ONE = mmf<FMT>::kind == 2;
             const size_t need = (size_t)grid.y * MM_ATL_NCH(nb) * mm_atl<ONE>::CH;
             if ((wp & 8) && x2 && !ks && T >= mm_atl_min && g->ws && need <= g->ws_floats * sizeof(float) &&
-                as == (size_t)nb * (ONE ? 40 : 36)) {
+                as == (size_t)nb * mm_atl<ONE>::BS) {
                 mm_atl_n++;
                 klaunch(mm_act_tile_kernel<ONE>, dim3((unsigned)MM_ATL_NCH(nb), grid.y), 256, 0, st, (const uint8_t *)act, as, T,
                         nb, (uint8_t *)g->ws);
