@@ -1118,10 +1118,14 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
      * skips its MMAs: its outputs are never stored (the epilogue keeps t < T) */
     const bool live = col0 + wn * 8 * NI < T;
     const uint8_t *wr = wvalid ? mm_row_ptr<GR>(g, gr, wexp, lrow) : NULL;
-    /* the steps of NBS > 1 blocks load every block of the step unconditionally (a row past rows reads
-     * the tile's first row, a block past nb the step's first block; store_w and block_step2 skip them),
-     * so the four blocks' loads issue back to back with no branch region around each */
-    const uint8_t *wrs = NBS > 1 && !wvalid ? mm_row_ptr<GR>(g, gr, wexp, row0) : wr;
+    /* PIN: the steps of NBS > 1 blocks of the formats whose words fetch_w loads raw (Q4_0, Q5_0, Q8_0,
+     * IQ4_NL) load every block of the step unconditionally (a row past rows reads the tile's first row,
+     * a block past nb the step's first block; store_w and block_step2 skip them), so the four blocks'
+     * loads issue back to back with no branch region around each. Q4_1 and MXFP4 keep the branches:
+     * unconditional loads without the raw words measured 1-4 % slower for them (2026-12-05, 17:38
+     * session, call 1) */
+    constexpr bool PIN = NBS > 1 && (FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_Q8_0 || FMT == TYPE_IQ4_NL);
+    const uint8_t *wrs = PIN && !wvalid ? mm_row_ptr<GR>(g, gr, wexp, row0) : wr;
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     constexpr bool SER = ORD >= 2;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
@@ -1164,7 +1168,8 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     auto mm_steps_load = [&](int bb, int t0) {
 #pragma unroll
         for (int u = 0; u < NBS; u++)
-            fetch_w<FMT>(rawx[u], part, wrs, MM_STEP_HAS(bb, u) ? bb + BSTR * u : bb, wq, v16);   /* no branch: loads only */
+            if constexpr (PIN) fetch_w<FMT>(rawx[u], part, wrs, MM_STEP_HAS(bb, u) ? bb + BSTR * u : bb, wq, v16);   /* no branch */
+            else if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
         if constexpr (MB && ORD == 2 && GR == 0)
             if (atl) {
                 mm_atl_copy<mmf<FMT>::kind == 2>((mm_tile2<32> *)tiles, t0, act, nb, bb, tid);
