@@ -135,7 +135,9 @@ template <int QK> struct alignas(16) mm_tile2 {
 
 /* one thread's bytes of a weight block (its part), before decoding; IQ formats keep the
  * block's address (blk) and decode from it after the MMAs */
-struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; const uint8_t *blk; };
+/* q / h hold a run's words, or (the 32-value formats with 2-byte aligned blocks, ld_run_raw) its raw
+ * form: the N aligned words and a 2-byte half, one more slot; sh: that form's shift */
+struct mm_wraw { uint32_t q[16], h[8], dd, s[3], sh; const uint8_t *blk; };
 
 /* wco (Q4_K / Q5_K, STRATA_CUDA_MM_WPRE): part p takes code words 4 w + p (w = 0..7)
  * instead of 8 p + w, so the four parts of a row read 16 consecutive bytes per load (one
@@ -145,12 +147,40 @@ struct mm_wraw { uint32_t q[16], h[8], dd, s[3]; const uint8_t *blk; };
  * Q5_K's 32 high-bit bytes by 16-byte loads, two (four) a part instead of eight (sixteen) 4-byte
  * ones; store_w then runs with wco off. The same words. */
 /* N consecutive 4-byte words from a 2-byte aligned address (the blocks of Q4_0, Q5_0, Q8_0, Q6_K, Q3_K,
- * IQ4_NL and the IQ formats are 2-byte multiples), without a branch: the N aligned words from the
- * one at or below p, joined by funnel shifts of 0 or 16 bits, and where p is 2 mod 4 a 2-byte load
- * of the last half (predicated): N or N + 1 loads where ld_u32_a2 takes two 2-byte loads a word.
- * No byte outside [p - 2, p + 4 N) is read (p - 2 lies in the same allocation: a run that starts 2
- * mod 4 is not an allocation's first byte). The same values (2026-12-05, 15:40 session: the Q4_0
- * matmul's 2-byte weight loads used 4.8 bytes of each 32-byte sector, ncu). */
+ * IQ4_NL and the IQ formats are 2-byte multiples), in two halves. ld_run_raw (fetch_w, before the
+ * step's MMAs): the N aligned words from the one at or below p and one 2-byte half (where p is 2 mod 4
+ * the run's last half, else a half inside the run), N + 1 loads where ld_u32_a2 took 2 N, no byte
+ * outside [p - 2, p + 4 N) (p - 2 lies in the same weight: every weight is its own allocation). run_finish
+ * (store_w, after them): the words joined by funnel shifts of sh = 0 or 16 bits, each raw word first
+ * passed through an empty volatile asm, so no consumer of a load is scheduled before the MMAs (the SASS
+ * of ld_run_a2 and of ld_u32_a2 before it put a shift / PRMT right after each block's loads, inside the
+ * block's branch region: the warp waited for the weights before its MMAs, four times a step for the
+ * 32-value formats; ncu's source page: ~23 % of Q4_0's stall samples on those PRMTs). The same values. */
+template <int N>
+static __device__ __forceinline__ void ld_run_raw(uint32_t *raw, const uint8_t *p) {
+    const int odd = (int)((uintptr_t)p & 2u);
+    const uint32_t *q = (const uint32_t *)(p - odd);   /* pointer arithmetic: the global loads stay LDG */
+#pragma unroll
+    for (int i = 0; i < N; i++) raw[i] = q[i];
+    raw[N] = ld_u16(p + (odd ? 4 * N - 2 : 0));
+}
+static __device__ __forceinline__ uint32_t run_sh(const uint8_t *p) { return ((uint32_t)(uintptr_t)p & 2u) * 8u; }
+template <int N>
+static __device__ __forceinline__ void run_finish(uint32_t *raw, uint32_t sh) {
+    uint32_t x[N + 1];
+#pragma unroll
+    for (int i = 0; i <= N; i++) {
+        x[i] = raw[i];
+        asm volatile("" : "+r"(x[i]));
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) raw[i] = __funnelshift_r(x[i], x[i + 1], sh);
+}
+
+/* the 256-value formats' runs (Q6_K, Q3_K, IQ3_XXS / IQ2_XXS): N aligned words joined at once, and where
+ * p is 2 mod 4 a predicated 2-byte load of the last half (main's form since 05fc73e; their raw form
+ * held across the MMAs spilled at the two-CTA cap: Q6_K ORD 2 X 16 -> 84 bytes); a block's loads are
+ * one region, so its one wait comes after all of them */
 template <int N>
 static __device__ __forceinline__ void ld_run_a2(uint32_t *dst, const uint8_t *p) {
     const uint32_t sh = ((uint32_t)(uintptr_t)p & 2u) * 8u;   /* 0 or 16 */
@@ -175,13 +205,17 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         int qoff = FMT == TYPE_Q4_0 ? offsetof_i(block_q4_0, qs) : FMT == TYPE_Q4_1 ? offsetof_i(block_q4_1, qs)
                  : FMT == TYPE_Q5_0 ? offsetof_i(block_q5_0, qs) : offsetof_i(block_q5_1, qs);
         if (ONE) r.q[0] = ld_u32(blk + qoff + 4 * part);
-        else ld_run_a2<1>(r.q, blk + qoff + 4 * part);
-        if (FMT == TYPE_Q5_0) ld_run_a2<1>(r.h, blk + offsetof_i(block_q5_0, qh));
+        else {   /* raw halves (run_finish in store_w); Q5_0's qh and qs lie alike mod 4 */
+            ld_run_raw<1>(r.q, blk + qoff + 4 * part);
+            r.sh = run_sh(blk + qoff);
+        }
+        if (FMT == TYPE_Q5_0) ld_run_raw<1>(r.h, blk + offsetof_i(block_q5_0, qh));
         if (FMT == TYPE_Q5_1) r.h[0] = ld_u32(blk + offsetof_i(block_q5_1, qh));
         r.dd = ONE ? ld_u32(blk) : (uint32_t)ld_u16(blk);
     } else if constexpr (FMT == TYPE_Q8_0) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q8_0);
-        ld_run_a2<2>(r.q, blk + offsetof_i(block_q8_0, qs) + 8 * part);
+        ld_run_raw<2>(r.q, blk + offsetof_i(block_q8_0, qs) + 8 * part);
+        r.sh = run_sh(blk + offsetof_i(block_q8_0, qs));
         r.dd = ld_u16(blk);
     } else if constexpr (FMT == TYPE_Q6_K) {
         /* part p: values 64p .. 64p + 63: ql[64 (p / 2) + i] (nibble p % 2), qh[32 (p / 2) + i % 32] */
@@ -193,7 +227,8 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
             ld_run_a2<2>(r.s, blk + offsetof_i(block_q6_K, scales) + 8 * part);
     } else if constexpr (FMT == TYPE_IQ4_NL) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_iq4_nl);
-        ld_run_a2<1>(r.q, blk + offsetof_i(block_iq4_nl, qs) + 4 * part);
+        ld_run_raw<1>(r.q, blk + offsetof_i(block_iq4_nl, qs) + 4 * part);
+        r.sh = run_sh(blk + offsetof_i(block_iq4_nl, qs));
         r.dd = ld_u16(blk);
     } else if constexpr (FMT == TYPE_MXFP4) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_mxfp4);
@@ -288,8 +323,19 @@ static __device__ __forceinline__ void st_region16(int8_t *base, const uint32_t 
     }
 }
 
+/* fetch_w's raw halves joined (run_finish), as each format's fetch_w loaded them */
+template <int FMT>
+static __device__ __forceinline__ void wraw_finish(mm_wraw &r) {
+    if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_IQ4_NL) {
+        run_finish<1>(r.q, r.sh);
+        if constexpr (FMT == TYPE_Q5_0) run_finish<1>(r.h, r.sh);
+    } else if constexpr (FMT == TYPE_Q8_0) {
+        run_finish<2>(r.q, r.sh);
+    }
+    (void)r;
+}
 template <int FMT, bool R16 = false>
-static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, const mm_wraw &r, bool valid,
+static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, mm_wraw &r, bool valid,
                                                bool wco = false) {
     constexpr int QK = mmf<FMT>::QK;
     static_assert(!R16 || QK == 256, "mm: R16 is for the 256-value formats");
@@ -302,6 +348,7 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
             for (int j = part * 4; j < part * 4 + 4; j++) { s.sc[i][j] = 0; s.mn[i][j] = 0; }
         return;
     }
+    wraw_finish<FMT>(r);   /* the raw halves joined here, after the step's MMAs */
     if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
         constexpr bool Q5 = FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1;
         constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
@@ -1071,6 +1118,14 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
      * skips its MMAs: its outputs are never stored (the epilogue keeps t < T) */
     const bool live = col0 + wn * 8 * NI < T;
     const uint8_t *wr = wvalid ? mm_row_ptr<GR>(g, gr, wexp, lrow) : NULL;
+    /* PIN: the steps of NBS > 1 blocks of the formats whose words fetch_w loads raw (Q4_0, Q5_0, Q8_0,
+     * IQ4_NL) load every block of the step unconditionally (a row past rows reads the tile's first row,
+     * a block past nb the step's first block; store_w and block_step2 skip them), so the four blocks'
+     * loads issue back to back with no branch region around each. Q4_1 and MXFP4 keep the branches:
+     * unconditional loads without the raw words measured 1-4 % slower for them (2026-12-05, 17:38
+     * session, call 1) */
+    constexpr bool PIN = NBS > 1 && (FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_Q8_0 || FMT == TYPE_IQ4_NL);
+    const uint8_t *wrs = PIN && !wvalid ? mm_row_ptr<GR>(g, gr, wexp, row0) : wr;
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     constexpr bool SER = ORD >= 2;
     float v[NO], r0[NO], r1[NO], r2[NO], r3[NO], r4[NO];
@@ -1113,7 +1168,8 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     auto mm_steps_load = [&](int bb, int t0) {
 #pragma unroll
         for (int u = 0; u < NBS; u++)
-            if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
+            if constexpr (PIN) fetch_w<FMT>(rawx[u], part, wrs, MM_STEP_HAS(bb, u) ? bb + BSTR * u : bb, wq, v16);   /* no branch */
+            else if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
         if constexpr (MB && ORD == 2 && GR == 0)
             if (atl) {
                 mm_atl_copy<mmf<FMT>::kind == 2>((mm_tile2<32> *)tiles, t0, act, nb, bb, tid);
