@@ -1271,10 +1271,18 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         if constexpr (NBS > 1) {
             const int nt = (buf ^ 1) * NBS;   /* the next step's tiles */
             if (more && loader) mm_steps_load(nbb, nt);
-            if (live)
+            if (live) {
+                if (b + BSTR * (NBS - 1) < nb) {   /* a full step (CTA-uniform): the NBS blocks as one region,
+                                                    * so the next block's fragment loads and MMAs can issue
+                                                    * before this one's epilogue ends */
 #pragma unroll
-                for (int u = 0; u < NBS; u++)   /* in increasing b */
-                    if (MM_STEP_HAS(b, u)) block_step2<FMT, NI, MB>(tiles[buf * NBS + u], wm, wn, gq, tq, v);
+                    for (int u = 0; u < NBS; u++) block_step2<FMT, NI, MB>(tiles[buf * NBS + u], wm, wn, gq, tq, v);
+                } else {
+#pragma unroll
+                    for (int u = 0; u < NBS; u++)   /* in increasing b */
+                        if (MM_STEP_HAS(b, u)) block_step2<FMT, NI, MB>(tiles[buf * NBS + u], wm, wn, gq, tq, v);
+                }
+            }
             if (more && loader) mm_steps_store(nbb, nt);
         } else {   /* (unchanged, as above) */
             if (more && loader) {
