@@ -102,9 +102,19 @@ static __device__ __forceinline__ void mma_s8_16x8x32_c(int *d, const uint32_t *
  * gives (+0.0 for 0 in both), by an add on the FP32 pipe instead of a conversion. Every 32-value
  * format's |s| <= 32 x 128 x 128 = 2^19. */
 #define MM_I2F_BIAS 0x4B400000
-template <bool MB>
+/* Q4_0 in the MB instances (mm_sc): the tile holds its codes scaled, 16 (q - 8) = (q ^ 8) << 4 as s8
+ * (store_w's SC: two logic operations and a shift a word where the offset took a per-byte subtract),
+ * so the MMA's sum is 16 s. The bias is then a float of [2^19, 2^20), whose spacing is 1/16: its bits
+ * plus 16 s are the float 1.5 * 2^19 + s, exact for |s| < 2^18 (|s| <= 32 x 8 x 128 = 2^15), and the
+ * subtraction gives the same s. */
+template <int FMT> struct mm_sc {
+    static constexpr int mul = FMT == TYPE_Q4_0 ? 16 : 1;   /* Q5_0's 8 (q - 16): calls 3-4, 1-3 % slower */
+    static constexpr int bias = mul == 16 ? 0x49400000 : MM_I2F_BIAS;
+    static constexpr float fbias = mul == 16 ? 786432.0f : 12582912.0f;
+};
+template <bool MB, int FMT = 0>
 static __device__ __forceinline__ float mm_i2f(int s) {
-    if constexpr (MB) return __fsub_rn(__int_as_float(s), 12582912.0f);
+    if constexpr (MB) return __fsub_rn(__int_as_float(s), mm_sc<FMT>::fbias);
     else return __int2float_rn(s);
 }
 
@@ -323,6 +333,43 @@ static __device__ __forceinline__ void st_region16(int8_t *base, const uint32_t 
     }
 }
 
+/* A whole step of the raw-word formats (used for PINF: Q4_0, IQ4_NL) from one base: block u of the
+ * step at blk0 + uu * BSTR * bsize, uu = u where u <= ub (the blocks below nb), else 0 (the step's
+ * first block, as the clamped fetch_w reads; CTA-uniform), so the NBS blocks' loads are three base
+ * pointers (the block, its aligned code words, its 2-byte half) with selected constant offsets
+ * instead of a clamped index, a product and two 64-bit sums a block. The same
+ * words as fetch_w<FMT>(r[u], part, wr, b + BSTR u) (ld_run_raw's halves, run_sh's shift): a step of
+ * BSTR * bsize bytes keeps the alignment mod 4 where it is a multiple of 4 (ORD 2: 32 blocks), else
+ * (ORD 3, 18- or 34-byte blocks) flips it with u's parity, a constant per u. */
+template <int FMT, int NBS, int BSTR>
+static __device__ __forceinline__ void fetch_step_pin(mm_wraw *r, int part, const uint8_t *blk0, int ub) {
+    static_assert(FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_Q8_0 || FMT == TYPE_IQ4_NL, "mm: raw-word formats");
+    constexpr int BS = wfmt<FMT>::bsize, ST = BSTR * BS;
+    constexpr int NW = FMT == TYPE_Q8_0 ? 2 : 1;   /* code words a part */
+    constexpr int QO = FMT == TYPE_Q4_0 ? offsetof_i(block_q4_0, qs) : FMT == TYPE_Q5_0 ? offsetof_i(block_q5_0, qs)
+                     : FMT == TYPE_Q8_0 ? offsetof_i(block_q8_0, qs) : offsetof_i(block_iq4_nl, qs);
+    const uint8_t *p0 = blk0 + QO + 4 * NW * part;
+    const int odd0 = (int)((uintptr_t)p0 & 2u);   /* the 4 NW part bytes keep it: as run_sh(blk + qoff) */
+#pragma unroll
+    for (int u = 0; u < NBS; u++) {
+        const int uu = u <= ub ? u : 0;   /* CTA-uniform */
+        const int odd = (BSTR * BS) % 4 == 0 ? odd0 : odd0 ^ ((uu * ST) & 2);
+        const uint8_t *p = p0 + uu * ST;
+        const uint32_t *q = (const uint32_t *)(p - odd);
+#pragma unroll
+        for (int i = 0; i < NW; i++) r[u].q[i] = q[i];
+        r[u].q[NW] = ld_u16(p + (odd ? 4 * NW - 2 : 0));
+        r[u].sh = (uint32_t)odd * 8u;
+        if constexpr (FMT == TYPE_Q5_0) {   /* qh at offset 2, qs at 6: alike mod 4 */
+            const uint8_t *ph = blk0 + uu * ST + offsetof_i(block_q5_0, qh);
+            const uint32_t *qh = (const uint32_t *)(ph - odd);
+            r[u].h[0] = qh[0];
+            r[u].h[1] = ld_u16(ph + (odd ? 2 : 0));
+        }
+        r[u].dd = (uint32_t)ld_u16(blk0 + uu * ST);
+    }
+}
+
 /* fetch_w's raw halves joined (run_finish), as each format's fetch_w loaded them */
 template <int FMT>
 static __device__ __forceinline__ void wraw_finish(mm_wraw &r) {
@@ -334,7 +381,7 @@ static __device__ __forceinline__ void wraw_finish(mm_wraw &r) {
     }
     (void)r;
 }
-template <int FMT, bool R16 = false>
+template <int FMT, bool R16 = false, bool SC = false>   /* SC: Q4_0's codes scaled (mm_sc) */
 static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i, int part, mm_wraw &r, bool valid,
                                                bool wco = false) {
     constexpr int QK = mmf<FMT>::QK;
@@ -352,12 +399,18 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
     if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1) {
         constexpr bool Q5 = FMT == TYPE_Q5_0 || FMT == TYPE_Q5_1;
         constexpr bool ONE = FMT == TYPE_Q4_1 || FMT == TYPE_Q5_1;
-        uint32_t lo = r.q[0] & 0x0F0F0F0Fu, hi = (r.q[0] >> 4) & 0x0F0F0F0Fu;
+        uint32_t lo, hi;
+        if constexpr (SC && FMT == TYPE_Q4_0) {   /* byte 16 (q - 8) = (q ^ 8) << 4 as s8 */
+            const uint32_t y = r.q[0] ^ 0x88888888u;
+            lo = (y << 4) & 0xF0F0F0F0u; hi = y & 0xF0F0F0F0u;
+        } else {
+        lo = r.q[0] & 0x0F0F0F0Fu; hi = (r.q[0] >> 4) & 0x0F0F0F0Fu;
         if (Q5) {
             lo |= spread4(r.h[0] >> (4 * part)) << 4;
             hi |= spread4(r.h[0] >> (16 + 4 * part)) << 4;
         }
-        if (!ONE) {
+        }
+        if (!ONE && !(SC && FMT == TYPE_Q4_0)) {
             const uint32_t off = Q5 ? 0x10101010u : 0x08080808u;
             lo = __vsub4(lo, off); hi = __vsub4(hi, off);
         }
@@ -834,7 +887,7 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
 #pragma unroll
                     for (int ni = 0; ni < NI; ni++) {
                         int d[4];
-                        if constexpr (MB) mma_s8_16x8x32_c(d, af[mi], bf[ni], MM_I2F_BIAS);
+                        if constexpr (MB) mma_s8_16x8x32_c(d, af[mi], bf[ni], mm_sc<FMT>::bias);
                         else mma_s8_16x8x32(d, af[mi], bf[ni]);
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
@@ -892,9 +945,9 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
                 else if constexpr (KIND == 3)
                     p = __fmul_rn(__fmul_rn(__int2float_rn(S[o]), iq_fmt<FMT>::k()), __fmul_rn(dw, da));
                 else if constexpr (KIND == 2)
-                    p = __fadd_rn(__fmul_rn(mm_i2f<MB>(S[o]), __fmul_rn(dw, da)), __fmul_rn(mwr[i], (e & 1) ? sac.y : sac.x));
+                    p = __fadd_rn(__fmul_rn(mm_i2f<MB, FMT>(S[o]), __fmul_rn(dw, da)), __fmul_rn(mwr[i], (e & 1) ? sac.y : sac.x));
                 else
-                    p = __fmul_rn(mm_i2f<MB>(S[o]), __fmul_rn(dw, da));
+                    p = __fmul_rn(mm_i2f<MB, FMT>(S[o]), __fmul_rn(dw, da));
                 v[o] = __fadd_rn(v[o], p);
             }
         }
@@ -1125,6 +1178,10 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
      * unconditional loads without the raw words measured 1-4 % slower for them (2026-12-05, 17:38
      * session, call 1) */
     constexpr bool PIN = NBS > 1 && (FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_Q8_0 || FMT == TYPE_IQ4_NL);
+    /* PINF (Q4_0, IQ4_NL; 2026-12-05 17:38 session, calls 3-4: Q4_0 +3 %, IQ4_NL +1-3 %, Q5_0 / Q8_0 1-3 %
+     * slower with it): a step's words from one base (fetch_step_pin), and a row past rows stored as the
+     * row0 words it holds (outputs never stored) instead of a branch region around each block's store */
+    constexpr bool PINF = PIN && (FMT == TYPE_Q4_0 || FMT == TYPE_IQ4_NL);
     const uint8_t *wrs = PIN && !wvalid ? mm_row_ptr<GR>(g, gr, wexp, row0) : wr;
     const uint8_t *ar = act + (size_t)(colbase + (avalid ? lcol : 0)) * as;
     constexpr bool SER = ORD >= 2;
@@ -1168,8 +1225,14 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     auto mm_steps_load = [&](int bb, int t0) {
 #pragma unroll
         for (int u = 0; u < NBS; u++)
-            if constexpr (PIN) fetch_w<FMT>(rawx[u], part, wrs, MM_STEP_HAS(bb, u) ? bb + BSTR * u : bb, wq, v16);   /* no branch */
-            else if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
+            if constexpr (!PIN)
+                if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
+        if constexpr (PINF)   /* the step from one base; blocks past nb read the step's first (uniform offsets) */
+            fetch_step_pin<FMT, NBS, BSTR>(rawx, part, wrs + (size_t)bb * wfmt<FMT>::bsize, (nb - 1 - bb) / BSTR);
+        else if constexpr (PIN)
+#pragma unroll
+            for (int u = 0; u < NBS; u++)
+                fetch_w<FMT>(rawx[u], part, wrs, MM_STEP_HAS(bb, u) ? bb + BSTR * u : bb, wq, v16);   /* no branch */
         if constexpr (MB && ORD == 2 && GR == 0)
             if (atl) {
                 mm_atl_copy<mmf<FMT>::kind == 2>((mm_tile2<32> *)tiles, t0, act, nb, bb, tid);
@@ -1183,7 +1246,8 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
     auto mm_steps_store = [&](int bb, int t0) {
 #pragma unroll
         for (int u = 0; u < NBS; u++)
-            if (MM_STEP_HAS(bb, u)) store_w<FMT>(tiles[t0 + u], li, part, rawx[u], wvalid, wq);
+            if (MM_STEP_HAS(bb, u)) store_w<FMT, false, MB>(tiles[t0 + u], li, part, rawx[u], PINF || wvalid, wq);   /* PINF: a
+                                                     * row past rows holds row0's words (outputs never stored) */
     };
     if (loader) {
         if constexpr (NBS > 1) {
@@ -1212,10 +1276,20 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
         if constexpr (NBS > 1) {
             const int nt = (buf ^ 1) * NBS;   /* the next step's tiles */
             if (more && loader) mm_steps_load(nbb, nt);
-            if (live)
+            if (live) {
+                if (FMT == TYPE_MXFP4 && GR == 0 && b + BSTR * (NBS - 1) < nb) {   /* MXFP4 (plain launches; the grouped
+                                                    * instance spilled 4 bytes with it): a full step (CTA-uniform) as
+                                                    * one region, so the next block's fragment loads and MMAs
+                                                    * issue during this one's epilogue (call 4: MXFP4 +2-5 %;
+                                                    * Q5_0 / Q8_0 / IQ4_NL 0-3 % slower, Q4_0 / Q4_1 even) */
 #pragma unroll
-                for (int u = 0; u < NBS; u++)   /* in increasing b */
-                    if (MM_STEP_HAS(b, u)) block_step2<FMT, NI, MB>(tiles[buf * NBS + u], wm, wn, gq, tq, v);
+                    for (int u = 0; u < NBS; u++) block_step2<FMT, NI, MB>(tiles[buf * NBS + u], wm, wn, gq, tq, v);
+                } else {
+#pragma unroll
+                    for (int u = 0; u < NBS; u++)   /* in increasing b */
+                        if (MM_STEP_HAS(b, u)) block_step2<FMT, NI, MB>(tiles[buf * NBS + u], wm, wn, gq, tq, v);
+                }
+            }
             if (more && loader) mm_steps_store(nbb, nt);
         } else {   /* (unchanged, as above) */
             if (more && loader) {
