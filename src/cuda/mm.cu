@@ -370,6 +370,27 @@ static __device__ __forceinline__ void fetch_step_pin(mm_wraw *r, int part, cons
     }
 }
 
+/* Four 4-bit codes to four int8 values of a 16-entry table by byte permutes (store_w's IQ4_NL and
+ * MXFP4): byte k of the result is entry n_k of t (entry e = byte e % 4 of word t[e / 4]), n_k the code in
+ * bits 0-3 of x's byte k (its bits 4-7 ignored). Two 8-entry permutes give entries n & 7 and 8 + (n & 7);
+ * the code's bit 3, replicated over its byte by a sign permute, picks one: nine instructions a word,
+ * where four table reads from global memory (IQ4_NL) or four branchy e2m1 decodes (MXFP4, ~60 a word in
+ * ncu's count, 2026-12-05) took more. The same bytes. */
+template <uint32_t T0, uint32_t T1, uint32_t T2, uint32_t T3>
+static __device__ __forceinline__ uint32_t lut16(uint32_t x) {
+    const uint32_t x7 = x & 0x07070707u, c = x7 | (x7 >> 4);   /* bytes 0, 2: n0 | n1 << 4, n2 | n3 << 4 */
+    uint32_t sel, a, b, m;
+    asm("prmt.b32 %0, %1, 0, 0x0020;" : "=r"(sel) : "r"(c));   /* nibble k: n_k & 7 (msb clear: plain selects) */
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(a) : "r"(T0), "r"(T1), "r"(sel));
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(b) : "r"(T2), "r"(T3), "r"(sel));
+    asm("prmt.b32 %0, %1, 0, 0xBA98;" : "=r"(m) : "r"((x & 0x08080808u) << 4));   /* byte k: 0xFF where n_k >= 8 */
+    return (b & m) | (a & ~m);
+}
+/* kvalues_iq4nl (src/quant/iq_tables.c) and MXFP4's doubled e2m1 values (docs/KERNELS.md section 4) as
+ * table words */
+#define LUT_IQ4NL 0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u
+#define LUT_MXFP4 0x03020100u, 0x0C080604u, 0xFDFEFF00u, 0xF4F8FAFCu
+
 /* fetch_w's raw halves joined (run_finish), as each format's fetch_w loaded them */
 template <int FMT>
 static __device__ __forceinline__ void wraw_finish(mm_wraw &r) {
@@ -442,11 +463,8 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
     } else if constexpr (FMT == TYPE_IQ4_NL || FMT == TYPE_MXFP4) {
         const uint32_t q = r.q[0];
         uint32_t lo, hi;
-        if (FMT == TYPE_IQ4_NL) { lo = kv4(q & 0x0F0F0F0Fu); hi = kv4((q >> 4) & 0x0F0F0F0Fu); }
-        else {
-            lo = pack4(mxfp4_val(q & 15), mxfp4_val((q >> 8) & 15), mxfp4_val((q >> 16) & 15), mxfp4_val((q >> 24) & 15));
-            hi = pack4(mxfp4_val((q >> 4) & 15), mxfp4_val((q >> 12) & 15), mxfp4_val((q >> 20) & 15), mxfp4_val(q >> 28));
-        }
+        if (FMT == TYPE_IQ4_NL) { lo = lut16<LUT_IQ4NL>(q); hi = lut16<LUT_IQ4NL>(q >> 4); }
+        else { lo = lut16<LUT_MXFP4>(q); hi = lut16<LUT_MXFP4>(q >> 4); }
         st_w(dst + 4 * part, lo);
         st_w(dst + 16 + 4 * part, hi);
         if (part == 0) { s.dw[i] = FMT == TYPE_IQ4_NL ? h2f((uint16_t)r.dd) : mxfp4_e8m0_half_dev(r.dd); s.mw[i] = 0.0f; }
@@ -1229,10 +1247,11 @@ mm_kernel2(mv_group g, mm_grouped gr, int nb, const uint8_t *__restrict__ act, s
                 if (MM_STEP_HAS(bb, u) && wvalid) fetch_w<FMT>(rawx[u], part, wr, bb + BSTR * u, wq, v16);
         if constexpr (PINF)   /* the step from one base; blocks past nb read the step's first (uniform offsets) */
             fetch_step_pin<FMT, NBS, BSTR>(rawx, part, wrs + (size_t)bb * wfmt<FMT>::bsize, (nb - 1 - bb) / BSTR);
-        else if constexpr (PIN)
+        else if constexpr (PIN) {
 #pragma unroll
             for (int u = 0; u < NBS; u++)
                 fetch_w<FMT>(rawx[u], part, wrs, MM_STEP_HAS(bb, u) ? bb + BSTR * u : bb, wq, v16);   /* no branch */
+        }
         if constexpr (MB && ORD == 2 && GR == 0)
             if (atl) {
                 mm_atl_copy<mmf<FMT>::kind == 2>((mm_tile2<32> *)tiles, t0, act, nb, bb, tid);
