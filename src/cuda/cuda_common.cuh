@@ -106,6 +106,12 @@ static __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t *p) {
 static __device__ __forceinline__ uint32_t ld_u32_a1(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
+/* 16-byte global -> shared copy by cp.async (.cg: not kept in L1), n = 16 the piece copied, n = 0 zeros
+ * written (the source size: no bytes read); both addresses 16-byte aligned (sm_80+) */
+static __device__ __forceinline__ void cp_async16z(void *dst_smem, const void *src, unsigned n) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
 static __device__ __forceinline__ float ld_f32(const uint8_t *p) { return *(const float *)p; }
 static __device__ __forceinline__ int ld_i32(const uint8_t *p) { return *(const int *)p; }
 
