@@ -35,11 +35,6 @@ static __device__ __forceinline__ uint32_t crumbs4(uint32_t v) {
     return (v & 3) | ((v >> 2) & 3) << 8 | ((v >> 4) & 3) << 16 | ((v >> 6) & 3) << 24;
 }
 /* MXFP4 doubled e2m1 value of code c (0..15): {0,1,2,3,4,6,8,12} with sign bit 3 */
-static __device__ __forceinline__ int mxfp4_val(uint32_t c) {
-    int m = (int)(c & 7);
-    int v = m < 4 ? m : (m < 6 ? (m - 2) * 2 : (m - 4) * 4);
-    return (c & 8) ? -v : v;
-}
 static __device__ __forceinline__ uint32_t pack4(int a, int b, int c, int d) {
     return (uint32_t)(a & 255) | (uint32_t)(b & 255) << 8 | (uint32_t)(c & 255) << 16 | (uint32_t)(d & 255) << 24;
 }
@@ -203,8 +198,8 @@ template <int TM> static __device__ __forceinline__ void bp_mxfp4(BP_ARGS) {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         uint32_t q = ld_u32_a1(blk + offsetof_i(block_mxfp4, qs) + 4 * i);
-        lo[i] = pack4(mxfp4_val(q & 15), mxfp4_val((q >> 8) & 15), mxfp4_val((q >> 16) & 15), mxfp4_val((q >> 24) & 15));
-        hi[i] = pack4(mxfp4_val((q >> 4) & 15), mxfp4_val((q >> 12) & 15), mxfp4_val((q >> 20) & 15), mxfp4_val(q >> 28));
+        lo[i] = lut16<LUT_MXFP4>(q);   /* each code's doubled e2m1 value by byte permutes (formats.cuh) */
+        hi[i] = lut16<LUT_MXFP4>(q >> 4);
     }
 #pragma unroll
     for (int t = 0; t < TM; t++) {
