@@ -9,7 +9,7 @@
 #                                                 shared libraries the GPU machine lacks), and with
 #                                                 SERVER=1 the strata binary + libraries for
 #                                                 bench/server_gpu.sh as srv.tar.xz (~20 MB)
-#   here:   bash tools/gpu_pack.sh keep-old          the packed bench_e2e and test_gpu_mm kept as an
+#   here:   bash tools/gpu_pack.sh keep-old          the packed bench_e2e, test_gpu_mm and bench_gpu kept as an
 #                                                 A/B's old programs (.gpubin/old.tar.xz), before
 #                                                 packing the change
 #   there:  bash tools/gpu_pack.sh run [OUT]      unpack into /tmp/gb and run every test_gpu_*
