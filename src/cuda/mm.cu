@@ -242,7 +242,7 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         r.dd = ld_u16(blk);
     } else if constexpr (FMT == TYPE_MXFP4) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_mxfp4);
-        r.q[0] = ld_u32_a1(blk + offsetof_i(block_mxfp4, qs) + 4 * part);
+        ld_run_any<1>(r.q, blk + offsetof_i(block_mxfp4, qs) + 4 * part);
         r.dd = blk[offsetof_i(block_mxfp4, e)];
     } else if constexpr (FMT == TYPE_Q2_K || FMT == TYPE_Q3_K) {
         /* part p: values 64p .. 64p + 63: qs[32 (p / 2) + i % 32] at shifts 4 (p % 2) and

@@ -194,10 +194,11 @@ template <int TM> static __device__ __forceinline__ void bp_q2_0(BP_ARGS) {
 template <int TM> static __device__ __forceinline__ void bp_mxfp4(BP_ARGS) {
     const uint8_t *blk = wr + (size_t)b * sizeof_i(block_mxfp4);
     float dw = mxfp4_e8m0_half_dev(blk[offsetof_i(block_mxfp4, e)]);
-    uint32_t lo[4], hi[4];
+    uint32_t lo[4], hi[4], qw[4];
+    ld_run_any<4>(qw, blk + offsetof_i(block_mxfp4, qs));   /* four words by 4 to 6 loads (cuda_common.cuh) */
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        uint32_t q = ld_u32_a1(blk + offsetof_i(block_mxfp4, qs) + 4 * i);
+        const uint32_t q = qw[i];
         lo[i] = lut16<LUT_MXFP4>(q);   /* each code's doubled e2m1 value by byte permutes (formats.cuh) */
         hi[i] = lut16<LUT_MXFP4>(q >> 4);
     }
