@@ -139,6 +139,13 @@ mm_parity() {
   timeout "${1:-120}" $g/bin/test_gpu_mm > /tmp/mm.txt 2>&1; rc=$?
   echo "test_gpu_mm rc $rc: $(tail -1 /tmp/mm.txt)"; [ $rc = 0 ] || grep -E "FAIL|differ|not taken" /tmp/mm.txt | head -8
 }
+# an old / new A/B call's start: both programs' packs unpacked, test_gpu_mm, then each named test program's
+# closing line: ab_start [PROGRAM ...]
+ab_start() {
+  local p
+  gb_unpack; old_unpack; mm_parity 150
+  for p in "$@"; do echo "$p: $(timeout 120 $g/bin/$p 2>&1 | tail -1)"; done
+}
 # `test_gpu_mm bench` at n 512 (MM_BENCH_WIDTHS=1) over shapes, rounds and configurations alternated
 # within a round, one line a run with each format's TFLOPS and checksum:
 # mm_bench_rows "M,K ..." FORMATS ROUNDS "LABEL=PROGRAM[,VAR=VALUE...] ..."

@@ -1,4 +1,5 @@
 #!/bin/bash
+# (Its start is now bench/gpu_call.sh's ab_start: the same commands as ran in the call.)
 # 2026-12-05 (17:38 session), call 9: branch wip/lut against main c34b66e. store_w's IQ4_NL and MXFP4 codes to
 # int8 values by byte permutes (lut16), where IQ4_NL read a 16-byte table from global memory four times a
 # word and MXFP4 decoded each e2m1 code with compares and selects (call 8's ncu: MXFP4 63 warp instructions
@@ -8,9 +9,6 @@
 # Prediction: parity programs pass; MXFP4 +25-45 %, IQ4_NL +5-12 %, Q4_0 even (unchanged SASS).
 set -u
 . bench/gpu_call.sh
-gb_unpack
-old_unpack
-mm_parity 150
-for p in test_gpu_moe test_gpu_widths test_gpu_e2e; do echo "$p: $(timeout 120 $g/bin/$p 2>&1 | tail -1)"; done
+ab_start test_gpu_moe test_gpu_widths test_gpu_e2e
 t
 mm_bench_rows "4096,14336 14336,4096 4096,4096" MXFP4,IQ4_NL,Q4_0 2 "old=/tmp/old/test_gpu_mm new=$g/bin/test_gpu_mm"

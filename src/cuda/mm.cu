@@ -103,7 +103,7 @@ static __device__ __forceinline__ void mma_s8_16x8x32_c(int *d, const uint32_t *
  * format's |s| <= 32 x 128 x 128 = 2^19. */
 #define MM_I2F_BIAS 0x4B400000
 /* Q4_0 in the MB instances (mm_sc): the tile holds its codes scaled, 16 (q - 8) = (q ^ 8) << 4 as s8
- * (store_w's SC: two logic operations and a shift a word where the offset took a per-byte subtract),
+ * (store_w's SC: an xor, a shift and two ands a code word where the offset took a per-byte subtract),
  * so the MMA's sum is 16 s. The bias is then a float of [2^19, 2^20), whose spacing is 1/16: its bits
  * plus 16 s are the float 1.5 * 2^19 + s, exact for |s| < 2^18 (|s| <= 32 x 8 x 128 = 2^15), and the
  * subtraction gives the same s. */
