@@ -7,9 +7,11 @@
 # global memory once a code. (2) MXFP4's 1-byte aligned words by aligned words and a predicated tail
 # (ld_run_any, cuda_common.cuh: the matvec's four words a block 16 byte loads -> 4-6 loads; the matmul's
 # one word a part 4 -> 1-3), where call 8's ncu counted 10.5 M byte loads in the matmul. Same bytes (both
-# emulated here). ptxas: IQ4_XS ORD 2 X spills 68 -> 56 bytes, its grouped X 60 -> 64. Build: on main `bash tools/gpu_pack.sh pack build && bash tools/gpu_pack.sh keep-old` (this
-# branch's keep-old also keeps bench_gpu), then on this branch `bash tools/gpu_pack.sh pack build`. Carry
-# .gpubin/bins.tar.xz, .gpubin/lib, .gpubin/old.tar.xz. Peer: none (old against new programs).
+# emulated here). ptxas: IQ4_XS ORD 2 X spills 68 -> 56 bytes, its grouped X 60 -> 64.
+# Build: on main `bash tools/gpu_pack.sh pack build` (on the 17:38 session's machine .gpubin/ already holds
+# main's programs: .gpubin/PACKED), then on this branch `bash tools/gpu_pack.sh keep-old` (this branch's
+# keep-old also keeps bench_gpu) and `bash tools/gpu_pack.sh pack build`. Carry .gpubin/bins.tar.xz,
+# .gpubin/lib, .gpubin/old.tar.xz. Peer: none (old against new programs).
 # Prediction: parity programs pass; dense matvec at one column (14336 x 4096): MXFP4 38.9 us (27 % of the
 # copy) -> 18-26 us; IQ4_XS / IQ4_NL even (their default paths are the decode variants' byte_perm kernels);
 # matmul at n 512: MXFP4 +5-15 % (85 TFLOPS at 4096 x 14336 on 9e2213d), IQ4_XS +5-15 %.
