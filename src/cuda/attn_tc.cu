@@ -62,11 +62,6 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t *r, const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
 }
-/* n = 16: the piece copied; n = 0: zeros written (the source size: no bytes read) */
-static __device__ __forceinline__ void tc_cp16z(void *dst_smem, const void *src, unsigned n) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst_smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(n) : "memory");
-}
 static __device__ __forceinline__ void tc_cp_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }
 static __device__ __forceinline__ float tc_ex2(float x) {
     float y;
@@ -195,7 +190,7 @@ static __device__ __forceinline__ void tc_tile_load(__half *tile, const void *ca
     for (int i0 = 0; i0 < TC_C * PR; i0 += NT) {
         const int i = i0 + threadIdx.x, r = i / PR, pc = i % PR, p = j * TC_C + r;
         const bool ok = p <= pmax;
-        tc_cp16z(tile + r * (HD + TC_PAD) + pc * 8, ch + ((size_t)(ok ? p : 0) * n_kv_heads + kvh) * HD + pc * 8,
+        cp_async16z(tile + r * (HD + TC_PAD) + pc * 8, ch + ((size_t)(ok ? p : 0) * n_kv_heads + kvh) * HD + pc * 8,
                  ok ? 16u : 0u);
     }
 }
@@ -633,7 +628,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
             const int r = i / PR, pc = i % PR, p = j * TC_C + r;
             const size_t off = ((size_t)p * a.n_kv_heads + kvh) * HD + pc * 8;
             __half *dk = kt + r * (HD + TC_PAD) + pc * 8, *dv = vt + r * (HD + TC_PAD) + pc * 8;
-            if (p < P0) { tc_cp16z(dk, kc + off, 16u); tc_cp16z(dv, vc + off, 16u); }
+            if (p < P0) { cp_async16z(dk, kc + off, 16u); cp_async16z(dv, vc + off, 16u); }
             else if (p > P0) { *(uint4 *)dk = make_uint4(0, 0, 0, 0); *(uint4 *)dv = make_uint4(0, 0, 0, 0); }
         }
     }

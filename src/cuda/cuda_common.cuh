@@ -122,6 +122,12 @@ static __device__ __forceinline__ void ld_run_any(uint32_t *dst, const uint8_t *
 #pragma unroll
     for (int i = 0; i < N; i++) dst[i] = __funnelshift_r(w[i], w[i + 1], 8 * k);
 }
+/* 16-byte global -> shared copy by cp.async (.cg: not kept in L1), n = 16 the piece copied, n = 0 zeros
+ * written (the source size: no bytes read); both addresses 16-byte aligned (sm_80+) */
+static __device__ __forceinline__ void cp_async16z(void *dst_smem, const void *src, unsigned n) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
 static __device__ __forceinline__ float ld_f32(const uint8_t *p) { return *(const float *)p; }
 static __device__ __forceinline__ int ld_i32(const uint8_t *p) { return *(const int *)p; }
 

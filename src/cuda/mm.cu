@@ -333,39 +333,29 @@ static __device__ __forceinline__ void st_region16(int8_t *base, const uint32_t 
     }
 }
 
-/* A whole step of the raw-word formats (used for PINF: Q4_0, IQ4_NL) from one base: block u of the
+/* A whole step of PINF's formats (Q4_0, IQ4_NL: ld_run_raw<1>'s words) from one base: block u of the
  * step at blk0 + uu * BSTR * bsize, uu = u where u <= ub (the blocks below nb), else 0 (the step's
  * first block, as the clamped fetch_w reads; CTA-uniform), so the NBS blocks' loads are three base
  * pointers (the block, its aligned code words, its 2-byte half) with selected constant offsets
  * instead of a clamped index, a product and two 64-bit sums a block. The same
  * words as fetch_w<FMT>(r[u], part, wr, b + BSTR u) (ld_run_raw's halves, run_sh's shift): a step of
  * BSTR * bsize bytes keeps the alignment mod 4 where it is a multiple of 4 (ORD 2: 32 blocks), else
- * (ORD 3, 18- or 34-byte blocks) flips it with u's parity, a constant per u. */
+ * (ORD 3, 18-byte blocks) flips it with u's parity, a constant per u. */
 template <int FMT, int NBS, int BSTR>
 static __device__ __forceinline__ void fetch_step_pin(mm_wraw *r, int part, const uint8_t *blk0, int ub) {
-    static_assert(FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_Q8_0 || FMT == TYPE_IQ4_NL, "mm: raw-word formats");
-    constexpr int BS = wfmt<FMT>::bsize, ST = BSTR * BS;
-    constexpr int NW = FMT == TYPE_Q8_0 ? 2 : 1;   /* code words a part */
-    constexpr int QO = FMT == TYPE_Q4_0 ? offsetof_i(block_q4_0, qs) : FMT == TYPE_Q5_0 ? offsetof_i(block_q5_0, qs)
-                     : FMT == TYPE_Q8_0 ? offsetof_i(block_q8_0, qs) : offsetof_i(block_iq4_nl, qs);
-    const uint8_t *p0 = blk0 + QO + 4 * NW * part;
-    const int odd0 = (int)((uintptr_t)p0 & 2u);   /* the 4 NW part bytes keep it: as run_sh(blk + qoff) */
+    static_assert(FMT == TYPE_Q4_0 || FMT == TYPE_IQ4_NL, "mm: PINF's formats (one code word a part)");
+    static_assert(offsetof_i(block_q4_0, qs) == offsetof_i(block_iq4_nl, qs), "mm: Q4_0 / IQ4_NL: qs after d");
+    constexpr int ST = BSTR * wfmt<FMT>::bsize;
+    const uint8_t *p0 = blk0 + offsetof_i(block_q4_0, qs) + 4 * part;
+    const int odd0 = (int)((uintptr_t)p0 & 2u);   /* the part's 4 bytes keep it: as run_sh(blk + qoff) */
 #pragma unroll
     for (int u = 0; u < NBS; u++) {
         const int uu = u <= ub ? u : 0;   /* CTA-uniform */
-        const int odd = (BSTR * BS) % 4 == 0 ? odd0 : odd0 ^ ((uu * ST) & 2);
+        const int odd = ST % 4 == 0 ? odd0 : odd0 ^ ((uu * ST) & 2);
         const uint8_t *p = p0 + uu * ST;
-        const uint32_t *q = (const uint32_t *)(p - odd);
-#pragma unroll
-        for (int i = 0; i < NW; i++) r[u].q[i] = q[i];
-        r[u].q[NW] = ld_u16(p + (odd ? 4 * NW - 2 : 0));
+        r[u].q[0] = *(const uint32_t *)(p - odd);
+        r[u].q[1] = ld_u16(p + (odd ? 2 : 0));
         r[u].sh = (uint32_t)odd * 8u;
-        if constexpr (FMT == TYPE_Q5_0) {   /* qh at offset 2, qs at 6: alike mod 4 */
-            const uint8_t *ph = blk0 + uu * ST + offsetof_i(block_q5_0, qh);
-            const uint32_t *qh = (const uint32_t *)(ph - odd);
-            r[u].h[0] = qh[0];
-            r[u].h[1] = ld_u16(ph + (odd ? 2 : 0));
-        }
         r[u].dd = (uint32_t)ld_u16(blk0 + uu * ST);
     }
 }
@@ -404,15 +394,15 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
             const uint32_t y = r.q[0] ^ 0x88888888u;
             lo = (y << 4) & 0xF0F0F0F0u; hi = y & 0xF0F0F0F0u;
         } else {
-        lo = r.q[0] & 0x0F0F0F0Fu; hi = (r.q[0] >> 4) & 0x0F0F0F0Fu;
-        if (Q5) {
-            lo |= spread4(r.h[0] >> (4 * part)) << 4;
-            hi |= spread4(r.h[0] >> (16 + 4 * part)) << 4;
-        }
-        }
-        if (!ONE && !(SC && FMT == TYPE_Q4_0)) {
-            const uint32_t off = Q5 ? 0x10101010u : 0x08080808u;
-            lo = __vsub4(lo, off); hi = __vsub4(hi, off);
+            lo = r.q[0] & 0x0F0F0F0Fu; hi = (r.q[0] >> 4) & 0x0F0F0F0Fu;
+            if (Q5) {
+                lo |= spread4(r.h[0] >> (4 * part)) << 4;
+                hi |= spread4(r.h[0] >> (16 + 4 * part)) << 4;
+            }
+            if (!ONE) {
+                const uint32_t off = Q5 ? 0x10101010u : 0x08080808u;
+                lo = __vsub4(lo, off); hi = __vsub4(hi, off);
+            }
         }
         st_w(dst + 4 * part, lo);
         st_w(dst + 16 + 4 * part, hi);
@@ -588,10 +578,6 @@ static __device__ __forceinline__ void cp4z(uint32_t d, const void *src, uint32_
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
 }
 
-static __device__ __forceinline__ void cp16z(void *dst_smem, const void *src, int n) {
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst_smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
-}
 /* activation block b of column row ar into tile column j, by cp.async (zeros when invalid).
  * aco (STRATA_CUDA_MM_WPRE bit 2, QK 32; QK 256 takes issue_a_warp instead): the four parts of a
  * column copy code words 4 w + p (16 consecutive bytes a column and copy) instead of words 2 p,
@@ -679,10 +665,10 @@ static __device__ __forceinline__ void mm_atl_copy(mm_tile2<32> *tiles, int t0, 
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int p = tid + 256 * i;
-        cp16z(&tiles[t0 + (p >> 7)].a[p & 63][16 * ((p >> 6) & 1)], ch + 16 * p, 16);
+        cp_async16z(&tiles[t0 + (p >> 7)].a[p & 63][16 * ((p >> 6) & 1)], ch + 16 * p, 16);
     }
-    if (tid < 64) cp16z(&tiles[t0 + (tid >> 4)].da[4 * (tid & 15)], ch + mm_atl<ONE>::DO + 16 * tid, 16);
-    else if (ONE && tid < 128) cp16z(&tiles[t0 + ((tid - 64) >> 4)].sa[4 * (tid & 15)], ch + mm_atl<ONE>::SO + 16 * (tid - 64), 16);
+    if (tid < 64) cp_async16z(&tiles[t0 + (tid >> 4)].da[4 * (tid & 15)], ch + mm_atl<ONE>::DO + 16 * tid, 16);
+    else if (ONE && tid < 128) cp_async16z(&tiles[t0 + ((tid - 64) >> 4)].sa[4 * (tid & 15)], ch + mm_atl<ONE>::SO + 16 * (tid - 64), 16);
 }
 
 /* aco for the 256-value formats: warp w copies the act_q8_K blocks of tile columns 8 w .. 8 w + 7,
@@ -1439,7 +1425,7 @@ static __device__ __forceinline__ void issue3(const mm_stg<FMT> &s, int li, int 
             const int off = (int)((uintptr_t)g & 15), end = off + BS, nch = (end + 15) >> 4;
             const uint8_t *g0 = g - off;
             uint8_t *d = s.raw(u, li);
-            for (int c = part; c < nch; c += 4) cp16z(d + 16 * c, g0 + 16 * c, min(16, end - 16 * c));
+            for (int c = part; c < nch; c += 4) cp_async16z(d + 16 * c, g0 + 16 * c, (unsigned)min(16, end - 16 * c));
         }
         issue_a<FMT>(s.t(u), li, part, ar, bu, avalid);
     }
