@@ -9,7 +9,7 @@
 #                                                 shared libraries the GPU machine lacks), and with
 #                                                 SERVER=1 the strata binary + libraries for
 #                                                 bench/server_gpu.sh as srv.tar.xz (~20 MB)
-#   here:   bash tools/gpu_pack.sh keep-old          the packed bench_e2e and test_gpu_mm kept as an
+#   here:   bash tools/gpu_pack.sh keep-old          the packed bench_e2e, test_gpu_mm and bench_gpu kept as an
 #                                                 A/B's old programs (.gpubin/old.tar.xz), before
 #                                                 packing the change
 #   there:  bash tools/gpu_pack.sh run [OUT]      unpack into /tmp/gb and run every test_gpu_*
@@ -50,12 +50,12 @@ pack)
   du -sh .gpubin; ls .gpubin .gpubin/lib
   ;;
 keep-old)
-  # the packed bench_e2e and test_gpu_mm as the A/B's old programs (.gpubin/old.tar.xz, ~26 MB): pack
+  # the packed bench_e2e, test_gpu_mm and bench_gpu as the A/B's old programs (.gpubin/old.tar.xz, ~26 MB): pack
   # the baseline, keep-old, then pack the change; a call carries bins.tar.xz, lib and old.tar.xz and
   # unpacks it into /tmp/old (bench/gpu_call.sh's old_unpack; its mm_bench_rows / e2e_prog_rows run both)
   t=$(mktemp -d)
   tar xJf .gpubin/bins.tar.xz -C "$t"
-  (cd "$t/bin" && tar cf - bench_e2e test_gpu_mm | xz -T2 -6 --lzma2=dict=96MiB > "$OLDPWD/.gpubin/old.tar.xz")
+  (cd "$t/bin" && tar cf - bench_e2e test_gpu_mm bench_gpu | xz -T2 -6 --lzma2=dict=96MiB > "$OLDPWD/.gpubin/old.tar.xz")
   rm -rf "$t"; ls -la .gpubin/old.tar.xz
   ;;
 run)

@@ -103,8 +103,24 @@ static __device__ __forceinline__ uint32_t ld_u32(const uint8_t *p) { return *(c
 static __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t *p) {
     return (uint32_t)ld_u16(p) | (uint32_t)ld_u16(p + 2) << 16;
 }
-static __device__ __forceinline__ uint32_t ld_u32_a1(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+/* N consecutive 4-byte words at any alignment (MXFP4's 17-byte blocks): the N aligned words from the one
+ * at or below p and, where p is k = 1..3 bytes past it, the run's missing k last bytes by a predicated
+ * 2-byte load (k >= 2) and a predicated byte load (k odd), joined by funnel shifts: N to N + 2 loads
+ * where the byte-wise form (ld_u32_a1, deleted) took four byte loads a word. No byte outside
+ * [p - k, p + 4 N) is read (the word at or below p lies in the same allocation: allocations are
+ * 256-byte aligned). The same values. */
+template <int N>
+static __device__ __forceinline__ void ld_run_any(uint32_t *dst, const uint8_t *p) {
+    const uint32_t k = (uint32_t)(uintptr_t)p & 3u;
+    const uint8_t *a = p - k;
+    uint32_t w[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i++) w[i] = ((const uint32_t *)a)[i];
+    w[N] = 0;
+    if (k >= 2) w[N] = *(const uint16_t *)(a + 4 * N);
+    if (k & 1) w[N] |= (uint32_t)a[4 * N + (k & 2)] << (8 * (k & 2));
+#pragma unroll
+    for (int i = 0; i < N; i++) dst[i] = __funnelshift_r(w[i], w[i + 1], 8 * k);
 }
 /* 16-byte global -> shared copy by cp.async (.cg: not kept in L1), n = 16 the piece copied, n = 0 zeros
  * written (the source size: no bytes read); both addresses 16-byte aligned (sm_80+) */

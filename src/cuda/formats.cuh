@@ -52,4 +52,25 @@ static __host__ __device__ __forceinline__ size_t act_block_bytes_dev(int fmt) {
          : fmt == ACT_Q8_1 ? afmt<ACT_Q8_1>::bytes
          : fmt == ACT_Q8_2 ? afmt<ACT_Q8_2>::bytes : afmt<ACT_Q8_K>::bytes;
 }
+/* Four 4-bit codes to four int8 values of a 16-entry table by byte permutes (the matmul's store_w, the
+ * matvec's kv4 / bp_mxfp4): byte k of the result is entry n_k of t (entry e = byte e % 4 of word t[e / 4]), n_k the code in
+ * bits 0-3 of x's byte k (its bits 4-7 ignored). Two 8-entry permutes give entries n & 7 and 8 + (n & 7);
+ * the code's bit 3, replicated over its byte by a sign permute, picks one: nine instructions a word,
+ * where four table reads from global memory (IQ4_NL) or four branchy e2m1 decodes (MXFP4, ~60 a word in
+ * ncu's count, 2026-12-05) took more. The same bytes. */
+template <uint32_t T0, uint32_t T1, uint32_t T2, uint32_t T3>
+static __device__ __forceinline__ uint32_t lut16(uint32_t x) {
+    const uint32_t x7 = x & 0x07070707u, c = x7 | (x7 >> 4);   /* bytes 0, 2: n0 | n1 << 4, n2 | n3 << 4 */
+    uint32_t sel, a, b, m;
+    asm("prmt.b32 %0, %1, 0, 0x0020;" : "=r"(sel) : "r"(c));   /* nibble k: n_k & 7 (msb clear: plain selects) */
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(a) : "r"(T0), "r"(T1), "r"(sel));
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(b) : "r"(T2), "r"(T3), "r"(sel));
+    asm("prmt.b32 %0, %1, 0, 0xBA98;" : "=r"(m) : "r"((x & 0x08080808u) << 4));   /* byte k: 0xFF where n_k >= 8 */
+    return (b & m) | (a & ~m);
+}
+/* kvalues_iq4nl (src/quant/iq_tables.c) and MXFP4's doubled e2m1 values (docs/KERNELS.md section 4) as
+ * table words */
+#define LUT_IQ4NL 0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u
+#define LUT_MXFP4 0x03020100u, 0x0C080604u, 0xFDFEFF00u, 0xF4F8FAFCu
+
 #endif

@@ -66,10 +66,9 @@ static __device__ __forceinline__ uint32_t apply_signs4(uint32_t w, uint32_t s) 
 }
 static __device__ __forceinline__ uint32_t grid8_lo(const uint8_t *row) { return ld_u32(row); }
 static __device__ __forceinline__ uint32_t grid8_hi(const uint8_t *row) { return ld_u32(row + 4); }
-static __device__ __forceinline__ uint32_t kv4(uint32_t nibbles_in_bytes) {
-    return pack4(d_kvalues_iq4nl[nibbles_in_bytes & 15], d_kvalues_iq4nl[(nibbles_in_bytes >> 8) & 15],
-                 d_kvalues_iq4nl[(nibbles_in_bytes >> 16) & 15], d_kvalues_iq4nl[(nibbles_in_bytes >> 24) & 15]);
-}
+/* kvalues_iq4nl of the codes in bits 0-3 of each byte: lut16's byte permutes (formats.cuh; the same bytes
+ * as the table d_kvalues_iq4nl, which four global reads a word took before) */
+static __device__ __forceinline__ uint32_t kv4(uint32_t nibbles_in_bytes) { return lut16<LUT_IQ4NL>(nibbles_in_bytes); }
 /* IQ1: bytes 8 * grid + delta (grid values -1, 0, 1) */
 static __device__ __forceinline__ void iq1_words(const int8_t *gr, int delta, uint32_t *w0, uint32_t *w1) {
     *w0 = pack4(8 * gr[0] + delta, 8 * gr[1] + delta, 8 * gr[2] + delta, 8 * gr[3] + delta);

@@ -35,11 +35,6 @@ static __device__ __forceinline__ uint32_t crumbs4(uint32_t v) {
     return (v & 3) | ((v >> 2) & 3) << 8 | ((v >> 4) & 3) << 16 | ((v >> 6) & 3) << 24;
 }
 /* MXFP4 doubled e2m1 value of code c (0..15): {0,1,2,3,4,6,8,12} with sign bit 3 */
-static __device__ __forceinline__ int mxfp4_val(uint32_t c) {
-    int m = (int)(c & 7);
-    int v = m < 4 ? m : (m < 6 ? (m - 2) * 2 : (m - 4) * 4);
-    return (c & 8) ? -v : v;
-}
 static __device__ __forceinline__ uint32_t pack4(int a, int b, int c, int d) {
     return (uint32_t)(a & 255) | (uint32_t)(b & 255) << 8 | (uint32_t)(c & 255) << 16 | (uint32_t)(d & 255) << 24;
 }
@@ -199,12 +194,13 @@ template <int TM> static __device__ __forceinline__ void bp_q2_0(BP_ARGS) {
 template <int TM> static __device__ __forceinline__ void bp_mxfp4(BP_ARGS) {
     const uint8_t *blk = wr + (size_t)b * sizeof_i(block_mxfp4);
     float dw = mxfp4_e8m0_half_dev(blk[offsetof_i(block_mxfp4, e)]);
-    uint32_t lo[4], hi[4];
+    uint32_t lo[4], hi[4], qw[4];
+    ld_run_any<4>(qw, blk + offsetof_i(block_mxfp4, qs));   /* four words by 4 to 6 loads (cuda_common.cuh) */
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        uint32_t q = ld_u32_a1(blk + offsetof_i(block_mxfp4, qs) + 4 * i);
-        lo[i] = pack4(mxfp4_val(q & 15), mxfp4_val((q >> 8) & 15), mxfp4_val((q >> 16) & 15), mxfp4_val((q >> 24) & 15));
-        hi[i] = pack4(mxfp4_val((q >> 4) & 15), mxfp4_val((q >> 12) & 15), mxfp4_val((q >> 20) & 15), mxfp4_val(q >> 28));
+        const uint32_t q = qw[i];
+        lo[i] = lut16<LUT_MXFP4>(q);   /* each code's doubled e2m1 value by byte permutes (formats.cuh) */
+        hi[i] = lut16<LUT_MXFP4>(q >> 4);
     }
 #pragma unroll
     for (int t = 0; t < TM; t++) {
