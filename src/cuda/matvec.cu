@@ -171,6 +171,136 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
     }
 }
 
+/* STRATA_CUDA_MV_KQ (cuda_matvec_set_kq): Q4_K / Q5_K rows at T = 1 without the cooperative
+ * kernel's per-step latency chain. Why (docs/BENCHMARKS.md, 2026-12-05 19:31 session, ncu of
+ * matvec_kernel<Q4_K, 1, 8>): 198 warp instructions a step of 4 blocks, every step's loads issued
+ * only after the step before had finished (its `if (b < nb)` regions), long scoreboard the top
+ * stall. Here:
+ *   - the CTA copies the activation row (nb act_q8_K blocks) into shared memory once, split by
+ *     field (qs 16-byte aligned, d, bsums), so a part reads its 32 activation bytes with two
+ *     16-byte shared loads instead of eight 4-byte global loads and 64-bit address arithmetic;
+ *   - a warp loads the weights of STEPS steps (G = 32 / TPB blocks each) before it computes any,
+ *     block indices clamped to the row (no branch around a load), so STEPS x G blocks of the row
+ *     are in flight at once;
+ *   - the block's 6-bit scales and mins come from the header words by masks (no branch per part);
+ *     with TPB = 4 a lane's first part is always a low sub-block pair and its second a high one.
+ * The sums are the cooperative kernel's: S and M are exact integers however the parts are split
+ * (xor shuffles over the TPB lanes), p_b is coop_final's formula on the same d, dmin (the header's
+ * first word) and activation d, and p_b goes to lane b % 32 in increasing b, then
+ * warp_canon_finish: row_dot_coop's bits (test_gpu_matvec compares both with the CPU reference). */
+#define MV_KQ_MAXNB 160   /* nb * 292 bytes of shared memory under 48 KiB */
+static __device__ __forceinline__ int kq_dot16(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, uint4 a) {
+    return __dp4a((int)w3, (int)a.w, __dp4a((int)w2, (int)a.z, __dp4a((int)w1, (int)a.y, __dp4a((int)w0, (int)a.x, 0))));
+}
+/* one row's canonical dot (lane 0's value) against the activation row in shared memory */
+template <int FMT, int TPB, int STEPS>
+static __device__ __forceinline__ float kq1_row(const uint8_t *__restrict__ wr, int nb, const uint32_t *sq, const float *sd,
+                                                const uint32_t *sb) {
+    constexpr int Q5 = FMT == TYPE_Q5_K, BS = wfmt<FMT>::bsize, G = 32 / TPB, U = 8 / TPB;
+    constexpr int QOFF = Q5 ? (int)offsetof_i(block_q5_K, qs) : (int)offsetof_i(block_q4_K, qs);
+    const int lane = threadIdx.x & 31, gq = lane / TPB, k = lane % TPB, h = k & 1;
+    float acc = 0.0f;
+    for (int base = 0; base < nb; base += G * STEPS) {
+        uint4 hd[STEPS], qv[STEPS][U], hv[STEPS];
+#pragma unroll
+        for (int s = 0; s < STEPS; s++) {
+            int b = base + s * G + gq;
+            b = b < nb ? b : nb - 1;
+            const uint8_t *blk = wr + (size_t)b * BS;
+            hd[s] = *(const uint4 *)blk;
+#pragma unroll
+            for (int i = 0; i < U; i++) qv[s][i] = *(const uint4 *)(blk + QOFF + 32 * ((k + TPB * i) >> 1) + 16 * h);
+            if (Q5) hv[s] = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16 * h);
+        }
+#pragma unroll
+        for (int s = 0; s < STEPS; s++) {
+            const int b0 = base + s * G, b = b0 + gq, bc = b < nb ? b : nb - 1;
+            const uint32_t Y = hd[s].y, Z = hd[s].z, Wd = hd[s].w;
+            int S = 0, M = 0;
+#pragma unroll
+            for (int i = 0; i < U; i++) {
+                const int j = (k + TPB * i) >> 1;
+                /* the 6-bit scales / mins of sub-blocks 0..3 (low) and 4..7 (high), one byte each
+                 * (kq_scale_min's layout); part j takes sub-blocks 2j, 2j + 1 */
+                const uint32_t scl = Y & 0x3f3f3f3fu, mnl = Z & 0x3f3f3f3fu;
+                const uint32_t sch = (Wd & 0x0f0f0f0fu) | ((Y >> 2) & 0x30303030u),
+                               mnh = ((Wd >> 4) & 0x0f0f0f0fu) | ((Z >> 2) & 0x30303030u);
+                const bool low = TPB == 4 ? i == 0 : j < 2;
+                const uint32_t scw = low ? scl : sch, mw = low ? mnl : mnh;
+                const int sh = 16 * (j & 1);
+                const int scA = (scw >> sh) & 0xff, scB = (scw >> (sh + 8)) & 0xff;
+                const int mA = (mw >> sh) & 0xff, mB = (mw >> (sh + 8)) & 0xff;
+                const uint4 q = qv[s][i];
+                uint32_t lo0 = q.x & 0x0f0f0f0fu, lo1 = q.y & 0x0f0f0f0fu, lo2 = q.z & 0x0f0f0f0fu, lo3 = q.w & 0x0f0f0f0fu;
+                uint32_t hi0 = (q.x >> 4) & 0x0f0f0f0fu, hi1 = (q.y >> 4) & 0x0f0f0f0fu, hi2 = (q.z >> 4) & 0x0f0f0f0fu,
+                         hi3 = (q.w >> 4) & 0x0f0f0f0fu;
+                if (Q5) {
+                    const uint4 hb = hv[s];
+                    lo0 |= ((hb.x >> (2 * j)) & 0x01010101u) << 4; hi0 |= ((hb.x >> (2 * j + 1)) & 0x01010101u) << 4;
+                    lo1 |= ((hb.y >> (2 * j)) & 0x01010101u) << 4; hi1 |= ((hb.y >> (2 * j + 1)) & 0x01010101u) << 4;
+                    lo2 |= ((hb.z >> (2 * j)) & 0x01010101u) << 4; hi2 |= ((hb.z >> (2 * j + 1)) & 0x01010101u) << 4;
+                    lo3 |= ((hb.w >> (2 * j)) & 0x01010101u) << 4; hi3 |= ((hb.w >> (2 * j + 1)) & 0x01010101u) << 4;
+                }
+                const uint32_t *aq = sq + bc * 64 + 16 * j + 4 * h;   /* qs bytes 64 j + 16 h, + 32 */
+                const uint4 al = *(const uint4 *)aq, ah = *(const uint4 *)(aq + 8);
+                S += scA * kq_dot16(lo0, lo1, lo2, lo3, al) + scB * kq_dot16(hi0, hi1, hi2, hi3, ah);
+                const int16_t *bs = (const int16_t *)(sb + bc * 8);
+                M += mA * (int)bs[4 * j + h] + mB * (int)bs[4 * j + 2 + h];
+            }
+#pragma unroll
+            for (int o = TPB / 2; o >= 1; o >>= 1) {
+                S += __shfl_xor_sync(FULL_MASK, S, o);
+                M += __shfl_xor_sync(FULL_MASK, M, o);
+            }
+            const float dw = h2f((uint16_t)hd[s].x), dmw = h2f((uint16_t)(hd[s].x >> 16)), ad = sd[bc];
+            const float p = __fsub_rn(__fmul_rn(__int2float_rn(S), __fmul_rn(dw, ad)), __fmul_rn(__int2float_rn(M), __fmul_rn(dmw, ad)));
+            /* block b0 + gs belongs to lane (b0 % 32) + gs: row_dot_coop's hand-over */
+            const int gs = lane - (b0 & 31);
+            const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
+            const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
+            if (mine) acc = __fadd_rn(acc, v);
+        }
+    }
+    return warp_canon_finish<MV_WARPS>(acc, nb);
+}
+/* A group's rows (or a gate/up pair's: row r of both, then store_swiglu's values) */
+template <int FMT, int TPB, int STEPS>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
+    static_assert(FMT == TYPE_Q4_K || FMT == TYPE_Q5_K, "Q4_K / Q5_K");
+    static_assert(TPB == 4 || TPB == 8, "4 or 8 lanes a block");
+    extern __shared__ __align__(16) uint8_t kq_sm[];
+    uint32_t *sq = (uint32_t *)kq_sm;                        /* qs: nb x 64 words */
+    float *sd = (float *)(kq_sm + (size_t)nb * 256);          /* d: nb */
+    uint32_t *sb = (uint32_t *)(kq_sm + (size_t)nb * 260);    /* bsums: nb x 8 words (16 int16) */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row = blockIdx.x * MV_WARPS + warp;
+    const bool live = row < (g.swiglu ? (int)g.n_out[0] : g.row_start[g.n]);
+    int wi = 0, r = row;
+    if (live && !g.swiglu) { wi = group_weight(g, row); r = row - g.row_start[wi]; }
+    if ((c_prefetch & CUDA_PF_ROWS) && live) {
+        l2_prefetch_lines(g.W[wi] + (size_t)r * g.row_bytes, g.row_bytes, lane, 32);
+        if (g.swiglu) l2_prefetch_lines(g.W[1] + (size_t)r * g.row_bytes, g.row_bytes, lane, 32);
+    }
+    PDL_WAIT();
+    {   /* the activation row by fields: act_q8_K is d | qs[256] | bsums[16], 73 words */
+        const uint32_t *a32 = (const uint32_t *)act;
+        for (int w = threadIdx.x; w < nb * 64; w += MV_WARPS * 32) sq[w] = a32[(w >> 6) * 73 + 1 + (w & 63)];
+        for (int w = threadIdx.x; w < nb; w += MV_WARPS * 32) ((uint32_t *)sd)[w] = a32[w * 73];
+        for (int w = threadIdx.x; w < nb * 8; w += MV_WARPS * 32) sb[w] = a32[(w >> 3) * 73 + 65 + (w & 7)];
+    }
+    __syncthreads();
+    if (!live) return;
+    if (g.swiglu) {
+        float ga = kq1_row<FMT, TPB, STEPS>(g.W[0] + (size_t)r * g.row_bytes, nb, sq, sd, sb);
+        float ua = kq1_row<FMT, TPB, STEPS>(g.W[1] + (size_t)r * g.row_bytes, nb, sq, sd, sb);
+        if (lane == 0) store_swiglu<1>(g, r, 1, &ga, &ua);
+        return;
+    }
+    float acc = kq1_row<FMT, TPB, STEPS>(g.W[wi] + (size_t)r * g.row_bytes, nb, sq, sd, sb);
+    if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
+}
+
 /* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that
  * read 32-value blocks (act_q8_0 / act_q8_1): 32 warps per CTA, warp w takes row
  * 32 * blockIdx.x + w (store_swiglu's values), then warp 0 quantizes the CTA's 32 h values as
@@ -298,12 +428,26 @@ static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a,
 static int mv_split = 24;
 extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 0 ? min_blocks : 0; }
 
+/* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1 */
+static int mv_kq = 0;
+extern "C" void cuda_matvec_set_kq(int mode) { mv_kq = mode == 4 || mode == 8 ? mode : 0; }
+extern "C" int cuda_matvec_kq(void) { return mv_kq; }
+
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
     int rows = g->swiglu ? (int)g->n_out[0] : g->row_start[g->n];
     unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
+    if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K) {
+        if (mv_kq && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB && dec_v<FMT, 8>() == 0 &&
+            (uintptr_t)act % 4 == 0) {
+            const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
+            if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+            else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+            return CU_LAUNCHED();
+        }
+    }
     if constexpr (coop_fmt<FMT>::ok) {
         if (mv_split && nb >= mv_split && coop == 8 && T == 1 && !g->swiglu && nb > 32 / 8 && nb <= MV_SPLIT_MAXNB) {
             const int W = nb > 2 * (32 / 8) ? 4 : 2;

@@ -144,15 +144,21 @@ int main(void) {
         int64_t lens[] = { B, 3 * B, 33 * B, B == 256 ? 41 * 256 : 136 * 32, 4096 };
         /* 256-weight formats have two kernels (8 lanes per super-block, and the first one
          * lane per super-block): both must give the reference bits */
-        static const int lanes[] = { -1, 8, 0 };   /* default, 8 lanes per super-block, one lane */
-        for (int v = 0; v < (B == 256 ? 3 : 1); v++) {
+        /* default, 8 lanes per super-block, one lane; Q4_K / Q5_K also matvec_kq1_kernel with 4 and 8
+         * lanes a block (STRATA_CUDA_MV_KQ; its T = 1 calls; rows of 1, 3, 33, 41 and 16 blocks) */
+        static const int lanes[] = { -1, 8, 0, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8 };
+        const int kq_was = cuda_matvec_kq();
+        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K) ? 5 : 3;
+        for (int v = 0; v < nv; v++) {
             cuda_matvec_set_coop(lanes[v]);
+            cuda_matvec_set_kq(v < 3 ? kq_was : kqs[v]);
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
                 if (lens[i] % qt->blck) continue;
                 check_format(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), i == 4 && v == 0);
             }
         }
         cuda_matvec_set_coop(-1);
+        cuda_matvec_set_kq(kq_was);
     }
     printf("%d formats checked against the CPU reference\n", n_formats_tested);
     CHECK(n_formats_tested >= 10);
@@ -168,8 +174,13 @@ int main(void) {
         t_current = qt->name;
         const int B = qt->blck == 1 ? 32 : qt->blck;
         const int64_t lens[] = { 3 * B, 33 * B, 4096 };
-        for (size_t i = 0; i < 3; i++)
-            if (lens[i] % qt->blck == 0) check_format(qt, lens[i], 33, 0);
+        const int kq_was = cuda_matvec_kq(), nk = type == TYPE_Q4_K || type == TYPE_Q5_K ? 3 : 1;
+        for (int v = 0; v < nk; v++) {   /* Q4_K / Q5_K: also matvec_kq1_kernel's 4 and 8 lanes a block */
+            cuda_matvec_set_kq(v == 0 ? kq_was : 4 * v);
+            for (size_t i = 0; i < 3; i++)
+                if (lens[i] % qt->blck == 0) check_format(qt, lens[i], 33, 0);
+        }
+        cuda_matvec_set_kq(kq_was);
     }
     canon_serial = was;
     cuda_canon_apply();
