@@ -192,74 +192,100 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
 static __device__ __forceinline__ int kq_dot16(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, uint4 a) {
     return __dp4a((int)w3, (int)a.w, __dp4a((int)w2, (int)a.z, __dp4a((int)w1, (int)a.y, __dp4a((int)w0, (int)a.x, 0))));
 }
-/* one row's canonical dot (lane 0's value) against the activation row in shared memory */
+/* One step's weights (G = 32 / TPB blocks of a row, this lane's parts): the block header (d | dmin |
+ * scales), the lane's qs words and (Q5_K) its qh words */
+template <int FMT, int TPB> struct kq_step {
+    uint4 hd, qv[8 / TPB], hv;
+};
+/* the step at block base of row wr: block base + lane / TPB, clamped to the row (no branch) */
+template <int FMT, int TPB>
+static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8_t *__restrict__ wr, int base, int nb) {
+    constexpr int Q5 = FMT == TYPE_Q5_K, BS = wfmt<FMT>::bsize, U = 8 / TPB;
+    constexpr int QOFF = Q5 ? (int)offsetof_i(block_q5_K, qs) : (int)offsetof_i(block_q4_K, qs);
+    const int lane = threadIdx.x & 31, k = lane % TPB, h = k & 1;
+    int b = base + lane / TPB;
+    b = b < nb ? b : nb - 1;
+    const uint8_t *blk = wr + (size_t)b * BS;
+    w.hd = *(const uint4 *)blk;
+#pragma unroll
+    for (int i = 0; i < U; i++) w.qv[i] = *(const uint4 *)(blk + QOFF + 32 * ((k + TPB * i) >> 1) + 16 * h);
+    if (Q5) w.hv = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16 * h);
+    else w.hv = make_uint4(0, 0, 0, 0);
+}
+/* the step's block partials, each added by its lane (b % 32) into acc: row_dot_coop's operations */
+template <int FMT, int TPB>
+static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, int b0, int nb, const uint32_t *sq,
+                                                   const float *sd, const uint32_t *sb, float &acc) {
+    constexpr int Q5 = FMT == TYPE_Q5_K, G = 32 / TPB, U = 8 / TPB;
+    const int lane = threadIdx.x & 31, k = lane % TPB, h = k & 1;
+    const int b = b0 + lane / TPB, bc = b < nb ? b : nb - 1;
+    const uint32_t Y = w.hd.y, Z = w.hd.z, Wd = w.hd.w;
+    int S = 0, M = 0;
+#pragma unroll
+    for (int i = 0; i < U; i++) {
+        const int j = (k + TPB * i) >> 1;
+        /* the 6-bit scales / mins of sub-blocks 0..3 (low) and 4..7 (high), one byte each
+         * (kq_scale_min's layout); part j takes sub-blocks 2j, 2j + 1 */
+        const uint32_t scl = Y & 0x3f3f3f3fu, mnl = Z & 0x3f3f3f3fu;
+        const uint32_t sch = (Wd & 0x0f0f0f0fu) | ((Y >> 2) & 0x30303030u),
+                       mnh = ((Wd >> 4) & 0x0f0f0f0fu) | ((Z >> 2) & 0x30303030u);
+        const bool low = TPB == 4 ? i == 0 : j < 2;
+        const uint32_t scw = low ? scl : sch, mw = low ? mnl : mnh;
+        const int sh = 16 * (j & 1);
+        const int scA = (scw >> sh) & 0xff, scB = (scw >> (sh + 8)) & 0xff;
+        const int mA = (mw >> sh) & 0xff, mB = (mw >> (sh + 8)) & 0xff;
+        const uint4 q = w.qv[i];
+        uint32_t lo0 = q.x & 0x0f0f0f0fu, lo1 = q.y & 0x0f0f0f0fu, lo2 = q.z & 0x0f0f0f0fu, lo3 = q.w & 0x0f0f0f0fu;
+        uint32_t hi0 = (q.x >> 4) & 0x0f0f0f0fu, hi1 = (q.y >> 4) & 0x0f0f0f0fu, hi2 = (q.z >> 4) & 0x0f0f0f0fu,
+                 hi3 = (q.w >> 4) & 0x0f0f0f0fu;
+        if (Q5) {
+            const uint4 hb = w.hv;
+            lo0 |= ((hb.x >> (2 * j)) & 0x01010101u) << 4; hi0 |= ((hb.x >> (2 * j + 1)) & 0x01010101u) << 4;
+            lo1 |= ((hb.y >> (2 * j)) & 0x01010101u) << 4; hi1 |= ((hb.y >> (2 * j + 1)) & 0x01010101u) << 4;
+            lo2 |= ((hb.z >> (2 * j)) & 0x01010101u) << 4; hi2 |= ((hb.z >> (2 * j + 1)) & 0x01010101u) << 4;
+            lo3 |= ((hb.w >> (2 * j)) & 0x01010101u) << 4; hi3 |= ((hb.w >> (2 * j + 1)) & 0x01010101u) << 4;
+        }
+        const uint32_t *aq = sq + bc * 64 + 16 * j + 4 * h;   /* qs bytes 64 j + 16 h, + 32 */
+        const uint4 al = *(const uint4 *)aq, ah = *(const uint4 *)(aq + 8);
+        S += scA * kq_dot16(lo0, lo1, lo2, lo3, al) + scB * kq_dot16(hi0, hi1, hi2, hi3, ah);
+        const int16_t *bs = (const int16_t *)(sb + bc * 8);
+        M += mA * (int)bs[4 * j + h] + mB * (int)bs[4 * j + 2 + h];
+    }
+#pragma unroll
+    for (int o = TPB / 2; o >= 1; o >>= 1) {
+        S += __shfl_xor_sync(FULL_MASK, S, o);
+        M += __shfl_xor_sync(FULL_MASK, M, o);
+    }
+    const float dw = h2f((uint16_t)w.hd.x), dmw = h2f((uint16_t)(w.hd.x >> 16)), ad = sd[bc];
+    const float p = __fsub_rn(__fmul_rn(__int2float_rn(S), __fmul_rn(dw, ad)), __fmul_rn(__int2float_rn(M), __fmul_rn(dmw, ad)));
+    /* block b0 + gs belongs to lane (b0 % 32) + gs: row_dot_coop's hand-over */
+    const int gs = lane - (b0 & 31);
+    const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
+    const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
+    if (mine) acc = __fadd_rn(acc, v);
+}
+/* the activation row (nb act_q8_K blocks: d | qs[256] | bsums[16], 73 words) into shared memory by
+ * fields: qs nb x 64 words (16-byte aligned), d nb floats, bsums nb x 8 words; the CTA's threads */
+template <int NT>
+static __device__ __forceinline__ void kq_act_copy(const uint8_t *__restrict__ act, int nb, uint32_t *sq, float *sd, uint32_t *sb) {
+    const uint32_t *a32 = (const uint32_t *)act;
+    for (int w = threadIdx.x; w < nb * 64; w += NT) sq[w] = a32[(w >> 6) * 73 + 1 + (w & 63)];
+    for (int w = threadIdx.x; w < nb; w += NT) ((uint32_t *)sd)[w] = a32[w * 73];
+    for (int w = threadIdx.x; w < nb * 8; w += NT) sb[w] = a32[(w >> 3) * 73 + 65 + (w & 7)];
+}
+/* one row's canonical dot (lane 0's value) against the activation row in shared memory: STEPS
+ * steps' weights loaded, then computed */
 template <int FMT, int TPB, int STEPS>
 static __device__ __forceinline__ float kq1_row(const uint8_t *__restrict__ wr, int nb, const uint32_t *sq, const float *sd,
                                                 const uint32_t *sb) {
-    constexpr int Q5 = FMT == TYPE_Q5_K, BS = wfmt<FMT>::bsize, G = 32 / TPB, U = 8 / TPB;
-    constexpr int QOFF = Q5 ? (int)offsetof_i(block_q5_K, qs) : (int)offsetof_i(block_q4_K, qs);
-    const int lane = threadIdx.x & 31, gq = lane / TPB, k = lane % TPB, h = k & 1;
+    constexpr int G = 32 / TPB;
     float acc = 0.0f;
     for (int base = 0; base < nb; base += G * STEPS) {
-        uint4 hd[STEPS], qv[STEPS][U], hv[STEPS];
+        kq_step<FMT, TPB> w[STEPS];
 #pragma unroll
-        for (int s = 0; s < STEPS; s++) {
-            int b = base + s * G + gq;
-            b = b < nb ? b : nb - 1;
-            const uint8_t *blk = wr + (size_t)b * BS;
-            hd[s] = *(const uint4 *)blk;
+        for (int s = 0; s < STEPS; s++) kq_load<FMT, TPB>(w[s], wr, base + s * G, nb);
 #pragma unroll
-            for (int i = 0; i < U; i++) qv[s][i] = *(const uint4 *)(blk + QOFF + 32 * ((k + TPB * i) >> 1) + 16 * h);
-            if (Q5) hv[s] = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16 * h);
-        }
-#pragma unroll
-        for (int s = 0; s < STEPS; s++) {
-            const int b0 = base + s * G, b = b0 + gq, bc = b < nb ? b : nb - 1;
-            const uint32_t Y = hd[s].y, Z = hd[s].z, Wd = hd[s].w;
-            int S = 0, M = 0;
-#pragma unroll
-            for (int i = 0; i < U; i++) {
-                const int j = (k + TPB * i) >> 1;
-                /* the 6-bit scales / mins of sub-blocks 0..3 (low) and 4..7 (high), one byte each
-                 * (kq_scale_min's layout); part j takes sub-blocks 2j, 2j + 1 */
-                const uint32_t scl = Y & 0x3f3f3f3fu, mnl = Z & 0x3f3f3f3fu;
-                const uint32_t sch = (Wd & 0x0f0f0f0fu) | ((Y >> 2) & 0x30303030u),
-                               mnh = ((Wd >> 4) & 0x0f0f0f0fu) | ((Z >> 2) & 0x30303030u);
-                const bool low = TPB == 4 ? i == 0 : j < 2;
-                const uint32_t scw = low ? scl : sch, mw = low ? mnl : mnh;
-                const int sh = 16 * (j & 1);
-                const int scA = (scw >> sh) & 0xff, scB = (scw >> (sh + 8)) & 0xff;
-                const int mA = (mw >> sh) & 0xff, mB = (mw >> (sh + 8)) & 0xff;
-                const uint4 q = qv[s][i];
-                uint32_t lo0 = q.x & 0x0f0f0f0fu, lo1 = q.y & 0x0f0f0f0fu, lo2 = q.z & 0x0f0f0f0fu, lo3 = q.w & 0x0f0f0f0fu;
-                uint32_t hi0 = (q.x >> 4) & 0x0f0f0f0fu, hi1 = (q.y >> 4) & 0x0f0f0f0fu, hi2 = (q.z >> 4) & 0x0f0f0f0fu,
-                         hi3 = (q.w >> 4) & 0x0f0f0f0fu;
-                if (Q5) {
-                    const uint4 hb = hv[s];
-                    lo0 |= ((hb.x >> (2 * j)) & 0x01010101u) << 4; hi0 |= ((hb.x >> (2 * j + 1)) & 0x01010101u) << 4;
-                    lo1 |= ((hb.y >> (2 * j)) & 0x01010101u) << 4; hi1 |= ((hb.y >> (2 * j + 1)) & 0x01010101u) << 4;
-                    lo2 |= ((hb.z >> (2 * j)) & 0x01010101u) << 4; hi2 |= ((hb.z >> (2 * j + 1)) & 0x01010101u) << 4;
-                    lo3 |= ((hb.w >> (2 * j)) & 0x01010101u) << 4; hi3 |= ((hb.w >> (2 * j + 1)) & 0x01010101u) << 4;
-                }
-                const uint32_t *aq = sq + bc * 64 + 16 * j + 4 * h;   /* qs bytes 64 j + 16 h, + 32 */
-                const uint4 al = *(const uint4 *)aq, ah = *(const uint4 *)(aq + 8);
-                S += scA * kq_dot16(lo0, lo1, lo2, lo3, al) + scB * kq_dot16(hi0, hi1, hi2, hi3, ah);
-                const int16_t *bs = (const int16_t *)(sb + bc * 8);
-                M += mA * (int)bs[4 * j + h] + mB * (int)bs[4 * j + 2 + h];
-            }
-#pragma unroll
-            for (int o = TPB / 2; o >= 1; o >>= 1) {
-                S += __shfl_xor_sync(FULL_MASK, S, o);
-                M += __shfl_xor_sync(FULL_MASK, M, o);
-            }
-            const float dw = h2f((uint16_t)hd[s].x), dmw = h2f((uint16_t)(hd[s].x >> 16)), ad = sd[bc];
-            const float p = __fsub_rn(__fmul_rn(__int2float_rn(S), __fmul_rn(dw, ad)), __fmul_rn(__int2float_rn(M), __fmul_rn(dmw, ad)));
-            /* block b0 + gs belongs to lane (b0 % 32) + gs: row_dot_coop's hand-over */
-            const int gs = lane - (b0 & 31);
-            const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
-            const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
-            if (mine) acc = __fadd_rn(acc, v);
-        }
+        for (int s = 0; s < STEPS; s++) kq_step_add<FMT, TPB>(w[s], base + s * G, nb, sq, sd, sb, acc);
     }
     return warp_canon_finish<MV_WARPS>(acc, nb);
 }
@@ -283,12 +309,7 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
         if (g.swiglu) l2_prefetch_lines(g.W[1] + (size_t)r * g.row_bytes, g.row_bytes, lane, 32);
     }
     PDL_WAIT();
-    {   /* the activation row by fields: act_q8_K is d | qs[256] | bsums[16], 73 words */
-        const uint32_t *a32 = (const uint32_t *)act;
-        for (int w = threadIdx.x; w < nb * 64; w += MV_WARPS * 32) sq[w] = a32[(w >> 6) * 73 + 1 + (w & 63)];
-        for (int w = threadIdx.x; w < nb; w += MV_WARPS * 32) ((uint32_t *)sd)[w] = a32[w * 73];
-        for (int w = threadIdx.x; w < nb * 8; w += MV_WARPS * 32) sb[w] = a32[(w >> 3) * 73 + 65 + (w & 7)];
-    }
+    kq_act_copy<MV_WARPS * 32>(act, nb, sq, sd, sb);
     __syncthreads();
     if (!live) return;
     if (g.swiglu) {
@@ -299,6 +320,63 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     }
     float acc = kq1_row<FMT, TPB, STEPS>(g.W[wi] + (size_t)r * g.row_bytes, nb, sq, sd, sb);
     if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
+}
+
+/* STRATA_CUDA_MV_KQ = 1: the same steps in a grid of at most one wave (the occupancy's CTAs on every
+ * SM), each warp taking rows gw, gw + NW, ... (NW the grid's warps) and each CTA copying the activation
+ * row once for all its rows; the warp loads step c + 1's weights (the next step of its row, or the first
+ * of its next row) before it computes step c, so a step's loads are in flight while the one before is
+ * computed, across rows too. TPB = 4: a step is 8 blocks. A gate/up pair's row is two rows of steps
+ * (W[0]'s, then W[1]'s) and stores store_swiglu's values. Same per-row operations as kq1_row. */
+template <int FMT>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
+    constexpr int TPB = 4, G = 32 / TPB;
+    extern __shared__ __align__(16) uint8_t kq_sm[];
+    uint32_t *sq = (uint32_t *)kq_sm;
+    float *sd = (float *)(kq_sm + (size_t)nb * 256);
+    uint32_t *sb = (uint32_t *)(kq_sm + (size_t)nb * 260);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rows = g.swiglu ? (int)g.n_out[0] : g.row_start[g.n];
+    const int nw = gridDim.x * MV_WARPS, gw = blockIdx.x * MV_WARPS + warp;
+    const int my_rows = gw < rows ? (rows - 1 - gw) / nw + 1 : 0;
+    const int nit = (nb + G - 1) / G, mats = g.swiglu ? 2 : 1;
+    const int last = gw + (my_rows > 0 ? my_rows - 1 : 0) * nw;   /* the warp's last row */
+    /* a step's row pointer: row gw + rl nw (clamped to the warp's last row), matrix m */
+    auto row_ptr = [&](int rl, int m) -> const uint8_t * {
+        int row = gw + rl * nw;
+        row = row < last ? row : last;
+        if (g.swiglu) return g.W[m] + (size_t)row * g.row_bytes;
+        const int wi = group_weight(g, row);
+        return g.W[wi] + (size_t)(row - g.row_start[wi]) * g.row_bytes;
+    };
+    PDL_WAIT();
+    kq_step<FMT, TPB> cur, nxt;
+    if (my_rows > 0) kq_load<FMT, TPB>(cur, row_ptr(0, 0), 0, nb);
+    kq_act_copy<MV_WARPS * 32>(act, nb, sq, sd, sb);
+    __syncthreads();
+    float acc = 0.0f, ga = 0.0f;
+    int rl = 0, m = 0, it = 0;   /* the step being computed: row gw + rl nw, matrix m, blocks from G it */
+    while (rl < my_rows) {
+        int nrl = rl, nm = m, ni = it + 1;   /* the next step */
+        if (ni == nit) { ni = 0; if (++nm == mats) { nm = 0; nrl++; } }
+        kq_load<FMT, TPB>(nxt, row_ptr(nrl, nm), G * ni, nb);   /* past the last step: the last row again */
+        kq_step_add<FMT, TPB>(cur, G * it, nb, sq, sd, sb, acc);
+        if (it == nit - 1) {
+            const float v = warp_canon_finish<MV_WARPS>(acc, nb);
+            acc = 0.0f;
+            const int row = gw + rl * nw;
+            if (g.swiglu) {
+                if (m == 0) ga = v;
+                else if (lane == 0) { float gv = ga, uv = v; store_swiglu<1>(g, row, 1, &gv, &uv); }
+            } else if (lane == 0) {
+                const int wi = group_weight(g, row);
+                store_row<1>(g, wi, row - g.row_start[wi], 1, &v);
+            }
+        }
+        cur = nxt;
+        rl = nrl; m = nm; it = ni;
+    }
 }
 
 /* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that
@@ -428,9 +506,10 @@ static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a,
 static int mv_split = 24;
 extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 0 ? min_blocks : 0; }
 
-/* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1 */
+/* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel, 1 matvec_kqp_kernel, for Q4_K /
+ * Q5_K rows at T = 1 */
 static int mv_kq = 0;
-extern "C" void cuda_matvec_set_kq(int mode) { mv_kq = mode == 4 || mode == 8 ? mode : 0; }
+extern "C" void cuda_matvec_set_kq(int mode) { mv_kq = mode == 1 || mode == 4 || mode == 8 ? mode : 0; }
 extern "C" int cuda_matvec_kq(void) { return mv_kq; }
 
 template <int FMT>
@@ -443,7 +522,18 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
         if (mv_kq && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB && dec_v<FMT, 8>() == 0 &&
             (uintptr_t)act % 4 == 0) {
             const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
-            if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+            if (mv_kq == 1) {
+                static int per_sm[2][MV_KQ_MAXNB + 1], sms;   /* the occupancy's CTAs an SM by nb (once each) */
+                int &ps = per_sm[FMT == TYPE_Q5_K][nb];
+                int dev = 0;
+                if (!sms && (CU_CHECK(cudaGetDevice(&dev)) || CU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev))))
+                    return -1;
+                if (!ps && (CU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ps, matvec_kqp_kernel<FMT>, MV_WARPS * 32, shm)) ||
+                            ps < 1))
+                    ps = 1;
+                const unsigned wave = (unsigned)(ps * sms);
+                klaunch(matvec_kqp_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
+            } else if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
             else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
             return CU_LAUNCHED();
         }

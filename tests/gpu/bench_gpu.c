@@ -124,10 +124,10 @@ static void bench_matvec(double ceiling) {
             cuda_act_quantize(af, dx, n_in, 8, dact, NULL);
             /* 256-weight formats: the first kernel (one lane per super-block, "lane") and
              * the cooperative one (8 lanes per super-block, "coop", the default) */
-            /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4 and 8 ("kq4", "kq8") */
-            static const int lanes[] = { 0, 8, 8, 8 }, kqs[] = { 0, 0, 4, 8 };
+            /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4, 8 and 1 ("kq4", "kq8", "kqp") */
+            static const int lanes[] = { 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 4, 8, 1 };
             const int kq_ok = type == TYPE_Q4_K || type == TYPE_Q5_K, kq_was = cuda_matvec_kq();
-            for (int v = qt->blck == 256 ? 0 : 1; v <= (kq_ok ? 3 : 1); v++)
+            for (int v = qt->blck == 256 ? 0 : 1; v <= (kq_ok ? 4 : 1); v++)
             for (int T = 1; T <= (v >= 2 ? 1 : 8) && ok; T += 7) {
                 cuda_matvec_set_coop(lanes[v]);
                 cuda_matvec_set_kq(kqs[v]);
@@ -141,7 +141,7 @@ static void bench_matvec(double ceiling) {
                 qsort(t, 7, sizeof(double), cmp_d);
                 double us = t[3] * 1e3, gbs = bytes / (t[3] * 1e-3) / 1e9;
                 printf("%-8s %6lldx%-7lld %2d %10.1f %9.0f %5.0f%%  %s\n", qt->name, (long long)n_out, (long long)n_in, T, us, gbs,
-                       100.0 * gbs / ceiling, qt->blck != 256 ? "" : v == 0 ? "lane" : v == 1 ? "coop8" : v == 2 ? "kq4" : "kq8");
+                       100.0 * gbs / ceiling, qt->blck != 256 ? "" : v == 0 ? "lane" : v == 1 ? "coop8" : v == 2 ? "kq4" : v == 3 ? "kq8" : "kqp");
             }
             cuda_matvec_set_coop(-1);
             cuda_matvec_set_kq(kq_was);
