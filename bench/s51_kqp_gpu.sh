@@ -5,7 +5,7 @@
 # at 14336 x 4096 but -19 % at 151936 x 2048 (nb 8: the activation copy of every 4-row CTA), and the 1b's
 # decode +9 %. Parity first: test_gpu_matvec's closing line and any failure lines (call 3's tail lost it).
 # Carry .gpubin/bins.tar.xz, .gpubin/lib. Peer: none (A/B of a switch).
-# Prediction: kqp at 151936 x 2048 back to >= coop8 (85 us), at 14336 x 4096 <= kq4's 18.2 us; 1b decode
+# Also Q6_K by kqp (its first run; the 1b head is Q6_K). Prediction: kqp at 151936 x 2048 back to >= coop8 (85 us), at 14336 x 4096 <= kq4's 18.2 us; 1b decode
 # >= kq4's 1,273-1,279.
 set -u
 . bench/gpu_call.sh
@@ -16,7 +16,7 @@ for p in test_gpu_e2e test_gpu_widths; do echo "$p: $(timeout 200 $g/bin/$p 2>&1
 t
 for r in 1 2; do
   for s in 1 0 2; do
-    timeout 90 $g/bin/bench_gpu matvec shape=$s only=Q4_K,Q5_K 2>&1 | grep -E "Q4_K|Q5_K" | grep -v "lane\|  8 "
+    timeout 90 $g/bin/bench_gpu matvec shape=$s only=Q4_K,Q5_K,Q6_K 2>&1 | grep -E "Q4_K|Q5_K|Q6_K" | grep -v "lane\|  8 "
   done
   t
 done

@@ -197,6 +197,14 @@ static __device__ __forceinline__ int kq_dot16(uint32_t w0, uint32_t w1, uint32_
 template <int FMT, int TPB> struct kq_step {
     uint4 hd, qv[8 / TPB], hv;
 };
+/* Q6_K (TPB = 8, matvec_kqp_kernel only): part k's ql and qh runs (16 bytes each, at a block
+ * offset that is 0 or 2 mod 4: 210-byte blocks) as the five aligned words from the one at or below
+ * each, joined by funnel shifts once they have arrived; the part's two scale bytes; d */
+template <int TPB> struct kq_step<TYPE_Q6_K, TPB> {
+    uint32_t x[5], y[5];
+    int scA, scB;
+    uint32_t d, mis;
+};
 /* the step at block base of row wr: block base + lane / TPB, clamped to the row (no branch) */
 template <int FMT, int TPB>
 static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8_t *__restrict__ wr, int base, int nb) {
@@ -206,11 +214,27 @@ static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8
     int b = base + lane / TPB;
     b = b < nb ? b : nb - 1;
     const uint8_t *blk = wr + (size_t)b * BS;
-    w.hd = *(const uint4 *)blk;
+    if constexpr (FMT == TYPE_Q6_K) {
+        /* the runs end at byte 128 (ql; qh follows) and 192 (qh; the scales follow): the fifth word
+         * stays in the block; a block at 2 mod 4 is not an allocation's first byte (256-aligned) */
+        const int half = k >> 2, q = k & 3, sA = 8 * half + q;
+        const uint32_t mis = (uint32_t)(uintptr_t)blk & 2u;
+        const uint32_t *xl = (const uint32_t *)(blk - mis + offsetof_i(block_q6_K, ql) + 64 * half + 16 * q);
+        const uint32_t *xh = (const uint32_t *)(blk - mis + offsetof_i(block_q6_K, qh) + 32 * half + 16 * (q & 1));
 #pragma unroll
-    for (int i = 0; i < U; i++) w.qv[i] = *(const uint4 *)(blk + QOFF + 32 * ((k + TPB * i) >> 1) + 16 * h);
-    if (Q5) w.hv = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16 * h);
-    else w.hv = make_uint4(0, 0, 0, 0);
+        for (int i = 0; i < 5; i++) { w.x[i] = xl[i]; w.y[i] = xh[i]; }
+        w.scA = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sA];
+        w.scB = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sA + 4];
+        w.d = ld_u16(blk + offsetof_i(block_q6_K, d));
+        w.mis = mis;
+        (void)U; (void)QOFF; (void)h;
+    } else {
+        w.hd = *(const uint4 *)blk;
+#pragma unroll
+        for (int i = 0; i < U; i++) w.qv[i] = *(const uint4 *)(blk + QOFF + 32 * ((k + TPB * i) >> 1) + 16 * h);
+        if (Q5) w.hv = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16 * h);
+        else w.hv = make_uint4(0, 0, 0, 0);
+    }
 }
 /* the step's block partials, each added by its lane (b % 32) into acc: row_dot_coop's operations */
 template <int FMT, int TPB>
@@ -219,6 +243,29 @@ static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, i
     constexpr int Q5 = FMT == TYPE_Q5_K, G = 32 / TPB, U = 8 / TPB;
     const int lane = threadIdx.x & 31, k = lane % TPB, h = k & 1;
     const int b = b0 + lane / TPB, bc = b < nb ? b : nb - 1;
+    if constexpr (FMT == TYPE_Q6_K) {
+        /* coop_part's Q6_K part k: sub-blocks sA = 8 (k / 4) + k % 4 (low nibbles) and sA + 4 (high) */
+        const int half = k >> 2, q = k & 3, sA = 8 * half + q, hs = 2 * (q >> 1);
+        const uint32_t sh = 8 * w.mis;
+        uint32_t wa[4], wb[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t l = __funnelshift_r(w.x[i], w.x[i + 1], sh), hh = __funnelshift_r(w.y[i], w.y[i + 1], sh);
+            wa[i] = __vsub4((l & 0x0F0F0F0Fu) | ((hh >> hs) & 0x03030303u) << 4, 0x20202020u);
+            wb[i] = __vsub4(((l >> 4) & 0x0F0F0F0Fu) | ((hh >> (hs + 4)) & 0x03030303u) << 4, 0x20202020u);
+        }
+        const uint4 a0 = *(const uint4 *)(sq + bc * 64 + 4 * sA), a1 = *(const uint4 *)(sq + bc * 64 + 4 * (sA + 4));
+        int S = w.scA * kq_dot16(wa[0], wa[1], wa[2], wa[3], a0) + w.scB * kq_dot16(wb[0], wb[1], wb[2], wb[3], a1);
+#pragma unroll
+        for (int o = TPB / 2; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
+        const float p = __fmul_rn(__int2float_rn(S), __fmul_rn(h2f((uint16_t)w.d), sd[bc]));
+        const int gs = lane - (b0 & 31);
+        const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
+        const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
+        if (mine) acc = __fadd_rn(acc, v);
+        (void)sb; (void)h; (void)U; (void)Q5;
+        return;
+    } else {
     const uint32_t Y = w.hd.y, Z = w.hd.z, Wd = w.hd.w;
     int S = 0, M = 0;
 #pragma unroll
@@ -263,6 +310,7 @@ static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, i
     const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
     const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
     if (mine) acc = __fadd_rn(acc, v);
+    }
 }
 /* the activation row (nb act_q8_K blocks: d | qs[256] | bsums[16], 73 words) into shared memory by
  * fields: qs nb x 64 words (16-byte aligned), d nb floats, bsums nb x 8 words; the CTA's threads */
@@ -326,12 +374,13 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
  * SM), each warp taking rows gw, gw + NW, ... (NW the grid's warps) and each CTA copying the activation
  * row once for all its rows; the warp loads step c + 1's weights (the next step of its row, or the first
  * of its next row) before it computes step c, so a step's loads are in flight while the one before is
- * computed, across rows too. TPB = 4: a step is 8 blocks. A gate/up pair's row is two rows of steps
+ * computed, across rows too. TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K: 4 blocks, so that two
+ * steps' raw words fit the registers). A gate/up pair's row is two rows of steps
  * (W[0]'s, then W[1]'s) and stores store_swiglu's values. Same per-row operations as kq1_row. */
 template <int FMT>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
-    constexpr int TPB = 4, G = 32 / TPB;
+    constexpr int TPB = FMT == TYPE_Q6_K ? 8 : 4, G = 32 / TPB;
     extern __shared__ __align__(16) uint8_t kq_sm[];
     uint32_t *sq = (uint32_t *)kq_sm;
     float *sd = (float *)(kq_sm + (size_t)nb * 256);
@@ -506,8 +555,8 @@ static void launch_tm(const mv_group *g, int64_t n_in, int nb, const uint8_t *a,
 static int mv_split = 24;
 extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 0 ? min_blocks : 0; }
 
-/* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel, 1 matvec_kqp_kernel, for Q4_K /
- * Q5_K rows at T = 1 */
+/* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1,
+ * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1 */
 static int mv_kq = 0;
 extern "C" void cuda_matvec_set_kq(int mode) { mv_kq = mode == 1 || mode == 4 || mode == 8 ? mode : 0; }
 extern "C" int cuda_matvec_kq(void) { return mv_kq; }
@@ -518,13 +567,13 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
-    if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K) {
-        if (mv_kq && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB && dec_v<FMT, 8>() == 0 &&
+    if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K) {
+        if (mv_kq && (FMT != TYPE_Q6_K || mv_kq == 1) && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB &&
             (uintptr_t)act % 4 == 0) {
             const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
             if (mv_kq == 1) {
-                static int per_sm[2][MV_KQ_MAXNB + 1], sms;   /* the occupancy's CTAs an SM by nb (once each) */
-                int &ps = per_sm[FMT == TYPE_Q5_K][nb];
+                static int per_sm[3][MV_KQ_MAXNB + 1], sms;   /* the occupancy's CTAs an SM by nb (once each) */
+                int &ps = per_sm[FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : 2][nb];
                 int dev = 0;
                 if (!sms && (CU_CHECK(cudaGetDevice(&dev)) || CU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev))))
                     return -1;
@@ -533,8 +582,10 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
                     ps = 1;
                 const unsigned wave = (unsigned)(ps * sms);
                 klaunch(matvec_kqp_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
-            } else if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
-            else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+            } else if constexpr (FMT != TYPE_Q6_K) {
+                if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+                else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+            }
             return CU_LAUNCHED();
         }
     }

@@ -124,10 +124,11 @@ static void bench_matvec(double ceiling) {
             cuda_act_quantize(af, dx, n_in, 8, dact, NULL);
             /* 256-weight formats: the first kernel (one lane per super-block, "lane") and
              * the cooperative one (8 lanes per super-block, "coop", the default) */
-            /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4, 8 and 1 ("kq4", "kq8", "kqp") */
+            /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4, 8 and 1 ("kq4", "kq8", "kqp"), Q6_K with 1 */
             static const int lanes[] = { 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 4, 8, 1 };
-            const int kq_ok = type == TYPE_Q4_K || type == TYPE_Q5_K, kq_was = cuda_matvec_kq();
+            const int kq_ok = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K, kq_was = cuda_matvec_kq();
             for (int v = qt->blck == 256 ? 0 : 1; v <= (kq_ok ? 4 : 1); v++)
+            if (!(type == TYPE_Q6_K && (v == 2 || v == 3)))   /* Q6_K: kqp only */
             for (int T = 1; T <= (v >= 2 ? 1 : 8) && ok; T += 7) {
                 cuda_matvec_set_coop(lanes[v]);
                 cuda_matvec_set_kq(kqs[v]);

@@ -145,12 +145,13 @@ int main(void) {
         /* 256-weight formats have two kernels (8 lanes per super-block, and the first one
          * lane per super-block): both must give the reference bits */
         /* default, 8 lanes per super-block, one lane; Q4_K / Q5_K also matvec_kq1_kernel with 4 and 8
-         * lanes a block and matvec_kqp_kernel (STRATA_CUDA_MV_KQ 4, 8, 1; their T = 1 calls; rows of 1,
-         * 3, 33, 41 and 16 blocks) */
+         * lanes a block, and Q4_K / Q5_K / Q6_K matvec_kqp_kernel (STRATA_CUDA_MV_KQ 4, 8, 1; their T = 1
+         * calls; rows of 1, 3, 33, 41 and 16 blocks) */
         static const int lanes[] = { -1, 8, 0, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1 };
         const int kq_was = cuda_matvec_kq();
-        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K) ? 6 : 3;
+        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K) ? 6 : 3;
         for (int v = 0; v < nv; v++) {
+            if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
             cuda_matvec_set_coop(lanes[v]);
             cuda_matvec_set_kq(v < 3 ? kq_was : kqs[v]);
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
@@ -175,9 +176,10 @@ int main(void) {
         t_current = qt->name;
         const int B = qt->blck == 1 ? 32 : qt->blck;
         const int64_t lens[] = { 3 * B, 33 * B, 4096 };
-        const int kq_was = cuda_matvec_kq(), nk = type == TYPE_Q4_K || type == TYPE_Q5_K ? 4 : 1;
+        const int kq_was = cuda_matvec_kq(), nk = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K ? 4 : 1;
         static const int kqv[4] = { 0, 4, 8, 1 };
-        for (int v = 0; v < nk; v++) {   /* Q4_K / Q5_K: also matvec_kq1_kernel's 4 and 8 lanes a block, matvec_kqp_kernel */
+        for (int v = 0; v < nk; v++) {   /* Q4_K / Q5_K: also matvec_kq1_kernel's 4 and 8 lanes a block; and matvec_kqp_kernel */
+            if (type == TYPE_Q6_K && (v == 1 || v == 2)) continue;
             cuda_matvec_set_kq(v == 0 ? kq_was : kqv[v]);
             for (size_t i = 0; i < 3; i++)
                 if (lens[i] % qt->blck == 0) check_format(qt, lens[i], 33, 0);
