@@ -171,8 +171,8 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
     }
 }
 
-/* STRATA_CUDA_MV_KQ (cuda_matvec_set_kq): Q4_K / Q5_K rows at T = 1 without the cooperative
- * kernel's per-step latency chain. Why (docs/BENCHMARKS.md, 2026-12-05 19:31 session, ncu of
+/* STRATA_CUDA_MV_KQ (cuda_matvec_set_kq): Q4_K / Q5_K (and, in matvec_kqp_kernel, Q6_K) rows at T = 1
+ * without the cooperative kernel's per-step latency chain. Why (docs/BENCHMARKS.md, 2026-12-05 19:31 session, ncu of
  * matvec_kernel<Q4_K, 1, 8>): 198 warp instructions a step of 4 blocks, every step's loads issued
  * only after the step before had finished (its `if (b < nb)` regions), long scoreboard the top
  * stall. Here:
@@ -236,13 +236,13 @@ static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8
         else w.hv = make_uint4(0, 0, 0, 0);
     }
 }
-/* the step's block partials, each added by its lane (b % 32) into acc: row_dot_coop's operations */
+/* the block partial p_b of this lane's block b (bc: b clamped to the row) from its group's TPB lanes:
+ * the parts' exact integer sums, added over the group by xor shuffles, then coop_final's formula */
 template <int FMT, int TPB>
-static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, int b0, int nb, const uint32_t *sq,
-                                                   const float *sd, const uint32_t *sb, float &acc) {
-    constexpr int Q5 = FMT == TYPE_Q5_K, G = 32 / TPB, U = 8 / TPB;
+static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, int bc, const uint32_t *sq, const float *sd,
+                                                  const uint32_t *sb) {
+    constexpr int Q5 = FMT == TYPE_Q5_K, U = 8 / TPB;
     const int lane = threadIdx.x & 31, k = lane % TPB, h = k & 1;
-    const int b = b0 + lane / TPB, bc = b < nb ? b : nb - 1;
     if constexpr (FMT == TYPE_Q6_K) {
         /* coop_part's Q6_K part k: sub-blocks sA = 8 (k / 4) + k % 4 (low nibbles) and sA + 4 (high) */
         const int half = k >> 2, q = k & 3, sA = 8 * half + q, hs = 2 * (q >> 1);
@@ -258,59 +258,62 @@ static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, i
         int S = w.scA * kq_dot16(wa[0], wa[1], wa[2], wa[3], a0) + w.scB * kq_dot16(wb[0], wb[1], wb[2], wb[3], a1);
 #pragma unroll
         for (int o = TPB / 2; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
-        const float p = __fmul_rn(__int2float_rn(S), __fmul_rn(h2f((uint16_t)w.d), sd[bc]));
-        const int gs = lane - (b0 & 31);
-        const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
-        const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
-        if (mine) acc = __fadd_rn(acc, v);
-        (void)sb; (void)h; (void)U; (void)Q5;
-        return;
+        (void)sb; (void)h;
+        return __fmul_rn(__int2float_rn(S), __fmul_rn(h2f((uint16_t)w.d), sd[bc]));
     } else {
-    const uint32_t Y = w.hd.y, Z = w.hd.z, Wd = w.hd.w;
-    int S = 0, M = 0;
-#pragma unroll
-    for (int i = 0; i < U; i++) {
-        const int j = (k + TPB * i) >> 1;
+        const uint32_t Y = w.hd.y, Z = w.hd.z, Wd = w.hd.w;
         /* the 6-bit scales / mins of sub-blocks 0..3 (low) and 4..7 (high), one byte each
          * (kq_scale_min's layout); part j takes sub-blocks 2j, 2j + 1 */
         const uint32_t scl = Y & 0x3f3f3f3fu, mnl = Z & 0x3f3f3f3fu;
         const uint32_t sch = (Wd & 0x0f0f0f0fu) | ((Y >> 2) & 0x30303030u),
                        mnh = ((Wd >> 4) & 0x0f0f0f0fu) | ((Z >> 2) & 0x30303030u);
-        const bool low = TPB == 4 ? i == 0 : j < 2;
-        const uint32_t scw = low ? scl : sch, mw = low ? mnl : mnh;
-        const int sh = 16 * (j & 1);
-        const int scA = (scw >> sh) & 0xff, scB = (scw >> (sh + 8)) & 0xff;
-        const int mA = (mw >> sh) & 0xff, mB = (mw >> (sh + 8)) & 0xff;
-        const uint4 q = w.qv[i];
-        uint32_t lo0 = q.x & 0x0f0f0f0fu, lo1 = q.y & 0x0f0f0f0fu, lo2 = q.z & 0x0f0f0f0fu, lo3 = q.w & 0x0f0f0f0fu;
-        uint32_t hi0 = (q.x >> 4) & 0x0f0f0f0fu, hi1 = (q.y >> 4) & 0x0f0f0f0fu, hi2 = (q.z >> 4) & 0x0f0f0f0fu,
-                 hi3 = (q.w >> 4) & 0x0f0f0f0fu;
-        if (Q5) {
-            const uint4 hb = w.hv;
-            lo0 |= ((hb.x >> (2 * j)) & 0x01010101u) << 4; hi0 |= ((hb.x >> (2 * j + 1)) & 0x01010101u) << 4;
-            lo1 |= ((hb.y >> (2 * j)) & 0x01010101u) << 4; hi1 |= ((hb.y >> (2 * j + 1)) & 0x01010101u) << 4;
-            lo2 |= ((hb.z >> (2 * j)) & 0x01010101u) << 4; hi2 |= ((hb.z >> (2 * j + 1)) & 0x01010101u) << 4;
-            lo3 |= ((hb.w >> (2 * j)) & 0x01010101u) << 4; hi3 |= ((hb.w >> (2 * j + 1)) & 0x01010101u) << 4;
-        }
-        const uint32_t *aq = sq + bc * 64 + 16 * j + 4 * h;   /* qs bytes 64 j + 16 h, + 32 */
-        const uint4 al = *(const uint4 *)aq, ah = *(const uint4 *)(aq + 8);
-        S += scA * kq_dot16(lo0, lo1, lo2, lo3, al) + scB * kq_dot16(hi0, hi1, hi2, hi3, ah);
-        const int16_t *bs = (const int16_t *)(sb + bc * 8);
-        M += mA * (int)bs[4 * j + h] + mB * (int)bs[4 * j + 2 + h];
-    }
+        int S = 0, M = 0;
 #pragma unroll
-    for (int o = TPB / 2; o >= 1; o >>= 1) {
-        S += __shfl_xor_sync(FULL_MASK, S, o);
-        M += __shfl_xor_sync(FULL_MASK, M, o);
+        for (int i = 0; i < U; i++) {
+            const int j = (k + TPB * i) >> 1;
+            const bool low = TPB == 4 ? i == 0 : j < 2;
+            const uint32_t scw = low ? scl : sch, mw = low ? mnl : mnh;
+            const int sh = 16 * (j & 1);
+            const int scA = (scw >> sh) & 0xff, scB = (scw >> (sh + 8)) & 0xff;
+            const int mA = (mw >> sh) & 0xff, mB = (mw >> (sh + 8)) & 0xff;
+            const uint4 q = w.qv[i];
+            uint32_t lo0 = q.x & 0x0f0f0f0fu, lo1 = q.y & 0x0f0f0f0fu, lo2 = q.z & 0x0f0f0f0fu, lo3 = q.w & 0x0f0f0f0fu;
+            uint32_t hi0 = (q.x >> 4) & 0x0f0f0f0fu, hi1 = (q.y >> 4) & 0x0f0f0f0fu, hi2 = (q.z >> 4) & 0x0f0f0f0fu,
+                     hi3 = (q.w >> 4) & 0x0f0f0f0fu;
+            if (Q5) {
+                const uint4 hb = w.hv;
+                lo0 |= ((hb.x >> (2 * j)) & 0x01010101u) << 4; hi0 |= ((hb.x >> (2 * j + 1)) & 0x01010101u) << 4;
+                lo1 |= ((hb.y >> (2 * j)) & 0x01010101u) << 4; hi1 |= ((hb.y >> (2 * j + 1)) & 0x01010101u) << 4;
+                lo2 |= ((hb.z >> (2 * j)) & 0x01010101u) << 4; hi2 |= ((hb.z >> (2 * j + 1)) & 0x01010101u) << 4;
+                lo3 |= ((hb.w >> (2 * j)) & 0x01010101u) << 4; hi3 |= ((hb.w >> (2 * j + 1)) & 0x01010101u) << 4;
+            }
+            const uint32_t *aq = sq + bc * 64 + 16 * j + 4 * h;   /* qs bytes 64 j + 16 h, + 32 */
+            const uint4 al = *(const uint4 *)aq, ah = *(const uint4 *)(aq + 8);
+            S += scA * kq_dot16(lo0, lo1, lo2, lo3, al) + scB * kq_dot16(hi0, hi1, hi2, hi3, ah);
+            const int16_t *bs = (const int16_t *)(sb + bc * 8);
+            M += mA * (int)bs[4 * j + h] + mB * (int)bs[4 * j + 2 + h];
+        }
+#pragma unroll
+        for (int o = TPB / 2; o >= 1; o >>= 1) {
+            S += __shfl_xor_sync(FULL_MASK, S, o);
+            M += __shfl_xor_sync(FULL_MASK, M, o);
+        }
+        const float dw = h2f((uint16_t)w.hd.x), dmw = h2f((uint16_t)(w.hd.x >> 16)), ad = sd[bc];
+        return __fsub_rn(__fmul_rn(__int2float_rn(S), __fmul_rn(dw, ad)), __fmul_rn(__int2float_rn(M), __fmul_rn(dmw, ad)));
     }
-    const float dw = h2f((uint16_t)w.hd.x), dmw = h2f((uint16_t)(w.hd.x >> 16)), ad = sd[bc];
-    const float p = __fsub_rn(__fmul_rn(__int2float_rn(S), __fmul_rn(dw, ad)), __fmul_rn(__int2float_rn(M), __fmul_rn(dmw, ad)));
+}
+/* the step's block partials, each added by its lane (b % 32) into acc: row_dot_coop's operations */
+template <int FMT, int TPB>
+static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, int b0, int nb, const uint32_t *sq,
+                                                   const float *sd, const uint32_t *sb, float &acc) {
+    constexpr int G = 32 / TPB;
+    const int lane = threadIdx.x & 31, b = b0 + lane / TPB;
+    const float p = kq_step_p<FMT, TPB>(w, b < nb ? b : nb - 1, sq, sd, sb);
     /* block b0 + gs belongs to lane (b0 % 32) + gs: row_dot_coop's hand-over */
     const int gs = lane - (b0 & 31);
     const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
     const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
     if (mine) acc = __fadd_rn(acc, v);
-    }
 }
 /* the activation row (nb act_q8_K blocks: d | qs[256] | bsums[16], 73 words) into shared memory by
  * fields: qs nb x 64 words (16-byte aligned), d nb floats, bsums nb x 8 words; the CTA's threads */
