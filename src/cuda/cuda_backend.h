@@ -66,7 +66,7 @@ typedef struct cuda_variants {
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */
     int prefetch;           /* STRATA_CUDA_PREFETCH: CUDA_PF_* bits (L2 prefetches of weights; same bits) */
     int mv_split;           /* STRATA_CUDA_MV_SPLIT: rows of at least this many super-blocks over several warps at T = 1 (0: none; same bits) */
-    int mv_kq;              /* STRATA_CUDA_MV_KQ: 0, or 4 / 8 lanes a block: matvec_kq1_kernel for Q4_K / Q5_K at T = 1 (same bits) */
+    int mv_kq;              /* STRATA_CUDA_MV_KQ: 0, 1 (matvec_kqp_kernel: Q4_K / Q5_K / Q6_K), 4 / 8 (matvec_kq1_kernel: Q4_K / Q5_K) at T = 1 (same bits) */
     int norm_warp;          /* STRATA_CUDA_NORM_WARP: the per-head q/k RMSNorms a warp a row (same bits) */
     int attn_tc;            /* STRATA_CUDA_ATTN_TC: 1 the tensor-core attention order (NOT the CPU's bits), 0 the CPU's */
     const char *matvec_from, *attn_from, *pdl_from, *decode_from, *attn_tc_from;
@@ -120,7 +120,7 @@ void cuda_moe_set_fast(int bits);
 void cuda_moe_set_twice(int bits);
 void cuda_attention_tc_set_twice(int bits);
 void cuda_matvec_set_split(int min_blocks);
-void cuda_matvec_set_kq(int mode);   /* STRATA_CUDA_MV_KQ: 0 off, 4 / 8 lanes a block (matvec_kq1_kernel, same bits) */
+void cuda_matvec_set_kq(int mode);   /* STRATA_CUDA_MV_KQ: 0 off, 1 matvec_kqp_kernel, 4 / 8 matvec_kq1_kernel (same bits) */
 int  cuda_matvec_kq(void);
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);

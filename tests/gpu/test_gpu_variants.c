@@ -11,7 +11,9 @@
  *           T = 1..8, random, shared-expert and zero (router ties) inputs: every switch on == off
  *           == the CPU; the routing switch alone with 16 and 128 experts (several per lane) and at
  *           the widths whose F32 router is fused with the routing (1024, 2048)
- *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU */
+ *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU
+ *   dense   STRATA_CUDA_MV_KQ 1 / 4 / 8 on llama models with Q4_K / Q5_K layers (gate/up pairs) and a
+ *           Q6_K head: the same against the CPU */
 #include "test.h"
 #include "gpu_order.h"
 #include <stdint.h>
@@ -45,6 +47,7 @@ static void set_switches(int mode) {
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
     setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
     setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "7" : "0", 1);   /* L2 prefetches (hints), the norm weights early */
+    setenv("STRATA_CUDA_MV_KQ", mode == 1 ? "1" : "0", 1);   /* Q4_K / Q5_K / Q6_K one-column rows by matvec_kqp_kernel */
     cuda_attention_set_gs(mode == 1 ? 1 : 4);   /* STRATA_CUDA_ATTN_GS: one head per chunk-path CTA, or up to 4 */
     env_reset_cache();
     cuda_variants v;
@@ -52,7 +55,8 @@ static void set_switches(int mode) {
     cuda_variants_apply(&v);
     int want = dec_on ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
     REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
-            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 7 : 0),
+            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 7 : 0) &&
+            v.mv_kq == (mode == 1 ? 1 : 0) && cuda_matvec_kq() == v.mv_kq,
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
 static const char *mode_name(int mode) {
@@ -193,6 +197,42 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     unlink(path);
 }
 
+/* STRATA_CUDA_MV_KQ = kq (1, 4, 8) on a dense llama model (Q4_K attention, ffn_type gate/up pairs and
+ * down rows, Q6_K head: kq 1 takes all three formats, 4 / 8 the Q4_K / Q5_K rows): teacher-forced logits
+ * and greedy ids == the CPU (moe_model_compare: the one-column steps, eager and the decode graph) */
+static void dense_parity(int kq, int ffn_type) {
+    char path[256], label[96];
+    snprintf(path, sizeof path, "/tmp/strata-gpu-variants-dense-%d.gguf", ffn_type);
+    snprintf(label, sizeof label, "llama Q4_K / %s / Q6_K, STRATA_CUDA_MV_KQ=%d", quant_type_name(ffn_type), kq);
+    synth_params p;
+    synth_default_params(&p, ARCH_LLAMA);
+    /* rows of 2 (dim 512) and 6 (ffn 1,536) super-blocks */
+    p.n_layers = 2; p.n_embd = 512; p.n_ff = 1536; p.n_heads = 8; p.n_kv_heads = 2; p.head_dim = 64; p.n_vocab = 3000;
+    p.n_ctx = 1024; p.type_attn = TYPE_Q4_K; p.type_ffn = ffn_type; p.type_output = TYPE_Q6_K; p.type_embd = TYPE_Q8_0;
+    p.tokenizer_path = "builtin"; p.seed = 29; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char err[512];
+    if (synth_write(&p, path, err, sizeof err) != 0) { CHECKF(0, "%s: synth: %s", label, err); return; }
+    char v[16];
+    snprintf(v, sizeof v, "%d", kq);
+    setenv("STRATA_CUDA_MV_KQ", v, 1);   /* read when the GPU backend is created */
+    env_reset_cache();
+    strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
+    REQUIRE(mc && mg, "%s: load", label);
+    if (mc && mg) {
+        int steps, d, nc, ng;
+        int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
+        CHECKF(cuda_matvec_kq() == kq, "%s: the backend took STRATA_CUDA_MV_KQ=%d", label, cuda_matvec_kq());
+        CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU != CPU after %d steps", label, steps);
+        CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU != CPU from step %d", label, d);
+        printf("%-52s teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, nc);
+    }
+    strata_model_free(mc); strata_model_free(mg);
+    setenv("STRATA_CUDA_MV_KQ", "0", 1);
+    env_reset_cache();
+    cuda_matvec_set_kq(0);
+    unlink(path);
+}
+
 /* the switches at auto: the device table's bits (on Hopper the variants measured faster on
  * 2026-12-02: IQ3_XXS / IQ3_S, IQ4_XS / IQ4_NL, Q2_0; docs/BENCHMARKS.md) */
 static void table_choice(void) {
@@ -263,5 +303,10 @@ int main(void) {
     moe_n_ctx = 512; moe_prompt_len = 300;
     model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K, depth 300", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     moe_n_ctx = 256; moe_prompt_len = 24;
+    t_current = "dense kq";
+    for (int kq = 1; kq <= 8; kq = kq == 1 ? 4 : kq + 4) {
+        dense_parity(kq, TYPE_Q4_K);
+        dense_parity(kq, TYPE_Q5_K);
+    }
     TEST_DONE();
 }
