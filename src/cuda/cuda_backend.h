@@ -122,6 +122,7 @@ void cuda_attention_tc_set_twice(int bits);
 void cuda_matvec_set_split(int min_blocks);
 void cuda_matvec_set_kq(int mode);   /* STRATA_CUDA_MV_KQ: 0 off, 1 matvec_kqp_kernel, 4 / 8 matvec_kq1_kernel (same bits) */
 int  cuda_matvec_kq(void);
+unsigned long cuda_matvec_kq_launches(void);   /* how many times the host launched a kq kernel (tests: the path ran) */
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 

@@ -561,8 +561,10 @@ extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 
 /* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1,
  * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1 */
 static int mv_kq = 0;
+static unsigned long mv_kq_launches;   /* launches of the kq kernels so far (host side: a graph's capture counts once) */
 extern "C" void cuda_matvec_set_kq(int mode) { mv_kq = mode == 1 || mode == 4 || mode == 8 ? mode : 0; }
 extern "C" int cuda_matvec_kq(void) { return mv_kq; }
+extern "C" unsigned long cuda_matvec_kq_launches(void) { return mv_kq_launches; }
 
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
@@ -574,6 +576,7 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
         if (mv_kq && (FMT != TYPE_Q6_K || mv_kq == 1) && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB &&
             (uintptr_t)act % 4 == 0) {
             const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
+            mv_kq_launches++;
             if (mv_kq == 1) {
                 static int per_sm[3][MV_KQ_MAXNB + 1], sms;   /* the occupancy's CTAs an SM by nb (once each) */
                 int &ps = per_sm[FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : 2][nb];

@@ -154,10 +154,12 @@ int main(void) {
             if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
             cuda_matvec_set_coop(lanes[v]);
             cuda_matvec_set_kq(v < 3 ? kq_was : kqs[v]);
+            const unsigned long l0 = cuda_matvec_kq_launches();
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
                 if (lens[i] % qt->blck) continue;
                 check_format(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), i == 4 && v == 0);
             }
+            if (v >= 3) CHECKF(cuda_matvec_kq_launches() > l0, "%s: STRATA_CUDA_MV_KQ=%d launched no kq kernel", qt->name, kqs[v]);
         }
         cuda_matvec_set_coop(-1);
         cuda_matvec_set_kq(kq_was);

@@ -220,8 +220,10 @@ static void dense_parity(int kq, int ffn_type) {
     REQUIRE(mc && mg, "%s: load", label);
     if (mc && mg) {
         int steps, d, nc, ng;
+        const unsigned long l0 = cuda_matvec_kq_launches();
         int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
         CHECKF(cuda_matvec_kq() == kq, "%s: the backend took STRATA_CUDA_MV_KQ=%d", label, cuda_matvec_kq());
+        CHECKF(cuda_matvec_kq_launches() > l0, "%s: no kq kernel was launched", label);
         CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU != CPU after %d steps", label, steps);
         CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU != CPU from step %d", label, d);
         printf("%-52s teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, nc);
