@@ -578,15 +578,14 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
             mv_kq_launches++;
             if (mv_kq == 1) {
-                static int per_sm[3][MV_KQ_MAXNB + 1], sms;   /* the occupancy's CTAs an SM by nb (once each) */
-                int &ps = per_sm[FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : 2][nb];
-                int dev = 0;
-                if (!sms && (CU_CHECK(cudaGetDevice(&dev)) || CU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev))))
-                    return -1;
-                if (!ps && (CU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ps, matvec_kqp_kernel<FMT>, MV_WARPS * 32, shm)) ||
-                            ps < 1))
-                    ps = 1;
-                const unsigned wave = (unsigned)(ps * sms);
+                /* one wave, estimated without a runtime call (none during a graph's capture): 8 CTAs an
+                 * SM (ptxas: 48-64 registers a thread, 128 threads) or fewer where the activation row's
+                 * shared memory allows fewer; a larger grid only runs later CTAs after the first, the
+                 * same rows' bits either way */
+                int per_sm = (int)((200u << 10) / (shm + 1024));
+                per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
+                const int sms = cuda_sm_count();
+                const unsigned wave = (unsigned)(per_sm * (sms > 0 ? sms : 32));
                 klaunch(matvec_kqp_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
             } else if constexpr (FMT != TYPE_Q6_K) {
                 if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
