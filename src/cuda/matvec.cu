@@ -373,13 +373,14 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
 }
 
-/* STRATA_CUDA_MV_KQ = 1: the same steps in a grid of about one wave (launch_fmt's estimate: 8 CTAs on every
- * SM, fewer where the activation row's shared memory allows fewer), each warp taking rows gw, gw + NW, ... (NW the grid's warps) and each CTA copying the activation
- * row once for all its rows; the warp loads step c + 1's weights (the next step of its row, or the first
- * of its next row) before it computes step c, so a step's loads are in flight while the one before is
- * computed, across rows too. TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K: 4 blocks, so that two
- * steps' raw words fit the registers). A gate/up pair's row is two rows of steps
- * (W[0]'s, then W[1]'s) and stores store_swiglu's values. Same per-row operations as kq1_row. */
+/* STRATA_CUDA_MV_KQ = 1: the same steps in a grid of about one wave (launch_fmt's estimate: 8 CTAs on
+ * every SM, fewer where the activation row's shared memory allows fewer), each warp taking rows gw,
+ * gw + NW, ... (NW the grid's warps) and each CTA copying the activation row once for all its rows; the
+ * warp loads step c + 1's weights (the next step of its row, or the first of its next row) before it
+ * computes step c, so a step's loads are in flight while the one before is computed, across rows too.
+ * TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K: 4 blocks, so that two steps' raw words fit the
+ * registers). A gate/up pair's row is two rows of steps (W[0]'s, then W[1]'s) and stores store_swiglu's
+ * values. Same per-row operations as kq1_row. */
 template <int FMT>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
