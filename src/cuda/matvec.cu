@@ -405,7 +405,8 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     };
     PDL_WAIT();
     kq_step<FMT, TPB> cur, nxt;
-    if (my_rows > 0) kq_load<FMT, TPB>(cur, row_ptr(0, 0), 0, nb);
+    const uint8_t *wp = row_ptr(0, 0);   /* the row of the step being computed */
+    if (my_rows > 0) kq_load<FMT, TPB>(cur, wp, 0, nb);
     kq_act_copy<MV_WARPS * 32>(act, nb, sq, sd, sb);
     __syncthreads();
     float acc = 0.0f, ga = 0.0f;
@@ -413,7 +414,8 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     while (rl < my_rows) {
         int nrl = rl, nm = m, ni = it + 1;   /* the next step */
         if (ni == nit) { ni = 0; if (++nm == mats) { nm = 0; nrl++; } }
-        kq_load<FMT, TPB>(nxt, row_ptr(nrl, nm), G * ni, nb);   /* past the last step: the last row again */
+        const uint8_t *np = ni == 0 ? row_ptr(nrl, nm) : wp;   /* a row's pointer once, at its first step */
+        kq_load<FMT, TPB>(nxt, np, G * ni, nb);   /* past the last step: the last row again */
         kq_step_add<FMT, TPB>(cur, G * it, nb, sq, sd, sb, acc);
         if (it == nit - 1) {
             const float v = warp_canon_finish<MV_WARPS>(acc, nb);
@@ -428,6 +430,7 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
             }
         }
         cur = nxt;
+        wp = np;
         rl = nrl; m = nm; it = ni;
     }
 }
