@@ -199,7 +199,9 @@ template <int FMT, int TPB> struct kq_step {
 };
 /* Q6_K (TPB = 8, matvec_kqp_kernel only): part k's ql and qh runs (16 bytes each, at a block
  * offset that is 0 or 2 mod 4: 210-byte blocks) as the five aligned words from the one at or below
- * each, joined by funnel shifts once they have arrived; the part's two scale bytes; d */
+ * each, joined by funnel shifts once they have arrived (decode_fast.h's df_ld128_a2 in two halves: the
+ * loads here, the join in kq_step_p, so a step's words are in flight during the step before); the
+ * part's two scale bytes; d */
 template <int TPB> struct kq_step<TYPE_Q6_K, TPB> {
     uint32_t x[5], y[5];
     int scA, scB;

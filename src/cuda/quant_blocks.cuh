@@ -34,7 +34,6 @@ static __device__ __forceinline__ uint32_t spread4(uint32_t x) {
 static __device__ __forceinline__ uint32_t crumbs4(uint32_t v) {
     return (v & 3) | ((v >> 2) & 3) << 8 | ((v >> 4) & 3) << 16 | ((v >> 6) & 3) << 24;
 }
-/* MXFP4 doubled e2m1 value of code c (0..15): {0,1,2,3,4,6,8,12} with sign bit 3 */
 static __device__ __forceinline__ uint32_t pack4(int a, int b, int c, int d) {
     return (uint32_t)(a & 255) | (uint32_t)(b & 255) << 8 | (uint32_t)(c & 255) << 16 | (uint32_t)(d & 255) << 24;
 }
