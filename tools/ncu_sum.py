@@ -6,6 +6,9 @@ usage: python3 tools/ncu_sum.py REPORT.csv           time per kernel name (launc
                                                      grid, registers, us, DRAM MB read (with
                                                      dram__bytes_read.sum, launch__grid_size,
                                                      launch__registers_per_thread in the report)
+       python3 tools/ncu_sum.py --groups REPORT.csv  the launches grouped by kernel (template
+                                                     arguments kept) and grid: count, us in all,
+                                                     us a launch, in order of first launch
 bench/step_profile_gpu.sh makes such a report of one decode step.
 """
 import collections
@@ -42,6 +45,21 @@ def launches(path):
 def main():
     rows = sys.argv[1] == "--rows"
     ls = launches(sys.argv[-1])
+    if sys.argv[1] == "--groups":
+        grp, order = {}, []
+        for i, k in sorted(ls.items(), key=lambda x: int(x[0])):
+            key = (re.sub(r"[(].*", "", k["name"])[:60], k.get("launch__grid_size", ("?",))[0])
+            if key not in grp:
+                grp[key] = [0, 0.0]
+                order.append(key)
+            grp[key][0] += 1
+            grp[key][1] += value(k.get("gpu__time_duration.sum", ("0", "us")))
+        tot = sum(v[1] for v in grp.values())
+        for key in order:
+            n, us = grp[key]
+            print(f"{key[0]:60s} grid {key[1]:>7} x{n:<3} {us:9.1f} us {us / n:7.2f} us a launch")
+        print(f"{len(ls)} launches, {tot:.1f} us")
+        return
     if rows:
         tot_us = tot_mb = 0.0
         for i, k in sorted(ls.items(), key=lambda x: int(x[0])):

@@ -437,6 +437,60 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     }
 }
 
+/* STRATA_CUDA_MV_KQ = 2: matvec_kqp_kernel's grid and lookahead, with a gate/up pair's two rows taken as
+ * one row of paired steps: a step loads the gate's and the up's weights of the same blocks (two rows'
+ * loads in flight instead of one), the next paired step's loads issued before the current one is
+ * computed; the two rows' lane sums are finished side by side (warp_canon_finish_n<2>), so each row
+ * keeps kq1_row's operations and bits. Plain rows (no pair) take matvec_kqp_kernel. */
+template <int FMT>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+matvec_kqs_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
+    constexpr int TPB = FMT == TYPE_Q6_K ? 8 : 4, G = 32 / TPB;
+    extern __shared__ __align__(16) uint8_t kq_sm[];
+    uint32_t *sq = (uint32_t *)kq_sm;
+    float *sd = (float *)(kq_sm + (size_t)nb * 256);
+    uint32_t *sb = (uint32_t *)(kq_sm + (size_t)nb * 260);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rows = (int)g.n_out[0];
+    const int nw = gridDim.x * MV_WARPS, gw = blockIdx.x * MV_WARPS + warp;
+    const int my_rows = gw < rows ? (rows - 1 - gw) / nw + 1 : 0;
+    const int nit = (nb + G - 1) / G;
+    const int last = gw + (my_rows > 0 ? my_rows - 1 : 0) * nw;
+    auto row_off = [&](int rl) -> size_t {
+        int row = gw + rl * nw;
+        row = row < last ? row : last;
+        return (size_t)row * g.row_bytes;
+    };
+    PDL_WAIT();
+    kq_step<FMT, TPB> cg, cu, ng, nu;
+    size_t off = row_off(0);
+    if (my_rows > 0) {
+        kq_load<FMT, TPB>(cg, g.W[0] + off, 0, nb);
+        kq_load<FMT, TPB>(cu, g.W[1] + off, 0, nb);
+    }
+    kq_act_copy<MV_WARPS * 32>(act, nb, sq, sd, sb);
+    __syncthreads();
+    float acc[2] = { 0.0f, 0.0f };
+    int rl = 0, it = 0;
+    while (rl < my_rows) {
+        int nrl = rl, ni = it + 1;
+        if (ni == nit) { ni = 0; nrl++; }
+        const size_t noff = ni == 0 ? row_off(nrl) : off;
+        kq_load<FMT, TPB>(ng, g.W[0] + noff, G * ni, nb);   /* past the last step: the last row again */
+        kq_load<FMT, TPB>(nu, g.W[1] + noff, G * ni, nb);
+        kq_step_add<FMT, TPB>(cg, G * it, nb, sq, sd, sb, acc[0]);
+        kq_step_add<FMT, TPB>(cu, G * it, nb, sq, sd, sb, acc[1]);
+        if (it == nit - 1) {
+            warp_canon_finish_n<2, MV_WARPS>(acc, nb);
+            if (lane == 0) store_swiglu<1>(g, gw + rl * nw, 1, &acc[0], &acc[1]);
+            acc[0] = 0.0f; acc[1] = 0.0f;
+        }
+        cg = ng; cu = nu;
+        off = noff;
+        rl = nrl; it = ni;
+    }
+}
+
 /* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that
  * read 32-value blocks (act_q8_0 / act_q8_1): 32 warps per CTA, warp w takes row
  * 32 * blockIdx.x + w (store_swiglu's values), then warp 0 quantizes the CTA's 32 h values as
@@ -565,12 +619,33 @@ static int mv_split = 24;
 extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 0 ? min_blocks : 0; }
 
 /* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1,
- * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1 */
+ * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1, 2 the same with gate/up pairs by
+ * matvec_kqs_kernel */
 static int mv_kq = 0;
 static unsigned long mv_kq_launches;   /* launches of the kq kernels so far (host side: a graph's capture counts once) */
-extern "C" void cuda_matvec_set_kq(int mode) { mv_kq = mode == 1 || mode == 4 || mode == 8 ? mode : 0; }
+/* CTAs an SM by the registers of matvec_kqp_kernel / matvec_kqs_kernel (Q4_K, Q5_K, Q6_K), read when the
+ * switch is set (the backend's creation, outside any graph capture); 8 until then */
+static int kq_occ[3][2] = { { 8, 8 }, { 8, 8 }, { 8, 8 } };
+template <int FMT> static void kq_occ_read(int i) {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matvec_kqp_kernel<FMT>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
+        kq_occ[i][0] = n;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matvec_kqs_kernel<FMT>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
+        kq_occ[i][1] = n;
+    (void)cudaGetLastError();
+}
+extern "C" void cuda_matvec_set_kq(int mode) {
+    mv_kq = mode == 1 || mode == 2 || mode == 4 || mode == 8 ? mode : 0;
+    static int read;
+    if ((mv_kq == 1 || mv_kq == 2) && !read) {
+        read = 1;
+        kq_occ_read<TYPE_Q4_K>(0); kq_occ_read<TYPE_Q5_K>(1); kq_occ_read<TYPE_Q6_K>(2);
+    }
+}
 extern "C" int cuda_matvec_kq(void) { return mv_kq; }
 extern "C" unsigned long cuda_matvec_kq_launches(void) { return mv_kq_launches; }
+static int mv_kq_wave_cap = 0;
+extern "C" void cuda_matvec_set_kq_wave(int ctas) { mv_kq_wave_cap = ctas > 0 ? ctas : 0; }
 
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
@@ -579,20 +654,23 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
     if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K) {
-        if (mv_kq && (FMT != TYPE_Q6_K || mv_kq == 1) && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB &&
+        if (mv_kq && (FMT != TYPE_Q6_K || mv_kq <= 2) && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB &&
             (uintptr_t)act % 4 == 0) {
             const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
             mv_kq_launches++;
-            if (mv_kq == 1) {
-                /* one wave, estimated without a runtime call (none during a graph's capture): 8 CTAs an
-                 * SM (ptxas: 48-64 registers a thread, 128 threads) or fewer where the activation row's
+            if (mv_kq <= 2) {
+                /* one wave, estimated without a runtime call (none during a graph's capture): the CTAs an
+                 * SM the kernel's registers allow (kq_occ, at most 8) or fewer where the activation row's
                  * shared memory allows fewer; a larger grid only runs later CTAs after the first, the
                  * same rows' bits either way */
+                const int pair = mv_kq == 2 && g->swiglu, occ = kq_occ[FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : 2][pair];
                 int per_sm = (int)((200u << 10) / (shm + 1024));
-                per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
+                per_sm = per_sm < 1 ? 1 : per_sm > occ ? occ : per_sm > 8 ? 8 : per_sm;
                 const int sms = cuda_sm_count();
-                const unsigned wave = (unsigned)(per_sm * (sms > 0 ? sms : 32));
-                klaunch(matvec_kqp_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
+                const unsigned wave = mv_kq_wave_cap ? (unsigned)mv_kq_wave_cap : (unsigned)(per_sm * (sms > 0 ? sms : 32));
+                if (pair)
+                    klaunch(matvec_kqs_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
+                else klaunch(matvec_kqp_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
             } else if constexpr (FMT != TYPE_Q6_K) {
                 if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
                 else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);

@@ -146,14 +146,15 @@ int main(void) {
          * lane per super-block): both must give the reference bits */
         /* default, 8 lanes per super-block, one lane; Q4_K / Q5_K also matvec_kq1_kernel with 4 and 8
          * lanes a block, and Q4_K / Q5_K / Q6_K matvec_kqp_kernel (STRATA_CUDA_MV_KQ 4, 8, 1; their T = 1
-         * calls; rows of 1, 3, 33, 41 and 16 blocks) */
-        static const int lanes[] = { -1, 8, 0, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1 };
+         * calls; rows of 1, 3, 33, 41 and 16 blocks), the last also in a grid of 3 CTAs (many rows a warp) */
+        static const int lanes[] = { -1, 8, 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1, 1 };
         const int kq_was = cuda_matvec_kq();
-        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K) ? 6 : 3;
+        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K) ? 7 : 3;
         for (int v = 0; v < nv; v++) {
             if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
             cuda_matvec_set_coop(lanes[v]);
             cuda_matvec_set_kq(v < 3 ? kq_was : kqs[v]);
+            cuda_matvec_set_kq_wave(v == 6 ? 3 : 0);   /* kqp in 3 CTAs: 12 warps, up to 6 rows each */
             const unsigned long l0 = cuda_matvec_kq_launches();
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
                 if (lens[i] % qt->blck) continue;
@@ -163,6 +164,7 @@ int main(void) {
         }
         cuda_matvec_set_coop(-1);
         cuda_matvec_set_kq(kq_was);
+        cuda_matvec_set_kq_wave(0);
     }
     printf("%d formats checked against the CPU reference\n", n_formats_tested);
     CHECK(n_formats_tested >= 10);

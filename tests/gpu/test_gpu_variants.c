@@ -12,7 +12,8 @@
  *           == the CPU; the routing switch alone with 16 and 128 experts (several per lane) and at
  *           the widths whose F32 router is fused with the routing (1024, 2048)
  *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU
- *   dense   STRATA_CUDA_MV_KQ 1 / 4 / 8 on llama models with Q4_K / Q5_K layers (gate/up pairs) and a
+ *   dense   STRATA_CUDA_MV_KQ 1 / 2 / 4 / 8 on llama models with Q4_K / Q5_K / Q6_K layers (gate/up pairs),
+ *           also in kqp / kqs grids of 3 CTAs, and a
  *           Q6_K head: the same against the CPU */
 #include "test.h"
 #include "gpu_order.h"
@@ -197,13 +198,15 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     unlink(path);
 }
 
-/* STRATA_CUDA_MV_KQ = kq (1, 4, 8) on a dense llama model (Q4_K attention, ffn_type gate/up pairs and
- * down rows, Q6_K head: kq 1 takes all three formats, 4 / 8 the Q4_K / Q5_K rows): teacher-forced logits
+/* STRATA_CUDA_MV_KQ = kq (1, 2, 4, 8) on a dense llama model (Q4_K attention, ffn_type gate/up pairs and
+ * down rows, Q6_K head: kq 1 / 2 take all three formats, 4 / 8 the Q4_K / Q5_K rows; 2 the gate/up pairs
+ * by matvec_kqs_kernel), in kqp / kqs grids of wave_cap CTAs when wave_cap > 0: teacher-forced logits
  * and greedy ids == the CPU (moe_model_compare: the one-column steps, eager and the decode graph) */
-static void dense_parity(int kq, int ffn_type) {
+static void dense_parity(int kq, int ffn_type, int wave_cap) {
     char path[256], label[96];
     snprintf(path, sizeof path, "/tmp/strata-gpu-variants-dense-%d.gguf", ffn_type);
-    snprintf(label, sizeof label, "llama Q4_K / %s / Q6_K, STRATA_CUDA_MV_KQ=%d", quant_type_name(ffn_type), kq);
+    snprintf(label, sizeof label, "llama Q4_K / %s / Q6_K, STRATA_CUDA_MV_KQ=%d%s", quant_type_name(ffn_type), kq,
+             wave_cap ? ", 3 CTAs" : "");
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);
     /* rows of 2 (dim 512) and 6 (ffn 1,536) super-blocks */
@@ -221,7 +224,9 @@ static void dense_parity(int kq, int ffn_type) {
     if (mc && mg) {
         int steps, d, nc, ng;
         const unsigned long l0 = cuda_matvec_kq_launches();
+        cuda_matvec_set_kq_wave(wave_cap);
         int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
+        cuda_matvec_set_kq_wave(0);
         CHECKF(cuda_matvec_kq() == kq, "%s: the backend took STRATA_CUDA_MV_KQ=%d", label, cuda_matvec_kq());
         CHECKF(cuda_matvec_kq_launches() > l0, "%s: no kq kernel was launched", label);
         CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU != CPU after %d steps", label, steps);
@@ -306,9 +311,18 @@ int main(void) {
     model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K, depth 300", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     moe_n_ctx = 256; moe_prompt_len = 24;
     t_current = "dense kq";
-    for (int kq = 1; kq <= 8; kq = kq == 1 ? 4 : kq + 4) {
-        dense_parity(kq, TYPE_Q4_K);
-        dense_parity(kq, TYPE_Q5_K);
+    static const int kqs[] = { 1, 2, 4, 8 };
+    for (int i = 0; i < 4; i++) {
+        dense_parity(kqs[i], TYPE_Q4_K, 0);
+        dense_parity(kqs[i], TYPE_Q5_K, 0);
+    }
+    /* Q6_K gate/up pairs and down rows (kqp, kqs); then grids of 3 CTAs (12 warps): every warp takes
+     * many rows (the lookahead across rows, the row pointers of the rows after the first) */
+    dense_parity(1, TYPE_Q6_K, 0);
+    dense_parity(2, TYPE_Q6_K, 0);
+    for (int kq = 1; kq <= 2; kq++) {
+        dense_parity(kq, TYPE_Q4_K, 3);
+        dense_parity(kq, TYPE_Q6_K, 3);
     }
     TEST_DONE();
 }
