@@ -1,29 +1,38 @@
 #!/bin/bash
-# 2026-12-05 (22:34 session), call 1: which of the 1b decode step's launches matvec_kqp_kernel (STRATA_CUDA_MV_KQ=1)
-# loses on against matvec_kq1_kernel (=4), and the gate/up pairs by matvec_kqs_kernel (=2: a pair's two rows
-# loaded step by step together, the next paired step in flight). Parity first (test_gpu_matvec: kqp also in
-# a 3-CTA grid; test_gpu_variants: dense models with MV_KQ 1 / 2 / 4 / 8, Q6_K pairs, 3-CTA grids), then
-# bench_e2e 1b with 0 / 1 / 2 / 4 alternated (two rounds) and moe48 with 0 / 2 / 4, then one eager decode
-# step of the 1b under ncu per setting, grouped by kernel and grid (tools/ncu_sum.py --groups).
-# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf. Peer: none (a switch's A/B).
-# Prediction: parity passes; 2 >= 4 on the 1b decode (1,312 in call 5 of the 19:31 session) by
-# +0-4 %; the profile shows kqp's loss against kq4 in the gate/up launch (grid 1,056 against 2,048).
+# 2026-12-05 (22:34 session): which of the 1b decode step's launches matvec_kqp_kernel (STRATA_CUDA_MV_KQ=1)
+# loses on against matvec_kq1_kernel (=4); the gate/up pairs by matvec_kqs_kernel (=2: a pair's two rows
+# loaded step by step together, the next paired step in flight); the MoE down launch prefetching the next
+# layer's q / k / v / o weights into L2 (STRATA_CUDA_PREFETCH bit 8: 7 -> 15).
+#   bash bench/s54_kqs_gpu.sh 1   parity (test_gpu_matvec: kqp also in a 3-CTA grid; test_gpu_variants:
+#                                 dense models with MV_KQ 1 / 2 / 4 / 8, Q6_K pairs, 3-CTA grids, every
+#                                 switch with PREFETCH 15), then bench_e2e 1b with MV_KQ 0 / 1 / 2 / 4
+#                                 alternated (two rounds), moe48 with PREFETCH 7 / 15 (two rounds)
+#   bash bench/s54_kqs_gpu.sh 2   one eager 1b decode step under ncu per MV_KQ setting, grouped by kernel
+#                                 and grid (tools/ncu_sum.py --groups); moe48 with MV_KQ 0 / 2 / 4
+# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf. Peer: none (switches' A/B).
+# Prediction: parity passes; 2 >= 4 on the 1b decode (1,312 in call 5 of the 19:31 session) by +0-4 %;
+# the profile shows kqp's loss against kq4 in the gate/up launch (grid 1,056 against 2,048); PREFETCH 15
+# +3-6 % on moe48 (q / k / v and wo read from L2).
 set -u
 . bench/gpu_call.sh
 gb_unpack
-for p in test_gpu_matvec test_gpu_variants; do
-  timeout 200 $g/bin/$p > /tmp/$p.txt 2>&1; echo "$p rc $?: $(tail -1 /tmp/$p.txt)"
-  grep -E "FAIL|dense|kq" /tmp/$p.txt | grep -v "^ok" | head -24
-done
-t
-e2e_ab 2 "1b" STRATA_CUDA_MV_KQ "0 1 2 4" 2
-e2e_ab 1 "moe48" STRATA_CUDA_MV_KQ "0 2 4" 2
-t
-for v in 0 1 2 4; do
-  echo "== 1b step, STRATA_CUDA_MV_KQ=$v"
-  STRATA_CUDA_MV_KQ=$v OUT=/tmp timeout 150 bash bench/step_profile_gpu.sh 1b 16 > /dev/null 2>&1
-  python3 tools/ncu_sum.py --groups /tmp/step-1b-16.csv | head -30
-  python3 tools/ncu_sum.py --groups /tmp/step-1b-16.csv | tail -1
-  cp /tmp/step-1b-16.csv $OUT/step-1b-kq$v.csv
-done
-t
+if [ "${1:-1}" = 1 ]; then
+  for p in test_gpu_matvec test_gpu_variants; do
+    timeout 200 $g/bin/$p > /tmp/$p.txt 2>&1; echo "$p rc $?: $(tail -1 /tmp/$p.txt)"
+    grep -E "FAIL|kq|KQ" /tmp/$p.txt | grep -v "^ok" | head -24
+  done
+  t
+  e2e_ab 2 "1b" STRATA_CUDA_MV_KQ "0 1 2 4" 2
+  e2e_ab 2 "moe48" STRATA_CUDA_PREFETCH "7 15" 2
+  t
+else
+  for v in 0 1 2 4; do
+    echo "== 1b step, STRATA_CUDA_MV_KQ=$v"
+    STRATA_CUDA_MV_KQ=$v OUT=/tmp timeout 150 bash bench/step_profile_gpu.sh 1b 16 > /dev/null 2>&1
+    python3 tools/ncu_sum.py --groups /tmp/step-1b-16.csv | head -30
+    cp /tmp/step-1b-16.csv $OUT/step-1b-kq$v.csv
+  done
+  t
+  e2e_ab 1 "moe48" STRATA_CUDA_MV_KQ "0 2 4" 2
+  t
+fi
