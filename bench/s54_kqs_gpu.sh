@@ -22,17 +22,17 @@ if [ "${1:-1}" = 1 ]; then
     grep -E "FAIL|kq|KQ" /tmp/$p.txt | grep -v "^ok" | head -24
   done
   t
-  e2e_ab 2 "1b" STRATA_CUDA_MV_KQ "0 1 2 4" 2
+  e2e_ab 2 "1b" STRATA_CUDA_MV_KQ "0 1 2 3 4" 2
   e2e_ab 2 "moe48" STRATA_CUDA_PREFETCH "7 15" 2
   t
 else
-  for v in 0 1 2 4; do
+  for v in 0 1 2 3 4; do
     echo "== 1b step, STRATA_CUDA_MV_KQ=$v"
     STRATA_CUDA_MV_KQ=$v OUT=/tmp timeout 150 bash bench/step_profile_gpu.sh 1b 16 > /dev/null 2>&1
     python3 tools/ncu_sum.py --groups /tmp/step-1b-16.csv | head -30
     cp /tmp/step-1b-16.csv $OUT/step-1b-kq$v.csv
   done
   t
-  e2e_ab 1 "moe48" STRATA_CUDA_MV_KQ "0 2 4" 2
+  e2e_ab 1 "moe48" STRATA_CUDA_MV_KQ "0 3 4" 2
   t
 fi

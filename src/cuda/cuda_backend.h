@@ -120,7 +120,7 @@ void cuda_moe_set_fast(int bits);
 void cuda_moe_set_twice(int bits);
 void cuda_attention_tc_set_twice(int bits);
 void cuda_matvec_set_split(int min_blocks);
-void cuda_matvec_set_kq(int mode);   /* STRATA_CUDA_MV_KQ: 0 off, 1 matvec_kqp_kernel, 2 + matvec_kqs_kernel, 4 / 8 matvec_kq1_kernel (same bits) */
+void cuda_matvec_set_kq(int mode);   /* STRATA_CUDA_MV_KQ: 0 off, 1 matvec_kqp_kernel, 2 + matvec_kqs_kernel, 3 by shape, 4 / 8 matvec_kq1_kernel (same bits) */
 void cuda_matvec_set_kq_wave(int ctas);   /* tests: the kqp / kqs grid held to ctas CTAs (0: one wave), so warps take many rows */
 int  cuda_matvec_kq(void);
 unsigned long cuda_matvec_kq_launches(void);   /* how many times the host launched a kq kernel (tests: the path ran) */

@@ -105,7 +105,7 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->mv_split = env_int(ENV_CUDA_MV_SPLIT);
     if (v->mv_split < 0) v->mv_split = 0;
     v->mv_kq = (int)env_int(ENV_CUDA_MV_KQ);
-    if (v->mv_kq != 1 && v->mv_kq != 4 && v->mv_kq != 8) v->mv_kq = 0;
+    if (v->mv_kq != 1 && v->mv_kq != 2 && v->mv_kq != 3 && v->mv_kq != 4 && v->mv_kq != 8) v->mv_kq = 0;
     v->norm_warp = env_int(ENV_CUDA_NORM_WARP) != 0;
     v->prefetch = (int)env_int(ENV_CUDA_PREFETCH) & (CUDA_PF_ROWS | CUDA_PF_DOWN | CUDA_PF_NORMW | CUDA_PF_NEXT);
     /* the attention order (bits differ between the two: docs/KERNELS.md, "The tensor-core
@@ -158,7 +158,8 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              v.moe_fast & CUDA_MOE_FAST_SMEM ? " smem-tables" : "",
              v.moe_fast & CUDA_MOE_FAST_ROUTER_CTA ? " router-cta" : "", v.moe_fast & CUDA_MOE_FAST_NGK ? " group-count" : "",
              v.moe_fast & CUDA_MOE_FAST_GROUP ? " grouping-by-ranges" : "", v.moe_fast & CUDA_MOE_FAST_WIDE ? " wide-side-by-side" : "", v.mv_split ? "from 24 blocks" : "off",
-             v.mv_kq == 1 ? "kqp (one wave, pipelined)" : v.mv_kq == 4 ? "kq1, 4 lanes a block" : v.mv_kq == 8 ? "kq1, 8 lanes a block" : "cooperative",
+             v.mv_kq == 1 ? "kqp (one wave, pipelined)" : v.mv_kq == 2 ? "kqp, gate/up pairs by kqs" :
+             v.mv_kq == 3 ? "by shape (kqs / kqp / kq1)" : v.mv_kq == 4 ? "kq1, 4 lanes a block" : v.mv_kq == 8 ? "kq1, 8 lanes a block" : "cooperative",
              v.prefetch ? "" : " none", v.prefetch & CUDA_PF_ROWS ? " rows" : "", v.prefetch & CUDA_PF_DOWN ? " experts' down" : "",
              v.prefetch & CUDA_PF_NORMW ? " norm weights" : "", v.prefetch & CUDA_PF_NEXT ? " next layer's attention" : "");
     return 0;

@@ -620,7 +620,7 @@ extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 
 
 /* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1,
  * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1, 2 the same with gate/up pairs by
- * matvec_kqs_kernel */
+ * matvec_kqs_kernel, 3 the kernel by shape (launch_fmt) */
 static int mv_kq = 0;
 static unsigned long mv_kq_launches;   /* launches of the kq kernels so far (host side: a graph's capture counts once) */
 /* CTAs an SM by the registers of matvec_kqp_kernel / matvec_kqs_kernel (Q4_K, Q5_K, Q6_K), read when the
@@ -635,9 +635,9 @@ template <int FMT> static void kq_occ_read(int i) {
     (void)cudaGetLastError();
 }
 extern "C" void cuda_matvec_set_kq(int mode) {
-    mv_kq = mode == 1 || mode == 2 || mode == 4 || mode == 8 ? mode : 0;
+    mv_kq = mode == 1 || mode == 2 || mode == 3 || mode == 4 || mode == 8 ? mode : 0;
     static int read;
-    if ((mv_kq == 1 || mv_kq == 2) && !read) {
+    if (mv_kq && !read) {
         read = 1;
         kq_occ_read<TYPE_Q4_K>(0); kq_occ_read<TYPE_Q5_K>(1); kq_occ_read<TYPE_Q6_K>(2);
     }
@@ -654,28 +654,34 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
     if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K) {
-        if (mv_kq && (FMT != TYPE_Q6_K || mv_kq <= 2) && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB &&
-            (uintptr_t)act % 4 == 0) {
+        if (mv_kq && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB && (uintptr_t)act % 4 == 0) {
             const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
-            mv_kq_launches++;
-            if (mv_kq <= 2) {
-                /* one wave, estimated without a runtime call (none during a graph's capture): the CTAs an
-                 * SM the kernel's registers allow (kq_occ, at most 8) or fewer where the activation row's
-                 * shared memory allows fewer; a larger grid only runs later CTAs after the first, the
-                 * same rows' bits either way */
-                const int pair = mv_kq == 2 && g->swiglu, occ = kq_occ[FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : 2][pair];
-                int per_sm = (int)((200u << 10) / (shm + 1024));
-                per_sm = per_sm < 1 ? 1 : per_sm > occ ? occ : per_sm > 8 ? 8 : per_sm;
-                const int sms = cuda_sm_count();
-                const unsigned wave = mv_kq_wave_cap ? (unsigned)mv_kq_wave_cap : (unsigned)(per_sm * (sms > 0 ? sms : 32));
-                if (pair)
-                    klaunch(matvec_kqs_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
-                else klaunch(matvec_kqp_kernel<FMT>, blocks < wave ? blocks : wave, MV_WARPS * 32, shm, st, *g, nb, a);
-            } else if constexpr (FMT != TYPE_Q6_K) {
-                if (mv_kq == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
-                else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+            /* one wave, estimated without a runtime call (none during a graph's capture): the CTAs an
+             * SM the kernel's registers allow (kq_occ, at most 8) or fewer where the activation row's
+             * shared memory allows fewer; a larger grid only runs later CTAs after the first, the
+             * same rows' bits either way */
+            const int pair_ok = (mv_kq == 2 || mv_kq == 3) && g->swiglu;
+            const int occ = kq_occ[FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : 2][pair_ok];
+            int per_sm = (int)((200u << 10) / (shm + 1024));
+            per_sm = per_sm < 1 ? 1 : per_sm > occ ? occ : per_sm > 8 ? 8 : per_sm;
+            const int sms = cuda_sm_count();
+            const unsigned wave = mv_kq_wave_cap ? (unsigned)mv_kq_wave_cap : (unsigned)(per_sm * (sms > 0 ? sms : 32));
+            /* the kernel: 1 kqp; 2 kqs for pairs, else kqp; 4 / 8 kq1 (Q4_K / Q5_K); 3 by shape: pairs kqs,
+             * rows that give every warp of a wave more than two kqp, the rest kq1 with 4 lanes (Q6_K: the
+             * cooperative kernel) */
+            int kind = mv_kq == 3 ? (pair_ok ? 2 : (size_t)rows > (size_t)wave * MV_WARPS * 2 ? 1 : 4) : pair_ok ? 2 : mv_kq;
+            if (FMT == TYPE_Q6_K && kind >= 4) kind = 0;
+            if (kind) {
+                mv_kq_launches++;
+                const unsigned grid = blocks < wave ? blocks : wave;
+                if (kind == 2) klaunch(matvec_kqs_kernel<FMT>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
+                else if (kind == 1) klaunch(matvec_kqp_kernel<FMT>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
+                else if constexpr (FMT != TYPE_Q6_K) {
+                    if (kind == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+                    else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+                }
+                return CU_LAUNCHED();
             }
-            return CU_LAUNCHED();
         }
     }
     if constexpr (coop_fmt<FMT>::ok) {

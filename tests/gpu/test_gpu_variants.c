@@ -12,7 +12,7 @@
  *           == the CPU; the routing switch alone with 16 and 128 experts (several per lane) and at
  *           the widths whose F32 router is fused with the routing (1024, 2048)
  *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU
- *   dense   STRATA_CUDA_MV_KQ 1 / 2 / 4 / 8 on llama models with Q4_K / Q5_K / Q6_K layers (gate/up pairs),
+ *   dense   STRATA_CUDA_MV_KQ 1 / 2 / 3 / 4 / 8 on llama models with Q4_K / Q5_K / Q6_K layers (gate/up pairs),
  *           also in kqp / kqs grids of 3 CTAs, and a
  *           Q6_K head: the same against the CPU */
 #include "test.h"
@@ -198,7 +198,7 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     unlink(path);
 }
 
-/* STRATA_CUDA_MV_KQ = kq (1, 2, 4, 8) on a dense llama model (Q4_K attention, ffn_type gate/up pairs and
+/* STRATA_CUDA_MV_KQ = kq (1, 2, 3, 4, 8) on a dense llama model (Q4_K attention, ffn_type gate/up pairs and
  * down rows, Q6_K head: kq 1 / 2 take all three formats, 4 / 8 the Q4_K / Q5_K rows; 2 the gate/up pairs
  * by matvec_kqs_kernel), in kqp / kqs grids of wave_cap CTAs when wave_cap > 0: teacher-forced logits
  * and greedy ids == the CPU (moe_model_compare: the one-column steps, eager and the decode graph) */
@@ -311,8 +311,8 @@ int main(void) {
     model_parity("qwen3moe IQ3_XXS / Q4_K / Q6_K, depth 300", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     moe_n_ctx = 256; moe_prompt_len = 24;
     t_current = "dense kq";
-    static const int kqs[] = { 1, 2, 4, 8 };
-    for (int i = 0; i < 4; i++) {
+    static const int kqs[] = { 1, 2, 3, 4, 8 };
+    for (int i = 0; i < 5; i++) {
         dense_parity(kqs[i], TYPE_Q4_K, 0);
         dense_parity(kqs[i], TYPE_Q5_K, 0);
     }
