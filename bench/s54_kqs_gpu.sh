@@ -8,8 +8,9 @@
 #                                 switch with PREFETCH 15), then bench_e2e 1b with MV_KQ 0 / 1 / 2 / 4
 #                                 alternated (two rounds), moe48 with PREFETCH 7 / 15 (two rounds)
 #   bash bench/s54_kqs_gpu.sh 2   one eager 1b decode step under ncu per MV_KQ setting, grouped by kernel
-#                                 and grid (tools/ncu_sum.py --groups); moe48 with MV_KQ 0 / 2 / 4
-# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf. Peer: none (switches' A/B).
+#                                 and grid (tools/ncu_sum.py --groups); moe48 with MV_KQ 0 / 3 / 4
+# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf (part 2 also .peer/lcb-cuda.tar.xz: llama-bench
+# tg128 on the same 1b and moe48 files after strata's runs). Part 1: peer none (switches' A/B).
 # Prediction: parity passes; 2 >= 4 on the 1b decode (1,312 in call 5 of the 19:31 session) by +0-4 %;
 # the profile shows kqp's loss against kq4 in the gate/up launch (grid 1,056 against 2,048); PREFETCH 15
 # +3-6 % on moe48 (q / k / v and wo read from L2).
@@ -34,5 +35,12 @@ else
   done
   t
   e2e_ab 1 "moe48" STRATA_CUDA_MV_KQ "0 3 4" 2
+  t
+  if [ -f .peer/lcb-cuda.tar.xz ] && peer_up; then
+    for s in 1b moe48; do
+      echo -n "llama.cpp $s tg128 runs (tok/s): "
+      timeout 90 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
+    done
+  fi
   t
 fi
