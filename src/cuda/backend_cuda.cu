@@ -861,17 +861,6 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
         m.logits = c->moe_logits; m.act_x = (const uint8_t *)c->act + (size_t)t0 * gab; m.out = c->moe_out + (size_t)t0 * E;
         m.router_f32 = fused_router ? (const float *)R->dev : NULL;
         m.x_f32 = xb;
-        /* one column: the down launch prefetches the next layer's q / k / v / o weights into L2
-         * (CUDA_PF_NEXT in STRATA_CUDA_PREFETCH; the kernel tests the bit) */
-        const int l = (int)(L - c->w->layers);
-        memset(m.pf_next, 0, sizeof m.pf_next);
-        memset(m.pf_next_bytes, 0, sizeof m.pf_next_bytes);
-        if (n == 1 && l + 1 < c->hp.n_layers) {
-            const layer_weights *N = L + 1;
-            const weight *nw[4] = { &N->wq, &N->wk, &N->wv, &N->wo };
-            for (int i = 0; i < 4; i++)
-                if (nw[i]->dev) { m.pf_next[i] = nw[i]->dev; m.pf_next_bytes[i] = nw[i]->nbytes; }
-        }
         if (cuda_moe_block(&m, add_to ? add_to + (size_t)t0 * E : NULL, c->st)) be_fail(c, "moe experts");
     }
 }

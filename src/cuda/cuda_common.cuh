@@ -52,7 +52,6 @@ extern "C" {
 #define CUDA_PF_ROWS 1
 #define CUDA_PF_DOWN 2
 #define CUDA_PF_NORMW 4   /* the RMSNorm launches' weights into registers before the wait (ops.cu) */
-#define CUDA_PF_NEXT 8    /* the T = 1 MoE down launch's CTAs prefetch the next layer's q / k / v / o weights (moe.cu) */
 #define PF_TU_STATE(name)                                                                        \
     static __constant__ int c_prefetch;                                                          \
     void cuda_prefetch_set_##name(int bits) { cudaMemcpyToSymbol(c_prefetch, &bits, sizeof bits); }

@@ -92,8 +92,6 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
     int max_groups;                 /* grid bound on groups: 0 = P (the decode kernels' slices);
                                        the wide chunks of cuda_moe_experts_wide set their own */
-    const void *pf_next[4];         /* T = 1 with CUDA_PF_NEXT: the next layer's attention weights (NULL: */
-    size_t pf_next_bytes[4];        /* none), prefetched into L2 by the down launch's CTAs, a slice each */
 } cuda_moe;
 
 /* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the

@@ -669,7 +669,8 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             /* the kernel: 1 kqp; 2 kqs for pairs, else kqp; 4 / 8 kq1 (Q4_K / Q5_K); 3 by shape: pairs kqs,
              * rows that give every warp of a wave more than two kqp, the rest kq1 with 4 lanes (Q6_K: the
              * cooperative kernel) */
-            int kind = mv_kq == 3 ? (pair_ok ? 2 : (size_t)rows > (size_t)wave * MV_WARPS * 2 ? 1 : 4) : pair_ok ? 2 : mv_kq;
+            int kind = mv_kq == 3 ? (pair_ok ? 2 : (size_t)rows > (size_t)wave * MV_WARPS * 2 ? 1 : 4)
+                                  : pair_ok ? 2 : mv_kq == 2 ? 1 : mv_kq;
             if (FMT == TYPE_Q6_K && kind >= 4) kind = 0;
             if (kind) {
                 mv_kq_launches++;

@@ -460,8 +460,6 @@ typedef struct moe_comb {
     const float *wts;
     int k, T;
     float *out, *add_to;
-    const uint8_t *pf[4];           /* CUDA_PF_NEXT: regions to prefetch into L2 (NULL: none), a slice a CTA */
-    size_t pfn[4];
 } moe_comb;
 
 template <int FMT, int TM, int COOP, int V>
@@ -522,13 +520,6 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
                 int ngk) {
     if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
-    if (c_prefetch & CUDA_PF_NEXT)   /* the next layer's attention weights (never written: before the wait) */
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            if (cb.pf[i]) {
-                const size_t a = cb.pfn[i] * blockIdx.x / gridDim.x, b = cb.pfn[i] * (blockIdx.x + 1) / gridDim.x;
-                l2_prefetch_lines(cb.pf[i] + a, b - a, threadIdx.x, blockDim.x);
-            }
     PDL_WAIT();
     constexpr int RPC = COOP != 0 ? DR : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
@@ -783,8 +774,6 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
         if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
-    if (m->T == 1 && m->max_groups <= 0)
-        for (int i = 0; i < 4; i++) { cb.pf[i] = (const uint8_t *)m->pf_next[i]; cb.pfn[i] = m->pf_next[i] ? m->pf_next_bytes[i] : 0; }
     if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
     return cf ? 0 : cuda_moe_combine(m, add_to, st);
 }

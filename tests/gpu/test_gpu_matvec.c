@@ -153,7 +153,7 @@ int main(void) {
         for (int v = 0; v < nv; v++) {
             if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
             cuda_matvec_set_coop(lanes[v]);
-            cuda_matvec_set_kq(v < 3 ? kq_was : kqs[v]);
+            cuda_matvec_set_kq(v == 0 ? kq_was : v < 3 ? 0 : kqs[v]);   /* 1, 2: the cooperative / lane kernels */
             cuda_matvec_set_kq_wave(v == 6 ? 3 : 0);   /* kqp in 3 CTAs: 12 warps, up to 6 rows each */
             const unsigned long l0 = cuda_matvec_kq_launches();
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
@@ -180,10 +180,10 @@ int main(void) {
         t_current = qt->name;
         const int B = qt->blck == 1 ? 32 : qt->blck;
         const int64_t lens[] = { 3 * B, 33 * B, 4096 };
-        const int kq_was = cuda_matvec_kq(), nk = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K ? 4 : 1;
-        static const int kqv[4] = { 0, 4, 8, 1 };
-        for (int v = 0; v < nk; v++) {   /* Q4_K / Q5_K: also matvec_kq1_kernel's 4 and 8 lanes a block; and matvec_kqp_kernel */
-            if (type == TYPE_Q6_K && (v == 1 || v == 2)) continue;
+        const int kq_was = cuda_matvec_kq(), nk = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K ? 5 : 1;
+        static const int kqv[5] = { 0, 0, 4, 8, 1 };
+        for (int v = 0; v < nk; v++) {   /* the default; the cooperative kernel; Q4_K / Q5_K: matvec_kq1_kernel's 4 and 8 lanes a block; matvec_kqp_kernel */
+            if (type == TYPE_Q6_K && (v == 2 || v == 3)) continue;
             cuda_matvec_set_kq(v == 0 ? kq_was : kqv[v]);
             for (size_t i = 0; i < 3; i++)
                 if (lens[i] % qt->blck == 0) check_format(qt, lens[i], 33, 0);

@@ -47,7 +47,7 @@ static void set_switches(int mode) {
     setenv("STRATA_CUDA_ROUTE", mode == 1 || mode == 2 ? "parallel" : "serial", 1);
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
     setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
-    setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "15" : "0", 1);   /* L2 prefetches (hints), the norm weights early */
+    setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "7" : "0", 1);   /* L2 prefetches (hints), the norm weights early */
     setenv("STRATA_CUDA_MV_KQ", mode == 1 ? "1" : "0", 1);   /* Q4_K / Q5_K / Q6_K one-column rows by matvec_kqp_kernel */
     cuda_attention_set_gs(mode == 1 ? 1 : 4);   /* STRATA_CUDA_ATTN_GS: one head per chunk-path CTA, or up to 4 */
     env_reset_cache();
