@@ -7,10 +7,10 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
-gpu_suite 300
+gpu_suite 280
 t
-[ $(( $(date +%s) - T0 )) -lt 330 ] && e2e_ab 1 "1b" STRATA_CUDA_MV_KQ "0 2 3" 2
-if [ $(( $(date +%s) - T0 )) -lt 380 ] && peer_up; then
+[ $(( $(date +%s) - T0 )) -lt 250 ] && e2e_ab 1 "1b" STRATA_CUDA_MV_KQ "0 2 3" 2
+if [ $(( $(date +%s) - T0 )) -lt 290 ] && peer_up; then
   echo -n "llama.cpp 1b tg128 runs (tok/s): "
   timeout 40 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-1b.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
 fi
