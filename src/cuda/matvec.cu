@@ -24,6 +24,7 @@
 #include "act_quant.cuh"
 #include "kquant_coop.cuh"
 #include "matvec_row.cuh"
+#include "kq_row.cuh"
 #include "expf_host.cuh"
 
 EXPF_DEVICE_STATE
@@ -171,187 +172,15 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
     }
 }
 
-/* STRATA_CUDA_MV_KQ (cuda_matvec_set_kq): Q4_K / Q5_K (and, in matvec_kqp_kernel, Q6_K) rows at T = 1
- * without the cooperative kernel's per-step latency chain. Why (docs/BENCHMARKS.md, 2026-12-05 19:31 session, ncu of
- * matvec_kernel<Q4_K, 1, 8>): 198 warp instructions a step of 4 blocks, every step's loads issued
- * only after the step before had finished (its `if (b < nb)` regions), long scoreboard the top
- * stall. Here:
- *   - the CTA copies the activation row (nb act_q8_K blocks) into shared memory once, split by
- *     field (qs 16-byte aligned, d, bsums), so a part reads its 32 activation bytes with two
- *     16-byte shared loads instead of eight 4-byte global loads and 64-bit address arithmetic;
- *   - a warp loads the weights of STEPS steps (G = 32 / TPB blocks each) before it computes any,
- *     block indices clamped to the row (no branch around a load), so STEPS x G blocks of the row
- *     are in flight at once;
- *   - the block's 6-bit scales and mins come from the header words by masks (no branch per part);
- *     with TPB = 4 a lane's first part is always a low sub-block pair and its second a high one.
- * The sums are the cooperative kernel's: S and M are exact integers however the parts are split
- * (xor shuffles over the TPB lanes), p_b is coop_final's formula on the same d, dmin (the header's
- * first word) and activation d, and p_b goes to lane b % 32 in increasing b, then
- * warp_canon_finish: row_dot_coop's bits (test_gpu_matvec compares both with the CPU reference). */
-#define MV_KQ_MAXNB 160   /* nb * 292 bytes of shared memory under 48 KiB */
-static __device__ __forceinline__ int kq_dot16(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, uint4 a) {
-    return __dp4a((int)w3, (int)a.w, __dp4a((int)w2, (int)a.z, __dp4a((int)w1, (int)a.y, __dp4a((int)w0, (int)a.x, 0))));
-}
-/* One step's weights (G = 32 / TPB blocks of a row, this lane's parts): the block header (d | dmin |
- * scales), the lane's qs words and (Q5_K) its qh words */
-template <int FMT, int TPB> struct kq_step {
-    uint4 hd, qv[8 / TPB], hv;
-};
-/* Q6_K (TPB = 8, matvec_kqp_kernel only): part k's ql and qh runs (16 bytes each, at a block
- * offset that is 0 or 2 mod 4: 210-byte blocks) as the five aligned words from the one at or below
- * each, joined by funnel shifts once they have arrived (decode_fast.h's df_ld128_a2 in two halves: the
- * loads here, the join in kq_step_p, so a step's words are in flight during the step before); the
- * part's two scale bytes; d */
-template <int TPB> struct kq_step<TYPE_Q6_K, TPB> {
-    uint32_t x[5], y[5];
-    int scA, scB;
-    uint32_t d, mis;
-};
-/* the step at block base of row wr: block base + lane / TPB, clamped to the row (no branch) */
-template <int FMT, int TPB>
-static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8_t *__restrict__ wr, int base, int nb) {
-    constexpr int Q5 = FMT == TYPE_Q5_K, BS = wfmt<FMT>::bsize, U = 8 / TPB;
-    constexpr int QOFF = Q5 ? (int)offsetof_i(block_q5_K, qs) : (int)offsetof_i(block_q4_K, qs);
-    const int lane = threadIdx.x & 31, k = lane % TPB, h = k & 1;
-    int b = base + lane / TPB;
-    b = b < nb ? b : nb - 1;
-    const uint8_t *blk = wr + (size_t)b * BS;
-    if constexpr (FMT == TYPE_Q6_K) {
-        /* the runs end at byte 128 (ql; qh follows) and 192 (qh; the scales follow): the fifth word
-         * stays in the block; a block at 2 mod 4 is not an allocation's first byte (256-aligned) */
-        const int half = k >> 2, q = k & 3, sA = 8 * half + q;
-        const uint32_t mis = (uint32_t)(uintptr_t)blk & 2u;
-        const uint32_t *xl = (const uint32_t *)(blk - mis + offsetof_i(block_q6_K, ql) + 64 * half + 16 * q);
-        const uint32_t *xh = (const uint32_t *)(blk - mis + offsetof_i(block_q6_K, qh) + 32 * half + 16 * (q & 1));
-#pragma unroll
-        for (int i = 0; i < 5; i++) { w.x[i] = xl[i]; w.y[i] = xh[i]; }
-        w.scA = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sA];
-        w.scB = (int)(int8_t)blk[offsetof_i(block_q6_K, scales) + sA + 4];
-        w.d = ld_u16(blk + offsetof_i(block_q6_K, d));
-        w.mis = mis;
-        (void)U; (void)QOFF; (void)h;
-    } else {
-        w.hd = *(const uint4 *)blk;
-#pragma unroll
-        for (int i = 0; i < U; i++) w.qv[i] = *(const uint4 *)(blk + QOFF + 32 * ((k + TPB * i) >> 1) + 16 * h);
-        if (Q5) w.hv = *(const uint4 *)(blk + offsetof_i(block_q5_K, qh) + 16 * h);
-        else w.hv = make_uint4(0, 0, 0, 0);
-    }
-}
-/* the block partial p_b of this lane's block b (bc: b clamped to the row) from its group's TPB lanes:
- * the parts' exact integer sums, added over the group by xor shuffles, then coop_final's formula */
-template <int FMT, int TPB>
-static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, int bc, const uint32_t *sq, const float *sd,
-                                                  const uint32_t *sb) {
-    constexpr int Q5 = FMT == TYPE_Q5_K, U = 8 / TPB;
-    const int lane = threadIdx.x & 31, k = lane % TPB, h = k & 1;
-    if constexpr (FMT == TYPE_Q6_K) {
-        /* coop_part's Q6_K part k: sub-blocks sA = 8 (k / 4) + k % 4 (low nibbles) and sA + 4 (high) */
-        const int half = k >> 2, q = k & 3, sA = 8 * half + q, hs = 2 * (q >> 1);
-        const uint32_t sh = 8 * w.mis;
-        uint32_t wa[4], wb[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t l = __funnelshift_r(w.x[i], w.x[i + 1], sh), hh = __funnelshift_r(w.y[i], w.y[i + 1], sh);
-            wa[i] = __vsub4((l & 0x0F0F0F0Fu) | ((hh >> hs) & 0x03030303u) << 4, 0x20202020u);
-            wb[i] = __vsub4(((l >> 4) & 0x0F0F0F0Fu) | ((hh >> (hs + 4)) & 0x03030303u) << 4, 0x20202020u);
-        }
-        const uint4 a0 = *(const uint4 *)(sq + bc * 64 + 4 * sA), a1 = *(const uint4 *)(sq + bc * 64 + 4 * (sA + 4));
-        int S = w.scA * kq_dot16(wa[0], wa[1], wa[2], wa[3], a0) + w.scB * kq_dot16(wb[0], wb[1], wb[2], wb[3], a1);
-#pragma unroll
-        for (int o = TPB / 2; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
-        (void)sb; (void)h;
-        return __fmul_rn(__int2float_rn(S), __fmul_rn(h2f((uint16_t)w.d), sd[bc]));
-    } else {
-        const uint32_t Y = w.hd.y, Z = w.hd.z, Wd = w.hd.w;
-        /* the 6-bit scales / mins of sub-blocks 0..3 (low) and 4..7 (high), one byte each
-         * (kq_scale_min's layout); part j takes sub-blocks 2j, 2j + 1 */
-        const uint32_t scl = Y & 0x3f3f3f3fu, mnl = Z & 0x3f3f3f3fu;
-        const uint32_t sch = (Wd & 0x0f0f0f0fu) | ((Y >> 2) & 0x30303030u),
-                       mnh = ((Wd >> 4) & 0x0f0f0f0fu) | ((Z >> 2) & 0x30303030u);
-        int S = 0, M = 0;
-#pragma unroll
-        for (int i = 0; i < U; i++) {
-            const int j = (k + TPB * i) >> 1;
-            const bool low = TPB == 4 ? i == 0 : j < 2;
-            const uint32_t scw = low ? scl : sch, mw = low ? mnl : mnh;
-            const int sh = 16 * (j & 1);
-            const int scA = (scw >> sh) & 0xff, scB = (scw >> (sh + 8)) & 0xff;
-            const int mA = (mw >> sh) & 0xff, mB = (mw >> (sh + 8)) & 0xff;
-            const uint4 q = w.qv[i];
-            uint32_t lo0 = q.x & 0x0f0f0f0fu, lo1 = q.y & 0x0f0f0f0fu, lo2 = q.z & 0x0f0f0f0fu, lo3 = q.w & 0x0f0f0f0fu;
-            uint32_t hi0 = (q.x >> 4) & 0x0f0f0f0fu, hi1 = (q.y >> 4) & 0x0f0f0f0fu, hi2 = (q.z >> 4) & 0x0f0f0f0fu,
-                     hi3 = (q.w >> 4) & 0x0f0f0f0fu;
-            if (Q5) {
-                const uint4 hb = w.hv;
-                lo0 |= ((hb.x >> (2 * j)) & 0x01010101u) << 4; hi0 |= ((hb.x >> (2 * j + 1)) & 0x01010101u) << 4;
-                lo1 |= ((hb.y >> (2 * j)) & 0x01010101u) << 4; hi1 |= ((hb.y >> (2 * j + 1)) & 0x01010101u) << 4;
-                lo2 |= ((hb.z >> (2 * j)) & 0x01010101u) << 4; hi2 |= ((hb.z >> (2 * j + 1)) & 0x01010101u) << 4;
-                lo3 |= ((hb.w >> (2 * j)) & 0x01010101u) << 4; hi3 |= ((hb.w >> (2 * j + 1)) & 0x01010101u) << 4;
-            }
-            const uint32_t *aq = sq + bc * 64 + 16 * j + 4 * h;   /* qs bytes 64 j + 16 h, + 32 */
-            const uint4 al = *(const uint4 *)aq, ah = *(const uint4 *)(aq + 8);
-            S += scA * kq_dot16(lo0, lo1, lo2, lo3, al) + scB * kq_dot16(hi0, hi1, hi2, hi3, ah);
-            const int16_t *bs = (const int16_t *)(sb + bc * 8);
-            M += mA * (int)bs[4 * j + h] + mB * (int)bs[4 * j + 2 + h];
-        }
-#pragma unroll
-        for (int o = TPB / 2; o >= 1; o >>= 1) {
-            S += __shfl_xor_sync(FULL_MASK, S, o);
-            M += __shfl_xor_sync(FULL_MASK, M, o);
-        }
-        const float dw = h2f((uint16_t)w.hd.x), dmw = h2f((uint16_t)(w.hd.x >> 16)), ad = sd[bc];
-        return __fsub_rn(__fmul_rn(__int2float_rn(S), __fmul_rn(dw, ad)), __fmul_rn(__int2float_rn(M), __fmul_rn(dmw, ad)));
-    }
-}
-/* the step's block partials, each added by its lane (b % 32) into acc: row_dot_coop's operations */
-template <int FMT, int TPB>
-static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, int b0, int nb, const uint32_t *sq,
-                                                   const float *sd, const uint32_t *sb, float &acc) {
-    constexpr int G = 32 / TPB;
-    const int lane = threadIdx.x & 31, b = b0 + lane / TPB;
-    const float p = kq_step_p<FMT, TPB>(w, b < nb ? b : nb - 1, sq, sd, sb);
-    /* block b0 + gs belongs to lane (b0 % 32) + gs: row_dot_coop's hand-over */
-    const int gs = lane - (b0 & 31);
-    const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
-    const float v = __shfl_sync(FULL_MASK, p, (gs & (G - 1)) * TPB);
-    if (mine) acc = __fadd_rn(acc, v);
-}
-/* the activation row (nb act_q8_K blocks: d | qs[256] | bsums[16], 73 words) into shared memory by
- * fields: qs nb x 64 words (16-byte aligned), d nb floats, bsums nb x 8 words; the CTA's threads */
-template <int NT>
-static __device__ __forceinline__ void kq_act_copy(const uint8_t *__restrict__ act, int nb, uint32_t *sq, float *sd, uint32_t *sb) {
-    const uint32_t *a32 = (const uint32_t *)act;
-    for (int w = threadIdx.x; w < nb * 64; w += NT) sq[w] = a32[(w >> 6) * 73 + 1 + (w & 63)];
-    for (int w = threadIdx.x; w < nb; w += NT) ((uint32_t *)sd)[w] = a32[w * 73];
-    for (int w = threadIdx.x; w < nb * 8; w += NT) sb[w] = a32[(w >> 3) * 73 + 65 + (w & 7)];
-}
-/* one row's canonical dot (lane 0's value) against the activation row in shared memory: STEPS
- * steps' weights loaded, then computed */
-template <int FMT, int TPB, int STEPS>
-static __device__ __forceinline__ float kq1_row(const uint8_t *__restrict__ wr, int nb, const uint32_t *sq, const float *sd,
-                                                const uint32_t *sb) {
-    constexpr int G = 32 / TPB;
-    float acc = 0.0f;
-    for (int base = 0; base < nb; base += G * STEPS) {
-        kq_step<FMT, TPB> w[STEPS];
-#pragma unroll
-        for (int s = 0; s < STEPS; s++) kq_load<FMT, TPB>(w[s], wr, base + s * G, nb);
-#pragma unroll
-        for (int s = 0; s < STEPS; s++) kq_step_add<FMT, TPB>(w[s], base + s * G, nb, sq, sd, sb, acc);
-    }
-    return warp_canon_finish<MV_WARPS>(acc, nb);
-}
 /* A group's rows (or a gate/up pair's: row r of both, then store_swiglu's values) */
 template <int FMT, int TPB, int STEPS>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
-    static_assert(FMT == TYPE_Q4_K || FMT == TYPE_Q5_K, "Q4_K / Q5_K");
+    static_assert(kq_fmt<FMT>::ok && FMT != TYPE_Q6_K, "Q4_K / Q5_K / IQ2_XXS / IQ3_XXS");
     static_assert(TPB == 4 || TPB == 8, "4 or 8 lanes a block");
+    static_assert(!kq_fmt<FMT>::iq || TPB == 8, "the IQ formats: 8 lanes a block");
     extern __shared__ __align__(16) uint8_t kq_sm[];
-    uint32_t *sq = (uint32_t *)kq_sm;                        /* qs: nb x 64 words */
-    float *sd = (float *)(kq_sm + (size_t)nb * 256);          /* d: nb */
-    uint32_t *sb = (uint32_t *)(kq_sm + (size_t)nb * 260);    /* bsums: nb x 8 words (16 int16) */
+    const kq_smem s = kq_smem_of(kq_sm, nb);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row = blockIdx.x * MV_WARPS + warp;
     const bool live = row < (g.swiglu ? (int)g.n_out[0] : g.row_start[g.n]);
@@ -361,68 +190,64 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
         l2_prefetch_lines(g.W[wi] + (size_t)r * g.row_bytes, g.row_bytes, lane, 32);
         if (g.swiglu) l2_prefetch_lines(g.W[1] + (size_t)r * g.row_bytes, g.row_bytes, lane, 32);
     }
+    kq_tab_fill<FMT>(s);
     PDL_WAIT();
-    kq_act_copy<MV_WARPS * 32>(act, nb, sq, sd, sb);
+    kq_act_copy<FMT, MV_WARPS * 32>(act, nb, s);
     __syncthreads();
     if (!live) return;
     if (g.swiglu) {
-        float ga = kq1_row<FMT, TPB, STEPS>(g.W[0] + (size_t)r * g.row_bytes, nb, sq, sd, sb);
-        float ua = kq1_row<FMT, TPB, STEPS>(g.W[1] + (size_t)r * g.row_bytes, nb, sq, sd, sb);
+        float ga = kq1_row<FMT, TPB, STEPS>(g.W[0] + (size_t)r * g.row_bytes, nb, s);
+        float ua = kq1_row<FMT, TPB, STEPS>(g.W[1] + (size_t)r * g.row_bytes, nb, s);
         if (lane == 0) store_swiglu<1>(g, r, 1, &ga, &ua);
         return;
     }
-    float acc = kq1_row<FMT, TPB, STEPS>(g.W[wi] + (size_t)r * g.row_bytes, nb, sq, sd, sb);
+    float acc = kq1_row<FMT, TPB, STEPS>(g.W[wi] + (size_t)r * g.row_bytes, nb, s);
     if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
 }
 
 /* STRATA_CUDA_MV_KQ = 1: the same steps in a grid of about one wave (launch_fmt's estimate: 8 CTAs on
  * every SM, fewer where the activation row's shared memory allows fewer), each warp taking rows gw,
- * gw + NW, ... (NW the grid's warps) and each CTA copying the activation row once for all its rows; the
- * warp loads step c + 1's weights (the next step of its row, or the first of its next row) before it
- * computes step c, so a step's loads are in flight while the one before is computed, across rows too.
- * TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K: 4 blocks, so that two steps' raw words fit the
- * registers). A gate/up pair's row is two rows of steps (W[0]'s, then W[1]'s) and stores store_swiglu's
- * values. Same per-row operations as kq1_row. */
+ * gw + NW, ... (NW the grid's warps: kq_walk) and each CTA copying the activation row once for all its
+ * rows; the warp loads step c + 1's weights (the next step of its row, or the first of its next row)
+ * before it computes step c, so a step's loads are in flight while the one before is computed, across
+ * rows too. TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K, IQ2_XXS, IQ3_XXS: 4 blocks, so that
+ * two steps' raw words fit the registers). A gate/up pair's row is two rows of steps (W[0]'s, then
+ * W[1]'s) and stores store_swiglu's values. Same per-row operations as kq1_row. */
 template <int FMT>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
-    constexpr int TPB = FMT == TYPE_Q6_K ? 8 : 4, G = 32 / TPB;
+    constexpr int TPB = kq_fmt<FMT>::tpb, G = 32 / TPB;
     extern __shared__ __align__(16) uint8_t kq_sm[];
-    uint32_t *sq = (uint32_t *)kq_sm;
-    float *sd = (float *)(kq_sm + (size_t)nb * 256);
-    uint32_t *sb = (uint32_t *)(kq_sm + (size_t)nb * 260);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int rows = g.swiglu ? (int)g.n_out[0] : g.row_start[g.n];
-    const int nw = gridDim.x * MV_WARPS, gw = blockIdx.x * MV_WARPS + warp;
-    const int my_rows = gw < rows ? (rows - 1 - gw) / nw + 1 : 0;
+    const kq_smem s = kq_smem_of(kq_sm, nb);
+    const int lane = threadIdx.x & 31;
+    const kq_walk wk = kq_walk_of(g.swiglu ? (int)g.n_out[0] : g.row_start[g.n]);
     const int nit = (nb + G - 1) / G, mats = g.swiglu ? 2 : 1;
-    const int last = gw + (my_rows > 0 ? my_rows - 1 : 0) * nw;   /* the warp's last row */
-    /* a step's row pointer: row gw + rl nw (clamped to the warp's last row), matrix m */
+    /* a step's row pointer: the walk's row rl, matrix m */
     auto row_ptr = [&](int rl, int m) -> const uint8_t * {
-        int row = gw + rl * nw;
-        row = row < last ? row : last;
+        const int row = wk.row(rl);
         if (g.swiglu) return g.W[m] + (size_t)row * g.row_bytes;
         const int wi = group_weight(g, row);
         return g.W[wi] + (size_t)(row - g.row_start[wi]) * g.row_bytes;
     };
+    kq_tab_fill<FMT>(s);
     PDL_WAIT();
     kq_step<FMT, TPB> cur, nxt;
     const uint8_t *wp = row_ptr(0, 0);   /* the row of the step being computed */
-    if (my_rows > 0) kq_load<FMT, TPB>(cur, wp, 0, nb);
-    kq_act_copy<MV_WARPS * 32>(act, nb, sq, sd, sb);
+    if (wk.my_rows > 0) kq_load<FMT, TPB>(cur, wp, 0, nb);
+    kq_act_copy<FMT, MV_WARPS * 32>(act, nb, s);
     __syncthreads();
     float acc = 0.0f, ga = 0.0f;
-    int rl = 0, m = 0, it = 0;   /* the step being computed: row gw + rl nw, matrix m, blocks from G it */
-    while (rl < my_rows) {
+    int rl = 0, m = 0, it = 0;   /* the step being computed: the walk's row rl, matrix m, blocks from G it */
+    while (rl < wk.my_rows) {
         int nrl = rl, nm = m, ni = it + 1;   /* the next step */
         if (ni == nit) { ni = 0; if (++nm == mats) { nm = 0; nrl++; } }
         const uint8_t *np = ni == 0 ? row_ptr(nrl, nm) : wp;   /* a row's pointer once, at its first step */
         kq_load<FMT, TPB>(nxt, np, G * ni, nb);   /* past the last step: the last row again */
-        kq_step_add<FMT, TPB>(cur, G * it, nb, sq, sd, sb, acc);
+        kq_step_add<FMT, TPB>(cur, G * it, nb, s, acc);
         if (it == nit - 1) {
             const float v = warp_canon_finish<MV_WARPS>(acc, nb);
             acc = 0.0f;
-            const int row = gw + rl * nw;
+            const int row = wk.gw + rl * wk.nw;
             if (g.swiglu) {
                 if (m == 0) ga = v;
                 else if (lane == 0) { float gv = ga, uv = v; store_swiglu<1>(g, row, 1, &gv, &uv); }
@@ -438,57 +263,20 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
 }
 
 /* STRATA_CUDA_MV_KQ = 2: matvec_kqp_kernel's grid and lookahead, with a gate/up pair's two rows taken as
- * one row of paired steps: a step loads the gate's and the up's weights of the same blocks (two rows'
- * loads in flight instead of one), the next paired step's loads issued before the current one is
- * computed; the two rows' lane sums are finished side by side (warp_canon_finish_n<2>), so each row
- * keeps kq1_row's operations and bits. Plain rows (no pair) take matvec_kqp_kernel. */
+ * one row of paired steps (kq_pairs). Plain rows (no pair) take matvec_kqp_kernel. */
 template <int FMT>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kqs_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
-    constexpr int TPB = FMT == TYPE_Q6_K ? 8 : 4, G = 32 / TPB;
     extern __shared__ __align__(16) uint8_t kq_sm[];
-    uint32_t *sq = (uint32_t *)kq_sm;
-    float *sd = (float *)(kq_sm + (size_t)nb * 256);
-    uint32_t *sb = (uint32_t *)(kq_sm + (size_t)nb * 260);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int rows = (int)g.n_out[0];
-    const int nw = gridDim.x * MV_WARPS, gw = blockIdx.x * MV_WARPS + warp;
-    const int my_rows = gw < rows ? (rows - 1 - gw) / nw + 1 : 0;
-    const int nit = (nb + G - 1) / G;
-    const int last = gw + (my_rows > 0 ? my_rows - 1 : 0) * nw;
-    auto row_off = [&](int rl) -> size_t {
-        int row = gw + rl * nw;
-        row = row < last ? row : last;
-        return (size_t)row * g.row_bytes;
-    };
+    const kq_smem s = kq_smem_of(kq_sm, nb);
+    const kq_walk wk = kq_walk_of((int)g.n_out[0]);
+    kq_tab_fill<FMT>(s);
     PDL_WAIT();
-    kq_step<FMT, TPB> cg, cu, ng, nu;
-    size_t off = row_off(0);
-    if (my_rows > 0) {
-        kq_load<FMT, TPB>(cg, g.W[0] + off, 0, nb);
-        kq_load<FMT, TPB>(cu, g.W[1] + off, 0, nb);
-    }
-    kq_act_copy<MV_WARPS * 32>(act, nb, sq, sd, sb);
-    __syncthreads();
-    float acc[2] = { 0.0f, 0.0f };
-    int rl = 0, it = 0;
-    while (rl < my_rows) {
-        int nrl = rl, ni = it + 1;
-        if (ni == nit) { ni = 0; nrl++; }
-        const size_t noff = ni == 0 ? row_off(nrl) : off;
-        kq_load<FMT, TPB>(ng, g.W[0] + noff, G * ni, nb);   /* past the last step: the last row again */
-        kq_load<FMT, TPB>(nu, g.W[1] + noff, G * ni, nb);
-        kq_step_add<FMT, TPB>(cg, G * it, nb, sq, sd, sb, acc[0]);
-        kq_step_add<FMT, TPB>(cu, G * it, nb, sq, sd, sb, acc[1]);
-        if (it == nit - 1) {
-            warp_canon_finish_n<2, MV_WARPS>(acc, nb);
-            if (lane == 0) store_swiglu<1>(g, gw + rl * nw, 1, &acc[0], &acc[1]);
-            acc[0] = 0.0f; acc[1] = 0.0f;
-        }
-        cg = ng; cu = nu;
-        off = noff;
-        rl = nrl; it = ni;
-    }
+    kq_pairs<FMT>(g.W[0], g.W[1], nb, s, wk.my_rows, act,
+                  [&](int rl) -> size_t { return (size_t)wk.row(rl) * g.row_bytes; },
+                  [&](int rl, float gv, float uv) {
+                      if ((threadIdx.x & 31) == 0) store_swiglu<1>(g, wk.gw + rl * wk.nw, 1, &gv, &uv);
+                  });
 }
 
 /* gate/up + SwiGLU at T = 1 with h's activation quantization folded in, for down weights that
@@ -620,32 +408,56 @@ extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 
 
 /* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1,
  * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1, 2 the same with gate/up pairs by
- * matvec_kqs_kernel, 3 the kernel by shape (launch_fmt) */
-static int mv_kq = 0;
+ * matvec_kqs_kernel, 3 the kernel by shape (launch_fmt). STRATA_CUDA_MV_KQI: the same settings for
+ * IQ2_XXS / IQ3_XXS rows (their kq1 has 8 lanes a block: 4 reads as 8) */
+static int mv_kq = 0, mv_kqi = 0;
 static unsigned long mv_kq_launches;   /* launches of the kq kernels so far (host side: a graph's capture counts once) */
-/* CTAs an SM by the registers of matvec_kqp_kernel / matvec_kqs_kernel (Q4_K, Q5_K, Q6_K), read when the
- * switch is set (the backend's creation, outside any graph capture); 8 until then */
-static int kq_occ[3][2] = { { 8, 8 }, { 8, 8 }, { 8, 8 } };
-template <int FMT> static void kq_occ_read(int i) {
+/* CTAs an SM by the registers of matvec_kqp_kernel / matvec_kqs_kernel (Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ3_XXS),
+ * read when a switch is set (the backend's creation, outside any graph capture); 8 until then */
+static int kq_occ[5][2] = { { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 } };
+template <int FMT> static constexpr int kq_occ_index() {
+    return FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : FMT == TYPE_Q6_K ? 2 : FMT == TYPE_IQ2_XXS ? 3 : 4;
+}
+template <int FMT> static void kq_occ_read(void) {
     int n = 0;
+    const int i = kq_occ_index<FMT>();
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matvec_kqp_kernel<FMT>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
         kq_occ[i][0] = n;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matvec_kqs_kernel<FMT>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
         kq_occ[i][1] = n;
     (void)cudaGetLastError();
 }
+static int kq_mode_ok(int mode) { return mode == 1 || mode == 2 || mode == 3 || mode == 4 || mode == 8 ? mode : 0; }
 extern "C" void cuda_matvec_set_kq(int mode) {
-    mv_kq = mode == 1 || mode == 2 || mode == 3 || mode == 4 || mode == 8 ? mode : 0;
+    mv_kq = kq_mode_ok(mode);
     static int read;
     if (mv_kq && !read) {
         read = 1;
-        kq_occ_read<TYPE_Q4_K>(0); kq_occ_read<TYPE_Q5_K>(1); kq_occ_read<TYPE_Q6_K>(2);
+        kq_occ_read<TYPE_Q4_K>(); kq_occ_read<TYPE_Q5_K>(); kq_occ_read<TYPE_Q6_K>();
+    }
+}
+extern "C" void cuda_matvec_set_kqi(int mode) {
+    mv_kqi = kq_mode_ok(mode);
+    static int read;
+    if (mv_kqi && !read) {
+        read = 1;
+        kq_occ_read<TYPE_IQ2_XXS>(); kq_occ_read<TYPE_IQ3_XXS>();
     }
 }
 extern "C" int cuda_matvec_kq(void) { return mv_kq; }
+extern "C" int cuda_matvec_kqi(void) { return mv_kqi; }
 extern "C" unsigned long cuda_matvec_kq_launches(void) { return mv_kq_launches; }
 static int mv_kq_wave_cap = 0;
 extern "C" void cuda_matvec_set_kq_wave(int ctas) { mv_kq_wave_cap = ctas > 0 ? ctas : 0; }
+/* one wave of kqp / kqs CTAs, estimated without a runtime call (none during a graph's capture): the CTAs
+ * an SM the kernel's registers allow (kq_occ, at most 8) or fewer where the shared memory allows fewer */
+unsigned cuda_kq_wave(int occ, size_t shm) {
+    int per_sm = (int)((200u << 10) / (shm + 1024));
+    per_sm = per_sm < 1 ? 1 : per_sm > occ ? occ : per_sm > 8 ? 8 : per_sm;
+    const int sms = cuda_sm_count();
+    return mv_kq_wave_cap ? (unsigned)mv_kq_wave_cap : (unsigned)(per_sm * (sms > 0 ? sms : 32));
+}
+void cuda_kq_count_launch(void) { mv_kq_launches++; }
 
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
@@ -653,30 +465,27 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
     const uint8_t *a = (const uint8_t *)act;
     const int coop = coop_choice<FMT>(g->W, g->swiglu ? 2 : g->n, g->row_bytes, T);
-    if constexpr (FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K) {
-        if (mv_kq && coop == 8 && T == 1 && nb <= MV_KQ_MAXNB && (uintptr_t)act % 4 == 0) {
-            const size_t shm = (size_t)nb * sizeof_i(act_q8_K);
-            /* one wave, estimated without a runtime call (none during a graph's capture): the CTAs an
-             * SM the kernel's registers allow (kq_occ, at most 8) or fewer where the activation row's
-             * shared memory allows fewer; a larger grid only runs later CTAs after the first, the
-             * same rows' bits either way */
-            const int pair_ok = (mv_kq == 2 || mv_kq == 3) && g->swiglu;
-            const int occ = kq_occ[FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : 2][pair_ok];
-            int per_sm = (int)((200u << 10) / (shm + 1024));
-            per_sm = per_sm < 1 ? 1 : per_sm > occ ? occ : per_sm > 8 ? 8 : per_sm;
-            const int sms = cuda_sm_count();
-            const unsigned wave = mv_kq_wave_cap ? (unsigned)mv_kq_wave_cap : (unsigned)(per_sm * (sms > 0 ? sms : 32));
-            /* the kernel: 1 kqp; 2 kqs for pairs, else kqp; 4 / 8 kq1 (Q4_K / Q5_K); 3 by shape: pairs kqs,
-             * rows that give every warp of a wave more than two kqp, the rest kq1 with 4 lanes (Q6_K: the
-             * cooperative kernel) */
-            int kind = mv_kq == 3 ? (pair_ok ? 2 : (size_t)rows > (size_t)wave * MV_WARPS * 2 ? 1 : 4)
-                                  : pair_ok ? 2 : mv_kq == 2 ? 1 : mv_kq;
+    if constexpr (kq_fmt<FMT>::ok) {
+        constexpr int IQ = kq_fmt<FMT>::iq;
+        const int mode = IQ ? mv_kqi : mv_kq;
+        int aligned = 1;   /* the IQ steps read the aligned word around a block's d */
+        for (int i = 0; IQ && i < (g->swiglu ? 2 : g->n); i++) aligned &= (uintptr_t)g->W[i] % 4 == 0;
+        if (mode && coop == 8 && T == 1 && nb <= (IQ ? MV_KQ_MAXNB_IQ : MV_KQ_MAXNB) && (uintptr_t)act % 4 == 0 && aligned) {
+            const size_t shm = kq_shm_bytes<FMT>(nb);
+            const int pair_ok = (mode == 2 || mode == 3) && g->swiglu;
+            const unsigned wave = cuda_kq_wave(kq_occ[kq_occ_index<FMT>()][pair_ok], shm);
+            /* the kernel: 1 kqp; 2 kqs for pairs, else kqp; 4 / 8 kq1 (Q4_K / Q5_K; the IQ formats 8 lanes);
+             * 3 by shape: pairs kqs, rows that give every warp of a wave more than two kqp, the rest kq1
+             * with 4 lanes (the IQ formats 8; Q6_K: the cooperative kernel) */
+            int kind = mode == 3 ? (pair_ok ? 2 : (size_t)rows > (size_t)wave * MV_WARPS * 2 ? 1 : 4)
+                                 : pair_ok ? 2 : mode == 2 ? 1 : mode;
             if (FMT == TYPE_Q6_K && kind >= 4) kind = 0;
             if (kind) {
                 mv_kq_launches++;
                 const unsigned grid = blocks < wave ? blocks : wave;
                 if (kind == 2) klaunch(matvec_kqs_kernel<FMT>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
                 else if (kind == 1) klaunch(matvec_kqp_kernel<FMT>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
+                else if constexpr (IQ) klaunch(matvec_kq1_kernel<FMT, 8, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
                 else if constexpr (FMT != TYPE_Q6_K) {
                     if (kind == 4) klaunch(matvec_kq1_kernel<FMT, 4, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
                     else klaunch(matvec_kq1_kernel<FMT, 8, 4>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);

@@ -124,14 +124,18 @@ static void bench_matvec(double ceiling) {
             cuda_act_quantize(af, dx, n_in, 8, dact, NULL);
             /* 256-weight formats: the first kernel (one lane per super-block, "lane") and
              * the cooperative one (8 lanes per super-block, "coop", the default) */
-            /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4, 8 and 1 ("kq4", "kq8", "kqp"), Q6_K with 1 */
+            /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4, 8 and 1 ("kq4", "kq8", "kqp"), Q6_K with 1;
+             * IQ2_XXS / IQ3_XXS with STRATA_CUDA_MV_KQI 8 and 1 ("kq8", "kqp") */
             static const int lanes[] = { 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 4, 8, 1 };
-            const int kq_ok = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K, kq_was = cuda_matvec_kq();
+            const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS;
+            const int kq_ok = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq;
+            const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
             for (int v = qt->blck == 256 ? 0 : 1; v <= (kq_ok ? 4 : 1); v++)
-            if (!(type == TYPE_Q6_K && (v == 2 || v == 3)))   /* Q6_K: kqp only */
+            if (!(type == TYPE_Q6_K && (v == 2 || v == 3)) && !(iq && v == 2))   /* Q6_K: kqp only; IQ: no kq4 */
             for (int T = 1; T <= (v >= 2 ? 1 : 8) && ok; T += 7) {
                 cuda_matvec_set_coop(lanes[v]);
-                cuda_matvec_set_kq(kqs[v]);
+                cuda_matvec_set_kq(iq ? 0 : kqs[v]);
+                cuda_matvec_set_kqi(iq ? kqs[v] : 0);
                 mv_job j = { W, ncopy, type, n_in, n_out, dact, T, dy, 0 };
                 int reps = (int)(2e9 / (double)bytes);
                 if (reps < 4 * ncopy) reps = 4 * ncopy;
@@ -146,6 +150,7 @@ static void bench_matvec(double ceiling) {
             }
             cuda_matvec_set_coop(-1);
             cuda_matvec_set_kq(kq_was);
+            cuda_matvec_set_kqi(kqi_was);
             if (cuda_synchronize() != 0) printf("%s: CUDA error %s\n", qt->name, cuda_last_error());
             for (int c = 0; c < ncopy; c++) cuda_free(W[c]);
             free(W); free(x);

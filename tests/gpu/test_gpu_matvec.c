@@ -147,23 +147,31 @@ int main(void) {
         /* default, 8 lanes per super-block, one lane; Q4_K / Q5_K also matvec_kq1_kernel with 4 and 8
          * lanes a block, and Q4_K / Q5_K / Q6_K matvec_kqp_kernel (STRATA_CUDA_MV_KQ 4, 8, 1; their T = 1
          * calls; rows of 1, 3, 33, 41 and 16 blocks), the last also in a grid of 3 CTAs (many rows a warp) */
+        /* IQ2_XXS / IQ3_XXS: their kq1 (8 lanes a block) and kqp by STRATA_CUDA_MV_KQI 8 and 1 (rows of 98 / 66
+         * bytes: blocks at both word offsets) */
         static const int lanes[] = { -1, 8, 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1, 1 };
-        const int kq_was = cuda_matvec_kq();
-        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K) ? 7 : 3;
+        const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
+        const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS;
+        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq) ? 7 : 3;
         for (int v = 0; v < nv; v++) {
             if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
+            if (iq && v == 3) continue;                              /* IQ: no 4-lane kq1 */
             cuda_matvec_set_coop(lanes[v]);
-            cuda_matvec_set_kq(v == 0 ? kq_was : v < 3 ? 0 : kqs[v]);   /* 1, 2: the cooperative / lane kernels */
+            const int kv = v == 0 ? kq_was : v < 3 ? 0 : kqs[v];   /* 1, 2: the cooperative / lane kernels */
+            cuda_matvec_set_kq(iq ? kq_was : kv);
+            cuda_matvec_set_kqi(!iq ? kqi_was : v == 0 ? kqi_was : v < 3 ? 0 : kqs[v]);
             cuda_matvec_set_kq_wave(v == 6 ? 3 : 0);   /* kqp in 3 CTAs: 12 warps, up to 6 rows each */
             const unsigned long l0 = cuda_matvec_kq_launches();
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
                 if (lens[i] % qt->blck) continue;
                 check_format(qt, lens[i], i < 2 ? 7 : (i < 4 ? 33 : 64), i == 4 && v == 0);
             }
-            if (v >= 3) CHECKF(cuda_matvec_kq_launches() > l0, "%s: STRATA_CUDA_MV_KQ=%d launched no kq kernel", qt->name, kqs[v]);
+            if (v >= 3) CHECKF(cuda_matvec_kq_launches() > l0, "%s: STRATA_CUDA_MV_KQ%s=%d launched no kq kernel", qt->name,
+                               iq ? "I" : "", kqs[v]);
         }
         cuda_matvec_set_coop(-1);
         cuda_matvec_set_kq(kq_was);
+        cuda_matvec_set_kqi(kqi_was);
         cuda_matvec_set_kq_wave(0);
     }
     printf("%d formats checked against the CPU reference\n", n_formats_tested);
@@ -180,15 +188,20 @@ int main(void) {
         t_current = qt->name;
         const int B = qt->blck == 1 ? 32 : qt->blck;
         const int64_t lens[] = { 3 * B, 33 * B, 4096 };
-        const int kq_was = cuda_matvec_kq(), nk = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K ? 5 : 1;
+        const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS;
+        const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
+        const int nk = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq ? 5 : 1;
         static const int kqv[5] = { 0, 0, 4, 8, 1 };
-        for (int v = 0; v < nk; v++) {   /* the default; the cooperative kernel; Q4_K / Q5_K: matvec_kq1_kernel's 4 and 8 lanes a block; matvec_kqp_kernel */
+        for (int v = 0; v < nk; v++) {   /* the default; the cooperative kernel; Q4_K / Q5_K: matvec_kq1_kernel's 4 and 8 lanes a block; matvec_kqp_kernel (IQ: kq1 with 8, kqp) */
             if (type == TYPE_Q6_K && (v == 2 || v == 3)) continue;
-            cuda_matvec_set_kq(v == 0 ? kq_was : kqv[v]);
+            if (iq && v == 2) continue;
+            if (iq) cuda_matvec_set_kqi(v == 0 ? kqi_was : kqv[v]);
+            else cuda_matvec_set_kq(v == 0 ? kq_was : kqv[v]);
             for (size_t i = 0; i < 3; i++)
                 if (lens[i] % qt->blck == 0) check_format(qt, lens[i], 33, 0);
         }
         cuda_matvec_set_kq(kq_was);
+        cuda_matvec_set_kqi(kqi_was);
     }
     canon_serial = was;
     cuda_canon_apply();

@@ -14,7 +14,8 @@
  *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU
  *   dense   STRATA_CUDA_MV_KQ 1 / 2 / 3 / 4 / 8 on llama models with Q4_K / Q5_K / Q6_K layers (gate/up pairs),
  *           also in kqp / kqs grids of 3 CTAs, and a
- *           Q6_K head: the same against the CPU */
+ *           Q6_K head: the same against the CPU; STRATA_CUDA_MV_KQI 1 / 2 / 3 / 8 with IQ2_XXS / IQ3_XXS
+ *           gate/up and down layers (MV_KQ 0 there, so only their rows take kq kernels) */
 #include "test.h"
 #include "gpu_order.h"
 #include <stdint.h>
@@ -204,8 +205,10 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
  * and greedy ids == the CPU (moe_model_compare: the one-column steps, eager and the decode graph) */
 static void dense_parity(int kq, int ffn_type, int wave_cap) {
     char path[256], label[96];
+    const int iq = ffn_type == TYPE_IQ2_XXS || ffn_type == TYPE_IQ3_XXS;   /* STRATA_CUDA_MV_KQI's formats */
+    const char *sw = iq ? "STRATA_CUDA_MV_KQI" : "STRATA_CUDA_MV_KQ";
     snprintf(path, sizeof path, "/tmp/strata-gpu-variants-dense-%d.gguf", ffn_type);
-    snprintf(label, sizeof label, "llama Q4_K / %s / Q6_K, STRATA_CUDA_MV_KQ=%d%s", quant_type_name(ffn_type), kq,
+    snprintf(label, sizeof label, "llama Q4_K / %s / Q6_K, %s=%d%s", quant_type_name(ffn_type), sw, kq,
              wave_cap ? ", 3 CTAs" : "");
     synth_params p;
     synth_default_params(&p, ARCH_LLAMA);
@@ -217,7 +220,8 @@ static void dense_parity(int kq, int ffn_type, int wave_cap) {
     if (synth_write(&p, path, err, sizeof err) != 0) { CHECKF(0, "%s: synth: %s", label, err); return; }
     char v[16];
     snprintf(v, sizeof v, "%d", kq);
-    setenv("STRATA_CUDA_MV_KQ", v, 1);   /* read when the GPU backend is created */
+    setenv(sw, v, 1);   /* read when the GPU backend is created */
+    if (iq) setenv("STRATA_CUDA_MV_KQ", "0", 1);
     env_reset_cache();
     strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
     REQUIRE(mc && mg, "%s: load", label);
@@ -227,7 +231,8 @@ static void dense_parity(int kq, int ffn_type, int wave_cap) {
         cuda_matvec_set_kq_wave(wave_cap);
         int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
         cuda_matvec_set_kq_wave(0);
-        CHECKF(cuda_matvec_kq() == kq, "%s: the backend took STRATA_CUDA_MV_KQ=%d", label, cuda_matvec_kq());
+        CHECKF((iq ? cuda_matvec_kqi() : cuda_matvec_kq()) == kq, "%s: the backend took %s=%d", label, sw,
+               iq ? cuda_matvec_kqi() : cuda_matvec_kq());
         CHECKF(cuda_matvec_kq_launches() > l0, "%s: no kq kernel was launched", label);
         CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU != CPU after %d steps", label, steps);
         CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU != CPU from step %d", label, d);
@@ -235,8 +240,10 @@ static void dense_parity(int kq, int ffn_type, int wave_cap) {
     }
     strata_model_free(mc); strata_model_free(mg);
     setenv("STRATA_CUDA_MV_KQ", "0", 1);
+    setenv("STRATA_CUDA_MV_KQI", "0", 1);
     env_reset_cache();
     cuda_matvec_set_kq(0);
+    cuda_matvec_set_kqi(0);
     unlink(path);
 }
 
@@ -323,6 +330,16 @@ int main(void) {
     for (int kq = 1; kq <= 2; kq++) {
         dense_parity(kq, TYPE_Q4_K, 3);
         dense_parity(kq, TYPE_Q6_K, 3);
+    }
+    /* IQ2_XXS / IQ3_XXS rows (STRATA_CUDA_MV_KQI): kqp, kqs pairs, by shape, kq1; kqp / kqs in 3 CTAs */
+    static const int kqis[] = { 1, 2, 3, 8 };
+    for (int i = 0; i < 4; i++) {
+        dense_parity(kqis[i], TYPE_IQ3_XXS, 0);
+        dense_parity(kqis[i], TYPE_IQ2_XXS, 0);
+    }
+    for (int kq = 1; kq <= 2; kq++) {
+        dense_parity(kq, TYPE_IQ3_XXS, 3);
+        dense_parity(kq, TYPE_IQ2_XXS, 3);
     }
     TEST_DONE();
 }
