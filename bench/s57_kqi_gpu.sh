@@ -7,7 +7,7 @@
 #   bench_gpu matvec at 14336 x 4096 and 151936 x 2048 (copies rotated beyond L2): IQ3_XXS / IQ2_XXS coop8 /
 #     kq8 / kqp, Q4_K for reference;
 #   the gate/up launches of one eager moe48 / moe48_iq2 decode step under ncu, MOE_KQ 0 / 1;
-#   bench_e2e decode (prompt 512 + 128 steps), MOE_KQ 0 / 1 alternated, two rounds: moe48 (IQ3_XXS experts)
+#   bench_e2e decode (prompt 512 + 128 steps), MOE_KQ 0 / 1 / 2 (one wave / a pair a warp) alternated, two rounds: moe48 (IQ3_XXS experts)
 #     and moe48_iq2 (IQ2_XXS experts); the 1b shape once (the folded kqp / kqs under MV_KQ's default 3);
 #   with the carried llama.cpp: llama-bench tg128 on the same moe48 / moe48_iq2 files and test-backend-ops
 #     perf MUL_MAT_ID (the grouped expert matvec's peer row).
@@ -23,7 +23,7 @@ for s in 1 2; do
   timeout 100 $g/bin/bench_gpu matvec shape=$s only=IQ3_XXS,IQ2_XXS,Q4_K 2>&1 | grep -E "copy|IQ|Q4_K" | grep -v "lane\|  8 "
 done
 t
-e2e_ab 2 "moe48" STRATA_CUDA_MOE_KQ "0 1" 2
+e2e_ab 2 "moe48" STRATA_CUDA_MOE_KQ "0 1 2" 2
 t
 left() { [ $(( $(date +%s) - T0 )) -lt "$1" ]; }
 PEER=0; left 400 && peer_up && PEER=1
@@ -32,7 +32,7 @@ if [ $PEER = 1 ]; then
   timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-moe48.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
   t
 fi
-for v in 0 1; do
+for v in 0 1 2; do
   left 470 && echo "moe48 MOE_KQ=$v gate/up launches (us): $(STRATA_CUDA_MOE_KQ=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 60 ncu \
       --profile-from-start off --clock-control none --kernel-name regex:moe_gate_up --launch-count 6 \
       --metrics gpu__time_duration.sum --csv $B moe48 1 2>/dev/null | grep gpu__time | awk -F'","' '{print $NF}' | tr -d '"' | tr '\n' ' ')"

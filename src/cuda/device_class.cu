@@ -108,7 +108,8 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     if (v->mv_kq != 1 && v->mv_kq != 2 && v->mv_kq != 3 && v->mv_kq != 4 && v->mv_kq != 8) v->mv_kq = 0;
     v->mv_kqi = (int)env_int(ENV_CUDA_MV_KQI);
     if (v->mv_kqi != 1 && v->mv_kqi != 2 && v->mv_kqi != 3 && v->mv_kqi != 4 && v->mv_kqi != 8) v->mv_kqi = 0;
-    v->moe_kq = env_int(ENV_CUDA_MOE_KQ) != 0;
+    v->moe_kq = (int)env_int(ENV_CUDA_MOE_KQ);
+    if (v->moe_kq != 1 && v->moe_kq != 2) v->moe_kq = 0;
     v->norm_warp = env_int(ENV_CUDA_NORM_WARP) != 0;
     v->prefetch = (int)env_int(ENV_CUDA_PREFETCH) & (CUDA_PF_ROWS | CUDA_PF_DOWN | CUDA_PF_NORMW);
     /* the attention order (bits differ between the two: docs/KERNELS.md, "The tensor-core
@@ -166,7 +167,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              v.mv_kq == 1 ? "kqp (one wave, pipelined)" : v.mv_kq == 2 ? "kqp, gate/up pairs by kqs" :
              v.mv_kq == 3 ? "by shape (kqs / kqp / kq1)" : v.mv_kq == 4 ? "kq1, 4 lanes a block" : v.mv_kq == 8 ? "kq1, 8 lanes a block" : "cooperative",
              v.mv_kqi == 1 ? "kqp" : v.mv_kqi == 2 ? "kqp, pairs by kqs" : v.mv_kqi == 3 ? "by shape" : v.mv_kqi ? "kq1" : "cooperative",
-             v.moe_kq ? "kq walk" : "a pair a warp",
+             v.moe_kq == 1 ? "kq walk, one wave" : v.moe_kq == 2 ? "kq steps, a pair a warp" : "a pair a warp",
              v.prefetch ? "" : " none", v.prefetch & CUDA_PF_ROWS ? " rows" : "", v.prefetch & CUDA_PF_DOWN ? " experts' down" : "",
              v.prefetch & CUDA_PF_NORMW ? " norm weights" : "");
     return 0;

@@ -665,12 +665,13 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
 #undef GU
 }
 
-/* STRATA_CUDA_MOE_KQ: 1 the T = 1 gate/up of IQ2_XXS / IQ3_XXS experts by moe_gate_up_kq_kernel; its
+/* STRATA_CUDA_MOE_KQ: 1 the T = 1 gate/up of IQ2_XXS / IQ3_XXS experts by moe_gate_up_kq_kernel in at
+ * most one wave, 2 the same kernel with a pair a warp (k x F / 4 CTAs, as moe_gate_up_kernel's grid); its
  * CTAs an SM by registers, read when the switch is set (outside any capture) */
 static int moe_kq = 0;
 static int moe_kq_occ[2] = { 8, 8 };
-extern "C" void cuda_moe_set_kq(int on) {
-    moe_kq = on ? 1 : 0;
+extern "C" void cuda_moe_set_kq(int mode) {
+    moe_kq = mode == 1 || mode == 2 ? mode : 0;
     static int read;
     if (moe_kq && !read) {
         read = 1;
@@ -690,7 +691,7 @@ static void launch_gate_up_kq(const cuda_moe *m, size_t eb, size_t rb, int nb, c
     const size_t shm = kq_shm_bytes<FMT>(nb);
     const long rows = (long)m->k * (long)m->F;
     const long wave_warps = (long)cuda_kq_wave(moe_kq_occ[FMT == TYPE_IQ3_XXS], shm) * MV_WARPS;
-    const long rpw = (rows + wave_warps - 1) / wave_warps;
+    const long rpw = moe_kq == 2 ? 1 : (rows + wave_warps - 1) / wave_warps;
     const unsigned grid = (unsigned)((rows + rpw * MV_WARPS - 1) / (rpw * MV_WARPS));
     int db, dbs;
     const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0

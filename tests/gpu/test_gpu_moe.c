@@ -8,7 +8,8 @@
  *   0..k-1), and batch invariance (token t of a T-token call == the same token alone).
  * Then whole models on the GPU vs the CPU: greedy ids equal, teacher-forced logits equal.
  * STRATA_CUDA_MOE_KQ=1 (moe_gate_up_kq_kernel, T = 1, IQ2_XXS / IQ3_XXS experts): the same checks at
- * widths 256 and 2,048, in a wave and in grids of 3 CTAs (a warp walks many pairs), and a model. */
+ * widths 256 and 2,048, in a wave and in grids of 3 CTAs (a warp walks many pairs), and a model;
+ * STRATA_CUDA_MOE_KQ=2 (a pair a warp) at width 2,048. */
 #include "test.h"
 #include "gpu_order.h"
 #include <stdint.h>
@@ -144,8 +145,19 @@ int main(void) {
             }
     }
     cuda_matvec_set_kq_wave(0);
-    g_tag = "";
+    setenv("STRATA_CUDA_MOE_KQ", "2", 1);
+    env_reset_cache();
+    g_tag = ", STRATA_CUDA_MOE_KQ=2";
     g_dim = 2048;
+    for (int i = 0; i < 2; i++) {
+        const unsigned long l0 = cuda_matvec_kq_launches();
+        kernel_parity(kqt[i]);
+        CHECKF(cuda_moe_kq() == 2 && cuda_matvec_kq_launches() > l0, "%s: MOE_KQ=2 took no kq gate/up launch",
+               quant_type_name(kqt[i]));
+    }
+    setenv("STRATA_CUDA_MOE_KQ", "1", 1);
+    env_reset_cache();
+    g_tag = "";
     model_parity("qwen3moe dim 2048 IQ3_XXS, MOE_KQ=1", 2, TYPE_IQ3_XXS, TYPE_Q4_K, TYPE_Q6_K);
     g_dim = 256;
     model_parity("qwen3moe IQ2_XXS / Q4_K / Q6_K, MOE_KQ=1", 2, TYPE_IQ2_XXS, TYPE_Q4_K, TYPE_Q6_K);
