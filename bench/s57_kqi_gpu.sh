@@ -6,7 +6,7 @@
 # test_gpu_matvec, test_gpu_variants and test_gpu_moe), then
 #   bench_gpu matvec at 14336 x 4096 and 151936 x 2048 (copies rotated beyond L2): IQ3_XXS / IQ2_XXS coop8 /
 #     kq8 / kqp, Q4_K for reference;
-#   the gate/up launches of one eager moe48 / moe48_iq2 decode step under ncu, MOE_KQ 0 / 1;
+#   the gate/up and down launches of one eager moe48 decode step under ncu, MOE_KQ 0 / 1 / 2 (the grouped expert matvec);
 #   bench_e2e decode (prompt 512 + 128 steps), MOE_KQ 0 / 1 / 2 (one wave / a pair a warp) alternated, two rounds: moe48 (IQ3_XXS experts)
 #     and moe48_iq2 (IQ2_XXS experts); the 1b shape once (the folded kqp / kqs under MV_KQ's default 3);
 #   with the carried llama.cpp: llama-bench tg128 on the same moe48 / moe48_iq2 files and test-backend-ops
@@ -33,9 +33,9 @@ if [ $PEER = 1 ]; then
   t
 fi
 for v in 0 1 2; do
-  left 470 && echo "moe48 MOE_KQ=$v gate/up launches (us): $(STRATA_CUDA_MOE_KQ=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 60 ncu \
-      --profile-from-start off --clock-control none --kernel-name regex:moe_gate_up --launch-count 6 \
-      --metrics gpu__time_duration.sum --csv $B moe48 1 2>/dev/null | grep gpu__time | awk -F'","' '{print $NF}' | tr -d '"' | tr '\n' ' ')"
+  left 470 && echo "moe48 MOE_KQ=$v gate/up and down launches (us): $(STRATA_CUDA_MOE_KQ=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 60 ncu \
+      --profile-from-start off --clock-control none --kernel-name regex:'moe_(gate_up|down)' --launch-count 8 \
+      --metrics gpu__time_duration.sum --csv $B moe48 1 2>/dev/null | grep gpu__time | awk -F'","' '{n = $5; sub(/[<(].*/, "", n); v = $NF; gsub(/"/, "", v); printf "%s %s, ", n, v}')"
 done
 t
 if [ $PEER = 1 ] && left 480; then
