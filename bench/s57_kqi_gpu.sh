@@ -35,7 +35,7 @@ fi
 for v in 0 1 2; do
   left 470 && echo "moe48 MOE_KQ=$v gate/up and down launches (us): $(STRATA_CUDA_MOE_KQ=$v STRATA_CUDA_GRAPH=0 STRATA_CUDA_PROFILE=1,60 timeout 60 ncu \
       --profile-from-start off --clock-control none --kernel-name regex:'moe_(gate_up|down)' --launch-count 8 \
-      --metrics gpu__time_duration.sum --csv $B moe48 1 2>/dev/null | grep gpu__time | awk -F'","' '{n = $5; sub(/[<(].*/, "", n); v = $NF; gsub(/"/, "", v); printf "%s %s, ", n, v}')"
+      --metrics gpu__time_duration.sum --csv $B moe48 1 2>/dev/null | grep gpu__time | awk -F'","' '{n = $5; sub(/[<(].*/, "", n); v = $NF; u = $(NF - 1); gsub(/"/, "", v); printf "%s %s %s, ", n, v, u}')"
 done
 t
 if [ $PEER = 1 ] && left 480; then
