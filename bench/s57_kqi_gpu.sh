@@ -4,7 +4,7 @@
 # both opt-in, same bits; the kq kernels' prologues folded into kq_row.cuh helpers (the review's D1).
 # One call: the whole GPU suite first (what `make test-gpu` runs: the new configurations' parity is in
 # test_gpu_matvec, test_gpu_variants and test_gpu_moe), then
-#   bench_gpu matvec at 14336 x 4096 and 151936 x 2048 (copies rotated beyond L2): IQ3_XXS / IQ2_XXS coop8 /
+#   bench_gpu matvec at 14336 x 4096 and 151936 x 2048 (copies rotated beyond L2): IQ3_XXS / IQ2_XXS / IQ2_XS / IQ3_S coop8 /
 #     kq8 / kqp, Q4_K for reference;
 #   the gate/up and down launches of one eager moe48 decode step under ncu, MOE_KQ 0 / 1 / 2 (the grouped expert matvec);
 #   bench_e2e decode (prompt 512 + 128 steps), MOE_KQ 0 / 1 / 2 (one wave / a pair a warp) alternated, two rounds: moe48 (IQ3_XXS experts)
@@ -20,7 +20,7 @@ gb_unpack
 gpu_suite 230
 t
 for s in 1 2; do
-  timeout 100 $g/bin/bench_gpu matvec shape=$s only=IQ3_XXS,IQ2_XXS,Q4_K 2>&1 | grep -E "copy|IQ|Q4_K" | grep -v "lane\|  8 "
+  timeout 100 $g/bin/bench_gpu matvec shape=$s only=IQ3_XXS,IQ2_XXS,IQ2_XS,IQ3_S,Q4_K 2>&1 | grep -E "copy|IQ|Q4_K" | grep -v "lane\|  8 "
 done
 t
 e2e_ab 2 "moe48" STRATA_CUDA_MOE_KQ "0 1 2" 2

@@ -24,28 +24,28 @@
  * first word) and activation d, and p_b goes to lane b % 32 in increasing b, then
  * warp_canon_finish: row_dot_coop's bits (test_gpu_matvec compares both with the CPU reference).
  *
- * IQ2_XXS / IQ3_XXS (STRATA_CUDA_MV_KQI, the grouped MoE gate/up's STRATA_CUDA_MOE_KQ): 8 lanes a
- * block, lane k the 32 weights of the cooperative part k (sub-blocks 2k, 2k + 1: coop_part_fast's
- * df_iq2xxs_part / df_iq3xxs_part). The block's bytes are 2-aligned only (66 / 98-byte blocks), so a
- * lane loads the aligned words around its runs (the grid indices, the signs | scale word, the word
- * holding d; a 16-bit load for the run's last half, so no byte past the block is read) and joins them
- * by funnel shifts at decode time; the codebook and sign masks are copied into shared memory before
- * the dependent-launch wait. The part's integer sum is m (S_2k + S_2k+1) (the two sub-blocks share
- * their multiplier in both formats: the same integer as coop's m S_2k + m S_2k+1), the block's sum
- * by xor shuffles, then bp_iq_k's float formula: the cooperative kernel's bits. */
+ * IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S (STRATA_CUDA_MV_KQI, the grouped MoE gate/up's STRATA_CUDA_MOE_KQ):
+ * 8 lanes a block, lane k the 32 weights of the cooperative part k (sub-blocks 2k, 2k + 1: coop_part_fast's
+ * df_iq2xxs_part / df_iq3xxs_part / df_iq2xs_part / df_iq3s_part). The blocks' bytes are 2-aligned only
+ * (66 / 98 / 74 / 110-byte blocks), so a lane loads the aligned words around its runs (the grid indices,
+ * the signs words, the word holding d; a 16-bit load for a run's last half, so no byte past the block is
+ * read) and joins them by funnel shifts at decode time; the codebook and sign masks are copied into shared
+ * memory before the dependent-launch wait. The part's integer sum is m0 S_2k + m1 S_2k+1 (coop's), the
+ * block's sum by xor shuffles, then bp_iq_k's float formula: the cooperative kernel's bits. */
 /* the formats with kq steps; TPB, lanes a block (Q6_K and the IQ formats 8: one part a lane) */
 template <int FMT> struct kq_fmt {
     enum {
-        iq = FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ3_XXS,
+        iq = FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XS || FMT == TYPE_IQ3_S,
         ok = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K || iq,
         tpb = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K ? 4 : 8
     };
 };
 #define MV_KQ_MAXNB 160      /* nb * 292 bytes of shared memory under 48 KiB */
-#define MV_KQ_MAXNB_IQ 150   /* the same with the IQ tables (3 KiB) */
+#define MV_KQ_MAXNB_IQ 144   /* the same with the IQ tables (at most 6 KiB) */
 /* shared memory: the activation row by fields (qs nb x 64 words, 16-byte aligned; d nb floats; bsums
- * nb x 8 words, not copied for the IQ formats), then (IQ) the sign masks (128 x 8 bytes) and the grid
- * (IQ3_XXS 256 words, IQ2_XXS 256 x 8 bytes) */
+ * nb x 8 words, not copied for the IQ formats), then (IQ) the sign masks in 2 KiB (d_ksm's 128 x 8 bytes,
+ * IQ3_S d_bsm's 256 x 8) and the grid (IQ3_XXS 256 words, IQ2_XXS 256 x 8 bytes, IQ2_XS 512 x 8, IQ3_S
+ * 512 words) */
 struct kq_smem {
     uint32_t *sq;
     float *sd;
@@ -55,7 +55,8 @@ struct kq_smem {
 };
 static __host__ __device__ __forceinline__ size_t kq_tab_off(int nb) { return ((size_t)nb * 292 + 15) & ~(size_t)15; }
 template <int FMT> static __host__ __device__ __forceinline__ size_t kq_shm_bytes(int nb) {
-    return kq_fmt<FMT>::iq ? kq_tab_off(nb) + 1024 + (FMT == TYPE_IQ2_XXS ? 2048 : 1024) : (size_t)nb * 292;
+    constexpr size_t grid = FMT == TYPE_IQ3_XXS ? 1024 : FMT == TYPE_IQ2_XS ? 4096 : 2048;
+    return kq_fmt<FMT>::iq ? kq_tab_off(nb) + 2048 + grid : (size_t)nb * 292;
 }
 static __device__ __forceinline__ kq_smem kq_smem_of(uint8_t *sm, int nb) {
     kq_smem s;
@@ -63,18 +64,22 @@ static __device__ __forceinline__ kq_smem kq_smem_of(uint8_t *sm, int nb) {
     s.sd = (float *)(sm + (size_t)nb * 256);
     s.sb = (uint32_t *)(sm + (size_t)nb * 260);
     s.tk = (uint64_t *)(sm + kq_tab_off(nb));
-    s.tg = (uint32_t *)(sm + kq_tab_off(nb) + 1024);
+    s.tg = (uint32_t *)(sm + kq_tab_off(nb) + 2048);
     return s;
 }
 /* the IQ tables into shared memory (constant: before the dependent-launch wait; the barrier after the
  * activation copy orders them) */
 template <int FMT> static __device__ __forceinline__ void kq_tab_fill(const kq_smem &s) {
     if constexpr (kq_fmt<FMT>::iq) {
-        for (int i = threadIdx.x; i < 128; i += blockDim.x) s.tk[i] = d_ksm[i];
-        if constexpr (FMT == TYPE_IQ3_XXS)
-            for (int i = threadIdx.x; i < 256; i += blockDim.x) s.tg[i] = *(const uint32_t *)d_iq3xxs_grid[i];
+        if constexpr (FMT == TYPE_IQ3_S)
+            for (int i = threadIdx.x; i < 256; i += blockDim.x) s.tk[i] = d_bsm[i];
         else
-            for (int i = threadIdx.x; i < 512; i += blockDim.x) s.tg[i] = ((const uint32_t *)d_iq2xxs_grid)[i];
+            for (int i = threadIdx.x; i < 128; i += blockDim.x) s.tk[i] = d_ksm[i];
+        constexpr int words = FMT == TYPE_IQ3_XXS ? 256 : FMT == TYPE_IQ2_XS ? 1024 : 512;
+        const uint32_t *g = FMT == TYPE_IQ3_XXS ? (const uint32_t *)d_iq3xxs_grid
+                          : FMT == TYPE_IQ2_XXS ? (const uint32_t *)d_iq2xxs_grid
+                          : FMT == TYPE_IQ2_XS  ? (const uint32_t *)d_iq2xs_grid : (const uint32_t *)d_iq3s_grid;
+        for (int i = threadIdx.x; i < words; i += blockDim.x) s.tg[i] = g[i];
     }
 }
 /* a one-wave grid's walk over `rows` rows: warp gw takes rows gw, gw + nw, ..., my_rows of them;
@@ -112,14 +117,22 @@ template <int TPB> struct kq_step<TYPE_Q6_K, TPB> {
     int scA, scB;
     uint32_t d, mis;
 };
-/* IQ2_XXS / IQ3_XXS (TPB = 8): the aligned words around the lane's run of grid indices (and IQ2_XXS's
- * signs | scale word: x[0..2], the last a 16-bit load), IQ3_XXS's signs | scale run (y[0..1]), the word
- * holding d; mis = 2 where the runs start 2 bytes into a word (the join's shift) */
+/* IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S (TPB = 8): the aligned words around the lane's run of 8 bytes at
+ * 2 + 8k (the grid indices; IQ2_XXS's with its signs | scale word: x[0..2], the last a 16-bit load),
+ * IQ3_XXS's signs | scale run and IQ3_S's sign bytes (y[0..1]), the word holding d; IQ2_XS's scale byte,
+ * IQ3_S's qh byte and scale byte; mis = 2 where the runs start 2 bytes into a word (the join's shift;
+ * every run of these blocks sits at 2 mod 4 from the block's start) */
 template <int TPB> struct kq_step<TYPE_IQ3_XXS, TPB> {
     uint32_t x[3], y[2], dw, mis;
 };
 template <int TPB> struct kq_step<TYPE_IQ2_XXS, TPB> {
     uint32_t x[3], dw, mis;
+};
+template <int TPB> struct kq_step<TYPE_IQ2_XS, TPB> {
+    uint32_t x[3], dw, mis, sc;
+};
+template <int TPB> struct kq_step<TYPE_IQ3_S, TPB> {
+    uint32_t x[3], y[2], dw, mis, qh, sc;
 };
 /* the step at block base of row wr: block base + lane / TPB, clamped to the row (no branch) */
 template <int FMT, int TPB>
@@ -139,10 +152,16 @@ static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8
         w.x[0] = xq[0];
         w.x[1] = xq[1];
         w.x[2] = mis ? (uint32_t)*(const uint16_t *)(xq + 2) : 0u;
-        if constexpr (FMT == TYPE_IQ3_XXS) {
-            const uint32_t *xs = (const uint32_t *)(blk + 2 + QK_K / 4 + 4 * k - mis);
+        if constexpr (FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ3_S) {
+            constexpr int SOFF = FMT == TYPE_IQ3_XXS ? 2 + QK_K / 4 : (int)offsetof_i(block_iq3_s, signs);
+            const uint32_t *xs = (const uint32_t *)(blk + SOFF + 4 * k - mis);
             w.y[0] = xs[0];
             w.y[1] = mis ? (uint32_t)*(const uint16_t *)(xs + 1) : 0u;
+        }
+        if constexpr (FMT == TYPE_IQ2_XS) w.sc = blk[offsetof_i(block_iq2_xs, scales) + k];
+        if constexpr (FMT == TYPE_IQ3_S) {
+            w.qh = blk[offsetof_i(block_iq3_s, qh) + k];
+            w.sc = blk[offsetof_i(block_iq3_s, scales) + k / 2];
         }
         w.dw = *(const uint32_t *)(blk - (mis ^ 2u));
         w.mis = mis;
@@ -181,10 +200,10 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
         const uint32_t sh = 8 * w.mis;
         const uint32_t i0 = __funnelshift_r(w.x[0], w.x[1], sh), i1 = __funnelshift_r(w.x[1], w.x[2], sh);
         uint32_t v[8];
-        int m;
+        int m, m1;
         if constexpr (FMT == TYPE_IQ3_XXS) {   /* df_iq3xxs_part: i0, i1 the 8 grid indices, a signs | scale */
             const uint32_t a = __funnelshift_r(w.y[0], w.y[1], sh);
-            m = 2 * (int)(a >> 28) + 1;
+            m = m1 = 2 * (int)(a >> 28) + 1;
 #pragma unroll
             for (int l = 0; l < 4; l++) {
                 const uint32_t ix = l < 2 ? i0 : i1, s2 = 16 * (l & 1);
@@ -192,8 +211,31 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
                 v[2 * l] = df_sign(s.tg[(ix >> s2) & 255], (uint32_t)sg);
                 v[2 * l + 1] = df_sign(s.tg[(ix >> (s2 + 8)) & 255], (uint32_t)(sg >> 32));
             }
+        } else if constexpr (FMT == TYPE_IQ3_S) {   /* df_iq3s_part: index bit 8 from qh, a sign byte per 8 */
+            const uint32_t a = __funnelshift_r(w.y[0], w.y[1], sh);
+            m = m1 = 2 * (int)((w.sc >> (4 * (k & 1))) & 15) + 1;
+#pragma unroll
+            for (int l = 0; l < 4; l++) {
+                const uint32_t ix = l < 2 ? i0 : i1, s2 = 16 * (l & 1);
+                const uint32_t ia = ((ix >> s2) & 255) | ((w.qh >> (2 * l)) & 1) << 8;
+                const uint32_t ib = ((ix >> (s2 + 8)) & 255) | ((w.qh >> (2 * l + 1)) & 1) << 8;
+                const uint64_t sg = s.tk[(a >> (8 * l)) & 255];
+                v[2 * l] = df_sign(s.tg[ia], (uint32_t)sg);
+                v[2 * l + 1] = df_sign(s.tg[ib], (uint32_t)(sg >> 32));
+            }
+        } else if constexpr (FMT == TYPE_IQ2_XS) {   /* df_iq2xs_part: 4 u16 of a 9-bit index and a 7-bit sign index */
+            m = 2 * (int)(w.sc & 15) + 1;
+            m1 = 2 * (int)(w.sc >> 4) + 1;
+#pragma unroll
+            for (int l = 0; l < 4; l++) {
+                const uint32_t vv = ((l < 2 ? i0 : i1) >> (16 * (l & 1))) & 0xFFFFu;
+                const uint2 gr = ((const uint2 *)s.tg)[vv & 511];
+                const uint64_t sg = s.tk[vv >> 9];
+                v[2 * l] = df_sign(gr.x, (uint32_t)sg);
+                v[2 * l + 1] = df_sign(gr.y, (uint32_t)(sg >> 32));
+            }
         } else {   /* df_iq2xxs_part: i0 the 4 grid indices, i1 signs | scale */
-            m = 2 * (int)(i1 >> 28) + 1;
+            m = m1 = 2 * (int)(i1 >> 28) + 1;
 #pragma unroll
             for (int l = 0; l < 4; l++) {
                 const uint2 gr = ((const uint2 *)s.tg)[(i0 >> (8 * l)) & 255];
@@ -203,7 +245,7 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
             }
         }
         const uint4 a0 = *(const uint4 *)(sq + bc * 64 + 8 * k), a1 = *(const uint4 *)(sq + bc * 64 + 8 * k + 4);
-        int S = m * kq_dot16(v[0], v[1], v[2], v[3], a0) + m * kq_dot16(v[4], v[5], v[6], v[7], a1);
+        int S = m * kq_dot16(v[0], v[1], v[2], v[3], a0) + m1 * kq_dot16(v[4], v[5], v[6], v[7], a1);
 #pragma unroll
         for (int o = TPB / 2; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
         const float dw = h2f((uint16_t)(w.mis ? w.dw : w.dw >> 16));

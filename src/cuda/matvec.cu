@@ -176,7 +176,7 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
 template <int FMT, int TPB, int STEPS>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
-    static_assert(kq_fmt<FMT>::ok && FMT != TYPE_Q6_K, "Q4_K / Q5_K / IQ2_XXS / IQ3_XXS");
+    static_assert(kq_fmt<FMT>::ok && FMT != TYPE_Q6_K, "Q4_K / Q5_K / the kq IQ formats");
     static_assert(TPB == 4 || TPB == 8, "4 or 8 lanes a block");
     static_assert(!kq_fmt<FMT>::iq || TPB == 8, "the IQ formats: 8 lanes a block");
     extern __shared__ __align__(16) uint8_t kq_sm[];
@@ -210,7 +210,7 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
  * gw + NW, ... (NW the grid's warps: kq_walk) and each CTA copying the activation row once for all its
  * rows; the warp loads step c + 1's weights (the next step of its row, or the first of its next row)
  * before it computes step c, so a step's loads are in flight while the one before is computed, across
- * rows too. TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K, IQ2_XXS, IQ3_XXS: 4 blocks, so that
+ * rows too. TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K, the kq IQ formats: 4 blocks, so that
  * two steps' raw words fit the registers). A gate/up pair's row is two rows of steps (W[0]'s, then
  * W[1]'s) and stores store_swiglu's values. Same per-row operations as kq1_row. */
 template <int FMT>
@@ -409,14 +409,15 @@ extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 
 /* STRATA_CUDA_MV_KQ: 0 off, 4 or 8 (lanes a block) matvec_kq1_kernel for Q4_K / Q5_K rows at T = 1,
  * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1, 2 the same with gate/up pairs by
  * matvec_kqs_kernel, 3 the kernel by shape (launch_fmt). STRATA_CUDA_MV_KQI: the same settings for
- * IQ2_XXS / IQ3_XXS rows (their kq1 has 8 lanes a block: 4 reads as 8) */
+ * IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S rows (their kq1 has 8 lanes a block: 4 reads as 8) */
 static int mv_kq = 0, mv_kqi = 0;
 static unsigned long mv_kq_launches;   /* launches of the kq kernels so far (host side: a graph's capture counts once) */
-/* CTAs an SM by the registers of matvec_kqp_kernel / matvec_kqs_kernel (Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ3_XXS),
+/* CTAs an SM by the registers of matvec_kqp_kernel / matvec_kqs_kernel (Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ3_XXS, IQ2_XS, IQ3_S),
  * read when a switch is set (the backend's creation, outside any graph capture); 8 until then */
-static int kq_occ[5][2] = { { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 } };
+static int kq_occ[7][2] = { { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 } };
 template <int FMT> static constexpr int kq_occ_index() {
-    return FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : FMT == TYPE_Q6_K ? 2 : FMT == TYPE_IQ2_XXS ? 3 : 4;
+    return FMT == TYPE_Q4_K ? 0 : FMT == TYPE_Q5_K ? 1 : FMT == TYPE_Q6_K ? 2 : FMT == TYPE_IQ2_XXS ? 3
+         : FMT == TYPE_IQ3_XXS ? 4 : FMT == TYPE_IQ2_XS ? 5 : 6;
 }
 template <int FMT> static void kq_occ_read(void) {
     int n = 0;
@@ -441,7 +442,7 @@ extern "C" void cuda_matvec_set_kqi(int mode) {
     static int read;
     if (mv_kqi && !read) {
         read = 1;
-        kq_occ_read<TYPE_IQ2_XXS>(); kq_occ_read<TYPE_IQ3_XXS>();
+        kq_occ_read<TYPE_IQ2_XXS>(); kq_occ_read<TYPE_IQ3_XXS>(); kq_occ_read<TYPE_IQ2_XS>(); kq_occ_read<TYPE_IQ3_S>();
     }
 }
 extern "C" int cuda_matvec_kq(void) { return mv_kq; }

@@ -17,7 +17,7 @@
  *                       up row r of the group's expert once for all its columns (row_dot:
  *                       the same canonical dot as the matvec kernels) and writes
  *                       h = silu(g) * u (moe.c's silu_mul) per pair.
- *                       STRATA_CUDA_MOE_KQ (T = 1, IQ2_XXS / IQ3_XXS experts): moe_gate_up_kq_kernel,
+ *                       STRATA_CUDA_MOE_KQ (T = 1, IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S experts): moe_gate_up_kq_kernel,
  *                       one wave of CTAs whose warps walk the k x F gate/up pairs with the kq
  *                       steps (kq_row.cuh), same bits.
  *   act quantization    h rows into the down weight's activation format (cuda_act_quantize).
@@ -509,7 +509,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
     }
 }
 
-/* STRATA_CUDA_MOE_KQ: the T = 1 gate/up of IQ2_XXS / IQ3_XXS experts as matvec_kqs_kernel's walk
+/* STRATA_CUDA_MOE_KQ: the T = 1 gate/up of IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S experts as matvec_kqs_kernel's walk
  * (kq_pairs: the gate's and the up's weights of a step loaded together, the next step's loads issued
  * before the current one is decoded, the activation row and the IQ tables in shared memory) over the
  * ng x F pairs of the token's groups: pair R is row R % F of group R / F's expert. One wave of CTAs
@@ -665,21 +665,25 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
 #undef GU
 }
 
-/* STRATA_CUDA_MOE_KQ: 1 the T = 1 gate/up of IQ2_XXS / IQ3_XXS experts by moe_gate_up_kq_kernel in at
+/* STRATA_CUDA_MOE_KQ: 1 the T = 1 gate/up of the kq IQ formats' experts by moe_gate_up_kq_kernel in at
  * most one wave, 2 the same kernel with a pair a warp (k x F / 4 CTAs, as moe_gate_up_kernel's grid); its
  * CTAs an SM by registers, read when the switch is set (outside any capture) */
 static int moe_kq = 0;
-static int moe_kq_occ[2] = { 8, 8 };
+static int moe_kq_occ[4] = { 8, 8, 8, 8 };
+template <int FMT> static constexpr int moe_kq_index() {
+    return FMT == TYPE_IQ2_XXS ? 0 : FMT == TYPE_IQ3_XXS ? 1 : FMT == TYPE_IQ2_XS ? 2 : 3;
+}
+template <int FMT> static void moe_kq_occ_read(void) {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, moe_gate_up_kq_kernel<FMT>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
+        moe_kq_occ[moe_kq_index<FMT>()] = n;
+}
 extern "C" void cuda_moe_set_kq(int mode) {
     moe_kq = mode == 1 || mode == 2 ? mode : 0;
     static int read;
     if (moe_kq && !read) {
         read = 1;
-        int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, moe_gate_up_kq_kernel<TYPE_IQ2_XXS>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
-            moe_kq_occ[0] = n;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, moe_gate_up_kq_kernel<TYPE_IQ3_XXS>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
-            moe_kq_occ[1] = n;
+        moe_kq_occ_read<TYPE_IQ2_XXS>(); moe_kq_occ_read<TYPE_IQ3_XXS>(); moe_kq_occ_read<TYPE_IQ2_XS>(); moe_kq_occ_read<TYPE_IQ3_S>();
         (void)cudaGetLastError();
     }
 }
@@ -690,7 +694,7 @@ template <int FMT>
 static void launch_gate_up_kq(const cuda_moe *m, size_t eb, size_t rb, int nb, cudaStream_t st) {
     const size_t shm = kq_shm_bytes<FMT>(nb);
     const long rows = (long)m->k * (long)m->F;
-    const long wave_warps = (long)cuda_kq_wave(moe_kq_occ[FMT == TYPE_IQ3_XXS], shm) * MV_WARPS;
+    const long wave_warps = (long)cuda_kq_wave(moe_kq_occ[moe_kq_index<FMT>()], shm) * MV_WARPS;
     const long rpw = moe_kq == 2 ? 1 : (rows + wave_warps - 1) / wave_warps;
     const unsigned grid = (unsigned)((rows + rpw * MV_WARPS - 1) / (rpw * MV_WARPS));
     int db, dbs;

@@ -151,7 +151,7 @@ int main(void) {
          * bytes: blocks at both word offsets) */
         static const int lanes[] = { -1, 8, 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1, 1 };
         const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
-        const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS;
+        const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS || type == TYPE_IQ2_XS || type == TYPE_IQ3_S;
         const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq) ? 7 : 3;
         for (int v = 0; v < nv; v++) {
             if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
@@ -188,7 +188,7 @@ int main(void) {
         t_current = qt->name;
         const int B = qt->blck == 1 ? 32 : qt->blck;
         const int64_t lens[] = { 3 * B, 33 * B, 4096 };
-        const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS;
+        const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS || type == TYPE_IQ2_XS || type == TYPE_IQ3_S;
         const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
         const int nk = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq ? 5 : 1;
         static const int kqv[5] = { 0, 0, 4, 8, 1 };

@@ -7,7 +7,7 @@
  *   groups of T columns), zero input (all router logits equal: the tie rule picks experts
  *   0..k-1), and batch invariance (token t of a T-token call == the same token alone).
  * Then whole models on the GPU vs the CPU: greedy ids equal, teacher-forced logits equal.
- * STRATA_CUDA_MOE_KQ=1 (moe_gate_up_kq_kernel, T = 1, IQ2_XXS / IQ3_XXS experts): the same checks at
+ * STRATA_CUDA_MOE_KQ=1 (moe_gate_up_kq_kernel, T = 1, IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S experts): the same checks at
  * widths 256 and 2,048, in a wave and in grids of 3 CTAs (a warp walks many pairs), and a model;
  * STRATA_CUDA_MOE_KQ=2 (a pair a warp) at width 2,048. */
 #include "test.h"
@@ -132,12 +132,12 @@ int main(void) {
     t_current = "moe kq";
     setenv("STRATA_CUDA_MOE_KQ", "1", 1);
     env_reset_cache();
-    static const int kqt[] = { TYPE_IQ3_XXS, TYPE_IQ2_XXS };
+    static const int kqt[] = { TYPE_IQ3_XXS, TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ3_S };
     for (int cap = 0; cap <= 3; cap += 3) {
         cuda_matvec_set_kq_wave(cap);
         g_tag = cap ? ", STRATA_CUDA_MOE_KQ=1 in 3 CTAs" : ", STRATA_CUDA_MOE_KQ=1";
         for (g_dim = 256; g_dim <= 2048; g_dim *= 8)
-            for (int i = 0; i < 2; i++) {
+            for (int i = 0; i < 4; i++) {
                 const unsigned long l0 = cuda_matvec_kq_launches();
                 kernel_parity(kqt[i]);
                 CHECKF(cuda_moe_kq() == 1 && cuda_matvec_kq_launches() > l0, "%s dim %d: no kq gate/up launch",

@@ -14,8 +14,8 @@
  *   models  every switch on: teacher-forced logits and greedy ids (the decode graph) == the CPU
  *   dense   STRATA_CUDA_MV_KQ 1 / 2 / 3 / 4 / 8 on llama models with Q4_K / Q5_K / Q6_K layers (gate/up pairs),
  *           also in kqp / kqs grids of 3 CTAs, and a
- *           Q6_K head: the same against the CPU; STRATA_CUDA_MV_KQI 1 / 2 / 3 / 8 with IQ2_XXS / IQ3_XXS
- *           gate/up and down layers (MV_KQ 0 there, so only their rows take kq kernels) */
+ *           Q6_K head: the same against the CPU; STRATA_CUDA_MV_KQI 1 / 2 / 3 / 8 with IQ2_XXS / IQ3_XXS /
+ *           IQ2_XS / IQ3_S gate/up and down layers (MV_KQ 0 there, so only their rows take kq kernels) */
 #include "test.h"
 #include "gpu_order.h"
 #include <stdint.h>
@@ -205,7 +205,7 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
  * and greedy ids == the CPU (moe_model_compare: the one-column steps, eager and the decode graph) */
 static void dense_parity(int kq, int ffn_type, int wave_cap) {
     char path[256], label[96];
-    const int iq = ffn_type == TYPE_IQ2_XXS || ffn_type == TYPE_IQ3_XXS;   /* STRATA_CUDA_MV_KQI's formats */
+    const int iq = ffn_type == TYPE_IQ2_XXS || ffn_type == TYPE_IQ3_XXS || ffn_type == TYPE_IQ2_XS || ffn_type == TYPE_IQ3_S;   /* STRATA_CUDA_MV_KQI's formats */
     const char *sw = iq ? "STRATA_CUDA_MV_KQI" : "STRATA_CUDA_MV_KQ";
     snprintf(path, sizeof path, "/tmp/strata-gpu-variants-dense-%d.gguf", ffn_type);
     snprintf(label, sizeof label, "llama Q4_K / %s / Q6_K, %s=%d%s", quant_type_name(ffn_type), sw, kq,
@@ -341,5 +341,11 @@ int main(void) {
         dense_parity(kq, TYPE_IQ3_XXS, 3);
         dense_parity(kq, TYPE_IQ2_XXS, 3);
     }
+    for (int i = 0; i < 4; i++) {   /* IQ2_XS (two scales a part), IQ3_S (qh bits, sign bytes) */
+        dense_parity(kqis[i], TYPE_IQ2_XS, 0);
+        dense_parity(kqis[i], TYPE_IQ3_S, 0);
+    }
+    dense_parity(2, TYPE_IQ2_XS, 3);
+    dense_parity(2, TYPE_IQ3_S, 3);
     TEST_DONE();
 }
