@@ -68,7 +68,6 @@ typedef struct cuda_variants {
     int mv_split;           /* STRATA_CUDA_MV_SPLIT: rows of at least this many super-blocks over several warps at T = 1 (0: none; same bits) */
     int mv_kq;              /* STRATA_CUDA_MV_KQ: 0, 1 (matvec_kqp_kernel: Q4_K / Q5_K / Q6_K), 4 / 8 (matvec_kq1_kernel: Q4_K / Q5_K) at T = 1 (same bits) */
     int mv_kqi;             /* STRATA_CUDA_MV_KQI: mv_kq's settings for IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S rows (same bits) */
-    int moe_kq;             /* STRATA_CUDA_MOE_KQ: 1 / 2 the T = 1 IQ2_XXS / IQ3_XXS gate/up by moe_gate_up_kq_kernel, one wave / a pair a warp (same bits) */
     int norm_warp;          /* STRATA_CUDA_NORM_WARP: the per-head q/k RMSNorms a warp a row (same bits) */
     int attn_tc;            /* STRATA_CUDA_ATTN_TC: 1 the tensor-core attention order (NOT the CPU's bits), 0 the CPU's */
     const char *matvec_from, *attn_from, *pdl_from, *decode_from, *attn_tc_from;
@@ -127,8 +126,6 @@ void cuda_matvec_set_kq_wave(int ctas);   /* tests: the kqp / kqs grid held to c
 int  cuda_matvec_kq(void);
 void cuda_matvec_set_kqi(int mode);   /* STRATA_CUDA_MV_KQI: MV_KQ's settings for IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S rows (kq1: 8 lanes a block) */
 int  cuda_matvec_kqi(void);
-void cuda_moe_set_kq(int mode);   /* STRATA_CUDA_MOE_KQ: 1 / 2 the T = 1 grouped gate/up of IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S experts by moe_gate_up_kq_kernel (one wave / a pair a warp) */
-int  cuda_moe_kq(void);
 unsigned long cuda_matvec_kq_launches(void);   /* how many times the host launched a kq kernel (tests: the path ran) */
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);

@@ -35,10 +35,6 @@ typedef struct mv_group {
 int    cuda_type_info(int type, int *blck, int *act_fmt, int *bsize);
 size_t cuda_act_row_bytes(int act, int64_t n);
 int    cuda_matvec_group(int type, const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st);
-/* the kq kernels' one-wave grid (CTAs) for a kernel of occ CTAs an SM and shm bytes of shared memory
- * (the test hook cuda_matvec_set_kq_wave caps it), and their launch count (matvec.cu) */
-unsigned cuda_kq_wave(int occ, size_t shm);
-void   cuda_kq_count_launch(void);
 int    cuda_tables_init(void);   /* IQ codebooks into device memory (once) */
 /* mm.cu: the tensor-core matmul of passes of more than 8 columns, the matvec's bits (a group
  * without swiglu; formats with 32-value scale blocks); STRATA_CUDA_MM=0 turns it off */

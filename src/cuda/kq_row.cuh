@@ -1,5 +1,5 @@
 /* The kq matvec steps (matvec.cu's matvec_kq1 / kqp / kqs kernels, moe.cu's grouped gate/up at one
- * column): a row's weight words loaded a step ahead of their decode, the activation row (and for the IQ
+ * column; moe.cu's grouped gate/up used them in a variant measured slower and deleted): a row's weight words loaded a step ahead of their decode, the activation row (and for the IQ
  * formats the codebook and sign masks) in shared memory. Included by .cu files only. */
 #ifndef STRATA_KQ_ROW_CUH
 #define STRATA_KQ_ROW_CUH
@@ -24,7 +24,7 @@
  * first word) and activation d, and p_b goes to lane b % 32 in increasing b, then
  * warp_canon_finish: row_dot_coop's bits (test_gpu_matvec compares both with the CPU reference).
  *
- * IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S (STRATA_CUDA_MV_KQI, the grouped MoE gate/up's STRATA_CUDA_MOE_KQ):
+ * IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S (STRATA_CUDA_MV_KQI):
  * 8 lanes a block, lane k the 32 weights of the cooperative part k (sub-blocks 2k, 2k + 1: coop_part_fast's
  * df_iq2xxs_part / df_iq3xxs_part / df_iq2xs_part / df_iq3s_part). The blocks' bytes are 2-aligned only
  * (66 / 98 / 74 / 110-byte blocks), so a lane loads the aligned words around its runs (the grid indices,
@@ -348,7 +348,7 @@ static __device__ __forceinline__ float kq1_row(const uint8_t *__restrict__ wr, 
     return warp_canon_finish<MV_WARPS>(acc, nb);
 }
 
-/* The paired walk of matvec_kqs_kernel and moe.cu's grouped gate/up: rows of two matrices (a gate/up
+/* The paired walk of matvec_kqs_kernel: rows of two matrices (a gate/up
  * pair) whose row rl starts at byte off(rl) of both W0 and W1; a step loads the gate's and the up's
  * weights of the same blocks, the next paired step's loads issued before the current one is computed;
  * the two rows' lane sums are finished side by side (warp_canon_finish_n<2>), each row keeping kq1_row's

@@ -452,13 +452,12 @@ static int mv_kq_wave_cap = 0;
 extern "C" void cuda_matvec_set_kq_wave(int ctas) { mv_kq_wave_cap = ctas > 0 ? ctas : 0; }
 /* one wave of kqp / kqs CTAs, estimated without a runtime call (none during a graph's capture): the CTAs
  * an SM the kernel's registers allow (kq_occ, at most 8) or fewer where the shared memory allows fewer */
-unsigned cuda_kq_wave(int occ, size_t shm) {
+static unsigned kq_wave(int occ, size_t shm) {
     int per_sm = (int)((200u << 10) / (shm + 1024));
     per_sm = per_sm < 1 ? 1 : per_sm > occ ? occ : per_sm > 8 ? 8 : per_sm;
     const int sms = cuda_sm_count();
     return mv_kq_wave_cap ? (unsigned)mv_kq_wave_cap : (unsigned)(per_sm * (sms > 0 ? sms : 32));
 }
-void cuda_kq_count_launch(void) { mv_kq_launches++; }
 
 template <int FMT>
 static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, size_t as, int T, cudaStream_t st) {
@@ -474,7 +473,7 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
         if (mode && coop == 8 && T == 1 && nb <= (IQ ? MV_KQ_MAXNB_IQ : MV_KQ_MAXNB) && (uintptr_t)act % 4 == 0 && aligned) {
             const size_t shm = kq_shm_bytes<FMT>(nb);
             const int pair_ok = (mode == 2 || mode == 3) && g->swiglu;
-            const unsigned wave = cuda_kq_wave(kq_occ[kq_occ_index<FMT>()][pair_ok], shm);
+            const unsigned wave = kq_wave(kq_occ[kq_occ_index<FMT>()][pair_ok], shm);
             /* the kernel: 1 kqp; 2 kqs for pairs, else kqp; 4 / 8 kq1 (Q4_K / Q5_K; the IQ formats 8 lanes);
              * 3 by shape: pairs kqs, rows that give every warp of a wave more than two kqp, the rest kq1
              * with 4 lanes (the IQ formats 8; Q6_K: the cooperative kernel) */

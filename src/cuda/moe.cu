@@ -17,9 +17,6 @@
  *                       up row r of the group's expert once for all its columns (row_dot:
  *                       the same canonical dot as the matvec kernels) and writes
  *                       h = silu(g) * u (moe.c's silu_mul) per pair.
- *                       STRATA_CUDA_MOE_KQ (T = 1, IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S experts): moe_gate_up_kq_kernel,
- *                       one wave of CTAs whose warps walk the k x F gate/up pairs with the kq
- *                       steps (kq_row.cuh), same bits.
  *   act quantization    h rows into the down weight's activation format (cuda_act_quantize).
  *   moe_down_kernel     grid (row slices of E): the slice's rows for every group, y[pair] =
  *                       down_e h[pair]; STRATA_CUDA_MOE_FAST bit 2: then the combine below for
@@ -35,7 +32,6 @@
  * gather), else -1 and the rows were gathered into act_pairs. */
 #include "cuda_internal.h"
 #include "matvec_row.cuh"
-#include "kq_row.cuh"
 #include "expf_host.cuh"
 #include <math.h>
 
@@ -509,44 +505,6 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
     }
 }
 
-/* STRATA_CUDA_MOE_KQ: the T = 1 gate/up of IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S experts as matvec_kqs_kernel's walk
- * (kq_pairs: the gate's and the up's weights of a step loaded together, the next step's loads issued
- * before the current one is decoded, the activation row and the IQ tables in shared memory) over the
- * ng x F pairs of the token's groups: pair R is row R % F of group R / F's expert. One wave of CTAs
- * (each warp the same number of pairs) instead of F / 4 x ng CTAs of one pair a warp. At T = 1 every
- * group's source row is x's row 0 (moe_router's groups). Each row keeps row_dot_coop's operations
- * (kq_row.cuh), h = silu(g) * u as moe_gate_up_kernel: the same bits. The down matrices' L2 prefetch
- * (CUDA_PF_DOWN): CTA c takes slice c of every group's expert. */
-template <int FMT>
-__global__ void __launch_bounds__(MV_WARPS * 32)
-moe_gate_up_kq_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
-                      int F, int nb, const uint8_t *__restrict__ act_x, const int *__restrict__ groups, float *__restrict__ h,
-                      const uint8_t *__restrict__ pf_down, size_t pf_eb, int ngk) {
-    extern __shared__ __align__(16) uint8_t kq_sm[];
-    const kq_smem s = kq_smem_of(kq_sm, nb);
-    kq_tab_fill<FMT>(s);
-    PDL_WAIT();
-    const int ng = ngk > 0 ? ngk : groups[0];
-    const kq_walk wk = kq_walk_of(ng * F);
-    if (pf_down && (c_prefetch & CUDA_PF_DOWN)) {
-        const size_t a = pf_eb * blockIdx.x / gridDim.x, b = pf_eb * (blockIdx.x + 1) / gridDim.x;
-        for (int gi = 0; gi < ng; gi++)
-            l2_prefetch_lines(pf_down + (size_t)groups[1 + MOE_GROUP_INTS * gi] * pf_eb + a, b - a, threadIdx.x, blockDim.x);
-    }
-    kq_pairs<FMT>(Wg, Wu, nb, s, wk.my_rows, act_x,
-                  [&](int rl) -> size_t {
-                      const int R = wk.row(rl), gi = R / F;
-                      return (size_t)groups[1 + MOE_GROUP_INTS * gi] * expert_bytes + (size_t)(R - gi * F) * row_bytes;
-                  },
-                  [&](int rl, float gv, float uv) {
-                      if ((threadIdx.x & 31) == 0) {
-                          const int R = wk.gw + rl * wk.nw, gi = R / F;
-                          h[(size_t)groups[2 + MOE_GROUP_INTS * gi] * F + (R - gi * F)] =
-                              __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
-                      }
-                  });
-}
-
 /* grid: E / RPC row slices (RPC = DOWN_R rows for the cooperative formats, else 1); CTA of
  * DN_WARPS warps: warp w computes the slice's rows for groups w, w + DN_WARPS, ... (at T = 1:
  * one expert per warp), y[pair][row] = down_e h[pair] (the matvec's row dot); with cb.out the
@@ -665,47 +623,6 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
 #undef GU
 }
 
-/* STRATA_CUDA_MOE_KQ: 1 the T = 1 gate/up of the kq IQ formats' experts by moe_gate_up_kq_kernel in at
- * most one wave, 2 the same kernel with a pair a warp (k x F / 4 CTAs, as moe_gate_up_kernel's grid); its
- * CTAs an SM by registers, read when the switch is set (outside any capture) */
-static int moe_kq = 0;
-static int moe_kq_occ[4] = { 8, 8, 8, 8 };
-template <int FMT> static constexpr int moe_kq_index() {
-    return FMT == TYPE_IQ2_XXS ? 0 : FMT == TYPE_IQ3_XXS ? 1 : FMT == TYPE_IQ2_XS ? 2 : 3;
-}
-template <int FMT> static void moe_kq_occ_read(void) {
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, moe_gate_up_kq_kernel<FMT>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
-        moe_kq_occ[moe_kq_index<FMT>()] = n;
-}
-extern "C" void cuda_moe_set_kq(int mode) {
-    moe_kq = mode == 1 || mode == 2 ? mode : 0;
-    static int read;
-    if (moe_kq && !read) {
-        read = 1;
-        moe_kq_occ_read<TYPE_IQ2_XXS>(); moe_kq_occ_read<TYPE_IQ3_XXS>(); moe_kq_occ_read<TYPE_IQ2_XS>(); moe_kq_occ_read<TYPE_IQ3_S>();
-        (void)cudaGetLastError();
-    }
-}
-extern "C" int cuda_moe_kq(void) { return moe_kq; }
-/* one wave at most, every warp the same number of pairs (k x F of them; the groups' count on the device
- * is k when CUDA_MOE_FAST_NGK is on, at most k otherwise) */
-template <int FMT>
-static void launch_gate_up_kq(const cuda_moe *m, size_t eb, size_t rb, int nb, cudaStream_t st) {
-    const size_t shm = kq_shm_bytes<FMT>(nb);
-    const long rows = (long)m->k * (long)m->F;
-    const long wave_warps = (long)cuda_kq_wave(moe_kq_occ[moe_kq_index<FMT>()], shm) * MV_WARPS;
-    const long rpw = moe_kq == 2 ? 1 : (rows + wave_warps - 1) / wave_warps;
-    const unsigned grid = (unsigned)((rows + rpw * MV_WARPS - 1) / (rpw * MV_WARPS));
-    int db, dbs;
-    const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
-                           ? (size_t)(m->F / db) * (size_t)dbs * (size_t)m->E : 0;
-    cuda_kq_count_launch();
-    klaunch(moe_gate_up_kq_kernel<FMT>, grid, MV_WARPS * 32, shm, st, (const uint8_t *)m->gate, (const uint8_t *)m->up, eb, rb,
-            (int)m->F, nb, (const uint8_t *)m->act_x, (const int *)m->groups, m->h, ebd ? (const uint8_t *)m->down : NULL, ebd,
-            moe_ngk(m));
-}
-
 /* the cooperative down kernel's rows per warp: 4 at T = 1 with CUDA_MOE_FAST_DOWN4 (slices of
  * one CTA row, E a multiple of 4), else DOWN_R */
 static int moe_down_rows(const cuda_moe *m, int64_t n_out) {
@@ -766,12 +683,6 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
     if (!down) {
         const uint8_t *W[2] = { (const uint8_t *)m->gate, (const uint8_t *)m->up };
         for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_GU) && m->T == 1 ? 2 : 1); rep++) {
-            if constexpr (kq_fmt<FMT>::iq)
-                if (moe_kq && m->T == 1 && m->max_groups <= 0 && nb <= MV_KQ_MAXNB_IQ && moe_coop<FMT>(W, 2, rb, eb) &&
-                    (uintptr_t)W[0] % 4 == 0 && (uintptr_t)W[1] % 4 == 0 && (uintptr_t)m->act_x % 4 == 0 && rb % 2 == 0) {
-                    launch_gate_up_kq<FMT>(m, eb, rb, nb, st);
-                    continue;
-                }
             if (moe_coop<FMT>(W, 2, rb, eb)) launch_gate_up<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, st);
             else launch_gate_up<FMT, 0>(m, grid, eb, rb, nb, as, st);
         }
