@@ -1,6 +1,7 @@
-/* The kq matvec steps (matvec.cu's matvec_kq1 / kqp / kqs kernels, moe.cu's grouped gate/up at one
- * column; moe.cu's grouped gate/up used them in a variant measured slower and deleted): a row's weight words loaded a step ahead of their decode, the activation row (and for the IQ
- * formats the codebook and sign masks) in shared memory. Included by .cu files only. */
+/* The kq matvec steps of matvec.cu's one-column kernels (matvec_kq1 / kqp / kqs): a row's weight words
+ * loaded a step ahead of their decode, the activation row (and for the IQ formats the codebook and sign
+ * masks) in shared memory. (moe.cu's grouped gate/up took them in a variant measured slower and deleted:
+ * docs/KERNELS.md, "Variants deleted".) Included by .cu files only. */
 #ifndef STRATA_KQ_ROW_CUH
 #define STRATA_KQ_ROW_CUH
 #include "matvec_row.cuh"

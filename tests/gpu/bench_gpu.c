@@ -125,7 +125,7 @@ static void bench_matvec(double ceiling) {
             /* 256-weight formats: the first kernel (one lane per super-block, "lane") and
              * the cooperative one (8 lanes per super-block, "coop", the default) */
             /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4, 8 and 1 ("kq4", "kq8", "kqp"), Q6_K with 1;
-             * IQ2_XXS / IQ3_XXS with STRATA_CUDA_MV_KQI 8 and 1 ("kq8", "kqp") */
+             * IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S with STRATA_CUDA_MV_KQI 8 and 1 ("kq8", "kqp") */
             static const int lanes[] = { 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 4, 8, 1 };
             const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS || type == TYPE_IQ2_XS || type == TYPE_IQ3_S;
             const int kq_ok = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq;

@@ -147,8 +147,8 @@ int main(void) {
         /* default, 8 lanes per super-block, one lane; Q4_K / Q5_K also matvec_kq1_kernel with 4 and 8
          * lanes a block, and Q4_K / Q5_K / Q6_K matvec_kqp_kernel (STRATA_CUDA_MV_KQ 4, 8, 1; their T = 1
          * calls; rows of 1, 3, 33, 41 and 16 blocks), the last also in a grid of 3 CTAs (many rows a warp) */
-        /* IQ2_XXS / IQ3_XXS: their kq1 (8 lanes a block) and kqp by STRATA_CUDA_MV_KQI 8 and 1 (rows of 98 / 66
-         * bytes: blocks at both word offsets) */
+        /* IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S: their kq1 (8 lanes a block) and kqp by STRATA_CUDA_MV_KQI 8 and 1
+         * (rows of 66 / 98 / 74 / 110 bytes: blocks at both word offsets) */
         static const int lanes[] = { -1, 8, 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1, 1 };
         const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
         const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS || type == TYPE_IQ2_XS || type == TYPE_IQ3_S;
