@@ -11,10 +11,6 @@ set -u
 gb_unpack
 gpu_suite 200
 t
-for s in 1 2; do
-  timeout 100 $g/bin/bench_gpu matvec shape=$s only=IQ3_XXS,IQ2_XXS,IQ2_XS,IQ3_S 2>&1 | grep -E "copy|IQ" | grep -v "lane\|  8 "
-done
-t
 e2e_ab 2 "1b_iq3" STRATA_CUDA_MV_KQI "0 8" 2
 t
 if [ $(( $(date +%s) - T0 )) -lt 300 ] && peer_up; then
@@ -22,3 +18,9 @@ if [ $(( $(date +%s) - T0 )) -lt 300 ] && peer_up; then
   timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-1b_iq3.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
 fi
 t
+[ $(( $(date +%s) - T0 )) -lt 280 ] && {
+for s in 1 2; do
+  timeout 100 $g/bin/bench_gpu matvec shape=$s only=IQ3_XXS,IQ2_XXS,IQ2_XS,IQ3_S 2>&1 | grep -E "copy|IQ" | grep -v "lane\|  8 "
+done
+t
+}
