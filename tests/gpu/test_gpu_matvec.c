@@ -157,9 +157,9 @@ int main(void) {
             if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
             if (iq && v == 3) continue;                              /* IQ: no 4-lane kq1 */
             cuda_matvec_set_coop(lanes[v]);
-            const int kv = v == 0 ? kq_was : v < 3 ? 0 : kqs[v];   /* 1, 2: the cooperative / lane kernels */
-            cuda_matvec_set_kq(iq ? kq_was : kv);
-            cuda_matvec_set_kqi(!iq ? kqi_was : v == 0 ? kqi_was : v < 3 ? 0 : kqs[v]);
+            const int kv = v < 3 ? 0 : kqs[v];   /* 1, 2: the cooperative / lane kernels; the format's own switch */
+            cuda_matvec_set_kq(v == 0 || iq ? kq_was : kv);
+            cuda_matvec_set_kqi(v == 0 || !iq ? kqi_was : kv);
             cuda_matvec_set_kq_wave(v == 6 ? 3 : 0);   /* kqp in 3 CTAs: 12 warps, up to 6 rows each */
             const unsigned long l0 = cuda_matvec_kq_launches();
             for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
