@@ -821,7 +821,9 @@ static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weig
     return 0;
 }
 
-static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to) {
+/* `norm`: the ffn norm's weight when the router launch takes the norm (CUDA_MOE_FAST_NORM, blk_ffn
+ * decided by moe_norm_here), else NULL */
+static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to, const weight *norm) {
     const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
     const int X = (int)R->n_out, k = c->hp.n_experts_used;
     const int64_t E = G->n_in, F = G->n_out;
@@ -861,8 +863,21 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
         m.logits = c->moe_logits; m.act_x = (const uint8_t *)c->act + (size_t)t0 * gab; m.out = c->moe_out + (size_t)t0 * E;
         m.router_f32 = fused_router ? (const float *)R->dev : NULL;
         m.x_f32 = xb;
+        if (norm && fused_router && T == 1) {   /* blk_ffn skipped norm_for: the router launch writes xb and act */
+            m.norm_x = c->x; m.norm_w = (const float *)norm->dev; m.norm_eps = c->hp.rms_eps;
+        }
         if (cuda_moe_block(&m, add_to ? add_to + (size_t)t0 * E : NULL, c->st)) be_fail(c, "moe experts");
     }
+}
+
+/* T = 1 MoE: does the router launch take the ffn norm (CUDA_MOE_FAST_NORM)? Only where norm_for
+ * would launch rmsnorm_q256_kernel (Q8_K activations for the experts, fused launches on) and
+ * moe_run the F32 router inside the routing launch. */
+static int moe_norm_here(cuda_be *c, const layer_weights *L, int T, int E) {
+    const weight *R = &L->gate_inp;
+    return T == 1 && c->fuse && R->dev && L->ffn_norm.dev && act_fmt_of(&L->gate_exps) == ACT_Q8_K &&
+           cuda_act_row_bytes(ACT_Q8_K, E) <= c->act_cap && !(c->twice & CUDA_TWICE_NORM) &&
+           cuda_moe_norm_fusable(R->type, E, (int)R->n_out, ACT_Q8_K, c->x, c->xb, R->dev) && (int)R->n_out == c->hp.n_experts;
 }
 
 static void blk_ffn(backend *be, int l, const fwd_batch *b) {
@@ -874,9 +889,13 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
     if (!cols_ok(c, T)) return;
     const int post = L->post_ffn_norm.data != NULL;
     if (L->gate_inp.data) {                                      /* Mixture-of-Experts */
-        norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate_exps);
+        const int nf = moe_norm_here(c, L, T, E);
+        if (nf) {   /* the router launch computes the norm and quantizes it (CUDA_MOE_FAST_NORM) */
+            as.src = c->xb; as.n = E; as.T = 1; as.fmt = ACT_Q8_K;
+        } else
+            norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate_exps);
         const int add_here = c->fuse && !post;                   /* the combine adds into x itself */
-        moe_run(c, &as, L, T, add_here ? c->x : NULL);
+        moe_run(c, &as, L, T, add_here ? c->x : NULL, nf ? &L->ffn_norm : NULL);
         if (!add_here) {
             if (post && cuda_rmsnorm(c->moe_out, (const float *)L->post_ffn_norm.dev, c->moe_out, T, E, hp->rms_eps, c->st))
                 be_fail(c, "post-ffn rmsnorm");

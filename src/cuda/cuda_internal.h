@@ -92,7 +92,15 @@ typedef struct cuda_moe {
     float *out;                     /* [T][E] */
     int max_groups;                 /* grid bound on groups: 0 = P (the decode kernels' slices);
                                        the wide chunks of cuda_moe_experts_wide set their own */
+    /* CUDA_MOE_FAST_NORM (T = 1, cuda_moe_norm_fusable): the ffn RMSNorm inside the router launch:
+       x_f32 (y) and act_x's Q8_K row are then written by it from norm_x, norm_w, norm_eps */
+    const float *norm_x, *norm_w;
+    float norm_eps;
 } cuda_moe;
+/* can the T = 1 router launch take the ffn norm (CUDA_MOE_FAST_NORM on, an F32 router of width
+   1,024 / 2,048 that cuda_moe_router_fusable takes, X >= E / 256, activations Q8_K, x / y / router
+   16-byte aligned)? */
+int cuda_moe_norm_fusable(int router_type, int64_t E, int X, int act_fmt, const void *x, const void *y, const void *router);
 
 /* The MoE block after the router input: (router +) routing, grouped gate/up, grouped down, the
  * combine into out (+ add_to), STRATA_CUDA_MOE_FAST's launches (the same bits) */

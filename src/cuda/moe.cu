@@ -452,6 +452,78 @@ moe_router_cta_kernel(const float *__restrict__ W, const float *__restrict__ x, 
     if (threadIdx.x == 0) *counter = 0;
 }
 
+/* STRATA_CUDA_MOE_FAST bit 256 (CUDA_MOE_FAST_NORM), T = 1, an F32 router of width 1,024 / 2,048
+ * whose ffn norm would quantize x to Q8_K (rmsnorm_q256_kernel): the ffn RMSNorm inside
+ * moe_router_cta_kernel, computed by every CTA, so the norm launch is gone. Threads 0 .. E / 8 - 1
+ * play rmsnorm_q256_kernel's threads (8 consecutive values each, the double sum of squares, the
+ * warps' xor trees, rms_inv_parts over E / 256 warp parts, y = (x * inv) * w_norm): the same y. Each
+ * thread then forms its 8 router products w_e * y_e into shared memory (router_row's values;
+ * moe_router_cta_kernel's chain and routing after it). CTA b < E / 256 also writes super-block b of
+ * y and its Q8_K block (warp b, act_quant_block_regs from its registers, as the norm kernel's warp
+ * b does). The router row and the norm weights are loaded into registers before the wait. */
+template <int NPL>
+__global__ void __launch_bounds__(ROUTER_CTA_THREADS)
+moe_norm_router_kernel(const float *__restrict__ W, const float *__restrict__ xres, const float *__restrict__ wn, float eps,
+                       float *__restrict__ y, uint8_t *__restrict__ act, float *__restrict__ logits,
+                       unsigned *__restrict__ counter, int X, int k, int *__restrict__ groups, int *__restrict__ pair_of,
+                       float *__restrict__ wts) {
+    extern __shared__ __align__(16) float s_ep[];
+    __shared__ double part[32];
+    __shared__ float inv_s;
+    constexpr int E = 32 * NPL, NT = E / 8;
+    const int row = blockIdx.x, tid = threadIdx.x;
+    float wv[8], nv[8], v[8];
+    if (tid < NT) {   /* the router row's and the norm's 8 weights: independent of the kernel before */
+        const float4 *w4 = (const float4 *)(W + (size_t)row * E + (size_t)tid * 8);
+        const float4 a = w4[0], b = w4[1];
+        wv[0] = a.x; wv[1] = a.y; wv[2] = a.z; wv[3] = a.w; wv[4] = b.x; wv[5] = b.y; wv[6] = b.z; wv[7] = b.w;
+#pragma unroll
+        for (int i = 0; i < 8; i++) nv[i] = wn[(size_t)tid * 8 + i];   /* w_norm: 4-byte aligned only */
+    }
+    PDL_WAIT();
+    if (tid < NT) {
+        const float4 *x4 = (const float4 *)(xres + (size_t)tid * 8);
+        const float4 a = x4[0], b = x4[1];
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+        double ss = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) { double d = v[i]; ss += d * d; }
+#pragma unroll
+        for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
+        if ((tid & 31) == 0) part[tid >> 5] = ss;
+    }
+    __syncthreads();
+    if (tid == 0) inv_s = rms_inv_parts(part, NT / 32, E, eps);
+    __syncthreads();
+    if (tid < NT) {
+        const float inv = inv_s;
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = __fmul_rn(__fmul_rn(v[i], inv), nv[i]);
+        float *pe = s_ep + (size_t)tid * 8;
+        *(float4 *)pe = make_float4(__fmul_rn(wv[0], v[0]), __fmul_rn(wv[1], v[1]), __fmul_rn(wv[2], v[2]), __fmul_rn(wv[3], v[3]));
+        *(float4 *)(pe + 4) = make_float4(__fmul_rn(wv[4], v[4]), __fmul_rn(wv[5], v[5]), __fmul_rn(wv[6], v[6]),
+                                          __fmul_rn(wv[7], v[7]));
+        if ((tid >> 5) == row) {   /* CTA b: super-block b of y and its Q8_K block */
+            float4 *yr = (float4 *)(y + (size_t)tid * 8);
+            yr[0] = make_float4(v[0], v[1], v[2], v[3]);
+            yr[1] = make_float4(v[4], v[5], v[6], v[7]);
+            act_quant_block_regs<256>(v, act + (size_t)row * sizeof_i(act_q8_K), ACT_Q8_K);
+        }
+    }
+    __syncthreads();
+    if (tid < 32) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NPL; i++) acc = __fadd_rn(acc, s_ep[tid + 32 * i]);
+        acc = warp_canon_finish<1>(acc);   /* warp 0 alone */
+        if (tid == 0) logits[row] = acc;
+    }
+    if (!last_cta_arrived(counter)) return;
+    if (X <= ROUTER_CTA_THREADS / 4) moe_route1_body<1>(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
+    else moe_route1_body(s_ep, s_ep + ((X + 3) & ~3), logits, X, k, groups, pair_of, wts);
+    if (tid == 0) *counter = 0;
+}
+
 /* ---- grouped expert matvecs ------------------------------------------------------------------ */
 /* STRATA_CUDA_MOE_FAST bit 2 (CUDA_MOE_FAST_COMBINE): the combine inside the down kernel; out
  * == NULL: not there (cuda_moe_combine runs after it). */
@@ -710,9 +782,24 @@ static int moe_route_par = 0;
 extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
 
 /* T = 1 (CUDA_MOE_FAST_ROUTE1): the router and the routing by whole CTAs; -1: no kernel for E */
+int cuda_moe_norm_fusable(int router_type, int64_t E, int X, int act_fmt, const void *x, const void *y, const void *router) {
+    return (moe_fast & CUDA_MOE_FAST_NORM) && (moe_fast & CUDA_MOE_FAST_ROUTE1) && cuda_moe_router_fusable(router_type, E) &&
+           (E == 1024 || E == 2048) && X >= E / 256 && act_fmt == ACT_Q8_K && (uintptr_t)x % 16 == 0 &&
+           (uintptr_t)y % 16 == 0 && (uintptr_t)router % 16 == 0;
+}
+
 static int moe_route1_launch(const cuda_moe *m, cudaStream_t st) {
     const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
-    if (m->router_f32 && (moe_fast & CUDA_MOE_FAST_ROUTER_CTA) && (uintptr_t)m->router_f32 % 16 == 0 &&
+    if (m->norm_w) {   /* CUDA_MOE_FAST_NORM: the ffn norm in this launch (cuda_moe_norm_fusable said yes) */
+        const size_t shmc = shm1 > (size_t)m->E * sizeof(float) ? shm1 : (size_t)m->E * sizeof(float);
+#define RN(NPL) klaunch(moe_norm_router_kernel<NPL>, (unsigned)m->X, ROUTER_CTA_THREADS, shmc, st, m->router_f32, m->norm_x, \
+                    m->norm_w, m->norm_eps, (float *)m->x_f32, (uint8_t *)m->act_x, (float *)m->logits, m->counter, m->X, \
+                    m->k, m->groups, m->pair_of, m->wts)
+        if (m->E == 2048) RN(64);
+        else if (m->E == 1024) RN(32);
+        else return -1;
+#undef RN
+    } else if (m->router_f32 && (moe_fast & CUDA_MOE_FAST_ROUTER_CTA) && (uintptr_t)m->router_f32 % 16 == 0 &&
         (uintptr_t)m->x_f32 % 16 == 0) {   /* a CTA per router row (float4 loads) */
         const size_t shmc = shm1 > (size_t)m->E * sizeof(float) ? shm1 : (size_t)m->E * sizeof(float);
 #define RC(NPL) klaunch(moe_router_cta_kernel<NPL>, (unsigned)m->X, ROUTER_CTA_THREADS, shmc, st, m->router_f32, m->x_f32, \

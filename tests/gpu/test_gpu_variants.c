@@ -66,8 +66,9 @@ static const char *mode_name(int mode) {
                                    "combine+down4", "route1+combine+down4" };
     static char buf[64];
     if (mode < 8) return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : "?";
-    snprintf(buf, sizeof buf, "%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
-             (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "");
+    snprintf(buf, sizeof buf, "%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
+             (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "",
+             (mode - 8) & CUDA_MOE_FAST_NORM ? " norm in router" : "");
     return buf;
 }
 
@@ -297,12 +298,15 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SMEM);   /* the tables alone, fast decode on */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTER_CTA);   /* the router a CTA a row, 64 values per lane */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_NGK);   /* the group count from the launch */
+    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_ROUTE1 | CUDA_MOE_FAST_NORM));   /* the ffn norm in the router launch */
+    moe_parity(TYPE_IQ4_XS, 8 + CUDA_MOE_FAST_ALL);   /* Q8_K activations of another format, the norm folded */
     setenv("STRATA_CUDA_TWICE", "57", 1);   /* an instrument: the T = 1 gate/up, h's quantization, router and norm launches
                                              * twice (idempotent), read at load */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);
     unsetenv("STRATA_CUDA_TWICE");
     g_dim = 1024;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ROUTER_CTA);   /* 32 values per lane */
+    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_ROUTE1 | CUDA_MOE_FAST_NORM));   /* the norm folded, 4 warp parts */
     g_dim = 256;
     t_current = "routing";
     g_experts = 16; g_used = 4;
