@@ -68,6 +68,13 @@ static void test_tables(void) {
     for (int i = 0; i < 256; i++)
         for (int j = 0; j < 8; j++) bad += (int)((g_bsm[i] >> (8 * j)) & 0xFF) != (((i >> j) & 1) ? 0xFF : 0);
     CHECKF(bad == 0, "sign mask tables: %d bytes wrong", bad);
+    bad = 0;   /* the ALU form of the ksigns masks (STRATA_CUDA_MOE_FAST bit 512) */
+    for (uint32_t i = 0; i < 128; i++) {
+        const uint32_t s = df_ksign_bits(i);
+        bad += s != ksigns_iq2xs[i];
+        bad += ((uint64_t)(df_nib_bytes(s >> 4) * 0xFFu) << 32 | df_nib_bytes(s & 15) * 0xFFu) != g_ksm[i];
+    }
+    CHECKF(bad == 0, "ksigns by parity / nibble bytes: %d of 128 differ", bad);
     const uint32_t kw[4] = { DF_KV_W0, DF_KV_W1, DF_KV_W2, DF_KV_W3 };
     bad = 0;
     for (int c = 0; c < 16; c++) bad += byte_of(kw[c / 4], c % 4) != kvalues_iq4nl[c];
@@ -116,6 +123,7 @@ static void test_iq2_xxs(void) {
             wr32(blk + 6 + 8 * ib, a1);
         }
         bad += check_iq_block(TYPE_IQ2_XXS, blk, df_iq2xxs_part);
+        bad += check_iq_block(TYPE_IQ2_XXS, blk, df_iq2xxs_part_sa);   /* the signs by ALU */
     }
     CHECKF(bad == 0, "IQ2_XXS: %d values differ (256 grid x 128 sign indices, 16 scales)", bad);
     printf("IQ2_XXS: %d blocks, every grid index x sign index, every scale: %s\n", blocks, bad ? "DIFFER" : "equal");
@@ -176,6 +184,7 @@ static void test_iq3_xxs(void) {
             wr32(qs + QK_K / 4 + 4 * ib, a);
         }
         bad += check_iq_block(TYPE_IQ3_XXS, blk, df_iq3xxs_part);
+        bad += check_iq_block(TYPE_IQ3_XXS, blk, df_iq3xxs_part_sa);   /* the signs by ALU */
     }
     CHECKF(bad == 0, "IQ3_XXS: %d values differ (256 grid x 128 sign indices in both halves, 16 scales)", bad);
     printf("IQ3_XXS: %d blocks, every grid index x sign index in both halves, every scale: %s\n", blocks,

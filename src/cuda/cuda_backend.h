@@ -104,8 +104,9 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_WIDE    128 /* passes of 9+ tokens: the wide router's 4 tokens a chunk finished side by side, the
                                    * grouping's records by a warp's scan instead of thread 0's loop over the experts */
 #define CUDA_MOE_FAST_NORM    256 /* T = 1, F32 router, Q8_K activations: the ffn RMSNorm inside the router launch (every CTA) */
-#define CUDA_MOE_FAST_ALL     511 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 127 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h); bit 128 opt-in until measured */
+#define CUDA_MOE_FAST_SALU    512 /* T = 1, IQ2_XXS / IQ3_XXS experts with the fast decode: the ksigns sign masks by ALU, not a table load */
+#define CUDA_MOE_FAST_ALL     1023 /* every bit */
+#define CUDA_MOE_FAST_DEFAULT 511 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph

@@ -56,6 +56,11 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * IADD3 + IMAD.X pair beside its shift and mask, and 52 % of the stalls on global loads). Same
  * values, same bits. */
 #define DF_SMEM 0x100
+/* DF_SALU in a kernel's V (STRATA_CUDA_MOE_FAST bit 512, the grouped MoE kernels at T = 1, IQ2_XXS /
+ * IQ3_XXS): the ksigns sign masks by ALU (df_ksign_bits, df_nib_bytes: a parity and a multiply)
+ * instead of a 64-bit table load per 8 weights (shared memory with DF_SMEM, else global). Same
+ * values, same bits (test_decode_fast checks the forms against the tables on all 128 indices). */
+#define DF_SALU 0x200
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
 static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
 template <int FMT> static __device__ __forceinline__ void df_smem_fill(void) {
@@ -135,8 +140,10 @@ static __device__ __forceinline__ void coop_part_fast(const uint8_t *__restrict_
         int m[2];
         if constexpr (FMT == TYPE_IQ4_XS) df_iq4xs_part(blk, k, w, m);
         else {
-            const df_tables tb = SM && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
-            if constexpr (FMT == TYPE_IQ2_XXS) df_iq2xxs_part(blk, k, &tb, w, m);
+            const df_tables tb = (SM & DF_SMEM) && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
+            if constexpr (FMT == TYPE_IQ2_XXS && (SM & DF_SALU) != 0) df_iq2xxs_part_sa(blk, k, &tb, w, m);
+            else if constexpr (FMT == TYPE_IQ3_XXS && (SM & DF_SALU) != 0) df_iq3xxs_part_sa(blk, k, &tb, w, m);
+            else if constexpr (FMT == TYPE_IQ2_XXS) df_iq2xxs_part(blk, k, &tb, w, m);
             else if constexpr (FMT == TYPE_IQ2_XS) df_iq2xs_part(blk, k, &tb, w, m);
             else if constexpr (FMT == TYPE_IQ2_S) df_iq2s_part(blk, k, &tb, w, m);
             else if constexpr (FMT == TYPE_IQ3_XXS) df_iq3xxs_part(blk, k, &tb, w, m);

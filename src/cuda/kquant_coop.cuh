@@ -246,7 +246,7 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
 #pragma unroll
                 for (int t = 0; t < TM; t++) { s2[t] = 0; m2[t] = 0; }
                 if constexpr (V != 0)   /* a decode variant (decode_fast.cuh): same S, no M term */
-                    coop_part_fast<FMT, TM, (V & DF_SMEM) != 0>(wr[r] + (size_t)b * BS, k + TPB * i,
+                    coop_part_fast<FMT, TM, V & (DF_SMEM | DF_SALU)>(wr[r] + (size_t)b * BS, k + TPB * i,
                                                                  act + (size_t)b * sizeof_i(act_q8_K), as, T, s2);
                 else
                 coop_part<FMT, TM>(wr[r] + (size_t)b * BS, k + TPB * i, act + (size_t)b * sizeof_i(act_q8_K), as, T, s2,

@@ -719,6 +719,12 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
 template <int FMT, int COOP>
 static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
+    if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
+        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
+            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, st);
+            else launch_gate_up_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, st);
+            return;
+        }
     if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)   /* CUDA_MOE_FAST_SMEM: the tables in shared memory */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
             launch_gate_up_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, st);
@@ -731,6 +737,12 @@ template <int FMT, int COOP>
 static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
                         cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
+    if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
+        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
+            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
+            else launch_down_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
+            return;
+        }
     if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
             launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, st);

@@ -126,6 +126,20 @@ DF_FN void df_sign_tables_fill(const uint8_t *ksigns, uint64_t *ksm, uint64_t *b
 /* the 4 bytes of g negated where m's byte is 0xFF (each byte of g nonzero where negated) */
 DF_FN uint32_t df_sign(uint32_t g, uint32_t m) { return (g ^ m) + (m & 0x01010101u); }
 
+/* The sign masks by ALU (STRATA_CUDA_MOE_FAST bit 512, the T = 1 expert kernels): ksigns_iq2xs[i] =
+ * i | parity(i) << 7 (a fact of the table; test_decode_fast checks all 128), and 4 sign bits
+ * spread to bytes of 0 / 1 by one multiply (the four shifted copies 0-3, 7-10, 14-17, 21-24 never
+ * overlap, so no carry); df_sign_b(g, b) = df_sign(g, b * 0xFF). */
+DF_FN uint32_t df_ksign_bits(uint32_t i7) {
+#ifdef __CUDA_ARCH__
+    return i7 | (uint32_t)(__popc(i7) & 1) << 7;
+#else
+    return i7 | (uint32_t)(__builtin_popcount(i7) & 1) << 7;
+#endif
+}
+DF_FN uint32_t df_nib_bytes(uint32_t nib) { return (nib * 0x00204081u) & 0x01010101u; }
+DF_FN uint32_t df_sign_b(uint32_t g, uint32_t b) { return (g ^ (b * 0xFFu)) + b; }
+
 /* ---- the codebooks the IQ decodes read (device or host copies) --------------------------- */
 typedef struct df_tables {
     const uint8_t (*iq2xxs)[8];   /* [256] */
@@ -153,6 +167,19 @@ DF_FN void df_iq2xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_
     uint32_t a0 = df_ld32_a2(q), a1 = df_ld32_a2(q + 4);
     m[0] = m[1] = 2 * (int)(a1 >> 28) + 1;
     for (int l = 0; l < 4; l++) df_grid8(t->iq2xxs[(a0 >> (8 * l)) & 255], t->ksm[(a1 >> (7 * l)) & 127], w + 2 * l);
+}
+
+/* df_iq2xxs_part with the sign masks by ALU (t->ksm unread): the same w and m */
+DF_FN void df_iq2xxs_part_sa(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
+    const uint8_t *q = blk + offsetof(block_iq2_xxs, qs) + 8 * k;
+    uint32_t a0 = df_ld32_a2(q), a1 = df_ld32_a2(q + 4);
+    m[0] = m[1] = 2 * (int)(a1 >> 28) + 1;
+    for (int l = 0; l < 4; l++) {
+        const uint64_t g = df_ld64(t->iq2xxs[(a0 >> (8 * l)) & 255]);
+        const uint32_t s = df_ksign_bits((a1 >> (7 * l)) & 127);
+        w[2 * l] = df_sign_b((uint32_t)g, df_nib_bytes(s & 15));
+        w[2 * l + 1] = df_sign_b((uint32_t)(g >> 32), df_nib_bytes(s >> 4));
+    }
 }
 
 DF_FN void df_iq2xs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
@@ -190,6 +217,20 @@ DF_FN void df_iq3xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_
         uint64_t s = t->ksm[(a >> (7 * l)) & 127];
         w[2 * l] = df_sign(df_ld32(t->iq3xxs[(ix >> sh) & 255]), (uint32_t)s);
         w[2 * l + 1] = df_sign(df_ld32(t->iq3xxs[(ix >> (sh + 8)) & 255]), (uint32_t)(s >> 32));
+    }
+}
+
+/* df_iq3xxs_part with the sign masks by ALU (t->ksm unread): the same w and m */
+DF_FN void df_iq3xxs_part_sa(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
+    const uint8_t *qs = blk + offsetof(block_iq3_xxs, qs);
+    uint32_t i03 = df_ld32_a2(qs + 8 * k), i47 = df_ld32_a2(qs + 8 * k + 4);
+    uint32_t a = df_ld32_a2(qs + QK_K / 4 + 4 * k);
+    m[0] = m[1] = 2 * (int)(a >> 28) + 1;
+    for (int l = 0; l < 4; l++) {
+        uint32_t ix = l < 2 ? i03 : i47, sh = 16 * (l & 1);
+        const uint32_t s = df_ksign_bits((a >> (7 * l)) & 127);
+        w[2 * l] = df_sign_b(df_ld32(t->iq3xxs[(ix >> sh) & 255]), df_nib_bytes(s & 15));
+        w[2 * l + 1] = df_sign_b(df_ld32(t->iq3xxs[(ix >> (sh + 8)) & 255]), df_nib_bytes(s >> 4));
     }
 }
 
