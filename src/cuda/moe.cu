@@ -793,13 +793,14 @@ static int moe_dispatch(int type, const cuda_moe *m, int down, const moe_comb &c
 static int moe_route_par = 0;
 extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
 
-/* T = 1 (CUDA_MOE_FAST_ROUTE1): the router and the routing by whole CTAs; -1: no kernel for E */
 int cuda_moe_norm_fusable(int router_type, int64_t E, int X, int act_fmt, const void *x, const void *y, const void *router) {
     return (moe_fast & CUDA_MOE_FAST_NORM) && (moe_fast & CUDA_MOE_FAST_ROUTE1) && cuda_moe_router_fusable(router_type, E) &&
            (E == 1024 || E == 2048) && X >= E / 256 && act_fmt == ACT_Q8_K && (uintptr_t)x % 16 == 0 &&
            (uintptr_t)y % 16 == 0 && (uintptr_t)router % 16 == 0;
 }
 
+/* T = 1 (CUDA_MOE_FAST_ROUTE1): the router and the routing by whole CTAs (with m->norm_w the ffn norm
+ * before them, CUDA_MOE_FAST_NORM); -1: no kernel for E */
 static int moe_route1_launch(const cuda_moe *m, cudaStream_t st) {
     const size_t shm1 = (size_t)2 * (size_t)((m->X + 3) & ~3) * sizeof(float);
     if (m->norm_w) {   /* CUDA_MOE_FAST_NORM: the ffn norm in this launch (cuda_moe_norm_fusable said yes) */

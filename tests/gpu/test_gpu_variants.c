@@ -64,7 +64,7 @@ static void set_switches(int mode) {
 static const char *mode_name(int mode) {
     static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine", "down4", "route1+down4",
                                    "combine+down4", "route1+combine+down4" };
-    static char buf[64];
+    static char buf[128];
     if (mode < 8) return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : "?";
     snprintf(buf, sizeof buf, "%s%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
              (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "",
