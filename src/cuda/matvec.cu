@@ -480,6 +480,9 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             int kind = mode == 3 ? (pair_ok ? 2 : (size_t)rows > (size_t)wave * MV_WARPS * 2 ? 1 : 4)
                                  : pair_ok ? 2 : mode == 2 ? 1 : mode;
             if (FMT == TYPE_Q6_K && kind >= 4) kind = 0;
+            /* by shape (3, MV_KQI's default): IQ2_XS rows stay cooperative (their kq1 / kqp measured 12-30 %
+             * slower than it at 14336 x 4096 and 151936 x 2048, BENCHMARKS 2026-12-06 01:00 session call 1) */
+            if (FMT == TYPE_IQ2_XS && mode == 3) kind = 0;
             if (kind) {
                 mv_kq_launches++;
                 const unsigned grid = blocks < wave ? blocks : wave;
