@@ -29,8 +29,9 @@
  * values (Q6_K, Q2_K, Q3_K, IQ2_XS, IQ2_S, IQ1_M: one m16n8k16 MMA per sub-block). An IQ
  * block is decoded into int8 weights w8 and integer multipliers m as the matvec does
  * (iq_blocks.cuh: iq_group8, iq_mult), so its isum = sum_j m_j * (w8 . a)_j is the matvec's
- * and p_b = ((float)isum * k) * (h(d) * a.d) follows. Q2_0 (64-value blocks against act_q8_2)
- * runs as the matvec over slices of 8 columns (cuda_matvec_group). mm_kernel3 (STRATA_CUDA_MM_PIPE:
+ * and p_b = ((float)isum * k) * (h(d) * a.d) follows. Q2_0 (64-value blocks against act_q8_2,
+ * since 2026-12-06): a tile row holds a block's 64 codes c - 1, two m16n8k32 MMAs add into the
+ * block's one isum, p_b = (float)isum * (h(d) * a.d); the two-tile kernel only. mm_kernel3 (STRATA_CUDA_MM_PIPE:
  * by default where it measured faster, mm_pipe_code) brings the same steps' bytes in by cp.async
  * in 3-4 shared-memory stages. */
 #include "cuda_internal.h"
@@ -75,6 +76,7 @@ MMF(TYPE_IQ4_XS, 256, 3, 32)
 MMF(TYPE_IQ2_XS, 256, 3, 16)
 MMF(TYPE_IQ2_S, 256, 3, 16)
 MMF(TYPE_IQ1_M, 256, 3, 16)
+MMF(TYPE_Q2_0, 64, 0, 32)     /* 64-value blocks against act_q8_2: two k32 MMAs into one isum */
 #undef MMF
 /* the formats of the first kernel (8 and 16 warps); the others are built with 8 warps only */
 template <int FMT> struct mm_both { static constexpr bool v = FMT == TYPE_Q4_0 || FMT == TYPE_Q4_1 || FMT == TYPE_Q5_0 ||
@@ -222,6 +224,11 @@ static __device__ __forceinline__ void fetch_w(mm_wraw &r, int part, const uint8
         if (FMT == TYPE_Q5_0) ld_run_raw<1>(r.h, blk + offsetof_i(block_q5_0, qh));
         if (FMT == TYPE_Q5_1) r.h[0] = ld_u32(blk + offsetof_i(block_q5_1, qh));
         r.dd = ONE ? ld_u32(blk) : (uint32_t)ld_u16(blk);
+    } else if constexpr (FMT == TYPE_Q2_0) {   /* part p: code word p (weights 16 p .. 16 p + 15), raw halves */
+        const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q2_0);
+        ld_run_raw<1>(r.q, blk + offsetof_i(block_q2_0, qs) + 4 * part);
+        r.sh = run_sh(blk + offsetof_i(block_q2_0, qs));
+        r.dd = ld_u16(blk);
     } else if constexpr (FMT == TYPE_Q8_0) {
         const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q8_0);
         ld_run_raw<2>(r.q, blk + offsetof_i(block_q8_0, qs) + 8 * part);
@@ -363,7 +370,7 @@ static __device__ __forceinline__ void fetch_step_pin(mm_wraw *r, int part, cons
 /* fetch_w's raw halves joined (run_finish), as each format's fetch_w loaded them */
 template <int FMT>
 static __device__ __forceinline__ void wraw_finish(mm_wraw &r) {
-    if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_IQ4_NL) {
+    if constexpr (FMT == TYPE_Q4_0 || FMT == TYPE_Q5_0 || FMT == TYPE_IQ4_NL || FMT == TYPE_Q2_0) {
         run_finish<1>(r.q, r.sh);
         if constexpr (FMT == TYPE_Q5_0) run_finish<1>(r.h, r.sh);
     } else if constexpr (FMT == TYPE_Q8_0) {
@@ -410,6 +417,12 @@ static __device__ __forceinline__ void store_w(mm_tile2<mmf<FMT>::QK> &s, int i,
             if (ONE) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = h2f((uint16_t)(r.dd >> 16)); }
             else { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
         }
+    } else if constexpr (FMT == TYPE_Q2_0) {   /* the word's 16 codes c - 1 in weight order (df_q2_0_word) */
+        uint32_t q[4];
+        df_q2_0_word(r.q[0], q);
+#pragma unroll
+        for (int k = 0; k < 4; k++) st_w(dst + 16 * part + 4 * k, q[k]);
+        if (part == 0) { s.dw[i] = h2f((uint16_t)r.dd); s.mw[i] = 0.0f; }
     } else if constexpr (FMT == TYPE_Q8_0) {
         st_w(dst + 8 * part, r.q[0]);
         st_w(dst + 8 * part + 4, r.q[1]);
@@ -577,6 +590,10 @@ static __device__ __forceinline__ void cp_wait(void) { asm volatile("cp.async.wa
 static __device__ __forceinline__ void cp4z(uint32_t d, const void *src, uint32_t n) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
 }
+/* the same, 8 bytes (n = 8 or 0) */
+static __device__ __forceinline__ void cp8z(uint32_t d, const void *src, uint32_t n) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
 
 /* activation block b of column row ar into tile column j, by cp.async (zeros when invalid).
  * aco (STRATA_CUDA_MM_WPRE bit 2, QK 32; QK 256 takes issue_a_warp instead): the four parts of a
@@ -599,6 +616,15 @@ static __device__ __forceinline__ void issue_a(mm_tile2<mmf<FMT>::QK> &s, int j,
             cp4z((uint32_t)__cvta_generic_to_shared(part == 0 ? &s.da[j] : &s.sa[j]),
                  part == 0 ? a : a + (ONE ? offsetof_i(act_q8_1, s) : 0), n);
         if (!ONE && part == 1) s.sa[j] = 0.0f;
+        return;
+    }
+    if constexpr (QK == 64) {   /* act_q8_2: part p's 16 codes by two 8-byte copies (the blocks are 8-byte aligned) */
+        const uint32_t n = valid ? 8u : 0u, d = (uint32_t)__cvta_generic_to_shared(dst);
+        const uint8_t *a = ar + (size_t)b * sizeof_i(act_q8_2) + offsetof_i(act_q8_2, qs) + 16 * part;
+        cp8z(d + 16 * part, a, n);
+        cp8z(d + 16 * part + 8, a + 8, n);
+        if (part == 0) cp4z((uint32_t)__cvta_generic_to_shared(&s.da[j]), ar + (size_t)b * sizeof_i(act_q8_2), valid ? 4u : 0u);
+        if (part == 1) s.sa[j] = 0.0f;
         return;
     }
     if (!valid) {
@@ -847,7 +873,7 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
             const uint32_t pb = (NI == 2 ? abase + (C + 8 * (l >> 4) + (l & 7)) * RB + 16 * ((l >> 3) & 1)
                                          : abase + (C + (l & 7)) * RB + 16 * (l >> 3)) + 32 * JG * q;
             uint32_t scw[4], bp[4];   /* scw[i]: the scales of slices JG q .. of row R + g + 8i; bp: NI 1, two slices */
-            if constexpr (NS > 1)
+            if constexpr (NS > 1 && QK != 64)
 #pragma unroll
                 for (int i = 0; i < 4; i++) scw[i] = *(const uint32_t *)&s.sc[R + g + 8 * i][JG * q];
 #pragma unroll
@@ -876,6 +902,7 @@ static __device__ __forceinline__ void block_step2(const mm_tile2<mmf<FMT>::QK> 
                         for (int e = 0; e < 4; e++) {
                             const int o = MM_O2(mi, ni, e);
                             if constexpr (NS == 1) S[o] = d[e];
+                            else if constexpr (QK == 64) S[o] += d[e];   /* Q2_0: the block's one isum */
                             else S[o] += sbyte(scw[2 * mi + (e >> 1)], jj) * d[e];
                         }
                     }
@@ -1381,7 +1408,8 @@ template <int FMT> struct mm_pcfg {
     /* a stage of NB blocks: NB tiles, then NB x 64 rows of RB raw bytes (all 16-byte multiples) */
     __host__ __device__ static constexpr int stage_bytes(int nbs) { return nbs * (TILE + MM_BM * RB); }
 };
-static_assert(sizeof(mm_tile2<32>) % 16 == 0 && sizeof(mm_tile2<256>) % 16 == 0, "mm: stage alignment");
+static_assert(sizeof(mm_tile2<32>) % 16 == 0 && sizeof(mm_tile2<64>) % 16 == 0 && sizeof(mm_tile2<256>) % 16 == 0,
+              "mm: stage alignment");
 #define MM_PIPE_SMEM (227 * 1024)   /* the most dynamic shared memory a CTA may have (sm_90) */
 #define MM_PIPE_SMAX 8              /* stages at most */
 
@@ -1556,6 +1584,7 @@ static int mm_pipe_code(int nb) {
         const long v = env_int(ENV_CUDA_MM_PIPE);
         mm_pipe = v > 0 && v < 100 ? (int)v : v == -1 ? -1 : 0;
     }
+    if constexpr (mmf<FMT>::QK == 64) return 0;   /* Q2_0: the two-tile kernel only */
     if (mm_pipe >= 0) return mm_pipe;
     if (mmf<FMT>::QK == 32) return nb >= 128 ? 1 : 0;
     return FMT == TYPE_Q6_K && nb >= 32 ? 1 : 0;
@@ -1651,7 +1680,7 @@ static int mm_split_ks_serial(const mv_group *g, int tiles, int nb, int rows, in
 
 #define MM_FORMATS(F) F(TYPE_Q4_0) F(TYPE_Q4_1) F(TYPE_Q5_0) F(TYPE_Q5_1) F(TYPE_Q8_0) F(TYPE_MXFP4) F(TYPE_IQ4_NL) \
     F(TYPE_Q2_K) F(TYPE_Q3_K) F(TYPE_Q4_K) F(TYPE_Q5_K) F(TYPE_Q6_K) F(TYPE_IQ2_XXS) F(TYPE_IQ2_XS) F(TYPE_IQ2_S)   \
-    F(TYPE_IQ3_XXS) F(TYPE_IQ3_S) F(TYPE_IQ1_S) F(TYPE_IQ1_M) F(TYPE_IQ4_XS)
+    F(TYPE_IQ3_XXS) F(TYPE_IQ3_S) F(TYPE_IQ1_S) F(TYPE_IQ1_M) F(TYPE_IQ4_XS) F(TYPE_Q2_0)
 
 int cuda_mm_supported(int type, int64_t n_in) {
     if (mm_mode < 0) { long v = env_int(ENV_CUDA_MM); mm_mode = v == 2 || v == 3 ? (int)v : 0; }

@@ -1,6 +1,6 @@
 /* What a user of `strata run` gets, through the public API only (include/strata.h), so the same
  * source builds against any tree's library (before/after comparisons in one device call):
- *   bench_e2e SHAPE [reps] [batch]   SHAPE: smollm2 | 1b | 1b_iq3 | 1b_iq2xs | moe48 | moe48_iq2 | moe48_q4k | moe48_q20 (synthetic, src/model/synth.h;
+ *   bench_e2e SHAPE [reps] [batch]   SHAPE: smollm2 | 1b | 1b_iq3 | 1b_iq2xs | 1b_q20 | moe48 | moe48_iq2 | moe48_q4k | moe48_q20 (synthetic, src/model/synth.h;
  *                            the file /tmp/strata-e2e-SHAPE.gguf is written once and reused;
  *                            E2E_TOKENIZER=vocab.gguf gives it that tokenizer)
  * prints prompt tok/s (a 512-token prompt, strata_session_eval: passes of FWD_MAX_T columns),
@@ -47,11 +47,12 @@ int main(int argc, char **argv) {
     } else {
         synth_default_params(&p, ARCH_LLAMA);    /* SmolLM2-135M shape */
         p.type_attn = TYPE_Q4_1; p.type_ffn = TYPE_Q4_1; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
-        if (!strcmp(shape, "1b") || !strcmp(shape, "1b_iq3") || !strcmp(shape, "1b_iq2xs")) {   /* 16 x 2048, ffn 8192, vocab 128256: the 1.5B shape of the issues */
+        if (!strcmp(shape, "1b") || !strcmp(shape, "1b_iq3") || !strcmp(shape, "1b_iq2xs") || !strcmp(shape, "1b_q20")) {   /* 16 x 2048, ffn 8192, vocab 128256: the 1.5B shape of the issues */
             p.n_layers = 16; p.n_embd = 2048; p.n_ff = 8192; p.n_heads = 32; p.n_kv_heads = 8; p.head_dim = 64;
             p.n_vocab = 128256; p.type_attn = TYPE_Q4_K; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q6_K;
             if (!strcmp(shape, "1b_iq3")) { p.type_attn = TYPE_IQ3_XXS; p.type_ffn = TYPE_IQ3_XXS; }   /* IQ3_XXS layers */
             if (!strcmp(shape, "1b_iq2xs")) { p.type_attn = TYPE_IQ2_XS; p.type_ffn = TYPE_IQ2_XS; }   /* IQ2_XS layers */
+            if (!strcmp(shape, "1b_q20")) { p.type_attn = TYPE_Q2_0; p.type_ffn = TYPE_Q2_0; }   /* Q2_0 layers */
         } else if (strcmp(shape, "smollm2")) { fprintf(stderr, "unknown shape %s\n", shape); return 2; }
     }
     /* E2E_TOKENIZER: a vocabulary GGUF (tools/vocab_only.py) whose tokenizer the file gets, so

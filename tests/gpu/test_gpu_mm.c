@@ -407,11 +407,9 @@ int main(int argc, char **argv) {
             check(type, 200 * blck, 67, 9, 0);
             check(type, 200 * blck, 67, 100, 0);
         }
-        if (type != TYPE_Q2_0) {   /* the grouped matmul (Q2_0 has none) */
-            check_grouped(type, (big ? 8 : 33) * blck, 70);
-            check_grouped(type, (big ? 33 : 200) * blck, 64);
-            if (!big) check_grouped(type, 18 * blck, 70);   /* one block a lane: the one-float instances (ONEB 1) */
-        }
+        check_grouped(type, (big ? 8 : 33) * blck, 70);
+        check_grouped(type, (big ? 33 : 200) * blck, 64);
+        if (!big) check_grouped(type, 18 * blck, 70);   /* one block a lane: the one-float instances (ONEB 1) */
     }
     /* The other canonical order (STRATA_CANON; the tree when the program runs the default chain):
      * the CPU reference and the matmul alike, every configuration above (the tree's kernels: the
@@ -429,7 +427,7 @@ int main(int argc, char **argv) {
         check(type, 3 * blck, 70, 20, 0);
         check(type, 33 * blck, 67, 17, 1);
         check(type, (big ? 8 : 18) * blck, 96, 512, 0);
-        if (type != TYPE_Q2_0) check_grouped(type, (big ? 8 : 33) * blck, 70);
+        check_grouped(type, (big ? 8 : 33) * blck, 70);
     }
     canon_serial = was;
     cuda_canon_apply();

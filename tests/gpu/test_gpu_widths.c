@@ -125,6 +125,9 @@ int main(void) {
     widths("ext-iq4xs-iq2xxs", 0, TYPE_IQ4_XS, TYPE_IQ2_XXS, 1, 0);
     widths("ext-moe-q40", 1, TYPE_Q4_K, TYPE_Q4_0, 1, 0);
     widths("ext-moe-iq3xxs", 1, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
+    /* Q2_0 (64-value blocks against act_q8_2) on tensor cores: a dense FFN and MoE experts */
+    widths("ext-q40-q20", 0, TYPE_Q4_0, TYPE_Q2_0, 1, 0);
+    widths("ext-moe-q20", 1, TYPE_Q4_K, TYPE_Q2_0, 1, 0);
     /* n_embd 1024: the F32 router of the wide path in one launch (moe_router_wide_kernel) */
     widths("ext-moe-e1024", 2, TYPE_Q4_K, TYPE_IQ3_XXS, 1, 0);
     paths(1, "127", "0", 0, 1);   /* the former defaults: dense rows of <= 32 blocks, the 1024-wide MoE's wide passes */
