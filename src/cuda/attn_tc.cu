@@ -37,6 +37,7 @@
 #include "formats.cuh"
 #include "act_quant.cuh"
 #include "rope_dev.cuh"
+#include "norm_dev.cuh"   /* norm_row_warp: the q / k head norms (bit 512) */
 #include <cuda_fp16.h>
 
 PDL_TU_STATE(attn_tc)
@@ -340,6 +341,18 @@ static __device__ __forceinline__ void tc_act(const tc_args &a, int kvh, int r0,
     }
 }
 
+/* STRATA_CUDA_ATTN_TC_DEC bit 1024: the one-launch decode's wo activation as act_q8_K (256-value
+ * blocks: the host asks for it only where the CTA's G heads hold whole blocks, G HD % 256 == 0): a
+ * warp a block, act_quantize_kernel's act_quant_block<256> on the o values the CTA just wrote (one
+ * column) */
+static __device__ __forceinline__ void tc_act_k(const tc_args &a, int kvh, int G, int HD) {
+    const int per = G * HD / 256, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int i = warp; i < per; i += nw) {
+        const size_t bi = (size_t)kvh * per + i;
+        act_quant_block<256>(a.out + bi * 256, a.act + bi * sizeof(act_q8_K), ACT_Q8_K);
+    }
+}
+
 /* the split launch's merge: a CTA (HD threads) per row (t, h), thread d. (The merge by the last
  * of a row group's chunk CTAs instead, without this launch, measured slower: a thread per row
  * walking the partials' chunks with L2 latency per step; docs/KERNELS.md "Variants deleted".)
@@ -561,6 +574,10 @@ typedef struct tc_rope {
     const float *k, *v;   /* the column's k and v rows (all KV heads), not rotated */
     const float *cs;      /* [n_ctx][n_rot / 2][cos, sin] (q's and k's: the same table) */
     int n_rot, neox;
+    /* STRATA_CUDA_ATTN_TC_DEC bit 512: the q / k head norms' weights (NULL: q and k come normed, or
+     * have no norm) and eps; the launch then norms the group's q heads and its k row itself */
+    const float *qnw, *knw;
+    float eps;
 } tc_rope;
 
 /* KV: 0 the cache kind read from a.kv8 (one instantiation for both kinds: its f16 kernel carries
@@ -580,6 +597,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     uint4 *pf = (uint4 *)(sc + (TC_C / 16) * 8 * 32);      /* [step][lane]: p's A fragment */
     float *qs = (float *)(pf + (TC_C / 16) * 32);           /* [G][HD]: q rotated */
     uint16_t *kl = (uint16_t *)(qs + 16 * HD), *vl = kl + HD;   /* the position's rows (f16; int8: 2 W8 words from kl) */
+    float *kn = (float *)(vl + HD);                            /* bit 512: the position's k row normed */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3, g = lane >> 2;
     const int G = a.n_heads / a.n_kv_heads, kvh = SPLIT ? blockIdx.y : blockIdx.x;
     const int P0 = a.d_pos ? a.d_pos[0] : a.pos0, f0 = tc_first(P0, a.window);
@@ -653,10 +671,20 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     /* RoPE: q of the group's G heads into qs, k and v of the KV head into kl / vl (f16; SPLIT:
      * only the CTA of the position's chunk needs them) */
     const bool holds = j1 == jl;
+    const float *qg = a.q + (size_t)kvh * G * HD, *ks = rp.k + (size_t)kvh * HD;
+    if (rp.qnw) {   /* bit 512: rmsnorm2_warp_kernel's rows here (norm_row_warp), q heads into qs, k into kn */
+        for (int r = warp; r <= G; r += TC_WARPS) {
+            if (r < G) norm_row_warp(qg + (size_t)r * HD, rp.qnw, NULL, qs + r * HD, HD, rp.eps, lane);
+            else if (holds) norm_row_warp(ks, rp.knw, NULL, kn, HD, rp.eps, lane);
+        }
+        __syncthreads();
+        qg = qs;   /* RoPE in place: each thread reads and writes only its own pair */
+        ks = kn;
+    }
     {
         const int half = rp.n_rot / 2;
         const float *cs = rp.cs + (size_t)P0 * half * 2;
-        const float *qg = a.q + (size_t)kvh * G * HD, *ks = rp.k + (size_t)kvh * HD, *vs = rp.v + (size_t)kvh * HD;
+        const float *vs = rp.v + (size_t)kvh * HD;
         for (int idx = threadIdx.x; idx < G * half; idx += TC_WARPS * 32) {
             const int h = idx / half, i = idx % half;
             float o1, o2;
@@ -837,13 +865,15 @@ __global__ void __launch_bounds__(TC_WARPS * 32) attn_tc_dec_kernel(tc_args a, t
     }
     if (a.act) {
         __syncthreads();
-        tc_act<HD>(a, kvh, 0, G);
+        if (a.act_fmt == ACT_Q8_K) tc_act_k(a, kvh, G, HD);
+        else tc_act<HD>(a, kvh, 0, G);
     }
 }
 
 static size_t tc_dec_smem(int head_dim, int nch) {
     return (size_t)2 * nch * TC_C * (head_dim + TC_PAD) * 2 + (size_t)(TC_C / 16) * 8 * 32 * sizeof(float) +
-           (size_t)(TC_C / 16) * 32 * 16 + (size_t)16 * head_dim * sizeof(float) + (size_t)2 * head_dim * 2;
+           (size_t)(TC_C / 16) * 32 * 16 + (size_t)16 * head_dim * sizeof(float) + (size_t)2 * head_dim * 2 +
+           (size_t)head_dim * sizeof(float);   /* kn (bit 512) */
 }
 
 static int tc_nch(int n_ctx) { return (n_ctx + TC_C - 1) / TC_C; }
@@ -864,6 +894,8 @@ static tc_args tc_args_make(const float *q, const void *kc, const void *vc, int 
     a.part = part; a.nchp = tc_nch(n_ctx);
     return a;
 }
+
+int cuda_attention_tc_dec_split(int max_last) { return max_last >= TC_DEC_NCH * TC_C; }
 
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part) {
     if (!cuda_attention_tc_ok(head_dim) || n_heads % n_kv_heads || n_heads / n_kv_heads > 16 || max_last < 0) return 0;
@@ -910,12 +942,19 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
-                          void *act, int act_fmt, int bits, cudaStream_t st) {
+                          void *act, int act_fmt, const float *q_norm, const float *k_norm, float eps, int bits,
+                          cudaStream_t st) {
     if (!cuda_attention_tc_dec_ok(n_heads, n_kv_heads, head_dim, max_last, bits, part != NULL) || max_last >= n_ctx) return -1;
+    if (act && act_fmt == ACT_Q8_K &&   /* bit 1024: the one launch only, whole blocks a CTA */
+        (!(bits & 1024) || cuda_attention_tc_dec_split(max_last) || (n_heads / n_kv_heads * head_dim) % 256))
+        return -1;
     tc_args a = tc_args_make(q, kc, vc, kv8, 1, n_heads, n_kv_heads, head_dim, pos0, d_pos, scale, window, n_ctx, part,
                              out, act, act_fmt);
-    tc_rope rp = { k, v, cs, n_rot, neox };
-    const int split = max_last >= TC_DEC_NCH * TC_C, nch = max_last / TC_C + 1;
+    tc_rope rp;
+    memset(&rp, 0, sizeof rp);
+    rp.k = k; rp.v = v; rp.cs = cs; rp.n_rot = n_rot; rp.neox = neox;
+    if ((bits & 512) && q_norm && k_norm && head_dim <= 256) { rp.qnw = q_norm; rp.knw = k_norm; rp.eps = eps; }
+    const int split = cuda_attention_tc_dec_split(max_last), nch = max_last / TC_C + 1;
     /* bit 8: the deep launch's int8 rows staged (measured: +3-5 % at 4,096 / 16,384 on the
      * head_dim-64 shapes; at depth 16 the one-launch path lost 1-2.5 % with it, so not there) */
     a.kv8_stage = ((bits & 8) != 0 && split) | ((bits & 32) != 0 ? 2 : 0);   /* 2: bit 32, the codes by tc_q8f */

@@ -574,7 +574,40 @@ static int attn_tc_on(const cuda_be *c, int head_dim, int kv8) {
 }
 
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
-static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
+/* Does sequence S's attention at layer l take the tensor-core decode launch (T = 1, RoPE and the KV
+ * store folded in)? ml: the largest last position the launch is sized for (a graph's launch reads
+ * the position on the device: the step recorded within the first chunk is replayed only there). */
+static int attn_tc_dec_here(cuda_be *c, const fwd_seq *S, int *ml_out) {
+    const hparams *hp = &c->hp;
+    const cuda_kv *kv = (const cuda_kv *)S->kv;
+    const int *dp = c->capturing ? c->d_pos : NULL;
+    const int ml = dp ? (S->pos0 + S->n <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
+                      : S->pos0 + S->n - 1;
+    if (ml_out) *ml_out = ml;
+    return attn_tc_on(c, hp->head_dim, kv->kv8) && c->fuse && S->n == 1 &&
+           cuda_attention_tc_dec_ok(hp->n_heads, hp->n_kv_heads, hp->head_dim, ml, c->attn_tc_dec, c->att_tc_part != NULL);
+}
+
+/* STRATA_CUDA_ATTN_TC_DEC bit 512: the q / k head norms of a one-column pass inside the decode
+ * launch (the same rows by the same operations: norm_row_warp) instead of their own launch */
+static int attn_norms_in_dec(cuda_be *c, const layer_weights *L, const fwd_batch *b) {
+    return (c->attn_tc_dec & 512) && b->T == 1 && b->n_seq == 1 && L->q_norm.data && L->k_norm.data &&
+           c->hp.head_dim <= 256 && attn_tc_dec_here(c, &b->seq[0], NULL);
+}
+
+/* STRATA_CUDA_ATTN_TC_DEC bit 1024: wo's act_q8_K rows written by the one-launch decode instead of
+ * their own quantization launch, where a CTA's G heads hold exactly one 256-value block (bit 2048:
+ * also several). Measured 2026-12-06 (H100): the 1.5B shape (4 x 64 values a CTA: one block) +1.9 %,
+ * the 48-layer MoE (8 x 128: four blocks at the tail of each of 4 CTAs) -0.8 % */
+static int attn_actk_in_dec(cuda_be *c, const fwd_batch *b) {
+    const hparams *hp = &c->hp;
+    const int gv = hp->n_heads / hp->n_kv_heads * hp->head_dim;
+    int ml;
+    return (c->attn_tc_dec & 1024) && b->T == 1 && b->n_seq == 1 && gv % 256 == 0 && (gv == 256 || (c->attn_tc_dec & 2048)) &&
+           attn_tc_dec_here(c, &b->seq[0], &ml) && !cuda_attention_tc_dec_split(ml);
+}
+
+static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int norms) {
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
     const int H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim, T = S->n;
@@ -591,15 +624,11 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     const int window = L->sliding ? hp->sliding_window : 0;
     /* STRATA_CUDA_ATTN_TC: the tensor-core order (attn_tc.cu) for every width */
     const int tc = attn_tc_on(c, HD, kv8);
-    /* a graph's launch reads the position on the device: the largest it can be (class 0, the
-     * step recorded at positions within the first chunk, is replayed only there) */
-    const int ml = dp ? (S->pos0 + T <= ATTN_CHUNK && kv->n_ctx > ATTN_CHUNK ? ATTN_CHUNK - 1 : kv->n_ctx - 1)
-                      : S->pos0 + T - 1;
     /* T = 1: RoPE and the KV store inside the attention kernel (the tensor-core order: its
      * decode launches, STRATA_CUDA_ATTN_TC_DEC: below 256 positions one, deeper a CTA per chunk
-     * and the merge launch) */
-    const int tc_dec = tc && c->fuse && T == 1 &&
-                       cuda_attention_tc_dec_ok(H, KVH, HD, ml, c->attn_tc_dec, c->att_tc_part != NULL);
+     * and the merge launch); ml: the largest last position (attn_tc_dec_here) */
+    int ml;
+    const int tc_dec = attn_tc_dec_here(c, S, &ml);
     const int folded = c->fuse && T == 1 && (!tc || tc_dec);
     cuda_rope_fold fold = { k, v, cs, cs, hp->n_rot, hp->rope_neox };
     if (!folded) {
@@ -613,7 +642,9 @@ static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o) {
     }
     if (tc_dec) {
         if (cuda_attention_tc_dec(q, k, v, kc, vc, kv8, H, KVH, HD, S->pos0, dp, ml, scale, window, cs, hp->n_rot,
-                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o, c->attn_tc_dec, c->st))
+                                  hp->rope_neox, kv->n_ctx, c->att_tc_part, out, act, af_o,
+                                  norms ? (const float *)L->q_norm.dev : NULL, norms ? (const float *)L->k_norm.dev : NULL,
+                                  hp->rms_eps, c->attn_tc_dec, c->st))
             be_fail(c, "attention (tensor cores, decode)");
         return;
     }
@@ -655,8 +686,10 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     float *y[3] = { c->q, c->k, c->v };
     /* STRATA_CUDA_TWICE bit 64 (an instrument): a column's q / k / v launch twice (xb -> q, k, v: idempotent) */
     for (int rep = 0; rep < (T == 1 && (c->twice & CUDA_TWICE_QKV) ? 2 : 1); rep++) mv_many(c, &as, qkv, y, 3, c->xb, T);
-    /* per-head q and k norms (qwen3, gemma3): one launch for both */
-    if (c->fuse && L->q_norm.data && L->k_norm.data) {
+    /* per-head q and k norms (qwen3, gemma3): one launch for both, or (bit 512) inside the decode launch */
+    const int norms_dec = attn_norms_in_dec(c, L, b);
+    if (norms_dec) {
+    } else if (c->fuse && L->q_norm.data && L->k_norm.data) {
         if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
                           T * KVH, HD, hp->rms_eps, c->st))
             be_fail(c, "q/k rmsnorm");
@@ -668,7 +701,8 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     }
     /* the attention writes wo's activation rows too when wo's blocks fit in a head */
     int af_o = c->fuse ? act_fmt_of(&L->wo) : -1;
-    if (!((af_o == ACT_Q8_0 || af_o == ACT_Q8_1 || (af_o == ACT_Q8_2 && HD % 64 == 0)) && HD % 32 == 0 &&
+    if (!((af_o == ACT_Q8_0 || af_o == ACT_Q8_1 || (af_o == ACT_Q8_2 && HD % 64 == 0) ||
+           (af_o == ACT_Q8_K && attn_actk_in_dec(c, b))) && HD % 32 == 0 &&
           cuda_act_row_bytes(af_o, (int64_t)H * HD) * T <= c->act_cap))
         af_o = -1;
     if (c->cols_on && b->n_seq > 1) {
@@ -725,7 +759,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
         }
         if (rc) be_fail(c, "rope + kv store + attention (several sequences)");
     } else
-        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o);
+        for (int s = 0, t0 = 0; s < b->n_seq; t0 += b->seq[s].n, s++) attn_seq(c, l, &b->seq[s], t0, af_o, norms_dec);
     as = ACT_NONE;
     if (af_o >= 0) { as.src = c->att; as.n = (int64_t)H * HD; as.T = T; as.fmt = af_o; }
     if (L->post_attn_norm.data || !c->fuse) {                   /* (gemma3) xb = norm(wo att); x += xb */
@@ -1320,7 +1354,7 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
     if (c->moe_mv_chunk != 2 && c->moe_mv_chunk != 4 && c->moe_mv_chunk != 8) c->moe_mv_chunk = 0;
     c->moe_router_tg = (int)env_int(ENV_CUDA_MOE_ROUTER_TG);
     c->attn_qtile = (int)env_int(ENV_CUDA_ATTN_QTILE);
-    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 319;   /* bits 1..32, 256; bits 4, 16 also pick the split path's merge */
+    c->attn_tc_dec = (int)env_int(ENV_CUDA_ATTN_TC_DEC) & 3903;   /* bits 1..32, 256, 512, 1024, 2048; bits 4, 16 also pick the split path's merge */
     c->attn_tc_kv8 = env_bool(ENV_CUDA_ATTN_TC_KV8);
     c->twice = (int)env_int(ENV_CUDA_TWICE);   /* an instrument (cuda_backend.h) */
     cuda_moe_set_twice(c->twice);

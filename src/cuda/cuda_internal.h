@@ -214,13 +214,19 @@ int cuda_attention_tc(const float *q, const void *kc, const void *vc, int kv8, i
  * deeper: a CTA per chunk into part (cuda_attention_tc_scratch_floats), then the merge launch.
  * bits (STRATA_CUDA_ATTN_TC_DEC): 1 the first, 2 the second, 4 its merge's loads at once, 8 the
  * second's int8 rows copied by cp.async all at once, then converted (before the wait either way),
- * 16 the merge's u loads 64 chunks at once (bit 4's form);
+ * 16 the merge's u loads 64 chunks at once (bit 4's form); 512 with q_norm and k_norm given, the q / k
+ * head norms inside the launch (q and k are read un-normed; NULL: they come normed, or have none);
+ * 1024 act_fmt ACT_Q8_K accepted for act where the launch is not split and a CTA's heads hold whole
+ * 256-value blocks (else -1);
  * _ok: groups of <= 16 heads, the bit for max_last set, and part given for the second */
 int cuda_attention_tc_dec_ok(int n_heads, int n_kv_heads, int head_dim, int max_last, int bits, int have_part);
+/* does a decode launch sized for max_last take the split form (a CTA per chunk, then the merge)? */
+int cuda_attention_tc_dec_split(int max_last);
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
-                          void *act, int act_fmt, int bits, cudaStream_t st);
+                          void *act, int act_fmt, const float *q_norm, const float *k_norm, float eps, int bits,
+                          cudaStream_t st);
 int cuda_swiglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_geglu(const float *g, const float *u, float *out, int n, cudaStream_t st);
 int cuda_rmsnorm_quant(const float *x, const float *w, float *y, int rows, int n, float eps, void *act, int act_fmt,

@@ -481,24 +481,12 @@ moe_norm_router_kernel(const float *__restrict__ W, const float *__restrict__ xr
         for (int i = 0; i < 8; i++) nv[i] = wn[(size_t)tid * 8 + i];   /* w_norm: 4-byte aligned only */
     }
     PDL_WAIT();
-    if (tid < NT) {
-        const float4 *x4 = (const float4 *)(xres + (size_t)tid * 8);
-        const float4 a = x4[0], b = x4[1];
-        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-        double ss = 0;
-#pragma unroll
-        for (int i = 0; i < 8; i++) { double d = v[i]; ss += d * d; }
-#pragma unroll
-        for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
-        if ((tid & 31) == 0) part[tid >> 5] = ss;
-    }
+    if (tid < NT) norm8_squares(v, xres + (size_t)tid * 8, part, tid);   /* rmsnorm_q256_kernel's threads (norm_dev.cuh) */
     __syncthreads();
     if (tid == 0) inv_s = rms_inv_parts(part, NT / 32, E, eps);
     __syncthreads();
     if (tid < NT) {
-        const float inv = inv_s;
-#pragma unroll
-        for (int i = 0; i < 8; i++) v[i] = __fmul_rn(__fmul_rn(v[i], inv), nv[i]);
+        norm8_apply(v, inv_s, nv);
         float *pe = s_ep + (size_t)tid * 8;
         *(float4 *)pe = make_float4(__fmul_rn(wv[0], v[0]), __fmul_rn(wv[1], v[1]), __fmul_rn(wv[2], v[2]), __fmul_rn(wv[3], v[3]));
         *(float4 *)(pe + 4) = make_float4(__fmul_rn(wv[4], v[4]), __fmul_rn(wv[5], v[5]), __fmul_rn(wv[6], v[6]),
@@ -794,8 +782,8 @@ static int moe_route_par = 0;
 extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
 
 int cuda_moe_norm_fusable(int router_type, int64_t E, int X, int act_fmt, const void *x, const void *y, const void *router) {
-    return (moe_fast & CUDA_MOE_FAST_NORM) && (moe_fast & CUDA_MOE_FAST_ROUTE1) && cuda_moe_router_fusable(router_type, E) &&
-           (E == 1024 || E == 2048) && X >= E / 256 && act_fmt == ACT_Q8_K && (uintptr_t)x % 16 == 0 &&
+    return (moe_fast & CUDA_MOE_FAST_NORM) && (moe_fast & CUDA_MOE_FAST_ROUTE1) &&
+           cuda_moe_router_fusable(router_type, E) /* F32, E 1,024 or 2,048 */ && X >= E / 256 && act_fmt == ACT_Q8_K && (uintptr_t)x % 16 == 0 &&
            (uintptr_t)y % 16 == 0 && (uintptr_t)router % 16 == 0;
 }
 

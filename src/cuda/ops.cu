@@ -240,11 +240,11 @@ __global__ void rmsnorm2_kernel(const float *__restrict__ x1, const float *__res
     else rmsnorm_row(x2 + (size_t)(r - rows1) * n, w2, y2 + (size_t)(r - rows1) * n, n, eps, NULL, 0, early ? &w0 : nullptr);
 }
 
-/* rmsnorm2_kernel's rows (n <= 256) a warp each, NORM_WARP_ROWS rows a CTA: lane l holds x[32 i + l]
- * (i < 8), exactly what thread 32 i + l of rmsnorm_row's 256 holds; the eight warps' butterflies run
- * side by side in one warp (the same shuffles, so lane 0 ends with each warp's part), the parts
- * meet in rms_inv_parts as there (zeros for the warps past n: adding +0.0 changes no bit), and
- * y = (x * inv) * w. The same operations in the same order: the same bits (test_gpu_ops). */
+/* rmsnorm2_kernel's rows (n <= 256) a warp each, NORM_WARP_ROWS rows a CTA: norm_row_warp
+ * (ops_dev.cuh: rmsnorm_row's operations at 256 threads, the eight warps' butterflies side by side
+ * in one warp), which the tensor-core decode launch also runs for the q / k head norms
+ * (STRATA_CUDA_ATTN_TC_DEC bit 512). The same operations in the same order: the same bits
+ * (test_gpu_ops). */
 #define NORM_WARP_ROWS 8
 __global__ void __launch_bounds__(NORM_WARP_ROWS * 32)
 rmsnorm2_warp_kernel(const float *__restrict__ x1, const float *__restrict__ w1, float *y1, int rows1,
@@ -261,29 +261,7 @@ rmsnorm2_warp_kernel(const float *__restrict__ x1, const float *__restrict__ w1,
     if (r >= rows) return;
     const float *xr = first ? x1 + (size_t)r * n : x2 + (size_t)(r - rows1) * n;
     float *yr = first ? y1 + (size_t)r * n : y2 + (size_t)(r - rows1) * n;
-    float xv[8];
-    double a[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int j = 32 * i + lane;
-        xv[i] = j < n ? xr[j] : 0.0f;
-        const double v = xv[i];
-        a[i] = j < n ? v * v : 0.0;   /* rmsnorm_row: ss = 0 + v * v, or 0 without a value */
-    }
-#pragma unroll
-    for (int s = 16; s >= 1; s >>= 1)
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            if (32 * i < n) a[i] += __shfl_xor_sync(FULL_MASK, a[i], s);
-    double part[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) part[i] = 32 * i < n ? __shfl_sync(FULL_MASK, a[i], 0) : 0.0;
-    const float inv = rms_inv_parts(part, 8, n, eps);
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int j = 32 * i + lane;
-        if (j < n) yr[j] = __fmul_rn(__fmul_rn(xv[i], inv), early ? wv[i] : wr[j]);
-    }
+    norm_row_warp(xr, wr, early ? wv : NULL, yr, n, eps, lane);
 }
 
 /* STRATA_CUDA_NORM_WARP: 1 rmsnorm2_warp_kernel where n <= 256, 0 (default) a CTA a row */
@@ -368,23 +346,16 @@ rmsnorm_q256_kernel(const float *__restrict__ x, const float *__restrict__ w, fl
     __shared__ double part[32];
     __shared__ float inv_s;
     const int r = blockIdx.x, tid = threadIdx.x, nw = blockDim.x >> 5;
-    const float *xr = x + (size_t)r * n + (size_t)tid * 8;
     float v[8];
-    const float4 a = ((const float4 *)xr)[0], b = ((const float4 *)xr)[1];
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-    double ss = 0;
-#pragma unroll
-    for (int k = 0; k < 8; k++) { double d = v[k]; ss += d * d; }
-#pragma unroll
-    for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
-    if ((tid & 31) == 0) part[tid >> 5] = ss;
+    norm8_squares(v, x + (size_t)r * n + (size_t)tid * 8, part, tid);   /* norm_dev.cuh */
     __syncthreads();
     if (tid == 0) inv_s = rms_inv_parts(part, nw, n, eps);
     __syncthreads();
-    const float inv = inv_s;
     const float *wr = w + (size_t)tid * 8;
+    float wv[8];
 #pragma unroll
-    for (int k = 0; k < 8; k++) v[k] = __fmul_rn(__fmul_rn(v[k], inv), early ? we[k] : wr[k]);
+    for (int k = 0; k < 8; k++) wv[k] = early ? we[k] : wr[k];
+    norm8_apply(v, inv_s, wv);
     float4 *yr = (float4 *)(y + (size_t)r * n + (size_t)tid * 8);
     yr[0] = make_float4(v[0], v[1], v[2], v[3]);
     yr[1] = make_float4(v[4], v[5], v[6], v[7]);

@@ -7,14 +7,7 @@
 #include "act_quant.cuh"
 #include "cuda_internal.h"
 #include "rope_dev.cuh"   /* rope_pair, rope_elem, the int8 rows (KV_Q8_WORDS, kv8_rows) */
-
-/* Thread 0 of a norm: 1 / sqrt(mean square + eps) from the CTA's per-warp partial sums,
- * added in slot order (the order every norm kernel here uses). */
-static __device__ __forceinline__ float rms_inv_parts(const double *part, int nparts, int n, float eps) {
-    double t = 0;
-    for (int i = 0; i < nparts; i++) t += part[i];
-    return (float)(1.0 / sqrt(t / n + (double)eps));
-}
+#include "norm_dev.cuh"   /* rms_inv_parts, norm_row_warp */
 
 /* Called by every thread of every CTA of a launch after its global stores: nonzero in the
  * launch's last CTA to arrive, which then sees every CTA's stores (a zeroed counter it must

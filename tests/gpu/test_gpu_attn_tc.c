@@ -35,13 +35,16 @@
 #include "real_div.h"
 #include <math.h>
 
+/* the attention weights' format: Q8_0 (wo's activation in 32-value blocks, written per head), or Q4_K
+ * (act_q8_K: STRATA_CUDA_ATTN_TC_DEC bit 1024 where a KV head's query heads hold whole 256-value blocks) */
+static int tc_type_attn = TYPE_Q8_0;
 static int synth_tc(const char *path, int arch, int head_dim, int n_heads, int window, char *err, size_t errlen) {
     synth_params p;
     synth_default_params(&p, arch);
     p.n_layers = arch == ARCH_GEMMA3 ? 6 : 3;   /* gemma3: five sliding layers and a global one */
     p.n_vocab = 3000; p.n_embd = 512; p.n_heads = n_heads; p.n_kv_heads = 2; p.head_dim = head_dim; p.n_ff = 1024;
     if (window > 0) p.sliding_window = window;
-    p.type_attn = TYPE_Q8_0; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
+    p.type_attn = tc_type_attn; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q8_0; p.type_embd = TYPE_Q8_0;
     p.n_ctx = 2048;
     p.tokenizer_path = "builtin"; p.seed = 23; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     return synth_write(&p, path, err, errlen);
@@ -220,9 +223,13 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
     strata_model_free(m0);
     /* the merge launch's u loads 16 (=15) or 64 (=31, bit 16, the default's) at once, an int8 cache's codes
      * by I2F (both; 63 by bit 32's exponent trick, one kernel instance for both cache kinds); the default,
-     * 319, adds bit 256 (the decode kernels instantiated per cache kind): the same logits */
-    static const char *const dec_vals[] = { "15", "31", "63" };
-    for (int k = 0; k < 3; k++) {
+     * 1855, adds bit 256 (the decode kernels instantiated per cache kind), 512 (the q / k head norms inside
+     * the decode launch) and 1024 (wo's act_q8_K rows by it): the same logits */
+    static const char *const dec_vals[] = { "15", "31", "63", "319", "831", "3903" };   /* 319: the q / k head norms
+                                                * by their own launch (bit 512 off; gemma3 has them); 831: wo's act_q8_K
+                                                * rows by their own launch (bit 1024 off; wo Q4_K, G HD = 256); 3903: by
+                                                * the decode launch also where a CTA holds several blocks (G HD = 768) */
+    for (int k = 0; k < 6; k++) {
         const char *val = dec_vals[k];
         strata_model *mk = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
         const int badk = tc_ndiff(g1, got, n);
@@ -325,6 +332,12 @@ int main(void) {
     tc_model("llama-hd128", ARCH_LLAMA, 128, 4, 0, STRATA_KV_F16);
     tc_model("llama-hd64-g12", ARCH_LLAMA, 64, 24, 0, STRATA_KV_F16);   /* 12 heads a KV head: rows g + 8 of a warp too */
     tc_model("gemma3-w200", ARCH_GEMMA3, 128, 4, 200, STRATA_KV_F16);
+    /* Q4_K attention weights: wo's act_q8_K rows by the decode launch (bit 1024; 2 x 128 values a KV head: one
+     * block a CTA, the default; 12 x 64: three, bit 2048 (3903)), with gemma3's q / k head norms inside it (bit 512) */
+    tc_type_attn = TYPE_Q4_K;
+    tc_model("gemma3-w200-q4k", ARCH_GEMMA3, 128, 4, 200, STRATA_KV_F16);
+    tc_model("llama-hd64-g12-q4k", ARCH_LLAMA, 64, 24, 0, STRATA_KV_F16);
+    tc_type_attn = TYPE_Q8_0;
     /* int8 caches (STRATA_CUDA_ATTN_TC_KV8, default 1) */
     tc_model("llama-hd64-kv8", ARCH_LLAMA, 64, 8, 0, STRATA_KV_INT8);
     tc_model("llama-hd128-kv8", ARCH_LLAMA, 128, 4, 0, STRATA_KV_INT8);
