@@ -573,7 +573,6 @@ static int attn_tc_on(const cuda_be *c, int head_dim, int kv8) {
     return c->attn_tc && (!kv8 || c->attn_tc_kv8) && cuda_attention_tc_ok(head_dim);
 }
 
-/* RoPE, KV store and attention of one sequence's columns [t0, t0 + n) */
 /* Does sequence S's attention at layer l take the tensor-core decode launch (T = 1, RoPE and the KV
  * store folded in)? ml: the largest last position the launch is sized for (a graph's launch reads
  * the position on the device: the step recorded within the first chunk is replayed only there). */
@@ -607,6 +606,8 @@ static int attn_actk_in_dec(cuda_be *c, const fwd_batch *b) {
            attn_tc_dec_here(c, &b->seq[0], &ml) && !cuda_attention_tc_dec_split(ml);
 }
 
+/* RoPE, KV store and attention of one sequence's columns [t0, t0 + n); norms: the decode launch takes
+ * the q / k head norms (attn_norms_in_dec said so and blk_attn launched none) */
 static void attn_seq(cuda_be *c, int l, const fwd_seq *S, int t0, int af_o, int norms) {
     const hparams *hp = &c->hp;
     const layer_weights *L = &c->w->layers[l];
@@ -689,6 +690,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     /* per-head q and k norms (qwen3, gemma3): one launch for both, or (bit 512) inside the decode launch */
     const int norms_dec = attn_norms_in_dec(c, L, b);
     if (norms_dec) {
+        /* none here: attn_seq's decode launch norms the rows it reads */
     } else if (c->fuse && L->q_norm.data && L->k_norm.data) {
         if (cuda_rmsnorm2(c->q, (const float *)L->q_norm.dev, c->q, T * H, c->k, (const float *)L->k_norm.dev, c->k,
                           T * KVH, HD, hp->rms_eps, c->st))

@@ -241,7 +241,7 @@ __global__ void rmsnorm2_kernel(const float *__restrict__ x1, const float *__res
 }
 
 /* rmsnorm2_kernel's rows (n <= 256) a warp each, NORM_WARP_ROWS rows a CTA: norm_row_warp
- * (ops_dev.cuh: rmsnorm_row's operations at 256 threads, the eight warps' butterflies side by side
+ * (norm_dev.cuh: rmsnorm_row's operations at 256 threads, the eight warps' butterflies side by side
  * in one warp), which the tensor-core decode launch also runs for the q / k head norms
  * (STRATA_CUDA_ATTN_TC_DEC bit 512). The same operations in the same order: the same bits
  * (test_gpu_ops). */
