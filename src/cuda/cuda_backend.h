@@ -105,8 +105,9 @@ void cuda_moe_set_route(int parallel);
                                    * grouping's records by a warp's scan instead of thread 0's loop over the experts */
 #define CUDA_MOE_FAST_NORM    256 /* T = 1, F32 router, Q8_K activations: the ffn RMSNorm inside the router launch (every CTA) */
 #define CUDA_MOE_FAST_SALU    512 /* T = 1, IQ2_XXS / IQ3_XXS experts with the fast decode: the ksigns sign masks by ALU, not a table load */
-#define CUDA_MOE_FAST_ALL     1023 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 1023 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
+#define CUDA_MOE_FAST_PAIR    1024 /* T = 1 gate/up, IQ2_XXS / IQ3_XXS with bit 512: a lane's gate and up parts side by side, the activation words loaded once */
+#define CUDA_MOE_FAST_ALL     2047 /* every bit */
+#define CUDA_MOE_FAST_DEFAULT 2047 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph

@@ -61,6 +61,10 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * instead of a 64-bit table load per 8 weights (shared memory with DF_SMEM, else global). Same
  * values, same bits (test_decode_fast checks the forms against the tables on all 128 indices). */
 #define DF_SALU 0x200
+/* DF_PAIR in a kernel's V (STRATA_CUDA_MOE_FAST bit 1024, the T = 1 gate/up kernel, IQ2_XXS / IQ3_XXS
+ * with DF_SALU): a lane's gate part and up part decoded side by side and their activation words loaded
+ * once for both (coop_pair_fast) instead of a coop_part_fast per row. Integer sums: the same S. */
+#define DF_PAIR 0x400
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
 static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
 template <int FMT> static __device__ __forceinline__ void df_smem_fill(void) {
@@ -114,6 +118,34 @@ template <int TM> static __device__ __forceinline__ void bp_iq4_nl_fast(BP_ARGS)
         }
         p[t] = __fmul_rn(__int2float_rn(s), __fmul_rn(dw, ld_f32(a)));
     }
+}
+
+/* DF_PAIR: part k of two rows' super-blocks (b0, b1: the gate's and the up's) against one column's
+ * activation block a0: coop_part_fast's decode for each, the 8 activation words loaded once; S[r] is
+ * coop_part_fast's S for row r (exact integers: m[0] * (w[0..3] . a[0..15]) + m[1] * (w[4..7] . a[16..31])) */
+template <int FMT, int SM>
+static __device__ __forceinline__ void coop_pair_fast(const uint8_t *__restrict__ b0, const uint8_t *__restrict__ b1, int k,
+                                                      const uint8_t *__restrict__ a0, int *S) {
+    static_assert(FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ3_XXS, "coop_pair_fast: the signs-by-ALU formats");
+    uint32_t w0[8], w1[8];
+    int m0[2], m1[2];
+    const df_tables tb = (SM & DF_SMEM) && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
+    if constexpr (FMT == TYPE_IQ2_XXS) { df_iq2xxs_part_sa(b0, k, &tb, w0, m0); df_iq2xxs_part_sa(b1, k, &tb, w1, m1); }
+    else { df_iq3xxs_part_sa(b0, k, &tb, w0, m0); df_iq3xxs_part_sa(b1, k, &tb, w1, m1); }
+    const uint8_t *a = a0 + offsetof_i(act_q8_K, qs) + 32 * k;
+    int av[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) av[i] = ld_i32(a + 4 * i);
+    int s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        s00 = __dp4a((int)w0[i], av[i], s00);
+        s01 = __dp4a((int)w0[4 + i], av[4 + i], s01);
+        s10 = __dp4a((int)w1[i], av[i], s10);
+        s11 = __dp4a((int)w1[4 + i], av[4 + i], s11);
+    }
+    S[0] = m0[0] * s00 + m0[1] * s01;
+    S[1] = m1[0] * s10 + m1[1] * s11;
 }
 
 /* The cooperative part k of an IQ super-block or of a Q6_K one through decode_fast.h: the

@@ -522,8 +522,10 @@ typedef struct moe_comb {
     float *out, *add_to;
 } moe_comb;
 
+/* DF_PAIR (bit 1024): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on 132 SMs
+ * (its 48 registers unbounded allowed 10) */
 template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32)
+__global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
@@ -709,7 +711,11 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
     constexpr int V = dec_v<FMT, COOP>();
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
-            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, st);
+            const bool pair = (moe_fast & CUDA_MOE_FAST_PAIR) != 0;   /* the two rows' parts side by side */
+            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) {
+                if (pair) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, st);
+                else launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, st);
+            } else if (pair) launch_gate_up_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, st);
             else launch_gate_up_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, st);
             return;
         }
