@@ -939,6 +939,14 @@ static int tc_dec_launch(const tc_args &a, const tc_rope &rp, int nch, int split
     return CU_LAUNCHED();
 }
 
+/* launches of the decode kernel that took the q / k head norms (bit 512) and that wrote act_q8_K rows
+ * (bit 1024): tests assert that the folded paths ran (cuda_attention_tc_dec_folds) */
+static unsigned long tc_dec_norm_launches, tc_dec_actk_launches;
+extern "C" void cuda_attention_tc_dec_folds(unsigned long *norms, unsigned long *actk) {
+    *norms = tc_dec_norm_launches;
+    *actk = tc_dec_actk_launches;
+}
+
 int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *kc, void *vc, int kv8, int n_heads,
                           int n_kv_heads, int head_dim, int pos0, const int *d_pos, int max_last, float scale,
                           int window, const float *cs, int n_rot, int neox, int n_ctx, float *part, float *out,
@@ -960,6 +968,8 @@ int cuda_attention_tc_dec(const float *q, const float *k, const float *v, void *
     a.kv8_stage = ((bits & 8) != 0 && split) | ((bits & 32) != 0 ? 2 : 0);   /* 2: bit 32, the codes by tc_q8f */
     const int staged = bits & 20;
     const int per_kind = (bits & 256) != 0;
+    tc_dec_norm_launches += rp.qnw != NULL;
+    tc_dec_actk_launches += act != NULL && act_fmt == ACT_Q8_K;
     return head_dim == 64 ? tc_dec_launch<64>(a, rp, nch, split, staged, per_kind, st)
                           : tc_dec_launch<128>(a, rp, nch, split, staged, per_kind, st);
 }

@@ -589,21 +589,20 @@ static int attn_tc_dec_here(cuda_be *c, const fwd_seq *S, int *ml_out) {
 
 /* STRATA_CUDA_ATTN_TC_DEC bit 512: the q / k head norms of a one-column pass inside the decode
  * launch (the same rows by the same operations: norm_row_warp) instead of their own launch */
-static int attn_norms_in_dec(cuda_be *c, const layer_weights *L, const fwd_batch *b) {
+static int attn_norms_in_dec(cuda_be *c, const layer_weights *L, const fwd_batch *b, int dec) {
     return (c->attn_tc_dec & 512) && b->T == 1 && b->n_seq == 1 && L->q_norm.data && L->k_norm.data &&
-           c->hp.head_dim <= 256 && attn_tc_dec_here(c, &b->seq[0], NULL);
+           c->hp.head_dim <= 256 && dec;
 }
 
 /* STRATA_CUDA_ATTN_TC_DEC bit 1024: wo's act_q8_K rows written by the one-launch decode instead of
  * their own quantization launch, where a CTA's G heads hold exactly one 256-value block (bit 2048:
  * also several). Measured 2026-12-06 (H100): the 1.5B shape (4 x 64 values a CTA: one block) +1.9 %,
  * the 48-layer MoE (8 x 128: four blocks at the tail of each of 4 CTAs) -0.8 % */
-static int attn_actk_in_dec(cuda_be *c, const fwd_batch *b) {
+static int attn_actk_in_dec(cuda_be *c, const fwd_batch *b, int dec, int ml) {
     const hparams *hp = &c->hp;
     const int gv = hp->n_heads / hp->n_kv_heads * hp->head_dim;
-    int ml;
     return (c->attn_tc_dec & 1024) && b->T == 1 && b->n_seq == 1 && gv % 256 == 0 && (gv == 256 || (c->attn_tc_dec & 2048)) &&
-           attn_tc_dec_here(c, &b->seq[0], &ml) && !cuda_attention_tc_dec_split(ml);
+           dec && !cuda_attention_tc_dec_split(ml);
 }
 
 /* RoPE, KV store and attention of one sequence's columns [t0, t0 + n); norms: the decode launch takes
@@ -688,7 +687,10 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     /* STRATA_CUDA_TWICE bit 64 (an instrument): a column's q / k / v launch twice (xb -> q, k, v: idempotent) */
     for (int rep = 0; rep < (T == 1 && (c->twice & CUDA_TWICE_QKV) ? 2 : 1); rep++) mv_many(c, &as, qkv, y, 3, c->xb, T);
     /* per-head q and k norms (qwen3, gemma3): one launch for both, or (bit 512) inside the decode launch */
-    const int norms_dec = attn_norms_in_dec(c, L, b);
+    /* a one-column pass of one sequence: does its attention take the decode launch (ml: its sizing)? */
+    int ml = 0;
+    const int dec = b->T == 1 && b->n_seq == 1 && attn_tc_dec_here(c, &b->seq[0], &ml);
+    const int norms_dec = attn_norms_in_dec(c, L, b, dec);
     if (norms_dec) {
         /* none here: attn_seq's decode launch norms the rows it reads */
     } else if (c->fuse && L->q_norm.data && L->k_norm.data) {
@@ -704,7 +706,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     /* the attention writes wo's activation rows too when wo's blocks fit in a head */
     int af_o = c->fuse ? act_fmt_of(&L->wo) : -1;
     if (!((af_o == ACT_Q8_0 || af_o == ACT_Q8_1 || (af_o == ACT_Q8_2 && HD % 64 == 0) ||
-           (af_o == ACT_Q8_K && attn_actk_in_dec(c, b))) && HD % 32 == 0 &&
+           (af_o == ACT_Q8_K && attn_actk_in_dec(c, b, dec, ml))) && HD % 32 == 0 &&
           cuda_act_row_bytes(af_o, (int64_t)H * HD) * T <= c->act_cap))
         af_o = -1;
     if (c->cols_on && b->n_seq > 1) {

@@ -106,8 +106,9 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_NORM    256 /* T = 1, F32 router, Q8_K activations: the ffn RMSNorm inside the router launch (every CTA) */
 #define CUDA_MOE_FAST_SALU    512 /* T = 1, IQ2_XXS / IQ3_XXS experts with the fast decode: the ksigns sign masks by ALU, not a table load */
 #define CUDA_MOE_FAST_PAIR    1024 /* T = 1 gate/up, IQ2_XXS / IQ3_XXS with bit 512: a lane's gate and up parts side by side, the activation words loaded once */
-#define CUDA_MOE_FAST_ALL     2047 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 2047 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
+#define CUDA_MOE_FAST_DROWS   2048 /* T = 1 down, IQ2_XXS / IQ3_XXS with bit 512: a lane's parts of the warp's rows (4 with bit 4, else 2) side by side, the activation words loaded once */
+#define CUDA_MOE_FAST_ALL     4095 /* every bit */
+#define CUDA_MOE_FAST_DEFAULT 2047 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit but 2048 */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
@@ -130,6 +131,7 @@ int  cuda_matvec_kq(void);
 void cuda_matvec_set_kqi(int mode);   /* STRATA_CUDA_MV_KQI: MV_KQ's settings for IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S rows (kq1: 8 lanes a block) */
 int  cuda_matvec_kqi(void);
 unsigned long cuda_matvec_kq_launches(void);   /* how many times the host launched a kq kernel (tests: the path ran) */
+void cuda_attention_tc_dec_folds(unsigned long *norms, unsigned long *actk);   /* decode launches that took the q / k norms, that wrote act_q8_K (tests) */
 /* "NVIDIA H200, sm_90, 132 SMs, ...; class hopper; matvec ...: coop8 (table); attention: exact (table)" */
 int cuda_device_class_describe(char *out, size_t cap);
 

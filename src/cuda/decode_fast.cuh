@@ -61,9 +61,10 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * instead of a 64-bit table load per 8 weights (shared memory with DF_SMEM, else global). Same
  * values, same bits (test_decode_fast checks the forms against the tables on all 128 indices). */
 #define DF_SALU 0x200
-/* DF_PAIR in a kernel's V (STRATA_CUDA_MOE_FAST bit 1024, the T = 1 gate/up kernel, IQ2_XXS / IQ3_XXS
- * with DF_SALU): a lane's gate part and up part decoded side by side and their activation words loaded
- * once for both (coop_pair_fast) instead of a coop_part_fast per row. Integer sums: the same S. */
+/* DF_PAIR in a kernel's V (STRATA_CUDA_MOE_FAST bit 1024, the T = 1 gate/up kernel; bit 2048, the T = 1
+ * down kernel's 4 rows a warp; IQ2_XXS / IQ3_XXS with DF_SALU): a lane's parts of its rows decoded side
+ * by side and their activation words loaded once for all (coop_rows_fast) instead of a coop_part_fast
+ * per row. Integer sums: the same S. */
 #define DF_PAIR 0x400
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
 static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
@@ -120,32 +121,50 @@ template <int TM> static __device__ __forceinline__ void bp_iq4_nl_fast(BP_ARGS)
     }
 }
 
-/* DF_PAIR: part k of two rows' super-blocks (b0, b1: the gate's and the up's) against one column's
- * activation block a0: coop_part_fast's decode for each, the 8 activation words loaded once; S[r] is
- * coop_part_fast's S for row r (exact integers: m[0] * (w[0..3] . a[0..15]) + m[1] * (w[4..7] . a[16..31])) */
+/* Part k of a super-block of the formats decode_fast.h decodes into 8 words and two multipliers
+ * (IQ4_XS and the IQ codebook formats): coop_part_fast's decode, shared with coop_rows_fast. */
 template <int FMT, int SM>
-static __device__ __forceinline__ void coop_pair_fast(const uint8_t *__restrict__ b0, const uint8_t *__restrict__ b1, int k,
+static __device__ __forceinline__ void df_part_words(const uint8_t *__restrict__ blk, int k, uint32_t *w, int *m) {
+    if constexpr (FMT == TYPE_IQ4_XS) df_iq4xs_part(blk, k, w, m);
+    else {
+        const df_tables tb = (SM & DF_SMEM) && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
+        constexpr int alu = (SM & DF_SALU) != 0;
+        if constexpr (FMT == TYPE_IQ2_XXS) df_iq2xxs_part_s(blk, k, &tb, w, m, alu);
+        else if constexpr (FMT == TYPE_IQ2_XS) df_iq2xs_part(blk, k, &tb, w, m);
+        else if constexpr (FMT == TYPE_IQ2_S) df_iq2s_part(blk, k, &tb, w, m);
+        else if constexpr (FMT == TYPE_IQ3_XXS) df_iq3xxs_part_s(blk, k, &tb, w, m, alu);
+        else df_iq3s_part(blk, k, &tb, w, m);
+    }
+}
+
+/* DF_PAIR: part k of R rows' super-blocks (wr[r] + off: the gate's and the up's row, R = 2, or a
+ * down warp's rows, R = 4) against one column's activation block a0: each row decoded as
+ * coop_part_fast decodes it, the part's 8 activation words loaded once for all R; S[r] is
+ * coop_part_fast's S for row r (exact integers: m[0] * (w[0..3] . a[0..15]) + m[1] * (w[4..7] . a[16..31])) */
+template <int FMT, int SM, int R>
+static __device__ __forceinline__ void coop_rows_fast(const uint8_t *const *wr, size_t off, int k,
                                                       const uint8_t *__restrict__ a0, int *S) {
-    static_assert(FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ3_XXS, "coop_pair_fast: the signs-by-ALU formats");
-    uint32_t w0[8], w1[8];
-    int m0[2], m1[2];
-    const df_tables tb = (SM & DF_SMEM) && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
-    if constexpr (FMT == TYPE_IQ2_XXS) { df_iq2xxs_part_sa(b0, k, &tb, w0, m0); df_iq2xxs_part_sa(b1, k, &tb, w1, m1); }
-    else { df_iq3xxs_part_sa(b0, k, &tb, w0, m0); df_iq3xxs_part_sa(b1, k, &tb, w1, m1); }
+    static_assert(FMT != TYPE_Q6_K, "coop_rows_fast: the 8-word parts");
+    uint32_t w[R][8];
+    int m[R][2];
+#pragma unroll
+    for (int r = 0; r < R; r++) df_part_words<FMT, SM>(wr[r] + off, k, w[r], m[r]);
     const uint8_t *a = a0 + offsetof_i(act_q8_K, qs) + 32 * k;
     int av[8];
 #pragma unroll
     for (int i = 0; i < 8; i++) av[i] = ld_i32(a + 4 * i);
-    int s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+    int s0[R], s1[R];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        s00 = __dp4a((int)w0[i], av[i], s00);
-        s01 = __dp4a((int)w0[4 + i], av[4 + i], s01);
-        s10 = __dp4a((int)w1[i], av[i], s10);
-        s11 = __dp4a((int)w1[4 + i], av[4 + i], s11);
-    }
-    S[0] = m0[0] * s00 + m0[1] * s01;
-    S[1] = m1[0] * s10 + m1[1] * s11;
+    for (int r = 0; r < R; r++) { s0[r] = 0; s1[r] = 0; }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            s0[r] = __dp4a((int)w[r][i], av[i], s0[r]);
+            s1[r] = __dp4a((int)w[r][4 + i], av[4 + i], s1[r]);
+        }
+#pragma unroll
+    for (int r = 0; r < R; r++) S[r] = m[r][0] * s0[r] + m[r][1] * s1[r];
 }
 
 /* The cooperative part k of an IQ super-block or of a Q6_K one through decode_fast.h: the
@@ -170,17 +189,7 @@ static __device__ __forceinline__ void coop_part_fast(const uint8_t *__restrict_
     } else {
         uint32_t w[8];
         int m[2];
-        if constexpr (FMT == TYPE_IQ4_XS) df_iq4xs_part(blk, k, w, m);
-        else {
-            const df_tables tb = (SM & DF_SMEM) && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
-            if constexpr (FMT == TYPE_IQ2_XXS && (SM & DF_SALU) != 0) df_iq2xxs_part_sa(blk, k, &tb, w, m);
-            else if constexpr (FMT == TYPE_IQ3_XXS && (SM & DF_SALU) != 0) df_iq3xxs_part_sa(blk, k, &tb, w, m);
-            else if constexpr (FMT == TYPE_IQ2_XXS) df_iq2xxs_part(blk, k, &tb, w, m);
-            else if constexpr (FMT == TYPE_IQ2_XS) df_iq2xs_part(blk, k, &tb, w, m);
-            else if constexpr (FMT == TYPE_IQ2_S) df_iq2s_part(blk, k, &tb, w, m);
-            else if constexpr (FMT == TYPE_IQ3_XXS) df_iq3xxs_part(blk, k, &tb, w, m);
-            else df_iq3s_part(blk, k, &tb, w, m);
-        }
+        df_part_words<FMT, SM>(blk, k, w, m);
 #pragma unroll
         for (int t = 0; t < TM; t++) {
             if (t >= T) break;

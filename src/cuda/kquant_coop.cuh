@@ -237,13 +237,12 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int t = 0; t < TM; t++) { S[r][t] = 0; M[r][t] = 0; p[r][t] = 0.0f; }
-        if constexpr ((V & DF_PAIR) != 0 && R == 2 && TM == 1 && U == 1) {   /* both rows' part, one activation load */
+        if constexpr ((V & DF_PAIR) != 0 && TM == 1 && U == 1) {   /* the R rows' part, one activation load */
             if (b < nb) {
-                int s2[2];
-                coop_pair_fast<FMT, V & (DF_SMEM | DF_SALU)>(wr[0] + (size_t)b * BS, wr[1] + (size_t)b * BS, k,
-                                                             act + (size_t)b * sizeof_i(act_q8_K), s2);
-                S[0][0] += s2[0];
-                S[1][0] += s2[1];
+                int sr[R];
+                coop_rows_fast<FMT, V & (DF_SMEM | DF_SALU), R>(wr, (size_t)b * BS, k, act + (size_t)b * sizeof_i(act_q8_K), sr);
+#pragma unroll
+                for (int r = 0; r < R; r++) S[r][0] += sr[r];
             }
         } else if (b < nb) {
 #pragma unroll

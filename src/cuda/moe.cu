@@ -733,7 +733,11 @@ static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int 
     constexpr int V = dec_v<FMT, COOP>();
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
-            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
+            const bool rows = (moe_fast & CUDA_MOE_FAST_DROWS) != 0;   /* a warp's rows' parts side by side (4 with bit 4, else 2) */
+            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) {
+                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
+                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
+            } else if (rows) launch_down_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
             else launch_down_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
             return;
         }

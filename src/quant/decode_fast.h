@@ -162,25 +162,34 @@ DF_FN void df_grid8(const uint8_t *row, uint64_t s, uint32_t *w) {
  * df_<fmt>_part(blk, k, t, w, m), k = 0..7: the 32 weights 32k..32k+31 of the super-block as
  * 8 words of 4 int8 (w[0..3]: 16-weight sub-block 2k in weight order; w[4..7]: sub-block
  * 2k + 1) and the two sub-blocks' multipliers m[0], m[1] (iq_decode_ref's m[2k], m[2k+1]). */
-DF_FN void df_iq2xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
-    const uint8_t *q = blk + offsetof(block_iq2_xxs, qs) + 8 * k;   /* u32 grid indices, u32 signs | ls */
-    uint32_t a0 = df_ld32_a2(q), a1 = df_ld32_a2(q + 4);
-    m[0] = m[1] = 2 * (int)(a1 >> 28) + 1;
-    for (int l = 0; l < 4; l++) df_grid8(t->iq2xxs[(a0 >> (8 * l)) & 255], t->ksm[(a1 >> (7 * l)) & 127], w + 2 * l);
+/* 8 weights from a grid row's two words g0, g1 and a 7-bit ksigns index i7: the sign masks by the
+ * table t->ksm (alu 0) or by ALU (alu 1: df_ksign_bits, df_nib_bytes; STRATA_CUDA_MOE_FAST bit 512).
+ * Both give the same w; alu is a constant where the callers inline this. */
+DF_FN void df_signs8(uint32_t g0, uint32_t g1, uint32_t i7, int alu, const df_tables *t, uint32_t *w) {
+    if (alu) {
+        const uint32_t s = df_ksign_bits(i7);
+        w[0] = df_sign_b(g0, df_nib_bytes(s & 15));
+        w[1] = df_sign_b(g1, df_nib_bytes(s >> 4));
+    } else {
+        const uint64_t s = t->ksm[i7];
+        w[0] = df_sign(g0, (uint32_t)s);
+        w[1] = df_sign(g1, (uint32_t)(s >> 32));
+    }
 }
 
-/* df_iq2xxs_part with the sign masks by ALU (t->ksm unread): the same w and m */
-DF_FN void df_iq2xxs_part_sa(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
-    const uint8_t *q = blk + offsetof(block_iq2_xxs, qs) + 8 * k;
+/* IQ2_XXS part k, the sign masks as df_signs8's alu says */
+DF_FN void df_iq2xxs_part_s(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m, int alu) {
+    const uint8_t *q = blk + offsetof(block_iq2_xxs, qs) + 8 * k;   /* u32 grid indices, u32 signs | ls */
     uint32_t a0 = df_ld32_a2(q), a1 = df_ld32_a2(q + 4);
     m[0] = m[1] = 2 * (int)(a1 >> 28) + 1;
     for (int l = 0; l < 4; l++) {
         const uint64_t g = df_ld64(t->iq2xxs[(a0 >> (8 * l)) & 255]);
-        const uint32_t s = df_ksign_bits((a1 >> (7 * l)) & 127);
-        w[2 * l] = df_sign_b((uint32_t)g, df_nib_bytes(s & 15));
-        w[2 * l + 1] = df_sign_b((uint32_t)(g >> 32), df_nib_bytes(s >> 4));
+        df_signs8((uint32_t)g, (uint32_t)(g >> 32), (a1 >> (7 * l)) & 127, alu, t, w + 2 * l);
     }
 }
+DF_FN void df_iq2xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) { df_iq2xxs_part_s(blk, k, t, w, m, 0); }
+/* df_iq2xxs_part with the sign masks by ALU (t->ksm unread): the same w and m */
+DF_FN void df_iq2xxs_part_sa(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) { df_iq2xxs_part_s(blk, k, t, w, m, 1); }
 
 DF_FN void df_iq2xs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
     const uint8_t *q = blk + offsetof(block_iq2_xs, qs) + 8 * k;   /* 4 u16: 9-bit index, 7-bit sign index */
@@ -207,32 +216,21 @@ DF_FN void df_iq2s_part(const uint8_t *blk, int k, const df_tables *t, uint32_t 
     }
 }
 
-DF_FN void df_iq3xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
+/* IQ3_XXS part k, the sign masks as df_signs8's alu says */
+DF_FN void df_iq3xxs_part_s(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m, int alu) {
     const uint8_t *qs = blk + offsetof(block_iq3_xxs, qs);
     uint32_t i03 = df_ld32_a2(qs + 8 * k), i47 = df_ld32_a2(qs + 8 * k + 4);   /* 8 grid indices of 4 */
     uint32_t a = df_ld32_a2(qs + QK_K / 4 + 4 * k);                            /* 4 sign indices | ls */
     m[0] = m[1] = 2 * (int)(a >> 28) + 1;
     for (int l = 0; l < 4; l++) {
         uint32_t ix = l < 2 ? i03 : i47, sh = 16 * (l & 1);
-        uint64_t s = t->ksm[(a >> (7 * l)) & 127];
-        w[2 * l] = df_sign(df_ld32(t->iq3xxs[(ix >> sh) & 255]), (uint32_t)s);
-        w[2 * l + 1] = df_sign(df_ld32(t->iq3xxs[(ix >> (sh + 8)) & 255]), (uint32_t)(s >> 32));
+        df_signs8(df_ld32(t->iq3xxs[(ix >> sh) & 255]), df_ld32(t->iq3xxs[(ix >> (sh + 8)) & 255]), (a >> (7 * l)) & 127,
+                  alu, t, w + 2 * l);
     }
 }
-
+DF_FN void df_iq3xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) { df_iq3xxs_part_s(blk, k, t, w, m, 0); }
 /* df_iq3xxs_part with the sign masks by ALU (t->ksm unread): the same w and m */
-DF_FN void df_iq3xxs_part_sa(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
-    const uint8_t *qs = blk + offsetof(block_iq3_xxs, qs);
-    uint32_t i03 = df_ld32_a2(qs + 8 * k), i47 = df_ld32_a2(qs + 8 * k + 4);
-    uint32_t a = df_ld32_a2(qs + QK_K / 4 + 4 * k);
-    m[0] = m[1] = 2 * (int)(a >> 28) + 1;
-    for (int l = 0; l < 4; l++) {
-        uint32_t ix = l < 2 ? i03 : i47, sh = 16 * (l & 1);
-        const uint32_t s = df_ksign_bits((a >> (7 * l)) & 127);
-        w[2 * l] = df_sign_b(df_ld32(t->iq3xxs[(ix >> sh) & 255]), df_nib_bytes(s & 15));
-        w[2 * l + 1] = df_sign_b(df_ld32(t->iq3xxs[(ix >> (sh + 8)) & 255]), df_nib_bytes(s >> 4));
-    }
-}
+DF_FN void df_iq3xxs_part_sa(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) { df_iq3xxs_part_s(blk, k, t, w, m, 1); }
 
 DF_FN void df_iq3s_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) {
     const uint8_t *qs = blk + offsetof(block_iq3_s, qs);

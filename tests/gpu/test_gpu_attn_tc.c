@@ -229,9 +229,23 @@ static void tc_model(const char *name, int arch, int head_dim, int n_heads, int 
                                                 * by their own launch (bit 512 off; gemma3 has them); 831: wo's act_q8_K
                                                 * rows by their own launch (bit 1024 off; wo Q4_K, G HD = 256); 3903: by
                                                 * the decode launch also where a CTA holds several blocks (G HD = 768) */
+    /* and each value's folds ran where they apply (a count of the decode launches that took them), so
+     * the comparisons cannot pass with a fold silently off: the q / k norms where the model has them
+     * (gemma3) and bit 512 is set; act_q8_K rows where wo is a K-quant (tc_type_attn Q4_K) and bit 1024
+     * is set, for G HD = 256 or with bit 2048 (n_kv_heads is 2) */
+    const int has_norms = arch == ARCH_GEMMA3, gv = n_heads / 2 * head_dim, wo_k = tc_type_attn == TYPE_Q4_K;
     for (int k = 0; k < 6; k++) {
         const char *val = dec_vals[k];
+        const int bits = atoi(val);
+        unsigned long n0, a0, n1, a1;
+        cuda_attention_tc_dec_folds(&n0, &a0);
         strata_model *mk = tc_load_run(path, "STRATA_CUDA_ATTN_TC_DEC", val, 1, got, n);
+        cuda_attention_tc_dec_folds(&n1, &a1);
+        const int want_n = has_norms && (bits & 512), want_a = wo_k && (bits & 1024) && gv % 256 == 0 && (gv == 256 || (bits & 2048));
+        CHECKF((n1 > n0) == want_n, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %lu decode launches took the q / k norms (want %s)", name, val,
+               n1 - n0, want_n ? "some" : "none");
+        CHECKF((a1 > a0) == want_a, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %lu decode launches wrote act_q8_K rows (want %s)", name, val,
+               a1 - a0, want_a ? "some" : "none");
         const int badk = tc_ndiff(g1, got, n);
         CHECKF(badk == 0, "%s: STRATA_CUDA_ATTN_TC_DEC=%s: %d of %zu logits differ from the default's", name, val, badk, n);
         if (mk) tc_graph(mk, V, 300, name);
