@@ -107,7 +107,10 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
     v->mv_kq = (int)env_int(ENV_CUDA_MV_KQ);
     if (v->mv_kq != 1 && v->mv_kq != 2 && v->mv_kq != 3 && v->mv_kq != 4 && v->mv_kq != 8) v->mv_kq = 0;
     v->mv_kqi = (int)env_int(ENV_CUDA_MV_KQI);
-    if (v->mv_kqi != 1 && v->mv_kqi != 2 && v->mv_kqi != 3 && v->mv_kqi != 4 && v->mv_kqi != 8) v->mv_kqi = 0;
+    {   /* the kernel choice (1, 2, 3, 4, 8) + 16: the sign masks by ALU */
+        const int k = v->mv_kqi & 15;
+        v->mv_kqi = k != 1 && k != 2 && k != 3 && k != 4 && k != 8 ? 0 : k | (v->mv_kqi & 16);
+    }
     v->norm_warp = env_int(ENV_CUDA_NORM_WARP) != 0;
     v->prefetch = (int)env_int(ENV_CUDA_PREFETCH) & (CUDA_PF_ROWS | CUDA_PF_DOWN | CUDA_PF_NORMW);
     /* the attention order (bits differ between the two: docs/KERNELS.md, "The tensor-core
@@ -149,7 +152,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
     cuda_device_choose(&v);
     snprintf(out, cap,
              "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
-             "attention: %s (%s), order: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s%s%s%s%s%s%s; split rows: %s; Q4_K / Q5_K one-column kernel: %s; IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S one-column kernel: %s; L2 prefetch:%s%s%s%s",
+             "attention: %s (%s), order: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s%s%s%s%s%s%s; split rows: %s; Q4_K / Q5_K one-column kernel: %s; IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S one-column kernel: %s%s; L2 prefetch:%s%s%s%s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
              v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from,
@@ -163,7 +166,8 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              v.moe_fast & CUDA_MOE_FAST_GROUP ? " grouping-by-ranges" : "", v.moe_fast & CUDA_MOE_FAST_WIDE ? " wide-side-by-side" : "", v.mv_split ? "from 24 blocks" : "off",
              v.mv_kq == 1 ? "kqp (one wave, pipelined)" : v.mv_kq == 2 ? "kqp, gate/up pairs by kqs" :
              v.mv_kq == 3 ? "by shape (kqs / kqp / kq1)" : v.mv_kq == 4 ? "kq1, 4 lanes a block" : v.mv_kq == 8 ? "kq1, 8 lanes a block" : "cooperative",
-             v.mv_kqi == 1 ? "kqp" : v.mv_kqi == 2 ? "kqp, pairs by kqs" : v.mv_kqi == 3 ? "by shape" : v.mv_kqi ? "kq1" : "cooperative",
+             (v.mv_kqi & 15) == 1 ? "kqp" : (v.mv_kqi & 15) == 2 ? "kqp, pairs by kqs" : (v.mv_kqi & 15) == 3 ? "by shape" : v.mv_kqi ? "kq1" : "cooperative",
+             v.mv_kqi & 16 ? ", signs by ALU" : "",
              v.prefetch ? "" : " none", v.prefetch & CUDA_PF_ROWS ? " rows" : "", v.prefetch & CUDA_PF_DOWN ? " experts' down" : "",
              v.prefetch & CUDA_PF_NORMW ? " norm weights" : "");
     return 0;

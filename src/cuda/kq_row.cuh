@@ -70,9 +70,10 @@ static __device__ __forceinline__ kq_smem kq_smem_of(uint8_t *sm, int nb) {
 }
 /* the IQ tables into shared memory (constant: before the dependent-launch wait; the barrier after the
  * activation copy orders them) */
-template <int FMT> static __device__ __forceinline__ void kq_tab_fill(const kq_smem &s) {
+template <int FMT, int SA = 0> static __device__ __forceinline__ void kq_tab_fill(const kq_smem &s) {
     if constexpr (kq_fmt<FMT>::iq) {
-        if constexpr (FMT == TYPE_IQ3_S)
+        if constexpr (SA) {   /* the sign masks by ALU (kq_signs8): no table */
+        } else if constexpr (FMT == TYPE_IQ3_S)
             for (int i = threadIdx.x; i < 256; i += blockDim.x) s.tk[i] = d_bsm[i];
         else
             for (int i = threadIdx.x; i < 128; i += blockDim.x) s.tk[i] = d_ksm[i];
@@ -191,7 +192,23 @@ static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8
 }
 /* the block partial p_b of this lane's block b (bc: b clamped to the row) from its group's TPB lanes:
  * the parts' exact integer sums, added over the group by xor shuffles, then coop_final's formula */
-template <int FMT, int TPB>
+/* 8 weights from a grid row's words g0, g1 and their signs: i, a 7-bit ksigns index (BYTE 0: IQ2_XXS,
+ * IQ3_XXS, IQ2_XS) or a sign byte itself (BYTE 1: IQ3_S); the masks from the shared-memory table (SA 0)
+ * or by ALU (SA 1, STRATA_CUDA_MV_KQI bit 16: decode_fast.h's df_ksign_bits / df_nib_bytes /
+ * df_sign_b, the forms STRATA_CUDA_MOE_FAST bit 512 uses). The same words either way. */
+template <int SA, int BYTE>
+static __device__ __forceinline__ void kq_signs8(uint32_t g0, uint32_t g1, uint32_t i, const uint64_t *tk, uint32_t *v) {
+    if constexpr (SA) {
+        const uint32_t sb = BYTE ? i : df_ksign_bits(i);
+        v[0] = df_sign_b(g0, df_nib_bytes(sb & 15));
+        v[1] = df_sign_b(g1, df_nib_bytes(sb >> 4));
+    } else {
+        const uint64_t sg = tk[i];
+        v[0] = df_sign(g0, (uint32_t)sg);
+        v[1] = df_sign(g1, (uint32_t)(sg >> 32));
+    }
+}
+template <int FMT, int TPB, int SA = 0>
 static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, int bc, const kq_smem &s) {
     const uint32_t *sq = s.sq, *sb = s.sb;
     const float *sd = s.sd;
@@ -208,9 +225,7 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
 #pragma unroll
             for (int l = 0; l < 4; l++) {
                 const uint32_t ix = l < 2 ? i0 : i1, s2 = 16 * (l & 1);
-                const uint64_t sg = s.tk[(a >> (7 * l)) & 127];
-                v[2 * l] = df_sign(s.tg[(ix >> s2) & 255], (uint32_t)sg);
-                v[2 * l + 1] = df_sign(s.tg[(ix >> (s2 + 8)) & 255], (uint32_t)(sg >> 32));
+                kq_signs8<SA, 0>(s.tg[(ix >> s2) & 255], s.tg[(ix >> (s2 + 8)) & 255], (a >> (7 * l)) & 127, s.tk, v + 2 * l);
             }
         } else if constexpr (FMT == TYPE_IQ3_S) {   /* df_iq3s_part: index bit 8 from qh, a sign byte per 8 */
             const uint32_t a = __funnelshift_r(w.y[0], w.y[1], sh);
@@ -220,9 +235,7 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
                 const uint32_t ix = l < 2 ? i0 : i1, s2 = 16 * (l & 1);
                 const uint32_t ia = ((ix >> s2) & 255) | ((w.qh >> (2 * l)) & 1) << 8;
                 const uint32_t ib = ((ix >> (s2 + 8)) & 255) | ((w.qh >> (2 * l + 1)) & 1) << 8;
-                const uint64_t sg = s.tk[(a >> (8 * l)) & 255];
-                v[2 * l] = df_sign(s.tg[ia], (uint32_t)sg);
-                v[2 * l + 1] = df_sign(s.tg[ib], (uint32_t)(sg >> 32));
+                kq_signs8<SA, 1>(s.tg[ia], s.tg[ib], (a >> (8 * l)) & 255, s.tk, v + 2 * l);
             }
         } else if constexpr (FMT == TYPE_IQ2_XS) {   /* df_iq2xs_part: 4 u16 of a 9-bit index and a 7-bit sign index */
             m = 2 * (int)(w.sc & 15) + 1;
@@ -231,18 +244,14 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
             for (int l = 0; l < 4; l++) {
                 const uint32_t vv = ((l < 2 ? i0 : i1) >> (16 * (l & 1))) & 0xFFFFu;
                 const uint2 gr = ((const uint2 *)s.tg)[vv & 511];
-                const uint64_t sg = s.tk[vv >> 9];
-                v[2 * l] = df_sign(gr.x, (uint32_t)sg);
-                v[2 * l + 1] = df_sign(gr.y, (uint32_t)(sg >> 32));
+                kq_signs8<SA, 0>(gr.x, gr.y, vv >> 9, s.tk, v + 2 * l);
             }
         } else {   /* df_iq2xxs_part: i0 the 4 grid indices, i1 signs | scale */
             m = m1 = 2 * (int)(i1 >> 28) + 1;
 #pragma unroll
             for (int l = 0; l < 4; l++) {
                 const uint2 gr = ((const uint2 *)s.tg)[(i0 >> (8 * l)) & 255];
-                const uint64_t sg = s.tk[(i1 >> (7 * l)) & 127];
-                v[2 * l] = df_sign(gr.x, (uint32_t)sg);
-                v[2 * l + 1] = df_sign(gr.y, (uint32_t)(sg >> 32));
+                kq_signs8<SA, 0>(gr.x, gr.y, (i1 >> (7 * l)) & 127, s.tk, v + 2 * l);
             }
         }
         const uint4 a0 = *(const uint4 *)(sq + bc * 64 + 8 * k), a1 = *(const uint4 *)(sq + bc * 64 + 8 * k + 4);
@@ -312,11 +321,11 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
     }
 }
 /* the step's block partials, each added by its lane (b % 32) into acc: row_dot_coop's operations */
-template <int FMT, int TPB>
+template <int FMT, int TPB, int SA = 0>
 static __device__ __forceinline__ void kq_step_add(const kq_step<FMT, TPB> &w, int b0, int nb, const kq_smem &s, float &acc) {
     constexpr int G = 32 / TPB;
     const int lane = threadIdx.x & 31, b = b0 + lane / TPB;
-    const float p = kq_step_p<FMT, TPB>(w, b < nb ? b : nb - 1, s);
+    const float p = kq_step_p<FMT, TPB, SA>(w, b < nb ? b : nb - 1, s);
     /* block b0 + gs belongs to lane (b0 % 32) + gs: row_dot_coop's hand-over */
     const int gs = lane - (b0 & 31);
     const bool mine = gs >= 0 && gs < G && b0 + gs < nb;
@@ -335,7 +344,7 @@ static __device__ __forceinline__ void kq_act_copy(const uint8_t *__restrict__ a
 }
 /* one row's canonical dot (lane 0's value) against the activation row in shared memory: STEPS
  * steps' weights loaded, then computed */
-template <int FMT, int TPB, int STEPS>
+template <int FMT, int TPB, int STEPS, int SA = 0>
 static __device__ __forceinline__ float kq1_row(const uint8_t *__restrict__ wr, int nb, const kq_smem &s) {
     constexpr int G = 32 / TPB;
     float acc = 0.0f;
@@ -344,7 +353,7 @@ static __device__ __forceinline__ float kq1_row(const uint8_t *__restrict__ wr, 
 #pragma unroll
         for (int i = 0; i < STEPS; i++) kq_load<FMT, TPB>(w[i], wr, base + i * G, nb);
 #pragma unroll
-        for (int i = 0; i < STEPS; i++) kq_step_add<FMT, TPB>(w[i], base + i * G, nb, s, acc);
+        for (int i = 0; i < STEPS; i++) kq_step_add<FMT, TPB, SA>(w[i], base + i * G, nb, s, acc);
     }
     return warp_canon_finish<MV_WARPS>(acc, nb);
 }
@@ -354,7 +363,7 @@ static __device__ __forceinline__ float kq1_row(const uint8_t *__restrict__ wr, 
  * weights of the same blocks, the next paired step's loads issued before the current one is computed;
  * the two rows' lane sums are finished side by side (warp_canon_finish_n<2>), each row keeping kq1_row's
  * operations and bits; store(rl, gate, up) by every lane */
-template <int FMT, class OFF, class STORE>
+template <int FMT, int SA, class OFF, class STORE>
 static __device__ __forceinline__ void kq_pairs(const uint8_t *W0, const uint8_t *W1, int nb, const kq_smem &s, int my_rows,
                                                 const uint8_t *act, OFF off_of, STORE store) {
     constexpr int TPB = kq_fmt<FMT>::tpb, G = 32 / TPB;
@@ -375,8 +384,8 @@ static __device__ __forceinline__ void kq_pairs(const uint8_t *W0, const uint8_t
         const size_t noff = ni == 0 ? off_of(nrl) : off;
         kq_load<FMT, TPB>(ng, W0 + noff, G * ni, nb);   /* past the last step: the last row again */
         kq_load<FMT, TPB>(nu, W1 + noff, G * ni, nb);
-        kq_step_add<FMT, TPB>(cg, G * it, nb, s, acc[0]);
-        kq_step_add<FMT, TPB>(cu, G * it, nb, s, acc[1]);
+        kq_step_add<FMT, TPB, SA>(cg, G * it, nb, s, acc[0]);
+        kq_step_add<FMT, TPB, SA>(cu, G * it, nb, s, acc[1]);
         if (it == nit - 1) {
             warp_canon_finish_n<2, MV_WARPS>(acc, nb);
             store(rl, acc[0], acc[1]);

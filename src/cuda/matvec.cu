@@ -173,7 +173,7 @@ matvec_split_kernel(mv_group g, int nb, const uint8_t *__restrict__ act, int W) 
 }
 
 /* A group's rows (or a gate/up pair's: row r of both, then store_swiglu's values) */
-template <int FMT, int TPB, int STEPS>
+template <int FMT, int TPB, int STEPS, int SA = 0>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     static_assert(kq_fmt<FMT>::ok && FMT != TYPE_Q6_K, "Q4_K / Q5_K / the kq IQ formats");
@@ -190,18 +190,18 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
         l2_prefetch_lines(g.W[wi] + (size_t)r * g.row_bytes, g.row_bytes, lane, 32);
         if (g.swiglu) l2_prefetch_lines(g.W[1] + (size_t)r * g.row_bytes, g.row_bytes, lane, 32);
     }
-    kq_tab_fill<FMT>(s);
+    kq_tab_fill<FMT, SA>(s);
     PDL_WAIT();
     kq_act_copy<FMT, MV_WARPS * 32>(act, nb, s);
     __syncthreads();
     if (!live) return;
     if (g.swiglu) {
-        float ga = kq1_row<FMT, TPB, STEPS>(g.W[0] + (size_t)r * g.row_bytes, nb, s);
-        float ua = kq1_row<FMT, TPB, STEPS>(g.W[1] + (size_t)r * g.row_bytes, nb, s);
+        float ga = kq1_row<FMT, TPB, STEPS, SA>(g.W[0] + (size_t)r * g.row_bytes, nb, s);
+        float ua = kq1_row<FMT, TPB, STEPS, SA>(g.W[1] + (size_t)r * g.row_bytes, nb, s);
         if (lane == 0) store_swiglu<1>(g, r, 1, &ga, &ua);
         return;
     }
-    float acc = kq1_row<FMT, TPB, STEPS>(g.W[wi] + (size_t)r * g.row_bytes, nb, s);
+    float acc = kq1_row<FMT, TPB, STEPS, SA>(g.W[wi] + (size_t)r * g.row_bytes, nb, s);
     if (lane == 0) store_row<1>(g, wi, r, 1, &acc);
 }
 
@@ -213,7 +213,7 @@ matvec_kq1_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
  * rows too. TPB = 4 (Q4_K / Q5_K; a step is 8 blocks) or 8 (Q6_K, the kq IQ formats: 4 blocks, so that
  * two steps' raw words fit the registers). A gate/up pair's row is two rows of steps (W[0]'s, then
  * W[1]'s) and stores store_swiglu's values. Same per-row operations as kq1_row. */
-template <int FMT>
+template <int FMT, int SA = 0>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     constexpr int TPB = kq_fmt<FMT>::tpb, G = 32 / TPB;
@@ -229,7 +229,7 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
         const int wi = group_weight(g, row);
         return g.W[wi] + (size_t)(row - g.row_start[wi]) * g.row_bytes;
     };
-    kq_tab_fill<FMT>(s);
+    kq_tab_fill<FMT, SA>(s);
     PDL_WAIT();
     kq_step<FMT, TPB> cur, nxt;
     const uint8_t *wp = row_ptr(0, 0);   /* the row of the step being computed */
@@ -243,7 +243,7 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
         if (ni == nit) { ni = 0; if (++nm == mats) { nm = 0; nrl++; } }
         const uint8_t *np = ni == 0 ? row_ptr(nrl, nm) : wp;   /* a row's pointer once, at its first step */
         kq_load<FMT, TPB>(nxt, np, G * ni, nb);   /* past the last step: the last row again */
-        kq_step_add<FMT, TPB>(cur, G * it, nb, s, acc);
+        kq_step_add<FMT, TPB, SA>(cur, G * it, nb, s, acc);
         if (it == nit - 1) {
             const float v = warp_canon_finish<MV_WARPS>(acc, nb);
             acc = 0.0f;
@@ -264,15 +264,15 @@ matvec_kqp_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
 
 /* STRATA_CUDA_MV_KQ = 2: matvec_kqp_kernel's grid and lookahead, with a gate/up pair's two rows taken as
  * one row of paired steps (kq_pairs). Plain rows (no pair) take matvec_kqp_kernel. */
-template <int FMT>
+template <int FMT, int SA = 0>
 __global__ void __launch_bounds__(MV_WARPS * 32)
 matvec_kqs_kernel(mv_group g, int nb, const uint8_t *__restrict__ act) {
     extern __shared__ __align__(16) uint8_t kq_sm[];
     const kq_smem s = kq_smem_of(kq_sm, nb);
     const kq_walk wk = kq_walk_of((int)g.n_out[0]);
-    kq_tab_fill<FMT>(s);
+    kq_tab_fill<FMT, SA>(s);
     PDL_WAIT();
-    kq_pairs<FMT>(g.W[0], g.W[1], nb, s, wk.my_rows, act,
+    kq_pairs<FMT, SA>(g.W[0], g.W[1], nb, s, wk.my_rows, act,
                   [&](int rl) -> size_t { return (size_t)wk.row(rl) * g.row_bytes; },
                   [&](int rl, float gv, float uv) {
                       if ((threadIdx.x & 31) == 0) store_swiglu<1>(g, wk.gw + rl * wk.nw, 1, &gv, &uv);
@@ -410,7 +410,7 @@ extern "C" void cuda_matvec_set_split(int min_blocks) { mv_split = min_blocks > 
  * 1 matvec_kqp_kernel for Q4_K / Q5_K / Q6_K rows at T = 1, 2 the same with gate/up pairs by
  * matvec_kqs_kernel, 3 the kernel by shape (launch_fmt). STRATA_CUDA_MV_KQI: the same settings for
  * IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S rows (their kq1 has 8 lanes a block: 4 reads as 8) */
-static int mv_kq = 0, mv_kqi = 0;
+static int mv_kq = 0, mv_kqi = 0, mv_kqi_salu = 0;
 static unsigned long mv_kq_launches;   /* launches of the kq kernels so far (host side: a graph's capture counts once) */
 /* CTAs an SM by the registers of matvec_kqp_kernel / matvec_kqs_kernel (Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ3_XXS, IQ2_XS, IQ3_S),
  * read when a switch is set (the backend's creation, outside any graph capture); 8 until then */
@@ -438,7 +438,8 @@ extern "C" void cuda_matvec_set_kq(int mode) {
     }
 }
 extern "C" void cuda_matvec_set_kqi(int mode) {
-    mv_kqi = kq_mode_ok(mode);
+    mv_kqi = kq_mode_ok(mode & 15);
+    mv_kqi_salu = mv_kqi && (mode & 16);   /* bit 16: the sign masks by ALU */
     static int read;
     if (mv_kqi && !read) {
         read = 1;
@@ -446,7 +447,7 @@ extern "C" void cuda_matvec_set_kqi(int mode) {
     }
 }
 extern "C" int cuda_matvec_kq(void) { return mv_kq; }
-extern "C" int cuda_matvec_kqi(void) { return mv_kqi; }
+extern "C" int cuda_matvec_kqi(void) { return mv_kqi | (mv_kqi_salu ? 16 : 0); }
 extern "C" unsigned long cuda_matvec_kq_launches(void) { return mv_kq_launches; }
 static int mv_kq_wave_cap = 0;
 extern "C" void cuda_matvec_set_kq_wave(int ctas) { mv_kq_wave_cap = ctas > 0 ? ctas : 0; }
@@ -486,7 +487,13 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             if (kind) {
                 mv_kq_launches++;
                 const unsigned grid = blocks < wave ? blocks : wave;
-                if (kind == 2) klaunch(matvec_kqs_kernel<FMT>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
+                if (IQ && mv_kqi_salu) {   /* STRATA_CUDA_MV_KQI bit 16: the sign masks by ALU */
+                    if constexpr (IQ) {
+                        if (kind == 2) klaunch(matvec_kqs_kernel<FMT, 1>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
+                        else if (kind == 1) klaunch(matvec_kqp_kernel<FMT, 1>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
+                        else klaunch(matvec_kq1_kernel<FMT, 8, 2, 1>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
+                    }
+                } else if (kind == 2) klaunch(matvec_kqs_kernel<FMT>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
                 else if (kind == 1) klaunch(matvec_kqp_kernel<FMT>, grid, MV_WARPS * 32, shm, st, *g, nb, a);
                 else if constexpr (IQ) klaunch(matvec_kq1_kernel<FMT, 8, 2>, blocks, MV_WARPS * 32, shm, st, *g, nb, a);
                 else if constexpr (FMT != TYPE_Q6_K) {

@@ -576,8 +576,10 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 #define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
 /* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
+/* DF_PAIR (bit 2048): 4 CTAs an SM (64 registers), so the T = 1 grid of E / 4 CTAs stays one wave on 132 SMs
+ * (the 4 rows' words side by side took 75 registers unbounded: 3 CTAs an SM) */
 template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
-__global__ void __launch_bounds__(DN_WARPS * 32)
+__global__ void __launch_bounds__(DN_WARPS * 32, (V & DF_PAIR) != 0 ? 4 : 1)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
                 int ngk) {

@@ -126,11 +126,12 @@ static void bench_matvec(double ceiling) {
              * the cooperative one (8 lanes per super-block, "coop", the default) */
             /* Q4_K / Q5_K at T = 1 also with STRATA_CUDA_MV_KQ 4, 8 and 1 ("kq4", "kq8", "kqp"), Q6_K with 1;
              * IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S with STRATA_CUDA_MV_KQI 8 and 1 ("kq8", "kqp") */
-            static const int lanes[] = { 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 4, 8, 1 };
+            /* and IQ with bit 16 (the sign masks by ALU): "kq8sa", "kqpsa" */
+            static const int lanes[] = { 0, 8, 8, 8, 8, 8, 8 }, kqs[] = { 0, 0, 4, 8, 1, 24, 17 };
             const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS || type == TYPE_IQ2_XS || type == TYPE_IQ3_S;
             const int kq_ok = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq;
             const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
-            for (int v = qt->blck == 256 ? 0 : 1; v <= (kq_ok ? 4 : 1); v++)
+            for (int v = qt->blck == 256 ? 0 : 1; v <= (iq ? 6 : kq_ok ? 4 : 1); v++)
             if (!(type == TYPE_Q6_K && (v == 2 || v == 3)) && !(iq && v == 2))   /* Q6_K: kqp only; IQ: no kq4 */
             for (int T = 1; T <= (v >= 2 ? 1 : 8) && ok; T += 7) {
                 cuda_matvec_set_coop(lanes[v]);
@@ -146,7 +147,7 @@ static void bench_matvec(double ceiling) {
                 qsort(t, 7, sizeof(double), cmp_d);
                 double us = t[3] * 1e3, gbs = bytes / (t[3] * 1e-3) / 1e9;
                 printf("%-8s %6lldx%-7lld %2d %10.1f %9.0f %5.0f%%  %s\n", qt->name, (long long)n_out, (long long)n_in, T, us, gbs,
-                       100.0 * gbs / ceiling, qt->blck != 256 ? "" : v == 0 ? "lane" : v == 1 ? "coop8" : v == 2 ? "kq4" : v == 3 ? "kq8" : "kqp");
+                       100.0 * gbs / ceiling, qt->blck != 256 ? "" : v == 0 ? "lane" : v == 1 ? "coop8" : v == 2 ? "kq4" : v == 3 ? "kq8" : v == 4 ? "kqp" : v == 5 ? "kq8sa" : "kqpsa");
             }
             cuda_matvec_set_coop(-1);
             cuda_matvec_set_kq(kq_was);

@@ -149,10 +149,11 @@ int main(void) {
          * calls; rows of 1, 3, 33, 41 and 16 blocks), the last also in a grid of 3 CTAs (many rows a warp) */
         /* IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S: their kq1 (8 lanes a block) and kqp by STRATA_CUDA_MV_KQI 8 and 1
          * (rows of 66 / 98 / 74 / 110 bytes: blocks at both word offsets) */
-        static const int lanes[] = { -1, 8, 0, 8, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1, 1 };
+        /* and (IQ) the same kq1 / kqp with the sign masks by ALU (STRATA_CUDA_MV_KQI bit 16: 24, 17) */
+        static const int lanes[] = { -1, 8, 0, 8, 8, 8, 8, 8, 8 }, kqs[] = { 0, 0, 0, 4, 8, 1, 1, 24, 17 };
         const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
         const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS || type == TYPE_IQ2_XS || type == TYPE_IQ3_S;
-        const int nv = B != 256 ? 1 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq) ? 7 : 3;
+        const int nv = B != 256 ? 1 : iq ? 9 : (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K) ? 7 : 3;
         for (int v = 0; v < nv; v++) {
             if (type == TYPE_Q6_K && (v == 3 || v == 4)) continue;   /* Q6_K: matvec_kqp_kernel only */
             if (iq && v == 3) continue;                              /* IQ: no 4-lane kq1 */
@@ -190,8 +191,8 @@ int main(void) {
         const int64_t lens[] = { 3 * B, 33 * B, 4096 };
         const int iq = type == TYPE_IQ2_XXS || type == TYPE_IQ3_XXS || type == TYPE_IQ2_XS || type == TYPE_IQ3_S;
         const int kq_was = cuda_matvec_kq(), kqi_was = cuda_matvec_kqi();
-        const int nk = type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K || iq ? 5 : 1;
-        static const int kqv[5] = { 0, 0, 4, 8, 1 };
+        const int nk = iq ? 6 : type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K ? 5 : 1;
+        static const int kqv[6] = { 0, 0, 4, 8, 1, 17 };
         for (int v = 0; v < nk; v++) {   /* the default; the cooperative kernel; Q4_K / Q5_K: matvec_kq1_kernel's 4 and 8 lanes a block; matvec_kqp_kernel (IQ: kq1 with 8, kqp) */
             if (type == TYPE_Q6_K && (v == 2 || v == 3)) continue;
             if (iq && v == 2) continue;
