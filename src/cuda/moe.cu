@@ -708,6 +708,11 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
 }
 
 /* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
+/* the formats CUDA_MOE_FAST_PAIRX extends bits 1024 / 2048 to: the 8-word parts of coop_rows_fast with
+ * their default fast decode (the tables from global memory, the signs by table) */
+static constexpr bool moe_pairx_fmt(int f) {
+    return f == TYPE_IQ4_XS || f == TYPE_IQ2_XS || f == TYPE_IQ2_S || f == TYPE_IQ3_S;
+}
 template <int FMT, int COOP>
 static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
@@ -724,6 +729,11 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
     if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)   /* CUDA_MOE_FAST_SMEM: the tables in shared memory */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
             launch_gate_up_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, st);
+            return;
+        }
+    if constexpr (moe_pairx_fmt(FMT) && COOP != 0)   /* CUDA_MOE_FAST_PAIRX: bit 1024's pairing for these formats */
+        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_PAIRX) && (moe_fast & CUDA_MOE_FAST_PAIR) && (cuda_matvec_decode() & V)) {
+            launch_gate_up_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, st);
             return;
         }
     if (dec_on<V>(m->T)) launch_gate_up_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, st);
@@ -746,6 +756,11 @@ static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int 
     if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
             launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, st);
+            return;
+        }
+    if constexpr (moe_pairx_fmt(FMT) && COOP != 0)   /* CUDA_MOE_FAST_PAIRX: bit 2048's rows for these formats */
+        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_PAIRX) && (moe_fast & CUDA_MOE_FAST_DROWS) && (cuda_matvec_decode() & V)) {
+            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
             return;
         }
     if (dec_on<V>(m->T)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, st);
