@@ -488,6 +488,10 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             /* by shape (3, MV_KQI's default): IQ2_XS rows stay cooperative (their kq1 / kqp measured 12-30 %
              * slower than it at 14336 x 4096 and 151936 x 2048, BENCHMARKS 2026-12-06 01:00 session call 1) */
             if (FMT == TYPE_IQ2_XS && mode == 3) kind = 0;
+            /* ... but with the signs by ALU (19) they take kq1, pairs too: the 1.5B shape with IQ2_XS layers
+             * 1,069-1,078 tok/s cooperative (19 before this rule) -> 1,198-1,205 with kq1 everywhere (24), H100,
+             * BENCHMARKS 2026-12-06 08:15 session calls 3 and 3b */
+            if (FMT == TYPE_IQ2_XS && mode == 3 && mv_kqi_salu) kind = 4;
             if (kind) {
                 mv_kq_launches++;
                 const unsigned grid = blocks < wave ? blocks : wave;

@@ -371,14 +371,14 @@ int main(void) {
     }
     dense_parity(2, TYPE_IQ2_XS, 3);
     dense_parity(2, TYPE_IQ3_S, 3);
-    /* bit 16: the sign masks by ALU in every kq kernel (kqp 17, kqs 18, kq1 24, by shape 19; IQ2_XS by
-     * shape stays cooperative, so kqp for it), each format, and kqs in 3 CTAs */
+    /* bit 16: the sign masks by ALU in every kq kernel (kqp 17, kqs 18, kq1 24, by shape 19: pairs kqs and
+     * plain rows kq1, IQ2_XS rows all kq1), each format, and kqs in 3 CTAs */
     static const int kqsa[] = { 17, 18, 19, 24 };
     for (int i = 0; i < 4; i++) {
         dense_parity(kqsa[i], TYPE_IQ3_XXS, 0);
         dense_parity(kqsa[i], TYPE_IQ2_XXS, 0);
         dense_parity(kqsa[i], TYPE_IQ3_S, 0);
-        dense_parity(kqsa[i] == 19 ? 17 : kqsa[i], TYPE_IQ2_XS, 0);
+        dense_parity(kqsa[i], TYPE_IQ2_XS, 0);   /* 19: IQ2_XS rows by kq1 (by shape with bit 16) */
     }
     dense_parity(18, TYPE_IQ3_XXS, 3);
     dense_parity(18, TYPE_IQ3_S, 3);
