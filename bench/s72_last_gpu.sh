@@ -1,0 +1,16 @@
+#!/bin/bash
+# 2026-12-06 08:15 session, call 4: the final CUDA code (MV_KQI 19 sends IQ2_XS rows to kq1 with the ALU
+# signs): 1b_iq2xs with 19 / 3 alternated, llama.cpp tg128 on the same file, then the whole suite.
+# Prediction: 19 at 24's 1,198-1,205 tok/s (the same kernels), 3 at ~1,050-1,080.
+# Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf, .peer/lcb-cuda.tar.xz.
+set -u
+. bench/gpu_call.sh
+gb_unpack
+e2e_ab 2 "1b_iq2xs" STRATA_CUDA_MV_KQI "19 3" 1
+if peer_up; then
+  echo -n "llama.cpp 1b_iq2xs tg128 runs (tok/s): "
+  timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-1b_iq2xs.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
+fi
+t
+gpu_suite 260
+t
