@@ -84,6 +84,29 @@ static __device__ __forceinline__ df_tables df_smem_tables(void) {
     return t;
 }
 
+/* DF_PAIR for Q2_0 (STRATA_CUDA_MOE_FAST bit 8192, the T = 1 gate/up kernel's lane path): block b of two
+ * rows (the gate's and the up's) against one column, each expanded as bp_q2_0_word expands it, the block's
+ * 16 activation words and d loaded once for both; p[r] is bp_q2_0_word's p for row r */
+static __device__ __forceinline__ void bp2_q2_0_word(const uint8_t *__restrict__ w0, const uint8_t *__restrict__ w1, int b,
+                                                     const uint8_t *__restrict__ act, float *p) {
+    const uint8_t *b0 = w0 + (size_t)b * sizeof_i(block_q2_0), *b1 = w1 + (size_t)b * sizeof_i(block_q2_0);
+    const float d0 = h2f(ld_u16(b0)), d1 = h2f(ld_u16(b1));
+    uint32_t q0[16], q1[16];
+    df_q2_0_block(b0, q0);
+    df_q2_0_block(b1, q1);
+    const uint8_t *a = act + (size_t)b * sizeof_i(act_q8_2);
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        const int av = ld_i32(a + offsetof_i(act_q8_2, qs) + 4 * i);
+        s0 = __dp4a((int)q0[i], av, s0);
+        s1 = __dp4a((int)q1[i], av, s1);
+    }
+    const float ad = ld_f32(a);
+    p[0] = __fmul_rn(__int2float_rn(s0), __fmul_rn(d0, ad));
+    p[1] = __fmul_rn(__int2float_rn(s1), __fmul_rn(d1, ad));
+}
+
 /* Q2_0 block partial with the codes expanded word by word (bp_q2_0's sums and formula) */
 template <int TM> static __device__ __forceinline__ void bp_q2_0_word(BP_ARGS) {
     const uint8_t *blk = wr + (size_t)b * sizeof_i(block_q2_0);

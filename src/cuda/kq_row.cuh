@@ -190,8 +190,6 @@ static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8
         else w.hv = make_uint4(0, 0, 0, 0);
     }
 }
-/* the block partial p_b of this lane's block b (bc: b clamped to the row) from its group's TPB lanes:
- * the parts' exact integer sums, added over the group by xor shuffles, then coop_final's formula */
 /* 8 weights from a grid row's words g0, g1 and their signs: i, a 7-bit ksigns index (BYTE 0: IQ2_XXS,
  * IQ3_XXS, IQ2_XS) or a sign byte itself (BYTE 1: IQ3_S); the masks from the shared-memory table (SA 0)
  * or by ALU (SA 1, STRATA_CUDA_MV_KQI bit 16: decode_fast.h's df_ksign_bits / df_nib_bytes /
@@ -208,6 +206,8 @@ static __device__ __forceinline__ void kq_signs8(uint32_t g0, uint32_t g1, uint3
         v[1] = df_sign(g1, (uint32_t)(sg >> 32));
     }
 }
+/* the block partial p_b of this lane's block b (bc: b clamped to the row) from its group's TPB lanes:
+ * the parts' exact integer sums, added over the group by xor shuffles, then coop_final's formula */
 template <int FMT, int TPB, int SA = 0>
 static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, int bc, const kq_smem &s) {
     const uint32_t *sq = s.sq, *sb = s.sb;
