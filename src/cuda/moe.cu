@@ -522,8 +522,8 @@ typedef struct moe_comb {
     float *out, *add_to;
 } moe_comb;
 
-/* DF_PAIR (bit 1024): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on 132 SMs
- * (its 48 registers unbounded allowed 10) */
+/* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
+ * 132 SMs (its 48 registers unbounded allowed 10); not Q2_0's lane-path pair (bit 8192: 64 registers, unbounded) */
 template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && FMT != TYPE_Q2_0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
@@ -712,12 +712,12 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
 #undef DN
 }
 
-/* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
 /* the formats CUDA_MOE_FAST_PAIRX extends bits 1024 / 2048 to: the 8-word parts of coop_rows_fast with
  * their default fast decode (the tables from global memory, the signs by table) */
 static constexpr bool moe_pairx_fmt(int f) {
     return f == TYPE_IQ4_XS || f == TYPE_IQ2_XS || f == TYPE_IQ2_S || f == TYPE_IQ3_S;
 }
+/* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
 template <int FMT, int COOP>
 static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
