@@ -7,6 +7,8 @@ tests/test.h, and `strata serve` on a free port.
 check(cond, what) counts a check and prints "FAIL: what" on stderr when cond is false;
 skip(key, why) prints "SKIP key: why" on stdout (tests/run.sh checks it against
 tests/skips.allowed); done() prints "N passed, N failed, N skipped" and returns the exit status.
+HARNESS_TRACE=FILE appends each check's caller (file:line ok|FAIL) to FILE: two runs' traces, counted
+with `sort | uniq -c` and compared, show which check's count moves between runs.
 Importing this module removes proxy variables from the environment: the tests talk to
 127.0.0.1 directly.
 """
@@ -20,8 +22,15 @@ os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 passed = failed = skipped = 0
 
 
+_trace = os.environ.get("HARNESS_TRACE")   # a file: every check's caller (file:line) appended, one a line
+
+
 def check(cond, what):
     global passed, failed
+    if _trace:   # which checks ran: two runs' traces compared show where a suite's count moves
+        f = sys._getframe(1)
+        with open(_trace, "a") as t:
+            t.write("%s:%d %s\n" % (os.path.basename(f.f_code.co_filename), f.f_lineno, "ok" if cond else "FAIL"))
     if cond:
         passed += 1
     else:

@@ -28,11 +28,16 @@ def sse_events(data):
     text = data.decode("utf-8")
     check(text.endswith("\n\n"), "SSE stream ends with a blank line")
     events = text.split("\n\n")[:-1]
-    payloads = []
+    payloads, bad = [], None
     for ev in events:
         lines = ev.split("\n")
-        check(all(l.startswith("data: ") for l in lines), "every SSE line is 'data: ...': %r" % ev[:80])
+        if bad is None and not all(l.startswith("data: ") for l in lines):
+            bad = ev
         payloads.append("\n".join(l[6:] for l in lines))
+    # one check a stream, not one an event: a speculative stream's event count follows how many tokens
+    # each pass accepted, which depends on which requests share the pass (the text does not), so a check
+    # an event made the suite's total move from run to run (288-292) with nothing failing
+    check(bad is None, "every SSE line of the %d events is 'data: ...': %r" % (len(events), (bad or "")[:80]))
     return payloads
 
 
