@@ -62,9 +62,10 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * values, same bits (test_decode_fast checks the forms against the tables on all 128 indices). */
 #define DF_SALU 0x200
 /* DF_PAIR in a kernel's V (STRATA_CUDA_MOE_FAST bit 1024, the T = 1 gate/up kernel; bit 2048, the T = 1
- * down kernel's 4 rows a warp; IQ2_XXS / IQ3_XXS with DF_SALU): a lane's parts of its rows decoded side
- * by side and their activation words loaded once for all (coop_rows_fast) instead of a coop_part_fast
- * per row. Integer sums: the same S. */
+ * down kernel's 4 rows a warp; IQ2_XXS / IQ3_XXS with DF_SALU, and with bit 4096 IQ4_XS / IQ2_XS / IQ2_S /
+ * IQ3_S): a lane's parts of its rows decoded side by side and their activation words loaded once for all
+ * (coop_rows_fast) instead of a coop_part_fast per row. Integer sums: the same S. On Q2_0's lane path
+ * (bit 8192) it selects bp2_q2_0_word's pair of blocks. */
 #define DF_PAIR 0x400
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
 static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
