@@ -21,6 +21,15 @@ for l in sys.stdin:
 }
 # the carried llama.cpp (.peer/lcb-cuda.tar.xz) into /tmp/lcb and its libraries on the path; 1 if not
 peer_up() { bash tools/peer_prebuilt.sh unpack >/dev/null && . /tmp/lcb/env.sh; }
+# llama.cpp's decode on each shape's bench_e2e file (/tmp/strata-e2e-SHAPE.gguf), after peer_up: tg128, three
+# runs, each run's tok/s with their median and best; $2: more llama-bench arguments (e.g. "-d 4096")
+peer_tg() {
+  local s
+  for s in $1; do
+    echo -n "llama.cpp $s tg128${2:+ $2} runs (tok/s): "
+    timeout 90 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 ${2:-} -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
+  done
+}
 # the decode step at depth 4,096 of shape $1 with KV cache $2 (f16 | int8) under ncu
 # (bench/step_profile_gpu.sh): the attention launches' us, the attention's share of the step
 attn_step_rows() {

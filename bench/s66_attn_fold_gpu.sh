@@ -16,9 +16,6 @@ t
 e2e_ab 3 "moe48" STRATA_CUDA_ATTN_TC_DEC "319 831 1855" 1
 e2e_ab 2 "1b" STRATA_CUDA_ATTN_TC_DEC "831 1855" 1
 if peer_up; then
-  for s in moe48 1b; do
-    echo -n "llama.cpp $s tg128 runs (tok/s): "
-    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  done
+  peer_tg "moe48 1b"
 fi
 t

@@ -15,9 +15,6 @@ e2e_ab 2 "moe48" STRATA_CUDA_ATTN_TC_DEC "1855 3903 319" 1
 e2e_ab 2 "1b" STRATA_CUDA_ATTN_TC_DEC "1855 831" 1
 e2e_ab 2 "moe48" STRATA_CUDA_MOE_FAST "1023 511" 1
 if peer_up; then
-  for s in moe48 1b; do
-    echo -n "llama.cpp $s tg128 runs (tok/s): "
-    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  done
+  peer_tg "moe48 1b"
 fi
 t

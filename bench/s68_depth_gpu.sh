@@ -9,7 +9,6 @@ set -u
 gb_unpack
 ab 2 "moe48" STRATA_CUDA_ATTN_TC_DEC "1855 319" E2E_DEPTH=4096
 if peer_up; then
-  echo -n "llama.cpp moe48 tg128 at d4096 runs (tok/s): "
-  timeout 90 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-moe48.gguf -ngl 99 -fa 1 -p 0 -n 128 -d 4096 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
+  peer_tg "moe48" "-d 4096"
 fi
 t

@@ -19,10 +19,7 @@ e2e_ab 3 "1b_iq3" STRATA_CUDA_MV_KQI "3 19" 1
 timeout 90 $g/bin/bench_gpu matvec shape=1 only=IQ2_XXS,IQ3_XXS,IQ2_XS,IQ3_S 2>&1 | grep -E "copy|kq8|kqp" | grep -v "  8 "
 t
 if peer_up; then
-  for s in moe48 moe48_iq2 1b_iq3; do
-    echo -n "llama.cpp $s tg128 runs (tok/s): "
-    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  done
+  peer_tg "moe48 moe48_iq2 1b_iq3"
   timeout 60 /tmp/lcb/bin/test-backend-ops perf -o MUL_MAT -b CUDA0 -p 'type_a=(iq2_xxs|iq3_xxs|iq2_xs|iq3_s),.*m=4096,n=1,k=14336' 2>&1 | grep -E "us/run"
 fi
 t

@@ -20,10 +20,7 @@ e2e_ab 2 "1b_iq2xs" STRATA_CUDA_MV_KQI "19 24" 1
 timeout 60 $g/bin/bench_gpu matvec shape=1 only=IQ2_XXS,IQ3_XXS,IQ2_XS,IQ3_S 2>&1 | grep -E "copy|  1 "
 t
 if peer_up; then
-  for s in moe48_iq4xs moe48 1b_iq3 1b_iq2xs; do
-    echo -n "llama.cpp $s tg128 runs (tok/s): "
-    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  done
+  peer_tg "moe48_iq4xs moe48 1b_iq3 1b_iq2xs"
 fi
 t
 gpu_suite 260

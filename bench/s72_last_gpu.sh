@@ -8,8 +8,7 @@ set -u
 gb_unpack
 e2e_ab 2 "1b_iq2xs" STRATA_CUDA_MV_KQI "19 3" 1
 if peer_up; then
-  echo -n "llama.cpp 1b_iq2xs tg128 runs (tok/s): "
-  timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-1b_iq2xs.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
+  peer_tg "1b_iq2xs"
 fi
 t
 gpu_suite 260

@@ -12,10 +12,7 @@ echo "test_gpu_variants: $(timeout 100 $g/bin/test_gpu_variants 2>&1 | tail -1)"
 e2e_ab 2 "moe48_q20" STRATA_CUDA_MOE_FAST "8191 16383" 1
 e2e_ab 1 "moe48_q4k" STRATA_CUDA_MOE_FAST "8191" 1
 if peer_up; then
-  for s in moe48_q20 moe48_q4k; do
-    echo -n "llama.cpp $s tg128 runs (tok/s): "
-    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  done
+  peer_tg "moe48_q20 moe48_q4k"
 fi
 t
 gpu_suite 200

@@ -72,7 +72,7 @@ static __device__ __forceinline__ kq_smem kq_smem_of(uint8_t *sm, int nb) {
  * activation copy orders them) */
 template <int FMT, int SA = 0> static __device__ __forceinline__ void kq_tab_fill(const kq_smem &s) {
     if constexpr (kq_fmt<FMT>::iq) {
-        if constexpr (SA) {   /* the sign masks by ALU (kq_signs8): no table */
+        if constexpr (SA) {   /* the sign masks by ALU (df_signs8's alu): no table */
         } else if constexpr (FMT == TYPE_IQ3_S)
             for (int i = threadIdx.x; i < 256; i += blockDim.x) s.tk[i] = d_bsm[i];
         else
@@ -190,22 +190,6 @@ static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8
         else w.hv = make_uint4(0, 0, 0, 0);
     }
 }
-/* 8 weights from a grid row's words g0, g1 and their signs: i, a 7-bit ksigns index (BYTE 0: IQ2_XXS,
- * IQ3_XXS, IQ2_XS) or a sign byte itself (BYTE 1: IQ3_S); the masks from the shared-memory table (SA 0)
- * or by ALU (SA 1, STRATA_CUDA_MV_KQI bit 16: decode_fast.h's df_ksign_bits / df_nib_bytes /
- * df_sign_b, the forms STRATA_CUDA_MOE_FAST bit 512 uses). The same words either way. */
-template <int SA, int BYTE>
-static __device__ __forceinline__ void kq_signs8(uint32_t g0, uint32_t g1, uint32_t i, const uint64_t *tk, uint32_t *v) {
-    if constexpr (SA) {
-        const uint32_t sb = BYTE ? i : df_ksign_bits(i);
-        v[0] = df_sign_b(g0, df_nib_bytes(sb & 15));
-        v[1] = df_sign_b(g1, df_nib_bytes(sb >> 4));
-    } else {
-        const uint64_t sg = tk[i];
-        v[0] = df_sign(g0, (uint32_t)sg);
-        v[1] = df_sign(g1, (uint32_t)(sg >> 32));
-    }
-}
 /* the block partial p_b of this lane's block b (bc: b clamped to the row) from its group's TPB lanes:
  * the parts' exact integer sums, added over the group by xor shuffles, then coop_final's formula */
 template <int FMT, int TPB, int SA = 0>
@@ -225,7 +209,8 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
 #pragma unroll
             for (int l = 0; l < 4; l++) {
                 const uint32_t ix = l < 2 ? i0 : i1, s2 = 16 * (l & 1);
-                kq_signs8<SA, 0>(s.tg[(ix >> s2) & 255], s.tg[(ix >> (s2 + 8)) & 255], (a >> (7 * l)) & 127, s.tk, v + 2 * l);
+                df_signs8(s.tg[(ix >> s2) & 255], s.tg[(ix >> (s2 + 8)) & 255], (a >> (7 * l)) & 127, SA, 0, s.tk,
+                          v + 2 * l);
             }
         } else if constexpr (FMT == TYPE_IQ3_S) {   /* df_iq3s_part: index bit 8 from qh, a sign byte per 8 */
             const uint32_t a = __funnelshift_r(w.y[0], w.y[1], sh);
@@ -235,7 +220,7 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
                 const uint32_t ix = l < 2 ? i0 : i1, s2 = 16 * (l & 1);
                 const uint32_t ia = ((ix >> s2) & 255) | ((w.qh >> (2 * l)) & 1) << 8;
                 const uint32_t ib = ((ix >> (s2 + 8)) & 255) | ((w.qh >> (2 * l + 1)) & 1) << 8;
-                kq_signs8<SA, 1>(s.tg[ia], s.tg[ib], (a >> (8 * l)) & 255, s.tk, v + 2 * l);
+                df_signs8(s.tg[ia], s.tg[ib], (a >> (8 * l)) & 255, SA, 1, s.tk, v + 2 * l);
             }
         } else if constexpr (FMT == TYPE_IQ2_XS) {   /* df_iq2xs_part: 4 u16 of a 9-bit index and a 7-bit sign index */
             m = 2 * (int)(w.sc & 15) + 1;
@@ -244,14 +229,14 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
             for (int l = 0; l < 4; l++) {
                 const uint32_t vv = ((l < 2 ? i0 : i1) >> (16 * (l & 1))) & 0xFFFFu;
                 const uint2 gr = ((const uint2 *)s.tg)[vv & 511];
-                kq_signs8<SA, 0>(gr.x, gr.y, vv >> 9, s.tk, v + 2 * l);
+                df_signs8(gr.x, gr.y, vv >> 9, SA, 0, s.tk, v + 2 * l);
             }
         } else {   /* df_iq2xxs_part: i0 the 4 grid indices, i1 signs | scale */
             m = m1 = 2 * (int)(i1 >> 28) + 1;
 #pragma unroll
             for (int l = 0; l < 4; l++) {
                 const uint2 gr = ((const uint2 *)s.tg)[(i0 >> (8 * l)) & 255];
-                kq_signs8<SA, 0>(gr.x, gr.y, (i1 >> (7 * l)) & 127, s.tk, v + 2 * l);
+                df_signs8(gr.x, gr.y, (i1 >> (7 * l)) & 127, SA, 0, s.tk, v + 2 * l);
             }
         }
         const uint4 a0 = *(const uint4 *)(sq + bc * 64 + 8 * k), a1 = *(const uint4 *)(sq + bc * 64 + 8 * k + 4);

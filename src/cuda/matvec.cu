@@ -481,17 +481,16 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
             int kind = mode == 3 ? (pair_ok ? 2 : (size_t)rows > (size_t)wave * MV_WARPS * 2 ? 1 : 4)
                                  : pair_ok ? 2 : mode == 2 ? 1 : mode;
             if (FMT == TYPE_Q6_K && kind >= 4) kind = 0;
-            /* by shape with the signs by ALU (MV_KQI 19, the default): plain rows kq1 at every size (H100,
-             * BENCHMARKS 2026-12-06 08:15 session call 2: 14336 x 4096 kq1 20.8-24.2 us against kqp's
-             * 23.6-28.8 for all four formats) */
-            if (IQ && mv_kqi_salu && mode == 3 && kind == 1) kind = 4;
-            /* by shape (3, MV_KQI's default): IQ2_XS rows stay cooperative (their kq1 / kqp measured 12-30 %
-             * slower than it at 14336 x 4096 and 151936 x 2048, BENCHMARKS 2026-12-06 01:00 session call 1) */
-            if (FMT == TYPE_IQ2_XS && mode == 3) kind = 0;
-            /* ... but with the signs by ALU (19) they take kq1, pairs too: the 1.5B shape with IQ2_XS layers
-             * 1,069-1,078 tok/s cooperative (19 before this rule) -> 1,198-1,205 with kq1 everywhere (24), H100,
-             * BENCHMARKS 2026-12-06 08:15 session calls 3 and 3b */
-            if (FMT == TYPE_IQ2_XS && mode == 3 && mv_kqi_salu) kind = 4;
+            /* by shape for the IQ formats (MV_KQI 3, and 19 = 3 with the signs by ALU, the default). With the ALU
+             * signs: pairs kqs, plain rows kq1 at every size (14336 x 4096 kq1 20.8-24.2 us against kqp's
+             * 23.6-28.8 for all four formats), IQ2_XS rows all kq1 (the 1.5B shape with IQ2_XS layers 1,069-1,078
+             * tok/s cooperative -> 1,196-1,207); H100, BENCHMARKS 2026-12-06 08:15 session calls 2-4. Without
+             * them IQ2_XS rows stay cooperative (their kq1 / kqp measured 12-30 % slower than it at 14336 x 4096
+             * and 151936 x 2048, BENCHMARKS 2026-12-06 01:00 session call 1) */
+            if (IQ && mode == 3) {
+                if (mv_kqi_salu) kind = FMT == TYPE_IQ2_XS || !pair_ok ? 4 : 2;
+                else if (FMT == TYPE_IQ2_XS) kind = 0;
+            }
             if (kind) {
                 mv_kq_launches++;
                 const unsigned grid = blocks < wave ? blocks : wave;

@@ -162,16 +162,18 @@ DF_FN void df_grid8(const uint8_t *row, uint64_t s, uint32_t *w) {
  * df_<fmt>_part(blk, k, t, w, m), k = 0..7: the 32 weights 32k..32k+31 of the super-block as
  * 8 words of 4 int8 (w[0..3]: 16-weight sub-block 2k in weight order; w[4..7]: sub-block
  * 2k + 1) and the two sub-blocks' multipliers m[0], m[1] (iq_decode_ref's m[2k], m[2k+1]). */
-/* 8 weights from a grid row's two words g0, g1 and a 7-bit ksigns index i7: the sign masks by the
- * table t->ksm (alu 0) or by ALU (alu 1: df_ksign_bits, df_nib_bytes; STRATA_CUDA_MOE_FAST bit 512).
- * Both give the same w; alu is a constant where the callers inline this. */
-DF_FN void df_signs8(uint32_t g0, uint32_t g1, uint32_t i7, int alu, const df_tables *t, uint32_t *w) {
+/* 8 weights from a grid row's two words g0, g1 and their signs i: a 7-bit ksigns index (byte 0) or a sign
+ * byte itself (byte 1, IQ3_S); the masks from the table tab (ksm for an index, bsm for a byte: alu 0) or by
+ * ALU (alu 1: df_ksign_bits, df_nib_bytes; STRATA_CUDA_MOE_FAST bit 512, STRATA_CUDA_MV_KQI bit 16). Both
+ * give the same w; alu and byte are constants where the callers inline this (the CUDA kq steps pass their
+ * shared-memory copy of the table). */
+DF_FN void df_signs8(uint32_t g0, uint32_t g1, uint32_t i, int alu, int byte, const uint64_t *tab, uint32_t *w) {
     if (alu) {
-        const uint32_t s = df_ksign_bits(i7);
+        const uint32_t s = byte ? i : df_ksign_bits(i);
         w[0] = df_sign_b(g0, df_nib_bytes(s & 15));
         w[1] = df_sign_b(g1, df_nib_bytes(s >> 4));
     } else {
-        const uint64_t s = t->ksm[i7];
+        const uint64_t s = tab[i];
         w[0] = df_sign(g0, (uint32_t)s);
         w[1] = df_sign(g1, (uint32_t)(s >> 32));
     }
@@ -184,7 +186,7 @@ DF_FN void df_iq2xxs_part_s(const uint8_t *blk, int k, const df_tables *t, uint3
     m[0] = m[1] = 2 * (int)(a1 >> 28) + 1;
     for (int l = 0; l < 4; l++) {
         const uint64_t g = df_ld64(t->iq2xxs[(a0 >> (8 * l)) & 255]);
-        df_signs8((uint32_t)g, (uint32_t)(g >> 32), (a1 >> (7 * l)) & 127, alu, t, w + 2 * l);
+        df_signs8((uint32_t)g, (uint32_t)(g >> 32), (a1 >> (7 * l)) & 127, alu, 0, t->ksm, w + 2 * l);
     }
 }
 DF_FN void df_iq2xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) { df_iq2xxs_part_s(blk, k, t, w, m, 0); }
@@ -225,7 +227,7 @@ DF_FN void df_iq3xxs_part_s(const uint8_t *blk, int k, const df_tables *t, uint3
     for (int l = 0; l < 4; l++) {
         uint32_t ix = l < 2 ? i03 : i47, sh = 16 * (l & 1);
         df_signs8(df_ld32(t->iq3xxs[(ix >> sh) & 255]), df_ld32(t->iq3xxs[(ix >> (sh + 8)) & 255]), (a >> (7 * l)) & 127,
-                  alu, t, w + 2 * l);
+                  alu, 0, t->ksm, w + 2 * l);
     }
 }
 DF_FN void df_iq3xxs_part(const uint8_t *blk, int k, const df_tables *t, uint32_t *w, int *m) { df_iq3xxs_part_s(blk, k, t, w, m, 0); }
