@@ -261,17 +261,20 @@ def test_prefix(s, cold):
 
 
 # ---- a long prompt inside the decode passes ----------------------------------------------------------
-def test_prefill_budget(s, cold, figures):
-    st, tk = s.post("/tokenize", {"content": "The library keeps its old maps in a cool room on the second floor. " * 200})
-    ids = tk["tokens"][:2000] if st == 200 else []
-    check(len(ids) == 2000, "a 2,000-token prompt: %d" % len(ids))
+STEP_RE = re.compile(r"strata: step [0-9.]+ decoding (\d+) prompts (\d+) \((\d+) tokens, (\d+) end\) ([0-9.]+) ms")
+
+
+def prefill_attempt(s, ids):
+    """The stream's pace alone, then its next 16 tokens after a 2,000-token prompt arrives (the
+    prompt is then cancelled: reading all of it is not what is measured, and costs minutes on a
+    loaded machine): (pace alone, pace during, the gaps during, prompt tokens of each step that
+    read the prompt beside the stream), or None when the stream did not advance."""
     alone = Stream(s, STREAM_PROMPT, 24)
     alone.join()
     tpot_alone = statistics.median(alone.gaps())
-    # the stream's next 16 tokens after a 2,000-token prompt arrives (the prompt is then cancelled:
-    # reading all of it is not what is measured, and costs minutes on a loaded machine)
     a = Stream(s, STREAM_PROMPT, 400)
     a.first.wait(120)
+    off = len(s.stderr())
     t0 = time.perf_counter()
     b = Stream(s, ids, 1)
     n0 = len(a.arrivals)
@@ -281,19 +284,41 @@ def test_prefill_budget(s, cold, figures):
     mt = s.metrics()
     b.close()
     a.close()
+    steps = [int(m.group(3)) for m in STEP_RE.finditer(s.stderr()[off:]) if m.group(1) == "1" and m.group(2) == "1"]
     g = a.gaps(t0, t1)
     check(mt.get("strata_slots_busy") == 2, "the prompt was being read beside the stream")
     check(len(g) >= 15, "the stream advanced while the prompt was read: %d tokens in %.1f s" % (len(g), t1 - t0))
     if not g:
-        return
-    tpot = statistics.median(g)
-    figures["prefill"] = dict(tpot_alone_ms=round(tpot_alone * 1e3, 1), tpot_during_ms=round(tpot * 1e3, 1),
-                              max_gap_ms=round(max(g) * 1e3, 1), stream_tokens=len(g))
-    # a ratio of two paces measured a few seconds apart: 1.2-2.0x at load 9 (2026-12-01), so 12x
-    # leaves room for a load swing below the ~16x of the failure it guards against (16 passes per
-    # stream token instead of one, the docstring's)
+        return None
+    return tpot_alone, statistics.median(g), g, steps
+
+
+def test_prefill_budget(s, cold, figures):
+    st, tk = s.post("/tokenize", {"content": "The library keeps its old maps in a cool room on the second floor. " * 200})
+    ids = tk["tokens"][:2000] if st == 200 else []
+    check(len(ids) == 2000, "a 2,000-token prompt: %d" % len(ids))
+    # the step's make-up from the server's own trace (STRATA_SERVER_TRACE=1): deterministic, unlike
+    # the paces below; the pace ratio is a ratio of two paces measured seconds apart on a shared
+    # machine (1.2-2.0x at load 9 on 2026-12-01, 4-14x in CI beside a nice-19 ASan build on
+    # 2026-12-06), so it gets up to three attempts: the failure it guards against (16 passes per
+    # stream token) is slow in every attempt, and its structure fails the trace check at once
+    for attempt in range(3):
+        r = prefill_attempt(s, ids)
+        if r is None:
+            return
+        tpot_alone, tpot, g, steps = r
+        figures.setdefault("prefill", []).append(dict(tpot_alone_ms=round(tpot_alone * 1e3, 1), tpot_during_ms=round(tpot * 1e3, 1),
+                                                      max_gap_ms=round(max(g) * 1e3, 1), stream_tokens=len(g),
+                                                      mixed_steps=len(steps), prompt_tokens_per_step=sorted(set(steps))))
+        if attempt == 0:
+            # every step that read the prompt beside the stream read at most the budget's 7 tokens
+            # (--step-tokens 8 less the stream's column) and at least half of them (4)
+            check(len(steps) >= 15 and all(4 <= n <= 7 for n in steps),
+                  "the prompt rides in the stream's passes, 4-7 prompt tokens a step: %r" % figures["prefill"][-1])
+        if tpot <= 12 * tpot_alone:
+            break
     check(tpot <= 12 * tpot_alone, "the stream's time per token while a 2,000-token prompt is read stays within 12x "
-          "its time alone: %r" % figures["prefill"])
+          "its time alone (in one of up to three attempts): %r" % figures["prefill"])
     # a shorter prompt read beside a stream answers what it answers on a cold server
     a = Stream(s, STREAM_PROMPT, 400)
     a.first.wait(120)
@@ -380,7 +405,8 @@ def main():
     def run(name, fn, *args):
         run_part(only, name, fn, *args)
 
-    s = Server(a.bin, a.model, "--parallel", "2", "--queue", "2", "--ctx", "2560")
+    # the step trace feeds the prefill part's structure check
+    s = Server(a.bin, a.model, "--parallel", "2", "--queue", "2", "--ctx", "2560", env=dict(os.environ, STRATA_SERVER_TRACE="1"))
     cold = Server(a.bin, a.model, "--parallel", "1", "--ctx", "2560")
     try:
         run("prefix", test_prefix, s, cold)
