@@ -367,7 +367,27 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
                                             (int)ld32u(wb + 7 * BS))
                   : nk == 8 ? _mm256_i32gather_epi32((const int *)wb, idx, 1)
                             : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)wb, idx, lmask, 1);
-        if (FB_HAS_MIN(fmt) && nk == 8) {
+        if (fmt == FB_Q4_1 && nk == 8) {
+            /* Q4_1's 20-byte blocks: block k's (d, m) word is dword 5k of the group's 160 bytes,
+             * i.e. dword (5k) % 8 = 0, 5, 2, 7, 4, 1, 6, 3 of the group's 32-byte vector 5k / 8 =
+             * 0, 0, 1, 1, 2, 3, 3, 4: eight distinct dwords, so four blends put each where the
+             * vector's lane says and one permute orders them (5 loads, 4 blends, 1 permute in
+             * place of sixteen 16-bit loads and their inserts); then d's halves to the low 128
+             * bits, m's to the high */
+            const __m256i v0 = _mm256_loadu_si256((const __m256i *)wb), v1 = _mm256_loadu_si256((const __m256i *)(wb + 32));
+            const __m256i v2 = _mm256_loadu_si256((const __m256i *)(wb + 64)), v3 = _mm256_loadu_si256((const __m256i *)(wb + 96));
+            const __m256i v4 = _mm256_loadu_si256((const __m256i *)(wb + 128));
+            __m256i b = _mm256_blend_epi32(v0, v1, 0x84);   /* dwords 2, 7 from v1 */
+            b = _mm256_blend_epi32(b, v2, 0x10);            /* 4 from v2 */
+            b = _mm256_blend_epi32(b, v3, 0x42);            /* 1, 6 from v3 */
+            b = _mm256_blend_epi32(b, v4, 0x08);            /* 3 from v4 */
+            b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 5, 2, 7, 4, 1, 6, 3));
+            const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                                0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+            const __m256i dm = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(b, sh), 0xD8);
+            dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dm));
+            mw = _mm256_cvtph_ps(_mm256_extracti128_si256(dm, 1));
+        } else if (FB_HAS_MIN(fmt) && nk == 8) {
             /* d and m of the 8 blocks as halves straight from the blocks (scalar loads) */
             dw = _mm256_cvtph_ps(_mm_setr_epi16((short)ld16u(wb), (short)ld16u(wb + BS), (short)ld16u(wb + 2 * BS),
                                                 (short)ld16u(wb + 3 * BS), (short)ld16u(wb + 4 * BS), (short)ld16u(wb + 5 * BS),
