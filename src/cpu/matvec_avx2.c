@@ -356,9 +356,10 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
     {
         const __m256i idx = _mm256_setr_epi32(0, BS, 2 * BS, 3 * BS, 4 * BS, 5 * BS, 6 * BS, 7 * BS);
         /* a whole group's words by eight scalar loads: faster than the gather on the dev
-         * machine's Zen 4 (Q4_0 T = 1 129 -> 100 us, Q8_0 250 -> 156 on 1024 x 4096); Q4_1 / Q5_1
-         * take their d and m as sixteen 16-bit loads straight into two F16C conversions (the
-         * 32-bit words then split measured slower, 162 -> 197 us; these 155 -> 111 for Q4_1).
+         * machine's Zen 4 (Q4_0 T = 1 129 -> 100 us, Q8_0 250 -> 156 on 1024 x 4096); Q5_1
+         * takes its d and m as sixteen 16-bit loads straight into two F16C conversions (the
+         * 32-bit words then split measured slower, 162 -> 197 us; these 155 -> 111 for Q4_1,
+         * which now gathers them from whole vectors, as IQ4_NL its d: the branches below).
          * Keep this one-expression form: the same loads written as an if / else chain compiled
          * to slower code (Q8_0 150 -> 190-290 us at T = 1). */
         __m256i g = (FB_HAS_MIN(fmt) || FB_D16(fmt)) && nk == 8 ? _mm256_setzero_si256()   /* unused: the words below */

@@ -11,9 +11,11 @@
                 (text, ids' logprobs) is byte-identical to a cold server's; an unrelated
                 prompt reports 0 cached tokens
   prefill       a 2,000-token prompt arriving while a stream runs rides in the stream's
-                decode passes (a per-step token budget): the stream's time per token stays
-                within 12x its time alone (one pass of 8 columns, not 16 of them per token);
-                a prompt read that way answers what it answers on a cold server
+                decode passes (a per-step token budget): the server's step trace shows 4-7
+                prompt tokens in each step beside the stream, and the stream's time per token
+                stays within 12x its time alone (one pass of 8 columns, not 16 of them per
+                token; up to three attempts); a prompt read that way answers what it answers on
+                a cold server
 
 Every check compares the server with itself (a cold server, its pace alone, its metrics), so
 none needs the real model's text: --quick (make test-asan, STRATA_TEST_QUICK=1) runs them all, the
