@@ -345,7 +345,10 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
     for (int k = 0; k < 8; k++) {
         if (k < nk) fb_decode(wb + (size_t)k * (size_t)BS, wv[k], fmt);
         else for (int v = 0; v < VPB; v++) wv[k][v] = _mm256_setzero_si256();   /* tail: zero codes */
-        if (FB_SIGNED(fmt)) wa[k][0] = _mm256_sign_epi8(wv[k][0], wv[k][0]);
+        /* |w| kept for the columns when there are several; at T = 1 it is formed at its one use, so
+         * the 8 blocks' |w| never sit in registers beside their w (16 of them: the spills of the
+         * signed formats' T = 1 instances) */
+        if (FB_SIGNED(fmt) && T > 1) wa[k][0] = _mm256_sign_epi8(wv[k][0], wv[k][0]);
     }
     /* weight scales of the 8 blocks from the leading 32-bit word of each block (d, and m for
      * Q4_1/Q5_1; MXFP4: e in the low byte); a tail group's missing blocks get zero scales */
@@ -437,7 +440,8 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
             const uint8_t *aq = ab + (size_t)k * (size_t)AS + FB_AQS(fmt);
             __m256i a0 = _mm256_loadu_si256((const __m256i *)aq);
             if (FB_DP(fmt)) { m[k] = _mm256_setzero_si256(); MM_DPBUSD(m[k], wv[k][0], a0); }
-            else if (FB_SIGNED(fmt)) m[k] = _mm256_maddubs_epi16(wa[k][0], _mm256_sign_epi8(a0, wv[k][0]));
+            else if (FB_SIGNED(fmt))
+                m[k] = _mm256_maddubs_epi16(T > 1 ? wa[k][0] : _mm256_sign_epi8(wv[k][0], wv[k][0]), _mm256_sign_epi8(a0, wv[k][0]));
             else m[k] = _mm256_maddubs_epi16(wv[k][0], a0);
             if (VPB == 2)
                 m[k] = _mm256_add_epi16(m[k], _mm256_maddubs_epi16(wv[k][1], _mm256_loadu_si256((const __m256i *)(aq + 32))));
