@@ -377,8 +377,9 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
              * i.e. dword (5k) % 8 = 0, 5, 2, 7, 4, 1, 6, 3 of the group's 32-byte vector 5k / 8 =
              * 0, 0, 1, 1, 2, 3, 3, 4: eight distinct dwords, so four blends put each where the
              * vector's lane says and one permute orders them (5 loads, 4 blends, 1 permute in
-             * place of sixteen 16-bit loads and their inserts); then d's halves to the low 128
-             * bits, m's to the high */
+             * place of sixteen 16-bit loads and their inserts); then the words' halves as the
+             * other formats take them (a form with one shuffle for both halves measured even:
+             * 2048 x 8192 497 / 511 us, 576 x 1536 42.1 / 42.1) */
             const __m256i v0 = _mm256_loadu_si256((const __m256i *)wb), v1 = _mm256_loadu_si256((const __m256i *)(wb + 32));
             const __m256i v2 = _mm256_loadu_si256((const __m256i *)(wb + 64)), v3 = _mm256_loadu_si256((const __m256i *)(wb + 96));
             const __m256i v4 = _mm256_loadu_si256((const __m256i *)(wb + 128));
@@ -387,11 +388,8 @@ ALWAYS_INLINE void fb_group(const uint8_t *wb, const uint8_t *act, size_t act_st
             b = _mm256_blend_epi32(b, v3, 0x42);            /* 1, 6 from v3 */
             b = _mm256_blend_epi32(b, v4, 0x08);            /* 3 from v4 */
             b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 5, 2, 7, 4, 1, 6, 3));
-            const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
-                                                0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
-            const __m256i dm = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(b, sh), 0xD8);
-            dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dm));
-            mw = _mm256_cvtph_ps(_mm256_extracti128_si256(dm, 1));
+            dw = halves_lo_to_f32(b);
+            mw = halves_hi_to_f32(b);
         } else if (FB_D16(fmt) && nk == 8) {
             /* IQ4_NL's 18-byte blocks: block k's d is 16-bit word 9k of the group's
              * first 128 bytes, word 9k % 16 = 0, 9, 2, 11, 4, 13, 6, 15 of 32-byte vector k / 2:
