@@ -269,8 +269,9 @@ STEP_RE = re.compile(r"strata: step [0-9.]+ decoding (\d+) prompts (\d+) \((\d+)
 def prefill_attempt(s, ids):
     """The stream's pace alone, then its next 16 tokens after a 2,000-token prompt arrives (the
     prompt is then cancelled: reading all of it is not what is measured, and costs minutes on a
-    loaded machine): (pace alone, pace during, the gaps during, prompt tokens of each step that
-    read the prompt beside the stream), or None when the stream did not advance."""
+    loaded machine): the pace alone, the gaps during, the prompt tokens of each step that read the
+    prompt beside the stream, the busy slots then, the seconds it took. No checks here: the caller
+    checks the first attempt, so the suite's count does not follow how many attempts ran."""
     alone = Stream(s, STREAM_PROMPT, 24)
     alone.join()
     tpot_alone = statistics.median(alone.gaps())
@@ -287,12 +288,7 @@ def prefill_attempt(s, ids):
     b.close()
     a.close()
     steps = [int(m.group(3)) for m in STEP_RE.finditer(s.stderr()[off:]) if m.group(1) == "1" and m.group(2) == "1"]
-    g = a.gaps(t0, t1)
-    check(mt.get("strata_slots_busy") == 2, "the prompt was being read beside the stream")
-    check(len(g) >= 15, "the stream advanced while the prompt was read: %d tokens in %.1f s" % (len(g), t1 - t0))
-    if not g:
-        return None
-    return tpot_alone, statistics.median(g), g, steps
+    return dict(tpot_alone=tpot_alone, gaps=a.gaps(t0, t1), steps=steps, busy=mt.get("strata_slots_busy"), secs=t1 - t0)
 
 
 def test_prefill_budget(s, cold, figures):
@@ -304,23 +300,27 @@ def test_prefill_budget(s, cold, figures):
     # machine (1.2-2.0x at load 9 on 2026-12-01, 4-14x in CI beside a nice-19 ASan build on
     # 2026-12-06), so it gets up to three attempts: the failure it guards against (16 passes per
     # stream token) is slow in every attempt, and its structure fails the trace check at once
+    paced = False
     for attempt in range(3):
         r = prefill_attempt(s, ids)
-        if r is None:
-            return
-        tpot_alone, tpot, g, steps = r
-        figures.setdefault("prefill", []).append(dict(tpot_alone_ms=round(tpot_alone * 1e3, 1), tpot_during_ms=round(tpot * 1e3, 1),
-                                                      max_gap_ms=round(max(g) * 1e3, 1), stream_tokens=len(g),
-                                                      mixed_steps=len(steps), prompt_tokens_per_step=sorted(set(steps))))
+        g, steps = r["gaps"], r["steps"]
+        fig = dict(tpot_alone_ms=round(r["tpot_alone"] * 1e3, 1), stream_tokens=len(g), mixed_steps=len(steps),
+                   prompt_tokens_per_step=sorted(set(steps)))
+        if g:
+            fig.update(tpot_during_ms=round(statistics.median(g) * 1e3, 1), max_gap_ms=round(max(g) * 1e3, 1))
+        figures.setdefault("prefill", []).append(fig)
         if attempt == 0:
+            check(r["busy"] == 2, "the prompt was being read beside the stream")
+            check(len(g) >= 15, "the stream advanced while the prompt was read: %d tokens in %.1f s" % (len(g), r["secs"]))
             # every step that read the prompt beside the stream read at most the budget's 7 tokens
             # (--step-tokens 8 less the stream's column) and at least half of them (4)
             check(len(steps) >= 15 and all(4 <= n <= 7 for n in steps),
-                  "the prompt rides in the stream's passes, 4-7 prompt tokens a step: %r" % figures["prefill"][-1])
-        if tpot <= 12 * tpot_alone:
+                  "the prompt rides in the stream's passes, 4-7 prompt tokens a step: %r" % fig)
+        if g and statistics.median(g) <= 12 * r["tpot_alone"]:
+            paced = True
             break
-    check(tpot <= 12 * tpot_alone, "the stream's time per token while a 2,000-token prompt is read stays within 12x "
-          "its time alone (in one of up to three attempts): %r" % figures["prefill"])
+    check(paced, "the stream's time per token while a 2,000-token prompt is read stays within 12x its time alone "
+          "(in one of up to three attempts): %r" % figures["prefill"])
     # a shorter prompt read beside a stream answers what it answers on a cold server
     a = Stream(s, STREAM_PROMPT, 400)
     a.first.wait(120)
