@@ -14,12 +14,13 @@
 #include "cpu/backend_cpu.h"
 
 /* qwen3moe: `dim` wide (heads of 64), `experts` of ffn 256, `used` per token */
+static int moe_h_ff = 256;   /* the experts' ffn width of the next moe_synth (768: rows of 3 super-blocks) */
 static int moe_synth(const char *path, int layers, int type_experts, int type_attn, int type_out, int vocab, int dim,
                      int experts, int used, uint64_t seed) {
     synth_params p;
     synth_default_params(&p, ARCH_QWEN3MOE);
     p.n_layers = layers; p.n_embd = dim; p.n_heads = dim / 64; p.n_kv_heads = 2; p.head_dim = 64;
-    p.n_experts = experts; p.n_experts_used = used; p.n_ff_exp = 256; p.n_vocab = vocab; p.n_ctx = 1024;
+    p.n_experts = experts; p.n_experts_used = used; p.n_ff_exp = moe_h_ff; p.n_vocab = vocab; p.n_ctx = 1024;
     p.type_attn = type_attn; p.type_experts = type_experts; p.type_output = type_out; p.type_embd = TYPE_Q8_0;
     p.tokenizer_path = "builtin"; p.seed = seed;
     p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
