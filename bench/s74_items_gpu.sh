@@ -4,7 +4,8 @@
 # 12 (row, block) items over its 4 lane groups (row_dot_items; 63 registers under launch bounds of 4 CTAs an
 # SM, 1,752 static SASS instructions against the 4-row pair kernel's 3,128), instead of block b of all 4 rows
 # by group b with group 3 idle. The parity programs first, then A/B 8191 / 24575 on moe48 (x3) and moe48_iq2
-# (x2), then 16383 (bit 8192, Q2_0 pairs) against 8191 on moe48_q20, llama.cpp tg128 on the files, the suite.
+# (x2), then 16383 (bit 8192: the lane path's gate/up pairs, Q2_0 measured +2.9 % on main; Q4_0 / Q8_0 / IQ4_NL
+# added on this branch) against 8191 on moe48_q20 and moe48_q40, llama.cpp tg128 on the files, the suite.
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf, .peer/lcb-cuda.tar.xz.
 # Prediction: down -10 to -20 % of its share, moe48 +2-4 %; IQ2_XXS the same.
 set -u
@@ -15,8 +16,9 @@ t
 e2e_ab 3 "moe48" STRATA_CUDA_MOE_FAST "8191 24575" 1
 e2e_ab 2 "moe48_iq2" STRATA_CUDA_MOE_FAST "8191 24575" 1
 e2e_ab 2 "moe48_q20" STRATA_CUDA_MOE_FAST "8191 16383" 1
+e2e_ab 2 "moe48_q40" STRATA_CUDA_MOE_FAST "8191 16383" 1
 if peer_up; then
-  for s in moe48 moe48_iq2 moe48_q20; do
+  for s in moe48 moe48_iq2 moe48_q20 moe48_q40; do
     echo -n "llama.cpp $s tg128 runs (tok/s): "
     timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
   done

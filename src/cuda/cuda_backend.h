@@ -108,7 +108,7 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_PAIR    1024 /* T = 1 gate/up, IQ2_XXS / IQ3_XXS with bit 512: a lane's gate and up parts side by side, the activation words loaded once */
 #define CUDA_MOE_FAST_DROWS   2048 /* T = 1 down, IQ2_XXS / IQ3_XXS with bit 512: a lane's parts of the warp's rows (4 with bit 4, else 2) side by side, the activation words loaded once */
 #define CUDA_MOE_FAST_PAIRX   4096 /* T = 1, IQ4_XS / IQ2_XS / IQ2_S / IQ3_S experts with their fast decode: bits 1024 and 2048 (each as set) for them too */
-#define CUDA_MOE_FAST_PAIRQ2  8192 /* T = 1 gate/up, Q2_0 experts with the word expansion (lane path): a block of both rows, the activation words loaded once */
+#define CUDA_MOE_FAST_PAIRQ2  8192 /* T = 1 gate/up on the lane path (Q2_0 with the word expansion, IQ4_NL with its fast decode, Q4_0, Q8_0): a block of both rows, the activation words loaded once */
 #define CUDA_MOE_FAST_ITEMS   16384 /* T = 1 down, IQ2_XXS / IQ3_XXS with bit 512, rows of at most 16 / (rows a warp) super-blocks: the warp's (row, block) items over its lane groups */
 #define CUDA_MOE_FAST_ALL     32767 /* every bit */
 #define CUDA_MOE_FAST_DEFAULT 8191 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit but 8192 */

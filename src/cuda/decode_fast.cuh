@@ -91,21 +91,48 @@ static __device__ __forceinline__ df_tables df_smem_tables(void) {
     return t;
 }
 
-/* DF_PAIR for Q2_0 (STRATA_CUDA_MOE_FAST bit 8192, the T = 1 gate/up kernel's lane path): block b of two
- * rows (the gate's and the up's) against one column, each expanded as bp_q2_0_word expands it, the block's
- * 16 activation words and d loaded once for both; p[r] is bp_q2_0_word's p for row r */
-static __device__ __forceinline__ void bp2_q2_0_word(const uint8_t *__restrict__ w0, const uint8_t *__restrict__ w1, int b,
-                                                     const uint8_t *__restrict__ act, float *p) {
-    const uint8_t *b0 = w0 + (size_t)b * sizeof_i(block_q2_0), *b1 = w1 + (size_t)b * sizeof_i(block_q2_0);
-    const float d0 = h2f(ld_u16(b0)), d1 = h2f(ld_u16(b1));
-    uint32_t q0[16], q1[16];
-    df_q2_0_block(b0, q0);
-    df_q2_0_block(b1, q1);
-    const uint8_t *a = act + (size_t)b * sizeof_i(act_q8_2);
+/* The lane-path formats whose block partial is ((float)S) (d_w d_a) with S the dot of the block's int8 words
+ * against the activation block's words in order (Q4_0, Q8_0, IQ4_NL's fast decode: 8 words against act_q8_0;
+ * Q2_0's word expansion: 16 against act_q8_2), as words: w[j] pairs with activation word j. The same words
+ * bp_q4_0 / bp_q8_0 / bp_iq4_nl_fast / bp_q2_0_word form (integer sums: any order, the same S). */
+template <int FMT> struct lane_words {
+    static constexpr int ok = FMT == TYPE_Q4_0 || FMT == TYPE_Q8_0 || FMT == TYPE_IQ4_NL || FMT == TYPE_Q2_0;
+    static constexpr int n = FMT == TYPE_Q2_0 ? 16 : 8;
+};
+template <int FMT>
+static __device__ __forceinline__ float lane_block_words(const uint8_t *__restrict__ blk, uint32_t *w) {
+    if constexpr (FMT == TYPE_Q2_0) df_q2_0_block(blk, w);
+    else if constexpr (FMT == TYPE_IQ4_NL) df_iq4nl_block(blk, w, w + 4);
+    else if constexpr (FMT == TYPE_Q8_0) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) w[i] = ld_u32_a2(blk + offsetof_i(block_q8_0, qs) + 4 * i);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t q = ld_u32_a2(blk + offsetof_i(block_q4_0, qs) + 4 * i);
+            w[i] = __vsub4(q & 0x0F0F0F0Fu, 0x08080808u);
+            w[4 + i] = __vsub4((q >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+        }
+    }
+    return h2f(ld_u16(blk));
+}
+/* DF_PAIR on the lane path (STRATA_CUDA_MOE_FAST bit 8192, the T = 1 gate/up kernel): block b of two rows
+ * (the gate's and the up's) against one column, each decoded as its block partial decodes it, the block's
+ * activation words and d loaded once for both; p[r] is that block partial's p for row r */
+template <int FMT>
+static __device__ __forceinline__ void bp2_lane(const uint8_t *__restrict__ w0, const uint8_t *__restrict__ w1, int b,
+                                                const uint8_t *__restrict__ act, float *p) {
+    static_assert(lane_words<FMT>::ok, "bp2_lane: Q4_0, Q8_0, IQ4_NL, Q2_0");
+    constexpr int N = lane_words<FMT>::n, BS = wfmt<FMT>::bsize;
+    constexpr size_t AB = FMT == TYPE_Q2_0 ? sizeof_i(act_q8_2) : sizeof_i(act_q8_0);
+    constexpr size_t AQ = FMT == TYPE_Q2_0 ? offsetof_i(act_q8_2, qs) : offsetof_i(act_q8_0, qs);
+    uint32_t q0[N], q1[N];
+    const float d0 = lane_block_words<FMT>(w0 + (size_t)b * BS, q0), d1 = lane_block_words<FMT>(w1 + (size_t)b * BS, q1);
+    const uint8_t *a = act + (size_t)b * AB;
     int s0 = 0, s1 = 0;
 #pragma unroll
-    for (int i = 0; i < 16; i++) {
-        const int av = ld_i32(a + offsetof_i(act_q8_2, qs) + 4 * i);
+    for (int i = 0; i < N; i++) {
+        const int av = ld_i32(a + AQ + 4 * i);
         s0 = __dp4a((int)q0[i], av, s0);
         s1 = __dp4a((int)q1[i], av, s1);
     }

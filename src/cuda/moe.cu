@@ -525,7 +525,7 @@ typedef struct moe_comb {
 /* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
  * 132 SMs (its 48 registers unbounded allowed 10); not Q2_0's lane-path pair (bit 8192: 64 registers, unbounded) */
 template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && FMT != TYPE_Q2_0 ? 12 : 1)
+__global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
@@ -553,9 +553,9 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
         row_dot_coop<FMT, TM, 8, 2, V, MV_WARPS>(w2, nb, a, as, n, acc);
 #pragma unroll
         for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
-    } else if constexpr (FMT == TYPE_Q2_0 && TM == 1 && (V & DF_PAIR) != 0) {   /* bit 8192: both rows' blocks, one activation load */
+    } else if constexpr (lane_words<FMT>::ok && TM == 1 && (V & DF_PAIR) != 0) {   /* bit 8192: both rows' blocks, one activation load */
         float acc[2];
-        row_dot_pair_q2_0<MV_WARPS>(Wg + off, Wu + off, nb, a, acc);
+        row_dot_pair_lane<FMT, MV_WARPS>(Wg + off, Wu + off, nb, a, acc);
         ga[0] = acc[0];
         ua[0] = acc[1];
     } else {
@@ -741,8 +741,9 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
             launch_gate_up_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, st);
             return;
         }
-    if constexpr (FMT == TYPE_Q2_0 && COOP == 0 && V != 0)   /* CUDA_MOE_FAST_PAIRQ2: the lane path's gate/up pair */
-        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_PAIRQ2) && dec_on<V>(1)) {
+    if constexpr (lane_words<FMT>::ok && COOP == 0)   /* CUDA_MOE_FAST_PAIRQ2: the lane path's gate/up pair */
+        /* Q2_0 and IQ4_NL with their decode variant on (the words of bp_q2_0_word / bp_iq4_nl_fast), Q4_0 and Q8_0 */
+        if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_PAIRQ2) && (V == 0 || dec_on<V>(1))) {
             launch_gate_up_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, st);
             return;
         }

@@ -1,6 +1,6 @@
 /* What a user of `strata run` gets, through the public API only (include/strata.h), so the same
  * source builds against any tree's library (before/after comparisons in one device call):
- *   bench_e2e SHAPE [reps] [batch]   SHAPE: smollm2 | 1b | 1b_iq3 | 1b_iq2xs | 1b_q20 | moe48 | moe48_iq2 | moe48_q4k | moe48_q20 | moe48_iq4xs (synthetic, src/model/synth.h;
+ *   bench_e2e SHAPE [reps] [batch]   SHAPE: smollm2 | 1b | 1b_iq3 | 1b_iq2xs | 1b_q20 | moe48 | moe48_iq2 | moe48_q4k | moe48_q20 | moe48_iq4xs | moe48_q40 (synthetic, src/model/synth.h;
  *                            the file /tmp/strata-e2e-SHAPE.gguf is written once and reused;
  *                            E2E_TOKENIZER=vocab.gguf gives it that tokenizer)
  * prints prompt tok/s (a 512-token prompt, strata_session_eval: passes of FWD_MAX_T columns),
@@ -38,12 +38,13 @@ int main(int argc, char **argv) {
     int reps = argc > 2 ? atoi(argv[2]) : 3;
     if (reps < 1 || reps > 15) reps = 3;
     synth_params p;
-    if (!strncmp(shape, "moe48", 5)) {   /* Qwen3-30B-A3B shape, IQ3_XXS experts (moe48_iq2: IQ2_XXS, _q4k: Q4_K, _q20: Q2_0, _iq4xs: IQ4_XS) */
+    if (!strncmp(shape, "moe48", 5)) {   /* Qwen3-30B-A3B shape, IQ3_XXS experts (moe48_iq2: IQ2_XXS, _q4k: Q4_K, _q20: Q2_0, _iq4xs: IQ4_XS, _q40: Q4_0) */
         synth_default_params(&p, ARCH_QWEN3MOE);
         if (!strcmp(shape, "moe48_iq2")) p.type_experts = TYPE_IQ2_XXS;
         else if (!strcmp(shape, "moe48_q4k")) p.type_experts = TYPE_Q4_K;
         else if (!strcmp(shape, "moe48_q20")) p.type_experts = TYPE_Q2_0;
         else if (!strcmp(shape, "moe48_iq4xs")) p.type_experts = TYPE_IQ4_XS;
+        else if (!strcmp(shape, "moe48_q40")) p.type_experts = TYPE_Q4_0;
         else if (strcmp(shape, "moe48")) { fprintf(stderr, "unknown shape %s\n", shape); return 2; }
     } else {
         synth_default_params(&p, ARCH_LLAMA);    /* SmolLM2-135M shape */

@@ -311,6 +311,9 @@ int main(void) {
     moe_parity(TYPE_IQ2_S, 8 + (CUDA_MOE_FAST_PAIRX | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_DROWS));
     moe_parity(TYPE_IQ3_S, 8 + (CUDA_MOE_FAST_PAIRX | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_DOWN4));
     moe_parity(TYPE_Q2_0, 8 + CUDA_MOE_FAST_PAIRQ2);   /* bit 8192: Q2_0's gate/up blocks of both rows, the word expansion on */
+    moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_PAIRQ2);   /* ... Q4_0, Q8_0, IQ4_NL (its fast decode on) */
+    moe_parity(TYPE_Q8_0, 8 + CUDA_MOE_FAST_PAIRQ2);
+    moe_parity(TYPE_IQ4_NL, 8 + CUDA_MOE_FAST_PAIRQ2);
     /* bit 16384: the down rows' (row, block) items over the lane groups, at ffn widths 256 (1 block a row) and
      * 768 (3, the reference shape's: 12 items for 4 rows, 6 for 2), and 1,024 with 4 rows (16 items, the most);
      * 1,280 with 4 rows (20 items) falls back to the rows path */
