@@ -18,10 +18,7 @@ e2e_ab 2 "moe48_iq2" STRATA_CUDA_MOE_FAST "8191 24575" 1
 e2e_ab 2 "moe48_q20" STRATA_CUDA_MOE_FAST "8191 16383" 1
 e2e_ab 2 "moe48_q40" STRATA_CUDA_MOE_FAST "8191 16383" 1
 if peer_up; then
-  for s in moe48 moe48_iq2 moe48_q20 moe48_q40; do
-    echo -n "llama.cpp $s tg128 runs (tok/s): "
-    timeout 60 /tmp/lcb/bin/llama-bench -m /tmp/strata-e2e-$s.gguf -ngl 99 -fa 1 -p 0 -n 128 -r 3 -o jsonl 2>/dev/null | runs_of | tr '\n' ' '; echo
-  done
+  peer_tg "moe48 moe48_iq2 moe48_q20 moe48_q40"
 fi
 t
 gpu_suite 250
