@@ -111,7 +111,7 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_PAIRQ2  8192 /* T = 1 gate/up on the lane path (Q2_0 with the word expansion, IQ4_NL with its fast decode, Q4_0, Q8_0): a block of both rows, the activation words loaded once */
 #define CUDA_MOE_FAST_ITEMS   16384 /* T = 1 down, IQ2_XXS / IQ3_XXS with bit 512, rows of at most 16 / (rows a warp) super-blocks: the warp's (row, block) items over its lane groups */
 #define CUDA_MOE_FAST_ALL     32767 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 8191 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit but 8192 */
+#define CUDA_MOE_FAST_DEFAULT 16383 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit but 16384 */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph

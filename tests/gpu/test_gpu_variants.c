@@ -336,7 +336,7 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));   /* the down rows' parts side by side, 4 rows */
     moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_SMEM));   /* ... 2 rows, the grid in shared memory */
     moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));
-    moe_parity(TYPE_IQ2_XXS, 8 + CUDA_MOE_FAST_DEFAULT);   /* the default: 2048 off */
+    moe_parity(TYPE_IQ2_XXS, 8 + CUDA_MOE_FAST_DEFAULT);   /* the default: 16384 off */
     setenv("STRATA_CUDA_TWICE", "57", 1);   /* an instrument: the T = 1 gate/up, h's quantization, router and norm launches
                                              * twice (idempotent), read at load */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);
