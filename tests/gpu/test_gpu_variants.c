@@ -69,7 +69,7 @@ static const char *mode_name(int mode) {
     snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
              (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "",
              (mode - 8) & CUDA_MOE_FAST_NORM ? " norm in router" : "", (mode - 8) & CUDA_MOE_FAST_SALU ? " signs by alu" : "",
-             (mode - 8) & CUDA_MOE_FAST_PAIR ? " gate/up parts paired" : "", (mode - 8) & CUDA_MOE_FAST_DROWS ? " down rows' parts side by side" : "", (mode - 8) & CUDA_MOE_FAST_PAIRX ? " (IQ4_XS / IQ2_XS / IQ2_S / IQ3_S too)" : "", (mode - 8) & CUDA_MOE_FAST_PAIRQ2 ? " q2_0 gate/up paired" : "", (mode - 8) & CUDA_MOE_FAST_ITEMS ? " down items" : "");
+             (mode - 8) & CUDA_MOE_FAST_PAIR ? " gate/up parts paired" : "", (mode - 8) & CUDA_MOE_FAST_DROWS ? " down rows' parts side by side" : "", (mode - 8) & CUDA_MOE_FAST_PAIRX ? " (IQ4_XS / IQ2_XS / IQ2_S / IQ3_S too)" : "", (mode - 8) & CUDA_MOE_FAST_PAIRQ2 ? " lane-path gate/up paired" : "", (mode - 8) & CUDA_MOE_FAST_ITEMS ? " down items" : "");
     return buf;
 }
 
