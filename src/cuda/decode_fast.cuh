@@ -64,8 +64,9 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
 /* DF_PAIR in a kernel's V (STRATA_CUDA_MOE_FAST bit 1024, the T = 1 gate/up kernel; bit 2048, the T = 1
  * down kernel's 4 rows a warp; IQ2_XXS / IQ3_XXS with DF_SALU, and with bit 4096 IQ4_XS / IQ2_XS / IQ2_S /
  * IQ3_S): a lane's parts of its rows decoded side by side and their activation words loaded once for all
- * (coop_rows_fast) instead of a coop_part_fast per row. Integer sums: the same S. On Q2_0's lane path
- * (bit 8192) it selects bp2_q2_0_word's pair of blocks. */
+ * (coop_rows_fast) instead of a coop_part_fast per row. Integer sums: the same S. On the lane path (Q2_0,
+ * Q4_0, Q8_0, IQ4_NL) it selects bpn_lane's blocks of several rows: the gate/up pair (bit 8192), the down
+ * kernel's rows (bit 32768). */
 #define DF_PAIR 0x400
 /* DF_ITEMS in a kernel's V (STRATA_CUDA_MOE_FAST bit 16384, the T = 1 down kernel; the 8-word part formats
  * with their fast decode): a warp's R rows of nb super-blocks (R nb <= 16) taken as R nb (row, block) items
@@ -116,29 +117,34 @@ static __device__ __forceinline__ float lane_block_words(const uint8_t *__restri
     }
     return h2f(ld_u16(blk));
 }
-/* DF_PAIR on the lane path (STRATA_CUDA_MOE_FAST bit 8192, the T = 1 gate/up kernel): block b of two rows
- * (the gate's and the up's) against one column, each decoded as its block partial decodes it, the block's
- * activation words and d loaded once for both; p[r] is that block partial's p for row r */
-template <int FMT>
-static __device__ __forceinline__ void bp2_lane(const uint8_t *__restrict__ w0, const uint8_t *__restrict__ w1, int b,
-                                                const uint8_t *__restrict__ act, float *p) {
-    static_assert(lane_words<FMT>::ok, "bp2_lane: Q4_0, Q8_0, IQ4_NL, Q2_0");
+/* Block b of R rows against one column on the lane path, each decoded as its block partial decodes it, the
+ * block's activation words and d loaded once for all R; p[r] is that block partial's p for row r. DF_PAIR:
+ * STRATA_CUDA_MOE_FAST bit 8192 (the T = 1 gate/up kernel: R = 2, the gate's and the up's row) and bit 32768
+ * (the T = 1 down kernel: R = 2 or 4 consecutive rows). */
+template <int FMT, int R>
+static __device__ __forceinline__ void bpn_lane(const uint8_t *const *w, int b, const uint8_t *__restrict__ act, float *p) {
+    static_assert(lane_words<FMT>::ok, "bpn_lane: Q4_0, Q8_0, IQ4_NL, Q2_0");
     constexpr int N = lane_words<FMT>::n, BS = wfmt<FMT>::bsize;
     constexpr size_t AB = FMT == TYPE_Q2_0 ? sizeof_i(act_q8_2) : sizeof_i(act_q8_0);
     constexpr size_t AQ = FMT == TYPE_Q2_0 ? offsetof_i(act_q8_2, qs) : offsetof_i(act_q8_0, qs);
-    uint32_t q0[N], q1[N];
-    const float d0 = lane_block_words<FMT>(w0 + (size_t)b * BS, q0), d1 = lane_block_words<FMT>(w1 + (size_t)b * BS, q1);
+    uint32_t q[R][N];
+    float d[R];
+    int s[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        d[r] = lane_block_words<FMT>(w[r] + (size_t)b * BS, q[r]);
+        s[r] = 0;
+    }
     const uint8_t *a = act + (size_t)b * AB;
-    int s0 = 0, s1 = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const int av = ld_i32(a + AQ + 4 * i);
-        s0 = __dp4a((int)q0[i], av, s0);
-        s1 = __dp4a((int)q1[i], av, s1);
+#pragma unroll
+        for (int r = 0; r < R; r++) s[r] = __dp4a((int)q[r][i], av, s[r]);
     }
     const float ad = ld_f32(a);
-    p[0] = __fmul_rn(__int2float_rn(s0), __fmul_rn(d0, ad));
-    p[1] = __fmul_rn(__int2float_rn(s1), __fmul_rn(d1, ad));
+#pragma unroll
+    for (int r = 0; r < R; r++) p[r] = __fmul_rn(__int2float_rn(s[r]), __fmul_rn(d[r], ad));
 }
 
 /* Q2_0 block partial with the codes expanded word by word (bp_q2_0's sums and formula) */

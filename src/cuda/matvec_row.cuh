@@ -79,24 +79,24 @@ static __device__ __forceinline__ void row_dot(const uint8_t *__restrict__ wr, i
     warp_canon_finish_n<TM, WARPS>(acc, nb);
 }
 
-/* Two rows (a gate/up pair) against one column on the lane path (STRATA_CUDA_MOE_FAST bit 8192: Q2_0 with
- * its word expansion, Q4_0, Q8_0, IQ4_NL with its fast decode): lane b % 32 takes block b of both rows
- * (bp2_lane: the block's activation words loaded once), each row's partials added in row_dot's order into
- * its own lane value and the two finished side by side (warp_canon_finish_n<2>): each row's bits are
- * row_dot's. */
-template <int FMT, int WARPS = MV_WARPS>
-static __device__ __forceinline__ void row_dot_pair_lane(const uint8_t *__restrict__ w0, const uint8_t *__restrict__ w1, int nb,
-                                                         const uint8_t *__restrict__ act, float *acc) {
+/* R rows against one column on the lane path (Q2_0 with its word expansion, Q4_0, Q8_0, IQ4_NL with its fast
+ * decode): lane b % 32 takes block b of every row (bpn_lane: the block's activation words loaded once), each
+ * row's partials added in row_dot's order into its own lane value and the R finished side by side
+ * (warp_canon_finish_n<R>): each row's bits are row_dot's. STRATA_CUDA_MOE_FAST bit 8192: the T = 1 gate/up
+ * pair (R = 2, w = the gate's and the up's row); bit 32768: the T = 1 down kernel's R consecutive rows. */
+template <int FMT, int R, int WARPS = MV_WARPS>
+static __device__ __forceinline__ void row_dot_rows_lane(const uint8_t *const *w, int nb, const uint8_t *__restrict__ act,
+                                                         float *acc) {
     const int lane = threadIdx.x & 31;
-    acc[0] = 0.0f;
-    acc[1] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
     for (int b = lane; b < nb; b += 32) {
-        float p[2];
-        bp2_lane<FMT>(w0, w1, b, act, p);
-        acc[0] = __fadd_rn(acc[0], p[0]);
-        acc[1] = __fadd_rn(acc[1], p[1]);
+        float p[R];
+        bpn_lane<FMT, R>(w, b, act, p);
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[r] = __fadd_rn(acc[r], p[r]);
     }
-    warp_canon_finish_n<2, WARPS>(acc, nb);
+    warp_canon_finish_n<R, WARPS>(acc, nb);
 }
 
 #endif

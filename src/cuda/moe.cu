@@ -555,7 +555,8 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
         for (int t = 0; t < TM; t++) { ga[t] = acc[0][t]; ua[t] = acc[1][t]; }
     } else if constexpr (lane_words<FMT>::ok && TM == 1 && (V & DF_PAIR) != 0) {   /* bit 8192: both rows' blocks, one activation load */
         float acc[2];
-        row_dot_pair_lane<FMT, MV_WARPS>(Wg + off, Wu + off, nb, a, acc);
+        const uint8_t *w2[2] = { Wg + off, Wu + off };
+        row_dot_rows_lane<FMT, 2, MV_WARPS>(w2, nb, a, acc);
         ga[0] = acc[0];
         ua[0] = acc[1];
     } else {
@@ -581,9 +582,9 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 #define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
 /* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
-/* DF_PAIR (bit 2048), DF_ITEMS (bit 16384): 4 CTAs an SM (64 registers), so the T = 1 grid of E / 4 CTAs
- * stays one wave on 132 SMs (unbounded the 4 rows' words side by side took 75 registers: 3 CTAs an SM; the
- * items 96: 2) */
+/* DF_PAIR (bit 2048; on the lane path bit 32768), DF_ITEMS (bit 16384): 4 CTAs an SM (64 registers), so the
+ * T = 1 grid of E / 4 CTAs stays one wave on 132 SMs (unbounded the 4 rows' words side by side took 75
+ * registers: 3 CTAs an SM; the items 96: 2) */
 template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
 __global__ void __launch_bounds__(DN_WARPS * 32, (V & (DF_PAIR | DF_ITEMS)) != 0 ? 4 : 1)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
@@ -591,7 +592,8 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
                 int ngk) {
     if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
-    constexpr int RPC = COOP != 0 ? DR : 1;
+    /* rows a warp: DR for the cooperative formats and the lane path's rows (DF_PAIR with COOP 0: bit 32768), else 1 */
+    constexpr int RPC = COOP != 0 || (V & DF_PAIR) != 0 ? DR : 1;
     __shared__ float s_y[DN_MAX_PAIRS][RPC];
     const int ng = ngk > 0 ? ngk : groups[0], warp = threadIdx.x >> 5, r0 = blockIdx.x * RPC;
     /* gridDim.y > 1 (the wide chunks, no combine here): CTA row y takes groups y DN_WARPS + w, ... */
@@ -609,6 +611,17 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
 #pragma unroll
             for (int r = 0; r < RPC; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(r0 + r) * row_bytes;
             row_dot_coop<FMT, TM, 8, RPC, V, DN_WARPS>(wr, nb, a, as, n, acc);
+        } else if constexpr ((V & DF_PAIR) != 0) {
+            /* bit 32768 (T = 1, the lane path): block b of the warp's RPC rows by lane b % 32, the block's
+             * activation words loaded once (row_dot_rows_lane: each row's bits are row_dot's) */
+            static_assert(lane_words<FMT>::ok && TM == 1, "the lane path's down rows: T = 1, Q4_0 / Q8_0 / IQ4_NL / Q2_0");
+            const uint8_t *wr[RPC];
+            float a1[RPC];
+#pragma unroll
+            for (int r = 0; r < RPC; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(r0 + r) * row_bytes;
+            row_dot_rows_lane<FMT, RPC, DN_WARPS>(wr, nb, a, a1);
+#pragma unroll
+            for (int r = 0; r < RPC; r++) acc[r][0] = a1[r];
         } else
             row_dot<FMT, TM, COOP, V, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, n_in, nb, a, as, n, acc[0]);
         if ((threadIdx.x & 31) == 0) {
@@ -702,6 +715,20 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
 static int moe_down_rows(const cuda_moe *m, int64_t n_out) {
     return m->T == 1 && m->max_groups <= 0 && (moe_fast & CUDA_MOE_FAST_DOWN4) && n_out % 4 == 0 ? 4 : DOWN_R;
 }
+/* CUDA_MOE_FAST_DLANE: the lane path's T = 1 down rows a warp (bpn_lane's formats with their decode variant
+ * where they have one): 4 for Q4_0 / Q8_0 with CUDA_MOE_FAST_DOWN4, else 2 (Q2_0's 16 words a row);
+ * 1 (off) otherwise */
+template <int FMT>
+static int moe_down_lane_rows(const cuda_moe *m, int64_t n_out) {
+    if constexpr (!lane_words<FMT>::ok) return 1;
+    else {
+        constexpr int V = dec_v<FMT, 0>();
+        if (m->T != 1 || m->max_groups > 0 || !(moe_fast & CUDA_MOE_FAST_DLANE) || !(V == 0 || dec_on<V>(1))) return 1;
+        /* IQ4_NL's 4-row instance spilled 48 bytes under the 64-register bound (ptxas -v): 2 rows */
+        const int r = lane_words<FMT>::n == 8 && FMT != TYPE_IQ4_NL && (moe_fast & CUDA_MOE_FAST_DOWN4) ? 4 : 2;
+        return n_out % r == 0 ? r : 1;
+    }
+}
 template <int FMT, int COOP, int V>
 static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
                           cudaStream_t st) {
@@ -709,7 +736,10 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
     int E = (int)m->E;
     const int ngk = moe_ngk(m);
 #define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
-    if (m->T == 1) {
+    if constexpr (COOP == 0 && (V & DF_PAIR) != 0) {   /* bit 32768: T = 1 alone (moe_down_lane_rows) */
+        if (moe_down_lane_rows<FMT>(m, E) == 4) DN(1, 4);
+        else DN(1, 2);
+    } else if (m->T == 1) {
         if constexpr (COOP != 0)
             if (moe_down_rows(m, E) == 4) { DN(1, 4); return; }
         DN(1, DOWN_R);
@@ -780,6 +810,11 @@ static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int 
             launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, st);
             return;
         }
+    if constexpr (lane_words<FMT>::ok && COOP == 0)   /* CUDA_MOE_FAST_DLANE: the lane path's rows side by side */
+        if (moe_down_lane_rows<FMT>(m, m->E) > 1) {   /* the grid has E / that many CTAs (moe_matvecs) */
+            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
+            return;
+        }
     if constexpr (moe_pairx_fmt(FMT) && COOP != 0)   /* CUDA_MOE_FAST_PAIRX: bit 2048's rows for these formats */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_PAIRX) && (moe_fast & CUDA_MOE_FAST_DROWS) && (cuda_matvec_decode() & V)) {
             launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
@@ -812,7 +847,7 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
         const int dr = moe_down_rows(m, n_out);
         if (moe_coop<FMT>(W, 1, rb, eb) && n_out % dr == 0)
             launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / dr), gy), eb, rb, nb, as, cb, st);
-        else launch_down<FMT, 0>(m, dim3((unsigned)n_out, gy), eb, rb, nb, as, cb, st);
+        else launch_down<FMT, 0>(m, dim3((unsigned)(n_out / moe_down_lane_rows<FMT>(m, n_out)), gy), eb, rb, nb, as, cb, st);
     }
     return CU_LAUNCHED();
 }
