@@ -68,12 +68,6 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * Q4_0, Q8_0, IQ4_NL) it selects bpn_lane's blocks of several rows: the gate/up pair (bit 8192), the down
  * kernel's rows (bit 32768). */
 #define DF_PAIR 0x400
-/* DF_ITEMS in a kernel's V (STRATA_CUDA_MOE_FAST bit 16384, the T = 1 down kernel; the 8-word part formats
- * with their fast decode): a warp's R rows of nb super-blocks (R nb <= 16) taken as R nb (row, block) items
- * spread over the warp's 4 lane groups (row_dot_items) instead of block b of every row by group b: a
- * 768-value row (3 super-blocks) left a group of four idle. Each item's integer sum and p_b are
- * row_dot_coop's; p_b reaches lane b of its row as there: the same bits. */
-#define DF_ITEMS 0x800
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
 static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
 template <int FMT> static __device__ __forceinline__ void df_smem_fill(void) {

@@ -166,7 +166,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              v.moe_fast & CUDA_MOE_FAST_GROUP ? " grouping-by-ranges" : "", v.moe_fast & CUDA_MOE_FAST_WIDE ? " wide-side-by-side" : "",
              v.moe_fast & CUDA_MOE_FAST_PAIR ? " gate-up-pair" : "", v.moe_fast & CUDA_MOE_FAST_DROWS ? " down-rows-side-by-side" : "",
              v.moe_fast & CUDA_MOE_FAST_PAIRX ? " pairs-iq4xs-iq2xs-iq2s-iq3s" : "", v.moe_fast & CUDA_MOE_FAST_PAIRQ2 ? " lane-pair" : "",
-             v.moe_fast & CUDA_MOE_FAST_ITEMS ? " down-items" : "", v.moe_fast & CUDA_MOE_FAST_DLANE ? " down-lane-rows" : "", v.mv_split ? "from 24 blocks" : "off",
+             v.moe_fast & CUDA_MOE_FAST_DLANE ? " down-lane-rows" : "", v.mv_split ? "from 24 blocks" : "off",
              v.mv_kq == 1 ? "kqp (one wave, pipelined)" : v.mv_kq == 2 ? "kqp, gate/up pairs by kqs" :
              v.mv_kq == 3 ? "by shape (kqs / kqp / kq1)" : v.mv_kq == 4 ? "kq1, 4 lanes a block" : v.mv_kq == 8 ? "kq1, 8 lanes a block" : "cooperative",
              (v.mv_kqi & 15) == 1 ? "kqp" : (v.mv_kqi & 15) == 2 ? "kqp, pairs by kqs" : (v.mv_kqi & 15) == 3 ? "by shape" : v.mv_kqi ? "kq1" : "cooperative",

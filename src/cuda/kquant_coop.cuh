@@ -292,47 +292,6 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
     }
     warp_canon_finish_n<R * TM, WARPS>(&acc[0][0], nb);   /* the R rows' TM columns, side by side */
 }
-/* DF_ITEMS (decode_fast.cuh): R rows (row r at base + r row_bytes) of nb super-blocks, R nb <= 16, one
- * column, TPB 8: item i = r nb + b (row r, block b) belongs to lane group i % 4 as its slot i / 4. A group
- * computes its items' parts as row_dot_coop does (coop_part_fast, the 8 lanes' xor sum, coop_final), then
- * lane b of row r takes p(r, b) from its group by a shuffle and adds it into 0.0f as row_dot_coop's hand-over
- * does (nb <= 32: one block a lane a row); the R rows finish side by side: row_dot_coop's bits. */
-template <int FMT, int R, int V, int WARPS>
-static __device__ __forceinline__ void row_dot_items(const uint8_t *__restrict__ base, size_t row_bytes, int nb,
-                                                     const uint8_t *__restrict__ act, float (*acc)[1]) {
-    constexpr int J = 4, BS = wfmt<FMT>::bsize;   /* at most 16 items: 4 a group */
-    static_assert(R >= 1 && R <= 4, "row_dot_items: 1 to 4 rows (the launcher checks R nb <= 16)");
-    const int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7, n_it = R * nb;
-    float p[J];
-#pragma unroll
-    for (int j = 0; j < J; j++) {
-        const int it = g + 4 * j;
-        int S = 0, M = 0;
-        p[j] = 0.0f;
-        const int r = it / nb, b = it - r * nb;
-        const uint8_t *blk = base + (size_t)r * row_bytes + (size_t)b * BS, *ab = act + (size_t)b * sizeof_i(act_q8_K);
-        if (it < n_it) {
-            int s2[1];
-            coop_part_fast<FMT, 1, V & (DF_SMEM | DF_SALU)>(blk, k, ab, 0, 1, s2);
-            S = s2[0];
-        }
-#pragma unroll
-        for (int o = 4; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
-        if (it < n_it) coop_final<FMT, 1>(blk, ab, 0, 1, &S, &M, &p[j]);
-    }
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        acc[r][0] = 0.0f;
-        const int it = r * nb + lane;   /* lane b's item of row r */
-#pragma unroll
-        for (int j = 0; j < J; j++) {
-            const float v = __shfl_sync(FULL_MASK, p[j], (it & 3) * 8);
-            if (lane < nb && (it >> 2) == j) acc[r][0] = __fadd_rn(acc[r][0], v);
-        }
-    }
-    warp_canon_finish_n<R, WARPS>(&acc[0][0], nb);
-}
-
 /* The block partials of one row at T = 1 for a split row (STRATA_CUDA_MV_SPLIT, matvec.cu):
  * warp `part` of W takes the steps part, part + W, ... of row_dot_coop's loop (G = 32 / TPB
  * blocks per step) and writes each block's p (coop_final's value, row_dot_coop's operations) to

@@ -38,7 +38,7 @@ static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3
  * folds of STRATA_CUDA_MOE_FAST = mode - 8 (modes 9 .. 15) */
 static void set_switches(int mode) {
     /* the shared-memory tables serve the fast IQ3_XXS decode alone: that fold brings the decodes on */
-    const int dec_on = mode == 1 || (mode >= 8 && ((mode - 8) & (CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_PAIRX | CUDA_MOE_FAST_PAIRQ2 | CUDA_MOE_FAST_ITEMS | CUDA_MOE_FAST_DLANE)));
+    const int dec_on = mode == 1 || (mode >= 8 && ((mode - 8) & (CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_PAIRX | CUDA_MOE_FAST_PAIRQ2 | CUDA_MOE_FAST_DLANE)));
     const char *d = dec_on ? "1" : "0";
     char fast[16];
     snprintf(fast, sizeof fast, "%d", mode == 1 ? CUDA_MOE_FAST_ALL : mode >= 8 ? mode - 8 : 0);
@@ -69,7 +69,7 @@ static const char *mode_name(int mode) {
     snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
              (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "",
              (mode - 8) & CUDA_MOE_FAST_NORM ? " norm in router" : "", (mode - 8) & CUDA_MOE_FAST_SALU ? " signs by alu" : "",
-             (mode - 8) & CUDA_MOE_FAST_PAIR ? " gate/up parts paired" : "", (mode - 8) & CUDA_MOE_FAST_DROWS ? " down rows' parts side by side" : "", (mode - 8) & CUDA_MOE_FAST_PAIRX ? " (IQ4_XS / IQ2_XS / IQ2_S / IQ3_S too)" : "", (mode - 8) & CUDA_MOE_FAST_PAIRQ2 ? " lane-path gate/up paired" : "", (mode - 8) & CUDA_MOE_FAST_ITEMS ? " down items" : "", (mode - 8) & CUDA_MOE_FAST_DLANE ? " lane-path down rows" : "");
+             (mode - 8) & CUDA_MOE_FAST_PAIR ? " gate/up parts paired" : "", (mode - 8) & CUDA_MOE_FAST_DROWS ? " down rows' parts side by side" : "", (mode - 8) & CUDA_MOE_FAST_PAIRX ? " (IQ4_XS / IQ2_XS / IQ2_S / IQ3_S too)" : "", (mode - 8) & CUDA_MOE_FAST_PAIRQ2 ? " lane-path gate/up paired" : "", (mode - 8) & CUDA_MOE_FAST_DLANE ? " lane-path down rows" : "");
     return buf;
 }
 
@@ -325,18 +325,7 @@ int main(void) {
         moe_parity(TYPE_Q2_0, 8 + (CUDA_MOE_FAST_DLANE | CUDA_MOE_FAST_DOWN4));
         moe_parity(TYPE_Q4_0, 8 + CUDA_MOE_FAST_DLANE);   /* 2 rows a warp */
     }
-    moe_h_ff = 256;
-    /* bit 16384: the down rows' (row, block) items over the lane groups, at ffn widths 256 (1 block a row) and
-     * 768 (3, the reference shape's: 12 items for 4 rows, 6 for 2), and 1,024 with 4 rows (16 items, the most);
-     * 1,280 with 4 rows (20 items) falls back to the rows path */
-    for (int ff = 256; ff <= 1280; ff += 256) {
-        if (ff == 512) continue;
-        moe_h_ff = ff;
-        moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_ITEMS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_SMEM));
-        moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_ITEMS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));
-    }
     moe_h_ff = 768;
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_ITEMS | CUDA_MOE_FAST_SALU));   /* 2 rows a warp */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);
     moe_h_ff = 256;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SALU);   /* the signs by ALU, the tables from global memory */
@@ -348,7 +337,7 @@ int main(void) {
     moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));   /* the down rows' parts side by side, 4 rows */
     moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_SMEM));   /* ... 2 rows, the grid in shared memory */
     moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));
-    moe_parity(TYPE_IQ2_XXS, 8 + CUDA_MOE_FAST_DEFAULT);   /* the default: 16384 off */
+    moe_parity(TYPE_IQ2_XXS, 8 + CUDA_MOE_FAST_DEFAULT);   /* the default */
     setenv("STRATA_CUDA_TWICE", "57", 1);   /* an instrument: the T = 1 gate/up, h's quantization, router and norm launches
                                              * twice (idempotent), read at load */
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);
