@@ -152,7 +152,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
     cuda_device_choose(&v);
     snprintf(out, cap,
              "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB; class %s%s; matvec of 256-weight formats: %s (%s); "
-             "attention: %s (%s), order: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s; split rows: %s; Q4_K / Q5_K one-column kernel: %s; IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S one-column kernel: %s%s; L2 prefetch:%s%s%s%s",
+             "attention: %s (%s), order: %s (%s); dependent launch: %s (%s); decode variants:%s%s%s%s%s%s (%s); MoE routing: %s; MoE folds:%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s; split rows: %s; Q4_K / Q5_K one-column kernel: %s; IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S one-column kernel: %s%s; L2 prefetch:%s%s%s%s",
              c->name, c->major, c->minor, c->sms, (double)c->mem_bytes / (1 << 30), c->l2_bytes >> 20, c->gen,
              c->supported ? "" : " (this build has no code for it)", v.matvec_coop == 8 ? "coop8" : "one lane per block",
              v.matvec_from, v.attn_serial ? "serial chunks" : "parallel chunks", v.attn_from,

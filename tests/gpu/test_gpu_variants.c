@@ -66,7 +66,7 @@ static const char *mode_name(int mode) {
                                    "combine+down4", "route1+combine+down4" };
     static char buf[256];
     if (mode < 8) return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : "?";
-    snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
+    snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
              (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "",
              (mode - 8) & CUDA_MOE_FAST_NORM ? " norm in router" : "", (mode - 8) & CUDA_MOE_FAST_SALU ? " signs by alu" : "",
              (mode - 8) & CUDA_MOE_FAST_PAIR ? " gate/up parts paired" : "", (mode - 8) & CUDA_MOE_FAST_DROWS ? " down rows' parts side by side" : "", (mode - 8) & CUDA_MOE_FAST_PAIRX ? " (IQ4_XS / IQ2_XS / IQ2_S / IQ3_S too)" : "", (mode - 8) & CUDA_MOE_FAST_PAIRQ2 ? " lane-path gate/up paired" : "", (mode - 8) & CUDA_MOE_FAST_DLANE ? " lane-path down rows" : "");
