@@ -112,7 +112,7 @@ void cuda_moe_set_route(int parallel);
 /* 16384: unused (the down items of the 14:24 session, measured slower, deleted 2026-12-06 17:09 session) */
 #define CUDA_MOE_FAST_DLANE   32768 /* T = 1 down on the lane path (Q2_0 with the word expansion, IQ4_NL with its fast decode, Q4_0, Q8_0): a warp's 2 rows (4 with bit 4, 8-word formats) side by side, the activation words loaded once */
 #define CUDA_MOE_FAST_ALL     49151 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 16383 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit but 32768 */
+#define CUDA_MOE_FAST_DEFAULT 49151 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
