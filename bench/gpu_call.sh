@@ -193,6 +193,14 @@ gpu_suite() {
   timeout "$1" bash tools/gpu_pack.sh run "$OUT" > /tmp/suite.txt 2>&1; echo "suite rc $?"
   grep -E "passed|FAIL" /tmp/suite.txt | tail -18
 }
+# an A/B's verdict from its lines (e2e_ab's output, saved to FILE; CONFIGS lines a round, config 0 the baseline):
+# for each config j > 0, 1 when its decode was above the baseline's in every round and FILE holds at least
+# MIN_LINES decode lines (default 2 rounds' worth), else 0; one line of flags: ab_wins FILE CONFIGS [MIN_LINES]
+ab_wins() {
+  grep -o 'decode 128: [0-9]*' "$1" | awk -v c="$2" -v m="${3:-$(($2 * 2))}" '{v[NR] = $3} END {
+    for (j = 1; j < c; j++) { w = NR >= m; for (i = 1; i + c - 1 <= NR; i += c) if (v[i + j] <= v[i]) w = 0; printf "%d ", w }
+    print "" }'
+}
 # the MoE variants' parity programs alone (test_gpu_variants, test_gpu_moe), their closing lines
 moe_parity_runs() {
   local p

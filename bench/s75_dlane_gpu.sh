@@ -30,8 +30,7 @@ if peer_up; then
   peer_tg "moe48_q40 moe48_q20"
 fi
 t
-# every round: 49151's decode above 16383's (the two lines of a round in order)
-win=$(grep -o 'decode 128: [0-9]*' /tmp/ab.txt | awk '{v[NR] = $3} END {w = 1; for (i = 1; i < NR; i += 2) if (v[i + 1] <= v[i]) w = 0; print (NR >= 8 && w) ? 1 : 0}')
+read -r win < <(ab_wins /tmp/ab.txt 2 8)
 echo "49151 faster in every round: $win"
 if [ "$win" = 1 ]; then export STRATA_CUDA_MOE_FAST=49151; echo "the suite with STRATA_CUDA_MOE_FAST=49151"; fi
 gpu_suite 300

@@ -20,7 +20,7 @@ if peer_up; then
   peer_tg "moe48"
 fi
 t
-win=$(grep -o 'decode 128: [0-9]*' /tmp/ab.txt | awk '{v[NR] = $3} END {w = 1; for (i = 1; i < NR; i += 2) if (v[i + 1] <= v[i]) w = 0; print (NR >= 4 && w) ? 1 : 0}')
+read -r win < <(ab_wins /tmp/ab.txt 2 4)
 echo "114687 faster in every round: $win"
 if [ "$win" = 1 ]; then export STRATA_CUDA_MOE_FAST=114687; echo "the suite with STRATA_CUDA_MOE_FAST=114687"; fi
 gpu_suite 240
