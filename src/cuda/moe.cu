@@ -530,7 +530,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
                    int ngk) {
-    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
+    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT, V>();   /* constant tables: before the wait */
     PDL_WAIT();
     const int gi = blockIdx.y;
     if (ngk <= 0 && gi >= groups[0]) return;   /* ngk > 0: the grid's gridDim.y groups all exist (bit 32) */
@@ -589,7 +589,7 @@ __global__ void __launch_bounds__(DN_WARPS * 32, (V & DF_PAIR) != 0 ? 4 : 1)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
                 int ngk) {
-    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
+    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT, V>();   /* constant tables: before the wait */
     PDL_WAIT();
     /* rows a warp: DR for the cooperative formats and the lane path's rows (DF_PAIR with COOP 0: bit 32768), else 1 */
     constexpr int RPC = COOP != 0 || (V & DF_PAIR) != 0 ? DR : 1;
@@ -747,6 +747,11 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
 static constexpr bool moe_pairx_fmt(int f) {
     return f == TYPE_IQ4_XS || f == TYPE_IQ2_XS || f == TYPE_IQ2_S || f == TYPE_IQ3_S;
 }
+/* the T = 1 IQ3_XXS / IQ2_XXS kernels with the signs by ALU: their tables in shared memory (DF_SMEM)?
+ * CUDA_MOE_FAST_SMEM for IQ3_XXS, and with CUDA_MOE_FAST_SMEM2 for IQ2_XXS */
+template <int FMT> static bool moe_smem_on(void) {
+    return (moe_fast & CUDA_MOE_FAST_SMEM) && (FMT == TYPE_IQ3_XXS || (FMT == TYPE_IQ2_XXS && (moe_fast & CUDA_MOE_FAST_SMEM2)));
+}
 /* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
 template <int FMT, int COOP>
 static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
@@ -754,7 +759,10 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool pair = (moe_fast & CUDA_MOE_FAST_PAIR) != 0;   /* the two rows' parts side by side */
-            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) {
+            if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
+                if (pair) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, st);
+                else launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, st);
+            } else if (moe_smem_on<FMT>()) {
                 if (pair) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, st);
                 else launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, st);
             } else if (pair) launch_gate_up_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, st);
@@ -787,7 +795,10 @@ static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int 
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool rows = (moe_fast & CUDA_MOE_FAST_DROWS) != 0;   /* a warp's rows' parts side by side (4 with bit 4, else 2) */
-            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) {
+            if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
+                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
+                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, cb, st);
+            } else if (moe_smem_on<FMT>()) {
                 if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
                 else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
             } else if (rows) launch_down_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
