@@ -71,6 +71,10 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
 /* DF_NOKSM in a kernel's V (STRATA_CUDA_MOE_FAST bit 131072, with DF_SMEM and DF_SALU): df_smem_fill skips the
  * ksigns masks, which the signs by ALU never read (1 KB of a CTA's 2 KB fill for IQ3_XXS). Same bits. */
 #define DF_NOKSM 0x800
+/* DF_GRP in a kernel's V (STRATA_CUDA_MOE_FAST bit 262144, the T = 1 down kernel with 4 rows a warp, IQ2_XXS /
+ * IQ3_XXS with DF_SALU): row g by lane group g, lane k on part k of every super-block of its row (row_dot_grp,
+ * kquant_coop.cuh) instead of block b of every row by group b. Same bits. */
+#define DF_GRP 0x1000
 /* DF_SMEM's tables: the grid of the kernel's format (IQ3_XXS; IQ2_XXS with STRATA_CUDA_MOE_FAST bit 65536) and,
  * unless DF_NOKSM, the ksigns masks */
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }

@@ -585,7 +585,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 /* DF_PAIR (bit 2048; on the lane path bit 32768): 4 CTAs an SM (64 registers), so the T = 1 grid of E / 4
  * CTAs stays one wave on 132 SMs (unbounded the 4 rows' words side by side took 75 registers: 3 CTAs an SM) */
 template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
-__global__ void __launch_bounds__(DN_WARPS * 32, (V & DF_PAIR) != 0 ? 4 : 1)
+__global__ void __launch_bounds__(DN_WARPS * 32, (V & (DF_PAIR | DF_GRP)) != 0 ? 4 : 1)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
                 int ngk) {
@@ -601,7 +601,10 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         const int e = gr[0], start = gr[1], n = gr[2];
         const uint8_t *a = act + (size_t)start * as;
         float acc[RPC][TM];
-        if constexpr (COOP != 0) {
+        if constexpr (COOP != 0 && (V & DF_GRP) != 0 && TM == 1 && RPC == 4) {
+            /* bit 262144: row g by lane group g (the launcher checked 4 rows a warp) */
+            row_dot_grp<FMT, V, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, row_bytes, nb, a, acc);
+        } else if constexpr (COOP != 0) {
             const uint8_t *wr[RPC];
 #pragma unroll
             for (int r = 0; r < RPC; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(r0 + r) * row_bytes;
@@ -795,7 +798,10 @@ static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int 
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool rows = (moe_fast & CUDA_MOE_FAST_DROWS) != 0;   /* a warp's rows' parts side by side (4 with bit 4, else 2) */
-            if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
+            if ((moe_fast & CUDA_MOE_FAST_GRP) && moe_down_rows(m, m->E) == 4) {   /* a row a lane group */
+                if (moe_smem_on<FMT>()) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, st);
+                else launch_down_v<FMT, COOP, V | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, st);
+            } else if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
                 if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
                 else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, cb, st);
             } else if (moe_smem_on<FMT>()) {
