@@ -29,15 +29,8 @@ if peer_up; then
   peer_tg "moe48 moe48_iq2"
 fi
 t
-# wins FILE CONFIGS: for each config j > 0 of a round (CONFIGS lines a round, config 0 the default), 1 when its
-# decode was above the default's in every round
-wins() {
-  grep -o 'decode 128: [0-9]*' "$1" | awk -v c="$2" '{v[NR] = $3} END {
-    for (j = 1; j < c; j++) { w = NR >= 2 * c; for (i = 1; i + c - 1 <= NR; i += c) if (v[i + j] <= v[i]) w = 0; printf "%d ", w }
-    print "" }'
-}
-read -r w_noksm w_grp3 < <(wins /tmp/ab3.txt 3)
-read -r w_smem2 w_both2 w_grp2 < <(wins /tmp/ab2.txt 4)
+read -r w_noksm w_grp3 < <(ab_wins /tmp/ab3.txt 3)
+read -r w_smem2 w_both2 w_grp2 < <(ab_wins /tmp/ab2.txt 4)
 echo "won every round: 131072 on moe48 $w_noksm; 262144 on moe48 $w_grp3, on moe48_iq2 $w_grp2; 65536 on moe48_iq2 $w_smem2 (with 131072: $w_both2)"
 v=49151
 [ "$w_noksm" = 1 ] && v=$((v + 131072))
