@@ -614,12 +614,9 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
              * activation words loaded once (row_dot_rows_lane: each row's bits are row_dot's) */
             static_assert(lane_words<FMT>::ok && TM == 1, "the lane path's down rows: T = 1, Q4_0 / Q8_0 / IQ4_NL / Q2_0");
             const uint8_t *wr[RPC];
-            float a1[RPC];
 #pragma unroll
             for (int r = 0; r < RPC; r++) wr[r] = Wd + (size_t)e * expert_bytes + (size_t)(r0 + r) * row_bytes;
-            row_dot_rows_lane<FMT, RPC, DN_WARPS>(wr, nb, a, a1);
-#pragma unroll
-            for (int r = 0; r < RPC; r++) acc[r][0] = a1[r];
+            row_dot_rows_lane<FMT, RPC, DN_WARPS>(wr, nb, a, &acc[0][0]);   /* TM 1: acc[r][0] is element r */
         } else
             row_dot<FMT, TM, COOP, V, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, n_in, nb, a, as, n, acc[0]);
         if ((threadIdx.x & 31) == 0) {
@@ -727,15 +724,16 @@ static int moe_down_lane_rows(const cuda_moe *m, int64_t n_out) {
         return n_out % r == 0 ? r : 1;
     }
 }
+/* lr: moe_down_lane_rows, evaluated once in moe_matvecs (the grid's E / lr CTAs) */
 template <int FMT, int COOP, int V>
 static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
-                          cudaStream_t st) {
+                          int lr, cudaStream_t st) {
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
     const int ngk = moe_ngk(m);
 #define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
     if constexpr (COOP == 0 && (V & DF_PAIR) != 0) {   /* bit 32768: T = 1 alone (moe_down_lane_rows) */
-        if (moe_down_lane_rows<FMT>(m, E) == 4) DN(1, 4);
+        if (lr == 4) DN(1, 4);
         else DN(1, 2);
     } else if (m->T == 1) {
         if constexpr (COOP != 0)
@@ -793,41 +791,41 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
 }
 template <int FMT, int COOP>
 static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
-                        cudaStream_t st) {
+                        int lr, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool rows = (moe_fast & CUDA_MOE_FAST_DROWS) != 0;   /* a warp's rows' parts side by side (4 with bit 4, else 2) */
             if ((moe_fast & CUDA_MOE_FAST_GRP) && moe_down_rows(m, m->E) == 4) {   /* a row a lane group */
-                if (moe_smem_on<FMT>()) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, st);
-                else launch_down_v<FMT, COOP, V | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, st);
+                if (moe_smem_on<FMT>()) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, lr, st);
+                else launch_down_v<FMT, COOP, V | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, lr, st);
             } else if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
-                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
-                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, cb, st);
+                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
+                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, cb, lr, st);
             } else if (moe_smem_on<FMT>()) {
-                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
-                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
-            } else if (rows) launch_down_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
-            else launch_down_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, cb, st);
+                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
+                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, lr, st);
+            } else if (rows) launch_down_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
+            else launch_down_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, cb, lr, st);
             return;
         }
     if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
-            launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, st);
+            launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, lr, st);
             return;
         }
     if constexpr (lane_words<FMT>::ok && COOP == 0)   /* CUDA_MOE_FAST_DLANE: the lane path's rows side by side */
-        if (moe_down_lane_rows<FMT>(m, m->E) > 1) {   /* the grid has E / that many CTAs (moe_matvecs) */
-            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
+        if (lr > 1) {   /* the grid has E / lr CTAs (moe_matvecs) */
+            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
             return;
         }
     if constexpr (moe_pairx_fmt(FMT) && COOP != 0)   /* CUDA_MOE_FAST_PAIRX: bit 2048's rows for these formats */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_PAIRX) && (moe_fast & CUDA_MOE_FAST_DROWS) && (cuda_matvec_decode() & V)) {
-            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, st);
+            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
             return;
         }
-    if (dec_on<V>(m->T)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, st);
-    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, cb, st);
+    if (dec_on<V>(m->T)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, lr, st);
+    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, cb, lr, st);
 }
 
 template <int FMT>
@@ -852,8 +850,11 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
         const uint8_t *W[1] = { (const uint8_t *)m->down };
         const int dr = moe_down_rows(m, n_out);
         if (moe_coop<FMT>(W, 1, rb, eb) && n_out % dr == 0)
-            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / dr), gy), eb, rb, nb, as, cb, st);
-        else launch_down<FMT, 0>(m, dim3((unsigned)(n_out / moe_down_lane_rows<FMT>(m, n_out)), gy), eb, rb, nb, as, cb, st);
+            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / dr), gy), eb, rb, nb, as, cb, 1, st);
+        else {
+            const int lr = moe_down_lane_rows<FMT>(m, n_out);
+            launch_down<FMT, 0>(m, dim3((unsigned)(n_out / lr), gy), eb, rb, nb, as, cb, lr, st);
+        }
     }
     return CU_LAUNCHED();
 }
