@@ -75,6 +75,11 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * IQ3_XXS with DF_SALU): row g by lane group g, lane k on part k of every super-block of its row (row_dot_grp,
  * kquant_coop.cuh) instead of block b of every row by group b. Same bits. */
 #define DF_GRP 0x1000
+/* DF_GU4 in a kernel's V (STRATA_CUDA_MOE_FAST bit 524288, the T = 1 gate/up kernel, IQ2_XXS / IQ3_XXS with DF_SALU
+ * and DF_PAIR): a warp takes two consecutive rows' gate and up rows, 4 rows side by side (coop_rows_fast, R = 4),
+ * the part's activation words loaded once for all 4, the grid F / (2 MV_WARPS) CTAs. Same bits (each row keeps
+ * its own lane sums). */
+#define DF_GU4 0x2000
 /* DF_SMEM's tables: the grid of the kernel's format (IQ3_XXS; IQ2_XXS with STRATA_CUDA_MOE_FAST bit 65536) and,
  * unless DF_NOKSM, the ksigns masks */
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }

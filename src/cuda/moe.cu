@@ -524,8 +524,9 @@ typedef struct moe_comb {
 
 /* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
  * 132 SMs (its 48 registers unbounded allowed 10); not the lane path's pairs (bit 8192: 47-64 registers, unbounded) */
+/* DF_GU4 (bit 524288): a warp's 4 rows side by side need ~64 registers: 8 CTAs an SM (the grid of 768 CTAs one wave) */
 template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
+__global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_GU4) != 0 && COOP != 0 ? 8 : (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
@@ -540,12 +541,25 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
         const size_t a = pf_eb * blockIdx.x / gridDim.x, b = pf_eb * (blockIdx.x + 1) / gridDim.x;
         l2_prefetch_lines(pf_down + (size_t)e * pf_eb + a, b - a, threadIdx.x, blockDim.x);
     }
-    const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
+    constexpr bool GU4 = COOP != 0 && TM == 1 && (V & DF_GU4) != 0;   /* rows row, row + 1 (F even: the launcher) */
+    const int row = (blockIdx.x * MV_WARPS + (threadIdx.x >> 5)) * (GU4 ? 2 : 1);
     if (row >= F) return;
     const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
-    if constexpr (COOP != 0) {
+    if constexpr (GU4) {
+        /* bit 524288: gate and up of rows row and row + 1, 4 rows side by side (each its own lane sums) */
+        float acc[4][1];
+        const uint8_t *w4[4] = { Wg + off, Wu + off, Wg + off + row_bytes, Wu + off + row_bytes };
+        row_dot_coop<FMT, 1, 8, 4, V, MV_WARPS>(w4, nb, a, as, n, acc);
+        if ((threadIdx.x & 31) == 0)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const float gv = acc[2 * j][0], uv = acc[2 * j + 1][0];
+                h[(size_t)start * F + row + j] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
+            }
+        return;
+    } else if constexpr (COOP != 0) {
         /* gate row and up row in one pass (R = 2: each row keeps its own lane sums, so the
          * bits are those of two separate dots) */
         float acc[2][TM];
@@ -760,7 +774,13 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool pair = (moe_fast & CUDA_MOE_FAST_PAIR) != 0;   /* the two rows' parts side by side */
-            if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
+            if (pair && (moe_fast & CUDA_MOE_FAST_GU4) && m->F % 2 == 0) {   /* two rows of each a warp: half the CTAs */
+                const dim3 g2((unsigned)((m->F / 2 + MV_WARPS - 1) / MV_WARPS), grid.y);
+                if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM))
+                    launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR | DF_GU4>(m, g2, eb, rb, nb, as, st);
+                else if (moe_smem_on<FMT>()) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR | DF_GU4>(m, g2, eb, rb, nb, as, st);
+                else launch_gate_up_v<FMT, COOP, V | DF_SALU | DF_PAIR | DF_GU4>(m, g2, eb, rb, nb, as, st);
+            } else if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
                 if (pair) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, st);
                 else launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, st);
             } else if (moe_smem_on<FMT>()) {
