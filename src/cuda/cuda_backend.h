@@ -111,12 +111,9 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_PAIRQ2  8192 /* T = 1 gate/up on the lane path (Q2_0 with the word expansion, IQ4_NL with its fast decode, Q4_0, Q8_0): a block of both rows, the activation words loaded once */
 /* 16384: unused (the down items of the 14:24 session, measured slower, deleted 2026-12-06 17:09 session) */
 #define CUDA_MOE_FAST_DLANE   32768 /* T = 1 down on the lane path (Q2_0 with the word expansion, IQ4_NL with its fast decode, Q4_0, Q8_0): a warp's 2 rows (4 with bit 4, 8-word formats) side by side, the activation words loaded once */
-#define CUDA_MOE_FAST_SMEM2   65536 /* T = 1, IQ2_XXS experts with bits 8 and 512: the grid in shared memory as bit 8 keeps IQ3_XXS's */
-#define CUDA_MOE_FAST_NOKSM   131072 /* T = 1, IQ3_XXS (and IQ2_XXS with 65536) experts with bits 8 and 512: the ksigns masks, unread by the signs by ALU, not copied into shared memory */
 #define CUDA_MOE_FAST_GRP     262144 /* T = 1 down, IQ2_XXS / IQ3_XXS with bits 4 and 512: the warp's 4 rows a lane group each, lane k on part k of every super-block */
-#define CUDA_MOE_FAST_GU4     524288 /* T = 1 gate/up, IQ2_XXS / IQ3_XXS with bits 512 and 1024: a warp's two rows of gate and up, 4 rows side by side */
-#define CUDA_MOE_FAST_ALL     1032191 /* every bit */
-#define CUDA_MOE_FAST_DEFAULT 49151 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit but 65536, 131072, 262144 and 524288 */
+#define CUDA_MOE_FAST_ALL     311295 /* every bit (16384, 65536, 131072 and 524288 unused: measured, not kept) */
+#define CUDA_MOE_FAST_DEFAULT 311295 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph

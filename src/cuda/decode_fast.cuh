@@ -68,44 +68,24 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * Q4_0, Q8_0, IQ4_NL) it selects bpn_lane's blocks of several rows: the gate/up pair (bit 8192), the down
  * kernel's rows (bit 32768). */
 #define DF_PAIR 0x400
-/* DF_NOKSM in a kernel's V (STRATA_CUDA_MOE_FAST bit 131072, with DF_SMEM and DF_SALU): df_smem_fill skips the
- * ksigns masks, which the signs by ALU never read (1 KB of a CTA's 2 KB fill for IQ3_XXS). Same bits. */
-#define DF_NOKSM 0x800
 /* DF_GRP in a kernel's V (STRATA_CUDA_MOE_FAST bit 262144, the T = 1 down kernel with 4 rows a warp, IQ2_XXS /
  * IQ3_XXS with DF_SALU): row g by lane group g, lane k on part k of every super-block of its row (row_dot_grp,
  * kquant_coop.cuh) instead of block b of every row by group b. Same bits. */
 #define DF_GRP 0x1000
-/* DF_GU4 in a kernel's V (STRATA_CUDA_MOE_FAST bit 524288, the T = 1 gate/up kernel, IQ2_XXS / IQ3_XXS with DF_SALU
- * and DF_PAIR): a warp takes two consecutive rows' gate and up rows, 4 rows side by side (coop_rows_fast, R = 4),
- * the part's activation words loaded once for all 4, the grid F / (2 MV_WARPS) CTAs. Same bits (each row keeps
- * its own lane sums). */
-#define DF_GU4 0x2000
-/* DF_SMEM's tables: the grid of the kernel's format (IQ3_XXS; IQ2_XXS with STRATA_CUDA_MOE_FAST bit 65536) and,
- * unless DF_NOKSM, the ksigns masks */
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
-static __device__ __forceinline__ uint64_t *df_s_grid2(void) { __shared__ uint64_t g[256]; return g; }
 static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
-template <int FMT> struct df_smem_fmt { static constexpr bool ok = FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS; };
-template <int FMT, int V = 0> static __device__ __forceinline__ void df_smem_fill(void) {
-    if constexpr (df_smem_fmt<FMT>::ok) {
-        if constexpr (FMT == TYPE_IQ3_XXS) {
-            uint32_t *g = df_s_grid3();
-            for (int i = threadIdx.x; i < 256; i += blockDim.x) g[i] = *(const uint32_t *)d_iq3xxs_grid[i];
-        } else {
-            uint64_t *g = df_s_grid2();
-            for (int i = threadIdx.x; i < 256; i += blockDim.x) g[i] = *(const uint64_t *)d_iq2xxs_grid[i];
-        }
-        if constexpr ((V & DF_NOKSM) == 0) {
-            uint64_t *k = df_s_ksm();
-            for (int i = threadIdx.x; i < 128; i += blockDim.x) k[i] = d_ksm[i];
-        }
+template <int FMT> static __device__ __forceinline__ void df_smem_fill(void) {
+    if constexpr (FMT == TYPE_IQ3_XXS) {
+        uint32_t *g = df_s_grid3();
+        uint64_t *k = df_s_ksm();
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) g[i] = *(const uint32_t *)d_iq3xxs_grid[i];
+        for (int i = threadIdx.x; i < 128; i += blockDim.x) k[i] = d_ksm[i];
         __syncthreads();
     }
 }
-template <int FMT> static __device__ __forceinline__ df_tables df_smem_tables(void) {
+static __device__ __forceinline__ df_tables df_smem_tables(void) {
     df_tables t = df_dev_tables();
-    if constexpr (FMT == TYPE_IQ3_XXS) t.iq3xxs = (const uint8_t (*)[4])df_s_grid3();
-    else t.iq2xxs = (const uint8_t (*)[8])df_s_grid2();
+    t.iq3xxs = (const uint8_t (*)[4])df_s_grid3();
     t.ksm = df_s_ksm();
     return t;
 }
@@ -208,7 +188,7 @@ template <int FMT, int SM>
 static __device__ __forceinline__ void df_part_words(const uint8_t *__restrict__ blk, int k, uint32_t *w, int *m) {
     if constexpr (FMT == TYPE_IQ4_XS) df_iq4xs_part(blk, k, w, m);
     else {
-        const df_tables tb = (SM & DF_SMEM) && df_smem_fmt<FMT>::ok ? df_smem_tables<FMT>() : df_dev_tables();
+        const df_tables tb = (SM & DF_SMEM) && FMT == TYPE_IQ3_XXS ? df_smem_tables() : df_dev_tables();
         constexpr int alu = (SM & DF_SALU) != 0;
         if constexpr (FMT == TYPE_IQ2_XXS) df_iq2xxs_part_s(blk, k, &tb, w, m, alu);
         else if constexpr (FMT == TYPE_IQ2_XS) df_iq2xs_part(blk, k, &tb, w, m);

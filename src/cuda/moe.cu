@@ -524,14 +524,13 @@ typedef struct moe_comb {
 
 /* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
  * 132 SMs (its 48 registers unbounded allowed 10); not the lane path's pairs (bit 8192: 47-64 registers, unbounded) */
-/* DF_GU4 (bit 524288): a warp's 4 rows side by side need ~64 registers: 8 CTAs an SM (the grid of 768 CTAs one wave) */
 template <int FMT, int TM, int COOP, int V>
-__global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_GU4) != 0 && COOP != 0 ? 8 : (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
+__global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
                    int ngk) {
-    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT, V>();   /* constant tables: before the wait */
+    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
     const int gi = blockIdx.y;
     if (ngk <= 0 && gi >= groups[0]) return;   /* ngk > 0: the grid's gridDim.y groups all exist (bit 32) */
@@ -541,25 +540,12 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
         const size_t a = pf_eb * blockIdx.x / gridDim.x, b = pf_eb * (blockIdx.x + 1) / gridDim.x;
         l2_prefetch_lines(pf_down + (size_t)e * pf_eb + a, b - a, threadIdx.x, blockDim.x);
     }
-    constexpr bool GU4 = COOP != 0 && TM == 1 && (V & DF_GU4) != 0;   /* rows row, row + 1 (F even: the launcher) */
-    const int row = (blockIdx.x * MV_WARPS + (threadIdx.x >> 5)) * (GU4 ? 2 : 1);
+    const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
     if (row >= F) return;
     const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
-    if constexpr (GU4) {
-        /* bit 524288: gate and up of rows row and row + 1, 4 rows side by side (each its own lane sums) */
-        float acc[4][1];
-        const uint8_t *w4[4] = { Wg + off, Wu + off, Wg + off + row_bytes, Wu + off + row_bytes };
-        row_dot_coop<FMT, 1, 8, 4, V, MV_WARPS>(w4, nb, a, as, n, acc);
-        if ((threadIdx.x & 31) == 0)
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const float gv = acc[2 * j][0], uv = acc[2 * j + 1][0];
-                h[(size_t)start * F + row + j] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
-            }
-        return;
-    } else if constexpr (COOP != 0) {
+    if constexpr (COOP != 0) {
         /* gate row and up row in one pass (R = 2: each row keeps its own lane sums, so the
          * bits are those of two separate dots) */
         float acc[2][TM];
@@ -603,7 +589,7 @@ __global__ void __launch_bounds__(DN_WARPS * 32, (V & (DF_PAIR | DF_GRP)) != 0 ?
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
                 int ngk) {
-    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT, V>();   /* constant tables: before the wait */
+    if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
     /* rows a warp: DR for the cooperative formats and the lane path's rows (DF_PAIR with COOP 0: bit 32768), else 1 */
     constexpr int RPC = COOP != 0 || (V & DF_PAIR) != 0 ? DR : 1;
@@ -762,11 +748,6 @@ static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, in
 static constexpr bool moe_pairx_fmt(int f) {
     return f == TYPE_IQ4_XS || f == TYPE_IQ2_XS || f == TYPE_IQ2_S || f == TYPE_IQ3_S;
 }
-/* the T = 1 IQ3_XXS / IQ2_XXS kernels with the signs by ALU: their tables in shared memory (DF_SMEM)?
- * CUDA_MOE_FAST_SMEM for IQ3_XXS, and with CUDA_MOE_FAST_SMEM2 for IQ2_XXS */
-template <int FMT> static bool moe_smem_on(void) {
-    return (moe_fast & CUDA_MOE_FAST_SMEM) && (FMT == TYPE_IQ3_XXS || (FMT == TYPE_IQ2_XXS && (moe_fast & CUDA_MOE_FAST_SMEM2)));
-}
 /* the format's decode variant (decode_fast.cuh) when cuda_matvec_set_decode asked for it */
 template <int FMT, int COOP>
 static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
@@ -774,16 +755,7 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool pair = (moe_fast & CUDA_MOE_FAST_PAIR) != 0;   /* the two rows' parts side by side */
-            if (pair && (moe_fast & CUDA_MOE_FAST_GU4) && m->F % 2 == 0) {   /* two rows of each a warp: half the CTAs */
-                const dim3 g2((unsigned)((m->F / 2 + MV_WARPS - 1) / MV_WARPS), grid.y);
-                if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM))
-                    launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR | DF_GU4>(m, g2, eb, rb, nb, as, st);
-                else if (moe_smem_on<FMT>()) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR | DF_GU4>(m, g2, eb, rb, nb, as, st);
-                else launch_gate_up_v<FMT, COOP, V | DF_SALU | DF_PAIR | DF_GU4>(m, g2, eb, rb, nb, as, st);
-            } else if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
-                if (pair) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, st);
-                else launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, st);
-            } else if (moe_smem_on<FMT>()) {
+            if (FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM)) {
                 if (pair) launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, st);
                 else launch_gate_up_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, st);
             } else if (pair) launch_gate_up_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, st);
@@ -816,13 +788,11 @@ static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int 
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool rows = (moe_fast & CUDA_MOE_FAST_DROWS) != 0;   /* a warp's rows' parts side by side (4 with bit 4, else 2) */
+            const bool smem = FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM);   /* the grid in shared memory */
             if ((moe_fast & CUDA_MOE_FAST_GRP) && moe_down_rows(m, m->E) == 4) {   /* a row a lane group */
-                if (moe_smem_on<FMT>()) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, lr, st);
+                if (smem) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, lr, st);
                 else launch_down_v<FMT, COOP, V | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, lr, st);
-            } else if (moe_smem_on<FMT>() && (moe_fast & CUDA_MOE_FAST_NOKSM)) {   /* the masks not copied */
-                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
-                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_NOKSM>(m, grid, eb, rb, nb, as, cb, lr, st);
-            } else if (moe_smem_on<FMT>()) {
+            } else if (smem) {
                 if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
                 else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, lr, st);
             } else if (rows) launch_down_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);

@@ -38,7 +38,7 @@ static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3
  * folds of STRATA_CUDA_MOE_FAST = mode - 8 (modes 9 .. 15) */
 static void set_switches(int mode) {
     /* the shared-memory tables serve the fast IQ3_XXS decode alone: that fold brings the decodes on */
-    const int dec_on = mode == 1 || (mode >= 8 && ((mode - 8) & (CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_PAIRX | CUDA_MOE_FAST_PAIRQ2 | CUDA_MOE_FAST_DLANE | CUDA_MOE_FAST_SMEM2 | CUDA_MOE_FAST_NOKSM | CUDA_MOE_FAST_GRP | CUDA_MOE_FAST_GU4)));
+    const int dec_on = mode == 1 || (mode >= 8 && ((mode - 8) & (CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_PAIRX | CUDA_MOE_FAST_PAIRQ2 | CUDA_MOE_FAST_DLANE | CUDA_MOE_FAST_GRP)));
     const char *d = dec_on ? "1" : "0";
     char fast[16];
     snprintf(fast, sizeof fast, "%d", mode == 1 ? CUDA_MOE_FAST_ALL : mode >= 8 ? mode - 8 : 0);
@@ -64,12 +64,12 @@ static void set_switches(int mode) {
 static const char *mode_name(int mode) {
     static const char *folds[] = { "no fold", "route1 fold", "combine fold", "route1+combine", "down4", "route1+down4",
                                    "combine+down4", "route1+combine+down4" };
-    static char buf[384];
+    static char buf[256];
     if (mode < 8) return mode == 1 ? "every switch" : mode == 2 ? "parallel routing" : "?";
-    snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
+    snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s%s%s%s", folds[(mode - 8) & 7], (mode - 8) & CUDA_MOE_FAST_SMEM ? " smem tables" : "",
              (mode - 8) & CUDA_MOE_FAST_ROUTER_CTA ? " router cta" : "", (mode - 8) & CUDA_MOE_FAST_NGK ? " group count" : "",
              (mode - 8) & CUDA_MOE_FAST_NORM ? " norm in router" : "", (mode - 8) & CUDA_MOE_FAST_SALU ? " signs by alu" : "",
-             (mode - 8) & CUDA_MOE_FAST_PAIR ? " gate/up parts paired" : "", (mode - 8) & CUDA_MOE_FAST_DROWS ? " down rows' parts side by side" : "", (mode - 8) & CUDA_MOE_FAST_PAIRX ? " (IQ4_XS / IQ2_XS / IQ2_S / IQ3_S too)" : "", (mode - 8) & CUDA_MOE_FAST_PAIRQ2 ? " lane-path gate/up paired" : "", (mode - 8) & CUDA_MOE_FAST_DLANE ? " lane-path down rows" : "", (mode - 8) & CUDA_MOE_FAST_SMEM2 ? " IQ2_XXS grid in smem" : "", (mode - 8) & CUDA_MOE_FAST_NOKSM ? " no mask copy" : "", (mode - 8) & CUDA_MOE_FAST_GRP ? " down row a group" : "", (mode - 8) & CUDA_MOE_FAST_GU4 ? " gate/up two rows" : "");
+             (mode - 8) & CUDA_MOE_FAST_PAIR ? " gate/up parts paired" : "", (mode - 8) & CUDA_MOE_FAST_DROWS ? " down rows' parts side by side" : "", (mode - 8) & CUDA_MOE_FAST_PAIRX ? " (IQ4_XS / IQ2_XS / IQ2_S / IQ3_S too)" : "", (mode - 8) & CUDA_MOE_FAST_PAIRQ2 ? " lane-path gate/up paired" : "", (mode - 8) & CUDA_MOE_FAST_DLANE ? " lane-path down rows" : "", (mode - 8) & CUDA_MOE_FAST_GRP ? " down row a group" : "");
     return buf;
 }
 
@@ -327,39 +327,20 @@ int main(void) {
     }
     moe_h_ff = 768;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_ALL);
-    /* bit 65536: IQ2_XXS's grid in shared memory, gate/up paired and alone, down 4 rows, 2 rows and one */
-    moe_parity(TYPE_IQ2_XXS, 8 + CUDA_MOE_FAST_ALL);
-    moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_SMEM2 | CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DROWS));
-    moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_SMEM2 | CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));
-    moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_SMEM2 | CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_DROWS | CUDA_MOE_FAST_DOWN4));
-    moe_h_ff = 1280;   /* 5 super-blocks a down row */
-    moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_SMEM2));
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_NOKSM));
-    moe_h_ff = 768;
-    /* bit 131072: the masks not copied (IQ3_XXS; IQ2_XXS with 65536), gate/up paired and alone, down rows */
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_NOKSM));
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_NOKSM | CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DROWS));
-    moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_SMEM2 | CUDA_MOE_FAST_NOKSM));
-    /* bit 262144: the down rows a lane group each, at ffn widths 256 (1 super-block a row), 768 (3), 1,280 (5) and
-     * 9,216 (36: lanes 0-3 take two blocks), with the grid in shared memory and without */
+    /* bit 262144 (in the default): the down rows a lane group each, at ffn widths 256 (1 super-block a row), 768
+     * (3), 1,280 (5) and 9,216 (36: lanes 0-3 take two blocks), with the grid in shared memory and without; and
+     * the default without it (the 4 rows' parts side by side, bit 2048) */
     for (int ff = 256; ff <= 1280; ff += 512) {
         moe_h_ff = ff;
-        moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_GRP));
-        moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_GRP));
+        moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_DEFAULT);
+        moe_parity(TYPE_IQ2_XXS, 8 + CUDA_MOE_FAST_DEFAULT);
+        moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT & ~CUDA_MOE_FAST_GRP));
+        moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DEFAULT & ~CUDA_MOE_FAST_GRP));
         moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_GRP | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));
-        moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_GRP | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_SMEM | CUDA_MOE_FAST_SMEM2));
+        moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_GRP | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_SMEM));
     }
     moe_h_ff = 9216;
-    moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_GRP));
-    /* bit 524288: the gate/up kernel's two rows of each a warp, at ffn widths 256, 768 and 1,280, the grid in
-     * shared memory or not, the masks copied or not */
-    for (int ff = 256; ff <= 1280; ff += 512) {
-        moe_h_ff = ff;
-        moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_GU4));
-        moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_GU4));
-        moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_GU4 | CUDA_MOE_FAST_NOKSM));
-        moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_GU4 | CUDA_MOE_FAST_PAIR | CUDA_MOE_FAST_SALU));
-    }
+    moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_DEFAULT);
     moe_h_ff = 768;
     moe_h_ff = 256;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SALU);   /* the signs by ALU, the tables from global memory */
