@@ -11,6 +11,8 @@
 # Predictions: 131072 +0-1 % on moe48; 65536 +1-2 % on moe48_iq2; 262144 +2-4 % on both; 524288 +1-3 % on both
 # (the pair's +2.9 % came from sharing activation loads across 2 rows; 4 rows share them further and halve the
 # warps' fixed prologue and reduction, at 32 warps an SM instead of 48).
+# Ran once, on wip/gu4's programs (BENCHMARKS 2026-12-06 19:11 session, call 1). On main only 262144 of the four bits
+# exists (the default since): the others are masked off by CUDA_MOE_FAST_ALL (180223, 114687 and 573439 run as 49151).
 set -u
 . bench/gpu_call.sh
 gb_unpack

@@ -341,7 +341,6 @@ int main(void) {
     }
     moe_h_ff = 9216;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_DEFAULT);
-    moe_h_ff = 768;
     moe_h_ff = 256;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SALU);   /* the signs by ALU, the tables from global memory */
     moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_SMEM));   /* ... with the grid in shared memory */
