@@ -201,6 +201,29 @@ ab_wins() {
     for (j = 1; j < c; j++) { w = NR >= m; for (i = 1; i + c - 1 <= NR; i += c) if (v[i + j] <= v[i]) w = 0; printf "%d ", w }
     print "" }'
 }
+# one STRATA_CUDA_MOE_FAST bit's call (s75 / s76 / s77): the parity programs, ROUNDS alternated rounds of BASE and NEW
+# on each shape (e2e_ab), llama.cpp tg128 on the same files, the verdict (NEW above BASE in every round of every
+# shape: ab_wins), then the suite with NEW as every program's default if it won, else the packed default:
+# moe_bit_ab ROUNDS "SHAPES" BASE NEW SUITE_SECONDS
+moe_bit_ab() {
+  local rounds=$1 shapes=$2 base=$3 new=$4 s n=0 win
+  moe_parity_runs
+  t
+  : > /tmp/ab.txt
+  for s in $shapes; do
+    e2e_ab "$rounds" "$s" STRATA_CUDA_MOE_FAST "$base $new" 1 | tee -a /tmp/ab.txt
+    n=$((n + 1))
+  done
+  if peer_up; then
+    peer_tg "$shapes"
+  fi
+  t
+  read -r win < <(ab_wins /tmp/ab.txt 2 $((2 * rounds * n)))
+  echo "$new faster in every round: $win"
+  if [ "$win" = 1 ]; then export STRATA_CUDA_MOE_FAST=$new; echo "the suite with STRATA_CUDA_MOE_FAST=$new"; fi
+  gpu_suite "$5"
+  t
+}
 # the MoE variants' parity programs alone (test_gpu_variants, test_gpu_moe), their closing lines
 moe_parity_runs() {
   local p

@@ -22,16 +22,4 @@ if [ "${1:-}" = lean ]; then
   t
   exit 0
 fi
-moe_parity_runs
-t
-e2e_ab 2 "moe48_q40" STRATA_CUDA_MOE_FAST "16383 49151" 1 | tee /tmp/ab.txt
-e2e_ab 2 "moe48_q20" STRATA_CUDA_MOE_FAST "16383 49151" 1 | tee -a /tmp/ab.txt
-if peer_up; then
-  peer_tg "moe48_q40 moe48_q20"
-fi
-t
-read -r win < <(ab_wins /tmp/ab.txt 2 8)
-echo "49151 faster in every round: $win"
-if [ "$win" = 1 ]; then export STRATA_CUDA_MOE_FAST=49151; echo "the suite with STRATA_CUDA_MOE_FAST=49151"; fi
-gpu_suite 300
-t
+moe_bit_ab 2 "moe48_q40 moe48_q20" 16383 49151 300

@@ -13,15 +13,4 @@
 set -u
 . bench/gpu_call.sh
 gb_unpack
-moe_parity_runs
-t
-e2e_ab 3 "moe48" STRATA_CUDA_MOE_FAST "49151 114687" 1 | tee /tmp/ab.txt
-if peer_up; then
-  peer_tg "moe48"
-fi
-t
-read -r win < <(ab_wins /tmp/ab.txt 2 6)
-echo "114687 faster in every round: $win"
-if [ "$win" = 1 ]; then export STRATA_CUDA_MOE_FAST=114687; echo "the suite with STRATA_CUDA_MOE_FAST=114687"; fi
-gpu_suite 300
-t
+moe_bit_ab 3 "moe48" 49151 114687 300

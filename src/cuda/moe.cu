@@ -724,20 +724,21 @@ static int moe_down_lane_rows(const cuda_moe *m, int64_t n_out) {
         return n_out % r == 0 ? r : 1;
     }
 }
-/* lr: moe_down_lane_rows, evaluated once in moe_matvecs (the grid's E / lr CTAs) */
+/* dr: a warp's down rows, evaluated once in moe_matvecs (the grid's E / dr CTAs): moe_down_rows on the cooperative
+ * path, moe_down_lane_rows on the lane path */
 template <int FMT, int COOP, int V>
 static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
-                          int lr, cudaStream_t st) {
+                          int dr, cudaStream_t st) {
     const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
     const int ngk = moe_ngk(m);
 #define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
     if constexpr (COOP == 0 && (V & DF_PAIR) != 0) {   /* bit 32768: T = 1 alone (moe_down_lane_rows) */
-        if (lr == 4) DN(1, 4);
+        if (dr == 4) DN(1, 4);
         else DN(1, 2);
     } else if (m->T == 1) {
         if constexpr (COOP != 0)
-            if (moe_down_rows(m, E) == 4) { DN(1, 4); return; }
+            if (dr == 4) { DN(1, 4); return; }
         DN(1, DOWN_R);
     } else if (m->T == 2) DN(2, DOWN_R); else if (m->T <= 4) DN(4, DOWN_R); else DN(8, DOWN_R);
 #undef DN
@@ -783,39 +784,39 @@ static void launch_gate_up(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, i
 }
 template <int FMT, int COOP>
 static void launch_down(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
-                        int lr, cudaStream_t st) {
+                        int dr, cudaStream_t st) {
     constexpr int V = dec_v<FMT, COOP>();
     if constexpr ((FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XXS) && COOP != 0)   /* CUDA_MOE_FAST_SALU: the signs by ALU */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SALU) && (cuda_matvec_decode() & V)) {
             const bool rows = (moe_fast & CUDA_MOE_FAST_DROWS) != 0;   /* a warp's rows' parts side by side (4 with bit 4, else 2) */
             const bool smem = FMT == TYPE_IQ3_XXS && (moe_fast & CUDA_MOE_FAST_SMEM);   /* the grid in shared memory */
-            if ((moe_fast & CUDA_MOE_FAST_GRP) && moe_down_rows(m, m->E) == 4) {   /* a row a lane group */
-                if (smem) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, lr, st);
-                else launch_down_v<FMT, COOP, V | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, lr, st);
+            if ((moe_fast & CUDA_MOE_FAST_GRP) && dr == 4) {   /* a row a lane group */
+                if (smem) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, dr, st);
+                else launch_down_v<FMT, COOP, V | DF_SALU | DF_GRP>(m, grid, eb, rb, nb, as, cb, dr, st);
             } else if (smem) {
-                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
-                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, lr, st);
-            } else if (rows) launch_down_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
-            else launch_down_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, cb, lr, st);
+                if (rows) launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, dr, st);
+                else launch_down_v<FMT, COOP, V | DF_SMEM | DF_SALU>(m, grid, eb, rb, nb, as, cb, dr, st);
+            } else if (rows) launch_down_v<FMT, COOP, V | DF_SALU | DF_PAIR>(m, grid, eb, rb, nb, as, cb, dr, st);
+            else launch_down_v<FMT, COOP, V | DF_SALU>(m, grid, eb, rb, nb, as, cb, dr, st);
             return;
         }
     if constexpr (FMT == TYPE_IQ3_XXS && COOP != 0)
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_SMEM) && (cuda_matvec_decode() & V)) {
-            launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, lr, st);
+            launch_down_v<FMT, COOP, V | DF_SMEM>(m, grid, eb, rb, nb, as, cb, dr, st);
             return;
         }
     if constexpr (lane_words<FMT>::ok && COOP == 0)   /* CUDA_MOE_FAST_DLANE: the lane path's rows side by side */
-        if (lr > 1) {   /* the grid has E / lr CTAs (moe_matvecs) */
-            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
+        if (dr > 1) {   /* the grid has E / dr CTAs (moe_matvecs) */
+            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, dr, st);
             return;
         }
     if constexpr (moe_pairx_fmt(FMT) && COOP != 0)   /* CUDA_MOE_FAST_PAIRX: bit 2048's rows for these formats */
         if (m->T == 1 && (moe_fast & CUDA_MOE_FAST_PAIRX) && (moe_fast & CUDA_MOE_FAST_DROWS) && (cuda_matvec_decode() & V)) {
-            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, lr, st);
+            launch_down_v<FMT, COOP, V | DF_PAIR>(m, grid, eb, rb, nb, as, cb, dr, st);
             return;
         }
-    if (dec_on<V>(m->T)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, lr, st);
-    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, cb, lr, st);
+    if (dec_on<V>(m->T)) launch_down_v<FMT, COOP, V>(m, grid, eb, rb, nb, as, cb, dr, st);
+    else launch_down_v<FMT, COOP, 0>(m, grid, eb, rb, nb, as, cb, dr, st);
 }
 
 template <int FMT>
@@ -840,7 +841,7 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
         const uint8_t *W[1] = { (const uint8_t *)m->down };
         const int dr = moe_down_rows(m, n_out);
         if (moe_coop<FMT>(W, 1, rb, eb) && n_out % dr == 0)
-            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / dr), gy), eb, rb, nb, as, cb, 1, st);
+            launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / dr), gy), eb, rb, nb, as, cb, dr, st);
         else {
             const int lr = moe_down_lane_rows<FMT>(m, n_out);
             launch_down<FMT, 0>(m, dim3((unsigned)(n_out / lr), gy), eb, rb, nb, as, cb, lr, st);
