@@ -43,7 +43,9 @@ extern "C" {
 #include "core/util.h"
 #include "model/forward.h"
 #include "model/attn_order.h"
+#include "quant/r4.h"
 }
+#include <unistd.h>
 
 /* ---- errors ------------------------------------------------------------------------------- */
 static char g_cuda_err[256];
@@ -143,6 +145,29 @@ static int list_weights(const hparams *hp, model_weights *w, named_weight *out, 
     return n;
 }
 
+/* STRATA_CUDA_MOE_R4 = 1: an IQ2_XXS / IQ3_XXS expert tensor's R4 copy (src/quant/r4.h) beside its upload, repacked
+ * on the host's cores into *buf (grown as needed) and copied up; skipped (dev_r4 stays NULL, the kernels keep the
+ * format's path) when the copy would leave less than 2 GiB of the GPU free or an allocation fails. -1: a row did
+ * not repack (not a valid row of the format) or the copy failed. */
+static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
+    const int64_t rows = x->n_out * x->n_expert;
+    const size_t bytes = r4_row_bytes(x->n_in) * (size_t)rows;
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess || fr < bytes + ((size_t)2 << 30)) { cudaGetLastError(); return 0; }
+    if (*cap < bytes) {
+        uint8_t *nb = (uint8_t *)st_realloc(*buf, bytes);
+        if (!nb) return 0;
+        *buf = nb; *cap = bytes;
+    }
+    long nt = sysconf(_SC_NPROCESSORS_ONLN);
+    if (r4_repack_rows(x->type, x->data, *buf, rows, x->n_in, nt > 0 ? (int)nt : 1)) return -1;
+    void *d = NULL;
+    if (cuda_dev_malloc(&d, bytes) != cudaSuccess) { cudaGetLastError(); return 0; }
+    if (cudaMemcpy(d, *buf, bytes, cudaMemcpyHostToDevice) != cudaSuccess) { cuda_dev_free(d); return -1; }
+    x->dev_r4 = d;
+    return 0;
+}
+
 extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*progress)(float, void *), void *user,
                                    char *err, size_t errlen) {
     int cap = 3 + 17 * hp->n_layers;
@@ -152,6 +177,9 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
     uint64_t total = 0, done = 0;
     for (int i = 0; i < n; i++) total += list[i].w->nbytes;
     if (cuda_tables_init()) { snprintf(err, errlen, "%s", cuda_last_error()); st_free(list); return -1; }
+    const int r4 = env_int(ENV_CUDA_MOE_R4) == 1 || env_int(ENV_CUDA_MOE_R4) == 2;
+    uint8_t *r4buf = NULL;
+    size_t r4cap = 0;
     for (int i = 0; i < n; i++) {
         weight *x = list[i].w;
         void *d = NULL;
@@ -175,10 +203,19 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
             return -1;
         }
         x->dev = d;
+        if (r4 && x->n_expert > 1 && r4_supported(x->type) && x->n_in % 256 == 0 && upload_r4(x, &r4buf, &r4cap)) {
+            snprintf(err, errlen, "the R4 copy of %s (STRATA_CUDA_MOE_R4) failed: %s", list[i].name,
+                     cudaGetErrorString(cudaGetLastError()));
+            st_free(r4buf);
+            st_free(list);
+            cuda_weights_free(hp, w);
+            return -1;
+        }
         done += x->nbytes;
         if (progress) progress(total ? (float)done / (float)total : 1.0f, user);
     }
     if (w->output.data == w->tok_embd.data) w->output.dev = w->tok_embd.dev;
+    st_free(r4buf);
     st_free(list);
     return 0;
 }
@@ -196,7 +233,10 @@ extern "C" void cuda_weights_free(const hparams *hp, model_weights *w) {
         part.layers = l < 0 ? NULL : &w->layers[l];
         if (l >= 0) { part.tok_embd.data = NULL; part.output_norm.data = NULL; part.output.data = NULL; }
         int n = list_weights(&one, l < 0 ? w : &part, list, 3 + 17);   /* pointers into *w either way */
-        for (int i = 0; i < n; i++) { cuda_dev_free(list[i].w->dev); list[i].w->dev = NULL; }
+        for (int i = 0; i < n; i++) {
+            cuda_dev_free(list[i].w->dev); list[i].w->dev = NULL;
+            cuda_dev_free(list[i].w->dev_r4); list[i].w->dev_r4 = NULL;
+        }
     }
 }
 
@@ -898,6 +938,7 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
         m.X = X; m.k = k; m.T = n; m.E = E; m.F = F;
         m.type_gu = G->type; m.type_down = D->type;
         m.gate = G->dev; m.up = U->dev; m.down = D->dev;
+        m.gate_r4 = G->dev_r4; m.up_r4 = U->dev_r4; m.down_r4 = D->dev_r4;
         m.logits = c->moe_logits; m.act_x = (const uint8_t *)c->act + (size_t)t0 * gab; m.out = c->moe_out + (size_t)t0 * E;
         m.router_f32 = fused_router ? (const float *)R->dev : NULL;
         m.x_f32 = xb;

@@ -64,6 +64,7 @@ typedef struct cuda_variants {
     int decode;             /* decode variants (CUDA_DEC_* bits, same bits; issue 20): the table's by default */
     int route_parallel;     /* MoE routing: 0 one warp's serial scans (default), 1 STRATA_CUDA_ROUTE=parallel */
     int moe_fast;           /* STRATA_CUDA_MOE_FAST: CUDA_MOE_FAST_* bits */
+    int moe_r4;             /* STRATA_CUDA_MOE_R4: 1 (2: gate/up unbounded) the T = 1 expert kernels on the R4 copies the upload made (same bits) */
     int prefetch;           /* STRATA_CUDA_PREFETCH: CUDA_PF_* bits (L2 prefetches of weights; same bits) */
     int mv_split;           /* STRATA_CUDA_MV_SPLIT: rows of at least this many super-blocks over several warps at T = 1 (0: none; same bits) */
     int mv_kq;              /* STRATA_CUDA_MV_KQ: 0, 1 (matvec_kqp_kernel: Q4_K / Q5_K / Q6_K), 4 / 8 (matvec_kq1_kernel: Q4_K / Q5_K) at T = 1 (same bits) */
@@ -115,7 +116,11 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_ALL     311295 /* every bit (16384, 65536, 131072 and 524288 unused: measured, not kept) */
 #define CUDA_MOE_FAST_DEFAULT 311295 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
 void cuda_moe_set_fast(int bits);
-/* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
+/* STRATA_CUDA_MOE_R4 (moe.cu, r4.cuh): 1 the T = 1 expert kernels read the IQ2_XXS / IQ3_XXS experts' R4 copies
+ * where cuda_weights_upload made them (it does when the switch is 1 at upload); launches counted for the tests */
+void cuda_moe_set_r4(int on);
+int cuda_moe_r4(void);
+unsigned long cuda_moe_r4_launches(void);/* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
  * step's time with a bit minus without it is one such launch's cost inside the step: 1 the T = 1
  * MoE gate/up launch, 2 the tensor-core order's decode launch (one-launch or chunk CTAs), 4 its

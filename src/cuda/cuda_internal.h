@@ -76,6 +76,7 @@ typedef struct cuda_moe {
     int64_t E, F;                   /* model width, expert FFN width */
     int type_gu, type_down;         /* gate and up share one format */
     const void *gate, *up, *down;   /* expert 0 of [X][F][E], [X][F][E], [X][E][F] */
+    const void *gate_r4, *up_r4, *down_r4;   /* their R4 copies (STRATA_CUDA_MOE_R4, src/quant/r4.h) or NULL */
     const float *logits;            /* [T][X] router logits (computed here when router_f32 is set) */
     const float *router_f32;        /* NULL, or an F32 router [X][E] fused with the routing
                                        (cuda_moe_router_fusable); then x_f32 = the f32 rows */

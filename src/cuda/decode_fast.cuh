@@ -72,6 +72,10 @@ static __device__ __forceinline__ df_tables df_dev_tables(void) {
  * IQ3_XXS with DF_SALU): row g by lane group g, lane k on part k of every super-block of its row (row_dot_grp,
  * kquant_coop.cuh) instead of block b of every row by group b. Same bits. */
 #define DF_GRP 0x1000
+/* DF_R4 in a kernel's V (STRATA_CUDA_MOE_R4, the T = 1 gate/up kernel and the down kernel at 4 rows a warp,
+ * IQ2_XXS / IQ3_XXS): the weights are the experts' R4 copy (src/quant/r4.h; r4.cuh's r4_rows_dot / r4_grp_dot),
+ * the kernel's expert and row bytes the copy's. Same integer sums, same bits. */
+#define DF_R4 0x2000
 static __device__ __forceinline__ uint32_t *df_s_grid3(void) { __shared__ uint32_t g[256]; return g; }
 static __device__ __forceinline__ uint64_t *df_s_ksm(void) { __shared__ uint64_t k[128]; return k; }
 template <int FMT> static __device__ __forceinline__ void df_smem_fill(void) {

@@ -41,6 +41,10 @@ PF_TU_STATE(moe)
 CANON_TU_STATE(moe)
 int cuda_moe_expf_init(const expf_table *t, int mode) { return expf_device_set(t, mode); }
 #include "ops_dev.cuh"
+#include "r4.cuh"
+extern "C" {
+#include "quant/r4.h"
+}
 
 IQ_TABLES_INIT_FN(cuda_moe_tables_init, "moe")
 
@@ -523,7 +527,8 @@ typedef struct moe_comb {
 } moe_comb;
 
 /* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
- * 132 SMs (its 48 registers unbounded allowed 10); not the lane path's pairs (bit 8192: 47-64 registers, unbounded) */
+ * 132 SMs (its 48 registers unbounded allowed 10); not the lane path's pairs (bit 8192: 47-64 registers, unbounded);
+ * with DF_R4 (STRATA_CUDA_MOE_R4 = 1) too; R4 alone (= 2) unbounded: 69 registers, 7 CTAs an SM, 1.7 waves */
 template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
@@ -545,7 +550,14 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
     const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
     const size_t off = (size_t)e * expert_bytes + (size_t)row * row_bytes;
     float ga[TM], ua[TM];
-    if constexpr (COOP != 0) {
+    if constexpr ((V & DF_R4) != 0) {   /* STRATA_CUDA_MOE_R4: Wg / Wu are the R4 copies (r4.cuh), T = 1 */
+        static_assert(TM == 1 && r4_fmt<FMT>::ok, "R4: IQ2_XXS / IQ3_XXS at T = 1");
+        float acc[2];
+        const uint8_t *w2[2] = { Wg + off, Wu + off };
+        r4_rows_dot<FMT, 2, MV_WARPS>(w2, nb, a, acc);
+        ga[0] = acc[0];
+        ua[0] = acc[1];
+    } else if constexpr (COOP != 0) {
         /* gate row and up row in one pass (R = 2: each row keeps its own lane sums, so the
          * bits are those of two separate dots) */
         float acc[2][TM];
@@ -585,7 +597,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 /* DF_PAIR (bit 2048; on the lane path bit 32768): 4 CTAs an SM (64 registers), so the T = 1 grid of E / 4
  * CTAs stays one wave on 132 SMs (unbounded the 4 rows' words side by side took 75 registers: 3 CTAs an SM) */
 template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
-__global__ void __launch_bounds__(DN_WARPS * 32, (V & (DF_PAIR | DF_GRP)) != 0 ? 4 : 1)
+__global__ void __launch_bounds__(DN_WARPS * 32, (V & (DF_PAIR | DF_GRP | DF_R4)) != 0 ? 4 : 1)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
                 const uint8_t *__restrict__ act, size_t as, const int *__restrict__ groups, float *__restrict__ y, moe_comb cb,
                 int ngk) {
@@ -601,7 +613,10 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         const int e = gr[0], start = gr[1], n = gr[2];
         const uint8_t *a = act + (size_t)start * as;
         float acc[RPC][TM];
-        if constexpr (COOP != 0 && (V & DF_GRP) != 0 && TM == 1 && RPC == 4) {
+        if constexpr ((V & DF_R4) != 0) {   /* STRATA_CUDA_MOE_R4: Wd is the R4 copy (r4.cuh), T = 1, 4 rows a warp */
+            static_assert(TM == 1 && RPC == 4 && r4_fmt<FMT>::ok, "R4: IQ2_XXS / IQ3_XXS at T = 1, 4 rows a warp");
+            r4_grp_dot<FMT, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, row_bytes, nb, a, acc);
+        } else if constexpr (COOP != 0 && (V & DF_GRP) != 0 && TM == 1 && RPC == 4) {
             /* bit 262144: row g by lane group g (the launcher checked 4 rows a warp) */
             row_dot_grp<FMT, V, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, row_bytes, nb, a, acc);
         } else if constexpr (COOP != 0) {
@@ -689,19 +704,40 @@ static int moe_ngk(const cuda_moe *m) {
     return m->T == 1 && m->max_groups <= 0 && (moe_fast & CUDA_MOE_FAST_NGK) ? m->k : 0;
 }
 
+/* STRATA_CUDA_MOE_R4 (r4.cuh, src/quant/r4.h): the T = 1 expert kernels on the experts' R4 copies, where the
+ * upload made them (IQ2_XXS / IQ3_XXS experts; cuda_weights_upload). Same bits. The launch count is for the
+ * tests (a parity check that never launched an R4 kernel proves nothing). */
+static int moe_r4 = 0;
+static unsigned long moe_r4_count = 0;
+extern "C" void cuda_moe_set_r4(int on) { moe_r4 = on == 2 ? 2 : on ? 1 : 0; }
+extern "C" int cuda_moe_r4(void) { return moe_r4; }
+extern "C" unsigned long cuda_moe_r4_launches(void) { return moe_r4_count; }
+static bool moe_r4_gu(const cuda_moe *m) {
+    return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->gate_r4 && m->up_r4 && r4_supported(m->type_gu);
+}
+/* the down launch's R4 path: 4 rows a warp (moe_down_rows: CUDA_MOE_FAST_DOWN4, E a multiple of 4) */
+static int moe_down_rows(const cuda_moe *m, int64_t n_out);
+static bool moe_r4_down(const cuda_moe *m) {
+    return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->down_r4 && r4_supported(m->type_down) && moe_down_rows(m, m->E) == 4;
+}
+
 template <int FMT, int COOP, int V>
 static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
-    const uint8_t *g = (const uint8_t *)m->gate, *u = (const uint8_t *)m->up, *a = (const uint8_t *)m->act_pairs;
-    const uint8_t *ax = (const uint8_t *)m->act_x;
+    constexpr bool R4 = (V & DF_R4) != 0;
+    const uint8_t *g = (const uint8_t *)(R4 ? m->gate_r4 : m->gate), *u = (const uint8_t *)(R4 ? m->up_r4 : m->up);
+    const uint8_t *a = (const uint8_t *)m->act_pairs, *ax = (const uint8_t *)m->act_x;
     int F = (int)m->F;
-    /* the down matrices' bytes per expert, for the L2 prefetch (0: none) */
+    /* the down matrices' bytes per expert, for the L2 prefetch (0: none): the R4 copy's when the down launch takes it */
     int db, dbs;
-    const size_t ebd = !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
+    const bool dr4 = moe_r4_down(m);
+    const size_t ebd = dr4 ? r4_row_bytes(m->F) * (size_t)m->E
+                       : !cuda_type_info(m->type_down, &db, NULL, &dbs) && m->F % db == 0
                            ? (size_t)(m->F / db) * (size_t)dbs * (size_t)m->E : 0;
-    const uint8_t *pfd = ebd ? (const uint8_t *)m->down : NULL;
+    const uint8_t *pfd = ebd ? (const uint8_t *)(dr4 ? m->down_r4 : m->down) : NULL;
     const int ngk = moe_ngk(m);
 #define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd, ngk)
-    if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
+    if constexpr (R4) GU(1);   /* T = 1 alone (moe_r4_gu) */
+    else if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
 }
 
@@ -729,11 +765,12 @@ static int moe_down_lane_rows(const cuda_moe *m, int64_t n_out) {
 template <int FMT, int COOP, int V>
 static void launch_down_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, const moe_comb &cb,
                           int dr, cudaStream_t st) {
-    const uint8_t *d = (const uint8_t *)m->down, *a = (const uint8_t *)m->act_h;
+    const uint8_t *d = (const uint8_t *)((V & DF_R4) != 0 ? m->down_r4 : m->down), *a = (const uint8_t *)m->act_h;
     int E = (int)m->E;
     const int ngk = moe_ngk(m);
 #define DN(TM, DR) klaunch(moe_down_kernel<FMT, TM, COOP, V, DR>, grid, DN_WARPS * 32, 0, st, d, eb, rb, E, m->F, nb, a, as, m->groups, m->y, cb, ngk)
-    if constexpr (COOP == 0 && (V & DF_PAIR) != 0) {   /* bit 32768: T = 1 alone (moe_down_lane_rows) */
+    if constexpr ((V & DF_R4) != 0) DN(1, 4);   /* T = 1, 4 rows a warp alone (moe_r4_down) */
+    else if constexpr (COOP == 0 && (V & DF_PAIR) != 0) {   /* bit 32768: T = 1 alone (moe_down_lane_rows) */
         if (dr == 4) DN(1, 4);
         else DN(1, 2);
     } else if (m->T == 1) {
@@ -834,12 +871,27 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
     if (!down) {
         const uint8_t *W[2] = { (const uint8_t *)m->gate, (const uint8_t *)m->up };
         for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_GU) && m->T == 1 ? 2 : 1); rep++) {
+            if constexpr (r4_fmt<FMT>::ok)
+                if (moe_r4_gu(m)) {   /* the R4 copies: their row and expert bytes */
+                    const size_t rb4 = r4_row_bytes(n_in);
+                    if (moe_r4 == 2) launch_gate_up_v<FMT, 8, DF_R4>(m, grid, rb4 * (size_t)n_out, rb4, nb, as, st);
+                    else launch_gate_up_v<FMT, 8, DF_R4 | DF_PAIR>(m, grid, rb4 * (size_t)n_out, rb4, nb, as, st);   /* 12 CTAs an SM */
+                    moe_r4_count++;
+                    continue;
+                }
             if (moe_coop<FMT>(W, 2, rb, eb)) launch_gate_up<FMT, coop_fmt<FMT>::ok * 8>(m, grid, eb, rb, nb, as, st);
             else launch_gate_up<FMT, 0>(m, grid, eb, rb, nb, as, st);
         }
     } else {   /* one CTA per row slice, every group (moe_down_kernel) */
         const uint8_t *W[1] = { (const uint8_t *)m->down };
         const int dr = moe_down_rows(m, n_out);
+        if constexpr (r4_fmt<FMT>::ok)
+            if (moe_r4_down(m)) {   /* the R4 copy, 4 rows a warp (E / 4 CTAs) */
+                const size_t rb4 = r4_row_bytes(n_in);
+                launch_down_v<FMT, 8, DF_R4>(m, dim3((unsigned)(n_out / 4), gy), rb4 * (size_t)n_out, rb4, nb, as, cb, 4, st);
+                moe_r4_count++;
+                return CU_LAUNCHED();
+            }
         if (moe_coop<FMT>(W, 1, rb, eb) && n_out % dr == 0)
             launch_down<FMT, coop_fmt<FMT>::ok * 8>(m, dim3((unsigned)(n_out / dr), gy), eb, rb, nb, as, cb, dr, st);
         else {

@@ -29,6 +29,7 @@
 #include "core/env.h"
 #include "core/util.h"
 #include "moe_harness.h"
+#include "quant/r4.h"
 
 static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ4_XS,
                                  TYPE_IQ4_NL, TYPE_Q2_0, TYPE_Q6_K };
@@ -47,6 +48,7 @@ static void set_switches(int mode) {
     setenv("STRATA_Q6_SWAR", d, 1);
     setenv("STRATA_CUDA_ROUTE", mode == 1 || mode == 2 ? "parallel" : "serial", 1);
     setenv("STRATA_CUDA_MOE_FAST", fast, 1);
+    setenv("STRATA_CUDA_MOE_R4", mode == 1 ? "1" : "0", 1);   /* read at upload (the copies) and here (their use) */
     setenv("STRATA_CUDA_MV_SPLIT", mode == 1 ? "5" : "0", 1);   /* every row of 5+ blocks split */
     setenv("STRATA_CUDA_PREFETCH", mode == 1 ? "7" : "0", 1);   /* L2 prefetches (hints), the norm weights early */
     setenv("STRATA_CUDA_MV_KQ", mode == 1 ? "1" : "0", 1);   /* Q4_K / Q5_K / Q6_K one-column rows by matvec_kqp_kernel */
@@ -57,7 +59,7 @@ static void set_switches(int mode) {
     cuda_variants_apply(&v);
     int want = dec_on ? (CUDA_DEC_IQ_FAST | CUDA_DEC_Q2_WORD | CUDA_DEC_Q6_SWAR) : 0;
     REQUIRE(v.decode == want && cuda_matvec_decode() == want && v.route_parallel == (mode == 1 || mode == 2) &&
-            v.moe_fast == atoi(fast) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 7 : 0) &&
+            v.moe_fast == atoi(fast) && v.moe_r4 == (mode == 1) && cuda_moe_r4() == (mode == 1) && v.mv_split == (mode == 1 ? 5 : 0) && v.prefetch == (mode == 1 ? 7 : 0) &&
             v.mv_kq == (mode == 1 ? 1 : 0) && cuda_matvec_kq() == v.mv_kq,
             "switches %d: decode %d (want %d), route %d, moe folds %d", mode, v.decode, want, v.route_parallel, v.moe_fast);
 }
@@ -174,6 +176,79 @@ static void moe_parity(int type, int mode) {
         printf("moe %-8s dim %4d experts %3d top-%d, %s on == off == CPU (T = 1..8, random/shared/ties): %s, checksum %016llx\n",
                quant_type_name(type), E, g_experts, g_used, mode_name(mode),
                bad_cpu || bad_off ? "NO" : "yes", (unsigned long long)h);
+    }
+    set_switches(0);
+    strata_session_free(sc); strata_session_free(sg);
+    strata_model_free(mc); strata_model_free(mg);
+    unlink(path);
+}
+
+/* STRATA_CUDA_MOE_R4: the GPU model loaded with the switch on (the upload makes the experts' R4 copies); the
+ * copies' bytes == r4_repack_rows's of the file's rows; then layer 0's FFN block at T = 1..8 (random, shared,
+ * zero inputs) with the R4 kernels on (T = 1) == off == the CPU, bit for bit, and the T = 1 runs launched R4
+ * kernels (gate/up and, where the down rows go 4 a warp, down) */
+static int g_r4 = 1;   /* the setting of the "on" runs: 1, or 2 (the gate/up kernel's registers unbounded) */
+static void moe_parity_r4(int type, int fast) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/strata-gpu-variants-r4-%s-%d.gguf", quant_type_name(type), g_dim);
+    if (make_moe(path, 1, type, TYPE_Q8_0, TYPE_Q8_0, 512)) { CHECKF(0, "synth %s", quant_type_name(type)); return; }
+    set_switches(8 + fast);
+    setenv("STRATA_CUDA_MOE_R4", "1", 1);   /* the upload makes the copies */
+    env_reset_cache();
+    strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
+    strata_session *sc = mc ? moe_session(mc) : NULL, *sg = mg ? moe_session(mg) : NULL;
+    REQUIRE(sc && sg, "%s: models and sessions", quant_type_name(type));
+    if (sc && sg) {
+        const layer_weights *L = &mg->w.layers[0];
+        const weight *ws[3] = { &L->gate_exps, &L->up_exps, &L->down_exps };
+        int bad_copy = 0;
+        for (int i = 0; i < 3; i++) {
+            const int64_t rows = ws[i]->n_out * ws[i]->n_expert;
+            const size_t bytes = r4_row_bytes(ws[i]->n_in) * (size_t)rows;
+            uint8_t *want = (uint8_t *)malloc(bytes), *got = (uint8_t *)malloc(bytes);
+            REQUIRE(want && got && ws[i]->dev_r4, "%s: matrix %d has an R4 copy", quant_type_name(type), i);
+            if (want && got && ws[i]->dev_r4) {
+                CHECK(r4_repack_rows(type, ws[i]->data, want, rows, ws[i]->n_in, 2) == 0);
+                CHECK(cuda_memcpy_d2h(got, ws[i]->dev_r4, bytes) == 0);
+                bad_copy += memcmp(want, got, bytes) != 0;
+            }
+            free(want); free(got);
+        }
+        CHECKF(bad_copy == 0, "%s: %d R4 copies differ from r4_repack_rows's bytes", quant_type_name(type), bad_copy);
+        const int E = mc->hp.n_embd;
+        static float x[8 * 2048], oc[8 * 2048], og[2][8 * 2048];
+        int bad_cpu = 0, bad_off = 0, runs = 0;
+        unsigned long l1 = 0;
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (int T = 1; T <= 8; T++)
+            for (int kind = 0; kind < 3; kind++) {
+                for (int i = 0; i < T * E; i++) x[i] = kind == 2 ? 0.0f : rnd_val() * 2.0f;
+                if (kind == 1)
+                    for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
+                moe_ffn_cpu(sc, x, T, oc);
+                for (int on = 0; on < 2; on++) {
+                    cuda_moe_set_r4(on ? g_r4 : 0);
+                    const unsigned long l0 = cuda_moe_r4_launches();
+                    REQUIRE(moe_ffn_gpu(sg, x, T, og[on]) == 0, "%s T=%d: ffn block", quant_type_name(type), T);
+                    if (T == 1 && on) l1 += cuda_moe_r4_launches() - l0;
+                    else CHECKF(cuda_moe_r4_launches() == l0, "%s T=%d R4 %d: an R4 kernel launched", quant_type_name(type), T, on);
+                }
+                bad_cpu += memcmp(oc, og[1], sizeof(float) * (size_t)(T * E)) != 0;
+                bad_off += memcmp(og[0], og[1], sizeof(float) * (size_t)(T * E)) != 0;
+                h = fnv1a64(og[1], sizeof(float) * (size_t)(T * E)) ^ (h * 31);
+                runs++;
+            }
+        cuda_moe_set_r4(0);
+        /* 3 T = 1 runs: the gate/up launch each, and the down launch where its rows go 4 a warp */
+        const unsigned long want_l = (fast & CUDA_MOE_FAST_DOWN4) ? 6 : 3;
+        CHECKF(l1 == want_l, "%s: %lu R4 launches at T = 1, want %lu", quant_type_name(type), l1, want_l);
+        CHECKF(bad_cpu == 0, "%s dim %d ffn %d: %d of %d FFN outputs with R4 differ from the CPU", quant_type_name(type), E,
+               moe_h_ff, bad_cpu, runs);
+        CHECKF(bad_off == 0, "%s dim %d ffn %d: %d of %d FFN outputs differ between R4 on and off", quant_type_name(type), E,
+               moe_h_ff, bad_off, runs);
+        printf("moe %-8s dim %4d ffn %4d experts %3d top-%d, R4 %d copies (folds %d): copies == r4_repack_rows, %lu R4 launches, "
+               "on == off == CPU (T = 1..8): %s, checksum %016llx\n", quant_type_name(type), E, moe_h_ff, g_experts, g_used, g_r4, fast,
+               l1, bad_cpu || bad_off || bad_copy ? "NO" : "yes", (unsigned long long)h);
     }
     set_switches(0);
     strata_session_free(sc); strata_session_free(sg);
@@ -341,6 +416,27 @@ int main(void) {
     }
     moe_h_ff = 9216;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_DEFAULT);
+    /* STRATA_CUDA_MOE_R4: ffn 256 / 768 / 1,280 / 9,216 (down rows of 1, 3, 5, 36 super-blocks; gate/up rows of 1 at
+     * dim 256, 8 at 2,048 below), the default folds (down 4 rows a warp: R4 down) and none (down stays the format's) */
+    t_current = "r4";
+    const int dim_keep = g_dim;
+    g_dim = 256;
+    for (int ff = 256; ff <= 9216; ff = ff == 1280 ? 9216 : ff + 512) {
+        moe_h_ff = ff;
+        moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
+        moe_parity_r4(TYPE_IQ2_XXS, CUDA_MOE_FAST_DEFAULT);
+    }
+    moe_h_ff = 768;
+    moe_parity_r4(TYPE_IQ3_XXS, 0);
+    g_dim = 2048;
+    moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
+    moe_parity_r4(TYPE_IQ2_XXS, CUDA_MOE_FAST_DEFAULT);
+    g_r4 = 2;   /* the unbounded gate/up instances */
+    moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
+    moe_parity_r4(TYPE_IQ2_XXS, CUDA_MOE_FAST_DEFAULT);
+    g_r4 = 1;
+    g_dim = dim_keep;
+    t_current = "moe folds";
     moe_h_ff = 256;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_SALU);   /* the signs by ALU, the tables from global memory */
     moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_SMEM));   /* ... with the grid in shared memory */
