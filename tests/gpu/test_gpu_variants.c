@@ -140,6 +140,38 @@ static int g_dim = 256, g_experts = 16, g_used = 4;
 static int make_moe(const char *path, int layers, int type_experts, int type_attn, int type_out, int vocab) {
     return moe_synth(path, layers, type_experts, type_attn, type_out, vocab, g_dim, g_experts, g_used, 23);
 }
+/* T rows of E inputs of the FFN parity runs: kind 0 random, 1 every token the same, 2 zero (router ties) */
+static void moe_input(float *x, int T, int E, int kind) {
+    for (int i = 0; i < T * E; i++) x[i] = kind == 2 ? 0.0f : rnd_val() * 2.0f;
+    if (kind == 1)
+        for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
+}
+/* The FFN parity runs of layer 0: T = 1..8 x the 3 inputs of moe_input, the CPU once, then the GPU with sw(0, u)
+ * and sw(1, u) before its two runs (done(on, T, u) after each, when given); the outputs with the switch on that
+ * differ from the CPU's and from the switch off's, bit for bit, and their hash */
+typedef struct { int bad_cpu, bad_off, runs; uint64_t h; } moe_runs;
+static moe_runs moe_ffn_runs(strata_session *sc, strata_session *sg, const char *label, void (*sw)(int on, void *u),
+                             void (*done)(int on, int T, void *u), void *u) {
+    const int E = sc->m->hp.n_embd;
+    static float x[8 * 2048], oc[8 * 2048], og[2][8 * 2048];
+    moe_runs r = { 0, 0, 0, 0xcbf29ce484222325ull };
+    for (int T = 1; T <= 8; T++)
+        for (int kind = 0; kind < 3; kind++) {
+            moe_input(x, T, E, kind);
+            moe_ffn_cpu(sc, x, T, oc);
+            for (int on = 0; on < 2; on++) {
+                sw(on, u);
+                REQUIRE(moe_ffn_gpu(sg, x, T, og[on]) == 0, "%s T=%d: ffn block", label, T);
+                if (done) done(on, T, u);
+            }
+            r.bad_cpu += memcmp(oc, og[1], sizeof(float) * (size_t)(T * E)) != 0;
+            r.bad_off += memcmp(og[0], og[1], sizeof(float) * (size_t)(T * E)) != 0;
+            r.h = fnv1a64(og[1], sizeof(float) * (size_t)(T * E)) ^ (r.h * 31);
+            r.runs++;
+        }
+    return r;
+}
+static void switches_cb(int on, void *u) { set_switches(on ? *(const int *)u : 0); }
 /* modes: the switches compared with "all off" (1: every switch, 2: the routing alone) */
 static void moe_parity(int type, int mode) {
     char path[256];
@@ -151,24 +183,9 @@ static void moe_parity(int type, int mode) {
     REQUIRE(sc && sg, "%s: models and sessions", quant_type_name(type));
     if (sc && sg) {
         const int E = mc->hp.n_embd;
-        static float x[8 * 2048], oc[8 * 2048], og[2][8 * 2048];
-        int bad_cpu = 0, bad_off = 0, runs = 0;
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (int T = 1; T <= 8; T++)
-            for (int kind = 0; kind < 3; kind++) {   /* random, every token the same, zero (router ties) */
-                for (int i = 0; i < T * E; i++) x[i] = kind == 2 ? 0.0f : rnd_val() * 2.0f;
-                if (kind == 1)
-                    for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
-                moe_ffn_cpu(sc, x, T, oc);
-                for (int on = 0; on < 2; on++) {
-                    set_switches(on ? mode : 0);
-                    REQUIRE(moe_ffn_gpu(sg, x, T, og[on]) == 0, "%s T=%d: ffn block", quant_type_name(type), T);
-                }
-                bad_cpu += memcmp(oc, og[1], sizeof(float) * (size_t)(T * E)) != 0;
-                bad_off += memcmp(og[0], og[1], sizeof(float) * (size_t)(T * E)) != 0;
-                h = fnv1a64(og[1], sizeof(float) * (size_t)(T * E)) ^ (h * 31);
-                runs++;
-            }
+        moe_runs rr = moe_ffn_runs(sc, sg, quant_type_name(type), switches_cb, NULL, &mode);
+        const int bad_cpu = rr.bad_cpu, bad_off = rr.bad_off, runs = rr.runs;
+        const uint64_t h = rr.h;
         CHECKF(bad_cpu == 0, "%s dim %d, %d experts (mode %d): %d of %d FFN outputs with the switches on differ from the CPU",
                quant_type_name(type), E, g_experts, mode, bad_cpu, runs);
         CHECKF(bad_off == 0, "%s dim %d, %d experts (mode %d): %d of %d FFN outputs differ between the switches on and off",
@@ -188,6 +205,18 @@ static void moe_parity(int type, int mode) {
  * zero inputs) with the R4 kernels on (T = 1) == off == the CPU, bit for bit, and the T = 1 runs launched R4
  * kernels (gate/up and, where the down rows go 4 a warp, down) */
 static int g_r4 = 1;   /* the setting of the "on" runs: 1, or 2 (the gate/up kernel's registers unbounded) */
+/* the R4 runs' switch (0 or g_r4) and launch count: the T = 1 runs with R4 on add theirs to l1, every other run
+ * must launch none */
+typedef struct { unsigned long l0, l1; const char *label; } r4_count;
+static void r4_switch_cb(int on, void *u) {
+    cuda_moe_set_r4(on ? g_r4 : 0);
+    ((r4_count *)u)->l0 = cuda_moe_r4_launches();
+}
+static void r4_done_cb(int on, int T, void *u) {
+    r4_count *c = (r4_count *)u;
+    if (T == 1 && on) c->l1 += cuda_moe_r4_launches() - c->l0;
+    else CHECKF(cuda_moe_r4_launches() == c->l0, "%s T=%d R4 %d: an R4 kernel launched", c->label, T, on);
+}
 static void moe_parity_r4(int type, int fast) {
     char path[256];
     snprintf(path, sizeof path, "/tmp/strata-gpu-variants-r4-%s-%d.gguf", quant_type_name(type), g_dim);
@@ -216,28 +245,11 @@ static void moe_parity_r4(int type, int fast) {
         }
         CHECKF(bad_copy == 0, "%s: %d R4 copies differ from r4_repack_rows's bytes", quant_type_name(type), bad_copy);
         const int E = mc->hp.n_embd;
-        static float x[8 * 2048], oc[8 * 2048], og[2][8 * 2048];
-        int bad_cpu = 0, bad_off = 0, runs = 0;
-        unsigned long l1 = 0;
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (int T = 1; T <= 8; T++)
-            for (int kind = 0; kind < 3; kind++) {
-                for (int i = 0; i < T * E; i++) x[i] = kind == 2 ? 0.0f : rnd_val() * 2.0f;
-                if (kind == 1)
-                    for (int t = 1; t < T; t++) memcpy(x + (size_t)t * E, x, sizeof(float) * (size_t)E);
-                moe_ffn_cpu(sc, x, T, oc);
-                for (int on = 0; on < 2; on++) {
-                    cuda_moe_set_r4(on ? g_r4 : 0);
-                    const unsigned long l0 = cuda_moe_r4_launches();
-                    REQUIRE(moe_ffn_gpu(sg, x, T, og[on]) == 0, "%s T=%d: ffn block", quant_type_name(type), T);
-                    if (T == 1 && on) l1 += cuda_moe_r4_launches() - l0;
-                    else CHECKF(cuda_moe_r4_launches() == l0, "%s T=%d R4 %d: an R4 kernel launched", quant_type_name(type), T, on);
-                }
-                bad_cpu += memcmp(oc, og[1], sizeof(float) * (size_t)(T * E)) != 0;
-                bad_off += memcmp(og[0], og[1], sizeof(float) * (size_t)(T * E)) != 0;
-                h = fnv1a64(og[1], sizeof(float) * (size_t)(T * E)) ^ (h * 31);
-                runs++;
-            }
+        r4_count rc = { 0, 0, quant_type_name(type) };
+        moe_runs rr = moe_ffn_runs(sc, sg, quant_type_name(type), r4_switch_cb, r4_done_cb, &rc);
+        const int bad_cpu = rr.bad_cpu, bad_off = rr.bad_off, runs = rr.runs;
+        const uint64_t h = rr.h;
+        const unsigned long l1 = rc.l1;
         cuda_moe_set_r4(0);
         /* 3 T = 1 runs: the gate/up launch each, and the down launch where its rows go 4 a warp */
         const unsigned long want_l = (fast & CUDA_MOE_FAST_DOWN4) ? 6 : 3;
