@@ -116,11 +116,13 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_ALL     311295 /* every bit (16384, 65536, 131072 and 524288 unused: measured, not kept) */
 #define CUDA_MOE_FAST_DEFAULT 311295 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
 void cuda_moe_set_fast(int bits);
-/* STRATA_CUDA_MOE_R4 (moe.cu, r4.cuh): 1 the T = 1 expert kernels read the IQ2_XXS / IQ3_XXS experts' R4 copies
- * where cuda_weights_upload made them (it does when the switch is 1 at upload); launches counted for the tests */
+/* STRATA_CUDA_MOE_R4 (moe.cu, r4.cuh): 1 (2: the gate/up instance without its launch bound) the T = 1 expert kernels
+ * read the IQ2_XXS / IQ3_XXS experts' R4 copies where cuda_weights_upload made them (it does when the switch is 1 or 2
+ * at upload); 0 the format's kernels; launches counted for the tests */
 void cuda_moe_set_r4(int on);
 int cuda_moe_r4(void);
-unsigned long cuda_moe_r4_launches(void);/* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
+unsigned long cuda_moe_r4_launches(void);
+/* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
  * step's time with a bit minus without it is one such launch's cost inside the step: 1 the T = 1
  * MoE gate/up launch, 2 the tensor-core order's decode launch (one-launch or chunk CTAs), 4 its
