@@ -27,16 +27,18 @@ int r4_repack_row(int type, const void *src, void *dst, int64_t n) {
     const size_t bs = quant_row_bytes(type, QK_K);
     uint8_t *o = (uint8_t *)dst, *om = o + 128 * nb, *od = o + 136 * nb;
     memset(o, 0, r4_row_bytes(n));
+    int8_t inv[128];   /* magnitude -> level index, -1 for a magnitude no level has */
+    memset(inv, -1, sizeof inv);
+    for (int i = 0; i < 8; i++)
+        if (lv[i]) inv[lv[i]] = (int8_t)i;
     int8_t w8[QK_K];
     int16_t m[16];
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = (const uint8_t *)src + (size_t)b * bs;
         iq_decode_ref(type, blk, w8, m);
         for (int i = 0; i < QK_K; i++) {
-            const int neg = w8[i] < 0, g = neg ? -w8[i] : w8[i];
-            int idx = 0;
-            while (idx < 8 && (lv[idx] != g || g == 0)) idx++;
-            if (idx == 8) return -1;
+            const int neg = w8[i] < 0, g = neg ? -w8[i] : w8[i], idx = inv[g & 127];
+            if (idx < 0) return -1;
             o[128 * b + i / 2] |= (uint8_t)(((neg << 3) | idx) << (4 * (i & 1)));
         }
         for (int j = 0; j < 8; j++) {
