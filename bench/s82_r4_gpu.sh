@@ -8,6 +8,9 @@
 # (time, instructions, DRAM bytes: layer 0's gate/up and down). The suite runs in its own call (gpu_suite).
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf (and .peer/lcb-cuda.tar.xz for the peer).
 # Prediction (BENCHMARKS, 22:03 session): moe48 416 -> 480-520 tok/s on the H200, moe48_iq2 +5-15 %; parity exact.
+# Ran once (22:03 session, call A, H100): test_gpu_variants 1,976 passed; the A/B then ran past the call's 580 s
+# (writing the two 8-12 GB files on the cold machine) and its lines were lost to the caller's `| tail`; calls B-E ran
+# the rest inline (BENCHMARKS). Invoke it without a pipe: its A/B lines also go to $OUT/ab*.txt only through tee.
 set -u
 . bench/gpu_call.sh
 gb_unpack
