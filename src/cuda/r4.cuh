@@ -11,7 +11,7 @@
  *     pos = prmt(lo, hi, code)            the positive weights' magnitudes, 0 elsewhere
  *     neg = prmt(lo, hi, code ^ 0x8888)   the negative weights' magnitudes, 0 elsewhere
  *     sum = dp4a(pos, a) - dp4a(neg, a)   (exact integers)
- * 11 instructions a code word (two shifts, a xor, 4 prmt, 4 dp4a) where the grid decode of a
+ * 11 instructions a code word by a count of the source (two shifts, a xor, 4 prmt, 4 dp4a) where the grid decode of a
  * 4-weight word took ~31. The block partial is the format's (coop_final's operations): the same
  * integers S, so the same p_b, the same lane order, the same bits (tests: test_r4 on the CPU,
  * test_gpu_variants's R4 parity on the GPU). */
