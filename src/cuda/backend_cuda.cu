@@ -177,7 +177,7 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
     uint64_t total = 0, done = 0;
     for (int i = 0; i < n; i++) total += list[i].w->nbytes;
     if (cuda_tables_init()) { snprintf(err, errlen, "%s", cuda_last_error()); st_free(list); return -1; }
-    const int r4 = env_int(ENV_CUDA_MOE_R4) == 1 || env_int(ENV_CUDA_MOE_R4) == 2;
+    const int r4 = env_int(ENV_CUDA_MOE_R4) >= 1 && env_int(ENV_CUDA_MOE_R4) <= 3;
     uint8_t *r4buf = NULL;
     size_t r4cap = 0;
     for (int i = 0; i < n; i++) {

@@ -114,6 +114,115 @@ static __device__ __forceinline__ void r4_rows_dot(const uint8_t *const *w, int 
     warp_canon_finish_n<R, WARPS>(acc, nb);
 }
 
+/* STRATA_CUDA_MOE_R4 = 3 (issue 20, after the 22:03 session's ncu: the R4 launches wait on their loads, DRAM at 46 %
+ * / 26 % of peak, 7 of 32 bytes a sector used by the scattered activation words). The staged forms: every code
+ * word, multiplier and d of the lane's steps loaded before any math (the row's DRAM bytes in flight at once), and
+ * for the gate/up the CTA's activation row (one token at T = 1: every warp of the CTA reads the same row) copied
+ * once into shared memory by coalesced words and read back by two 16-byte loads a lane. The integer sums, p_b,
+ * the hand-over and the finish are r4_rows_dot's / r4_grp_dot's: the same bits. */
+#define R4S_STEPS 2   /* gate/up rows of at most 8 super-blocks (2,048 values) */
+#define R4S_DSTEPS 4  /* down rows of at most 4 super-blocks (1,024 values) */
+/* the activation row of nb act_q8_K blocks into s_q (nb x 256 code bytes, 16-byte aligned) and s_d (nb scales)
+ * by all the CTA's threads, 4-byte words in order (bsums skipped); the caller syncs */
+static __device__ __forceinline__ void r4s_stage_act(const uint8_t *__restrict__ act, int nb, int *s_q, float *s_d) {
+    constexpr int W = sizeof_i(act_q8_K) / 4;   /* 73 words: d, 64 of qs, 8 of bsums */
+    for (int w = threadIdx.x; w < nb * W; w += blockDim.x) {
+        const int b = w / W, j = w - b * W;
+        if (j == 0) s_d[b] = ld_f32(act + (size_t)4 * w);
+        else if (j <= 64) s_q[b * 64 + j - 1] = ld_i32(act + (size_t)4 * w);
+    }
+}
+template <int FMT, int R, int WARPS>
+static __device__ __forceinline__ void r4s_rows_dot(const uint8_t *const *w, int nb, const int *s_q, const float *s_d, float *acc,
+                                                    const uint4 (*q)[R], const int (*mb)[R], const float (*dw)[R]) {
+    const int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7;
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < R4S_STEPS; s++) {
+        const int base = 4 * s, b = base + g;
+        if (base >= nb) break;
+        int S[R];
+        float p[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) { S[r] = 0; p[r] = 0.0f; }
+        if (b < nb) {
+            const int4 a0 = *(const int4 *)(s_q + b * 64 + 8 * k), a1 = *(const int4 *)(s_q + b * 64 + 8 * k + 4);
+            const int a[8] = { a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w };
+#pragma unroll
+            for (int r = 0; r < R; r++) S[r] = mb[s][r] * r4_sub<FMT>(q[s][r], a);
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int o = 4; o >= 1; o >>= 1) S[r] += __shfl_xor_sync(FULL_MASK, S[r], o);
+        if (b < nb) {
+            const float ad = s_d[b];
+#pragma unroll
+            for (int r = 0; r < R; r++) p[r] = __fmul_rn(__fmul_rn(__int2float_rn(S[r]), r4_fmt<FMT>::k()), __fmul_rn(dw[s][r], ad));
+        }
+        const int gs = lane - base;   /* base < 32: no wrap */
+        const bool mine = gs >= 0 && gs < 4 && base + gs < nb;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float v = __shfl_sync(FULL_MASK, p[r], (gs & 3) * 8);
+            if (mine) acc[r] = __fadd_rn(acc[r], v);
+        }
+    }
+    (void)w;
+    warp_canon_finish_n<R, WARPS>(acc, nb);
+}
+/* the lane's loads of its steps: codes, multiplier, d of rows w[r] (zeros past nb) */
+template <int R>
+static __device__ __forceinline__ void r4s_preload(const uint8_t *const *w, int nb, uint4 (*q)[R], int (*mb)[R], float (*dw)[R]) {
+    const int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7;
+#pragma unroll
+    for (int s = 0; s < R4S_STEPS; s++) {
+        const int b = 4 * s + g;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            q[s][r] = b < nb ? *(const uint4 *)(w[r] + 128 * b + 16 * k) : make_uint4(0, 0, 0, 0);
+            mb[s][r] = b < nb ? (int)w[r][128 * nb + 8 * b + k] : 0;
+            dw[s][r] = b < nb ? h2f(ld_u16(w[r] + 136 * nb + 2 * b)) : 0.0f;
+        }
+    }
+}
+/* r4_grp_dot with every step's code word, multiplier and d loaded first (rows of at most R4S_DSTEPS blocks) */
+template <int FMT, int WARPS>
+static __device__ __forceinline__ void r4s_grp_dot(const uint8_t *__restrict__ base, size_t row_bytes, int nb,
+                                                   const uint8_t *__restrict__ act, float (*acc)[1]) {
+    const int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7;
+    const uint8_t *row = base + (size_t)g * row_bytes;
+    uint4 q[R4S_DSTEPS];
+    int mb[R4S_DSTEPS];
+    float dw[R4S_DSTEPS];
+#pragma unroll
+    for (int b = 0; b < R4S_DSTEPS; b++) {
+        q[b] = b < nb ? *(const uint4 *)(row + 128 * b + 16 * k) : make_uint4(0, 0, 0, 0);
+        mb[b] = b < nb ? (int)row[128 * nb + 8 * b + k] : 0;
+        dw[b] = b < nb ? h2f(ld_u16(row + 136 * nb + 2 * b)) : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) acc[r][0] = 0.0f;
+#pragma unroll
+    for (int b = 0; b < R4S_DSTEPS; b++) {
+        if (b >= nb) break;
+        const uint8_t *ab = act + (size_t)b * sizeof_i(act_q8_K);
+        int a[8];
+        r4_act(ab, k, a);
+        int S = mb[b] * r4_sub<FMT>(q[b], a);
+#pragma unroll
+        for (int o = 4; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
+        const float p = __fmul_rn(__fmul_rn(__int2float_rn(S), r4_fmt<FMT>::k()), __fmul_rn(dw[b], ld_f32(ab)));
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const float v = __shfl_sync(FULL_MASK, p, 8 * r);
+            if (lane == b) acc[r][0] = __fadd_rn(acc[r][0], v);
+        }
+    }
+    warp_canon_finish_n<4, WARPS>(&acc[0][0], nb);
+}
+
 /* The down kernel's 4 rows a warp (row_dot_grp's walk): row g of the 4 at base + g row_bytes by lane group g,
  * lane k on sub-block k of every super-block of its row; p(g, b) to lane b % 32 in block order; the 4 rows
  * finish side by side. acc[r][0] in lane 0 is row r's canonical dot. */
