@@ -588,7 +588,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 /* STRATA_CUDA_MOE_R4 = 3 (r4.cuh's staged forms): the T = 1 gate/up on the R4 copies with the row pair's code words,
  * multipliers and d loaded before the activation row is staged into shared memory (dynamic: nb x 260 bytes) by the
  * whole CTA; rows of at most R4S_STEPS x 4 super-blocks (moe_r4s_gu). 8 CTAs an SM (64 registers: 1.45 waves of
- * the 1,536-CTA grid). The operations after the loads are r4_rows_dot's: the same bits. */
+ * the 1,536-CTA grid). The operations after the loads are r4_rows_dot's (r4_walk): the same bits. */
 template <int FMT>
 __global__ void __launch_bounds__(MV_WARPS * 32, 8)
 moe_gate_up_r4s_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
@@ -620,7 +620,7 @@ moe_gate_up_r4s_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict
     __syncthreads();
     if (!live) return;
     float acc[2];
-    r4s_rows_dot<FMT, 2, MV_WARPS>(w2, nb, s_q, s_d, acc, q, mb, dw);
+    r4s_rows_dot<FMT, 2, MV_WARPS>(nb, s_q, s_d, acc, q, mb, dw);
     (void)n_in;
     if ((threadIdx.x & 31) == 0) {
         const float gv = acc[0], uv = acc[1];
@@ -759,12 +759,12 @@ extern "C" void cuda_moe_set_r4(int on) { moe_r4 = on == 2 || on == 3 ? on : on 
 extern "C" int cuda_moe_r4(void) { return moe_r4; }
 extern "C" unsigned long cuda_moe_r4_launches(void) { return moe_r4_count; }
 static bool moe_r4_gu(const cuda_moe *m) {
-    return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->gate_r4 && m->up_r4 && r4_supported(m->type_gu);
+    return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->gate_r4 && m->up_r4;   /* copies exist for the R4 formats alone */
 }
 /* the down launch's R4 path: 4 rows a warp (moe_down_rows: CUDA_MOE_FAST_DOWN4, E a multiple of 4) */
 static int moe_down_rows(const cuda_moe *m, int64_t n_out);
 static bool moe_r4_down(const cuda_moe *m) {
-    return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->down_r4 && r4_supported(m->type_down) && moe_down_rows(m, m->E) == 4;
+    return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->down_r4 && moe_down_rows(m, m->E) == 4;
 }
 
 /* the down matrices' bytes per expert for the gate/up launch's L2 prefetch (0: none; *pfd their first byte): the R4
