@@ -145,10 +145,25 @@ static int list_weights(const hparams *hp, model_weights *w, named_weight *out, 
     return n;
 }
 
-/* STRATA_CUDA_MOE_R4 = 1 or 2: an IQ2_XXS / IQ3_XXS expert tensor's R4 copy (src/quant/r4.h) beside its upload, repacked
- * on the host's cores into *buf (grown as needed) and copied up; skipped (dev_r4 stays NULL, the kernels keep the
- * format's path) when the copy would leave less than 2 GiB of the GPU free or an allocation fails. -1: a row did
- * not repack (not a valid row of the format) or the copy failed. */
+/* STRATA_CUDA_MOE_R4 = 1, 2 or 3: an IQ2_XXS / IQ3_XXS expert tensor's R4 copy (src/quant/r4.h) beside its upload,
+ * repacked on the host's cores into *buf (grown as needed) and copied up; skipped (dev_r4 stays NULL, the kernels keep
+ * the format's path) when the copy would leave less than 2 GiB of the GPU free or an allocation fails. -1: a row did
+ * not repack (not a valid row of the format) or the copy failed. The upload decides for the whole model first
+ * (r4_budget_ok). */
+static int r4_eligible(const weight *x) { return x->n_expert > 1 && r4_supported(x->type) && x->n_in % 256 == 0; }
+/* all of a model's R4 copies or none: made only where the weights (wbytes), every copy and a reserve for the KV
+ * cache and the scratch (an eighth of the GPU, at least 2 GiB) fit in the free memory before the upload, so the
+ * copies never take the memory a later tensor or the context needs (a 12 GB model with 17 GB of copies on a 24 GB
+ * card: no copies) */
+static int r4_budget_ok(const named_weight *list, int n, uint64_t wbytes) {
+    uint64_t need = wbytes;
+    for (int i = 0; i < n; i++)
+        if (r4_eligible(list[i].w)) need += (uint64_t)r4_row_bytes(list[i].w->n_in) * (uint64_t)(list[i].w->n_out * list[i].w->n_expert);
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { cudaGetLastError(); return 0; }
+    const uint64_t reserve = tot / 8 > ((uint64_t)2 << 30) ? tot / 8 : (uint64_t)2 << 30;
+    return (uint64_t)fr >= need + reserve;
+}
 static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
     const int64_t rows = x->n_out * x->n_expert;
     const size_t bytes = r4_row_bytes(x->n_in) * (size_t)rows;
@@ -177,7 +192,7 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
     uint64_t total = 0, done = 0;
     for (int i = 0; i < n; i++) total += list[i].w->nbytes;
     if (cuda_tables_init()) { snprintf(err, errlen, "%s", cuda_last_error()); st_free(list); return -1; }
-    const int r4 = env_int(ENV_CUDA_MOE_R4) >= 1 && env_int(ENV_CUDA_MOE_R4) <= 3;
+    const int r4 = env_int(ENV_CUDA_MOE_R4) >= 1 && env_int(ENV_CUDA_MOE_R4) <= 3 && r4_budget_ok(list, n, total);
     uint8_t *r4buf = NULL;
     size_t r4cap = 0;
     for (int i = 0; i < n; i++) {
@@ -203,7 +218,7 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
             return -1;
         }
         x->dev = d;
-        if (r4 && x->n_expert > 1 && r4_supported(x->type) && x->n_in % 256 == 0 && upload_r4(x, &r4buf, &r4cap)) {
+        if (r4 && r4_eligible(x) && upload_r4(x, &r4buf, &r4cap)) {
             snprintf(err, errlen, "the R4 copy of %s (STRATA_CUDA_MOE_R4) failed: %s", list[i].name,
                      cudaGetErrorString(cudaGetLastError()));
             st_free(r4buf);
