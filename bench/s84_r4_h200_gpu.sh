@@ -23,7 +23,7 @@ if [ "$part" = 1 ]; then
   gpu_suite "${SUITE_S:-330}"
   t
   unset STRATA_CUDA_MOE_R4
-  while ! grep -q done /tmp/synth.log 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt 420 ]; do sleep 5; done
+  while ! grep -q done /tmp/synth.log 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt ${SYNTH_WAIT:-420} ]; do sleep 5; done
   cat /tmp/synth.log; t
   gb_unpack
   e2e_ab 1 "moe48 moe48_iq2" STRATA_CUDA_MOE_R4 "0 1 3" 1
