@@ -17,7 +17,8 @@ part=${PART:-1}
 exec > >(tee -a "$OUT/s84-$part.txt") 2>&1
 if [ "$part" = 1 ]; then
   mkdir -p /tmp/gbs && tar xJf .gpubin/bins.tar.xz -C /tmp/gbs
-  setsid bash -c 'for s in moe48 moe48_iq2; do BENCH_CPU=1 E2E_KV=none taskset -c 4-15 /tmp/gbs/bin/bench_e2e $s 1; ls -la /tmp/strata-e2e-$s.gguf; done > /tmp/synth.log 2>&1; echo done >> /tmp/synth.log' < /dev/null > /dev/null 2>&1 &
+  SHAPES=${SHAPES:-moe48 moe48_iq2}
+  setsid bash -c 'for s in '"$SHAPES"'; do BENCH_CPU=1 E2E_KV=none taskset -c 4-15 /tmp/gbs/bin/bench_e2e $s 1; ls -la /tmp/strata-e2e-$s.gguf; done > /tmp/synth.log 2>&1; echo done >> /tmp/synth.log' < /dev/null > /dev/null 2>&1 &
   export STRATA_CUDA_MOE_R4=1
   echo "the suite with STRATA_CUDA_MOE_R4=$STRATA_CUDA_MOE_R4"
   gpu_suite "${SUITE_S:-330}"
@@ -26,9 +27,9 @@ if [ "$part" = 1 ]; then
   while ! grep -q done /tmp/synth.log 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt ${SYNTH_WAIT:-420} ]; do sleep 5; done
   cat /tmp/synth.log; t
   gb_unpack
-  e2e_ab 1 "moe48 moe48_iq2" STRATA_CUDA_MOE_R4 "0 1 3" 1
+  e2e_ab 1 "$SHAPES" STRATA_CUDA_MOE_R4 "${VALS:-0 1 3}" 1
   t
-  if peer_up; then peer_tg "moe48 moe48_iq2"; else echo "peer: the unpack failed"; fi
+  if peer_up; then peer_tg "$SHAPES"; else echo "peer: the unpack failed"; fi
   t
 else
   gb_unpack
