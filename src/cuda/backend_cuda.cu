@@ -151,6 +151,7 @@ static int list_weights(const hparams *hp, model_weights *w, named_weight *out, 
  * not repack (not a valid row of the format) or the copy failed. The upload decides for the whole model first
  * (r4_budget_ok). */
 static int r4_eligible(const weight *x) { return x->n_expert > 1 && r4_supported(x->type) && x->n_in % 256 == 0; }
+static size_t r4_copy_bytes(const weight *x) { return r4_row_bytes(x->n_in) * (size_t)(x->n_out * x->n_expert); }
 /* all of a model's R4 copies or none: made only where the weights (wbytes), every copy and a reserve for the KV
  * cache and the scratch (an eighth of the GPU, at least 2 GiB) fit in the free memory before the upload, so the
  * copies never take the memory a later tensor or the context needs (a 12 GB model with 17 GB of copies on a 24 GB
@@ -158,7 +159,7 @@ static int r4_eligible(const weight *x) { return x->n_expert > 1 && r4_supported
 static int r4_budget_ok(const named_weight *list, int n, uint64_t wbytes) {
     uint64_t need = wbytes;
     for (int i = 0; i < n; i++)
-        if (r4_eligible(list[i].w)) need += (uint64_t)r4_row_bytes(list[i].w->n_in) * (uint64_t)(list[i].w->n_out * list[i].w->n_expert);
+        if (r4_eligible(list[i].w)) need += r4_copy_bytes(list[i].w);
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { cudaGetLastError(); return 0; }
     const uint64_t reserve = tot / 8 > ((uint64_t)2 << 30) ? tot / 8 : (uint64_t)2 << 30;
@@ -166,7 +167,7 @@ static int r4_budget_ok(const named_weight *list, int n, uint64_t wbytes) {
 }
 static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
     const int64_t rows = x->n_out * x->n_expert;
-    const size_t bytes = r4_row_bytes(x->n_in) * (size_t)rows;
+    const size_t bytes = r4_copy_bytes(x);
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess || fr < bytes + ((size_t)2 << 30)) { cudaGetLastError(); return 0; }
     if (*cap < bytes) {
