@@ -176,10 +176,31 @@ static void test_threads(void) {
     CHECK(r4_repack_row(TYPE_IQ3_XXS, junk, junk, 100) == -1);  /* not whole super-blocks */
 }
 
+/* the upload's all-or-none budget: the weights and copies (need) plus a reserve of max(total / 8, 2 GiB) must fit
+ * the free memory; the cases are the decisions the rule exists for */
+static void test_budget(void) {
+    const uint64_t G = (uint64_t)1 << 30;
+    /* the 48-layer IQ3_XXS shape: 12 GB of weights + 15.6 GB of copies */
+    const uint64_t moe48 = 12 * G + 156 * G / 10;
+    CHECK_EQ_INT(r4_budget_fits(138 * G, 140 * G, moe48), 1);    /* H200: 27.6 + 17.5 reserve fit 138 */
+    CHECK_EQ_INT(r4_budget_fits(78 * G, 80 * G, moe48), 1);      /* H100: 27.6 + 10 fit 78 */
+    CHECK_EQ_INT(r4_budget_fits(23 * G, 24 * G, 12 * G + 17 * G), 0);   /* need alone above free: none */
+    CHECK_EQ_INT(r4_budget_fits(23 * G, 24 * G, 12 * G + 8 * G), 1);    /* 20 + 3 (24 / 8) == 23: fits exactly */
+    CHECK_EQ_INT(r4_budget_fits(23 * G, 24 * G, 12 * G + 8 * G + 1), 0);
+    /* a small card: the reserve's floor of 2 GiB, not total / 8 = 1 GiB */
+    CHECK_EQ_INT(r4_budget_fits(7 * G, 8 * G, 5 * G), 1);
+    CHECK_EQ_INT(r4_budget_fits(7 * G, 8 * G, 5 * G + 1), 0);
+    CHECK_EQ_INT(r4_budget_fits(G, 8 * G, 0), 0);                  /* less free than the reserve */
+    CHECK_EQ_INT(r4_budget_fits(0, 0, 0), 0);
+    /* no wrap-around: a need above the free memory never fits, however large */
+    CHECK_EQ_INT(r4_budget_fits(64 * G, 80 * G, UINT64_MAX - G), 0);
+}
+
 int main(void) {
     RUN(test_levels);
     RUN(test_decode_and_dot);
     RUN(test_every_sign);
     RUN(test_threads);
+    RUN(test_budget);
     TEST_DONE();
 }

@@ -162,8 +162,7 @@ static int r4_budget_ok(const named_weight *list, int n, uint64_t wbytes) {
         if (r4_eligible(list[i].w)) need += r4_copy_bytes(list[i].w);
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { cudaGetLastError(); return 0; }
-    const uint64_t reserve = tot / 8 > ((uint64_t)2 << 30) ? tot / 8 : (uint64_t)2 << 30;
-    return (uint64_t)fr >= need + reserve;
+    return r4_budget_fits(fr, tot, need);
 }
 static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
     const int64_t rows = x->n_out * x->n_expert;

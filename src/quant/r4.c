@@ -20,6 +20,11 @@ const uint8_t *r4_levels(int type) {
 float r4_k(int type) { return type == TYPE_IQ3_XXS ? 0.25f : 0.125f; }
 size_t r4_row_bytes(int64_t n) { return ((size_t)(n / QK_K) * 138u + 15u) & ~(size_t)15u; }
 
+int r4_budget_fits(uint64_t free_bytes, uint64_t total, uint64_t need) {
+    const uint64_t floor = (uint64_t)2 << 30, reserve = total / 8 > floor ? total / 8 : floor;
+    return need <= free_bytes && free_bytes - need >= reserve;
+}
+
 int r4_repack_row(int type, const void *src, void *dst, int64_t n) {
     const uint8_t *lv = r4_levels(type);
     if (!lv || n % QK_K) return -1;

@@ -34,6 +34,10 @@ int r4_repack_row(int type, const void *src, void *dst, int64_t n);
 /* rows consecutive rows (src rows of the format's row bytes, dst rows of r4_row_bytes(n)) on up to
  * `threads` threads (<= 1: this one); 0 or -1 as r4_repack_row */
 int r4_repack_rows(int type, const void *src, void *dst, int64_t rows, int64_t n, int threads);
+/* the upload's all-or-none decision for a model's R4 copies (STRATA_CUDA_MOE_R4): 1 when `need` (the weights
+ * plus every copy, bytes) and a reserve for the KV cache and the scratch (an eighth of the GPU's `total` bytes, at
+ * least 2 GiB) fit in its `free_bytes`, else 0 (the experts keep the format's kernels) */
+int r4_budget_fits(uint64_t free_bytes, uint64_t total, uint64_t need);
 /* the row's dot with n values of act_q8_K blocks, in the canonical order (== the format's dot_ref) */
 float r4_dot_ref(int type, const void *row, const void *act, int64_t n);
 #endif
