@@ -1,10 +1,10 @@
 #!/bin/bash
-# Written 2026-12-07 (00:47 session; no device came, never run) for the programs of branch wip/r4-default (pack them
-# there: tools/gpu_pack.sh pack; STRATA_CUDA_MOE_R4=3 exists there alone, on main 3 reads as off).
+# Written 2026-12-07 (00:47 session) for branch wip/r4-default's programs; run in the 04:17 session (H100: calls 1
+# and 2 of docs/BENCHMARKS.md "2026-12-07 (04:17 session)"); that branch is main's code since (pack: tools/gpu_pack.sh pack).
 # One script, two calls on one warm machine (PART=1, then PART=2 right after):
 #   PART=1: the two 48-layer files written in the background (setsid, cores 4-15: bench_e2e with BENCH_CPU=1 and a
 #           bad E2E_KV writes the file, maps it and exits), the GPU suite with STRATA_CUDA_MOE_R4=1 exported (so R4
-#           can become the default: the bits must not move; test_gpu_variants also runs R4 = 3, wip/r4s), then
+#           can become the default: the bits must not move; test_gpu_variants also runs R4 = 3), then
 #           one round of bench_e2e decode with STRATA_CUDA_MOE_R4 0 / 1 / 3 on both files, llama.cpp tg128 on both
 #           files (the carried build).
 #   PART=2: bench_e2e decode with STRATA_CUDA_MOE_R4 0 / 1 / 3 / 2 alternated (ROUNDS rounds) on moe48 and
