@@ -102,7 +102,7 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
                      !strcmp(env_str(ENV_Q6_SWAR), "auto") ? "table" : "switches";
     v->route_parallel = !strcmp(env_str(ENV_CUDA_ROUTE), "parallel");
     v->moe_fast = env_int(ENV_CUDA_MOE_FAST) & CUDA_MOE_FAST_ALL;
-    v->moe_r4 = env_int(ENV_CUDA_MOE_R4) >= 1 && env_int(ENV_CUDA_MOE_R4) <= 3 ? (int)env_int(ENV_CUDA_MOE_R4) : 0;
+    v->moe_r4 = env_int(ENV_CUDA_MOE_R4) == 2 ? 2 : env_int(ENV_CUDA_MOE_R4) == 1 || env_int(ENV_CUDA_MOE_R4) == 3 ? 1 : 0;   /* 3 (the staged forms, deleted) runs as 1 */
     v->mv_split = env_int(ENV_CUDA_MV_SPLIT);
     if (v->mv_split < 0) v->mv_split = 0;
     v->mv_kq = (int)env_int(ENV_CUDA_MV_KQ);
@@ -168,7 +168,7 @@ extern "C" int cuda_device_class_describe(char *out, size_t cap) {
              v.moe_fast & CUDA_MOE_FAST_GROUP ? " grouping-by-ranges" : "", v.moe_fast & CUDA_MOE_FAST_WIDE ? " wide-side-by-side" : "",
              v.moe_fast & CUDA_MOE_FAST_PAIR ? " gate-up-pair" : "", v.moe_fast & CUDA_MOE_FAST_DROWS ? " down-rows-side-by-side" : "",
              v.moe_fast & CUDA_MOE_FAST_PAIRX ? " pairs-iq4xs-iq2xs-iq2s-iq3s" : "", v.moe_fast & CUDA_MOE_FAST_PAIRQ2 ? " lane-pair" : "",
-             v.moe_fast & CUDA_MOE_FAST_DLANE ? " down-lane-rows" : "", v.moe_fast & CUDA_MOE_FAST_GRP ? " down-row-a-group" : "", v.moe_r4 == 3 ? "on (staged loads)" : v.moe_r4 == 2 ? "on (gate/up unbounded)" : v.moe_r4 ? "on" : "off", v.mv_split ? "from 24 blocks" : "off",
+             v.moe_fast & CUDA_MOE_FAST_DLANE ? " down-lane-rows" : "", v.moe_fast & CUDA_MOE_FAST_GRP ? " down-row-a-group" : "", v.moe_r4 == 2 ? "on (gate/up unbounded)" : v.moe_r4 ? "on" : "off", v.mv_split ? "from 24 blocks" : "off",
              v.mv_kq == 1 ? "kqp (one wave, pipelined)" : v.mv_kq == 2 ? "kqp, gate/up pairs by kqs" :
              v.mv_kq == 3 ? "by shape (kqs / kqp / kq1)" : v.mv_kq == 4 ? "kq1, 4 lanes a block" : v.mv_kq == 8 ? "kq1, 8 lanes a block" : "cooperative",
              (v.mv_kqi & 15) == 1 ? "kqp" : (v.mv_kqi & 15) == 2 ? "kqp, pairs by kqs" : (v.mv_kqi & 15) == 3 ? "by shape" : v.mv_kqi ? "kq1" : "cooperative",

@@ -292,12 +292,10 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
     }
     warp_canon_finish_n<R * TM, WARPS>(&acc[0][0], nb);   /* the R rows' TM columns, side by side */
 }
-/* The walk of the T = 1 down kernels' 4 rows a warp (row_dot_grp here; r4.cuh's r4_grp_dot and r4s_grp_dot on the
- * R4 copies): row g of the warp's 4 by lane group g (lanes 8g .. 8g + 7); at super-block b lane k's integer share
+/* The walk of the T = 1 down kernels' 4 rows a warp (row_dot_grp here; r4.cuh's r4_grp_dot on the R4 copies): row g of the warp's 4 by lane group g (lanes 8g .. 8g + 7); at super-block b lane k's integer share
  * blk.part(b, k), the group's xor sum S, p(g, b) = blk.fin(b, S) in each of its lanes, and lane b % 32 of row r adds
  * p(r, b) (a shuffle from group r's first lane) in block order from 0.0f as row_dot_coop's hand-over does; the 4
- * rows finish side by side: row_dot_coop's bits. STEPS > 0: the blocks' loop unrolled (nb <= STEPS: the staged
- * forms index their register arrays by b), else a loop over nb. acc[r][0] in lane 0 is row r's canonical dot. */
+ * rows finish side by side: row_dot_coop's bits. acc[r][0] in lane 0 is row r's canonical dot. */
 template <class B>
 static __device__ __forceinline__ void grp4_block(const B &blk, int b, int lane, int k, float (*acc)[1]) {
     int S = blk.part(b, k);
@@ -310,19 +308,12 @@ static __device__ __forceinline__ void grp4_block(const B &blk, int b, int lane,
         if (lane == (b & 31)) acc[r][0] = __fadd_rn(acc[r][0], v);
     }
 }
-template <int WARPS, int STEPS, class B>
+template <int WARPS, class B>
 static __device__ __forceinline__ void grp4_walk(int nb, const B &blk, float (*acc)[1]) {
     const int lane = threadIdx.x & 31, k = lane & 7;
 #pragma unroll
     for (int r = 0; r < 4; r++) acc[r][0] = 0.0f;
-    if constexpr (STEPS > 0) {
-#pragma unroll
-        for (int b = 0; b < STEPS; b++) {
-            if (b >= nb) break;
-            grp4_block(blk, b, lane, k, acc);
-        }
-    } else
-        for (int b = 0; b < nb; b++) grp4_block(blk, b, lane, k, acc);
+    for (int b = 0; b < nb; b++) grp4_block(blk, b, lane, k, acc);
     warp_canon_finish_n<4, WARPS>(&acc[0][0], nb);
 }
 /* DF_GRP (decode_fast.cuh; STRATA_CUDA_MOE_FAST bit 262144, the T = 1 down kernel, 4 rows a warp): grp4_walk over
@@ -348,7 +339,7 @@ template <int FMT, int V, int WARPS>
 static __device__ __forceinline__ void row_dot_grp(const uint8_t *__restrict__ base, size_t row_bytes, int nb,
                                                    const uint8_t *__restrict__ act, float (*acc)[1]) {
     const grp_blocks<FMT, V> blk = { base + (size_t)((threadIdx.x & 31) >> 3) * row_bytes, act };
-    grp4_walk<WARPS, 0>(nb, blk, acc);
+    grp4_walk<WARPS>(nb, blk, acc);
 }
 /* The block partials of one row at T = 1 for a split row (STRATA_CUDA_MV_SPLIT, matvec.cu):
  * warp `part` of W takes the steps part, part + W, ... of row_dot_coop's loop (G = 32 / TPB

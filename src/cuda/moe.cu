@@ -585,49 +585,6 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
     }
 }
 
-/* STRATA_CUDA_MOE_R4 = 3 (r4.cuh's staged forms): the T = 1 gate/up on the R4 copies with the row pair's code words,
- * multipliers and d loaded before the activation row is staged into shared memory (dynamic: nb x 260 bytes) by the
- * whole CTA; rows of at most R4S_STEPS x 4 super-blocks (moe_r4s_gu). 8 CTAs an SM (64 registers: 1.45 waves of
- * the 1,536-CTA grid). The operations after the loads are r4_rows_dot's (r4_walk): the same bits. */
-template <int FMT>
-__global__ void __launch_bounds__(MV_WARPS * 32, 8)
-moe_gate_up_r4s_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
-                       int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
-                       const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
-                       int ngk) {
-    extern __shared__ __align__(16) int r4s_smem[];
-    PDL_WAIT();
-    const int gi = blockIdx.y;
-    if (ngk <= 0 && gi >= groups[0]) return;   /* the whole CTA */
-    const int *gr = groups + 1 + MOE_GROUP_INTS * gi;
-    const int e = gr[0], start = gr[1], src = gr[3];
-    if (pf_down && (c_prefetch & CUDA_PF_DOWN)) {
-        const size_t a = pf_eb * blockIdx.x / gridDim.x, b = pf_eb * (blockIdx.x + 1) / gridDim.x;
-        l2_prefetch_lines(pf_down + (size_t)e * pf_eb + a, b - a, threadIdx.x, blockDim.x);
-    }
-    const int row = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-    const bool live = row < F;
-    const uint8_t *a = src >= 0 ? act_x + (size_t)src * as : act + (size_t)start * as;
-    const size_t off = (size_t)e * expert_bytes + (size_t)(live ? row : 0) * row_bytes;
-    const uint8_t *w2[2] = { Wg + off, Wu + off };
-    uint4 q[R4S_STEPS][2];
-    int mb[R4S_STEPS][2];
-    float dw[R4S_STEPS][2];
-    r4s_preload<2>(w2, nb, q, mb, dw);   /* the DRAM loads first */
-    int *s_q = r4s_smem;
-    float *s_d = (float *)(r4s_smem + 64 * nb);
-    r4s_stage_act(a, nb, s_q, s_d);
-    __syncthreads();
-    if (!live) return;
-    float acc[2];
-    r4s_rows_dot<FMT, 2, MV_WARPS>(nb, s_q, s_d, acc, q, mb, dw);
-    (void)n_in;
-    if ((threadIdx.x & 31) == 0) {
-        const float gv = acc[0], uv = acc[1];
-        h[(size_t)start * F + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
-    }
-}
-
 /* grid: E / RPC row slices (RPC = DOWN_R rows for the cooperative formats, else 1); CTA of
  * DN_WARPS warps: warp w computes the slice's rows for groups w, w + DN_WARPS, ... (at T = 1:
  * one expert per warp), y[pair][row] = down_e h[pair] (the matvec's row dot); with cb.out the
@@ -658,10 +615,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         float acc[RPC][TM];
         if constexpr ((V & DF_R4) != 0) {   /* STRATA_CUDA_MOE_R4: Wd is the R4 copy (r4.cuh), T = 1, 4 rows a warp */
             static_assert(TM == 1 && RPC == 4 && r4_fmt<FMT>::ok, "R4: IQ2_XXS / IQ3_XXS at T = 1, 4 rows a warp");
-            if constexpr ((V & DF_PAIR) != 0)   /* = 3: every step's loads first (rows of at most R4S_DSTEPS blocks) */
-                r4s_grp_dot<FMT, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, row_bytes, nb, a, acc);
-            else
-                r4_grp_dot<FMT, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, row_bytes, nb, a, acc);
+            r4_grp_dot<FMT, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, row_bytes, nb, a, acc);
         } else if constexpr (COOP != 0 && (V & DF_GRP) != 0 && TM == 1 && RPC == 4) {
             /* bit 262144: row g by lane group g (the launcher checked 4 rows a warp) */
             row_dot_grp<FMT, V, DN_WARPS>(Wd + (size_t)e * expert_bytes + (size_t)r0 * row_bytes, row_bytes, nb, a, acc);
@@ -755,7 +709,7 @@ static int moe_ngk(const cuda_moe *m) {
  * tests (a parity check that never launched an R4 kernel proves nothing). */
 static int moe_r4 = 0;
 static unsigned long moe_r4_count = 0;
-extern "C" void cuda_moe_set_r4(int on) { moe_r4 = on == 2 || on == 3 ? on : on ? 1 : 0; }
+extern "C" void cuda_moe_set_r4(int on) { moe_r4 = on == 2 ? 2 : on ? 1 : 0; }
 extern "C" int cuda_moe_r4(void) { return moe_r4; }
 extern "C" unsigned long cuda_moe_r4_launches(void) { return moe_r4_count; }
 static bool moe_r4_gu(const cuda_moe *m) {
@@ -792,16 +746,6 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
     if constexpr (R4) GU(1);   /* T = 1 alone (moe_r4_gu) */
     else if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
-}
-
-/* STRATA_CUDA_MOE_R4 = 3: the staged gate/up (moe_gate_up_r4s_kernel), its shared memory nb x 260 bytes */
-template <int FMT>
-static void launch_gate_up_r4s(const cuda_moe *m, dim3 grid, size_t eb, size_t rb, int nb, size_t as, cudaStream_t st) {
-    const uint8_t *pfd;
-    const size_t ebd = moe_pf_down(m, &pfd);
-    klaunch(moe_gate_up_r4s_kernel<FMT>, grid, MV_WARPS * 32, (size_t)nb * 260, st, (const uint8_t *)m->gate_r4,
-            (const uint8_t *)m->up_r4, eb, rb, (int)m->F, m->E, nb, (const uint8_t *)m->act_x, (const uint8_t *)m->act_pairs, as,
-            m->groups, m->h, pfd, ebd, moe_ngk(m));
 }
 
 /* the cooperative down kernel's rows per warp: 4 at T = 1 with CUDA_MOE_FAST_DOWN4 (slices of
@@ -937,8 +881,7 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
             if constexpr (r4_fmt<FMT>::ok)
                 if (moe_r4_gu(m)) {   /* the R4 copies: their row and expert bytes */
                     const size_t rb4 = r4_row_bytes(n_in);
-                    if (moe_r4 == 3 && nb <= 4 * R4S_STEPS) launch_gate_up_r4s<FMT>(m, grid, rb4 * (size_t)n_out, rb4, nb, as, st);
-                    else if (moe_r4 == 2) launch_gate_up_v<FMT, 8, DF_R4>(m, grid, rb4 * (size_t)n_out, rb4, nb, as, st);
+                    if (moe_r4 == 2) launch_gate_up_v<FMT, 8, DF_R4>(m, grid, rb4 * (size_t)n_out, rb4, nb, as, st);
                     else launch_gate_up_v<FMT, 8, DF_R4 | DF_PAIR>(m, grid, rb4 * (size_t)n_out, rb4, nb, as, st);   /* 12 CTAs an SM */
                     moe_r4_count++;
                     continue;
@@ -952,10 +895,7 @@ static int moe_matvecs(const cuda_moe *m, int down, const moe_comb &cb, cudaStre
         if constexpr (r4_fmt<FMT>::ok)
             if (moe_r4_down(m)) {   /* the R4 copy, 4 rows a warp (E / 4 CTAs) */
                 const size_t rb4 = r4_row_bytes(n_in);
-                if (moe_r4 == 3 && nb <= R4S_DSTEPS)   /* the staged form (every step's loads first) */
-                    launch_down_v<FMT, 8, DF_R4 | DF_PAIR>(m, dim3((unsigned)(n_out / 4), gy), rb4 * (size_t)n_out, rb4, nb, as, cb, 4, st);
-                else
-                    launch_down_v<FMT, 8, DF_R4>(m, dim3((unsigned)(n_out / 4), gy), rb4 * (size_t)n_out, rb4, nb, as, cb, 4, st);
+                launch_down_v<FMT, 8, DF_R4>(m, dim3((unsigned)(n_out / 4), gy), rb4 * (size_t)n_out, rb4, nb, as, cb, 4, st);
                 moe_r4_count++;
                 return CU_LAUNCHED();
             }

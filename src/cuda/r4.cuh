@@ -75,12 +75,10 @@ static __device__ __forceinline__ float r4_d(const uint8_t *__restrict__ row, in
 /* R rows of nb super-blocks against one act_q8_K column by row_dot_coop's walk at TPB 8 (one column, no M term):
  * group g = lane / 8 takes block base + g, lane k = lane % 8 its sub-block k; the 8 shares' xor sum, p_b, p_b to
  * lane b % 32 in block order, the canonical finish: acc[r] in lane 0 is row r's canonical dot. The rows share the
- * activation words. blk: the rows' bytes (r4_rows: global memory; r4s_rows: the staged forms' registers and shared
- * memory): act(b, k, a) lane k's 8 activation words of block b, part(s, r, b, k, a) lane k's integer share of row
- * r's block b (s: the step, for the staged forms' register arrays), dw(s, r, b) the block's d, ad(b) the
- * activation block's d. STEPS > 0: the steps unrolled (nb <= 4 STEPS), else a loop over nb. */
+ * activation words. blk: the rows' bytes (r4_rows): act(b, k, a) lane k's 8 activation words of block b,
+ * part(r, b, k, a) lane k's integer share of row r's block b, dw(r, b) the block's d, ad(b) the activation block's d. */
 template <int R, class B>
-static __device__ __forceinline__ void r4_step(const B &blk, int s, int base, int nb, float *acc) {
+static __device__ __forceinline__ void r4_step(const B &blk, int base, int nb, float *acc) {
     const int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7, b = base + g;
     int S[R];
     float p[R];
@@ -90,7 +88,7 @@ static __device__ __forceinline__ void r4_step(const B &blk, int s, int base, in
         int a[8];
         blk.act(b, k, a);
 #pragma unroll
-        for (int r = 0; r < R; r++) S[r] = blk.part(s, r, b, k, a);
+        for (int r = 0; r < R; r++) S[r] = blk.part(r, b, k, a);
     }
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -99,7 +97,7 @@ static __device__ __forceinline__ void r4_step(const B &blk, int s, int base, in
     if (b < nb) {
         const float ad = blk.ad(b);
 #pragma unroll
-        for (int r = 0; r < R; r++) p[r] = r4_p<B::fmt>(S[r], blk.dw(s, r, b), ad);
+        for (int r = 0; r < R; r++) p[r] = r4_p<B::fmt>(S[r], blk.dw(r, b), ad);
     }
     const int gs = lane - (base & 31);
     const bool mine = gs >= 0 && gs < 4 && base + gs < nb;
@@ -109,20 +107,12 @@ static __device__ __forceinline__ void r4_step(const B &blk, int s, int base, in
         if (mine) acc[r] = __fadd_rn(acc[r], v);
     }
 }
-template <int R, int WARPS, int STEPS, class B>
+template <int R, int WARPS, class B>
 static __device__ __forceinline__ void r4_walk(int nb, const B &blk, float *acc) {
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.0f;
-    if constexpr (STEPS > 0) {
-#pragma unroll
-        for (int s = 0; s < STEPS; s++) {
-            if (4 * s >= nb) break;
-            r4_step<R>(blk, s, 4 * s, nb, acc);
-        }
-    } else {
 #pragma unroll 2
-        for (int base = 0; base < nb; base += 4) r4_step<R>(blk, 0, base, nb, acc);
-    }
+    for (int base = 0; base < nb; base += 4) r4_step<R>(blk, base, nb, acc);
     warp_canon_finish_n<R, WARPS>(acc, nb);
 }
 /* the rows w[0..R) in global memory against the act_q8_K row act */
@@ -133,72 +123,14 @@ struct r4_rows {
     int nb;
     const uint8_t *x;   /* the act_q8_K row */
     __device__ __forceinline__ void act(int b, int k, int *a) const { r4_act(x + (size_t)b * sizeof_i(act_q8_K), k, a); }
-    __device__ __forceinline__ int part(int, int r, int b, int k, const int *a) const { return r4_part<FMT>(w[r], nb, b, k, a); }
-    __device__ __forceinline__ float dw(int, int r, int b) const { return r4_d(w[r], nb, b); }
+    __device__ __forceinline__ int part(int r, int b, int k, const int *a) const { return r4_part<FMT>(w[r], nb, b, k, a); }
+    __device__ __forceinline__ float dw(int r, int b) const { return r4_d(w[r], nb, b); }
     __device__ __forceinline__ float ad(int b) const { return ld_f32(x + (size_t)b * sizeof_i(act_q8_K)); }
 };
 template <int FMT, int R, int WARPS>
 static __device__ __forceinline__ void r4_rows_dot(const uint8_t *const *w, int nb, const uint8_t *__restrict__ act, float *acc) {
     const r4_rows<FMT, R> blk = { w, nb, act };
-    r4_walk<R, WARPS, 0>(nb, blk, acc);
-}
-
-/* STRATA_CUDA_MOE_R4 = 3 (issue 20, after the 22:03 session's ncu: the R4 launches wait on their loads, DRAM at 46 %
- * / 26 % of peak, 7 of 32 bytes a sector used by the scattered activation words). The staged forms: every code
- * word, multiplier and d of the lane's steps loaded before any math (the row's DRAM bytes in flight at once), and
- * for the gate/up the CTA's activation row (one token at T = 1: every warp of the CTA reads the same row) copied
- * once into shared memory by coalesced words and read back by two 16-byte loads a lane. The integer sums, p_b,
- * the hand-over and the finish are r4_walk's / grp4_walk's: the same bits. */
-#define R4S_STEPS 2   /* gate/up rows of at most 8 super-blocks (2,048 values) */
-#define R4S_DSTEPS 4  /* down rows of at most 4 super-blocks (1,024 values) */
-/* the activation row of nb act_q8_K blocks into s_q (nb x 256 code bytes, 16-byte aligned) and s_d (nb scales)
- * by all the CTA's threads, 4-byte words in order (bsums skipped); the caller syncs */
-static __device__ __forceinline__ void r4s_stage_act(const uint8_t *__restrict__ act, int nb, int *s_q, float *s_d) {
-    constexpr int W = sizeof_i(act_q8_K) / 4;   /* 73 words: d, 64 of qs, 8 of bsums */
-    for (int w = threadIdx.x; w < nb * W; w += blockDim.x) {
-        const int b = w / W, j = w - b * W;
-        if (j == 0) s_d[b] = ld_f32(act + (size_t)4 * w);
-        else if (j <= 64) s_q[b * 64 + j - 1] = ld_i32(act + (size_t)4 * w);
-    }
-}
-/* the staged gate/up rows: the lane's steps' code words q, multipliers mb and d dw (r4s_preload) against the
- * activation row in shared memory (r4s_stage_act) */
-template <int FMT, int R>
-struct r4s_rows {
-    static constexpr int fmt = FMT;
-    const int *s_q;
-    const float *s_d;
-    const uint4 (*q)[R];
-    const int (*mb)[R];
-    const float (*d)[R];
-    __device__ __forceinline__ void act(int b, int k, int *a) const {
-        const int4 a0 = *(const int4 *)(s_q + b * 64 + 8 * k), a1 = *(const int4 *)(s_q + b * 64 + 8 * k + 4);
-        a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
-    }
-    __device__ __forceinline__ int part(int s, int r, int, int, const int *a) const { return mb[s][r] * r4_sub<FMT>(q[s][r], a); }
-    __device__ __forceinline__ float dw(int s, int r, int) const { return d[s][r]; }
-    __device__ __forceinline__ float ad(int b) const { return s_d[b]; }
-};
-template <int FMT, int R, int WARPS>
-static __device__ __forceinline__ void r4s_rows_dot(int nb, const int *s_q, const float *s_d, float *acc,
-                                                    const uint4 (*q)[R], const int (*mb)[R], const float (*dw)[R]) {
-    const r4s_rows<FMT, R> blk = { s_q, s_d, q, mb, dw };
-    r4_walk<R, WARPS, R4S_STEPS>(nb, blk, acc);
-}
-/* the lane's loads of its steps: codes, multiplier, d of rows w[r] (zeros past nb) */
-template <int R>
-static __device__ __forceinline__ void r4s_preload(const uint8_t *const *w, int nb, uint4 (*q)[R], int (*mb)[R], float (*dw)[R]) {
-    const int lane = threadIdx.x & 31, g = lane >> 3, k = lane & 7;
-#pragma unroll
-    for (int s = 0; s < R4S_STEPS; s++) {
-        const int b = 4 * s + g;
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            q[s][r] = b < nb ? *(const uint4 *)(w[r] + 128 * b + 16 * k) : make_uint4(0, 0, 0, 0);
-            mb[s][r] = b < nb ? (int)w[r][128 * nb + 8 * b + k] : 0;
-            dw[s][r] = b < nb ? r4_d(w[r], nb, b) : 0.0f;
-        }
-    }
+    r4_walk<R, WARPS>(nb, blk, acc);
 }
 
 /* The down kernel's 4 rows a warp on the R4 copy (grp4_walk, kquant_coop.cuh): row g of the 4 at base + g
@@ -220,38 +152,6 @@ template <int FMT, int WARPS>
 static __device__ __forceinline__ void r4_grp_dot(const uint8_t *__restrict__ base, size_t row_bytes, int nb,
                                                   const uint8_t *__restrict__ act, float (*acc)[1]) {
     const r4_grp<FMT> blk = { base + (size_t)((threadIdx.x & 31) >> 3) * row_bytes, act, nb };
-    grp4_walk<WARPS, 0>(nb, blk, acc);
-}
-/* the staged form (= 3): every block's code word, multiplier and d of the lane's row loaded first (rows of at most
- * R4S_DSTEPS blocks) */
-template <int FMT>
-struct r4s_grp {
-    const uint8_t *act;
-    const uint4 *q;
-    const int *mb;
-    const float *d;
-    __device__ __forceinline__ int part(int b, int k) const {
-        int a[8];
-        r4_act(act + (size_t)b * sizeof_i(act_q8_K), k, a);
-        return mb[b] * r4_sub<FMT>(q[b], a);
-    }
-    __device__ __forceinline__ float fin(int b, int S) const { return r4_p<FMT>(S, d[b], ld_f32(act + (size_t)b * sizeof_i(act_q8_K))); }
-};
-template <int FMT, int WARPS>
-static __device__ __forceinline__ void r4s_grp_dot(const uint8_t *__restrict__ base, size_t row_bytes, int nb,
-                                                   const uint8_t *__restrict__ act, float (*acc)[1]) {
-    const int k = threadIdx.x & 7;
-    const uint8_t *row = base + (size_t)((threadIdx.x & 31) >> 3) * row_bytes;
-    uint4 q[R4S_DSTEPS];
-    int mb[R4S_DSTEPS];
-    float dw[R4S_DSTEPS];
-#pragma unroll
-    for (int b = 0; b < R4S_DSTEPS; b++) {
-        q[b] = b < nb ? *(const uint4 *)(row + 128 * b + 16 * k) : make_uint4(0, 0, 0, 0);
-        mb[b] = b < nb ? (int)row[128 * nb + 8 * b + k] : 0;
-        dw[b] = b < nb ? r4_d(row, nb, b) : 0.0f;
-    }
-    const r4s_grp<FMT> blk = { act, q, mb, dw };
-    grp4_walk<WARPS, R4S_DSTEPS>(nb, blk, acc);
+    grp4_walk<WARPS>(nb, blk, acc);
 }
 #endif

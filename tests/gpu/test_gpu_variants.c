@@ -204,7 +204,7 @@ static void moe_parity(int type, int mode) {
  * copies' bytes == r4_repack_rows's of the file's rows; then layer 0's FFN block at T = 1..8 (random, shared,
  * zero inputs) with the R4 kernels on (T = 1) == off == the CPU, bit for bit, and the T = 1 runs launched R4
  * kernels (gate/up and, where the down rows go 4 a warp, down) */
-static int g_r4 = 1;   /* the setting of the "on" runs: 1, 2 (the gate/up kernel's registers unbounded) or 3 (staged) */
+static int g_r4 = 1;   /* the setting of the "on" runs: 1 or 2 (the gate/up kernel's registers unbounded) */
 /* the R4 runs' switch (0 or g_r4) and launch count: the T = 1 runs with R4 on add theirs to l1, every other run
  * must launch none */
 typedef struct { unsigned long l0, l1; const char *label; } r4_count;
@@ -446,16 +446,9 @@ int main(void) {
     g_r4 = 2;   /* the unbounded gate/up instances */
     moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
     moe_parity_r4(TYPE_IQ2_XXS, CUDA_MOE_FAST_DEFAULT);
-    g_r4 = 3;   /* the staged forms: gate/up rows of 8 super-blocks here and of 1 at dim 256; down rows of 3, 1, 5 (5: past
-                 * R4S_DSTEPS, the unstaged down) */
-    moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
-    moe_parity_r4(TYPE_IQ2_XXS, CUDA_MOE_FAST_DEFAULT);
-    g_dim = 256;
-    for (int ff = 256; ff <= 1280; ff += 1024) {
-        moe_h_ff = ff;
-        moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
-    }
-    moe_h_ff = 768;
+    cuda_moe_set_r4(3);   /* 3 was the staged forms (deleted 2026-12-07): it runs as 1 */
+    CHECKF(cuda_moe_r4() == 1, "STRATA_CUDA_MOE_R4 3 runs as %d, want 1", cuda_moe_r4());
+    cuda_moe_set_r4(0);
     g_r4 = 1;
     g_dim = dim_keep;
     t_current = "moe folds";
