@@ -9,6 +9,34 @@ export LD_LIBRARY_PATH=$PWD/.gpubin/lib
 [ -f .peer/smollm2-vocab.gguf ] && export E2E_TOKENIZER=$PWD/.peer/smollm2-vocab.gguf
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 g=/tmp/gb; B=$g/bin/bench_e2e
+# the bench_e2e files of "SHAPES" written in the background (setsid, cores 4-15; bench_e2e with BENCH_CPU=1 and a bad
+# E2E_KV writes the file, maps it and exits) from a private unpack of the carried programs, while the suite runs on
+# the GPU; then synth_wait [SECONDS since the call began, default 420] until they are written, their listing printed
+synth_bg() {
+  mkdir -p /tmp/gbs && tar xJf .gpubin/bins.tar.xz -C /tmp/gbs
+  setsid bash -c 'for s in '"$1"'; do BENCH_CPU=1 E2E_KV=none taskset -c 4-15 /tmp/gbs/bin/bench_e2e $s 1; ls -la /tmp/strata-e2e-$s.gguf; done > /tmp/synth.log 2>&1; echo done >> /tmp/synth.log' < /dev/null > /dev/null 2>&1 &
+}
+synth_wait() {
+  while ! grep -q done /tmp/synth.log 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt ${1:-420} ]; do sleep 5; done
+  cat /tmp/synth.log
+}
+# One call's usual shape: suite_then_ab NAME VAR "VALUES" ROUNDS: every line into $OUT/NAME.txt; the two 48-layer
+# files (or $SHAPES) written in the background during make test-gpu's programs (SUITE_S seconds, default 330; 0: no
+# suite), then VAR at each of VALUES alternated for ROUNDS rounds on each file (e2e_ab), then llama.cpp tg128 on them
+suite_then_ab() {
+  local name=$1 var=$2 vals=$3 rounds=$4 shapes=${SHAPES:-moe48 moe48_iq2}
+  exec > >(tee -a "$OUT/$name.txt") 2>&1
+  synth_bg "$shapes"
+  env | grep '^STRATA_' || echo "no STRATA_ switch exported: the suite runs the defaults"
+  [ "${SUITE_S:-330}" -gt 0 ] && gpu_suite "${SUITE_S:-330}"
+  t
+  synth_wait "${SYNTH_WAIT:-420}"; t
+  gb_unpack
+  e2e_ab "$rounds" "$shapes" "$var" "$vals" 1 | tee /tmp/ab.txt
+  t
+  if peer_up; then peer_tg "$shapes"; else echo "peer: the unpack failed"; fi
+  t
+}
 # the programs without the suite (tools/gpu_pack.sh run unpacks them and runs the suite)
 gb_unpack() { [ -x "$B" ] || { mkdir -p $g && tar xJf .gpubin/bins.tar.xz -C $g; }; }
 # llama-bench -o jsonl on stdin: each test's runs one by one (samples_ts), their median and best

@@ -6,19 +6,7 @@
 # Carry .gpubin/bins.tar.xz, .gpubin/lib, .peer/smollm2-vocab.gguf, .peer/lcb-cuda.tar.xz.
 # Predictions: the suite passes (the budget moved into C, no kernel changed); on an H200 R4 1 beats 0 by
 # +4-8 % (moe48) and +15-20 % (moe48_iq2) as on the H100; R4 3 loses to 1 by ~7 % as on the H100; R4 2 between.
+# (After the call its steps moved into bench/gpu_call.sh's suite_then_ab, the same commands in the same order.)
 set -u
 . bench/gpu_call.sh
-exec > >(tee -a "$OUT/s85.txt") 2>&1
-mkdir -p /tmp/gbs && tar xJf .gpubin/bins.tar.xz -C /tmp/gbs
-SHAPES=${SHAPES:-moe48 moe48_iq2}
-setsid bash -c 'for s in '"$SHAPES"'; do BENCH_CPU=1 E2E_KV=none taskset -c 4-15 /tmp/gbs/bin/bench_e2e $s 1; ls -la /tmp/strata-e2e-$s.gguf; done > /tmp/synth.log 2>&1; echo done >> /tmp/synth.log' < /dev/null > /dev/null 2>&1 &
-env | grep '^STRATA_' || echo "no STRATA_ switch exported: the suite runs the defaults"
-gpu_suite "${SUITE_S:-330}"
-t
-while ! grep -q done /tmp/synth.log 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt ${SYNTH_WAIT:-420} ]; do sleep 5; done
-cat /tmp/synth.log; t
-gb_unpack
-e2e_ab "${ROUNDS:-1}" "$SHAPES" STRATA_CUDA_MOE_R4 "${VALS:-0 1 2 3}" 1
-t
-if peer_up; then peer_tg "$SHAPES"; else echo "peer: the unpack failed"; fi
-t
+suite_then_ab s85 STRATA_CUDA_MOE_R4 "${VALS:-0 1 2 3}" "${ROUNDS:-1}"

@@ -6,19 +6,7 @@
 # .peer/lcb-cuda.tar.xz.
 # Predictions: the suite passes; 311295 back at main's 422-425 (s87's 388-390 was the ANORM build's down kernels);
 # HQ +1-2 % over it on both files (s87: +1.0-1.8 % within that build); ids equal.
+# (After the call its steps moved into bench/gpu_call.sh's suite_then_ab, the same commands in the same order.)
 set -u
 . bench/gpu_call.sh
-exec > >(tee -a "$OUT/s88.txt") 2>&1
-mkdir -p /tmp/gbs && tar xJf .gpubin/bins.tar.xz -C /tmp/gbs
-SHAPES=${SHAPES:-moe48 moe48_iq2}
-setsid bash -c 'for s in '"$SHAPES"'; do BENCH_CPU=1 E2E_KV=none taskset -c 4-15 /tmp/gbs/bin/bench_e2e $s 1; ls -la /tmp/strata-e2e-$s.gguf; done > /tmp/synth.log 2>&1; echo done >> /tmp/synth.log' < /dev/null > /dev/null 2>&1 &
-env | grep '^STRATA_' || echo "no STRATA_ switch exported: the suite runs the defaults"
-[ "${SUITE_S:-330}" -gt 0 ] && gpu_suite "${SUITE_S:-330}"
-t
-while ! grep -q done /tmp/synth.log 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt ${SYNTH_WAIT:-420} ]; do sleep 5; done
-cat /tmp/synth.log; t
-gb_unpack
-e2e_ab "${ROUNDS:-2}" "$SHAPES" STRATA_CUDA_MOE_FAST "311295 1359871" 1 | tee /tmp/ab.txt
-t
-if peer_up; then peer_tg "$SHAPES"; else echo "peer: the unpack failed"; fi
-t
+suite_then_ab s88 STRATA_CUDA_MOE_FAST "311295 1359871" "${ROUNDS:-2}"
