@@ -145,8 +145,8 @@ static int list_weights(const hparams *hp, model_weights *w, named_weight *out, 
     return n;
 }
 
-/* STRATA_CUDA_MOE_R4 = 1, 2 (or 3, which runs as 1): an IQ2_XXS / IQ3_XXS expert tensor's R4 copy (src/quant/r4.h) beside its upload,
- * repacked on the host's cores into *buf (grown as needed) and copied up; skipped (dev_r4 stays NULL, the kernels keep
+/* STRATA_CUDA_MOE_R4 = 1 or 2 (3 runs as 1): an IQ2_XXS / IQ3_XXS expert tensor's R4 copy (src/quant/r4.h) beside its
+ * upload, repacked on the host's cores into *buf (grown as needed) and copied up; skipped (dev_r4 stays NULL, the kernels keep
  * the format's path) when the copy would leave less than 2 GiB of the GPU free or an allocation fails. -1: a row did
  * not repack (not a valid row of the format) or the copy failed. The upload decides for the whole model first
  * (r4_budget_ok). */

@@ -292,7 +292,8 @@ static __device__ __forceinline__ void row_dot_coop(const uint8_t *const *wr, in
     }
     warp_canon_finish_n<R * TM, WARPS>(&acc[0][0], nb);   /* the R rows' TM columns, side by side */
 }
-/* The walk of the T = 1 down kernels' 4 rows a warp (row_dot_grp here; r4.cuh's r4_grp_dot on the R4 copies): row g of the warp's 4 by lane group g (lanes 8g .. 8g + 7); at super-block b lane k's integer share
+/* The walk of the T = 1 down kernels' 4 rows a warp (row_dot_grp here; r4.cuh's r4_grp_dot on the R4 copies): row g
+ * of the warp's 4 by lane group g (lanes 8g .. 8g + 7); at super-block b lane k's integer share
  * blk.part(b, k), the group's xor sum S, p(g, b) = blk.fin(b, S) in each of its lanes, and lane b % 32 of row r adds
  * p(r, b) (a shuffle from group r's first lane) in block order from 0.0f as row_dot_coop's hand-over does; the 4
  * rows finish side by side: row_dot_coop's bits. acc[r][0] in lane 0 is row r's canonical dot. */
