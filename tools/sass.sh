@@ -9,6 +9,7 @@
 #                                         d loads came after its lanes' shuffles, a second wait each block step)
 # Kernel names: bash tools/sass.sh OBJ | grep 'Function :'. sm_90 objects from nvcc 13.0 read fine with the wheel's 13.5.
 set -euo pipefail
+[ $# -ge 1 ] && [ -f "$1" ] || { echo "usage: bash tools/sass.sh OBJ [KERNEL [loads]]" >&2; exit 2; }
 d=${HOME}/.cache/strata-cuobjdump
 if [ ! -x "$d/cuobjdump" ] || [ ! -x "$d/nvdisasm" ]; then
   t=$(mktemp -d)
