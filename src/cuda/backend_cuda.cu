@@ -145,7 +145,7 @@ static int list_weights(const hparams *hp, model_weights *w, named_weight *out, 
     return n;
 }
 
-/* STRATA_CUDA_MOE_R4 = 1 or 2 (3 runs as 1): an IQ2_XXS / IQ3_XXS expert tensor's R4 copy (src/quant/r4.h) beside its
+/* STRATA_CUDA_MOE_R4 at 1 or 2 (cuda_moe_r4_env; 3 runs as 1): an IQ2_XXS / IQ3_XXS expert tensor's R4 copy (src/quant/r4.h) beside its
  * upload, repacked on the host's cores into *buf (grown as needed) and copied up; skipped (dev_r4 stays NULL, the kernels keep
  * the format's path) when the copy would leave less than 2 GiB of the GPU free or an allocation fails. -1: a row did
  * not repack (not a valid row of the format) or the copy failed. The upload decides for the whole model first
@@ -192,7 +192,7 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
     uint64_t total = 0, done = 0;
     for (int i = 0; i < n; i++) total += list[i].w->nbytes;
     if (cuda_tables_init()) { snprintf(err, errlen, "%s", cuda_last_error()); st_free(list); return -1; }
-    const int r4 = env_int(ENV_CUDA_MOE_R4) >= 1 && env_int(ENV_CUDA_MOE_R4) <= 3 && r4_budget_ok(list, n, total);
+    const int r4 = cuda_moe_r4_env() != 0 && r4_budget_ok(list, n, total);
     uint8_t *r4buf = NULL;
     size_t r4cap = 0;
     for (int i = 0; i < n; i++) {

@@ -121,6 +121,9 @@ void cuda_moe_set_fast(int bits);
  * at upload); 0 the format's kernels; launches counted for the tests */
 void cuda_moe_set_r4(int on);
 int cuda_moe_r4(void);
+/* STRATA_CUDA_MOE_R4 as it runs: 2, 1 (3, the staged forms deleted 2026-12-07, runs as 1) or 0 (any other value); the
+ * upload makes the copies where it is not 0 (device_class.cu: the one place the values' meaning is written) */
+int cuda_moe_r4_env(void);
 unsigned long cuda_moe_r4_launches(void);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph

@@ -10,6 +10,11 @@ extern "C" {
 extern "C" int canon_serial;   /* STRATA_CANON (src/quant/canon.c) */
 }
 
+extern "C" int cuda_moe_r4_env(void) {
+    const int64_t v = env_int(ENV_CUDA_MOE_R4);
+    return v == 2 ? 2 : v == 1 || v == 3 ? 1 : 0;   /* 3 (the staged forms, deleted) runs as 1 */
+}
+
 /* One row per generation, first match wins. `runs`: this build's code runs there (the
  * Makefile generates sm_90 machine code plus compute_90 PTX, which the driver compiles for
  * newer chips; older ones cannot run it). */
@@ -102,7 +107,7 @@ extern "C" void cuda_device_choose(cuda_variants *v) {
                      !strcmp(env_str(ENV_Q6_SWAR), "auto") ? "table" : "switches";
     v->route_parallel = !strcmp(env_str(ENV_CUDA_ROUTE), "parallel");
     v->moe_fast = env_int(ENV_CUDA_MOE_FAST) & CUDA_MOE_FAST_ALL;
-    v->moe_r4 = env_int(ENV_CUDA_MOE_R4) == 2 ? 2 : env_int(ENV_CUDA_MOE_R4) == 1 || env_int(ENV_CUDA_MOE_R4) == 3 ? 1 : 0;   /* 3 (the staged forms, deleted) runs as 1 */
+    v->moe_r4 = cuda_moe_r4_env();
     v->mv_split = env_int(ENV_CUDA_MV_SPLIT);
     if (v->mv_split < 0) v->mv_split = 0;
     v->mv_kq = (int)env_int(ENV_CUDA_MV_KQ);

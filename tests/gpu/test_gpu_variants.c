@@ -449,6 +449,21 @@ int main(void) {
     cuda_moe_set_r4(3);   /* 3 was the staged forms (deleted 2026-12-07): it runs as 1 */
     CHECKF(cuda_moe_r4() == 1, "STRATA_CUDA_MOE_R4 3 runs as %d, want 1", cuda_moe_r4());
     cuda_moe_set_r4(0);
+    {   /* the switch's values as the device class and the upload read them (cuda_moe_r4_env) */
+        const char *vals[6] = { "0", "1", "2", "3", "4", "-1" };
+        const int want[6] = { 0, 1, 2, 1, 0, 0 };
+        const char *was = getenv("STRATA_CUDA_MOE_R4");
+        char keep[32] = "";
+        if (was) snprintf(keep, sizeof keep, "%s", was);
+        for (int i = 0; i < 6; i++) {
+            setenv("STRATA_CUDA_MOE_R4", vals[i], 1);
+            env_reset_cache();
+            CHECKF(cuda_moe_r4_env() == want[i], "STRATA_CUDA_MOE_R4=%s reads as %d, want %d", vals[i], cuda_moe_r4_env(), want[i]);
+        }
+        if (was) setenv("STRATA_CUDA_MOE_R4", keep, 1);
+        else unsetenv("STRATA_CUDA_MOE_R4");
+        env_reset_cache();
+    }
     g_r4 = 1;
     g_dim = dim_keep;
     t_current = "moe folds";
