@@ -55,14 +55,37 @@ int env_find(const char *name) {
     return -1;
 }
 
-void env_print(FILE *f) {
-    static const char *kinds[] = { "bool", "int", "string" };
-    for (int i = 0; i < ENV_COUNT; i++) {
-        const char *cur = env_str((env_id)i);
-        fprintf(f, "%-24s %-6s default=%-6s %s%s\n    %s\n", env_defs[i].name, kinds[env_defs[i].kind],
-                env_defs[i].def, env_is_set((env_id)i) ? "set=" : "", env_is_set((env_id)i) ? cur : "",
-                env_defs[i].doc);
+/* text from column `indent` on, words moved to the next line past `width` columns (a word longer
+ * than a line stands alone on its own) */
+static void env_wrap(FILE *f, const char *text, int indent, int width) {
+    int col = 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        int n = 0;
+        while (p[n] && p[n] != ' ') n++;
+        if (col > 0 && col + 1 + n > width) { fputc('\n', f); col = 0; }
+        if (col == 0) { fprintf(f, "%*s", indent, ""); col = indent; }
+        else { fputc(' ', f); col++; }
+        fwrite(p, 1, (size_t)n, f);
+        col += n;
+        p += n;
     }
+    fputc('\n', f);
+}
+
+void env_print_one(FILE *f, int id) {
+    static const char *kinds[] = { "bool", "int", "string" };
+    if (id < 0 || id >= ENV_COUNT) return;
+    const char *cur = env_str((env_id)id);
+    fprintf(f, "%-24s %-6s default=%-6s %s%s\n", env_defs[id].name, kinds[env_defs[id].kind], env_defs[id].def,
+            env_is_set((env_id)id) ? "set=" : "", env_is_set((env_id)id) ? cur : "");
+    env_wrap(f, env_defs[id].doc, 4, ENV_PRINT_WIDTH);
+}
+
+void env_print(FILE *f) {
+    for (int i = 0; i < ENV_COUNT; i++) env_print_one(f, i);
 }
 
 static char cache_dir_buf[4096], model_path_buf[4200];

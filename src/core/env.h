@@ -20,8 +20,11 @@ const char *env_str(env_id id);      /* never NULL: the default when unset */
 int         env_is_set(env_id id);   /* the variable was present in the environment */
 /* Test hook: forget cached values so the next read sees the current environment. */
 void        env_reset_cache(void);
-/* Print the registry (name, type, default, current value, doc). */
+/* Print the registry (name, type, default, current value, doc), the docs wrapped at
+ * ENV_PRINT_WIDTH columns; env_print_one: the switch of that id alone. */
+#define ENV_PRINT_WIDTH 100
 void        env_print(FILE *f);
+void        env_print_one(FILE *f, int id);
 /* Look up by name ("STRATA_EXACT"); -1 if unknown. */
 int         env_find(const char *name);
 

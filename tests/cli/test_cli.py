@@ -303,6 +303,35 @@ def gemma_info(gemma):
     check(mi and mf and int(mi.group(1)) < float(mf.group(1)) * 1048576, "the ring's figure is not below the full cache's: %r" % out)
 
 
+def env_listing():
+    """strata env: every switch of the registry (src/core/env_list.h) listed once, its doc wrapped at
+    100 columns under its name line; strata env NAME ...: those alone, in that order; an unknown name
+    is a usage error (one line, exit 2)."""
+    reg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core", "env_list.h")
+    names = re.findall(r'^X\(\w+,\s*"(STRATA_\w+)"', open(reg).read(), re.M)
+    check(len(names) > 50, "the registry lists %d switches" % len(names))
+    rc, out, err = run(["env"])
+    heads = re.findall(r"^(STRATA_\w+) +(?:bool|int|string) +default=", out, re.M)
+    check(rc == 0 and err == "" and heads == names, "strata env: rc %d, %d of %d names in order" % (rc, len(heads), len(names)))
+    long_lines = [l for l in out.split("\n") if len(l) > 100]
+    check(not long_lines, "strata env: %d lines over 100 columns, e.g. %r" % (len(long_lines), long_lines[:1]))
+    docs = [l for l in out.split("\n") if l.startswith("    ")]
+    check(len(docs) > len(names), "strata env: %d doc lines for %d switches" % (len(docs), len(names)))
+    rc, one, err = run(["env", "STRATA_CUDA_PREFETCH", "STRATA_EXACT"])
+    blocks = re.findall(r"^(STRATA_\w+) ", one, re.M)
+    check(rc == 0 and err == "" and blocks == ["STRATA_CUDA_PREFETCH", "STRATA_EXACT"] and "default=5" in one and
+          "L2" in one and "STRATA_CUDA_MOE_FAST" not in one, "strata env NAME NAME: rc %d %r" % (rc, one[:300]))
+    # the block of one name is the full listing's block of that name, word for word
+    i = out.index("STRATA_CUDA_PREFETCH ")
+    j = out.index("\nSTRATA_", i + 1)
+    check(one.startswith(out[i:j + 1]), "strata env NAME: the same block as in the listing")
+    rc, o, err = run(["env", "STRATA_NO_SUCH_SWITCH"])
+    check(rc == 2 and o == "" and err.count("\n") == 1 and "STRATA_NO_SUCH_SWITCH" in err,
+          "strata env unknown name: rc %d %r" % (rc, err))
+    rc, o, err = run(["env", "STRATA_CUDA_MOE_FAST"], stdin=None)
+    check(rc == 0 and "262144" in o and "unused" in o, "strata env STRATA_CUDA_MOE_FAST: its bits")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/strata")
@@ -310,6 +339,7 @@ if __name__ == "__main__":
     a = ap.parse_args()
     BIN = a.bin
     contract()
+    env_listing()
     if a.model and os.path.exists(a.model):
         with_model(a.model)
         serve_log(a.model)
