@@ -44,7 +44,9 @@ extern "C" {
 #include "model/forward.h"
 #include "model/attn_order.h"
 #include "quant/r4.h"
+#include "quant/q6p.h"
 }
+#include "q6p_cuda.h"
 #include <unistd.h>
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -183,6 +185,34 @@ static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
     return 0;
 }
 
+/* STRATA_Q6_PLANAR (q6p_cuda.h): the output head's planar copy (src/quant/q6p.h) beside its upload, in
+ * dev_r4 (the field holds a weight's repacked copy for the one-column kernels: R4 for IQ experts, planes
+ * for a Q6_K head); a tied head (the embedding's bytes) gets one too, the embedding keeps its rows. Skipped
+ * (dev_r4 stays NULL, the head keeps the Q6_K kernels) where the copy would leave less than 2 GiB free or an
+ * allocation fails; -1 (err written) when the copy to the GPU fails. */
+static int upload_q6p(weight *x, char *err, size_t errlen) {
+    if (x->type != TYPE_Q6_K || x->n_expert > 1 || x->n_in % QK_K || x->dev_r4) return 0;
+    const size_t bytes = q6p_row_bytes(x->n_in) * (size_t)x->n_out;
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess || fr < bytes + ((size_t)2 << 30)) { cudaGetLastError(); return 0; }
+    uint8_t *h = (uint8_t *)st_malloc(bytes);
+    if (!h) return 0;
+    if (q6p_repack_rows(x->data, h, x->n_out, x->n_in)) { st_free(h); return 0; }
+    void *d = NULL;
+    if (cuda_dev_malloc(&d, bytes) != cudaSuccess) { cudaGetLastError(); st_free(h); return 0; }
+    const cudaError_t rc = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    st_free(h);
+    if (rc != cudaSuccess) {
+        snprintf(err, errlen, "the planar copy of the output head (STRATA_Q6_PLANAR) failed: %s", cudaGetErrorString(rc));
+        cudaGetLastError();
+        cuda_dev_free(d);
+        return -1;
+    }
+    x->dev_r4 = d;
+    cuda_matvec_q6p_init();
+    return 0;
+}
+
 extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*progress)(float, void *), void *user,
                                    char *err, size_t errlen) {
     int cap = 3 + 17 * hp->n_layers;
@@ -232,12 +262,17 @@ extern "C" int cuda_weights_upload(const hparams *hp, model_weights *w, void (*p
     if (w->output.data == w->tok_embd.data) w->output.dev = w->tok_embd.dev;
     st_free(r4buf);
     st_free(list);
+    if (cuda_q6p_env() && upload_q6p(&w->output, err, errlen)) {
+        cuda_weights_free(hp, w);
+        return -1;
+    }
     return 0;
 }
 
 /* Frees without allocating (a free path that needs memory leaks when memory is short): the
  * weights list_weights names, walked in slices of a stack array. */
 extern "C" void cuda_weights_free(const hparams *hp, model_weights *w) {
+    cuda_dev_free(w->output.dev_r4); w->output.dev_r4 = NULL;   /* a tied head's planar copy is not in the list */
     if (w->output.data == w->tok_embd.data) w->output.dev = NULL;
     hparams one = *hp;
     model_weights part = *w;
@@ -506,6 +541,13 @@ static void mv_launch(cuda_be *c, act_state *as, const weight *const *W, float *
     mv_group g;
     int af = mv_group_make(c, &g, W, y, add, n);
     if (af < 0 || ensure_act(c, as, x, W[0]->n_in, T, af)) return;
+    if (n == 1 && T == 1 && W[0]->dev_r4 && W[0]->type == TYPE_Q6_K && W[0]->n_expert <= 1) {
+        /* STRATA_Q6_PLANAR: the head's planar copy (upload_q6p) where the launch takes it */
+        mv_group p = g;
+        p.W[0] = (const uint8_t *)W[0]->dev_r4;
+        p.row_bytes = q6p_row_bytes(W[0]->n_in);
+        if (cuda_matvec_q6p_group(&p, W[0]->n_in, c->act, T, c->st) == 0) return;
+    }
     if (cuda_matvec_group(W[0]->type, &g, W[0]->n_in, c->act, T, c->st)) be_fail(c, "matvec launch");
 }
 

@@ -6,6 +6,9 @@
 #define STRATA_KQ_ROW_CUH
 #include "matvec_row.cuh"
 #include "decode_fast.cuh"
+extern "C" {
+#include "quant/q6p.h"
+}
 
 /* STRATA_CUDA_MV_KQ (cuda_matvec_set_kq): Q4_K / Q5_K (and, in matvec_kqp_kernel, Q6_K) rows at T = 1
  * without the cooperative kernel's per-step latency chain. Why (docs/BENCHMARKS.md, 2026-12-05 19:31 session, ncu of
@@ -33,14 +36,23 @@
  * read) and joins them by funnel shifts at decode time; the codebook and sign masks are copied into shared
  * memory before the dependent-launch wait. The part's integer sum is m0 S_2k + m1 S_2k+1 (coop's), the
  * block's sum by xor shuffles, then bp_iq_k's float formula: the cooperative kernel's bits. */
+/* KQ_Q6P: Q6_K rows in planes (src/quant/q6p.h: ql | qh | scales | d of the row's blocks, each plane
+ * 16-byte aligned; STRATA_Q6_PLANAR's copy of the output head), a tag of matvec_kqp_kernel alone (no
+ * strata_type has this number) */
+#define KQ_Q6P 1006
 /* the formats with kq steps; TPB, lanes a block (Q6_K and the IQ formats 8: one part a lane) */
 template <int FMT> struct kq_fmt {
     enum {
         iq = FMT == TYPE_IQ2_XXS || FMT == TYPE_IQ3_XXS || FMT == TYPE_IQ2_XS || FMT == TYPE_IQ3_S,
-        ok = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K || iq,
+        ok = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K || FMT == TYPE_Q6_K || FMT == KQ_Q6P || iq,
         tpb = FMT == TYPE_Q4_K || FMT == TYPE_Q5_K ? 4 : 8
     };
 };
+/* a block's bytes in a row (KQ_Q6P: none, its planes are addressed by the row's block count) */
+template <int FMT> static __host__ __device__ constexpr int kq_bsize() {
+    if constexpr (FMT == KQ_Q6P) return 0;
+    else return wfmt<FMT>::bsize;
+}
 #define MV_KQ_MAXNB 160      /* nb * 292 bytes of shared memory under 48 KiB */
 #define MV_KQ_MAXNB_IQ 144   /* the same with the IQ tables (at most 6 KiB) */
 /* shared memory: the activation row by fields (qs nb x 64 words, 16-byte aligned; d nb floats; bsums
@@ -119,6 +131,13 @@ template <int TPB> struct kq_step<TYPE_Q6_K, TPB> {
     int scA, scB;
     uint32_t d, mis;
 };
+/* KQ_Q6P (TPB = 8): part k's 16 ql bytes and 16 qh bytes as one 16-byte load each, its block's 8
+ * scales of its half (bytes 8 (k / 4) .. + 7: sA and sA + 4 among them) as one 8-byte load, d */
+template <int TPB> struct kq_step<KQ_Q6P, TPB> {
+    uint4 l, h;
+    uint2 sc;
+    uint32_t d;
+};
 /* IQ2_XXS / IQ3_XXS / IQ2_XS / IQ3_S (TPB = 8): the aligned words around the lane's run of 8 bytes at
  * 2 + 8k (the grid indices; IQ2_XXS's with its signs | scale word: x[0..2], the last a 16-bit load),
  * IQ3_XXS's signs | scale run and IQ3_S's sign bytes (y[0..1]), the word holding d; IQ2_XS's scale byte,
@@ -139,7 +158,7 @@ template <int TPB> struct kq_step<TYPE_IQ3_S, TPB> {
 /* the step at block base of row wr: block base + lane / TPB, clamped to the row (no branch) */
 template <int FMT, int TPB>
 static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8_t *__restrict__ wr, int base, int nb) {
-    constexpr int Q5 = FMT == TYPE_Q5_K, BS = wfmt<FMT>::bsize, U = 8 / TPB;
+    constexpr int Q5 = FMT == TYPE_Q5_K, BS = kq_bsize<FMT>(), U = 8 / TPB;
     constexpr int QOFF = Q5 ? (int)offsetof_i(block_q5_K, qs) : (int)offsetof_i(block_q4_K, qs);
     const int lane = threadIdx.x & 31, k = lane % TPB, h = k & 1;
     int b = base + lane / TPB;
@@ -182,6 +201,14 @@ static __device__ __forceinline__ void kq_load(kq_step<FMT, TPB> &w, const uint8
         w.d = ld_u16(blk + offsetof_i(block_q6_K, d));
         w.mis = mis;
         (void)U; (void)QOFF; (void)h;
+    } else if constexpr (FMT == KQ_Q6P) {
+        /* the planes of a row of nb blocks (q6p.h): ql at 128 b, qh at 128 nb + 64 b, scales at 192 nb + 16 b,
+         * d at 208 nb + 2 b; the row starts 16-byte aligned (q6p_row_bytes), so are the two runs */
+        w.l = *(const uint4 *)(wr + q6p_part_ql(nb, b, k));
+        w.h = *(const uint4 *)(wr + q6p_part_qh(nb, b, k));
+        w.sc = *(const uint2 *)(wr + q6p_part_sc(nb, b, k));
+        w.d = *(const uint16_t *)(wr + q6p_d(nb, b));
+        (void)U; (void)QOFF; (void)h; (void)blk;
     } else {
         w.hd = *(const uint4 *)blk;
 #pragma unroll
@@ -259,6 +286,24 @@ static __device__ __forceinline__ float kq_step_p(const kq_step<FMT, TPB> &w, in
         }
         const uint4 a0 = *(const uint4 *)(sq + bc * 64 + 4 * sA), a1 = *(const uint4 *)(sq + bc * 64 + 4 * (sA + 4));
         int S = w.scA * kq_dot16(wa[0], wa[1], wa[2], wa[3], a0) + w.scB * kq_dot16(wb[0], wb[1], wb[2], wb[3], a1);
+#pragma unroll
+        for (int o = TPB / 2; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
+        (void)sb; (void)h;
+        return __fmul_rn(__int2float_rn(S), __fmul_rn(h2f((uint16_t)w.d), sd[bc]));
+    } else if constexpr (FMT == KQ_Q6P) {
+        /* the Q6_K branch's part k on aligned words: the same codes, q - 32 as (q + 0x60) ^ 0x80 per byte
+         * (STRATA_Q6_SWAR's form: q + 0x60 <= 0x9F, no carry; the same bytes as __vsub4), the same sums */
+        const int half = k >> 2, q = k & 3, sA = 8 * half + q, hs = 2 * (q >> 1);
+        const uint32_t lw[4] = { w.l.x, w.l.y, w.l.z, w.l.w }, hw[4] = { w.h.x, w.h.y, w.h.z, w.h.w };
+        uint32_t wa[4], wb[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            wa[i] = (((lw[i] & 0x0F0F0F0Fu) | ((hw[i] >> hs) & 0x03030303u) << 4) + 0x60606060u) ^ 0x80808080u;
+            wb[i] = ((((lw[i] >> 4) & 0x0F0F0F0Fu) | ((hw[i] >> (hs + 4)) & 0x03030303u) << 4) + 0x60606060u) ^ 0x80808080u;
+        }
+        const int scA = (int)(int8_t)(w.sc.x >> (8 * q)), scB = (int)(int8_t)(w.sc.y >> (8 * q));
+        const uint4 a0 = *(const uint4 *)(sq + bc * 64 + 4 * sA), a1 = *(const uint4 *)(sq + bc * 64 + 4 * (sA + 4));
+        int S = scA * kq_dot16(wa[0], wa[1], wa[2], wa[3], a0) + scB * kq_dot16(wb[0], wb[1], wb[2], wb[3], a1);
 #pragma unroll
         for (int o = TPB / 2; o >= 1; o >>= 1) S += __shfl_xor_sync(FULL_MASK, S, o);
         (void)sb; (void)h;

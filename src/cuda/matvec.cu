@@ -25,6 +25,10 @@
 #include "kquant_coop.cuh"
 #include "matvec_row.cuh"
 #include "kq_row.cuh"
+#include "q6p_cuda.h"
+extern "C" {
+#include "core/env.h"
+}
 #include "expf_host.cuh"
 
 EXPF_DEVICE_STATE
@@ -523,6 +527,36 @@ static int launch_fmt(const mv_group *g, int64_t n_in, int nb, const void *act, 
     }
     if (coop_fmt<FMT>::ok && coop == 8) launch_tm<FMT, coop_fmt<FMT>::ok * 8>(g, n_in, nb, a, as, T, blocks, st);
     else launch_tm<FMT, 0>(g, n_in, nb, a, as, T, blocks, st);
+    return CU_LAUNCHED();
+}
+
+/* STRATA_Q6_PLANAR (q6p_cuda.h): the planar Q6_K head's one-column launch. matvec_kqp_kernel<KQ_Q6P> is the
+ * Q6_K kqp kernel on the planes (kq_row.cuh): the same grid, walk, lookahead, parts, sums and finish. */
+static int q6p_use = 1, q6p_occ = 0;
+static unsigned long q6p_launches;
+extern "C" int cuda_q6p_env(void) { return env_int(ENV_Q6_PLANAR) != 0; }
+extern "C" void cuda_matvec_set_q6p(int on) { q6p_use = on != 0; }
+extern "C" int cuda_matvec_q6p(void) { return q6p_use; }
+extern "C" unsigned long cuda_matvec_q6p_launches(void) { return q6p_launches; }
+/* the kernel's CTAs an SM (kq_wave's bound), read at the upload that makes a copy: outside any graph capture */
+extern "C" void cuda_matvec_q6p_init(void) {
+    int n = 0;
+    if (!q6p_occ && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matvec_kqp_kernel<KQ_Q6P>, MV_WARPS * 32, 0) == cudaSuccess && n > 0)
+        q6p_occ = n;
+    (void)cudaGetLastError();
+}
+int cuda_matvec_q6p_group(const mv_group *g, int64_t n_in, const void *act, int T, cudaStream_t st) {
+    if (!q6p_use || T != 1 || g->swiglu || n_in % QK_K) return -1;
+    const int nb = (int)(n_in / QK_K);
+    if (nb > MV_KQ_MAXNB || (uintptr_t)act % 4 != 0 || g->row_bytes % 16 != 0) return -1;
+    for (int i = 0; i < g->n; i++)
+        if ((uintptr_t)g->W[i] % 16 != 0) return -1;
+    const int rows = g->row_start[g->n];
+    const unsigned blocks = (unsigned)((rows + MV_WARPS - 1) / MV_WARPS);
+    const size_t shm = kq_shm_bytes<KQ_Q6P>(nb);
+    const unsigned wave = kq_wave(q6p_occ > 0 ? q6p_occ : 8, shm), grid = blocks < wave ? blocks : wave;
+    q6p_launches++;
+    klaunch(matvec_kqp_kernel<KQ_Q6P>, grid, MV_WARPS * 32, shm, st, *g, nb, (const uint8_t *)act);
     return CU_LAUNCHED();
 }
 

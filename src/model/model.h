@@ -11,7 +11,9 @@ typedef enum { ARCH_LLAMA = 0, ARCH_QWEN3MOE, ARCH_GEMMA3, ARCH_COUNT } arch_id;
 typedef struct weight {
     const void *data;       /* host bytes (inside the mmap) */
     void *dev;              /* backend copy (CUDA), NULL on the CPU */
-    void *dev_r4;           /* CUDA, IQ2_XXS / IQ3_XXS experts with STRATA_CUDA_MOE_R4: the R4 copy (src/quant/r4.h), else NULL */
+    void *dev_r4;           /* CUDA: a repacked copy for the one-column kernels, else NULL: IQ2_XXS / IQ3_XXS experts' R4
+                               rows (STRATA_CUDA_MOE_R4, src/quant/r4.h), a Q6_K output head's planes
+                               (STRATA_Q6_PLANAR, src/quant/q6p.h) */
     int type;               /* strata_type */
     int64_t n_in, n_out;    /* per expert for 3-D tensors */
     int64_t n_expert;       /* 1 for 2-D */

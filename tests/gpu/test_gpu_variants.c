@@ -30,6 +30,8 @@
 #include "core/util.h"
 #include "moe_harness.h"
 #include "quant/r4.h"
+#include "quant/q6p.h"
+#include "cuda/q6p_cuda.h"
 
 static const int k_formats[] = { TYPE_IQ2_XXS, TYPE_IQ2_XS, TYPE_IQ2_S, TYPE_IQ3_XXS, TYPE_IQ3_S, TYPE_IQ4_XS,
                                  TYPE_IQ4_NL, TYPE_Q2_0, TYPE_Q6_K };
@@ -339,6 +341,72 @@ static void dense_parity(int kq, int ffn_type, int wave_cap) {
     unlink(path);
 }
 
+/* STRATA_Q6_PLANAR: a model with a Q6_K head (llama, rows of E / 256 super-blocks; gemma3's head tied to a
+ * Q6_K token_embd) loaded with the switch on: the head's copy == q6p_repack_rows's bytes, teacher-forced logits
+ * and greedy ids (the one-column steps, eager and the decode graph) == the CPU and == the same model with
+ * the copy's use off, and the planar kernel launched (with it off: never); kqp grids of wave_cap CTAs when
+ * wave_cap > 0 (a warp over many rows); loaded again with the switch at 0: no copy; unset: the default (1) */
+static void q6p_parity(int arch, int E, int wave_cap) {
+    char path[256], label[96];
+    snprintf(path, sizeof path, "/tmp/strata-gpu-variants-q6p-%d.gguf", E);
+    snprintf(label, sizeof label, "%s dim %d, Q6_K head%s, STRATA_Q6_PLANAR=1%s", arch == ARCH_GEMMA3 ? "gemma3" : "llama", E,
+             arch == ARCH_GEMMA3 ? " (tied)" : "", wave_cap ? ", 3 CTAs" : "");
+    synth_params p;
+    synth_default_params(&p, arch);
+    p.n_layers = 2; p.n_embd = E; p.n_ff = 2 * E; p.n_heads = E / 64; p.n_kv_heads = E / 128; p.head_dim = 64; p.n_vocab = 3000;
+    p.n_ctx = 1024; p.type_attn = TYPE_Q4_K; p.type_ffn = TYPE_Q4_K; p.type_output = TYPE_Q6_K;
+    p.type_embd = arch == ARCH_GEMMA3 ? TYPE_Q6_K : TYPE_Q8_0;
+    if (arch == ARCH_GEMMA3) p.n_layers = 3;
+    p.tokenizer_path = "builtin"; p.seed = 31; p.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char err[512];
+    if (synth_write(&p, path, err, sizeof err) != 0) { CHECKF(0, "%s: synth: %s", label, err); return; }
+    setenv("STRATA_Q6_PLANAR", "1", 1);   /* read by the upload */
+    env_reset_cache();
+    CHECK_EQ_INT(cuda_q6p_env(), 1);
+    strata_model *mc = moe_load(path, STRATA_DEVICE_CPU), *mg = moe_load(path, STRATA_DEVICE_CUDA);
+    setenv("STRATA_Q6_PLANAR", "0", 1);
+    env_reset_cache();
+    CHECK_EQ_INT(cuda_q6p_env(), 0);
+    strata_model *m0 = moe_load(path, STRATA_DEVICE_CUDA);   /* the switch at 0: no copy */
+    CHECKF(m0 && m0->w.output.dev_r4 == NULL, "%s: STRATA_Q6_PLANAR=0 loaded a planar copy", label);
+    strata_model_free(m0);
+    unsetenv("STRATA_Q6_PLANAR");
+    env_reset_cache();
+    CHECK_EQ_INT(cuda_q6p_env(), 1);   /* the default since 2026-12-07 */
+    REQUIRE(mc && mg, "%s: load", label);
+    if (mc && mg) {
+        const weight *o = &mg->w.output;
+        const size_t bytes = q6p_row_bytes(o->n_in) * (size_t)o->n_out;
+        uint8_t *want = (uint8_t *)malloc(bytes), *got = (uint8_t *)malloc(bytes);
+        REQUIRE(want && got && o->dev_r4, "%s: the head has a planar copy", label);
+        if (want && got && o->dev_r4) {
+            CHECK(q6p_repack_rows(o->data, want, o->n_out, o->n_in) == 0);
+            CHECK(cuda_memcpy_d2h(got, o->dev_r4, bytes) == 0);
+            CHECKF(memcmp(want, got, bytes) == 0, "%s: the copy differs from q6p_repack_rows's bytes", label);
+        }
+        free(want); free(got);
+        if (arch == ARCH_GEMMA3) CHECKF(mg->w.tok_embd.dev_r4 == NULL, "%s: the embedding got a copy", label);
+        cuda_matvec_set_kq_wave(wave_cap);
+        for (int use = 1; use >= 0; use--) {
+            cuda_matvec_set_q6p(use);
+            const unsigned long l0 = cuda_matvec_q6p_launches();
+            int steps, d, nc, ng;
+            int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
+            const unsigned long l = cuda_matvec_q6p_launches() - l0;
+            if (use) CHECKF(l > 0, "%s: no planar launch", label);
+            else CHECKF(l == 0, "%s, use off: %lu planar launches", label, l);
+            CHECKF(rc == 0 && steps == 16, "%s (use %d): teacher-forced logits GPU != CPU after %d steps", label, use, steps);
+            CHECKF(nc > 0 && nc == ng && d == nc, "%s (use %d): greedy ids GPU != CPU from step %d", label, use, d);
+            printf("%-52s use %d: %lu planar launches, teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n",
+                   label, use, l, steps, d, nc);
+        }
+        cuda_matvec_set_q6p(1);
+        cuda_matvec_set_kq_wave(0);
+    }
+    strata_model_free(mc); strata_model_free(mg);
+    unlink(path);
+}
+
 /* the switches at auto: the device table's bits (on Hopper the variants measured faster on
  * 2026-12-02: IQ3_XXS / IQ3_S, IQ4_XS / IQ4_NL, Q2_0; docs/BENCHMARKS.md) */
 static void table_choice(void) {
@@ -540,5 +608,10 @@ int main(void) {
     }
     dense_parity(18, TYPE_IQ3_XXS, 3);
     dense_parity(18, TYPE_IQ3_S, 3);
+    t_current = "q6 planar";
+    q6p_parity(ARCH_LLAMA, 512, 0);    /* rows of 2 super-blocks */
+    q6p_parity(ARCH_LLAMA, 2304, 0);   /* 9: 1,890 bytes padded to 1,904 */
+    q6p_parity(ARCH_LLAMA, 2048, 3);   /* 8 (the real heads' 2,048), 3 CTAs */
+    q6p_parity(ARCH_GEMMA3, 512, 0);   /* the head tied to the embedding */
     TEST_DONE();
 }
