@@ -166,11 +166,25 @@ static int r4_budget_ok(const named_weight *list, int n, uint64_t wbytes) {
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { cudaGetLastError(); return 0; }
     return r4_budget_fits(fr, tot, need);
 }
+/* a repacked copy of bytes fits beside what is loaded: at least 2 GiB of the GPU stay free after it */
+static int dev_copy_room(size_t bytes) {
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { cudaGetLastError(); return 0; }
+    return fr >= bytes + ((size_t)2 << 30);
+}
+/* a weight's repacked copy (host bytes h) into a new device allocation, x->dev_r4: 0 done or skipped (the allocation
+ * failed: dev_r4 stays NULL, the kernels keep the original rows), -1 the copy to the GPU failed (nothing kept) */
+static int dev_copy_put(weight *x, const void *h, size_t bytes) {
+    void *d = NULL;
+    if (cuda_dev_malloc(&d, bytes) != cudaSuccess) { cudaGetLastError(); return 0; }
+    if (cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) { cudaGetLastError(); cuda_dev_free(d); return -1; }
+    x->dev_r4 = d;
+    return 0;
+}
 static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
     const int64_t rows = x->n_out * x->n_expert;
     const size_t bytes = r4_copy_bytes(x);
-    size_t fr = 0, tot = 0;
-    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess || fr < bytes + ((size_t)2 << 30)) { cudaGetLastError(); return 0; }
+    if (!dev_copy_room(bytes)) return 0;
     if (*cap < bytes) {
         uint8_t *nb = (uint8_t *)st_realloc(*buf, bytes);
         if (!nb) return 0;
@@ -178,11 +192,7 @@ static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
     }
     long nt = sysconf(_SC_NPROCESSORS_ONLN);
     if (r4_repack_rows(x->type, x->data, *buf, rows, x->n_in, nt > 0 ? (int)nt : 1)) return -1;
-    void *d = NULL;
-    if (cuda_dev_malloc(&d, bytes) != cudaSuccess) { cudaGetLastError(); return 0; }
-    if (cudaMemcpy(d, *buf, bytes, cudaMemcpyHostToDevice) != cudaSuccess) { cuda_dev_free(d); return -1; }
-    x->dev_r4 = d;
-    return 0;
+    return dev_copy_put(x, *buf, bytes);
 }
 
 /* STRATA_Q6_PLANAR (q6p_cuda.h): the output head's planar copy (src/quant/q6p.h) beside its upload, in
@@ -193,23 +203,16 @@ static int upload_r4(weight *x, uint8_t **buf, size_t *cap) {
 static int upload_q6p(weight *x, char *err, size_t errlen) {
     if (x->type != TYPE_Q6_K || x->n_expert > 1 || x->n_in % QK_K || x->dev_r4) return 0;
     const size_t bytes = q6p_row_bytes(x->n_in) * (size_t)x->n_out;
-    size_t fr = 0, tot = 0;
-    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess || fr < bytes + ((size_t)2 << 30)) { cudaGetLastError(); return 0; }
+    if (!dev_copy_room(bytes)) return 0;
     uint8_t *h = (uint8_t *)st_malloc(bytes);
     if (!h) return 0;
-    if (q6p_repack_rows(x->data, h, x->n_out, x->n_in)) { st_free(h); return 0; }
-    void *d = NULL;
-    if (cuda_dev_malloc(&d, bytes) != cudaSuccess) { cudaGetLastError(); st_free(h); return 0; }
-    const cudaError_t rc = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    int rc = q6p_repack_rows(x->data, h, x->n_out, x->n_in) ? 0 : dev_copy_put(x, h, bytes);
     st_free(h);
-    if (rc != cudaSuccess) {
-        snprintf(err, errlen, "the planar copy of the output head (STRATA_Q6_PLANAR) failed: %s", cudaGetErrorString(rc));
-        cudaGetLastError();
-        cuda_dev_free(d);
+    if (rc) {
+        snprintf(err, errlen, "the planar copy of the output head (STRATA_Q6_PLANAR) to the GPU failed");
         return -1;
     }
-    x->dev_r4 = d;
-    cuda_matvec_q6p_init();
+    if (x->dev_r4) cuda_matvec_q6p_init();
     return 0;
 }
 

@@ -536,7 +536,6 @@ static int q6p_use = 1, q6p_occ = 0;
 static unsigned long q6p_launches;
 extern "C" int cuda_q6p_env(void) { return env_int(ENV_Q6_PLANAR) != 0; }
 extern "C" void cuda_matvec_set_q6p(int on) { q6p_use = on != 0; }
-extern "C" int cuda_matvec_q6p(void) { return q6p_use; }
 extern "C" unsigned long cuda_matvec_q6p_launches(void) { return q6p_launches; }
 /* the kernel's CTAs an SM (kq_wave's bound), read at the upload that makes a copy: outside any graph capture */
 extern "C" void cuda_matvec_q6p_init(void) {

@@ -9,7 +9,6 @@ extern "C" {
 #endif
 int cuda_q6p_env(void);                          /* STRATA_Q6_PLANAR: 1 the upload makes the copy, 0 not */
 void cuda_matvec_set_q6p(int on);                /* 1 (default): one-column passes read a copy where one exists */
-int cuda_matvec_q6p(void);
 unsigned long cuda_matvec_q6p_launches(void);    /* host side, as cuda_matvec_kq_launches */
 void cuda_matvec_q6p_init(void);                 /* once, by the upload that makes a copy */
 #ifdef __cplusplus
