@@ -323,6 +323,8 @@ typedef struct {
     int attn_tc;                /* the tensor-core order (cuda_device_choose: the table, STRATA_CUDA_ATTN_TC) */
     int attn_tc_dec;            /* STRATA_CUDA_ATTN_TC_DEC bits: its decode launches (same bits) */
     int twice;                  /* STRATA_CUDA_TWICE (an instrument): CUDA_TWICE_NORM and _QKV here */
+    int nn_layer;               /* CUDA_MOE_FAST_NEXTNORM: the layer (n_layers: the head) whose input norm the
+                                   last MoE down launch of this pass wrote into xb / act (one column); -1 none */
     int attn_tc_kv8;            /* STRATA_CUDA_ATTN_TC_KV8: int8 caches take the order too */
     int *att_counters;          /* device: [FWD_MAX_T][n_heads] split counters of the attention */
     int *argmax_scratch;        /* device: partials + counter of the argmax */
@@ -587,6 +589,18 @@ static void norm_for(cuda_be *c, act_state *as, const float *x, const weight *w,
     if (cuda_rmsnorm(x, (const float *)w->dev, y, rows, n, c->hp.rms_eps, c->st)) be_fail(c, "rmsnorm");
 }
 
+/* CUDA_MOE_FAST_NEXTNORM: the input norm of consumer `who` (a layer's attention, n_layers: the head),
+ * where the previous MoE down launch wrote it (blk_ffn, moe_next_norm_here): xb and act's Q8_K row
+ * of the one column. 1: as says so and no norm is launched; 0: norm_for as before. Either way the
+ * mark is spent. */
+static int nn_take(cuda_be *c, int who, act_state *as, int rows, int n) {
+    const int hit = c->nn_layer == who && rows == 1;
+    c->nn_layer = -1;
+    if (!hit) return 0;
+    as->src = c->xb; as->n = n; as->T = 1; as->fmt = ACT_Q8_K;
+    return 1;
+}
+
 /* ---- the blocks ------------------------------------------------------------------------------ */
 /* STRATA_CUDA_PROFILE=W,N: the N-th eager pass of at least W columns runs between
  * cudaProfilerStart and cudaProfilerStop (ncu --profile-from-start off profiles that pass's
@@ -614,6 +628,7 @@ static void prof_pass(cuda_be *c, int T) {
 
 static void blk_embed(backend *be, const int32_t *ids, const fwd_batch *b) {
     cuda_be *c = CB(be);
+    c->nn_layer = -1;
     if (!c->capturing) { prof_pass(c, b->T); cuda_pdl_pass(b->T, c->st); }
     const weight *te = &c->w->tok_embd;
     if (b->T > c->cap_T) {
@@ -781,7 +796,7 @@ static void blk_attn(backend *be, int l, const fwd_batch *b) {
     const int T = b->T, E = hp->n_embd, H = hp->n_heads, KVH = hp->n_kv_heads, HD = hp->head_dim;
     act_state as;
     if (!cols_ok(c, T)) return;
-    norm_for(c, &as, c->x, &L->attn_norm, c->xb, T, E, &L->wq);
+    if (!nn_take(c, l, &as, T, E)) norm_for(c, &as, c->x, &L->attn_norm, c->xb, T, E, &L->wq);
     const weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *y[3] = { c->q, c->k, c->v };
     /* STRATA_CUDA_TWICE bit 64 (an instrument): a column's q / k / v launch twice (xb -> q, k, v: idempotent) */
@@ -961,7 +976,8 @@ static int moe_run_wide(cuda_be *c, const weight *R, const weight *G, const weig
 
 /* `norm`: the ffn norm's weight when the router launch takes the norm (CUDA_MOE_FAST_NORM, blk_ffn
  * decided by moe_norm_here), else NULL */
-static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to, const weight *norm) {
+static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, float *add_to, const weight *norm,
+                    const weight *nnorm) {
     const weight *R = &L->gate_inp, *G = &L->gate_exps, *U = &L->up_exps, *D = &L->down_exps;
     const int X = (int)R->n_out, k = c->hp.n_experts_used;
     const int64_t E = G->n_in, F = G->n_out;
@@ -1005,6 +1021,9 @@ static void moe_run(cuda_be *c, act_state *as, const layer_weights *L, int T, fl
         if (norm && fused_router && T == 1) {   /* blk_ffn skipped norm_for: the router launch writes xb and act */
             m.norm_x = c->x; m.norm_w = (const float *)norm->dev; m.norm_eps = c->hp.rms_eps;
         }
+        if (nnorm && T == 1) {   /* blk_ffn's moe_next_norm_here: the next norm by the down launch */
+            m.nn_w = (const float *)nnorm->dev; m.nn_y = c->xb; m.nn_act = c->act; m.nn_eps = c->hp.rms_eps;
+        }
         if (cuda_moe_block(&m, add_to ? add_to + (size_t)t0 * E : NULL, c->st)) be_fail(c, "moe experts");
     }
 }
@@ -1017,6 +1036,21 @@ static int moe_norm_here(cuda_be *c, const layer_weights *L, int T, int E) {
     return T == 1 && c->fuse && R->dev && L->ffn_norm.dev && act_fmt_of(&L->gate_exps) == ACT_Q8_K &&
            cuda_act_row_bytes(ACT_Q8_K, E) <= c->act_cap && !(c->twice & CUDA_TWICE_NORM) &&
            cuda_moe_norm_fusable(R->type, E, (int)R->n_out, ACT_Q8_K, c->x, c->xb, R->dev) && (int)R->n_out == c->hp.n_experts;
+}
+
+/* T = 1 MoE (CUDA_MOE_FAST_NEXTNORM): the norm weight of what reads x after layer l's FFN (layer l + 1's
+ * attention norm, or the output norm before the head) when the down launch can compute it: where
+ * norm_for would launch rmsnorm_q256_kernel for that consumer (its weight quantizes to Q8_K, fused
+ * launches on) and the combine adds into x in the down kernel (add_here); else NULL. */
+static const weight *moe_next_norm_here(cuda_be *c, int l, int T, int E, int add_here) {
+    if (T != 1 || !c->fuse || !add_here || (c->twice & CUDA_TWICE_NORM)) return NULL;
+    const int last = l + 1 >= c->hp.n_layers;
+    const weight *nw = last ? &c->w->output_norm : &c->w->layers[l + 1].attn_norm;
+    const weight *nx = last ? &c->w->output : &c->w->layers[l + 1].wq;
+    if (!nw->dev || !nx->dev || act_fmt_of(nx) != ACT_Q8_K || cuda_act_row_bytes(ACT_Q8_K, E) > c->act_cap ||
+        !cuda_moe_next_norm_ok(E, c->x, c->xb))
+        return NULL;
+    return nw;
 }
 
 static void blk_ffn(backend *be, int l, const fwd_batch *b) {
@@ -1034,7 +1068,9 @@ static void blk_ffn(backend *be, int l, const fwd_batch *b) {
         } else
             norm_for(c, &as, c->x, &L->ffn_norm, c->xb, T, E, &L->gate_exps);
         const int add_here = c->fuse && !post;                   /* the combine adds into x itself */
-        moe_run(c, &as, L, T, add_here ? c->x : NULL, nf ? &L->ffn_norm : NULL);
+        const weight *nn = moe_next_norm_here(c, l, T, E, add_here);
+        moe_run(c, &as, L, T, add_here ? c->x : NULL, nf ? &L->ffn_norm : NULL, nn);
+        if (nn && !c->failed) c->nn_layer = l + 1;
         if (!add_here) {
             if (post && cuda_rmsnorm(c->moe_out, (const float *)L->post_ffn_norm.dev, c->moe_out, T, E, hp->rms_eps, c->st))
                 be_fail(c, "post-ffn rmsnorm");
@@ -1088,7 +1124,8 @@ static int blk_head(backend *be, const fwd_batch *b, int from) {
     const int E = c->hp.n_embd, n = b->T - from, V = c->hp.n_vocab;
     act_state as;
     if (!cols_ok(c, b->T) || !logits_ok(c, n)) return -1;
-    norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
+    if (from || !nn_take(c, c->hp.n_layers, &as, n, E))
+        norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
     mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
     if (c->capturing) return c->failed ? -1 : 0;
     prof_stop(c);
@@ -1106,7 +1143,8 @@ static int blk_head_argmax(backend *be, const fwd_batch *b, int from, int32_t *i
     const int E = c->hp.n_embd, n = b->T - from, V = c->hp.n_vocab;
     act_state as;
     if (!cols_ok(c, b->T) || !logits_ok(c, n)) return -1;
-    norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
+    if (from || !nn_take(c, c->hp.n_layers, &as, n, E))
+        norm_for(c, &as, c->x + (size_t)from * E, &c->w->output_norm, c->xb, n, E, &c->w->output);
     mv1(c, &as, &c->w->output, c->xb, n, c->logits, NULL);
     if (n >= ARGMAX_ROWS_MIN) {   /* a pass of several rows: one launch, a CTA per row */
         if (cuda_argmax_rows(c->logits, V, n, c->d_picks, c->st)) be_fail(c, "argmax");
@@ -1575,9 +1613,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                 cuda_dev_alloc_named((void **)&b->h, P * F * sizeof(float), "the MoE hidden rows", err, errlen) ||
                 cuda_dev_alloc_named(&b->act_h, P * (F * 4 + 64), "the MoE hidden activations", err, errlen) ||
                 cuda_dev_alloc_named((void **)&b->y, P * E * sizeof(float), "the MoE expert outputs", err, errlen) ||
-                cuda_dev_alloc_named((void **)&b->counter, sizeof(unsigned), "the MoE router counter", err, errlen))
+                cuda_dev_alloc_named((void **)&b->counter, 2 * sizeof(unsigned), "the MoE router and down counters", err, errlen))
                 goto fail;
-            if (CU_CHECK(cudaMemset(b->counter, 0, sizeof(unsigned)))) goto cuda_fail;
+            if (CU_CHECK(cudaMemset(b->counter, 0, 2 * sizeof(unsigned)))) goto cuda_fail;
         }
         if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global, "the RoPE table", err, errlen) ||
             rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local, "the local RoPE table", err, errlen))

@@ -97,7 +97,17 @@ typedef struct cuda_moe {
        x_f32 (y) and act_x's Q8_K row are then written by it from norm_x, norm_w, norm_eps */
     const float *norm_x, *norm_w;
     float norm_eps;
+    /* CUDA_MOE_FAST_NEXTNORM (T = 1, cuda_moe_next_norm_ok): the next layer's attention RMSNorm of
+       add_to inside the down launch (its last CTA), into nn_y and nn_act's Q8_K row; nn_w NULL: not
+       asked. counter[1] is its arrival counter. */
+    const float *nn_w;
+    float *nn_y;
+    void *nn_act;
+    float nn_eps;
 } cuda_moe;
+/* can the T = 1 down launch of a model of width E take the next attention norm (bits 2 and
+   16777216 of STRATA_CUDA_MOE_FAST on, E % 256 == 0, E <= 2,048, x / y 16-byte aligned)? */
+int cuda_moe_next_norm_ok(int64_t E, const void *x, const void *y);
 /* can the T = 1 router launch take the ffn norm (CUDA_MOE_FAST_NORM on, an F32 router of width
    1,024 / 2,048 that cuda_moe_router_fusable takes, X >= E / 256, activations Q8_K, x / y / router
    16-byte aligned)? */

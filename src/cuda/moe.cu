@@ -524,6 +524,14 @@ typedef struct moe_comb {
     const float *wts;
     int k, T;
     float *out, *add_to;
+    /* CUDA_MOE_FAST_NEXTNORM (T = 1, add_to set, E % 256 == 0, E <= 8 * DN_WARPS * 32): the next
+     * layer's attention RMSNorm of add_to by the launch's last CTA (moe_down_next_norm) into nn_y
+     * and its act_q8_K row nn_act; nn_w NULL: not here */
+    const float *nn_w;
+    float *nn_y;
+    uint8_t *nn_act;
+    float nn_eps;
+    unsigned *nn_counter;   /* zeroed, left zeroed (the last CTA resets it) */
 } moe_comb;
 
 /* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
@@ -596,6 +604,36 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 /* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
 /* DF_PAIR (bit 2048; on the lane path bit 32768): 4 CTAs an SM (64 registers), so the T = 1 grid of E / 4
  * CTAs stays one wave on 132 SMs (unbounded the 4 rows' words side by side took 75 registers: 3 CTAs an SM) */
+/* CUDA_MOE_FAST_NEXTNORM: once every CTA has combined its rows into x (cb.add_to, one token), the
+ * last CTA to arrive (last_cta_arrived: the router launch's pattern) runs rmsnorm_q256_kernel on the
+ * whole row: threads 0 .. E / 8 - 1 play its threads (norm8_squares' 8 values, read through L2 since
+ * other CTAs wrote them; the double sums, the warps' xor trees, rms_inv_parts over E / 256 warp
+ * parts, y = (x * inv) * w), write y and warp b's act_q8_K block b from its registers. The same
+ * operations as that kernel at n / 8 threads, so the same bits; the next layer's norm launch is gone. */
+static __device__ __noinline__ void moe_down_next_norm(const moe_comb &cb, int E) {
+    if (!last_cta_arrived(cb.nn_counter)) return;
+    __shared__ double part[DN_WARPS];
+    __shared__ float inv_s;
+    const int tid = threadIdx.x, nt = E / 8;
+    float v[8];
+    if (tid < nt) norm8_squares_cg(v, cb.add_to + (size_t)tid * 8, part, tid);
+    __syncthreads();
+    if (tid == 0) {
+        inv_s = rms_inv_parts(part, nt / 32, E, cb.nn_eps);
+        *cb.nn_counter = 0;
+    }
+    __syncthreads();
+    if (tid >= nt) return;
+    float wv[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) wv[k] = cb.nn_w[(size_t)tid * 8 + k];   /* 4-byte aligned only */
+    norm8_apply(v, inv_s, wv);
+    float4 *yr = (float4 *)(cb.nn_y + (size_t)tid * 8);
+    yr[0] = make_float4(v[0], v[1], v[2], v[3]);
+    yr[1] = make_float4(v[4], v[5], v[6], v[7]);
+    act_quant_block_regs<256>(v, cb.nn_act + (size_t)(tid >> 5) * sizeof_i(act_q8_K), ACT_Q8_K);
+}
+
 template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
 __global__ void __launch_bounds__(DN_WARPS * 32, (V & (DF_PAIR | DF_GRP | DF_R4)) != 0 ? 4 : 1)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,
@@ -655,6 +693,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         cb.out[(size_t)t * E + i] = o;
         if (cb.add_to) cb.add_to[(size_t)t * E + i] = __fadd_rn(cb.add_to[(size_t)t * E + i], o);
     }
+    if (cb.nn_w) moe_down_next_norm(cb, E);
 }
 
 /* out[t][i] = sum_r w[t][r] * y[pair(t, r)][i] in rank order from 0.0f; add_to += out */
@@ -712,6 +751,9 @@ static unsigned long moe_r4_count = 0;
 extern "C" void cuda_moe_set_r4(int on) { moe_r4 = on == 2 ? 2 : on ? 1 : 0; }
 extern "C" int cuda_moe_r4(void) { return moe_r4; }
 extern "C" unsigned long cuda_moe_r4_launches(void) { return moe_r4_count; }
+/* CUDA_MOE_FAST_NEXTNORM: down launches that carried the next norm (for the tests, as the R4 count) */
+static unsigned long moe_nn_count = 0;
+extern "C" unsigned long cuda_moe_next_norm_launches(void) { return moe_nn_count; }
 static bool moe_r4_gu(const cuda_moe *m) {
     return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->gate_r4 && m->up_r4;   /* copies exist for the R4 formats alone */
 }
@@ -922,6 +964,11 @@ static int moe_dispatch(int type, const cuda_moe *m, int down, const moe_comb &c
 static int moe_route_par = 0;
 extern "C" void cuda_moe_set_route(int parallel) { moe_route_par = parallel ? 1 : 0; }
 
+int cuda_moe_next_norm_ok(int64_t E, const void *x, const void *y) {
+    return (moe_fast & CUDA_MOE_FAST_NEXTNORM) && (moe_fast & CUDA_MOE_FAST_COMBINE) && E % 256 == 0 &&
+           E <= 8 * DN_WARPS * 32 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0;
+}
+
 int cuda_moe_norm_fusable(int router_type, int64_t E, int X, int act_fmt, const void *x, const void *y, const void *router) {
     return (moe_fast & CUDA_MOE_FAST_NORM) && (moe_fast & CUDA_MOE_FAST_ROUTE1) &&
            cuda_moe_router_fusable(router_type, E) /* F32, E 1,024 or 2,048 */ && X >= E / 256 && act_fmt == ACT_Q8_K && (uintptr_t)x % 16 == 0 &&
@@ -1003,6 +1050,12 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
         if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
+    if (m->nn_w) {   /* the caller asked (cuda_moe_next_norm_ok said yes): the next norm in the down launch */
+        if (!cf || !add_to || m->T != 1 || !cuda_moe_next_norm_ok(m->E, add_to, m->nn_y)) return -1;
+        cb.nn_w = m->nn_w; cb.nn_y = m->nn_y; cb.nn_act = (uint8_t *)m->nn_act; cb.nn_eps = m->nn_eps;
+        cb.nn_counter = m->counter + 1;
+        moe_nn_count++;
+    }
     if (moe_dispatch(m->type_down, m, 1, cb, st)) return -1;
     return cf ? 0 : cuda_moe_combine(m, add_to, st);
 }

@@ -50,15 +50,25 @@ static __device__ __forceinline__ void norm_row_warp(const float *xr, const floa
  * 8 tid .. 8 tid + 7 of the row (xr8 = row + 8 tid, 16-byte aligned) into v, their squares' sum in
  * double, the warp's butterfly, lane 0's sum into part[warp]; then, after the barrier and
  * rms_inv_parts, norm8_apply. The same operations wherever called: the same bits by construction. */
-static __device__ __forceinline__ void norm8_squares(float *v, const float *xr8, double *part, int tid) {
-    const float4 a = ((const float4 *)xr8)[0], b = ((const float4 *)xr8)[1];
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+static __device__ __forceinline__ void norm8_sum(const float *v, double *part, int tid) {
     double ss = 0;
 #pragma unroll
     for (int k = 0; k < 8; k++) { double d = v[k]; ss += d * d; }
 #pragma unroll
     for (int s = 16; s >= 1; s >>= 1) ss += __shfl_xor_sync(FULL_MASK, ss, s);
     if ((tid & 31) == 0) part[tid >> 5] = ss;
+}
+static __device__ __forceinline__ void norm8_squares(float *v, const float *xr8, double *part, int tid) {
+    const float4 a = ((const float4 *)xr8)[0], b = ((const float4 *)xr8)[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    norm8_sum(v, part, tid);
+}
+/* the same with the 8 values read through L2 (__ldcg): rows other CTAs of the launch wrote
+ * (the MoE down kernel's last CTA, CUDA_MOE_FAST_NEXTNORM) */
+static __device__ __forceinline__ void norm8_squares_cg(float *v, const float *xr8, double *part, int tid) {
+    const float4 a = __ldcg((const float4 *)xr8), b = __ldcg((const float4 *)xr8 + 1);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    norm8_sum(v, part, tid);
 }
 /* y = (x * inv) * w on the thread's 8 values (w: its 8 weights) */
 static __device__ __forceinline__ void norm8_apply(float *v, float inv, const float *w) {

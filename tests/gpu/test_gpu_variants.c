@@ -280,10 +280,16 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     REQUIRE(mc && mg, "%s: load", label);
     if (mc && mg) {
         int steps, d, nc, ng;
+        const unsigned long nn0 = cuda_moe_next_norm_launches();
         int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
+        const unsigned long nn = cuda_moe_next_norm_launches() - nn0;
         CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU (switches on) != CPU after %d steps", label, steps);
         CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU (switches on) != CPU from step %d", label, d);
-        printf("%-40s switches on: teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d\n", label, steps, d, nc);
+        /* STRATA_CUDA_MOE_FAST bit 16777216: every model here has a Q6_K head (Q8_K activations), so at least the
+         * last layer's down launch takes the head's norm in the one-column steps */
+        CHECKF(nn > 0, "%s: no down launch took the next norm (bit 16777216 on)", label);
+        printf("%-40s switches on: teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d, %lu down launches "
+               "with the next norm\n", label, steps, d, nc, nn);
     }
     set_switches(0);
     strata_model_free(mc); strata_model_free(mg);
