@@ -1613,9 +1613,9 @@ extern "C" backend *backend_cuda_new(const hparams *hp, const model_weights *w, 
                 cuda_dev_alloc_named((void **)&b->h, P * F * sizeof(float), "the MoE hidden rows", err, errlen) ||
                 cuda_dev_alloc_named(&b->act_h, P * (F * 4 + 64), "the MoE hidden activations", err, errlen) ||
                 cuda_dev_alloc_named((void **)&b->y, P * E * sizeof(float), "the MoE expert outputs", err, errlen) ||
-                cuda_dev_alloc_named((void **)&b->counter, 2 * sizeof(unsigned), "the MoE router and down counters", err, errlen))
+                cuda_dev_alloc_named((void **)&b->counter, CUDA_MOE_COUNTERS * sizeof(unsigned), "the MoE launch counters", err, errlen))
                 goto fail;
-            if (CU_CHECK(cudaMemset(b->counter, 0, 2 * sizeof(unsigned)))) goto cuda_fail;
+            if (CU_CHECK(cudaMemset(b->counter, 0, CUDA_MOE_COUNTERS * sizeof(unsigned)))) goto cuda_fail;
         }
         if (rope_table_upload(hp, n_ctx, hp->rope_base, &c->rope_global, "the RoPE table", err, errlen) ||
             rope_table_upload(hp, n_ctx, hp->rope_base_local, &c->rope_local, "the local RoPE table", err, errlen))

@@ -114,7 +114,8 @@ void cuda_moe_set_route(int parallel);
 #define CUDA_MOE_FAST_DLANE   32768 /* T = 1 down on the lane path (Q2_0 with the word expansion, IQ4_NL with its fast decode, Q4_0, Q8_0): a warp's 2 rows (4 with bit 4, 8-word formats) side by side, the activation words loaded once */
 #define CUDA_MOE_FAST_GRP     262144 /* T = 1 down, IQ2_XXS / IQ3_XXS with bits 4 and 512: the warp's 4 rows a lane group each, lane k on part k of every super-block */
 #define CUDA_MOE_FAST_NEXTNORM 16777216 /* T = 1, the combine in the down kernel (2), E % 256 == 0, E <= 2,048, the next layer's attention norm quantizing for Q8_K: that norm by the down launch's last CTA */
-#define CUDA_MOE_FAST_ALL     17088511 /* every bit (16384, 65536, 131072, 524288, 1048576, 2097152, 4194304 and 8388608 unused: measured, not kept) */
+#define CUDA_MOE_FAST_HQ      33554432 /* T = 1, the down experts' activations act_q8_K, F % 256 == 0: h quantized by the gate/up launch (the last CTA of each 256-row block) instead of its own launch */
+#define CUDA_MOE_FAST_ALL     50642943 /* every bit (16384, 65536, 131072, 524288, 1048576, 2097152, 4194304 and 8388608 unused: measured, not kept) */
 #define CUDA_MOE_FAST_DEFAULT 311295 /* STRATA_CUDA_MOE_FAST's default (src/core/env_list.h): every bit */
 void cuda_moe_set_fast(int bits);
 /* STRATA_CUDA_MOE_R4 (moe.cu, r4.cuh): 1 (2: the gate/up instance without its launch bound) the T = 1 expert kernels
@@ -129,6 +130,8 @@ unsigned long cuda_moe_r4_launches(void);
 /* STRATA_CUDA_MOE_FAST bit 16777216: T = 1 down launches issued with the next layer's (or the head's) input norm
    inside (counted at issue, so a graph's capture counts once); for the tests */
 unsigned long cuda_moe_next_norm_launches(void);
+/* bit 33554432: T = 1 gate/up launches that quantized h themselves (counted at issue); for the tests */
+unsigned long cuda_moe_hq_launches(void);
 /* STRATA_CUDA_TWICE (an instrument, never a default): launches issued twice in a row, each kind
  * idempotent (the second writes the first's values), so the logits stay the same and a graph
  * step's time with a bit minus without it is one such launch's cost inside the step: 1 the T = 1

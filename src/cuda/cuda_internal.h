@@ -104,7 +104,13 @@ typedef struct cuda_moe {
     float *nn_y;
     void *nn_act;
     float nn_eps;
+    /* CUDA_MOE_FAST_HQ: set by cuda_moe_block alone (T = 1, act_q8_K rows of F % 256 == 0): the gate/up
+       launch quantizes h into these rows (act_h) itself; counter[2 ..] its arrival counters */
+    void *hq_act;
 } cuda_moe;
+/* the MoE counters: [0] the router launch's, [1] the down launch's next norm, then CUDA_MOE_MAX_K x
+   (8192 / 256) for the gate/up launch's h blocks (CUDA_MOE_FAST_HQ) */
+#define CUDA_MOE_COUNTERS (2 + CUDA_MOE_MAX_K * 32)
 /* can the T = 1 down launch of a model of width E take the next attention norm (bits 2 and
    16777216 of STRATA_CUDA_MOE_FAST on, E % 256 == 0, E <= 2,048, x / y 16-byte aligned)? */
 int cuda_moe_next_norm_ok(int64_t E, const void *x, const void *y);

@@ -537,12 +537,38 @@ typedef struct moe_comb {
 /* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
  * 132 SMs (its 48 registers unbounded allowed 10); not the lane path's pairs (bit 8192: 47-64 registers, unbounded);
  * with DF_R4 (STRATA_CUDA_MOE_R4 = 1) too; R4 alone (= 2) unbounded: 69 registers, 7 CTAs an SM, 1.7 waves */
+/* CUDA_MOE_FAST_HQ (T = 1): once the CTAs of one 256-row block of pair `start`'s h have written their
+ * rows (256 / MV_WARPS CTAs; the launcher checked F % 256 == 0, so no warp left early), the last of
+ * them to arrive (last_cta_arrived's pattern on that block's counter) quantizes the block into act_q8_K
+ * with warp 0: lane l the values 8 l .. 8 l + 7, read through L2 (other CTAs wrote them), by
+ * act_quant_block_regs<256>, the code act_quantize_kernel runs on the same block (its amax and integer
+ * sums do not depend on which lane holds which value): the same bytes; h's quantization launch is gone. */
+static __device__ __noinline__ void moe_gate_up_hq(const float *h, int F, int start, uint8_t *act, unsigned *cnt, int gi) {
+    const int blk = (int)(blockIdx.x * MV_WARPS) / 256, nblk = F / 256;
+    unsigned *c = cnt + gi * nblk + blk;
+    __shared__ int s_last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned old;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(c) : "memory");
+        s_last = old == 256 / MV_WARPS - 1;
+    }
+    __syncthreads();
+    if (!s_last || threadIdx.x >= 32) return;
+    const int lane = threadIdx.x;
+    const float4 *hb = (const float4 *)(h + (size_t)start * F + (size_t)blk * 256 + 8 * lane);
+    const float4 a = __ldcg(hb), b = __ldcg(hb + 1);
+    const float v[8] = { a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w };
+    act_quant_block_regs<256>(v, act + ((size_t)start * nblk + blk) * sizeof_i(act_q8_K), ACT_Q8_K);
+    if (lane == 0) *c = 0;
+}
+
 template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
                    int F, int64_t n_in, int nb, const uint8_t *__restrict__ act_x, const uint8_t *__restrict__ act, size_t as,
                    const int *__restrict__ groups, float *__restrict__ h, const uint8_t *__restrict__ pf_down, size_t pf_eb,
-                   int ngk) {
+                   int ngk, uint8_t *__restrict__ hq_act, unsigned *__restrict__ hq_cnt) {
     if constexpr ((V & DF_SMEM) != 0) df_smem_fill<FMT>();   /* constant tables: before the wait */
     PDL_WAIT();
     const int gi = blockIdx.y;
@@ -591,6 +617,7 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
             h[(size_t)(start + t) * F + row] = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, expf_ref(-gv))), uv);
         }
     }
+    if (TM == 1 && hq_act) moe_gate_up_hq(h, F, start, hq_act, hq_cnt, gi);
 }
 
 /* grid: E / RPC row slices (RPC = DOWN_R rows for the cooperative formats, else 1); CTA of
@@ -754,6 +781,9 @@ extern "C" unsigned long cuda_moe_r4_launches(void) { return moe_r4_count; }
 /* CUDA_MOE_FAST_NEXTNORM: down launches that carried the next norm (for the tests, as the R4 count) */
 static unsigned long moe_nn_count = 0;
 extern "C" unsigned long cuda_moe_next_norm_launches(void) { return moe_nn_count; }
+/* CUDA_MOE_FAST_HQ: gate/up launches that quantized h themselves (for the tests) */
+static unsigned long moe_hq_count = 0;
+extern "C" unsigned long cuda_moe_hq_launches(void) { return moe_hq_count; }
 static bool moe_r4_gu(const cuda_moe *m) {
     return moe_r4 && m->T == 1 && m->max_groups <= 0 && m->gate_r4 && m->up_r4;   /* copies exist for the R4 formats alone */
 }
@@ -784,7 +814,9 @@ static void launch_gate_up_v(const cuda_moe *m, dim3 grid, size_t eb, size_t rb,
     const uint8_t *pfd;
     const size_t ebd = moe_pf_down(m, &pfd);
     const int ngk = moe_ngk(m);
-#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd, ngk)
+    uint8_t *hq = m->T == 1 ? (uint8_t *)m->hq_act : NULL;   /* CUDA_MOE_FAST_HQ: cuda_moe_block set it */
+#define GU(TM) klaunch(moe_gate_up_kernel<FMT, TM, COOP, V>, grid, MV_WARPS * 32, 0, st, g, u, eb, rb, F, m->E, nb, ax, a, as, m->groups, m->h, pfd, ebd, ngk, \
+                       hq, m->counter + 2)
     if constexpr (R4) GU(1);   /* T = 1 alone (moe_r4_gu) */
     else if (m->T == 1) GU(1); else if (m->T == 2) GU(2); else if (m->T <= 4) GU(4); else GU(8);
 #undef GU
@@ -1045,9 +1077,17 @@ int cuda_moe_block(const cuda_moe *m, float *add_to, cudaStream_t st) {
     if (CU_LAUNCHED()) return -1;
     moe_comb cb;
     memset(&cb, 0, sizeof cb);
-    if (moe_dispatch(m->type_gu, m, 0, cb, st)) return -1;
-    for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_HQ) && m->T == 1 ? 2 : 1); rep++)
-        if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
+    /* CUDA_MOE_FAST_HQ: h's act_q8_K rows by the gate/up launch (moe_gate_up_hq); the grid's F / MV_WARPS CTAs
+     * a group, 256 / MV_WARPS a block */
+    cuda_moe mg = *m;
+    mg.hq_act = m->T == 1 && (moe_fast & CUDA_MOE_FAST_HQ) && daf == ACT_Q8_K && m->F % 256 == 0 &&
+                m->F / 256 * m->k <= CUDA_MOE_COUNTERS - 2 && m->max_groups <= 0 && !(moe_twice & CUDA_TWICE_MOE_HQ)
+                    ? m->act_h : NULL;
+    if (moe_dispatch(m->type_gu, &mg, 0, cb, st)) return -1;
+    if (mg.hq_act) moe_hq_count++;
+    else
+        for (int rep = 0; rep < ((moe_twice & CUDA_TWICE_MOE_HQ) && m->T == 1 ? 2 : 1); rep++)
+            if (cuda_act_quantize(daf, m->h, m->F, m->T * m->k, m->act_h, st)) return -1;
     const int cf = (moe_fast & CUDA_MOE_FAST_COMBINE) != 0;
     if (cf) { cb.pair_of = m->pair_of; cb.wts = m->wts; cb.k = m->k; cb.T = m->T; cb.out = m->out; cb.add_to = add_to; }
     if (m->nn_w) {   /* the caller asked (cuda_moe_next_norm_ok said yes): the next norm in the down launch */
@@ -1385,6 +1425,7 @@ int cuda_moe_experts_wide(const cuda_moe_wide *w, cudaStream_t st) {
     if (CU_LAUNCHED()) return -1;
     if (w->mv) {   /* the chunks through the grouped decode kernels (h written as silu(g) * u) */
         cuda_moe mc = *m;
+        mc.hq_act = NULL;
         mc.T = w->mv;   /* the kernels' column count: a chunk's pairs */
         mc.max_groups = cuda_moe_wide_max_groups(P, m->X, w->mv);
         moe_comb cb;

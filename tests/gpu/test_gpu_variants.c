@@ -280,16 +280,21 @@ static void model_parity(const char *label, int layers, int te, int ta, int to) 
     REQUIRE(mc && mg, "%s: load", label);
     if (mc && mg) {
         int steps, d, nc, ng;
-        const unsigned long nn0 = cuda_moe_next_norm_launches();
+        const unsigned long nn0 = cuda_moe_next_norm_launches(), hq0 = cuda_moe_hq_launches();
         int rc = moe_model_compare(mc, mg, &steps, &d, &nc, &ng);
-        const unsigned long nn = cuda_moe_next_norm_launches() - nn0;
+        const unsigned long nn = cuda_moe_next_norm_launches() - nn0, hq = cuda_moe_hq_launches() - hq0;
+        /* bit 33554432: where the down experts read act_q8_K rows of a width of 256s, h's quantization went into
+         * the gate/up launch of the one-column steps; elsewhere it must not have */
+        const weight *dw = &mg->w.layers[0].down_exps;
+        const int hq_fmt = quant_traits_get(dw->type)->act == ACT_Q8_K && dw->n_in % 256 == 0;
+        CHECKF(hq_fmt ? hq > 0 : hq == 0, "%s: %lu gate/up launches quantized h (want %s)", label, hq, hq_fmt ? "> 0" : "0");
         CHECKF(rc == 0 && steps == 16, "%s: teacher-forced logits GPU (switches on) != CPU after %d steps", label, steps);
         CHECKF(nc > 0 && nc == ng && d == nc, "%s: greedy ids GPU (switches on) != CPU from step %d", label, d);
         /* STRATA_CUDA_MOE_FAST bit 16777216: every model here has a Q6_K head (Q8_K activations), so at least the
          * last layer's down launch takes the head's norm in the one-column steps */
         CHECKF(nn > 0, "%s: no down launch took the next norm (bit 16777216 on)", label);
         printf("%-40s switches on: teacher-forced logits bit-identical %d/16, greedy ids equal %d/%d, %lu down launches "
-               "with the next norm\n", label, steps, d, nc, nn);
+               "with the next norm, %lu gate/up launches quantizing h\n", label, steps, d, nc, nn, hq);
     }
     set_switches(0);
     strata_model_free(mc); strata_model_free(mg);
@@ -499,6 +504,13 @@ int main(void) {
         moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_DEFAULT & ~CUDA_MOE_FAST_GRP));
         moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_GRP | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4));
         moe_parity(TYPE_IQ2_XXS, 8 + (CUDA_MOE_FAST_GRP | CUDA_MOE_FAST_SALU | CUDA_MOE_FAST_DOWN4 | CUDA_MOE_FAST_SMEM));
+        /* bit 33554432: h's act_q8_K blocks (1, 3, 5 a pair) by the gate/up launch, with the default folds and alone */
+        const unsigned long hq0 = cuda_moe_hq_launches();
+        moe_parity(TYPE_IQ3_XXS, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_HQ));
+        moe_parity(TYPE_IQ2_XXS, 8 + CUDA_MOE_FAST_HQ);
+        moe_parity(TYPE_Q4_K, 8 + (CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_HQ));
+        CHECKF(cuda_moe_hq_launches() - hq0 >= 9, "ffn %d: %lu gate/up launches quantized h, want >= 9 (3 T = 1 runs x 3)",
+               ff, cuda_moe_hq_launches() - hq0);
     }
     moe_h_ff = 9216;
     moe_parity(TYPE_IQ3_XXS, 8 + CUDA_MOE_FAST_DEFAULT);
@@ -517,6 +529,7 @@ int main(void) {
     g_dim = 2048;
     moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
     moe_parity_r4(TYPE_IQ2_XXS, CUDA_MOE_FAST_DEFAULT);
+    moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT | CUDA_MOE_FAST_HQ);   /* the R4 gate/up launch quantizing h */
     g_r4 = 2;   /* the unbounded gate/up instances */
     moe_parity_r4(TYPE_IQ3_XXS, CUDA_MOE_FAST_DEFAULT);
     moe_parity_r4(TYPE_IQ2_XXS, CUDA_MOE_FAST_DEFAULT);
