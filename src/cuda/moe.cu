@@ -534,9 +534,6 @@ typedef struct moe_comb {
     unsigned *nn_counter;   /* zeroed, left zeroed (the last CTA resets it) */
 } moe_comb;
 
-/* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
- * 132 SMs (its 48 registers unbounded allowed 10); not the lane path's pairs (bit 8192: 47-64 registers, unbounded);
- * with DF_R4 (STRATA_CUDA_MOE_R4 = 1) too; R4 alone (= 2) unbounded: 69 registers, 7 CTAs an SM, 1.7 waves */
 /* CUDA_MOE_FAST_HQ (T = 1): once the CTAs of one 256-row block of pair `start`'s h have written their
  * rows (256 / MV_WARPS CTAs; the launcher checked F % 256 == 0, so no warp left early), the last of
  * them to arrive (last_cta_arrived's pattern on that block's counter) quantizes the block into act_q8_K
@@ -563,6 +560,9 @@ static __device__ __noinline__ void moe_gate_up_hq(const float *h, int F, int st
     if (lane == 0) *c = 0;
 }
 
+/* DF_PAIR (bits 1024 / 4096): 12 CTAs an SM, so the T = 1 grid (192 x 8 CTAs of 4 warps) is one wave on
+ * 132 SMs (its 48 registers unbounded allowed 10); not the lane path's pairs (bit 8192: 47-64 registers, unbounded);
+ * with DF_R4 (STRATA_CUDA_MOE_R4 = 1) too; R4 alone (= 2) unbounded: 69 registers, 7 CTAs an SM, 1.7 waves */
 template <int FMT, int TM, int COOP, int V>
 __global__ void __launch_bounds__(MV_WARPS * 32, (V & DF_PAIR) != 0 && COOP != 0 ? 12 : 1)
 moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t expert_bytes, size_t row_bytes,
@@ -628,9 +628,6 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
 #define DN_WARPS 8
 #define DN_GROUPS 2   /* groups per warp of the wide chunks' down launch */
 #define DN_MAX_PAIRS (CUDA_MOE_COLS * CUDA_MOE_MAX_K)
-/* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
-/* DF_PAIR (bit 2048; on the lane path bit 32768): 4 CTAs an SM (64 registers), so the T = 1 grid of E / 4
- * CTAs stays one wave on 132 SMs (unbounded the 4 rows' words side by side took 75 registers: 3 CTAs an SM) */
 /* CUDA_MOE_FAST_NEXTNORM: once every CTA has combined its rows into x (cb.add_to, one token), the
  * last CTA to arrive (last_cta_arrived: the router launch's pattern) runs rmsnorm_q256_kernel on the
  * whole row: threads 0 .. E / 8 - 1 play its threads (norm8_squares' 8 values, read through L2 since
@@ -661,6 +658,9 @@ static __device__ __noinline__ void moe_down_next_norm(const moe_comb &cb, int E
     act_quant_block_regs<256>(v, cb.nn_act + (size_t)(tid >> 5) * sizeof_i(act_q8_K), ACT_Q8_K);
 }
 
+/* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
+/* DF_PAIR (bit 2048; on the lane path bit 32768): 4 CTAs an SM (64 registers), so the T = 1 grid of E / 4
+ * CTAs stays one wave on 132 SMs (unbounded the 4 rows' words side by side took 75 registers: 3 CTAs an SM) */
 template <int FMT, int TM, int COOP, int V, int DR = DOWN_R>
 __global__ void __launch_bounds__(DN_WARPS * 32, (V & (DF_PAIR | DF_GRP | DF_R4)) != 0 ? 4 : 1)
 moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_bytes, int E, int64_t n_in, int nb,

@@ -50,7 +50,7 @@ static __device__ __forceinline__ void norm_row_warp(const float *xr, const floa
  * 8 tid .. 8 tid + 7 of the row (xr8 = row + 8 tid, 16-byte aligned) into v, their squares' sum in
  * double, the warp's butterfly, lane 0's sum into part[warp]; then, after the barrier and
  * rms_inv_parts, norm8_apply. The same operations wherever called: the same bits by construction. */
-static __device__ __forceinline__ void norm8_sum(const float *v, double *part, int tid) {
+static __device__ __forceinline__ void norm8_sum(const float *v, double *part, int tid) {   /* the squares' part */
     double ss = 0;
 #pragma unroll
     for (int k = 0; k < 8; k++) { double d = v[k]; ss += d * d; }
