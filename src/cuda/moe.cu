@@ -634,28 +634,31 @@ moe_gate_up_kernel(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ W
  * other CTAs wrote them; the double sums, the warps' xor trees, rms_inv_parts over E / 256 warp
  * parts, y = (x * inv) * w), write y and warp b's act_q8_K block b from its registers. The same
  * operations as that kernel at n / 8 threads, so the same bits; the next layer's norm launch is gone. */
-static __device__ __noinline__ void moe_down_next_norm(const moe_comb &cb, int E) {
-    if (!last_cta_arrived(cb.nn_counter)) return;
+/* (the fields by value: a reference to the kernel's moe_comb parameter put an 80-byte copy of it on every
+ * down instance's stack, ptxas -v) */
+static __device__ __noinline__ void moe_down_next_norm(const float *x, const float *nw, float *ny, uint8_t *nact, float eps,
+                                                       unsigned *counter, int E) {
+    if (!last_cta_arrived(counter)) return;
     __shared__ double part[DN_WARPS];
     __shared__ float inv_s;
     const int tid = threadIdx.x, nt = E / 8;
     float v[8];
-    if (tid < nt) norm8_squares_cg(v, cb.add_to + (size_t)tid * 8, part, tid);
+    if (tid < nt) norm8_squares_cg(v, x + (size_t)tid * 8, part, tid);
     __syncthreads();
     if (tid == 0) {
-        inv_s = rms_inv_parts(part, nt / 32, E, cb.nn_eps);
-        *cb.nn_counter = 0;
+        inv_s = rms_inv_parts(part, nt / 32, E, eps);
+        *counter = 0;
     }
     __syncthreads();
     if (tid >= nt) return;
     float wv[8];
 #pragma unroll
-    for (int k = 0; k < 8; k++) wv[k] = cb.nn_w[(size_t)tid * 8 + k];   /* 4-byte aligned only */
+    for (int k = 0; k < 8; k++) wv[k] = nw[(size_t)tid * 8 + k];   /* 4-byte aligned only */
     norm8_apply(v, inv_s, wv);
-    float4 *yr = (float4 *)(cb.nn_y + (size_t)tid * 8);
+    float4 *yr = (float4 *)(ny + (size_t)tid * 8);
     yr[0] = make_float4(v[0], v[1], v[2], v[3]);
     yr[1] = make_float4(v[4], v[5], v[6], v[7]);
-    act_quant_block_regs<256>(v, cb.nn_act + (size_t)(tid >> 5) * sizeof_i(act_q8_K), ACT_Q8_K);
+    act_quant_block_regs<256>(v, nact + (size_t)(tid >> 5) * sizeof_i(act_q8_K), ACT_Q8_K);
 }
 
 /* DR: rows per warp of the cooperative formats (DOWN_R, or 4 at T = 1: CUDA_MOE_FAST_DOWN4) */
@@ -720,7 +723,7 @@ moe_down_kernel(const uint8_t *__restrict__ Wd, size_t expert_bytes, size_t row_
         cb.out[(size_t)t * E + i] = o;
         if (cb.add_to) cb.add_to[(size_t)t * E + i] = __fadd_rn(cb.add_to[(size_t)t * E + i], o);
     }
-    if (cb.nn_w) moe_down_next_norm(cb, E);
+    if (cb.nn_w) moe_down_next_norm(cb.add_to, cb.nn_w, cb.nn_y, cb.nn_act, cb.nn_eps, cb.nn_counter, E);
 }
 
 /* out[t][i] = sum_r w[t][r] * y[pair(t, r)][i] in rank order from 0.0f; add_to += out */
