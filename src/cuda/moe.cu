@@ -536,22 +536,14 @@ typedef struct moe_comb {
 
 /* CUDA_MOE_FAST_HQ (T = 1): once the CTAs of one 256-row block of pair `start`'s h have written their
  * rows (256 / MV_WARPS CTAs; the launcher checked F % 256 == 0, so no warp left early), the last of
- * them to arrive (last_cta_arrived's pattern on that block's counter) quantizes the block into act_q8_K
+ * them to arrive (last_of_n_arrived on that block's counter) quantizes the block into act_q8_K
  * with warp 0: lane l the values 8 l .. 8 l + 7, read through L2 (other CTAs wrote them), by
  * act_quant_block_regs<256>, the code act_quantize_kernel runs on the same block (its amax and integer
  * sums do not depend on which lane holds which value): the same bytes; h's quantization launch is gone. */
 static __device__ __noinline__ void moe_gate_up_hq(const float *h, int F, int start, uint8_t *act, unsigned *cnt, int gi) {
     const int blk = (int)(blockIdx.x * MV_WARPS) / 256, nblk = F / 256;
     unsigned *c = cnt + gi * nblk + blk;
-    __shared__ int s_last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned old;
-        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(c) : "memory");
-        s_last = old == 256 / MV_WARPS - 1;
-    }
-    __syncthreads();
-    if (!s_last || threadIdx.x >= 32) return;
+    if (!last_of_n_arrived(c, 256 / MV_WARPS) || threadIdx.x >= 32) return;
     const int lane = threadIdx.x;
     const float4 *hb = (const float4 *)(h + (size_t)start * F + (size_t)blk * 256 + 8 * lane);
     const float4 a = __ldcg(hb), b = __ldcg(hb + 1);

@@ -17,17 +17,20 @@
  * pattern of a grid barrier: barrier, one thread's release and acquire, barrier). Until
  * 2026-12-05 (15:40 session) thread 0 ran fence.sc + a relaxed atomic and every thread of the
  * last CTA another fence.sc. */
-static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) {
+static __device__ __forceinline__ int last_of_n_arrived(unsigned *counter, unsigned n) {
     __shared__ int s_last;
     __syncthreads();
     if (threadIdx.x == 0) {
         unsigned old;
         asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
-        s_last = old == gridDim.x - 1;
+        s_last = old == n - 1;
     }
     __syncthreads();
     return s_last;
 }
+/* the launch's CTAs of one grid row arrive together (n = gridDim.x); last_of_n_arrived serves a group of
+ * n CTAs with a counter of their own (the MoE gate/up launch's 256-row blocks of h, CUDA_MOE_FAST_HQ) */
+static __device__ __forceinline__ int last_cta_arrived(unsigned *counter) { return last_of_n_arrived(counter, gridDim.x); }
 
 /* One head's RoPE and its KV head's cache rows at one position, by the calling CTA (the
  * operations of rope_qk_store_kernel): q rotated into qr, k rotated and v as the cache holds
