@@ -20,18 +20,23 @@ synth_wait() {
   while ! grep -q done /tmp/synth.log 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt ${1:-420} ]; do sleep 5; done
   cat /tmp/synth.log
 }
-# One call's usual shape: suite_then_ab NAME VAR "VALUES" ROUNDS: every line into $OUT/NAME.txt; the two 48-layer
-# files (or $SHAPES) written in the background during make test-gpu's programs (SUITE_S seconds, default 330; 0: no
-# suite), then VAR at each of VALUES alternated for ROUNDS rounds on each file (e2e_ab), then llama.cpp tg128 on them
-suite_then_ab() {
-  local name=$1 var=$2 vals=$3 rounds=$4 shapes=${SHAPES:-moe48 moe48_iq2}
-  exec > >(tee -a "$OUT/$name.txt") 2>&1
-  synth_bg "$shapes"
+# A call's first half: suite_then_files NAME "SHAPES": every line into $OUT/NAME.txt; the files of SHAPES written in
+# the background during make test-gpu's programs (SUITE_S seconds, default 330; 0: no suite), then waited for
+# (SYNTH_WAIT, default 420 s into the call) and the benchmark programs unpacked
+suite_then_files() {
+  exec > >(tee -a "$OUT/$1.txt") 2>&1
+  synth_bg "$2"
   env | grep '^STRATA_' || echo "no STRATA_ switch exported: the suite runs the defaults"
   [ "${SUITE_S:-330}" -gt 0 ] && gpu_suite "${SUITE_S:-330}"
   t
   synth_wait "${SYNTH_WAIT:-420}"; t
   gb_unpack
+}
+# One call's usual shape: suite_then_ab NAME VAR "VALUES" ROUNDS: suite_then_files on the two 48-layer files (or
+# $SHAPES), then VAR at each of VALUES alternated for ROUNDS rounds on each file (e2e_ab), then llama.cpp tg128 on them
+suite_then_ab() {
+  local name=$1 var=$2 vals=$3 rounds=$4 shapes=${SHAPES:-moe48 moe48_iq2}
+  suite_then_files "$name" "$shapes"
   e2e_ab "$rounds" "$shapes" "$var" "$vals" 1 | tee /tmp/ab.txt
   t
   if peer_up; then peer_tg "$shapes"; else echo "peer: the unpack failed"; fi

@@ -9,13 +9,8 @@
 #    in the graph, TWICE instrument of 2026-12-06; a CTA's tail adds back ~0.5-1 us), +4-7 % both;
 # 3. llama.cpp tg128 on both files.
 . bench/gpu_call.sh
-exec > >(tee -a "$OUT/s99.txt") 2>&1
-synth_bg "moe48 moe48_iq2"
-gpu_suite "${SUITE_S:-330}"
-grep -E "next norm|quantiz.* h|HQ|hq" /tmp/suite.txt | head -12
-t
-synth_wait 420; t
-gb_unpack
+suite_then_files s99 "moe48 moe48_iq2"
+grep -E "next norm|quantiz.* h" /tmp/suite.txt | head -12
 D=311295
 alt_runs 3 moe48 "STRATA_CUDA_MOE_FAST=$D STRATA_CUDA_MOE_FAST=$((D + 16777216)) STRATA_CUDA_MOE_FAST=$((D + 33554432)) STRATA_CUDA_MOE_FAST=$((D + 50331648))" 1 'prompt|batch|ids'
 alt_runs 2 moe48_iq2 "STRATA_CUDA_MOE_FAST=$D STRATA_CUDA_MOE_FAST=$((D + 50331648))" 1 'prompt|batch|ids'
